@@ -1,0 +1,365 @@
+"""``EntityDB``: the inter-language entity database (read side).
+
+One SQLite file maps Wikipedia articles in many languages onto one shared
+entity inventory keyed by Wikidata QIDs (or source-prefixed keys). Opening is
+instant and loads nothing into Python; any number of processes may read one
+file; an ``EntityDB`` can be pickled (it reopens by path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kb import schema
+from kb.errors import NotFoundError
+from kb.languages import check_language
+from kb.store import atomic_build, chunked, open_readonly
+from kb.templates import Template, parse_template
+from kb.titles import normalize_title
+from kb.writer import EntityDBWriter
+
+MAX_REDIRECT_HOPS = 16
+
+
+@dataclass(frozen=True)
+class Entity:
+    """Everything the database holds about one entity's names."""
+
+    key: str
+    kind: str | None
+    titles: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def name(self, lang: str, fallback: tuple[str, ...] = ("en",)) -> str | None:
+        """The label (else title) in ``lang``, else in the first fallback language that has one."""
+        for code in (lang, *fallback):
+            if code in self.labels:
+                return self.labels[code]
+            if code in self.titles:
+                return self.titles[code]
+        return None
+
+
+@dataclass(frozen=True)
+class Match:
+    """A look-up hit: the entity and how the name matched it."""
+
+    key: str
+    via: Literal["title", "redirect", "label", "alias"]
+
+
+@dataclass(frozen=True)
+class Fact:
+    subject: str
+    property: str
+    object: str
+
+
+class EntityDB:
+    """Read access to an entity database file written by :meth:`EntityDB.create`.
+
+    >>> db = EntityDB("kb.sqlite")                     # doctest: +SKIP
+    >>> db.lookup("ja", "東京")                         # doctest: +SKIP
+    [Match(key='geonames:1850147', via='title')]
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._conn, self.meta = open_readonly(
+            self.path, fmt=schema.FORMAT, version=schema.FORMAT_VERSION, what="an mluke entity database"
+        )
+        self.languages: tuple[str, ...] = tuple(
+            r[0] for r in self._conn.execute("SELECT lang FROM languages ORDER BY lang")
+        )
+
+    # -- construction ---------------------------------------------------------------
+    @classmethod
+    @contextlib.contextmanager
+    def create(
+        cls, path: str | os.PathLike[str], *, overwrite: bool = False, provenance: dict[str, Any] | None = None
+    ) -> Iterator[EntityDBWriter]:
+        """Build a new database at ``path``; the file appears only when the block ends cleanly.
+
+        >>> with EntityDB.create("kb.sqlite") as w:        # doctest: +SKIP
+        ...     w.add_entity("Q17"); w.add_title("ja", "日本", "Q17")
+        """
+        with atomic_build(
+            path, fmt=schema.FORMAT, version=schema.FORMAT_VERSION, schema=schema.SCHEMA,
+            overwrite=overwrite, provenance=provenance,
+        ) as conn:
+            writer = EntityDBWriter(conn)
+            yield writer
+            writer.finish()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> EntityDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> tuple[type[EntityDB], tuple[str]]:
+        return (EntityDB, (str(self.path),))
+
+    def __repr__(self) -> str:
+        return f"EntityDB({str(self.path)!r}, entities={len(self)}, languages={len(self.languages)})"
+
+    def __len__(self) -> int:
+        return int(self.stats.get("entities", 0))
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._one("SELECT 1 FROM entities WHERE key = ?", key) is not None
+
+    # -- metadata -------------------------------------------------------------------
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Totals and per-language counts computed when the database was built."""
+        return json.loads(self.meta.get("stats", "{}"))
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return json.loads(self.meta.get("provenance", "{}"))
+
+    def sources(self) -> list[dict[str, Any]]:
+        """The inputs this database was built from (dump files, packages, API calls)."""
+        rows = self._conn.execute("SELECT kind, name, lang, detail FROM sources ORDER BY id")
+        return [{"kind": k, "name": n, "lang": l, **json.loads(d)} for k, n, l, d in rows]
+
+    def info(self) -> dict[str, Any]:
+        """Format, provenance, sources and statistics, as shown by ``mluke kb info``."""
+        return {
+            "path": str(self.path),
+            "format": self.meta["format"],
+            "format_version": int(self.meta["format_version"]),
+            "created": self.meta.get("created"),
+            "provenance": self.provenance,
+            "sources": self.sources(),
+            **self.stats,
+        }
+
+    # -- entities and names ---------------------------------------------------------
+    def _one(self, sql: str, *args: Any) -> Any:
+        row = self._conn.execute(sql, args).fetchone()
+        return None if row is None else row[0]
+
+    def _check_lang(self, lang: str) -> str:
+        return check_language(lang, self.languages)
+
+    def entity(self, key: str) -> Entity:
+        """All titles, labels and aliases of ``key``; raises :class:`NotFoundError` if absent."""
+        kind_row = self._conn.execute("SELECT kind FROM entities WHERE key = ?", (key,)).fetchone()
+        if kind_row is None:
+            raise NotFoundError(f"no entity {key!r} in {self.path}")
+        titles = dict(self._conn.execute("SELECT lang, title FROM titles WHERE entity = ? ORDER BY lang", (key,)))
+        labels: dict[str, str] = {}
+        aliases: dict[str, list[str]] = {}
+        for lang, name, kind in self._conn.execute(
+            "SELECT lang, name, kind FROM names WHERE entity = ? ORDER BY lang, name", (key,)
+        ):
+            if kind == "label":
+                labels[lang] = name
+            else:
+                aliases.setdefault(lang, []).append(name)
+        return Entity(key, kind_row[0], titles, labels, {k: tuple(v) for k, v in aliases.items()})
+
+    def get(self, key: str) -> Entity | None:
+        """Like :meth:`entity` but returns ``None`` for an unknown key."""
+        try:
+            return self.entity(key)
+        except NotFoundError:
+            return None
+
+    def titles(self, key: str) -> dict[str, str]:
+        """Page titles of ``key`` in every language, ``{lang: title}``."""
+        return dict(self._conn.execute("SELECT lang, title FROM titles WHERE entity = ? ORDER BY lang", (key,)))
+
+    def label(self, key: str, lang: str, fallback: tuple[str, ...] = ()) -> str | None:
+        """The label of ``key`` in ``lang`` (or the first fallback language that has one)."""
+        for code in (lang, *fallback):
+            name = self._one(
+                "SELECT name FROM names WHERE entity = ? AND lang = ? AND kind = 'label'", key, code
+            )
+            if name is not None:
+                return name
+        return None
+
+    def labels(self, keys: list[str], lang: str) -> dict[str, str]:
+        """Labels of many entities in one language (entities without one are left out)."""
+        out: dict[str, str] = {}
+        for part in chunked(keys):
+            marks = ",".join("?" * len(part))
+            out.update(self._conn.execute(
+                f"SELECT entity, name FROM names WHERE lang = ? AND kind = 'label' AND entity IN ({marks})",
+                (lang, *part),
+            ))
+        return out
+
+    def keys(self, kind: str | None = None) -> Iterator[str]:
+        """Iterate over entity keys (of one ``kind`` if given), in key order."""
+        if kind is None:
+            rows = self._conn.execute("SELECT key FROM entities ORDER BY key")
+        else:
+            rows = self._conn.execute("SELECT key FROM entities WHERE kind = ? ORDER BY key", (kind,))
+        return (r[0] for r in rows)
+
+    # -- titles, redirects and look-ups ---------------------------------------------------
+    def resolve_redirect(self, lang: str, title: str) -> str | None:
+        """Follow redirects from ``title`` to an existing page title.
+
+        Returns ``None`` for a missing page, a redirect to a missing page, a
+        loop, or a chain longer than ``MAX_REDIRECT_HOPS``.
+        """
+        title = normalize_title(title)
+        seen: set[str] = set()
+        while len(seen) <= MAX_REDIRECT_HOPS:
+            if self._one("SELECT 1 FROM titles WHERE lang = ? AND title = ?", lang, title):
+                return title
+            target = self._one("SELECT target FROM redirects WHERE lang = ? AND source = ?", lang, title)
+            if target is None or target in seen or target == title:
+                return None
+            seen.add(title)
+            title = target
+        return None
+
+    def resolve_title(self, lang: str, title: str) -> str | None:
+        """Entity key of the page ``title`` in ``lang`` after redirects, or ``None``."""
+        self._check_lang(lang)
+        final = self.resolve_redirect(lang, title)
+        if final is None:
+            return None
+        return self._one("SELECT entity FROM titles WHERE lang = ? AND title = ?", lang, final)
+
+    def lookup(self, lang: str, name: str, *, aliases: bool = True) -> list[Match]:
+        """Entities that ``name`` may refer to in ``lang``: title (after redirects), labels, aliases.
+
+        Ordered title/redirect first, then labels, then aliases; each entity once.
+        """
+        self._check_lang(lang)
+        matches: list[Match] = []
+        norm = normalize_title(name)
+        key = self._one("SELECT entity FROM titles WHERE lang = ? AND title = ?", lang, norm)
+        if key is not None:
+            matches.append(Match(key, "title"))
+        else:
+            key = self.resolve_title(lang, norm)
+            if key is not None:
+                matches.append(Match(key, "redirect"))
+        kinds = "('label', 'alias')" if aliases else "('label')"
+        rows = self._conn.execute(
+            f"SELECT entity, kind FROM names WHERE lang = ? AND name = ? AND kind IN {kinds} "
+            "ORDER BY kind = 'alias', entity",
+            (lang, name),
+        )
+        seen = {m.key for m in matches}
+        for key, kind in rows:
+            if key not in seen:
+                seen.add(key)
+                matches.append(Match(key, kind))
+        return matches
+
+    # -- facts, properties and templates -------------------------------------------------
+    def facts(self, subject: str | None = None, property: str | None = None, object: str | None = None) -> list[Fact]:
+        """Facts matching every given field, sorted by (property, subject, object)."""
+        where, args = [], []
+        for col, val in (("subject", subject), ("property", property), ("object", object)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = "SELECT subject, property, object FROM facts"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY property, subject, object"
+        return [Fact(*r) for r in self._conn.execute(sql, args)]
+
+    def objects(self, subject: str, property: str) -> list[str]:
+        return [f.object for f in self.facts(subject=subject, property=property)]
+
+    def subjects(self, property: str) -> list[str]:
+        """Distinct subjects that have at least one fact under ``property``."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT subject FROM facts WHERE property = ? ORDER BY subject", (property,)
+        )
+        return [r[0] for r in rows]
+
+    def properties(self) -> list[str]:
+        return [r[0] for r in self._conn.execute("SELECT pid FROM properties ORDER BY CAST(substr(pid, 2) AS INTEGER)")]
+
+    def property_label(self, pid: str, lang: str = "en") -> str | None:
+        return self._one("SELECT label FROM property_labels WHERE pid = ? AND lang = ?", pid, lang)
+
+    def template(self, property: str, lang: str) -> Template:
+        """The cloze template of ``property`` in ``lang``; raises :class:`NotFoundError` if none."""
+        self._check_lang(lang)
+        text = self._one("SELECT template FROM templates WHERE property = ? AND lang = ?", property, lang)
+        if text is None:
+            have = [r[0] for r in self._conn.execute(
+                "SELECT lang FROM templates WHERE property = ? ORDER BY lang", (property,))]
+            raise NotFoundError(
+                f"no template for {property} in {lang!r}"
+                + (f" (templates exist in: {', '.join(have)})" if have else " (no template in any language)")
+            )
+        return parse_template(text, where=f"template {property}/{lang} in {self.path}")
+
+    def templates(self, lang: str | None = None) -> dict[tuple[str, str], str]:
+        """All templates as ``{(property, lang): text}``, optionally for one language."""
+        if lang is None:
+            rows = self._conn.execute("SELECT property, lang, template FROM templates")
+        else:
+            rows = self._conn.execute("SELECT property, lang, template FROM templates WHERE lang = ?", (lang,))
+        return {(p, l): t for p, l, t in rows}
+
+    # -- mention statistics ---------------------------------------------------------------
+    def anchor_counts(self, lang: str, surface: str) -> list[tuple[str, int]]:
+        """``[(entity, link count)]`` for anchor text ``surface``, most linked first."""
+        rows = self._conn.execute(
+            "SELECT entity, count FROM anchors WHERE lang = ? AND surface = ? ORDER BY count DESC, entity",
+            (lang, surface),
+        )
+        return list(rows)
+
+    def link_probability(self, lang: str, surface: str) -> float | None:
+        """Share of documents containing ``surface`` in which it is a link (LUKE, appendix C).
+
+        ``None`` when the surface was never counted (no statistics, not zero).
+        """
+        row = self._conn.execute(
+            "SELECT link_docs, text_docs FROM surfaces WHERE lang = ? AND surface = ?", (lang, surface)
+        ).fetchone()
+        if row is None:
+            return None
+        link_docs, text_docs = row
+        return link_docs / max(text_docs, link_docs, 1)
+
+    def entity_link_counts(self, key: str) -> dict[str, int]:
+        """Incoming hyperlinks to ``key`` per language."""
+        return dict(self._conn.execute("SELECT lang, count FROM entity_links WHERE entity = ?", (key,)))
+
+    # -- vocabulary support ---------------------------------------------------------------
+    def vocab_ranking(self, languages: tuple[str, ...], min_languages: int, size: int) -> list[tuple[str, int]]:
+        """``[(key, hyperlink count)]`` of the ``size`` most linked entities that have a title
+        in at least ``min_languages`` of ``languages``; ties broken by key."""
+        marks = ",".join("?" * len(languages))
+        sql = (
+            f"WITH present AS (SELECT entity, COUNT(DISTINCT lang) AS n FROM titles WHERE lang IN ({marks}) "
+            f"GROUP BY entity HAVING n >= ?), "
+            f"counts AS (SELECT entity, SUM(count) AS c FROM entity_links WHERE lang IN ({marks}) GROUP BY entity) "
+            "SELECT p.entity, COALESCE(c.c, 0) AS cnt FROM present p LEFT JOIN counts c USING (entity) "
+            "ORDER BY cnt DESC, p.entity LIMIT ?"
+        )
+        return list(self._conn.execute(sql, (*languages, min_languages, *languages, size)))
+
+    def iter_titles(self, languages: tuple[str, ...] | None = None) -> Iterator[tuple[str, str, str]]:
+        """Stream ``(lang, title, key)`` rows, optionally for some languages only."""
+        if languages is None:
+            return iter(self._conn.execute("SELECT lang, title, entity FROM titles"))
+        marks = ",".join("?" * len(languages))
+        return iter(self._conn.execute(f"SELECT lang, title, entity FROM titles WHERE lang IN ({marks})", languages))

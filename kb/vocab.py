@@ -1,0 +1,393 @@
+"""``EntityVocab``: the multilingual entity vocabulary of an mLUKE model.
+
+Ids are what the model's entity embedding rows are indexed by. One id stands
+for one entity under all its titles (``("en", "Tokyo")`` and ``("ja", "東京")``
+share an id). The vocabulary is an SQLite file: opening it is instant and a
+look-up reads a few pages, instead of parsing a 418 MB JSON file into a dict.
+
+Special entities ``[PAD]``, ``[UNK]``, ``[MASK]``, ``[MASK2]`` have ids that
+differ between checkpoints: they are always read from the file, never assumed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kb.errors import KbFormatError, NotFoundError, OutputExistsError
+from kb.languages import check_languages
+from kb.store import atomic_build, chunked, open_readonly
+from kb.titles import normalize_title
+
+if TYPE_CHECKING:
+    from kb.db import EntityDB
+
+FORMAT = "mluke-entity-vocab"
+FORMAT_VERSION = 1
+PAD, UNK, MASK, MASK2 = "[PAD]", "[UNK]", "[MASK]", "[MASK2]"
+#: Special entities, in the order a newly built vocabulary gives them ids 0-3.
+SPECIAL_ENTITIES: tuple[str, ...] = (PAD, UNK, MASK, MASK2)
+DEFAULT_SIZE = 1_200_000
+DEFAULT_MIN_LANGUAGES = 3
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+-- One row per id. key: the entity key (QID) when known; special: '[MASK]' etc.
+CREATE TABLE entries(id INTEGER PRIMARY KEY, key TEXT, special TEXT, count INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE names(lang TEXT NOT NULL, title TEXT NOT NULL, id INTEGER NOT NULL,
+                   PRIMARY KEY(lang, title)) WITHOUT ROWID;
+"""
+_INDEXES = """
+CREATE INDEX names_by_id ON names(id);
+CREATE INDEX entries_by_key ON entries(key) WHERE key IS NOT NULL;
+CREATE UNIQUE INDEX entries_by_special ON entries(special) WHERE special IS NOT NULL;
+"""
+_LANG_PREFIX_RE = re.compile(r"^([a-z]{2,3}(?:-[a-z0-9]{2,8})*|simple):(.+)$", re.S)
+
+
+@dataclass(frozen=True)
+class VocabEntry:
+    """One vocabulary id: its entity key (if known), special name, count and titles."""
+
+    id: int
+    key: str | None
+    special: str | None
+    count: int
+    names: tuple[tuple[str, str], ...]  # ((lang, title), ...)
+
+    def title(self, lang: str) -> str | None:
+        return next((t for l, t in self.names if l == lang), None)
+
+
+class EntityVocab:
+    """Read access to a vocabulary file; build or import one with the class methods."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._conn, self.meta = open_readonly(self.path, fmt=FORMAT, version=FORMAT_VERSION, what="an mluke entity vocabulary")
+        self.special_ids: dict[str, int] = dict(
+            self._conn.execute("SELECT special, id FROM entries WHERE special IS NOT NULL")
+        )
+        self._size = int(self._conn.execute("SELECT COALESCE(MAX(id) + 1, 0) FROM entries").fetchone()[0])
+
+    def __reduce__(self) -> tuple[type[EntityVocab], tuple[str]]:
+        return (EntityVocab, (str(self.path),))
+
+    def __repr__(self) -> str:
+        return f"EntityVocab({str(self.path)!r}, size={len(self)})"
+
+    def __len__(self) -> int:
+        """Number of ids (the entity embedding's row count)."""
+        return self._size
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> EntityVocab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return json.loads(self.meta.get("provenance", "{}"))
+
+    # -- special entities ---------------------------------------------------------------
+    def special_id(self, name: str) -> int:
+        """Id of a special entity (``"[MASK]"``...), as stored in the file."""
+        try:
+            return self.special_ids[name]
+        except KeyError:
+            raise NotFoundError(
+                f"{self.path} has no special entity {name!r} (it has: {', '.join(sorted(self.special_ids)) or 'none'})"
+            ) from None
+
+    @property
+    def pad_id(self) -> int:
+        return self.special_id(PAD)
+
+    @property
+    def unk_id(self) -> int:
+        return self.special_id(UNK)
+
+    @property
+    def mask_id(self) -> int:
+        return self.special_id(MASK)
+
+    @property
+    def mask2_id(self) -> int:
+        return self.special_id(MASK2)
+
+    # -- look-ups -------------------------------------------------------------------------
+    def get_id(self, lang: str, title: str, default: int | None = None) -> int | None:
+        """Id of the page ``title`` in ``lang`` (exact, then MediaWiki-normalised title)."""
+        for candidate in dict.fromkeys((title, normalize_title(title))):
+            row = self._conn.execute("SELECT id FROM names WHERE lang = ? AND title = ?", (lang, candidate)).fetchone()
+            if row is not None:
+                return row[0]
+        return default
+
+    def get_ids(self, pairs: Sequence[tuple[str, str]], default: int | None = None) -> list[int | None]:
+        """Ids of many ``(lang, title)`` pairs in a few queries (exact titles)."""
+        found: dict[tuple[str, str], int] = {}
+        for part in chunked(list(dict.fromkeys(pairs)), 400):
+            values = ",".join("(?, ?)" for _ in part)
+            args = [x for pair in part for x in pair]
+            found.update(((l, t), i) for l, t, i in self._conn.execute(
+                f"SELECT lang, title, id FROM names WHERE (lang, title) IN (VALUES {values})", args
+            ))
+        return [found.get(tuple(p), default) for p in pairs]  # type: ignore[arg-type]
+
+    def id_of_key(self, key: str, default: int | None = None) -> int | None:
+        """Id of an entity key (QID); ``default`` if the entity is not in the vocabulary."""
+        row = self._conn.execute("SELECT id FROM entries WHERE key = ?", (key,)).fetchone()
+        return default if row is None else row[0]
+
+    def ids_of_keys(self, keys: Sequence[str], default: int | None = None) -> list[int | None]:
+        found: dict[str, int] = {}
+        for part in chunked(list(dict.fromkeys(keys))):
+            marks = ",".join("?" * len(part))
+            found.update(self._conn.execute(f"SELECT key, id FROM entries WHERE key IN ({marks})", part))
+        return [found.get(k, default) for k in keys]
+
+    def entry(self, id: int) -> VocabEntry:
+        """Everything stored for ``id``; raises :class:`NotFoundError` for an unused id."""
+        row = self._conn.execute("SELECT key, special, count FROM entries WHERE id = ?", (id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"id {id} is not in {self.path} (ids run from 0 to {len(self) - 1})")
+        names = tuple(self._conn.execute("SELECT lang, title FROM names WHERE id = ? ORDER BY lang, title", (id,)))
+        return VocabEntry(id, row[0], row[1], row[2], names)
+
+    def __iter__(self) -> Iterator[VocabEntry]:
+        """All entries in id order (names fetched in one pass, not one query per id)."""
+        names: dict[int, list[tuple[str, str]]] = {}
+        rows = self._conn.execute("SELECT id, key, special, count FROM entries ORDER BY id")
+        name_rows = self._conn.execute("SELECT id, lang, title FROM names ORDER BY id, lang, title")
+        pending = next(name_rows, None)
+        for id_, key, special, count in rows:
+            names = []
+            while pending is not None and pending[0] == id_:
+                names.append((pending[1], pending[2]))
+                pending = next(name_rows, None)
+            while pending is not None and pending[0] < id_:
+                pending = next(name_rows, None)
+            yield VocabEntry(id_, key, special, count, tuple(names))
+
+    def languages(self) -> list[str]:
+        return [r[0] for r in self._conn.execute("SELECT DISTINCT lang FROM names ORDER BY lang")]
+
+    # -- building -----------------------------------------------------------------------------
+    @classmethod
+    def _write(
+        cls, path: str | os.PathLike[str], entries: Iterable[tuple[int, str | None, str | None, int, Iterable[tuple[str, str]]]],
+        *, overwrite: bool, provenance: dict[str, Any],
+    ) -> EntityVocab:
+        """Write ``(id, key, special, count, names)`` rows atomically; reject duplicate names or ids."""
+        with atomic_build(path, fmt=FORMAT, version=FORMAT_VERSION, schema=_SCHEMA,
+                          overwrite=overwrite, provenance=provenance) as conn:
+            ins_entry = "INSERT INTO entries(id, key, special, count) VALUES (?, ?, ?, ?)"
+            ins_name = "INSERT INTO names(lang, title, id) VALUES (?, ?, ?)"
+            batch_e: list[tuple] = []
+            batch_n: list[tuple] = []
+            for id_, key, special, count, names in entries:
+                batch_e.append((id_, key, special, count))
+                batch_n.extend((l, t, id_) for l, t in names)
+                if len(batch_n) > 50_000:
+                    _flush(conn, ins_entry, batch_e, ins_name, batch_n, path)
+            _flush(conn, ins_entry, batch_e, ins_name, batch_n, path)
+            try:
+                for statement in filter(str.strip, _INDEXES.split(";")):
+                    conn.execute(statement)
+            except sqlite3.IntegrityError:
+                raise KbFormatError(f"building {path}: a special entity has more than one id") from None
+        return cls(path)
+
+    @classmethod
+    def build(
+        cls, db: EntityDB, path: str | os.PathLike[str], *, size: int = DEFAULT_SIZE,
+        min_languages: int = DEFAULT_MIN_LANGUAGES, languages: Iterable[str] | None = None, overwrite: bool = False,
+    ) -> EntityVocab:
+        """The ``size`` entities with most hyperlinks among those with a title in >= ``min_languages``.
+
+        Ties are broken by entity key, so ids are the same on every run. Ids 0-3
+        are ``[PAD]``, ``[UNK]``, ``[MASK]``, ``[MASK2]``.
+        """
+        langs = check_languages(languages if languages is not None else db.languages, db.languages)
+        if size < 1 or min_languages < 1:
+            raise ValueError(f"size and min_languages must be positive, got {size} and {min_languages}")
+        ranked = db.vocab_ranking(langs, min_languages, size)
+        first = len(SPECIAL_ENTITIES)
+        ids = {key: first + i for i, (key, _) in enumerate(ranked)}
+        names: dict[int, list[tuple[str, str]]] = {}
+        for lang, title, key in db.iter_titles(langs):
+            if key in ids:
+                names.setdefault(ids[key], []).append((lang, title))
+
+        def rows() -> Iterator[tuple[int, str | None, str | None, int, Iterable[tuple[str, str]]]]:
+            for i, name in enumerate(SPECIAL_ENTITIES):
+                yield i, None, name, 0, ()
+            for key, count in ranked:
+                yield ids[key], key, None, count, names.get(ids[key], ())
+
+        provenance = {"builder": "kb.EntityVocab.build", "database": str(db.path), "size": size,
+                      "min_languages": min_languages, "languages": list(langs), "entities": len(ranked)}
+        return cls._write(path, rows(), overwrite=overwrite, provenance=provenance)
+
+    @classmethod
+    def import_hf(
+        cls, json_path: str | os.PathLike[str], path: str | os.PathLike[str], *, db: EntityDB | None = None,
+        default_lang: str | None = None, overwrite: bool = False,
+    ) -> EntityVocab:
+        """Import a Hugging Face ``entity_vocab.json`` (``{"en:Tokyo": 5, "[MASK]": 2, ...}``).
+
+        Ids are taken from the file. Keys are ``"lang:title"``; special entities are
+        unprefixed. A monolingual LUKE file (plain titles) needs ``default_lang``.
+        With ``db``, each id also gets its entity key (QID) through the titles.
+        """
+        import orjson
+
+        json_path = Path(json_path)
+        data = _read_json_object(json_path)
+        by_id: dict[int, list[tuple[str, str]]] = {}
+        specials: dict[int, str] = {}
+        for raw_key, id_ in data.items():
+            if not isinstance(id_, int) or isinstance(id_, bool) or id_ < 0:
+                raise KbFormatError(f"{json_path}: entry {raw_key!r} has id {id_!r}; expected a non-negative integer")
+            if raw_key in SPECIAL_ENTITIES:
+                specials[id_] = raw_key
+                continue
+            m = _LANG_PREFIX_RE.match(raw_key)
+            if m:
+                by_id.setdefault(id_, []).append((m.group(1), m.group(2)))
+            elif default_lang is not None:
+                by_id.setdefault(id_, []).append((default_lang, raw_key))
+            else:
+                raise KbFormatError(
+                    f"{json_path}: key {raw_key!r} has no language prefix; expected 'lang:title' keys "
+                    "as in mLUKE's entity_vocab.json (for a monolingual LUKE vocabulary pass default_lang)"
+                )
+        del data, orjson
+        provenance = {"builder": "kb.EntityVocab.import_hf", "source": str(json_path)}
+        return cls._write(path, _entries_from(by_id, specials, {}, db), overwrite=overwrite, provenance=provenance)
+
+    @classmethod
+    def import_jsonl(
+        cls, jsonl_path: str | os.PathLike[str], path: str | os.PathLike[str], *, db: EntityDB | None = None,
+        overwrite: bool = False,
+    ) -> EntityVocab:
+        """Import the original luke layout: one ``{"id", "entities": [[title, lang], ...], "count"}`` per line."""
+        import orjson
+
+        jsonl_path = Path(jsonl_path)
+        if not jsonl_path.is_file():
+            raise KbFormatError(f"{jsonl_path}: no such file (expected a luke entity vocabulary in JSON lines)")
+        by_id: dict[int, list[tuple[str, str]]] = {}
+        specials: dict[int, str] = {}
+        counts: dict[int, int] = {}
+        with jsonl_path.open("rb") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = orjson.loads(line)
+                    id_, ents, count = item["id"], item["entities"], int(item.get("count", 0))
+                    pairs = [(str(t), l) for t, l in ents]
+                except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                    raise KbFormatError(
+                        f"{jsonl_path}, line {lineno}: expected {{\"id\": int, \"entities\": [[title, lang], ...], "
+                        f"\"count\": int}} ({exc})"
+                    ) from None
+                counts[id_] = count
+                for title, lang in pairs:
+                    if title in SPECIAL_ENTITIES:
+                        specials[id_] = title
+                    else:
+                        by_id.setdefault(id_, []).append((lang, title))
+        provenance = {"builder": "kb.EntityVocab.import_jsonl", "source": str(jsonl_path)}
+        return cls._write(path, _entries_from(by_id, specials, counts, db), overwrite=overwrite, provenance=provenance)
+
+    # -- export ---------------------------------------------------------------------------------
+    def export_hf(self, json_path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the Hugging Face ``entity_vocab.json`` layout (streamed, atomically)."""
+        def lines() -> Iterator[str]:
+            for e in self:
+                keys = [e.special] if e.special else [f"{l}:{t}" for l, t in e.names]
+                for k in keys:
+                    yield f"{json.dumps(k, ensure_ascii=False)}: {e.id}"
+        return _write_text(json_path, lines(), overwrite=overwrite, head="{\n", sep=",\n", tail="\n}\n")
+
+    def export_jsonl(self, jsonl_path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """Write the original luke layout; special entities get one entry per language, as luke writes them."""
+        langs = self.languages()
+
+        def lines() -> Iterator[str]:
+            for e in self:
+                ents = [[e.special, l] for l in langs] if e.special else [[t, l] for l, t in e.names]
+                yield json.dumps({"id": e.id, "entities": ents, "count": e.count}, ensure_ascii=False)
+        return _write_text(jsonl_path, lines(), overwrite=overwrite, head="", sep="\n", tail="\n")
+
+
+def _flush(conn: Any, ins_entry: str, batch_e: list[tuple], ins_name: str, batch_n: list[tuple], path: Any) -> None:
+    try:
+        conn.executemany(ins_entry, batch_e)
+        conn.executemany(ins_name, batch_n)
+    except sqlite3.IntegrityError as exc:
+        raise KbFormatError(f"building {path}: an id or a (language, title) appears twice ({exc})") from None
+    batch_e.clear()
+    batch_n.clear()
+
+
+def _entries_from(
+    by_id: dict[int, list[tuple[str, str]]], specials: dict[int, str], counts: dict[int, int], db: EntityDB | None
+) -> Iterator[tuple[int, str | None, str | None, int, list[tuple[str, str]]]]:
+    for id_ in sorted(set(by_id) | set(specials)):
+        names = sorted(by_id.get(id_, []))
+        key = None
+        if db is not None and id_ not in specials:
+            key = next((k for l, t in names if l in db.languages and (k := db.resolve_title(l, t))), None)
+        yield id_, key, specials.get(id_), counts.get(id_, 0), names
+
+
+def _read_json_object(path: Path) -> dict[str, Any]:
+    import orjson
+
+    if not path.is_file():
+        raise KbFormatError(f"{path}: no such file (expected an entity_vocab.json)")
+    raw = path.read_bytes()
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise KbFormatError(f"{path}: not valid JSON ({exc}); expected an entity_vocab.json object") from None
+    if not isinstance(data, dict):
+        raise KbFormatError(f"{path}: expected a JSON object mapping 'lang:title' to ids, found {type(data).__name__}")
+    return data
+
+
+def _write_text(path: str | os.PathLike[str], lines: Iterable[str], *, overwrite: bool, head: str, sep: str, tail: str) -> Path:
+    """Stream ``lines`` into ``path`` through a temporary file renamed at the end."""
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise OutputExistsError(f"{path} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
+    tmp = path.with_name(f"{path.name}.partial-{os.getpid()}")
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            f.write(head)
+            first = True
+            for line in lines:
+                if not first:
+                    f.write(sep)
+                f.write(line)
+                first = False
+            f.write(tail)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,5 @@
+"""``python -m mluke`` runs the CLI."""
+
+from mluke.cli import main
+
+main()

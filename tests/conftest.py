@@ -1,0 +1,84 @@
+"""Shared fixtures: an isolated cache folder, the embedded kb (built once) and a tiny hand-made kb."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kb
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never touch the user's ~/.cache/mluke; share one cache across the session."""
+    monkeypatch.setenv("MLUKE_HOME", str(tmp_path_factory.getbasetemp() / "mluke-home"))
+
+
+@pytest.fixture(scope="session")
+def embedded_db_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("embedded") / "embedded.sqlite"
+    return kb.build_embedded(path)
+
+
+@pytest.fixture(scope="session")
+def embedded_db(embedded_db_path: Path) -> kb.EntityDB:
+    return kb.EntityDB(embedded_db_path)
+
+
+def write_tiny_db(path: Path) -> Path:
+    """A small database in the shape a Wikipedia + Wikidata build produces."""
+    with kb.EntityDB.create(path, provenance={"builder": "tests"}) as w:
+        w.add_languages(["en", "ja", "ar"])
+        for key, kind in [("Q17", "country"), ("Q1490", "city"), ("Q35", "country"), ("Q1748", "city"), ("Q5287", "language")]:
+            w.add_entity(key, kind)
+        w.add_title("en", "Japan", "Q17")
+        w.add_title("ja", "日本", "Q17")
+        w.add_title("ar", "اليابان", "Q17")
+        w.add_title("en", "Tokyo", "Q1490")
+        w.add_title("ja", "東京都", "Q1490")
+        w.add_title("en", "Denmark", "Q35")
+        w.add_title("en", "Copenhagen", "Q1748")
+        w.add_title("en", "Japanese language", "Q5287")
+        w.add_title("ja", "日本語", "Q5287")
+        # redirects: two hops, a loop and a dangling one
+        w.add_redirect("en", "Nippon", "State of Japan")
+        w.add_redirect("en", "State_of_Japan", "Japan")
+        w.add_redirect("en", "Loop A", "Loop B")
+        w.add_redirect("en", "Loop B", "Loop A")
+        w.add_redirect("en", "Nowhere", "Missing page")
+        w.add_label("Q17", "en", "Japan")
+        w.add_aliases("Q17", "en", ["Nihon", "JP"])
+        w.add_label("Q1490", "en", "Tokyo")
+        w.add_label("Q1490", "ja", "東京")
+        w.add_label("Q17", "ja", "日本")
+        w.add_label("Q5287", "en", "Japanese")
+        w.add_label("Q5287", "ja", "日本語")
+        w.add_label("Q35", "en", "Denmark")
+        w.add_label("Q1748", "en", "Copenhagen")
+        w.add_aliases("Q1748", "en", ["Tokyo"])  # an alias shared with another entity
+        w.add_property("P36", datatype="wikibase-item", labels={"en": "capital", "ja": "首都"})
+        w.add_property("P37", labels={"en": "official language"})
+        w.add_fact("Q17", "P36", "Q1490")
+        w.add_fact("Q35", "P36", "Q1748")
+        w.add_fact("Q17", "P37", "Q5287")
+        w.add_template("P36", "en", "The capital of [X] is [Y].")
+        w.add_template("P36", "ja", "[X]の首都は[Y]です。")
+        w.add_anchor("en", "Tokyo", "Q1490", 90)
+        w.add_anchor("en", "Tokyo", "Q1748", 2)
+        w.add_anchor("en", "Tokyo", "Q1490", 10)  # counts add up
+        w.add_surface("en", "Tokyo", link_docs=40, text_docs=100)
+        w.add_surface("en", "the", link_docs=0, text_docs=0)
+        w.add_entity_links("Q17", "en", 500)
+        w.add_entity_links("Q17", "ja", 300)
+        w.add_entity_links("Q1490", "en", 400)
+        w.add_entity_links("Q35", "en", 50)
+        w.add_source("test", "conftest", lang="en", note="hand-written")
+    return path
+
+
+@pytest.fixture
+def tiny_db(tmp_path: Path) -> kb.EntityDB:
+    db = kb.EntityDB(write_tiny_db(tmp_path / "tiny.sqlite"))
+    yield db
+    db.close()
