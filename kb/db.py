@@ -13,13 +13,12 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from kb import schema
 from kb.errors import NotFoundError
 from kb.languages import check_language
-from kb.store import atomic_build, chunked, open_readonly
+from kb.store import SqliteStore, atomic_build, chunked
 from kb.templates import Template, parse_template
 from kb.titles import normalize_title
 from kb.writer import EntityDBWriter
@@ -62,7 +61,7 @@ class Fact:
     object: str
 
 
-class EntityDB:
+class EntityDB(SqliteStore):
     """Read access to an entity database file written by :meth:`EntityDB.create`.
 
     >>> db = EntityDB("kb.sqlite")                     # doctest: +SKIP
@@ -70,11 +69,12 @@ class EntityDB:
     [Match(key='geonames:1850147', via='title')]
     """
 
+    FORMAT = schema.FORMAT
+    FORMAT_VERSION = schema.FORMAT_VERSION
+    WHAT = "an mluke entity database"
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._conn, self.meta = open_readonly(
-            self.path, fmt=schema.FORMAT, version=schema.FORMAT_VERSION, what="an mluke entity database"
-        )
+        super().__init__(path)
         self.languages: tuple[str, ...] = tuple(
             r[0] for r in self._conn.execute("SELECT lang FROM languages ORDER BY lang")
         )
@@ -98,18 +98,6 @@ class EntityDB:
             yield writer
             writer.finish()
 
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> EntityDB:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __reduce__(self) -> tuple[type[EntityDB], tuple[str]]:
-        return (EntityDB, (str(self.path),))
-
     def __repr__(self) -> str:
         return f"EntityDB({str(self.path)!r}, entities={len(self)}, languages={len(self.languages)})"
 
@@ -124,10 +112,6 @@ class EntityDB:
     def stats(self) -> dict[str, Any]:
         """Totals and per-language counts computed when the database was built."""
         return json.loads(self.meta.get("stats", "{}"))
-
-    @property
-    def provenance(self) -> dict[str, Any]:
-        return json.loads(self.meta.get("provenance", "{}"))
 
     def sources(self) -> list[dict[str, Any]]:
         """The inputs this database was built from (dump files, packages, API calls)."""

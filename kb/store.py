@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from kb.errors import KbFormatError, OutputExistsError, SchemaVersionError
 
@@ -129,3 +129,32 @@ def chunked(items: list[Any], size: int = 500) -> Iterator[list[Any]]:
     """Split a list for SQL ``IN (...)`` queries under SQLite's parameter limit."""
     for start in range(0, len(items), size):
         yield items[start:start + size]
+
+
+class SqliteStore:
+    """Base of the read-only file classes: opens and checks the file, closes, pickles by path."""
+
+    FORMAT: ClassVar[str]
+    FORMAT_VERSION: ClassVar[int]
+    WHAT: ClassVar[str]
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._conn, self.meta = open_readonly(self.path, fmt=self.FORMAT, version=self.FORMAT_VERSION, what=self.WHAT)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> tuple[type, tuple[str]]:
+        return (type(self), (str(self.path),))
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """How the file was built (builder, inputs, parameters)."""
+        return json.loads(self.meta.get("provenance", "{}"))

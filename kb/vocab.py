@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb.errors import KbFormatError, NotFoundError, OutputExistsError
 from kb.languages import check_languages
-from kb.store import atomic_build, chunked, open_readonly
+from kb.store import SqliteStore, atomic_build, chunked
 from kb.titles import normalize_title
 
 if TYPE_CHECKING:
@@ -65,19 +65,19 @@ class VocabEntry:
         return next((t for l, t in self.names if l == lang), None)
 
 
-class EntityVocab:
+class EntityVocab(SqliteStore):
     """Read access to a vocabulary file; build or import one with the class methods."""
 
+    FORMAT = FORMAT
+    FORMAT_VERSION = FORMAT_VERSION
+    WHAT = "an mluke entity vocabulary"
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._conn, self.meta = open_readonly(self.path, fmt=FORMAT, version=FORMAT_VERSION, what="an mluke entity vocabulary")
+        super().__init__(path)
         self.special_ids: dict[str, int] = dict(
             self._conn.execute("SELECT special, id FROM entries WHERE special IS NOT NULL")
         )
         self._size = int(self._conn.execute("SELECT COALESCE(MAX(id) + 1, 0) FROM entries").fetchone()[0])
-
-    def __reduce__(self) -> tuple[type[EntityVocab], tuple[str]]:
-        return (EntityVocab, (str(self.path),))
 
     def __repr__(self) -> str:
         return f"EntityVocab({str(self.path)!r}, size={len(self)})"
@@ -85,19 +85,6 @@ class EntityVocab:
     def __len__(self) -> int:
         """Number of ids (the entity embedding's row count)."""
         return self._size
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> EntityVocab:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def provenance(self) -> dict[str, Any]:
-        return json.loads(self.meta.get("provenance", "{}"))
 
     # -- special entities ---------------------------------------------------------------
     def special_id(self, name: str) -> int:
@@ -135,15 +122,18 @@ class EntityVocab:
         return default
 
     def get_ids(self, pairs: Sequence[tuple[str, str]], default: int | None = None) -> list[int | None]:
-        """Ids of many ``(lang, title)`` pairs in a few queries (exact titles)."""
+        """Ids of many ``(lang, title)`` pairs (exact titles), one indexed query per language and chunk."""
+        by_lang: dict[str, list[str]] = {}
+        for lang, title in dict.fromkeys(pairs):
+            by_lang.setdefault(lang, []).append(title)
         found: dict[tuple[str, str], int] = {}
-        for part in chunked(list(dict.fromkeys(pairs)), 400):
-            values = ",".join("(?, ?)" for _ in part)
-            args = [x for pair in part for x in pair]
-            found.update(((l, t), i) for l, t, i in self._conn.execute(
-                f"SELECT lang, title, id FROM names WHERE (lang, title) IN (VALUES {values})", args
-            ))
-        return [found.get(tuple(p), default) for p in pairs]  # type: ignore[arg-type]
+        for lang, titles in by_lang.items():
+            for part in chunked(titles, 900):
+                marks = ",".join("?" * len(part))
+                found.update(((lang, t), i) for t, i in self._conn.execute(
+                    f"SELECT title, id FROM names WHERE lang = ? AND title IN ({marks})", (lang, *part)
+                ))
+        return [found.get((p[0], p[1]), default) for p in pairs]
 
     def id_of_key(self, key: str, default: int | None = None) -> int | None:
         """Id of an entity key (QID); ``default`` if the entity is not in the vocabulary."""

@@ -7,7 +7,13 @@ import sqlite3
 import pytest
 
 import kb
-from kb import EntityDB, KbFormatError, NotFoundError, OutputExistsError, SchemaVersionError
+from kb import (
+    EntityDB,
+    KbFormatError,
+    NotFoundError,
+    OutputExistsError,
+    SchemaVersionError,
+)
 from tests.conftest import write_tiny_db
 
 
@@ -104,19 +110,18 @@ def test_existing_file_is_never_overwritten_silently(tmp_path):
     assert len(EntityDB(path)) == 0
 
 
-def test_unfinished_build_is_rejected(tmp_path):
+@pytest.mark.parametrize(
+    "key, value, error, message",
+    [
+        ("complete", "0", KbFormatError, "did not finish"),
+        ("format_version", "99", SchemaVersionError, "format version 99.*reads version 1"),
+    ],
+)
+def test_unfinished_or_other_version_is_rejected(tmp_path, key, value, error, message):
     path = write_tiny_db(tmp_path / "kb.sqlite")
     with sqlite3.connect(path) as c:
-        c.execute("UPDATE meta SET value = '0' WHERE key = 'complete'")
-    with pytest.raises(KbFormatError, match="did not finish"):
-        EntityDB(path)
-
-
-def test_other_schema_version_is_rejected(tmp_path):
-    path = write_tiny_db(tmp_path / "kb.sqlite")
-    with sqlite3.connect(path) as c:
-        c.execute("UPDATE meta SET value = '99' WHERE key = 'format_version'")
-    with pytest.raises(SchemaVersionError, match="format version 99.*reads version 1"):
+        c.execute("UPDATE meta SET value = ? WHERE key = ?", (value, key))
+    with pytest.raises(error, match=message):
         EntityDB(path)
 
 

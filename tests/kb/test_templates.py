@@ -1,8 +1,8 @@
 import pytest
 
 from kb import TemplateError, parse_template
-from kb.languages import check_language, check_languages
 from kb.errors import UnknownLanguageError
+from kb.languages import check_language, check_languages
 from kb.titles import normalize_title
 
 
