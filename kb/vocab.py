@@ -192,11 +192,7 @@ class EntityVocab(SqliteStore):
                 if len(batch_n) > 50_000:
                     _flush(conn, ins_entry, batch_e, ins_name, batch_n, path)
             _flush(conn, ins_entry, batch_e, ins_name, batch_n, path)
-            try:
-                for statement in filter(str.strip, _INDEXES.split(";")):
-                    conn.execute(statement)
-            except sqlite3.IntegrityError:
-                raise KbFormatError(f"building {path}: a special entity has more than one id") from None
+            _create_indexes(conn, path)
         return cls(path)
 
     @classmethod
@@ -240,32 +236,42 @@ class EntityVocab(SqliteStore):
         Ids are taken from the file. Keys are ``"lang:title"``; special entities are
         unprefixed. A monolingual LUKE file (plain titles) needs ``default_lang``.
         With ``db``, each id also gets its entity key (QID) through the titles.
+        The file is streamed: memory stays flat however large it is.
         """
-        import orjson
-
         json_path = Path(json_path)
-        data = _read_json_object(json_path)
-        by_id: dict[int, list[tuple[str, str]]] = {}
-        specials: dict[int, str] = {}
-        for raw_key, id_ in data.items():
-            if not isinstance(id_, int) or isinstance(id_, bool) or id_ < 0:
-                raise KbFormatError(f"{json_path}: entry {raw_key!r} has id {id_!r}; expected a non-negative integer")
-            if raw_key in SPECIAL_ENTITIES:
-                specials[id_] = raw_key
-                continue
-            m = _LANG_PREFIX_RE.match(raw_key)
-            if m:
-                by_id.setdefault(id_, []).append((m.group(1), m.group(2)))
-            elif default_lang is not None:
-                by_id.setdefault(id_, []).append((default_lang, raw_key))
-            else:
-                raise KbFormatError(
-                    f"{json_path}: key {raw_key!r} has no language prefix; expected 'lang:title' keys "
-                    "as in mLUKE's entity_vocab.json (for a monolingual LUKE vocabulary pass default_lang)"
-                )
-        del data, orjson
         provenance = {"builder": "kb.EntityVocab.import_hf", "source": str(json_path)}
-        return cls._write(path, _entries_from(by_id, specials, {}, db), overwrite=overwrite, provenance=provenance)
+        with atomic_build(path, fmt=FORMAT, version=FORMAT_VERSION, schema=_SCHEMA,
+                          overwrite=overwrite, provenance=provenance) as conn:
+            entries: list[tuple[int, str | None]] = []
+            names: list[tuple[str, str, int]] = []
+            for raw_key, raw_id in _stream_json_object(json_path):
+                try:
+                    id_ = int(raw_id)
+                except ValueError:
+                    id_ = -1
+                if id_ < 0 or not raw_id.isdigit():
+                    raise KbFormatError(f"{json_path}: entry {raw_key!r} has id {raw_id}; expected a non-negative integer")
+                if raw_key in SPECIAL_ENTITIES:
+                    entries.append((id_, raw_key))
+                    continue
+                entries.append((id_, None))
+                m = _LANG_PREFIX_RE.match(raw_key)
+                if m:
+                    names.append((m.group(1), m.group(2), id_))
+                elif default_lang is not None:
+                    names.append((default_lang, raw_key, id_))
+                else:
+                    raise KbFormatError(
+                        f"{json_path}: key {raw_key!r} has no language prefix; expected 'lang:title' keys "
+                        "as in mLUKE's entity_vocab.json (for a monolingual LUKE vocabulary pass default_lang)"
+                    )
+                if len(names) >= 50_000:
+                    _insert_pairs(conn, entries, names, path)
+            _insert_pairs(conn, entries, names, path)
+            if db is not None:
+                _attach_keys(conn, db)
+            _create_indexes(conn, path)
+        return cls(path)
 
     @classmethod
     def import_jsonl(
@@ -345,19 +351,81 @@ def _entries_from(
         yield id_, key, specials.get(id_), counts.get(id_, 0), names
 
 
-def _read_json_object(path: Path) -> dict[str, Any]:
-    import orjson
+_JSON_STR = r'"(?:[^"\\]|\\.)*"'
+_ITEM_RE = re.compile(r"\s*(" + _JSON_STR + r")\s*:\s*(" + _JSON_STR + r"|[-+0-9.eE]+|true|false|null|[\[{])\s*([,}])", re.S)
+_MAX_ITEM = 1 << 20
 
+
+def _stream_json_object(path: Path, chunk: int = 1 << 23) -> Iterator[tuple[str, str]]:
+    """Yield ``(key, raw scalar value)`` of a flat JSON object, reading ``chunk`` characters at a time."""
     if not path.is_file():
         raise KbFormatError(f"{path}: no such file (expected an entity_vocab.json)")
-    raw = path.read_bytes()
     try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise KbFormatError(f"{path}: not valid JSON ({exc}); expected an entity_vocab.json object") from None
-    if not isinstance(data, dict):
-        raise KbFormatError(f"{path}: expected a JSON object mapping 'lang:title' to ids, found {type(data).__name__}")
-    return data
+        with path.open(encoding="utf-8") as f:
+            buf = f.read(chunk)
+            start = len(buf) - len(buf.lstrip())
+            if buf[start:start + 1] != "{":
+                raise KbFormatError(f"{path}: expected a JSON object mapping 'lang:title' to ids (the file does not start with '{{')")
+            pos, consumed = start + 1, 0
+            if buf[pos:].lstrip().startswith("}"):
+                return
+            while True:
+                m = _ITEM_RE.match(buf, pos)
+                if m is None:
+                    more = f.read(chunk)
+                    if not more or len(buf) - pos > _MAX_ITEM + chunk:
+                        raise KbFormatError(
+                            f"{path}: not valid JSON at character {consumed + pos}: expected '\"key\": id' "
+                            f"(found {buf[pos:pos + 40]!r})"
+                        )
+                    consumed += pos
+                    buf, pos = buf[pos:] + more, 0
+                    continue
+                raw = m.group(1)[1:-1]
+                yield (json.loads(m.group(1)) if "\\" in raw else raw), m.group(2)
+                pos = m.end()
+                if m.group(3) == "}":
+                    break
+            if buf[pos:].strip() or f.read(1).strip():
+                raise KbFormatError(f"{path}: not valid JSON: text after the closing '}}' at character {consumed + pos}")
+    except UnicodeDecodeError as exc:
+        raise KbFormatError(f"{path}: not UTF-8 text ({exc})") from None
+
+
+def _insert_pairs(conn: Any, entries: list[tuple[int, str | None]], names: list[tuple[str, str, int]], path: Any) -> None:
+    """Write streamed ``(id, special)`` entries and ``(lang, title, id)`` names, then clear the batches."""
+    conn.executemany(
+        "INSERT INTO entries(id, special) VALUES (?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET special = coalesce(excluded.special, special)", entries
+    )
+    try:
+        conn.executemany("INSERT INTO names(lang, title, id) VALUES (?, ?, ?)", names)
+    except sqlite3.IntegrityError:
+        raise KbFormatError(f"building {path}: a (language, title) appears twice") from None
+    entries.clear()
+    names.clear()
+
+
+def _attach_keys(conn: Any, db: EntityDB) -> None:
+    """Give each id the entity key its first resolvable title has in ``db``."""
+    keys: list[tuple[str, int]] = []
+    done: set[int] = set()
+    for id_, lang, title in conn.execute("SELECT id, lang, title FROM names ORDER BY id, lang, title").fetchall():
+        if id_ in done or lang not in db.languages:
+            continue
+        key = db.resolve_title(lang, title)
+        if key is not None:
+            keys.append((key, id_))
+            done.add(id_)
+    conn.executemany("UPDATE entries SET key = ? WHERE id = ?", keys)
+
+
+def _create_indexes(conn: Any, path: Any) -> None:
+    try:
+        for statement in filter(str.strip, _INDEXES.split(";")):
+            conn.execute(statement)
+    except sqlite3.IntegrityError:
+        raise KbFormatError(f"building {path}: a special entity has more than one id") from None
 
 
 def _write_text(path: str | os.PathLike[str], lines: Iterable[str], *, overwrite: bool, head: str, sep: str, tail: str) -> Path:

@@ -92,19 +92,18 @@ class MlukeForMaskedLM(LukeForMaskedLM):
 
     def mlm_loss(self, word_hidden: Tensor, labels: Tensor) -> Tensor:
         """Cross-entropy of the word head computed at labelled positions only (labels -100 elsewhere)."""
-        keep = labels != -100
-        if not keep.any():
-            return word_hidden.sum() * 0.0
-        logits = self.lm_head(word_hidden[keep])
-        return nn.functional.cross_entropy(logits, labels[keep])
+        return _head_loss(self.lm_head, word_hidden, labels)
 
     def mep_loss(self, entity_hidden: Tensor, labels: Tensor) -> Tensor:
         """Cross-entropy of the entity head at labelled entity positions only."""
-        keep = labels != -100
-        if not keep.any():
-            return entity_hidden.sum() * 0.0
-        logits = self.entity_predictions(entity_hidden[keep])
-        return nn.functional.cross_entropy(logits, labels[keep])
+        return _head_loss(self.entity_predictions, entity_hidden, labels)
+
+
+def _head_loss(head: nn.Module, hidden: Tensor, labels: Tensor) -> Tensor:
+    keep = labels != -100
+    if not keep.any():
+        return hidden.sum() * 0.0
+    return nn.functional.cross_entropy(head(hidden[keep]), labels[keep])
 
 
 def _candidate_scores(features: Tensor, table: Tensor, bias: Tensor, candidates: Tensor, normalize: bool,

