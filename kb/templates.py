@@ -25,9 +25,23 @@ class Template:
 
         Both are replaced in one pass, so a label that itself contains "[Y]" is safe.
         """
+        return self.fill_spans(x, y)[0]
+
+    def fill_spans(self, x: str | None = None, y: str | None = None) -> tuple[str, tuple[int, int], tuple[int, int]]:
+        """Fill like :meth:`fill` and also return the character spans of [X] and [Y] in the result."""
         parts = re.split(r"(\[X\]|\[Y\])", self.text)
         values = {"[X]": x, "[Y]": y}
-        return "".join(v if (v := values.get(p)) is not None else p for p in parts)
+        out: list[str] = []
+        spans: dict[str, tuple[int, int]] = {}
+        pos = 0
+        for part in parts:
+            value = values.get(part)
+            piece = part if value is None else value
+            if part in values:
+                spans[part] = (pos, pos + len(piece))
+            out.append(piece)
+            pos += len(piece)
+        return "".join(out), spans["[X]"], spans["[Y]"]
 
 
 def parse_template(text: str, *, where: str = "template") -> Template:

@@ -227,6 +227,18 @@ class EntityVocab(SqliteStore):
         return cls._write(path, rows(), overwrite=overwrite, provenance=provenance)
 
     @classmethod
+    def for_entities(cls, db: EntityDB, keys: Sequence[str], path: str | os.PathLike[str], *, overwrite: bool = False) -> EntityVocab:
+        """A vocabulary of exactly ``keys`` (ids 4, 5, ... in the given order), named by their titles in ``db``."""
+        def rows() -> Iterator[tuple[int, str | None, str | None, int, Iterable[tuple[str, str]]]]:
+            for i, name in enumerate(SPECIAL_ENTITIES):
+                yield i, None, name, 0, ()
+            for i, key in enumerate(keys, start=len(SPECIAL_ENTITIES)):
+                yield i, key, None, 0, tuple(sorted(db.titles(key).items()))
+
+        provenance = {"builder": "kb.EntityVocab.for_entities", "database": str(db.path), "entities": len(keys)}
+        return cls._write(path, rows(), overwrite=overwrite, provenance=provenance)
+
+    @classmethod
     def import_hf(
         cls, json_path: str | os.PathLike[str], path: str | os.PathLike[str], *, db: EntityDB | None = None,
         default_lang: str | None = None, overwrite: bool = False,

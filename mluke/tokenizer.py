@@ -250,43 +250,13 @@ class MlukeTokenizer:
         return enc
 
     def _examples(self, texts: list[str], spans_b: list[Any], ents_b: list[Any], lang: str | None, task: Task | None) -> list[_Example]:
-        # 1. cut every text at its span boundaries and tokenize all segments in one batch
-        segments: list[str] = []
-        seg_starts: list[int] = []
-        plans: list[tuple[list[int], dict[int, int]]] = []
+        checked = []
         for i, (t, spans) in enumerate(zip(texts, spans_b)):
             spans = [_check_span(s, t, i, j) for j, s in enumerate(spans or [])]
-            spans_b[i] = spans
             _check_task(task, spans, i)
-            cuts = sorted({p for s in spans for p in s})
-            bounds: list[int] = []
-            moved: dict[int, int] = {}
-            for p in cuts:
-                q = p - 1 if p > 0 and t[p - 1] == " " else p
-                moved[p] = q
-                bounds.append(q)
-            seg_idx = []
-            cur = 0
-            for q in [*bounds, len(t)]:
-                if q > cur:
-                    seg_idx.append(len(segments))
-                    segments.append(t[cur:q])
-                    seg_starts.append(cur)
-                    cur = q
-            plans.append((seg_idx, moved))
-        encoded = self.words.encode_batch(segments, add_special_tokens=False) if segments else []
-        # 2. per text: concatenate segments, map span boundaries to word positions
+            checked.append(spans)
         examples = []
-        for i, (t, (seg_idx, moved)) in enumerate(zip(texts, plans)):
-            ids: list[int] = []
-            offsets: list[tuple[int, int]] = []
-            char2pos: dict[int, int] = {0: 0}
-            for s in seg_idx:
-                char2pos[seg_starts[s]] = len(ids)
-                ids.extend(encoded[s].ids)
-                offsets.extend((a + seg_starts[s], b + seg_starts[s]) for a, b in encoded[s].offsets)
-            char2pos[len(t)] = len(ids)
-            spans = [(char2pos[moved[a]], char2pos[moved[b]]) for a, b in spans_b[i]]
+        for i, (ids, offsets, spans) in enumerate(encode_with_spans(self.words, texts, checked)):
             refs = ents_b[i]
             if task in ("entity_classification", "entity_pair_classification"):
                 if refs is not None:
@@ -373,6 +343,44 @@ class MlukeTokenizer:
                 enc["entity_start_positions"] = [[s for s, _ in sp] + [0] * (n - len(sp)) for sp in enc.entity_token_spans]
                 enc["entity_end_positions"] = [[e - 1 for _, e in sp] + [0] * (n - len(sp)) for sp in enc.entity_token_spans]
         return enc
+
+
+def encode_with_spans(words: Tokenizer, texts: Sequence[str], spans: Sequence[Sequence[Span]]
+                      ) -> list[tuple[list[int], list[tuple[int, int]], list[Span]]]:
+    """Word ids, character offsets and the word positions ``[start, end)`` of each span, per text.
+
+    Each text is cut at its span boundaries (a space before a boundary goes with
+    the following segment) and all segments of all texts are tokenized in one
+    batch, as mLUKE's tokenizer and pretraining corpus do. Spans must lie inside
+    their text (not checked here).
+    """
+    segments: list[str] = []
+    seg_starts: list[int] = []
+    plans: list[tuple[list[int], dict[int, int]]] = []
+    for t, text_spans in zip(texts, spans):
+        moved = {p: (p - 1 if p > 0 and t[p - 1] == " " else p) for s in text_spans for p in s}
+        seg_idx = []
+        cur = 0
+        for q in [*sorted(set(moved.values())), len(t)]:
+            if q > cur:
+                seg_idx.append(len(segments))
+                segments.append(t[cur:q])
+                seg_starts.append(cur)
+                cur = q
+        plans.append((seg_idx, moved))
+    encoded = words.encode_batch(segments, add_special_tokens=False) if segments else []
+    out = []
+    for t, text_spans, (seg_idx, moved) in zip(texts, spans, plans):
+        ids: list[int] = []
+        offsets: list[tuple[int, int]] = []
+        char2pos: dict[int, int] = {0: 0}
+        for s in seg_idx:
+            char2pos[seg_starts[s]] = len(ids)
+            ids.extend(encoded[s].ids)
+            offsets.extend((a + seg_starts[s], b + seg_starts[s]) for a, b in encoded[s].offsets)
+        char2pos[len(t)] = len(ids)
+        out.append((ids, offsets, [(char2pos[moved[a]], char2pos[moved[b]]) for a, b in text_spans]))
+    return out
 
 
 def _batchify(value: Any, single: bool, n: int, name: str) -> list[Any]:

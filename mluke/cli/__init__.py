@@ -7,7 +7,7 @@ import sys
 import typer
 
 from kb.errors import MlukeError
-from mluke.cli import kb_commands
+from mluke.cli import kb_commands, model_commands
 
 app = typer.Typer(
     help="mluke: multilingual knowledge probing and entity linking with mLUKE.",
@@ -15,6 +15,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(kb_commands.app, name="kb")
+app.command("pretrain")(model_commands.pretrain)
+app.command("probe")(model_commands.probe)
 
 
 def main() -> None:

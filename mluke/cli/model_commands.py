@@ -1,0 +1,89 @@
+"""``mluke pretrain`` and ``mluke probe``: thin wrappers over :mod:`mluke.pretraining` and :func:`mluke.probe`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kb.errors import MlukeError
+from mluke.cli.output import print_table, write_csv, write_json
+
+
+def pretrain(
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML run configuration (see `mluke pretrain --print-config` for the paper's recipe).")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="'demo': train the small embedded demo model end to end, no download needed.")] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="With --preset: where to put the model (default: the cache the library uses).")] = None,
+    resume: Annotated[bool, typer.Option("--resume/--no-resume", help="Continue from the newest checkpoint in the run folder.")] = True,
+    max_steps: Annotated[Optional[int], typer.Option(help="Stop after this many more steps (the run can be resumed later).")] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    print_config: Annotated[bool, typer.Option("--print-config", help="Print the default (paper) configuration as TOML and exit.")] = False,
+) -> None:
+    """Pretrain mLUKE from XLM-R on a corpus (two stages, MLM + MEP), or train the demo model.
+
+    Several processes or GPUs: start the same command under torchrun, e.g.
+    torchrun --nproc_per_node 8 -m mluke pretrain --config run.toml
+    """
+    from mluke.pretraining.config import TrainConfig
+
+    if print_config:
+        typer.echo(TrainConfig().to_toml())
+        return
+    if preset is not None:
+        from mluke.demo import PRESETS, train_demo
+
+        if preset not in PRESETS:
+            raise MlukeError(f"unknown preset {preset!r}: expected one of {', '.join(PRESETS)}")
+        path = train_demo(output, preset=preset, progress=progress)
+        typer.echo(f"demo model ready: {path}")
+        return
+    if config is None:
+        raise MlukeError("give --config run.toml (or --preset demo); `mluke pretrain --print-config` prints a template")
+    from mluke.pretraining.trainer import pretrain as run
+
+    out = run(TrainConfig.from_toml(config), resume=resume, progress=progress, max_steps=max_steps)
+    typer.echo(f"done: {out}")
+
+
+def probe(
+    template: Annotated[str, typer.Argument(help="Cloze template with one [X] (subject) and one [Y] (object), e.g. '[X] is the capital of [Y]'.")],
+    lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the prompts and labels (an English template is mapped to this language's template).")] = "en",
+    subject: Annotated[Optional[list[str]], typer.Option("--subject", "-s", help="Subject label or entity key (repeatable); default: every subject the kb has facts for.")] = None,
+    candidate: Annotated[Optional[list[str]], typer.Option("--candidate", help="Candidate label or key (repeatable); default: every object of the relation.")] = None,
+    relation: Annotated[Optional[str], typer.Option(help="Wikidata property id (P36...) when the template is not one of the kb's.")] = None,
+    mode: Annotated[str, typer.Option(help="'entity' (entity [MASK] at [Y]), 'word' (word masks, mLAMA's way) or 'both'.")] = "entity",
+    subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity over [X] (the paper's [X]&[Y] prompts).")] = False,
+    top_k: Annotated[int, typer.Option(help="How many predictions to keep per subject.")] = 5,
+    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model, trained on first use).")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
+    limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the full result as JSON to this file ('-' for stdout).")] = None,
+    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per prediction as CSV to this file ('-' for stdout).")] = None,
+) -> None:
+    """Ask the model which object each subject has, e.g. mluke probe "[X] is the capital of [Y]" --lang ja"""
+    from mluke.probe import probe as run
+
+    result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
+                 use_subject_entity=subject_entity, top_k=top_k, model=model, kb=db)
+    if json_out:
+        if json_out == "-":
+            typer.echo(result.to_json())
+        else:
+            result.to_json(json_out)
+    if csv_out:
+        df = result.to_pandas()
+        write_csv(list(df.columns), df.values.tolist(), csv_out)
+    if json_out == "-" or csv_out == "-":
+        return
+    for note in result.notes:
+        typer.echo(f"note: {note}")
+    results = result.modes.values() if result.modes else [result]
+    for r in results:
+        m = r.metrics
+        title = (f"{r.template}  [{r.lang}, {r.relation or 'no relation'}, {r.mode} mode"
+                 f"{', subject entity' if r.use_subject_entity else ''}]  P@1 {m['P@1']:.3f}  "
+                 f"P@{r.top_k} {m[f'P@{r.top_k}']:.3f}  MRR {m['MRR']:.3f}  ({m['with_gold']} subjects with answers)")
+        rows = [[row.label, ", ".join(p.label + (" ✓" if p.correct else "") for p in row.predictions[:3]),
+                 ", ".join(row.gold_labels) or "?", row.rank or "-"] for row in r.rows[:limit]]
+        print_table(title, ["subject", "top predictions", "answer", "rank"], rows)

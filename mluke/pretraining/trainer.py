@@ -1,0 +1,331 @@
+"""The mLUKE pretraining loop: MLM + MEP, two stages, gradient accumulation, DDP, exact resume.
+
+Run it with ``pretrain(config)`` (or ``mluke pretrain --config run.toml``); for
+several processes or GPUs start the same command under ``torchrun``: ranks
+read ``RANK``/``WORLD_SIZE`` and use NCCL on GPUs, gloo on CPUs.
+
+Exactness: every optimizer step consumes one global batch of
+``optim.batch_size`` sequences drawn by :class:`LanguageSampler`; rank r takes
+its contiguous share, split into micro-batches; each example's masks come
+from its own generator seeded by (seed, step, example index). Losses are sums
+divided by the global numbers of masked words and entities, so the gradient is
+the same whatever the number of processes or accumulation steps. Checkpoints
+hold the model, optimizer, scheduler, sampler position and torch RNG states;
+resuming gives the same parameters as never having stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from kb.errors import MlukeError
+from mluke.model import MlukeForMaskedLM
+from mluke.pretraining.batching import Vocabulary, collate, mask_example
+from mluke.pretraining.config import StageConfig, TrainConfig
+from mluke.pretraining.corpus import Corpus
+from mluke.pretraining.init import init_from_xlmr, is_new_parameter
+from mluke.pretraining.sampler import LanguageSampler
+
+STATE_FILE = "trainer_state.json"
+
+
+def _dist_info() -> tuple[int, int]:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1 and not dist.is_initialized():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        dist.init_process_group(backend)
+    return rank, world
+
+
+def _stage_at(stages: list[StageConfig], step: int) -> tuple[int, StageConfig, int]:
+    """(stage index, stage, step within the stage) of global step ``step``."""
+    start = 0
+    for i, stage in enumerate(stages):
+        if step < start + stage.steps:
+            return i, stage, step - start
+        start += stage.steps
+    return len(stages) - 1, stages[-1], stages[-1].steps
+
+
+def _lr_factor(stage: StageConfig, step_in_stage: int) -> float:
+    """Linear warm-up to the peak, then linear decay to 0 at the end of the stage."""
+    if stage.warmup_steps and step_in_stage < stage.warmup_steps:
+        return (step_in_stage + 1) / stage.warmup_steps
+    rest = max(1, stage.steps - stage.warmup_steps)
+    return max(0.0, (stage.steps - step_in_stage) / rest)
+
+
+def _optimizer(model: torch.nn.Module, config: TrainConfig, stage: StageConfig) -> torch.optim.AdamW:
+    """AdamW over the stage's trainable parameters; no weight decay on biases and LayerNorm weights."""
+    decay, no_decay, seen = [], [], set()
+    for name, p in model.named_parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        train = (stage.train == "all" or is_new_parameter(name)) and not name.startswith("luke.pooler.")
+        p.requires_grad_(train)
+        if not train:
+            continue
+        (no_decay if name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
+    o = config.optim
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": o.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=stage.learning_rate, betas=tuple(o.betas), eps=o.eps,
+    )
+
+
+class Trainer:
+    """One pretraining run in ``config.run.output`` (see module docs)."""
+
+    def __init__(self, config: TrainConfig, *, model: MlukeForMaskedLM | None = None, progress: bool = True) -> None:
+        self.config = config
+        self.rank, self.world = _dist_info()
+        self.out = Path(config.run.output)
+        self.progress = progress and self.rank == 0
+        self.corpus = Corpus(config.data.corpus)
+        self.tokenizer = self.corpus.tokenizer()
+        self.vocab = Vocabulary.from_tokenizer(self.tokenizer)
+        sizes = self.corpus.sizes()
+        if config.data.languages:
+            sizes = {l: n for l, n in sizes.items() if l in config.data.languages}
+        self.sampler = LanguageSampler(sizes, config.data.alpha, config.run.seed)
+        o = config.optim
+        per_rank = o.batch_size // self.world
+        if o.batch_size % self.world or per_rank % o.micro_batch_size:
+            raise MlukeError(
+                f"batch_size {o.batch_size} must split into {self.world} process(es) x micro-batches of {o.micro_batch_size}"
+            )
+        self.accumulation = per_rank // o.micro_batch_size
+        self.device = torch.device("cuda", self.rank % torch.cuda.device_count()) if torch.cuda.is_available() else torch.device("cpu")
+        self.model = model if model is not None else self._new_model()
+        self.model.to(self.device)
+        self.step = 0
+        self.stage_index = -1
+        self.optimizer: torch.optim.AdamW | None = None
+        self.scheduler: torch.optim.lr_scheduler.LambdaLR | None = None
+        self.ddp: torch.nn.Module = _LossModule(self.model)
+        self._tb = None
+
+    # -- construction and checkpoints -----------------------------------------------------
+    def _new_model(self) -> MlukeForMaskedLM:
+        m = self.config.model
+        return init_from_xlmr(m.xlmr, entity_vocab_size=self.corpus.meta["entity_vocab_size"],
+                              entity_emb_size=m.entity_emb_size, use_entity_aware_attention=m.use_entity_aware_attention,
+                              dropout=self.config.optim.dropout, seed=self.config.run.seed)
+
+    def _enter_stage(self, index: int, step_in_stage: int) -> None:
+        stage = self.config.stages[index]
+        self.stage_index = index
+        self.optimizer = _optimizer(self.model, self.config, stage)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: _lr_factor(stage, s))
+        if step_in_stage:
+            self.scheduler.last_epoch = step_in_stage - 1
+            self.scheduler.step()
+        self.ddp = _LossModule(self.model)
+        if self.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.ddp = DistributedDataParallel(self.ddp, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+
+    def checkpoints(self) -> list[Path]:
+        return sorted((self.out / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+
+    def save_checkpoint(self) -> Path | None:
+        """Write ``checkpoints/step-N`` atomically (rank 0); keep the newest ``keep_checkpoints``."""
+        if self.rank != 0:
+            return None
+        from safetensors.torch import save_file
+
+        final = self.out / "checkpoints" / f"step-{self.step:08d}"
+        tmp = final.with_name(final.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        state = {k: v.detach().contiguous().cpu().clone() for k, v in self.model.state_dict().items()}
+        save_file(state, str(tmp / "model.safetensors"))
+        torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
+                   tmp / "optimizer.pt")
+        (tmp / STATE_FILE).write_text(json.dumps({
+            "step": self.step, "stage": self.stage_index, "sampler": self.sampler.state_dict(),
+            "config": self.config.to_dict(), "world_size": self.world,
+        }, indent=1))
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+        for old in self.checkpoints()[: -self.config.run.keep_checkpoints]:
+            shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def resume(self) -> bool:
+        """Continue from the newest checkpoint in the run folder, if there is one."""
+        ckpts = self.checkpoints()
+        if not ckpts:
+            return False
+        from safetensors.torch import load_file
+
+        last = ckpts[-1]
+        state = json.loads((last / STATE_FILE).read_text())
+        weights = load_file(str(last / "model.safetensors"))
+        missing, unexpected = self.model.load_state_dict(weights, strict=False)
+        tied = {"lm_head.decoder.weight", "entity_predictions.decoder.weight"}
+        if set(missing) - tied or unexpected:
+            raise MlukeError(f"{last}: checkpoint does not match the model (missing {missing}, unexpected {unexpected})")
+        self.step = int(state["step"])
+        self.sampler.load_state_dict(state["sampler"])
+        index, _, in_stage = _stage_at(self.config.stages, self.step)
+        self._enter_stage(index, 0)
+        extra = torch.load(last / "optimizer.pt", weights_only=True)
+        if state["stage"] == index:
+            self.optimizer.load_state_dict(extra["optimizer"])
+            self.scheduler.load_state_dict(extra["scheduler"])
+        torch.set_rng_state(extra["torch_rng"])
+        if torch.cuda.is_available() and extra["cuda_rng"]:
+            torch.cuda.set_rng_state_all(extra["cuda_rng"])
+        return True
+
+    # -- one step -----------------------------------------------------------------------------
+    def _global_batch(self) -> list[list[Any]]:
+        """This rank's micro-batches of masked examples for the next step."""
+        picks = self.sampler.next_batch(self.config.optim.batch_size)
+        per_rank = len(picks) // self.world
+        mine = range(self.rank * per_rank, (self.rank + 1) * per_rank)
+        examples = []
+        for g in mine:
+            lang, idx = picks[g]
+            rng = np.random.default_rng([self.config.run.seed, self.step, g, 11])
+            examples.append(mask_example(self.corpus[lang][idx], rng, self.config.masking, self.vocab))
+        mb = self.config.optim.micro_batch_size
+        return [examples[i:i + mb] for i in range(0, len(examples), mb)]
+
+    def train_step(self) -> dict[str, float]:
+        index, stage, in_stage = _stage_at(self.config.stages, self.step)
+        if index != self.stage_index:
+            self._enter_stage(index, in_stage)
+        t0 = time.perf_counter()
+        micro = [collate(m, self.vocab, self.config.model.max_mention_length) for m in self._global_batch()]
+        data_s = time.perf_counter() - t0
+        counts = torch.tensor([sum(int((b["labels"] != -100).sum()) for b in micro),
+                               sum(int((b["entity_labels"] != -100).sum()) for b in micro)], dtype=torch.float64)
+        if self.world > 1:
+            dist.all_reduce(counts)
+        n_words, n_ents = max(1.0, float(counts[0])), max(1.0, float(counts[1]))
+        self.ddp.train()
+        use_bf16 = self.device.type == "cuda" and self.config.run.bf16 != "off"
+        sums = torch.zeros(2, dtype=torch.float64)
+        for i, batch in enumerate(micro):
+            batch = {k: v.to(self.device) for k, v in batch.items()}
+            sync = i == len(micro) - 1 or self.world == 1
+            ctx = self.ddp.no_sync() if (self.world > 1 and not sync) else nullcontext()
+            with ctx, torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=use_bf16):
+                mlm, mep = self._losses(batch)
+                loss = (mlm / n_words + mep / n_ents) * self.world
+                loss.backward()
+            sums += torch.tensor([float(mlm.detach()), float(mep.detach())], dtype=torch.float64)
+        if self.config.optim.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.optim.max_grad_norm)
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.world > 1:
+            dist.all_reduce(sums)
+        self.step += 1
+        step_s = time.perf_counter() - t0
+        tokens = sum(int(b["attention_mask"].sum()) for b in micro) * self.world
+        return {"step": self.step, "stage": stage.name, "lr": lr, "mlm_loss": float(sums[0]) / n_words,
+                "mep_loss": float(sums[1]) / n_ents, "loss": float(sums[0]) / n_words + float(sums[1]) / n_ents,
+                "tokens_per_s": tokens / step_s, "data_wait_share": data_s / step_s}
+
+    def _losses(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        labels, ent_labels = batch.pop("labels"), batch.pop("entity_labels")
+        return self.ddp(batch, labels, ent_labels)
+
+    # -- the loop -------------------------------------------------------------------------------
+    def train(self, max_steps: int | None = None) -> Path:
+        """Train until the end of the last stage (or ``max_steps`` more steps); returns the run folder."""
+        from tqdm import tqdm
+
+        total = self.config.total_steps
+        stop = total if max_steps is None else min(total, self.step + max_steps)
+        if self.rank == 0:
+            self.out.mkdir(parents=True, exist_ok=True)
+        log = (self.out / "log.jsonl").open("a") if self.rank == 0 else None
+        if self.rank == 0:
+            (self.out / "config.toml").write_text(self.config.to_toml())
+            if self.config.run.tensorboard and self._tb is None:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(str(self.out / "tensorboard"))
+        bar = tqdm(total=stop, initial=self.step, desc="pretrain", unit="step", disable=not self.progress)
+        try:
+            while self.step < stop:
+                record = self.train_step()
+                bar.update(1)
+                bar.set_postfix(loss=f"{record['loss']:.3f}", stage=record["stage"])
+                if log and (self.step % self.config.run.log_every == 0 or self.step == stop):
+                    log.write(json.dumps(record) + "\n")
+                    log.flush()
+                    if self._tb:
+                        for k in ("loss", "mlm_loss", "mep_loss", "lr"):
+                            self._tb.add_scalar(k, record[k], self.step)
+                if self.step % self.config.run.save_every == 0 or self.step == stop:
+                    self.save_checkpoint()
+        except KeyboardInterrupt:
+            self.save_checkpoint()
+            raise
+        finally:
+            bar.close()
+            if log:
+                log.close()
+        return self.out
+
+    def export(self, directory: str | Path | None = None, *, overwrite: bool = True) -> Path:
+        """Save the model in the studio-ousia layout that :func:`mluke.load` reads (rank 0)."""
+        from mluke.checkpoint import save
+
+        directory = Path(directory) if directory is not None else self.out / "model"
+        if self.rank == 0:
+            self.model.eval()
+            save((self.model.cpu(), self.tokenizer, self.tokenizer.entity_vocab), directory, overwrite=overwrite)
+            self.model.to(self.device)
+        return directory
+
+
+class _LossModule(torch.nn.Module):
+    """Summed MLM and MEP cross-entropies with the heads applied at labelled positions only
+    (the same loss as ``LukeForMaskedLM`` at a fraction of the cost); what DDP wraps."""
+
+    def __init__(self, model: MlukeForMaskedLM) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: dict[str, torch.Tensor], labels: torch.Tensor, ent_labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        words, ents = self.model.encode(**batch)
+        keep, ekeep = labels != -100, ent_labels != -100
+        ce = torch.nn.functional.cross_entropy
+        mlm = ce(self.model.lm_head(words[keep]).float(), labels[keep], reduction="sum")
+        mep = ce(self.model.entity_predictions(ents[ekeep]).float(), ent_labels[ekeep], reduction="sum")
+        return mlm, mep
+
+
+def pretrain(config: TrainConfig, *, resume: bool = True, progress: bool = True, max_steps: int | None = None) -> Path:
+    """Pretrain (or continue) and export the final model; returns the exported folder."""
+    trainer = Trainer(config, progress=progress)
+    if resume:
+        trainer.resume()
+    trainer.train(max_steps)
+    if trainer.step >= config.total_steps:
+        return trainer.export()
+    return trainer.out

@@ -1,0 +1,304 @@
+"""``mluke.probe``: ask an mLUKE model what it knows, with cloze templates and typed querying.
+
+For a template such as ``"[X] was founded in [Y]"`` every subject is put at
+[X] and the candidates of the relation are ranked for [Y]:
+
+- ``mode="entity"``: one word ``<mask>`` at [Y] with the entity [MASK] over it;
+  candidates are ranked by their MEP log-probability (normalised over the whole
+  entity vocabulary, computed only for the candidates). Candidates outside the
+  entity vocabulary fall back to the word score below, flagged ``source="word"``.
+  ``use_subject_entity=True`` also gives the subject's entity over [X] (the
+  paper's "[X] & [Y]" prompts). One forward pass per subject.
+- ``mode="word"``: mLAMA's typed querying: a candidate of n pieces is scored by
+  the mean log-probability of its pieces at n ``<mask>`` positions; one forward
+  pass per subject and candidate length.
+- ``mode="both"``: both rankings (``result.modes``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+
+from kb.db import EntityDB
+from kb.errors import MlukeError, NotFoundError
+from kb.languages import check_language
+from kb.templates import Template, parse_template
+
+Mode = Literal["entity", "word", "both"]
+_KEY_RE = re.compile(r"^(Q[1-9][0-9]*|[a-z][a-z0-9_.-]*:[^\s:]\S*)$")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    key: str
+    label: str
+    score: float
+    source: Literal["entity", "word"]
+    correct: bool | None
+
+
+@dataclass
+class SubjectResult:
+    subject: str
+    label: str
+    gold: list[str]
+    gold_labels: list[str]
+    predictions: list[Prediction]  # top_k, best first
+    rank: int | None  # 1-based rank of the best gold answer among all candidates (None: no gold)
+
+
+@dataclass
+class ProbeResult:
+    """Ranked predictions per subject and the metrics over subjects with a known answer."""
+
+    template: str
+    lang: str
+    relation: str | None
+    mode: Literal["entity", "word"]
+    use_subject_entity: bool
+    top_k: int
+    rows: list[SubjectResult]
+    notes: list[str] = field(default_factory=list)
+    modes: dict[str, ProbeResult] = field(default_factory=dict, repr=False)
+
+    @property
+    def metrics(self) -> dict[str, float | int]:
+        ranked = [r.rank for r in self.rows if r.gold]
+        n = len(ranked)
+        hits = lambda k: sum(1 for r in ranked if r is not None and r <= k) / n if n else 0.0  # noqa: E731
+        mrr = sum(1.0 / r for r in ranked if r is not None) / n if n else 0.0
+        return {"subjects": len(self.rows), "with_gold": n, "P@1": hits(1), f"P@{self.top_k}": hits(self.top_k), "MRR": mrr}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": self.mode,
+                "use_subject_entity": self.use_subject_entity, "notes": self.notes, "metrics": self.metrics,
+                "rows": [asdict(r) for r in self.rows], "modes": {m: r.to_dict() for m, r in self.modes.items()}}
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    def to_pandas(self) -> Any:
+        """One row per (subject, prediction): subject, rank, label, key, score, source, correct."""
+        import pandas as pd
+
+        return pd.DataFrame([
+            {"subject": r.label, "subject_key": r.subject, "rank": i + 1, "prediction": p.label, "key": p.key,
+             "score": p.score, "source": p.source, "correct": p.correct, "gold": ", ".join(r.gold_labels)}
+            for r in self.rows for i, p in enumerate(r.predictions)
+        ])
+
+    def __repr__(self) -> str:
+        m = self.metrics
+        lines = [f"ProbeResult({self.template!r}, lang={self.lang!r}, relation={self.relation}, mode={self.mode!r}"
+                 f"{', [X]&[Y]' if self.use_subject_entity else ''}): {m['subjects']} subjects, "
+                 f"P@1 {m['P@1']:.3f}, P@{self.top_k} {m[f'P@{self.top_k}']:.3f}, MRR {m['MRR']:.3f}"]
+        lines += [f"  note: {n}" for n in self.notes]
+        for r in self.rows[:8]:
+            preds = ", ".join(f"{p.label}{'*' if p.correct else ''} ({p.score:.2f}{'' if p.source == 'entity' else ' w'})"
+                              for p in r.predictions[:3])
+            lines.append(f"  {r.label} -> {preds}" + (f"   [gold: {', '.join(r.gold_labels)}]" if r.gold else ""))
+        if len(self.rows) > 8:
+            lines.append(f"  ... {len(self.rows) - 8} more")
+        return "\n".join(lines)
+
+
+class ClozeScorer:
+    """Batched cloze scoring with one model (see module docs)."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.vocab = tokenizer.entity_vocab
+        self.batch_size = batch_size
+
+    def candidate_pieces(self, labels: Sequence[str]) -> list[list[int]]:
+        """Word pieces of each candidate as it would stand at [Y]."""
+        return self.tokenizer.encode_words(list(labels))
+
+    @torch.inference_mode()
+    def entity_scores(self, template: Template, subjects: Sequence[str], candidate_ids: torch.Tensor,
+                      subject_ids: Sequence[int | None] | None = None) -> torch.Tensor:
+        """(n_subjects, n_candidates) MEP log-probabilities with the entity [MASK] over [Y]."""
+        out = []
+        for start in range(0, len(subjects), self.batch_size):
+            texts, spans, ents = [], [], []
+            for i in range(start, min(start + self.batch_size, len(subjects))):
+                text, (xs, xe), (ys, ye) = template.fill_spans(subjects[i], "<mask>")
+                sid = subject_ids[i] if subject_ids is not None else None
+                texts.append(text)
+                spans.append([(ys, ye)] + ([(xs, xe)] if sid is not None else []))
+                ents.append([None] + ([sid] if sid is not None else []))
+            enc = self.tokenizer(texts, entity_spans=spans, entities=ents)
+            _, hidden = self.model.encode(**enc)
+            out.append(self.model.entity_scores(hidden[:, 0], candidate_ids))
+        return torch.cat(out) if out else torch.zeros(0, len(candidate_ids))
+
+    @torch.inference_mode()
+    def word_scores(self, template: Template, subjects: Sequence[str], pieces: Sequence[Sequence[int]]) -> torch.Tensor:
+        """(n_subjects, n_candidates) mean log-probability of each candidate's pieces at its number of masks."""
+        scores = torch.full((len(subjects), len(pieces)), float("-inf"))
+        by_len: dict[int, list[int]] = {}
+        for c, p in enumerate(pieces):
+            if p:
+                by_len.setdefault(len(p), []).append(c)
+        mask_id = self.tokenizer.mask_id
+        for n, cands in sorted(by_len.items()):
+            table = torch.tensor([pieces[c] for c in cands])  # (n_cand, n)
+            for start in range(0, len(subjects), self.batch_size):
+                batch = [template.fill(s, "<mask>" * n) for s in subjects[start:start + self.batch_size]]
+                enc = self.tokenizer(batch)
+                words, _ = self.model.encode(**enc)
+                where = enc["input_ids"] == mask_id
+                h = words[where].view(len(batch), n, -1)
+                total = torch.zeros(len(batch), len(cands))
+                for i in range(n):
+                    uniq, inverse = torch.unique(table[:, i], return_inverse=True)
+                    logp = self.model.word_scores(h[:, i], uniq)
+                    total += logp[:, inverse]
+                scores[start:start + len(batch), cands] = total / n
+        return scores
+
+
+def _resolve_relation(db: EntityDB, template: str, lang: str, relation: str | None, notes: list[str]) -> tuple[str | None, Template]:
+    """Find the relation a template expresses and the template to use in ``lang``."""
+    given = parse_template(template)
+    if relation is not None:
+        return relation, given
+    wanted = " ".join(template.split()).casefold()
+    for (pid, tlang), text in sorted(db.templates().items()):
+        if " ".join(text.split()).casefold() == wanted:
+            if tlang == lang:
+                return pid, given
+            try:
+                local = db.template(pid, lang)
+            except NotFoundError:
+                notes.append(f"matched {pid} in {tlang!r} but the kb has no {lang!r} template; using the given one")
+                return pid, given
+            label = db.property_label(pid, "en") or pid
+            notes.append(f"matched {pid} ({label}) from the {tlang!r} template; using the {lang!r} template {local.text!r}")
+            return pid, local
+    return None, given
+
+
+def _resolve_entities(db: EntityDB, items: Sequence[str], lang: str, what: str) -> list[str]:
+    keys = []
+    for item in items:
+        if _KEY_RE.match(item) and item in db:
+            keys.append(item)
+            continue
+        matches = db.lookup(lang, item)
+        if not matches:
+            raise MlukeError(f"{what} {item!r}: no entity with that key or {lang!r} name in {db.path}")
+        keys.append(matches[0].key)
+    return keys
+
+
+def probe(
+    template: str, lang: str = "en", *, subjects: Sequence[str] | None = None, candidates: Sequence[str] | None = None,
+    relation: str | None = None, mode: Mode = "entity", use_subject_entity: bool = False, top_k: int = 5,
+    model: Any = None, kb: EntityDB | str | Path | None = None, batch_size: int = 64,
+) -> ProbeResult:
+    """Rank candidate objects for each subject of a cloze template (see module docs).
+
+    ``template`` has exactly one [X] and one [Y], in any order and script. The
+    relation is matched through the kb's templates unless given (an English
+    template with ``lang="ja"`` then uses the Japanese template and labels, and
+    says so in ``result.notes``). ``subjects``/``candidates`` are labels in
+    ``lang`` or entity keys; by default all subjects with facts under the
+    relation and all its objects. ``model``: a loaded ``mluke.load`` bundle, a
+    folder or hub name; default: the embedded demo model (trained on first use).
+    ``kb``: an :class:`kb.EntityDB` or path; default: the embedded kb.
+    """
+    from kb.embedded import default_db
+
+    if mode not in ("entity", "word", "both"):
+        raise MlukeError(f"mode={mode!r}: expected 'entity', 'word' or 'both'")
+    if top_k < 1:
+        raise MlukeError(f"top_k={top_k}: expected a positive number")
+    db = kb if isinstance(kb, EntityDB) else (EntityDB(kb) if kb is not None else default_db())
+    check_language(lang, db.languages)
+    notes: list[str] = []
+    pid, tpl = _resolve_relation(db, template, lang, relation, notes)
+    if pid is None and (subjects is None or candidates is None):
+        raise MlukeError(
+            f"the template {template!r} matches no relation template in {db.path}; pass relation='P..' "
+            "or give both subjects and candidates"
+        )
+    subj_keys = _resolve_entities(db, subjects, lang, "subject") if subjects is not None else db.subjects(pid)
+    cand_keys = (_resolve_entities(db, candidates, lang, "candidate") if candidates is not None
+                 else sorted({f.object for f in db.facts(property=pid)}))
+    subj_labels = db.labels(list(subj_keys), lang)
+    cand_labels = db.labels(list(cand_keys), lang)
+    missing = [k for k in subj_keys if k not in subj_labels]
+    if missing:
+        notes.append(f"{len(missing)} subject(s) without a {lang!r} label skipped")
+    subj_keys = [k for k in subj_keys if k in subj_labels]
+    dropped = [k for k in cand_keys if k not in cand_labels]
+    if dropped:
+        notes.append(f"{len(dropped)} candidate(s) without a {lang!r} label left out")
+    cand_keys = list(dict.fromkeys(k for k in cand_keys if k in cand_labels))
+    if not subj_keys or not cand_keys:
+        raise MlukeError(f"nothing to probe: {len(subj_keys)} subjects and {len(cand_keys)} candidates with {lang!r} labels")
+
+    bundle = _load_model(model)
+    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=batch_size)
+    gold = {s: ([f.object for f in db.facts(subject=s, property=pid)] if pid else []) for s in subj_keys}
+    labels_x = [subj_labels[k] for k in subj_keys]
+    labels_y = [cand_labels[k] for k in cand_keys]
+    pieces = scorer.candidate_pieces(labels_y)
+    results: dict[str, ProbeResult] = {}
+    for m in (("entity", "word") if mode == "both" else (mode,)):
+        if m == "word":
+            scores = scorer.word_scores(tpl, labels_x, pieces)
+            sources = ["word"] * len(cand_keys)
+        else:
+            vocab = scorer.vocab
+            if vocab is None:
+                raise MlukeError("entity mode needs a model with an entity vocabulary; use mode='word'")
+            cand_ids = vocab.ids_of_keys(cand_keys)
+            in_vocab = [i for i, v in enumerate(cand_ids) if v is not None]
+            out_vocab = [i for i, v in enumerate(cand_ids) if v is None]
+            subj_ids = vocab.ids_of_keys(subj_keys) if use_subject_entity else None
+            scores = torch.full((len(subj_keys), len(cand_keys)), float("-inf"))
+            if in_vocab:
+                ids = torch.tensor([cand_ids[i] for i in in_vocab])
+                scores[:, in_vocab] = scorer.entity_scores(tpl, labels_x, ids, subj_ids)
+            if out_vocab:
+                scores[:, out_vocab] = scorer.word_scores(tpl, labels_x, [pieces[i] for i in out_vocab])
+                notes.append(f"{len(out_vocab)} candidate(s) outside the entity vocabulary scored with word masks")
+            sources = ["entity" if v is not None else "word" for v in cand_ids]
+        rows = []
+        for i, s in enumerate(subj_keys):
+            order = torch.argsort(scores[i], descending=True, stable=True).tolist()
+            g = set(gold[s])
+            rank = next((r + 1 for r, c in enumerate(order) if cand_keys[c] in g), None) if g else None
+            preds = [Prediction(cand_keys[c], labels_y[c], float(scores[i, c]), sources[c],  # type: ignore[arg-type]
+                                (cand_keys[c] in g) if g else None) for c in order[:top_k]]
+            rows.append(SubjectResult(s, labels_x[i], sorted(g), [cand_labels.get(k, k) for k in sorted(g)], preds, rank))
+        results[m] = ProbeResult(tpl.text, lang, pid, m, use_subject_entity and m == "entity", top_k, rows, list(notes))  # type: ignore[arg-type]
+    main = results["entity" if mode in ("entity", "both") else "word"]
+    if mode == "both":
+        main.modes = results
+    return main
+
+
+def _load_model(model: Any) -> Any:
+    from mluke.checkpoint import Mluke, load
+
+    if model is None:
+        from mluke.demo import demo_model
+
+        return load(demo_model())
+    if isinstance(model, (Mluke, tuple)):
+        return Mluke(*model)
+    return load(model)
