@@ -1,0 +1,118 @@
+import json
+
+import pytest
+import torch
+
+import kb
+import mluke
+from mluke.probe import probe
+
+
+@pytest.fixture(scope="session")
+def tiny_demo(tmp_path_factory, embedded_db):
+    from mluke.demo import train_demo
+
+    return train_demo(tmp_path_factory.mktemp("demo") / "tiny", preset="tiny", db=embedded_db, progress=False)
+
+
+@pytest.fixture(scope="session")
+def bundle(tiny_demo):
+    return mluke.load(tiny_demo)
+
+
+def test_demo_folder_is_a_checkpoint_with_heldout_pairs(tiny_demo, bundle):
+    info = json.loads((tiny_demo / "demo.json").read_text())
+    assert info["heldout"] and info["train"] and info["tokenizer"] == "xlmr-pruned"
+    train_pairs = {(f["property"], f["subject"], f["object"], f["lang"]) for f in info["train"]}
+    for f in info["heldout"]:
+        assert (f["property"], f["subject"], f["object"], f["lang"]) not in train_pairs
+        assert any(p[:3] == (f["property"], f["subject"], f["object"]) for p in train_pairs)  # seen in another language
+    assert (tiny_demo / "train_log.jsonl").is_file()
+
+
+def test_english_template_maps_to_the_japanese_one(bundle, embedded_db):
+    r = probe("The capital of [X] is [Y].", lang="ja", model=bundle, kb=embedded_db, top_k=3)
+    assert r.relation == "P36" and r.template == embedded_db.template("P36", "ja").text
+    assert any("using the 'ja' template" in n for n in r.notes)
+    assert r.rows and all(len(row.predictions) == 3 for row in r.rows)
+    m = r.metrics
+    assert m["with_gold"] == len(r.rows) and 0 <= m["P@1"] <= m["P@3"] <= 1
+    assert m["P@1"] == sum(row.rank == 1 for row in r.rows) / len(r.rows)
+    assert "P@1" in repr(r) and "ja" in repr(r)
+
+
+def test_entity_scores_are_mep_log_probabilities(bundle, embedded_db):
+    japan, tokyo, paris = "geonames:1861060", "geonames:1850147", "geonames:2988507"
+    r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan"], candidates=[tokyo, paris], model=bundle,
+              kb=embedded_db, top_k=2)
+    model, tok, vocab = bundle
+    text = "The capital of Japan is <mask>."
+    enc = tok(text, entity_spans=[(24, 30)])
+    with torch.no_grad():
+        logits = model(**enc).entity_logits[0, 0]
+    expected = torch.log_softmax(logits, -1)
+    by_key = {p.key: p for p in r.rows[0].predictions}
+    for key in (tokyo, paris):
+        if by_key[key].source == "entity":
+            assert by_key[key].score == pytest.approx(float(expected[vocab.id_of_key(key)]), abs=1e-4)
+    assert r.rows[0].gold == [tokyo] and r.rows[0].rank in (1, 2)
+
+
+def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
+    r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan"], candidates=["Tokyo"], mode="word",
+              model=bundle, kb=embedded_db)
+    model, tok, _ = bundle
+    pieces = tok.encode_words(["Tokyo"])[0]
+    enc = tok("The capital of Japan is " + "<mask>" * len(pieces) + ".")
+    with torch.no_grad():
+        logp = torch.log_softmax(model(**enc).logits[0], -1)
+    where = (enc["input_ids"][0] == tok.mask_id).nonzero()[:, 0]
+    expected = sum(float(logp[w, p]) for w, p in zip(where, pieces)) / len(pieces)
+    assert r.rows[0].predictions[0].score == pytest.approx(expected, abs=1e-4)
+    assert r.rows[0].predictions[0].source == "word"
+
+
+def test_both_modes_subject_entity_and_batching(bundle, embedded_db):
+    a = probe("[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, mode="both", batch_size=7)
+    b = probe("[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, mode="both", batch_size=64)
+    assert set(a.modes) == {"entity", "word"}
+    for m in ("entity", "word"):
+        for ra, rb in zip(a.modes[m].rows, b.modes[m].rows):
+            assert [p.key for p in ra.predictions] == [p.key for p in rb.predictions]
+            assert [p.score for p in ra.predictions] == pytest.approx([p.score for p in rb.predictions], abs=1e-4)
+    xy = probe("[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, use_subject_entity=True)
+    assert xy.use_subject_entity and [r.subject for r in xy.rows] == [r.subject for r in a.rows]
+    assert any(p1.score != p2.score for r1, r2 in zip(xy.rows, a.rows) for p1, p2 in zip(r1.predictions, r2.predictions))
+
+
+def test_y_before_x_and_free_templates(bundle, embedded_db):
+    r = probe("[Y] hat die Hauptstadt [X].", lang="de", relation="P1376", model=bundle, kb=embedded_db, top_k=2)
+    assert r.relation == "P1376" and r.rows
+    free = probe("Frankly, [Y] is what [X] is about.", lang="en", subjects=["Japan", "France"],
+                 candidates=["Tokyo", "Paris", "Kyoto"], model=bundle, kb=embedded_db)
+    assert free.relation is None and free.metrics["with_gold"] == 0 and len(free.rows) == 2
+
+
+def test_outputs(bundle, embedded_db, tmp_path):
+    r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan", "France"], model=bundle, kb=embedded_db)
+    df = r.to_pandas()
+    assert list(df.columns[:4]) == ["subject", "subject_key", "rank", "prediction"] and len(df) == 10
+    data = json.loads(r.to_json(tmp_path / "r.json"))
+    assert data["metrics"]["subjects"] == 2 and json.loads((tmp_path / "r.json").read_text())["relation"] == "P36"
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"template": "The capital of [X] is."}, r"\[Y\] missing"),
+        ({"template": "[X] [Y] [Y]"}, r"\[Y\] appears 2 times"),
+        ({"template": "[X] likes [Y]."}, "matches no relation template"),
+        ({"template": "The capital of [X] is [Y].", "lang": "xx"}, "unknown language 'xx'"),
+        ({"template": "The capital of [X] is [Y].", "mode": "words"}, "mode='words'"),
+        ({"template": "The capital of [X] is [Y].", "subjects": ["Atlantis"]}, "subject 'Atlantis'"),
+    ],
+)
+def test_bad_input(bundle, embedded_db, kwargs, message):
+    kwargs = {"lang": "en", **kwargs}
+    with pytest.raises(mluke.MlukeError, match=message):
+        probe(model=bundle, kb=embedded_db, **kwargs)
