@@ -84,26 +84,36 @@ def _facts(db: EntityDB, preset: DemoPreset) -> list[tuple[str, str, str]]:
 
 
 def demo_documents(db: EntityDB, preset: DemoPreset) -> tuple[list[Document], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Training documents (one sentence each) and the held-out and training (fact, language) pairs."""
+    """Training documents (one sentence each) and the held-out and training (fact, language) pairs.
+
+    Languages are drawn per (relation, subject), so a held-out language never
+    sees any fact of that subject under that relation, while other languages do.
+    """
     rng = random.Random(preset.seed)
     docs, heldout, train = [], [], []
     templates = {(p, l): db.template(p, l) for p in DEMO_RELATIONS for l in preset.languages}
     facts = _facts(db, preset)
     keys = sorted({k for s, _, o in facts for k in (s, o)})
     labels = {lang: db.labels(keys, lang) for lang in preset.languages}
+    groups: dict[tuple[str, str], list[str]] = {}
     for s, p, o in facts:
-        langs = [l for l in preset.languages if s in labels[l] and o in labels[l]]
+        groups.setdefault((p, s), []).append(o)
+    for (p, s), objects in groups.items():
+        langs = [l for l in preset.languages if s in labels[l] and any(o in labels[l] for o in objects)]
         rng.shuffle(langs)
         if len(langs) < 2:
             continue
         n_train = min(preset.languages_per_fact, len(langs) - 1)
         chosen, rest = langs[:n_train], langs[n_train:]
         if rng.random() < preset.heldout_share:
-            heldout.append({"property": p, "subject": s, "object": o, "lang": rest[0]})
+            heldout.extend({"property": p, "subject": s, "object": o, "lang": rest[0]} for o in objects if o in labels[rest[0]])
         for lang in chosen:
-            train.append({"property": p, "subject": s, "object": o, "lang": lang})
-            text, (xs, xe), (ys, ye) = templates[(p, lang)].fill_spans(labels[lang][s], labels[lang][o])
-            docs.append(Document(lang, text, sorted([(xs, xe, s), (ys, ye, o)]), title=f"{p}:{s}"))
+            for o in objects:
+                if o not in labels[lang]:
+                    continue
+                train.append({"property": p, "subject": s, "object": o, "lang": lang})
+                text, (xs, xe), (ys, ye) = templates[(p, lang)].fill_spans(labels[lang][s], labels[lang][o])
+                docs.append(Document(lang, text, sorted([(xs, xe, s), (ys, ye, o)]), title=f"{p}:{s}"))
     order = list(range(len(docs)))
     rng.shuffle(order)
     return [docs[i] for i in order], heldout, train

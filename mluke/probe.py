@@ -250,42 +250,65 @@ def probe(
     if not subj_keys or not cand_keys:
         raise MlukeError(f"nothing to probe: {len(subj_keys)} subjects and {len(cand_keys)} candidates with {lang!r} labels")
 
+    gold = {s: set(db.objects(s, pid)) if pid else set() for s in subj_keys}
+    return run_cloze(tpl, lang, [(k, subj_labels[k]) for k in subj_keys], [(k, cand_labels[k]) for k in cand_keys],
+                     gold, model=_load_model(model), relation=pid, mode=mode, use_subject_entity=use_subject_entity,
+                     top_k=top_k, batch_size=batch_size, notes=notes, gold_labels=cand_labels)
+
+
+def run_cloze(
+    template: Template, lang: str, subjects: Sequence[tuple[str, str]], candidates: Sequence[tuple[str | None, str]],
+    gold: dict[str, set[str]], *, model: Any, relation: str | None = None, mode: Mode = "entity",
+    use_subject_entity: bool = False, top_k: int = 5, batch_size: int = 64, notes: list[str] | None = None,
+    gold_labels: dict[str, str] | None = None,
+) -> ProbeResult:
+    """Rank ``candidates`` ((key or None, label) pairs) for ``subjects`` ((key, label) pairs) of a template.
+
+    The scoring core of :func:`probe`, usable without a kb (e.g. for mLAMA
+    files): ``gold`` maps subject keys to their correct candidate keys (or
+    labels, for candidates without a key). Candidates without a key, or outside
+    the entity vocabulary, are scored with word masks in entity mode.
+    """
+    notes = list(notes or [])
     bundle = _load_model(model)
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=batch_size)
-    gold = {s: ([f.object for f in db.facts(subject=s, property=pid)] if pid else []) for s in subj_keys}
-    labels_x = [subj_labels[k] for k in subj_keys]
-    labels_y = [cand_labels[k] for k in cand_keys]
+    cand_keys = [k if k is not None else label for k, label in candidates]
+    labels_x = [label for _, label in subjects]
+    labels_y = [label for _, label in candidates]
     pieces = scorer.candidate_pieces(labels_y)
     results: dict[str, ProbeResult] = {}
     for m in (("entity", "word") if mode == "both" else (mode,)):
         if m == "word":
-            scores = scorer.word_scores(tpl, labels_x, pieces)
-            sources = ["word"] * len(cand_keys)
+            scores = scorer.word_scores(template, labels_x, pieces)
+            sources = ["word"] * len(candidates)
         else:
             vocab = scorer.vocab
             if vocab is None:
                 raise MlukeError("entity mode needs a model with an entity vocabulary; use mode='word'")
-            cand_ids = vocab.ids_of_keys(cand_keys)
+            found = vocab.ids_of_keys([k for k, _ in candidates if k is not None])
+            it = iter(found)
+            cand_ids = [next(it) if k is not None else None for k, _ in candidates]
             in_vocab = [i for i, v in enumerate(cand_ids) if v is not None]
             out_vocab = [i for i, v in enumerate(cand_ids) if v is None]
-            subj_ids = vocab.ids_of_keys(subj_keys) if use_subject_entity else None
-            scores = torch.full((len(subj_keys), len(cand_keys)), float("-inf"))
+            subj_ids = vocab.ids_of_keys([k for k, _ in subjects]) if use_subject_entity else None
+            scores = torch.full((len(subjects), len(candidates)), float("-inf"))
             if in_vocab:
                 ids = torch.tensor([cand_ids[i] for i in in_vocab])
-                scores[:, in_vocab] = scorer.entity_scores(tpl, labels_x, ids, subj_ids)
+                scores[:, in_vocab] = scorer.entity_scores(template, labels_x, ids, subj_ids)
             if out_vocab:
-                scores[:, out_vocab] = scorer.word_scores(tpl, labels_x, [pieces[i] for i in out_vocab])
+                scores[:, out_vocab] = scorer.word_scores(template, labels_x, [pieces[i] for i in out_vocab])
                 notes.append(f"{len(out_vocab)} candidate(s) outside the entity vocabulary scored with word masks")
             sources = ["entity" if v is not None else "word" for v in cand_ids]
         rows = []
-        for i, s in enumerate(subj_keys):
+        label_of = {**dict(zip(cand_keys, labels_y)), **(gold_labels or {})}
+        for i, (s, s_label) in enumerate(subjects):
             order = torch.argsort(scores[i], descending=True, stable=True).tolist()
-            g = set(gold[s])
+            g = gold.get(s, set())
             rank = next((r + 1 for r, c in enumerate(order) if cand_keys[c] in g), None) if g else None
             preds = [Prediction(cand_keys[c], labels_y[c], float(scores[i, c]), sources[c],  # type: ignore[arg-type]
                                 (cand_keys[c] in g) if g else None) for c in order[:top_k]]
-            rows.append(SubjectResult(s, labels_x[i], sorted(g), [cand_labels.get(k, k) for k in sorted(g)], preds, rank))
-        results[m] = ProbeResult(tpl.text, lang, pid, m, use_subject_entity and m == "entity", top_k, rows, list(notes))  # type: ignore[arg-type]
+            rows.append(SubjectResult(s, s_label, sorted(g), [label_of.get(k, k) for k in sorted(g)], preds, rank))
+        results[m] = ProbeResult(template.text, lang, relation, m, use_subject_entity and m == "entity", top_k, rows, list(notes))  # type: ignore[arg-type]
     main = results["entity" if mode in ("entity", "both") else "word"]
     if mode == "both":
         main.modes = results

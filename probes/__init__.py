@@ -1,4 +1,14 @@
-"""probes: cloze probing, cross-lingual transfer, retrieval and the analyses of the mLUKE paper.
+"""probes: mLAMA evaluation, language bias, the demo model's transfer evaluation, and the paper's analyses.
 
-Uses both :mod:`kb` and :mod:`mluke`; nothing imports ``probes`` back.
+Uses both :mod:`kb` and :mod:`mluke`; nothing in those imports ``probes`` back.
+
+- :func:`evaluate_mlama` / :func:`read_mlama` — mLAMA 1.1 folders, P@1 macro-averaged over relations;
+- :func:`language_bias` — top false-positive prediction and its share (paper, Table 6);
+- :func:`evaluate_demo` — held-out vs training (fact, language) pairs of the demo model.
 """
+
+from probes.bias import language_bias
+from probes.demo_eval import evaluate_demo
+from probes.mlama import MlamaReport, evaluate_mlama, read_mlama
+
+__all__ = ["MlamaReport", "evaluate_demo", "evaluate_mlama", "language_bias", "read_mlama"]

@@ -17,6 +17,8 @@ app = typer.Typer(
 app.add_typer(kb_commands.app, name="kb")
 app.command("pretrain")(model_commands.pretrain)
 app.command("probe")(model_commands.probe)
+app.command("eval-mlama")(model_commands.eval_mlama)
+app.command("eval-demo")(model_commands.eval_demo)
 
 
 def main() -> None:

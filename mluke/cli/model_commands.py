@@ -87,3 +87,54 @@ def probe(
         rows = [[row.label, ", ".join(p.label + (" ✓" if p.correct else "") for p in row.predictions[:3]),
                  ", ".join(row.gold_labels) or "?", row.rank or "-"] for row in r.rows[:limit]]
         print_table(title, ["subject", "top predictions", "answer", "rank"], rows)
+
+
+def eval_mlama(
+    folder: Annotated[Path, typer.Argument(help="The mLAMA data folder (holding mlama1.1/<lang>/ and the *_objects/ candidate files).")],
+    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
+    langs: Annotated[str, typer.Option("--langs", help="Comma-separated languages to evaluate, e.g. en,ja,de.")] = "en",
+    mode: Annotated[str, typer.Option(help="'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way).")] = "entity",
+    subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity ([X]&[Y] prompts).")] = False,
+    relations: Annotated[Optional[str], typer.Option(help="Comma-separated relation ids to keep (default: all but date relations).")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write P@1 per relation, macro averages and language bias as JSON ('-' for stdout).")] = None,
+    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+) -> None:
+    """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias."""
+    from probes.mlama import evaluate_mlama
+
+    report = evaluate_mlama(folder, model, [l.strip() for l in langs.split(",") if l.strip()], mode=mode,
+                            use_subject_entity=subject_entity,
+                            relations=[r.strip() for r in relations.split(",")] if relations else None, progress=progress)
+    if json_out:
+        write_json(report.to_dict(), json_out)
+    if csv_out:
+        rows = report.rows()
+        write_csv(["lang", "relation", "subjects", "P@1"], [[r["lang"], r["relation"], r["subjects"], r["P@1"]] for r in rows], csv_out)
+    if json_out == "-" or csv_out == "-":
+        return
+    print_table(f"mLAMA P@1 ({report.mode} mode)", ["lang", "relation", "subjects", "P@1"],
+                [[r["lang"], r["relation"], r["subjects"], f"{100 * r['P@1']:.1f}"] for r in report.rows()])
+    print_table("macro average over relations", ["lang", "P@1"], [[l, f"{100 * p:.1f}"] for l, p in report.macro.items()])
+    print_table("language bias: most common false positive", ["lang", "relation", "wrong", "top false positive", "share"],
+                [[b["lang"], b["relation"], b["false_predictions"], b["top_false_positive"] or "-", f"{100 * b['share']:.0f}%"]
+                 for b in report.bias])
+
+
+def eval_demo(
+    model: Annotated[Optional[Path], typer.Option(help="Demo model folder (default: the cached demo model, trained on first use).")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write all tables as JSON to this file ('-' for stdout).")] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+) -> None:
+    """Probe the demo model on held-out and training (fact, language) pairs in word, entity [Y] and
+    entity [X]&[Y] modes, beside random and most-common-answer baselines (P@1 x 100)."""
+    from probes.demo_eval import evaluate_demo, to_markdown
+
+    summary = evaluate_demo(model, progress=progress)
+    if json_out:
+        write_json(summary, json_out)
+        if json_out == "-":
+            return
+    typer.echo(to_markdown(summary, "by_relation"))
+    typer.echo("")
+    typer.echo(to_markdown(summary, "by_language"))

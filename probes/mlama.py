@@ -1,0 +1,168 @@
+"""mLAMA 1.1: reading the released folder and evaluating a model on it.
+
+Layout (Kassner et al., 2021)::
+
+    mlama1.1/<lang>/templates.jsonl           {"relation": "P19", "template": "[X] was born in [Y] ."}
+    mlama1.1/<lang>/<relation>.jsonl          {"sub_label", "obj_label", "sub_uri", "obj_uri", "lineid", ...}
+    TREx_multilingual_objects/<lang>.json     {"P19": {"objects": ["Paris", ...]}, ...}
+    GoogleRE_objects/<lang>.json              {"place_of_birth": {"objects": [...]}, ...}
+
+Subjects and gold objects are entities identified by their QIDs (``sub_uri``,
+``obj_uri``), not by label strings; a subject with several objects (N-M
+relations) keeps them all. Candidates come from the object files; a candidate
+label is mapped to the QID it has in that language's facts (labels with no QID
+are kept as word-only candidates). Relations about dates are skipped, as in the
+reference evaluation. P@1 is macro-averaged over relations per language. The
+data is CC BY-NC: it is never shipped with mluke.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb.errors import KbFormatError
+from kb.templates import Template, parse_template
+
+#: Skipped like in the reference evaluation: objects are dates, not entities.
+DATE_RELATIONS = frozenset({"date_of_birth", "date_of_death", "P569", "P570", "P571", "P577", "P580", "P582", "P585"})
+
+
+@dataclass
+class MlamaRelation:
+    """One relation in one language: its template, subjects with gold objects, candidates."""
+
+    lang: str
+    relation: str
+    template: Template
+    subjects: dict[str, str]  # sub_uri -> sub_label
+    gold: dict[str, set[str]]  # sub_uri -> obj_uris
+    candidates: list[tuple[str | None, str]]  # (obj_uri or None, label)
+    object_labels: dict[str, str] = field(default_factory=dict)  # obj_uri -> label
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise KbFormatError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
+    return rows
+
+
+def _candidate_files(root: Path, lang: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for folder in ("TREx_multilingual_objects", "GoogleRE_objects"):
+        path = root / folder / f"{lang}.json"
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise KbFormatError(f"{path}: not valid JSON ({exc})") from None
+            for rel, value in data.items():
+                objects = value.get("objects") if isinstance(value, dict) else None
+                if not isinstance(objects, list):
+                    raise KbFormatError(f"{path}: relation {rel!r} should map to {{\"objects\": [...]}}")
+                out[rel] = [str(o) for o in objects]
+    return out
+
+
+def find_root(path: str | Path) -> tuple[Path, Path]:
+    """(the folder holding the candidate files, the folder holding one folder per language)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise KbFormatError(f"{path}: no such folder (expected the mLAMA data folder)")
+    for data in (path / "mlama1.1", path):
+        if data.is_dir() and any((d / "templates.jsonl").is_file() for d in data.iterdir() if d.is_dir()):
+            return (path if data != path else path.parent), data
+    raise KbFormatError(f"{path}: no <lang>/templates.jsonl inside; expected the mLAMA 1.1 layout (mlama1.1/<lang>/...)")
+
+
+def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) -> list[MlamaRelation]:
+    """Every (non-date) relation of ``lang`` with its template, facts and candidates."""
+    root, data = find_root(path)
+    folder = data / lang
+    if not (folder / "templates.jsonl").is_file():
+        have = sorted(d.name for d in data.iterdir() if (d / "templates.jsonl").is_file())
+        raise KbFormatError(f"{folder}: no templates.jsonl; languages here: {', '.join(have)}")
+    candidates = _candidate_files(root, lang)
+    out = []
+    for i, row in enumerate(_read_jsonl(folder / "templates.jsonl"), 1):
+        rel = row.get("relation")
+        if not rel or "template" not in row:
+            raise KbFormatError(f"{folder / 'templates.jsonl'}, entry {i}: expected 'relation' and 'template'")
+        if rel in DATE_RELATIONS or (relations and rel not in relations):
+            continue
+        facts_path = folder / f"{rel}.jsonl"
+        if not facts_path.is_file():
+            continue
+        template = parse_template(row["template"], where=f"{folder / 'templates.jsonl'} ({rel})")
+        subjects: dict[str, str] = {}
+        gold: dict[str, set[str]] = defaultdict(set)
+        object_labels: dict[str, str] = {}
+        for j, fact in enumerate(_read_jsonl(facts_path), 1):
+            try:
+                s, o = fact["sub_uri"], fact["obj_uri"]
+                subjects.setdefault(s, fact["sub_label"])
+                object_labels.setdefault(o, fact["obj_label"])
+            except KeyError as exc:
+                raise KbFormatError(f"{facts_path}, line {j}: missing {exc}; expected sub_label, obj_label, sub_uri, obj_uri") from None
+            gold[s].add(o)
+        by_label = {label: uri for uri, label in object_labels.items()}
+        labels = candidates.get(rel) or sorted(set(object_labels.values()))
+        cands = [(by_label.get(label), label) for label in dict.fromkeys(labels)]
+        known = {k for k, _ in cands}
+        cands += [(uri, label) for uri, label in sorted(object_labels.items()) if uri not in known]
+        out.append(MlamaRelation(lang, rel, template, subjects, dict(gold), cands, object_labels))
+    return out
+
+
+@dataclass
+class MlamaReport:
+    """P@1 per (language, relation), macro averages per language, and language-bias rows."""
+
+    p_at_1: dict[str, dict[str, float]]  # lang -> relation -> P@1
+    counts: dict[str, dict[str, int]]  # lang -> relation -> subjects
+    bias: list[dict[str, Any]]
+    mode: str
+
+    @property
+    def macro(self) -> dict[str, float]:
+        return {lang: sum(r.values()) / len(r) for lang, r in self.p_at_1.items() if r}
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"lang": lang, "relation": rel, "subjects": self.counts[lang][rel], "P@1": p}
+                for lang, rels in self.p_at_1.items() for rel, p in rels.items()]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "macro_p_at_1": self.macro, "relations": self.rows(), "language_bias": self.bias}
+
+
+def evaluate_mlama(path: str | Path, model: Any, langs: list[str], *, mode: str = "entity", use_subject_entity: bool = False,
+                   relations: list[str] | None = None, batch_size: int = 64, progress: bool = True) -> MlamaReport:
+    """Typed querying on mLAMA for each language; see :func:`mluke.probe.run_cloze` for the modes."""
+    from tqdm import tqdm
+
+    from mluke.probe import _load_model, run_cloze
+    from probes.bias import language_bias
+
+    bundle = _load_model(model)
+    p_at_1: dict[str, dict[str, float]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    bias = []
+    work = [(lang, rel) for lang in langs for rel in read_mlama(path, lang, relations)]
+    for lang, rel in tqdm(work, desc="mLAMA", unit="relation", disable=not progress):
+        result = run_cloze(rel.template, lang, sorted(rel.subjects.items()), rel.candidates, rel.gold, model=bundle,
+                           relation=rel.relation, mode=mode, use_subject_entity=use_subject_entity, top_k=1,  # type: ignore[arg-type]
+                           batch_size=batch_size, gold_labels=rel.object_labels)
+        p_at_1.setdefault(lang, {})[rel.relation] = result.metrics["P@1"]
+        counts.setdefault(lang, {})[rel.relation] = result.metrics["with_gold"]
+        bias.append(language_bias(result))
+    return MlamaReport(p_at_1, counts, bias, mode + ("+subject" if use_subject_entity else ""))

@@ -1,0 +1,68 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import kb
+import mluke
+from mluke.cli import app
+from mluke.probe import ProbeResult, Prediction, SubjectResult
+from probes import evaluate_mlama, language_bias, read_mlama
+from tests.probes.conftest import BERLIN, FRANCE, GERMANY, JAPAN, PARIS, SPAIN, TOKYO
+
+
+def test_reader_maps_by_uri_keeps_n_to_m_and_skips_dates(mlama_dir):
+    rels = {r.relation: r for r in read_mlama(mlama_dir, "en")}
+    assert set(rels) == {"P36", "P47"}  # P569 and date_of_birth are dates
+    assert rels["P47"].gold[FRANCE] == {GERMANY, SPAIN}
+    assert rels["P36"].subjects == {JAPAN: "Japan", FRANCE: "France", GERMANY: "Germany"}
+    assert rels["P36"].candidates == [(TOKYO, "Tokyo"), (PARIS, "Paris"), (BERLIN, "Berlin"), (None, "Atlantis")]
+    ja = read_mlama(mlama_dir / "mlama1.1", "ja")[0]  # the data folder itself works too
+    assert not ja.template.x_first and ja.gold[JAPAN] == {TOKYO} and (None, "ベルリン") in ja.candidates
+
+
+def test_reader_errors(mlama_dir, tmp_path):
+    with pytest.raises(kb.KbFormatError, match="languages here: en, ja"):
+        read_mlama(mlama_dir, "de")
+    with pytest.raises(kb.KbFormatError, match="expected the mLAMA 1.1 layout"):
+        read_mlama(tmp_path, "en")
+    bad = mlama_dir / "mlama1.1" / "en" / "P36.jsonl"
+    bad.write_text(bad.read_text() + "{oops\n")
+    with pytest.raises(kb.KbFormatError, match="P36.jsonl, line 4: not valid JSON"):
+        read_mlama(mlama_dir, "en")
+    (mlama_dir / "mlama1.1" / "en" / "templates.jsonl").write_text('{"relation": "P36", "template": "[X] is [Z]"}\n')
+    with pytest.raises(kb.TemplateError, match="templates.jsonl .P36.*unknown placeholder"):
+        read_mlama(mlama_dir, "en")
+
+
+def test_evaluate_mlama_on_the_tiny_demo(mlama_dir, tiny_demo):
+    bundle = mluke.load(tiny_demo)
+    report = evaluate_mlama(mlama_dir, bundle, ["en", "ja"], progress=False)
+    assert set(report.p_at_1) == {"en", "ja"} and set(report.p_at_1["en"]) == {"P36", "P47"}
+    assert report.counts["en"] == {"P36": 3, "P47": 2}
+    assert report.macro["en"] == pytest.approx((report.p_at_1["en"]["P36"] + report.p_at_1["en"]["P47"]) / 2)
+    assert len(report.bias) == 3 and {b["relation"] for b in report.bias} == {"P36", "P47"}
+    word = evaluate_mlama(mlama_dir, bundle, ["en"], mode="word", relations=["P36"], progress=False)
+    assert word.mode == "word" and list(word.p_at_1["en"]) == ["P36"]
+
+
+def test_eval_mlama_cli(mlama_dir, tiny_demo, tmp_path):
+    res = CliRunner().invoke(app, ["eval-mlama", str(mlama_dir), "--model", str(tiny_demo), "--langs", "en,ja",
+                                   "--json", str(tmp_path / "r.json"), "--csv", str(tmp_path / "r.csv"), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    assert "macro average" in res.output and "language bias" in res.output
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert set(data["macro_p_at_1"]) == {"en", "ja"} and len(data["relations"]) == 3
+    assert (tmp_path / "r.csv").read_text().splitlines()[0] == "lang,relation,subjects,P@1"
+
+
+def _row(subject, gold, top):
+    return SubjectResult(subject, subject, [gold], [gold], [Prediction(top, top.upper(), -1.0, "entity", top == gold)], 1 if top == gold else 2)
+
+
+def test_language_bias_counts_the_top_false_positive():
+    rows = [_row("a", "x", "paris"), _row("b", "y", "paris"), _row("c", "z", "rome"), _row("d", "w", "w")]
+    result = ProbeResult("[X] is in [Y].", "fr", "P17", "entity", False, 1, rows)
+    bias = language_bias(result)
+    assert bias["false_predictions"] == 3 and bias["top_false_positive"] == "PARIS" and bias["share"] == pytest.approx(2 / 3)
+    assert language_bias(ProbeResult("t", "fr", None, "word", False, 1, [_row("d", "w", "w")]))["share"] == 0.0
