@@ -51,8 +51,10 @@ class DemoPreset:
     layers: int = 2
     heads: int = 4
     entity_emb_size: int = 64
-    epochs: float = 24.0
+    epochs: float = 12.0
     batch_size: int = 64
+    entity_prob: float = 0.5  #: higher than the paper's 0.15: sentences here have two entities
+    mention_word_prob: float = 0.5  #: the masked entity's words are masked too, as at [Y] in a probe
     stage1_share: float = 0.1
     learning_rate: float = 2e-3
     seed: int = 0
@@ -203,6 +205,8 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
         config.model.entity_emb_size = p.entity_emb_size
         config.data.corpus = str(work / "corpus")
         config.optim.batch_size = config.optim.micro_batch_size = p.batch_size
+        config.masking.entity_prob = p.entity_prob
+        config.masking.mention_word_prob = p.mention_word_prob
         config.run.output = str(work / "run")
         config.run.seed = p.seed
         config.run.save_every = max(50, steps // 10)

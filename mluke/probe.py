@@ -174,9 +174,9 @@ def _resolve_relation(db: EntityDB, template: str, lang: str, relation: str | No
     given = parse_template(template)
     if relation is not None:
         return relation, given
-    wanted = " ".join(template.split()).casefold()
+    wanted = _template_key(template)
     for (pid, tlang), text in sorted(db.templates().items()):
-        if " ".join(text.split()).casefold() == wanted:
+        if _template_key(text) == wanted:
             if tlang == lang:
                 return pid, given
             try:
@@ -188,6 +188,11 @@ def _resolve_relation(db: EntityDB, template: str, lang: str, relation: str | No
             notes.append(f"matched {pid} ({label}) from the {tlang!r} template; using the {lang!r} template {local.text!r}")
             return pid, local
     return None, given
+
+
+def _template_key(text: str) -> str:
+    """Templates match whatever their case, spacing and final punctuation ("[X] is in [Y] ." ~ "[X] is in [Y]")."""
+    return re.sub(r"[\s.。।!?！？]+$", "", " ".join(text.split()).casefold())
 
 
 def _resolve_entities(db: EntityDB, items: Sequence[str], lang: str, what: str) -> list[str]:

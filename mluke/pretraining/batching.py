@@ -91,11 +91,17 @@ def mask_example(seq: Sequence, rng: np.random.Generator, cfg: MaskingConfig, vo
     ents = seq.entity_ids.astype(np.int64)
     ent_labels = np.full(len(ents), IGNORE, np.int64)
     if len(ents) and cfg.entity_prob > 0:
-        k = max(1, int(round(cfg.entity_prob * len(ents))))
-        pick = rng.choice(len(ents), size=k, replace=False)
+        pick = np.flatnonzero(rng.random(len(ents)) < cfg.entity_prob)
         ent_labels[pick] = ents[pick]
         ents = ents.copy()
         ents[pick] = vocab.mask_entity
+        if cfg.mention_word_prob > 0:
+            ids = ids.copy()
+            for k in pick[rng.random(len(pick)) < cfg.mention_word_prob]:
+                a, b = seq.entity_spans[k]
+                span = slice(int(a), int(b))
+                labels[span] = np.where(labels[span] == IGNORE, seq.word_ids[span], labels[span])
+                ids[span] = vocab.mask_word
     return MaskedExample(
         np.concatenate([[vocab.bos], ids, [vocab.eos]]), np.concatenate([[IGNORE], labels, [IGNORE]]),
         ents, ent_labels, seq.entity_spans.astype(np.int64) + 1,

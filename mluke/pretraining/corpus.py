@@ -177,42 +177,48 @@ def build_corpus(
             else:
                 stats["sequences_without_entities"] += 1
 
-        for doc in tqdm(documents, desc="corpus", unit="doc", disable=not progress, mininterval=1.0):
-            stats["documents"] += 1
-            sentences = _sentences_with_links(doc, split)
-            keys = sorted({k for _, links in sentences for _, _, k in links})
+        bar = tqdm(desc="corpus", unit="doc", disable=not progress, mininterval=1.0)
+        for chunk in _chunks(documents, 256):
+            # one tokenizer batch and one vocabulary query per chunk of documents
+            per_doc = [_sentences_with_links(doc, split) for doc in chunk]
+            flat = [sent for sentences in per_doc for sent in sentences]
+            keys = sorted({k for _, links in flat for _, _, k in links})
             ids_by_key = dict(zip(keys, vocab.ids_of_keys(keys)))
-            encoded = encode_with_spans(tokenizer.words, [s for s, _ in sentences], [[(a, b) for a, b, _ in l] for _, l in sentences])
-            for (_, links), (ids, _, spans) in zip(sentences, encoded):
-                stats["sentences"] += 1
-                ents, ent_spans = [], []
-                for (_, _, key), (a, b) in zip(links, spans):
-                    stats["links"] += 1
-                    eid = ids_by_key.get(key)
-                    if eid is None:
-                        stats["links_unknown"] += 1
-                        if unknown_links == "drop":
+            encoded = iter(encode_with_spans(tokenizer.words, [s for s, _ in flat], [[(a, b) for a, b, _ in l] for _, l in flat]))
+            for doc, sentences in zip(chunk, per_doc):
+                stats["documents"] += 1
+                for (_, links), (ids, _, spans) in zip(sentences, encoded):
+                    stats["sentences"] += 1
+                    ents, ent_spans = [], []
+                    for (_, _, key), (a, b) in zip(links, spans):
+                        stats["links"] += 1
+                        eid = ids_by_key.get(key)
+                        if eid is None:
+                            stats["links_unknown"] += 1
+                            if unknown_links == "drop":
+                                continue
+                            eid = vocab.unk_id
+                        if b - a > max_mention_length or b <= a:
+                            stats["links_dropped_long"] += 1
                             continue
-                        eid = vocab.unk_id
-                    if b - a > max_mention_length or b <= a:
-                        stats["links_dropped_long"] += 1
-                        continue
-                    ents.append(eid)
-                    ent_spans.append((a, b))
-                ids = ids[:limit]
-                kept = [(e, s) for e, s in zip(ents, ent_spans) if s[1] <= len(ids)]
-                cur = pending.get(doc.lang)
-                if cur is not None and (len(cur[0]) + len(ids) > limit or len(cur[1]) + len(kept) > max_entities):
-                    flush(doc.lang)
-                    cur = None
-                if cur is None:
-                    cur = pending[doc.lang] = ([], [], [])
-                shift = len(cur[0])
-                cur[0].extend(ids)
-                for e, (a, b) in kept[: max_entities - len(cur[1])]:
-                    cur[1].append(e)
-                    cur[2].append((a + shift, b + shift))
-            flush(doc.lang)  # sequences do not cross documents
+                        ents.append(eid)
+                        ent_spans.append((a, b))
+                    ids = ids[:limit]
+                    kept = [(e, s) for e, s in zip(ents, ent_spans) if s[1] <= len(ids)]
+                    cur = pending.get(doc.lang)
+                    if cur is not None and (len(cur[0]) + len(ids) > limit or len(cur[1]) + len(kept) > max_entities):
+                        flush(doc.lang)
+                        cur = None
+                    if cur is None:
+                        cur = pending[doc.lang] = ([], [], [])
+                    shift = len(cur[0])
+                    cur[0].extend(ids)
+                    for e, (a, b) in kept[: max_entities - len(cur[1])]:
+                        cur[1].append(e)
+                        cur[2].append((a + shift, b + shift))
+                flush(doc.lang)  # sequences do not cross documents
+            bar.update(len(chunk))
+        bar.close()
         for lang in list(pending):
             flush(lang)
         tok_dir = writer.tmp / "tokenizer"
@@ -232,6 +238,17 @@ def build_corpus(
         writer.abort()
         raise
     return meta
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 class LanguageShard:

@@ -158,7 +158,15 @@ def test_whole_word_masking_and_entity_masking(pt_tokenizer):
     assert 0.12 < np.mean(masked_share) < 0.19
     total = mask_tok + random_tok + kept
     assert 0.74 < mask_tok / total < 0.86 and 0.05 < random_tok / total < 0.15
-    assert set(ent_masked) == {1}  # 15% of 7 entities
+    assert 0.10 < np.mean(ent_masked) / 7 < 0.20  # each entity masked with probability 0.15
+    both = MaskingConfig(word_prob=0.0, entity_prob=1.0, mention_word_prob=1.0)
+    ex = mask_example(seq, np.random.default_rng(0), both, vocab)
+    inner, lab = ex.input_ids[1:-1], ex.labels[1:-1]
+    covered = np.zeros(len(ids), bool)
+    for a, b in seq.entity_spans:
+        covered[a:b] = True
+    assert (inner[covered] == vocab.mask_word).all() and (lab[covered] == ids[covered]).all()
+    assert (inner[~covered] == ids[~covered]).all() and (lab[~covered] == -100).all()
     a = mask_example(seq, np.random.default_rng(5), cfg, vocab)
     b = mask_example(seq, np.random.default_rng(5), cfg, vocab)
     assert (a.input_ids == b.input_ids).all() and (a.entity_ids == b.entity_ids).all()

@@ -116,3 +116,20 @@ def test_bad_input(bundle, embedded_db, kwargs, message):
     kwargs = {"lang": "en", **kwargs}
     with pytest.raises(mluke.MlukeError, match=message):
         probe(model=bundle, kb=embedded_db, **kwargs)
+
+
+def test_cli_probe_and_cached_preset(tiny_demo, embedded_db_path, tmp_path):
+    from typer.testing import CliRunner
+
+    from mluke.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["pretrain", "--preset", "tiny", "-o", str(tiny_demo), "--no-progress"])
+    assert res.exit_code == 0 and "demo model ready" in res.output  # cached: returns at once
+    res = runner.invoke(app, ["probe", "[X] is the capital of [Y]", "--lang", "ja", "--model", str(tiny_demo),
+                              "--db", str(embedded_db_path), "--mode", "both", "--csv", str(tmp_path / "p.csv")])
+    assert res.exit_code == 0, res.output
+    assert "using the 'ja' template" in res.output and res.output.count("MRR") == 2  # entity and word tables
+    assert (tmp_path / "p.csv").read_text(encoding="utf-8").startswith("subject,subject_key,rank")
+    res = runner.invoke(app, ["pretrain", "--print-config"])
+    assert "batch_size = 2048" in res.output

@@ -1,0 +1,111 @@
+"""Facts/s of ``mluke.probe``'s entity mode vs the reference typed querying (mLAMA's way: word
+masks, one forward pass per candidate length, full word logits), same model at the mluke-base
+shape with random weights, 100 candidates of 1-5 pieces, all in the entity vocabulary.
+
+Uses the random checkpoint made by ``benchmarks/model_scoring.py`` (run that first).
+Each method runs in its own fresh process, interleaved, twice.
+
+    python benchmarks/probe_speed.py [--facts 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TEMPLATE = "[X] is located in [Y] ."
+
+
+def _candidates(tokenizer, n: int = 100) -> list[tuple[str, str]]:
+    """100 (key, label) candidates whose labels are 1-5 pieces, 20 of each length."""
+    rng = random.Random(0)
+    words = [w for w in ("Tokyo Paris Berlin Madrid Rome Vienna Oslo Lima Cairo Delhi Seoul Quito Accra Dakar Hanoi "
+                         "Kyiv Minsk Riga Sofia Bern Doha Male Apia Suva Baku Nairobi Kampala Lusaka Harare Maputo").split()]
+    out: dict[int, list[str]] = {k: [] for k in range(1, 6)}
+    while any(len(v) < n // 5 for v in out.values()):
+        label = " ".join(rng.sample(words, rng.randint(1, 3)))
+        k = len(tokenizer.encode_words([label])[0])
+        if k in out and len(out[k]) < n // 5 and label not in out[k]:
+            out[k].append(label)
+    labels = [l for k in sorted(out) for l in out[k]]
+    return [(f"Q{1000 + i}", label) for i, label in enumerate(labels)]
+
+
+def measure(method: str, folder: Path, n_facts: int) -> dict:
+    import torch
+
+    import mluke
+    from kb.templates import parse_template
+    from mluke.probe import run_cloze
+
+    torch.set_num_threads(2)
+    bundle = mluke.load(folder)
+    tok = bundle.tokenizer
+    cands = _candidates(tok)
+    subjects = [(f"Q{5000 + i}", f"Country {i}") for i in range(n_facts)]
+    template = parse_template(TEMPLATE)
+    t = time.perf_counter()
+    if method == "entity":
+        result = run_cloze(template, "en", subjects, cands, {}, model=bundle, mode="entity", top_k=1, batch_size=32)
+        assert all(p.source == "entity" for r in result.rows for p in r.predictions)
+        top = [r.predictions[0].key for r in result.rows]
+    else:  # the reference: full forward passes, one per candidate length, word logits at every position
+        from transformers import LukeForMaskedLM
+
+        ref = LukeForMaskedLM.from_pretrained(folder).eval()
+        t = time.perf_counter()
+        pieces = tok.encode_words([label for _, label in cands])
+        scores = torch.full((len(subjects), len(cands)), float("-inf"))
+        with torch.inference_mode():
+            for n in sorted({len(p) for p in pieces}):
+                idx = [c for c, p in enumerate(pieces) if len(p) == n]
+                table = torch.tensor([pieces[c] for c in idx])
+                for start in range(0, len(subjects), 32):
+                    batch = [template.fill(s, "<mask>" * n) for _, s in subjects[start:start + 32]]
+                    enc = tok(batch)
+                    logp = torch.log_softmax(ref(**enc).logits, -1)
+                    where = enc["input_ids"] == tok.mask_id
+                    lp = logp[where].view(len(batch), n, -1)
+                    got = torch.stack([lp[:, i, table[:, i]] for i in range(n)], -1).mean(-1)
+                    scores[start:start + len(batch), idx] = got
+        top = [cands[int(i)][0] for i in scores.argmax(1)]
+    seconds = time.perf_counter() - t
+    return {"method": method, "facts_per_s": n_facts / seconds, "seconds": seconds, "top": top[:5]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--facts", type=int, default=64)
+    ap.add_argument("--work", type=Path, default=Path(__file__).parent / "work")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--measure", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    folder = args.work / "mluke-base-random"
+    if args.measure:
+        print(json.dumps(measure(args.measure, folder, args.facts)))
+        return
+    if not (folder / "entity_vocab.sqlite").exists():
+        raise SystemExit(f"{folder} is missing: run benchmarks/model_scoring.py first")
+    results: dict[str, list[dict]] = {"reference": [], "entity": []}
+    for _ in range(args.repeats):
+        for m in results:
+            proc = subprocess.run([sys.executable, __file__, "--measure", m, "--facts", str(args.facts), "--work", str(args.work)],
+                                  capture_output=True, text=True)
+            if proc.returncode:
+                raise SystemExit(proc.stderr[-3000:])
+            results[m].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            print(json.dumps(results[m][-1]), flush=True)
+    best = {m: max(r, key=lambda x: x["facts_per_s"]) for m, r in results.items()}
+    ratio = best["entity"]["facts_per_s"] / best["reference"]["facts_per_s"]
+    print("\n| method | facts/s | ratio |\n|---|---:|---:|")
+    print(f"| reference typed querying (word masks, 1 pass per length, full logits) | {best['reference']['facts_per_s']:.2f} | 1.0x |")
+    print(f"| `mluke.probe` entity mode (1 pass, candidate-restricted MEP) | {best['entity']['facts_per_s']:.2f} | {ratio:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
