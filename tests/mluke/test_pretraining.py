@@ -266,7 +266,12 @@ def test_two_processes_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp
     ddp = _config(corpus_dir, xlmr_dir, tmp_path / "two", batch=8, micro=4, steps=(1, 2))
     (tmp_path / "two.toml").write_text(ddp.to_toml())
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533",
+    import socket
+
+    with socket.socket() as sock:  # a free port, so parallel test runs do not collide
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", port,
                            "-m", "mluke", "pretrain", "--config", str(tmp_path / "two.toml"), "--no-progress"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,0 +1,363 @@
+"""``build_from_dumps``: an entity database (and page-text corpus) from the real dumps.
+
+Inputs: the Wikidata JSON dump and any number of Wikipedia XML dumps (one per
+language). Stages, each resumable and committed per chunk (:mod:`kb.staging`):
+
+1. the Wikidata dump -> sitelinks, labels, aliases, item-valued claims of the
+   chosen properties, property labels (:mod:`kb.wikidata_dump`), parsed in
+   parallel while ``lbzip2``/``pigz`` decompress;
+2. per Wikipedia dump: read, resolve, count (:mod:`kb.wikipedia_dump`);
+3. assembly: the staged rows are written in key order into a new database
+   (``<output>.partial-<pid>``, renamed when complete; secondary indexes are built
+   after loading), the corpus folder is moved into place, the work folder removed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from kb import schema
+from kb.corpus import write_manifest
+from kb.decompress import DumpStream, detect_compression, iter_blocks
+from kb.embedded import load_relations
+from kb.errors import KbFormatError, OutputExistsError, UnknownLanguageError
+from kb.languages import MLUKE_LANGUAGES, check_languages
+from kb.parallel import default_workers, ordered_map
+from kb.schema import check_pid
+from kb.staging import Stage, WorkDir, append_rows, connect_staging, file_identity
+from kb.store import atomic_build, attach
+from kb.wikidata_dump import MLAMA_PROPERTIES, ROW_TABLES, WikidataOptions, parse_chunk
+from kb.wikipedia_dump import (
+    DEFAULT_MAX_SURFACES,
+    STAGING_SCHEMA,
+    SiteInfo,
+    count_surfaces,
+    read_dump,
+    read_siteinfo,
+    resolve,
+)
+from kb.writer import EntityDBWriter
+
+#: Bumped when staged data changes meaning, so an old work folder is not resumed.
+BUILDER_VERSION = 1
+DEFAULT_CHUNK_BYTES = 4 << 20
+DEFAULT_PAGES_PER_PART = 100_000
+
+# One row per chunk: each column a JSON array of that chunk's rows of one table.
+WIKIDATA_SCHEMA = """
+CREATE TABLE IF NOT EXISTS s_chunks(entities TEXT, titles TEXT, names TEXT, facts TEXT, properties TEXT,
+                                    property_labels TEXT);
+CREATE TABLE IF NOT EXISTS malformed(line INTEGER NOT NULL, message TEXT NOT NULL);
+"""
+# The staged rows unpacked into tables, in dump order, once the dump is read.
+_UNPACK = {
+    "s_entities": ("entities", ("key", "kind")),
+    "s_titles": ("titles", ("lang", "title", "entity")),
+    "s_names": ("names", ("lang", "name", "entity", "kind")),
+    "s_facts": ("facts", ("subject", "property", "object")),
+    "s_properties": ("properties", ("pid", "datatype")),
+    "s_property_labels": ("property_labels", ("pid", "lang", "label")),
+}
+
+
+def _unpack_chunks(conn: sqlite3.Connection) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    for table, (column, names) in _UNPACK.items():
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+        cols = ", ".join(f"json_extract(j.value, '$[{i}]') AS {n}" for i, n in enumerate(names))
+        conn.execute(f"CREATE TABLE {table} AS SELECT {cols} FROM s_chunks c, json_each(c.{column}) j "
+                     "ORDER BY c.rowid, j.key")
+    conn.execute("CREATE INDEX s_titles_by_lang ON s_titles(lang, title)")
+    conn.execute("COMMIT")
+
+
+@dataclass
+class BuildReport:
+    """What a dump build read and kept: counts per input, malformed records, timings."""
+
+    output: Path
+    corpus: Path | None
+    wikidata: dict[str, Any] = field(default_factory=dict)
+    wikipedia: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resumed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """A few human-readable lines (what ``mluke kb build`` prints)."""
+        wd = self.wikidata
+        lines = [(
+            f"wikidata: {wd.get('lines', 0):,} lines, {wd.get('items', 0):,} items, kept {wd.get('kept_items', 0):,} "
+            f"with {wd.get('sitelinks', 0):,} sitelinks; skipped {wd.get('skipped_items', 0):,} items without a "
+            f"Wikipedia article in the chosen languages; {wd.get('malformed', 0):,} malformed lines"
+        )]
+        lines += [f"  malformed line {n}: {msg}" for n, msg in wd.get("malformed_examples", [])]
+        for lang, c in self.wikipedia.items():
+            lines.append(
+                f"{lang}wiki: {c.get('articles', 0):,} articles, {c.get('redirects', 0):,} redirects, "
+                f"{c.get('links', 0):,} links ({c.get('resolved_links', 0):,} to entities), "
+                f"{c.get('surfaces', 0):,} anchor surfaces, {c.get('malformed_pages', 0):,} malformed pages"
+            )
+        if self.resumed:
+            lines.append(f"continued an interrupted build: {', '.join(self.resumed)} already done or started")
+        lines.append(f"wrote {self.output}" + (f" and {self.corpus}" if self.corpus else "")
+                     + f" in {self.seconds:,.1f} s")
+        return "\n".join(lines)
+
+
+def _bar(enabled: bool, desc: str, unit: str, total: int | None = None) -> tqdm:
+    return tqdm(desc=desc, unit=unit, unit_scale=True, total=total, disable=not enabled, mininterval=0.5,
+                smoothing=0.05, dynamic_ncols=True)
+
+
+def read_wikidata(path: Path, conn: sqlite3.Connection, opts: WikidataOptions, *, workers: int,
+                  chunk_bytes: int, progress: Callable[[int], None]) -> Stage:
+    """Stream the Wikidata dump into the staging database (resumable, committed per chunk)."""
+    stage = Stage(conn, "wikidata")
+    if stage.done:
+        return stage
+    ends: list[tuple[int, int]] = []
+
+    def tasks(stream: DumpStream) -> Iterator[tuple[bytes, int, WikidataOptions]]:
+        line = stage.line
+        for start, block in iter_blocks(stream, chunk_bytes):
+            n = block.count(b"\n")
+            ends.append((start + len(block), line + n))
+            yield block, line, opts
+            line += n
+
+    columns = ", ".join(ROW_TABLES)
+    marks = ", ".join("?" * len(ROW_TABLES))
+    with DumpStream(path, threads=workers) as stream:
+        stream.skip(stage.offset)
+        for k, rows in enumerate(ordered_map(parse_chunk, tasks(stream), workers)):
+            with stage.chunk(offset=ends[k][0], line=ends[k][1], counts=rows.counts):
+                conn.execute(f"INSERT INTO s_chunks({columns}) VALUES ({marks})",
+                             [rows.tables[name] for name in ROW_TABLES])
+                append_rows(conn, {"malformed": rows.malformed})
+            progress(rows.counts.get("lines", 0))
+    if not stage.counts.get("array_end"):
+        raise KbFormatError(
+            f"{path}: ends before the closing ']' of the JSON array after line {stage.line - 1:,}: "
+            "the file is truncated; download it again"
+        )
+    _unpack_chunks(conn)
+    stage.finish()
+    return stage
+
+
+def _default_corpus(output: Path) -> Path:
+    return output.with_name(output.stem + ".corpus")
+
+
+def build_from_dumps(
+    output: str | os.PathLike[str], *, wikidata: str | os.PathLike[str],
+    wikipedia: Iterable[str | os.PathLike[str]] = (), languages: Iterable[str] | None = None,
+    properties: Iterable[str] = MLAMA_PROPERTIES, all_items: bool = False,
+    corpus: str | os.PathLike[str] | None = None, keep_corpus: bool = True, workers: int | None = None,
+    overwrite: bool = False, restart: bool = False, progress: bool = True,
+    max_surfaces: int = DEFAULT_MAX_SURFACES, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    pages_per_part: int = DEFAULT_PAGES_PER_PART, on_stage: Callable[[str], None] | None = None,
+) -> BuildReport:
+    """Build an entity database at ``output`` from the Wikidata JSON dump and Wikipedia XML dumps.
+
+    - ``languages``: which languages to keep (default: the 24 mLUKE languages); each
+      Wikipedia dump's language (from its ``<siteinfo>``) must be one of them;
+    - ``properties``: Wikidata properties whose item-valued claims become facts
+      (default: the mLAMA relations);
+    - ``all_items``: also keep items without a Wikipedia article in those languages;
+    - ``corpus``: where to write the page-text corpus (default: ``<output stem>.corpus``
+      next to the output; see :mod:`kb.corpus`), unless ``keep_corpus`` is false;
+    - ``workers``: parsing processes (default: all CPUs);
+    - an interrupted build continues when re-run with the same inputs and options
+      (``restart=True`` starts over); ``on_stage(name)`` is called after each stage.
+
+    Nothing the user has is replaced unless ``overwrite``; the database appears only
+    when complete. Returns a :class:`BuildReport`.
+    """
+    t0 = time.perf_counter()
+    output = Path(output)
+    langs = check_languages(languages if languages is not None else MLUKE_LANGUAGES)
+    props = tuple(dict.fromkeys(check_pid(p) for p in properties))
+    corpus_path = Path(corpus) if corpus is not None else _default_corpus(output)
+    for path in (output, corpus_path if keep_corpus else None):
+        if path is not None and path.exists() and not overwrite:
+            raise OutputExistsError(f"{path} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
+    if not output.parent.is_dir():
+        raise KbFormatError(f"{output.parent}: output folder does not exist")
+    wd_path = Path(wikidata)
+    detect_compression(wd_path)  # fails early, naming the file, if it is missing
+    sites: dict[str, tuple[Path, SiteInfo]] = {}
+    for p in map(Path, wikipedia):
+        info = read_siteinfo(p)
+        if info.lang not in langs:
+            raise UnknownLanguageError(
+                f"{p}: a dump of the {info.lang!r} Wikipedia, which is not among the chosen languages "
+                f"({', '.join(langs)}); add it with --languages"
+            )
+        if info.lang in sites:
+            raise KbFormatError(f"{p} and {sites[info.lang][0]}: two dumps of the {info.lang!r} Wikipedia")
+        sites[info.lang] = (p, info)
+    workers = workers or default_workers()
+    params = {
+        "builder_version": BUILDER_VERSION, "format_version": schema.FORMAT_VERSION,
+        "wikidata": file_identity(wd_path),
+        "wikipedia": {lang: file_identity(p) for lang, (p, _) in sorted(sites.items())},
+        "languages": list(langs), "properties": list(props), "all_items": all_items,
+        "max_surfaces": max_surfaces, "chunk_bytes": chunk_bytes, "pages_per_part": pages_per_part,
+    }
+    work = WorkDir(output, params, restart=restart)
+    report = BuildReport(output, corpus_path if keep_corpus else None)
+    notify = on_stage or (lambda name: None)
+    opts = WikidataOptions(langs, props, all_items)
+
+    wd_conn = connect_staging(work.file("wikidata.sqlite"), WIKIDATA_SCHEMA)
+    try:
+        stage = Stage(wd_conn, "wikidata")
+        if stage.resumed:
+            report.resumed.append("wikidata")
+        with _bar(progress, "wikidata", "items") as bar:
+            stage = read_wikidata(wd_path, wd_conn, opts, workers=workers, chunk_bytes=chunk_bytes,
+                                  progress=bar.update)
+        report.wikidata = {**stage.counts, "malformed_examples": wd_conn.execute(
+            "SELECT line, message FROM malformed ORDER BY line LIMIT 10").fetchall()}
+        report.wikidata.pop("array_end", None)
+    finally:
+        wd_conn.close()
+    notify("wikidata")
+
+    corpus_work = work.file("corpus")
+    for lang, (path, info) in sorted(sites.items()):
+        report.wikipedia[lang] = _build_language(
+            path, info, work, corpus_work, report, workers=workers, chunk_bytes=chunk_bytes,
+            max_surfaces=max_surfaces, pages_per_part=pages_per_part, progress=progress, notify=notify,
+        )
+
+    with atomic_build(output, fmt=schema.FORMAT, version=schema.FORMAT_VERSION, schema=schema.TABLES,
+                      overwrite=overwrite, provenance=_provenance(params)) as conn:
+        _assemble(conn, work, sorted(sites), opts, report)
+        if keep_corpus:
+            _place_corpus(corpus_work, corpus_path, output, report, overwrite)
+    work.remove()
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _build_language(path: Path, info: SiteInfo, work: WorkDir, corpus_work: Path, report: BuildReport, *,
+                    workers: int, chunk_bytes: int, max_surfaces: int, pages_per_part: int, progress: bool,
+                    notify: Callable[[str], None]) -> dict[str, Any]:
+    lang = info.lang
+    staging = work.file(f"wiki-{lang}.sqlite")
+    conn = connect_staging(staging, STAGING_SCHEMA)
+    try:
+        conn.execute("ATTACH DATABASE ? AS wd", (str(work.file("wikidata.sqlite")),))
+        read = Stage(conn, "read")
+        if read.resumed:
+            report.resumed.append(f"{lang}wiki")
+        with _bar(progress, f"{lang}wiki read", "pages") as bar:
+            read = read_dump(path, conn, info, work.file(f"raw-{lang}.jsonl.gz"), workers=workers,
+                             chunk_bytes=chunk_bytes, progress=bar.update)
+        notify(f"{lang}:read")
+        res = resolve(conn, lang, max_surfaces)
+        notify(f"{lang}:resolve")
+        with _bar(progress, f"{lang}wiki count", "pages",
+                  total=read.counts.get("articles", 0) * res.counts.get("surface_parts", 1)) as bar:
+            count_surfaces(conn, staging, lang, corpus_work, workers=workers, pages_per_part=pages_per_part,
+                           progress=bar.update)
+        notify(f"{lang}:count")
+        counts = {**read.counts, **res.counts}
+        counts.pop("end_of_dump", None)
+        counts["malformed_examples"] = [r[0] for r in conn.execute("SELECT message FROM malformed LIMIT 10")]
+        counts["corpus_parts"] = [r[0] for r in conn.execute("SELECT file FROM s_parts ORDER BY rowid")]
+    finally:
+        conn.close()
+    work.file(f"raw-{lang}.jsonl.gz").unlink(missing_ok=True)
+    return counts
+
+
+def _provenance(params: dict[str, Any]) -> dict[str, Any]:
+    prov = {k: v for k, v in params.items() if k not in ("wikidata", "wikipedia")}
+    prov["builder"] = "kb.build_from_dumps"
+    prov["wikidata"] = Path(params["wikidata"]["path"]).name
+    prov["wikipedia"] = {lang: Path(v["path"]).name for lang, v in params["wikipedia"].items()}
+    return prov
+
+
+_INDEX_NAME_RE = re.compile(r"INDEX (\w+) ON")
+
+
+def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: WikidataOptions,
+              report: BuildReport) -> None:
+    """Write the staged rows, in key order, into the new database; then indexes and statistics."""
+    q = conn.execute
+    q("PRAGMA temp_store = FILE")  # sorts of many millions of rows spill to disk instead of memory
+    for index in schema.INDEXES:
+        q(f"DROP INDEX IF EXISTS {_INDEX_NAME_RE.search(index).group(1)}")  # type: ignore[union-attr]
+    writer = EntityDBWriter(conn)
+    writer.add_languages(opts.languages)
+    attach(conn, work.file("wikidata.sqlite"), "wd")
+    q("INSERT OR IGNORE INTO entities SELECT key, kind FROM wd.s_entities ORDER BY key")
+    q("INSERT OR IGNORE INTO titles SELECT lang, title, entity FROM wd.s_titles ORDER BY lang, title, rowid")
+    q("""INSERT OR IGNORE INTO names SELECT lang, name, entity, kind FROM (
+            SELECT lang, name, entity, kind, MIN(rowid) FROM wd.s_names WHERE kind = 'label' GROUP BY entity, lang
+            UNION ALL SELECT lang, name, entity, kind, rowid FROM wd.s_names WHERE kind = 'alias')
+         ORDER BY lang, name, entity, kind""")
+    q("""INSERT OR IGNORE INTO facts SELECT subject, property, object FROM wd.s_facts
+         WHERE object IN (SELECT key FROM entities) ORDER BY property, subject, object""")
+    q("INSERT OR IGNORE INTO properties SELECT pid, datatype FROM wd.s_properties ORDER BY pid, rowid")
+    q("INSERT OR IGNORE INTO property_labels SELECT pid, lang, label FROM wd.s_property_labels "
+      "ORDER BY pid, lang, rowid")
+    relations = load_relations()
+    for pid in opts.properties:
+        rel = relations.get(pid, {})
+        q("INSERT OR IGNORE INTO properties(pid, datatype) VALUES (?, NULL)", (pid,))
+        for lang in opts.languages:
+            if lang in rel.get("labels", {}):
+                q("INSERT OR IGNORE INTO property_labels VALUES (?, ?, ?)", (pid, lang, rel["labels"][lang]))
+            if lang in rel.get("templates", {}):
+                writer.add_template(pid, lang, rel["templates"][lang])
+    attach(conn, None, "wd")
+    wd = {k: v for k, v in report.wikidata.items() if k != "malformed_examples"}
+    writer.add_source("wikidata-dump", Path(work.params["wikidata"]["path"]).name,
+                      size=work.params["wikidata"]["size"], **wd)
+    for lang in langs:
+        attach(conn, work.file(f"wiki-{lang}.sqlite"), "w")
+        q("INSERT OR IGNORE INTO redirects SELECT ?, source, target FROM w.r ORDER BY source", (lang,))
+        q("INSERT INTO anchors SELECT ?, surface, entity, count FROM w.anchors_l ORDER BY surface, entity", (lang,))
+        q("INSERT INTO entity_links SELECT entity, ?, count FROM w.entity_links_l ORDER BY entity", (lang,))
+        q("""INSERT INTO surfaces SELECT ?, s.surface, COALESCE(ld.n, 0), COALESCE(td.n, 0) FROM w.surface_set s
+             LEFT JOIN (SELECT surface, SUM(n) AS n FROM w.s_link_docs GROUP BY surface) ld USING (surface)
+             LEFT JOIN (SELECT surface, SUM(n) AS n FROM w.s_text_docs GROUP BY surface) td USING (surface)
+             ORDER BY s.surface""", (lang,))
+        attach(conn, None, "w")
+        counts = {k: v for k, v in report.wikipedia[lang].items()
+                  if k not in ("malformed_examples", "corpus_parts")}
+        writer.add_source("wikipedia-dump", Path(work.params["wikipedia"][lang]["path"]).name, lang=lang,
+                          size=work.params["wikipedia"][lang]["size"], **counts)
+    for index in schema.INDEXES:
+        q(index)
+    writer.finish()
+
+
+def _place_corpus(corpus_work: Path, corpus_path: Path, output: Path, report: BuildReport, overwrite: bool) -> None:
+    corpus_work.mkdir(exist_ok=True)
+    write_manifest(corpus_work, {
+        "database": output.name,
+        "languages": {lang: {"pages": c.get("articles", 0), "links": c.get("links", 0),
+                             "parts": c.get("corpus_parts", [])}
+                      for lang, c in report.wikipedia.items()},
+    })
+    if corpus_path.exists():
+        if not overwrite:
+            raise OutputExistsError(f"{corpus_path} already exists; pass overwrite=True (CLI: --overwrite)")
+        shutil.rmtree(corpus_path)
+    shutil.move(str(corpus_work), str(corpus_path))

@@ -1,0 +1,435 @@
+"""Reading a Wikipedia ``pages-articles(-multistream).xml[.bz2]`` dump, one language at a time.
+
+Three resumable steps per language, each committing after every chunk of input
+into the language's staging database (see :mod:`kb.staging`):
+
+1. **read** (parallel): the main process cuts the decompressed XML into chunks
+   of whole ``<page>`` elements; workers parse them (``xml.etree`` per page,
+   then :func:`kb.wikitext.parse_wikitext` for namespace-0 articles) and return
+   page titles, redirects, per-chunk counts of ``(anchor, target title)`` and a
+   gzip member of the articles' text with link spans. Namespace names come from
+   the dump's own ``<siteinfo>``.
+2. **resolve** (SQL): redirects are followed over up to 16 hops, in SQL (a
+   recursive query, so memory stays flat however many redirects there are);
+   loops and dangling redirects resolve to nothing. Titles map to entities
+   through the Wikidata sitelinks. Anchor counts ``(surface, entity)`` and
+   hyperlink counts per entity are sums over the resolved pairs.
+3. **count** (parallel): the articles are read back from the gzip members
+   (not from the XML); each page's links get their entity keys (written to the
+   final corpus), and each anchor surface counts the pages where it is a link
+   (``link_docs``) and where it occurs in the text at all (``text_docs``, LUKE
+   appendix C). Occurrences are found with one Aho-Corasick automaton
+   (``pyahocorasick``) over all anchor surfaces, with a word-boundary test in
+   languages written with spaces. If there are more surfaces than
+   ``max_surfaces`` the surfaces are split into parts by hash and the text is
+   scanned once per part, so memory is bounded whatever the dump's size.
+"""
+
+from __future__ import annotations
+
+import gzip
+import sqlite3
+import xml.etree.ElementTree as ET
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from kb.decompress import DumpStream, iter_blocks
+from kb.errors import KbFormatError
+from kb.parallel import ordered_map
+from kb.staging import Stage, append_rows
+from kb.titles import normalize_title
+from kb.wikitext import NO_SPACE_LANGUAGES, LinkRules, parse_wikitext
+
+MAX_REDIRECT_HOPS = 16
+#: Default bound on the anchor surfaces scanned for in one pass over the text.
+DEFAULT_MAX_SURFACES = 2_000_000
+_SITE_LANG = {"be_x_old": "be-tarask"}
+
+STAGING_SCHEMA = """
+CREATE TABLE IF NOT EXISTS s_pages(title TEXT NOT NULL, page_id INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS s_redirects(source TEXT NOT NULL, target TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS s_links(surface TEXT NOT NULL, target TEXT NOT NULL, count INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS s_members(file TEXT NOT NULL, start INTEGER NOT NULL, size INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS s_link_docs(surface TEXT NOT NULL, n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS s_text_docs(surface TEXT NOT NULL, n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS s_parts(file TEXT NOT NULL, pages INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS malformed(message TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class SiteInfo:
+    """What the ``<siteinfo>`` of a dump says: database name, language, namespaces."""
+
+    dbname: str
+    lang: str
+    namespaces: dict[str, int]
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def read_siteinfo(path: Path) -> SiteInfo:
+    """Read the ``<siteinfo>`` at the top of a dump (decompressing only its first blocks)."""
+    head = b""
+    with DumpStream(path, external=False) as stream:
+        while b"</siteinfo>" not in head:
+            data = stream.read(1 << 16)
+            if not data or len(head) > 1 << 24:
+                break
+            head += data
+    start, end = head.find(b"<mediawiki"), head.find(b"</siteinfo>")
+    if start < 0 or end < 0:
+        raise KbFormatError(
+            f"{path}: not a MediaWiki XML export (expected <mediawiki ...><siteinfo>...</siteinfo> at the top)"
+        )
+    try:
+        root = ET.fromstring(head[start:end + len(b"</siteinfo>")] + b"</mediawiki>")
+    except ET.ParseError as exc:
+        raise KbFormatError(f"{path}: the <siteinfo> block is not valid XML ({exc})") from None
+    info = next((el for el in root if _local(el.tag) == "siteinfo"), None)
+    dbname = ""
+    namespaces: dict[str, int] = {}
+    for el in info.iter() if info is not None else ():
+        if _local(el.tag) == "dbname":
+            dbname = (el.text or "").strip()
+        elif _local(el.tag) == "namespace" and el.text:
+            namespaces[el.text.strip()] = int(el.get("key", "0"))
+    if not dbname.endswith("wiki") or len(dbname) <= 4:
+        raise KbFormatError(f"{path}: <dbname> is {dbname!r}, expected a Wikipedia such as 'jawiki'")
+    site = dbname[:-4]
+    lang = _SITE_LANG.get(site, site.replace("_", "-"))
+    return SiteInfo(dbname, lang, namespaces)
+
+
+# -- step 1: read the XML -------------------------------------------------------------------
+@dataclass
+class ReadResult:
+    """What one chunk of pages gives."""
+
+    pages: list[tuple[str, int]] = field(default_factory=list)
+    redirects: list[tuple[str, str]] = field(default_factory=list)
+    links: list[tuple[str, str, int]] = field(default_factory=list)
+    member: bytes = b""
+    counts: dict[str, int] = field(default_factory=dict)
+    malformed: list[str] = field(default_factory=list)
+
+
+def _page_fields(page: ET.Element) -> tuple[str, str, int, str | None, str]:
+    title = ns = pid = ""
+    redirect: str | None = None
+    text = ""
+    for el in page:
+        tag = el.tag
+        if tag == "title":
+            title = el.text or ""
+        elif tag == "ns":
+            ns = (el.text or "").strip()
+        elif tag == "id":
+            pid = (el.text or "").strip()
+        elif tag == "redirect":
+            redirect = el.get("title", "")
+        elif tag == "revision":
+            for sub in el:
+                if sub.tag == "text":
+                    text = sub.text or ""
+    return title, ns, int(pid or 0), redirect, text
+
+
+def read_pages(block: bytes, lang: str, namespaces: dict[str, int]) -> ReadResult:
+    """Parse the ``<page>`` elements in ``block`` (a worker task of step 1)."""
+    rules = _rules(lang, tuple(sorted(namespaces.items())))
+    res = ReadResult()
+    counts: Counter[str] = Counter()
+    link_counts: Counter[tuple[str, str]] = Counter()
+    lines: list[bytes] = []
+    pos = block.find(b"<page>")
+    while pos >= 0:
+        end = block.find(b"</page>", pos)
+        if end < 0:
+            break
+        raw = block[pos:end + 7]
+        pos = block.find(b"<page>", end)
+        try:
+            title, ns, pid, redirect, wikitext = _page_fields(ET.fromstring(raw))
+        except ET.ParseError as exc:
+            counts["malformed_pages"] += 1
+            if len(res.malformed) < 5:
+                res.malformed.append(f"{exc} in <page> starting {raw[:80]!r}")
+            continue
+        if ns != "0":
+            counts["other_namespace_pages"] += 1
+            continue
+        title = normalize_title(title)
+        if redirect is not None:
+            counts["redirects"] += 1
+            res.redirects.append((title, normalize_title(redirect)))
+            continue
+        counts["articles"] += 1
+        text, links = parse_wikitext(wikitext, rules)
+        res.pages.append((title, pid))
+        counts["links"] += len(links)
+        for start, stop, target in links:
+            link_counts[text[start:stop], target] += 1
+        lines.append(orjson.dumps({"id": pid, "title": title, "text": text, "links": links}))
+        lines.append(b"\n")
+    if b"</mediawiki>" in block:
+        counts["end_of_dump"] += 1
+    res.links = [(s, t, n) for (s, t), n in link_counts.items()]
+    res.member = gzip.compress(b"".join(lines), compresslevel=1, mtime=0) if lines else b""
+    res.counts = dict(counts)
+    return res
+
+
+@lru_cache(maxsize=8)
+def _rules(lang: str, namespaces: tuple[tuple[str, int], ...]) -> LinkRules:
+    return LinkRules(lang, dict(namespaces))
+
+
+def read_dump(path: Path, conn: sqlite3.Connection, info: SiteInfo, raw_file: Path, *, workers: int,
+              chunk_bytes: int, progress: Callable[[int], None]) -> Stage:
+    """Step 1: stream the XML into the staging database and ``raw_file`` (resumable)."""
+    stage = Stage(conn, "read")
+    if stage.done:
+        return stage
+    size = conn.execute("SELECT COALESCE(SUM(size), 0) FROM s_members").fetchone()[0]
+    with raw_file.open("ab") as f:
+        f.truncate(size)
+    ends: list[int] = []
+
+    def tasks(stream: DumpStream) -> Iterator[tuple[bytes, str, dict[str, int]]]:
+        for start, block in iter_blocks(stream, chunk_bytes, sep=b"</page>"):
+            ends.append(start + len(block))
+            yield block, info.lang, info.namespaces
+
+    with DumpStream(path, threads=workers) as stream, raw_file.open("ab") as out:
+        stream.skip(stage.offset)
+        for k, res in enumerate(ordered_map(read_pages, tasks(stream), workers)):
+            with stage.chunk(offset=ends[k], line=0, counts=res.counts):
+                append_rows(conn, {"s_pages": res.pages, "s_redirects": res.redirects, "s_links": res.links,
+                                   "malformed": [(m,) for m in res.malformed]})
+                if res.member:
+                    out.write(res.member)
+                    out.flush()
+                    conn.execute("INSERT INTO s_members VALUES (?, ?, ?)", (raw_file.name, size, len(res.member)))
+                    size += len(res.member)
+            progress(res.counts.get("articles", 0) + res.counts.get("redirects", 0))
+    if not stage.counts.get("end_of_dump"):
+        raise KbFormatError(f"{path}: the XML ends before </mediawiki>: the file is truncated; download it again")
+    stage.finish()
+    return stage
+
+
+# -- step 2: resolve --------------------------------------------------------------------------
+def resolve(conn: sqlite3.Connection, lang: str, max_surfaces: int) -> Stage:
+    """Step 2 (SQL): redirects, title -> entity, anchors and entity link counts, surface parts."""
+    stage = Stage(conn, "resolve")
+    if stage.done:
+        return stage
+    q = conn.execute
+    q("BEGIN IMMEDIATE")
+    for table in ("r", "r_final", "sl", "resolved", "anchors_l", "entity_links_l", "surface_set", "page_entity"):
+        q(f"DROP TABLE IF EXISTS {table}")
+    q("CREATE TABLE r(source TEXT PRIMARY KEY, target TEXT NOT NULL) WITHOUT ROWID")
+    q("INSERT OR IGNORE INTO r SELECT source, target FROM s_redirects ORDER BY rowid")
+    q("CREATE TABLE r_final(source TEXT PRIMARY KEY, final TEXT NOT NULL) WITHOUT ROWID")
+    q(f"""INSERT OR IGNORE INTO r_final
+        WITH RECURSIVE chain(source, cur, hops) AS (
+            SELECT source, target, 1 FROM r
+            UNION ALL
+            SELECT c.source, r.target, c.hops + 1 FROM chain c JOIN r ON r.source = c.cur
+            WHERE c.hops < {MAX_REDIRECT_HOPS} AND r.target != c.source)
+        SELECT source, cur FROM chain WHERE NOT EXISTS (SELECT 1 FROM r r2 WHERE r2.source = chain.cur)""")
+    q("CREATE TABLE sl(title TEXT PRIMARY KEY, entity TEXT NOT NULL) WITHOUT ROWID")
+    q("INSERT OR IGNORE INTO sl SELECT title, entity FROM wd.s_titles WHERE lang = ? ORDER BY rowid", (lang,))
+    q("CREATE TABLE resolved(title TEXT PRIMARY KEY, entity TEXT NOT NULL, final TEXT NOT NULL) WITHOUT ROWID")
+    q("""INSERT INTO resolved
+        SELECT d.target, sl.entity, d.final FROM (
+            SELECT t.target AS target, CASE WHEN r.source IS NULL THEN t.target ELSE rf.final END AS final
+            FROM (SELECT DISTINCT target FROM s_links) t
+            LEFT JOIN r ON r.source = t.target LEFT JOIN r_final rf ON rf.source = t.target) d
+        JOIN sl ON sl.title = d.final ORDER BY d.target""")
+    q("CREATE TABLE anchors_l(surface TEXT NOT NULL, entity TEXT NOT NULL, count INTEGER NOT NULL, "
+      "PRIMARY KEY(surface, entity)) WITHOUT ROWID")
+    q("""INSERT INTO anchors_l SELECT l.surface, rs.entity, SUM(l.count) FROM s_links l
+         JOIN resolved rs ON rs.title = l.target GROUP BY l.surface, rs.entity ORDER BY l.surface, rs.entity""")
+    q("CREATE TABLE entity_links_l(entity TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID")
+    q("INSERT INTO entity_links_l SELECT entity, SUM(count) FROM anchors_l GROUP BY entity ORDER BY entity")
+    n = q("SELECT COUNT(DISTINCT surface) FROM anchors_l").fetchone()[0]
+    parts = max(1, -(-n // max(1, max_surfaces)))
+    q("CREATE TABLE surface_set(surface TEXT PRIMARY KEY, part INTEGER NOT NULL) WITHOUT ROWID")
+    rows = conn.execute("SELECT DISTINCT surface FROM anchors_l ORDER BY surface")
+    while batch := rows.fetchmany(10000):
+        conn.executemany("INSERT INTO surface_set VALUES (?, ?)",
+                         [(s, zlib.crc32(s.encode("utf-8")) % parts) for (s,) in batch])
+    total, resolved_n = q("SELECT COALESCE(SUM(l.count), 0), COALESCE(SUM(CASE WHEN rs.title IS NULL THEN 0 "
+                          "ELSE l.count END), 0) FROM s_links l LEFT JOIN resolved rs ON rs.title = l.target").fetchone()
+    stage.add_counts({"surfaces": n, "surface_parts": parts, "resolved_links": resolved_n,
+                      "unresolved_links": total - resolved_n,
+                      "redirect_loops_or_dangling": q("SELECT COUNT(*) FROM r WHERE source NOT IN "
+                                                      "(SELECT source FROM r_final)").fetchone()[0]})
+    stage.save(chunks=1, offset=0, line=0, done=True)
+    q("COMMIT")
+    return stage
+
+
+# -- step 3: count text occurrences, write the corpus -------------------------------------------
+@lru_cache(maxsize=1)
+def _automaton(staging: str, part: int) -> Any:
+    import ahocorasick
+
+    auto = ahocorasick.Automaton()
+    conn = sqlite3.connect(f"file:{staging}?mode=ro", uri=True)
+    try:
+        for (surface,) in conn.execute("SELECT surface FROM surface_set WHERE part = ?", (part,)):
+            auto.add_word(surface, surface)
+    finally:
+        conn.close()
+    if len(auto):
+        auto.make_automaton()
+    return auto
+
+
+def _lookup(conn: sqlite3.Connection, sql: str, keys: list[str]) -> dict[str, tuple[Any, ...]]:
+    out: dict[str, tuple[Any, ...]] = {}
+    for i in range(0, len(keys), 900):
+        part = keys[i:i + 900]
+        for row in conn.execute(sql.format(",".join("?" * len(part))), part):
+            out[row[0]] = row[1:]
+    return out
+
+
+def _occurrences(text: str, auto: Any, boundaries: bool) -> set[str]:
+    found: set[str] = set()
+    if not len(auto):
+        return found
+    n = len(text)
+    for end, surface in auto.iter(text):
+        if surface in found:
+            continue
+        start = end - len(surface) + 1
+        if boundaries and ((surface[0].isalnum() and start > 0 and text[start - 1].isalnum())
+                           or (surface[-1].isalnum() and end + 1 < n and text[end + 1].isalnum())):
+            continue
+        found.add(surface)
+    return found
+
+
+@dataclass
+class CountResult:
+    member: bytes = b""
+    link_docs: list[tuple[str, int]] = field(default_factory=list)
+    text_docs: list[tuple[str, int]] = field(default_factory=list)
+    pages: int = 0
+
+
+def count_pages(raw: str, start: int, size: int, staging: str, lang: str, part: int, write: bool) -> CountResult:
+    """Resolve the links of one gzip member of pages, count link and text documents per
+    surface of surface part ``part``, and (if ``write``) re-encode the pages for the corpus."""
+    with open(raw, "rb") as f:
+        f.seek(start)
+        data = gzip.decompress(f.read(size))
+    pages = [orjson.loads(line) for line in data.splitlines()]
+    auto = _automaton(staging, part)
+    conn = sqlite3.connect(f"file:{staging}?mode=ro", uri=True)
+    try:
+        targets = sorted({t for p in pages for _, _, t in p["links"]})
+        resolved = _lookup(conn, "SELECT title, entity, final FROM resolved WHERE title IN ({})", targets)
+        finals = _lookup(conn, "SELECT source, final FROM r_final WHERE source IN ({})", targets)
+        redirects = _lookup(conn, "SELECT source FROM r WHERE source IN ({})", targets)
+        own = _lookup(conn, "SELECT title, entity FROM sl WHERE title IN ({})", sorted({p["title"] for p in pages}))
+        in_part = _lookup(conn, "SELECT surface, part FROM surface_set WHERE surface IN ({})",
+                          sorted({p["text"][s:e] for p in pages for s, e, t in p["links"] if t in resolved}))
+    finally:
+        conn.close()
+    boundaries = lang not in NO_SPACE_LANGUAGES
+    link_docs: Counter[str] = Counter()
+    text_docs: Counter[str] = Counter()
+    out: list[bytes] = []
+    for p in pages:
+        text = p["text"]
+        linked = {text[s:e] for s, e, t in p["links"] if t in resolved}
+        mine = {s for s in linked if in_part.get(s, (None,))[0] == part}
+        text_docs.update(_occurrences(text, auto, boundaries) | mine)
+        if write:
+            link_docs.update(linked)
+            links = []
+            for s, e, t in p["links"]:
+                hit = resolved.get(t)
+                if hit is not None:
+                    links.append((s, e, hit[0], hit[1]))
+                else:  # no entity: the title after redirects, or None for a loop or a dangling redirect
+                    final = finals[t][0] if t in finals else (None if t in redirects else t)
+                    links.append((s, e, None, final))
+            entity = own.get(p["title"], (None,))[0]
+            out.append(orjson.dumps({"id": p["id"], "title": p["title"], "entity": entity, "text": text,
+                                     "links": links}))
+            out.append(b"\n")
+    member = gzip.compress(b"".join(out), compresslevel=6, mtime=0) if out else b""
+    return CountResult(member, sorted(link_docs.items()), sorted(text_docs.items()), len(pages))
+
+
+def count_surfaces(conn: sqlite3.Connection, staging: Path, lang: str, corpus_dir: Path, *, workers: int,
+                   pages_per_part: int, progress: Callable[[int], None]) -> list[Stage]:
+    """Step 3: one pass per surface part; the first also writes the corpus parts (resumable)."""
+    parts = conn.execute("SELECT COALESCE(MAX(part) + 1, 1) FROM surface_set").fetchone()[0]
+    members = conn.execute("SELECT file, start, size FROM s_members ORDER BY rowid").fetchall()
+    stages = []
+    for part in range(parts):
+        stage = Stage(conn, f"count-{part}")
+        stages.append(stage)
+        if stage.done:
+            continue
+        write = part == 0
+        _automaton.cache_clear()
+        out_file, out_size, out_pages = _corpus_tail(conn, corpus_dir, lang) if write else (corpus_dir, 0, 0)
+        tasks = ((str(staging.parent / f), s, n, str(staging), lang, part, write) for f, s, n in members[stage.chunks:])
+        for res in ordered_map(count_pages, tasks, workers):
+            counts = {"pages": res.pages, **({"corpus_bytes": len(res.member)} if write else {})}
+            with stage.chunk(counts=counts) as position:
+                conn.executemany("INSERT INTO s_text_docs VALUES (?, ?)", res.text_docs)
+                if write:
+                    conn.executemany("INSERT INTO s_link_docs VALUES (?, ?)", res.link_docs)
+                    if out_pages >= pages_per_part:
+                        out_file, out_size, out_pages = _new_part(conn, corpus_dir, lang)
+                    with out_file.open("ab") as f:
+                        f.write(res.member)
+                    out_size += len(res.member)
+                    out_pages += res.pages
+                    conn.execute("UPDATE s_parts SET pages = ? WHERE file = ?", (out_pages, out_file.name))
+                    position.offset = out_size
+            progress(res.pages)
+        stage.finish()
+    return stages
+
+
+def _new_part(conn: sqlite3.Connection, corpus_dir: Path, lang: str) -> tuple[Path, int, int]:
+    n = conn.execute("SELECT COUNT(*) FROM s_parts").fetchone()[0]
+    path = corpus_dir / lang / f"part-{n:05d}.jsonl.gz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    conn.execute("INSERT INTO s_parts VALUES (?, 0)", (path.name,))
+    return path, 0, 0
+
+
+def _corpus_tail(conn: sqlite3.Connection, corpus_dir: Path, lang: str) -> tuple[Path, int, int]:
+    """The corpus part to append to, cut back to its size at the last commit."""
+    row = conn.execute("SELECT file, pages FROM s_parts ORDER BY rowid DESC LIMIT 1").fetchone()
+    if row is None:
+        conn.execute("BEGIN IMMEDIATE")
+        tail = _new_part(conn, corpus_dir, lang)
+        conn.execute("COMMIT")
+        return tail
+    path = corpus_dir / lang / row[0]
+    stage = Stage(conn, "count-0")
+    with path.open("ab") as f:
+        f.truncate(stage.offset)
+    return path, stage.offset, row[1]

@@ -1,0 +1,142 @@
+"""The Wikidata JSON dump builder: formats, what is kept, malformed lines, truncated files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import kb
+import kb.decompress
+from kb.wikidata_dump import Rows, WikidataOptions, convert_entity, extract
+from tests.kb.dump_fixtures import db_rows, wikidata_entities, write_wikidata
+
+LANGS = ("ar", "en", "fr", "ja")
+
+
+def _build(tmp_path: Path, dump: Path, name: str = "kb.sqlite", **kw) -> kb.BuildReport:
+    kw.setdefault("languages", LANGS)
+    kw.setdefault("workers", 1)
+    kw.setdefault("progress", False)
+    return kb.build_from_dumps(tmp_path / name, wikidata=dump, **kw)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, kb.BuildReport]:
+    tmp = tmp_path_factory.mktemp("wd")
+    report = _build(tmp, write_wikidata(tmp / "latest-all.json"))
+    return tmp / "kb.sqlite", report
+
+
+def test_keeps_wikipedia_sitelinks_labels_aliases_and_claims(built):
+    path, _ = built
+    with kb.EntityDB(path) as db:
+        assert set(db.keys()) == {"Q17", "Q1490", "Q5287", "Q85", "Q2"}
+        assert db.titles("Q17") == {"ar": "اليابان", "en": "Japan", "fr": "Japon", "ja": "日本"}
+        assert db.resolve_title("ja", "東京都") == "Q1490"
+        assert db.resolve_title("ar", "القاهرة") == "Q85"  # right-to-left title
+        assert db.resolve_title("en", "Face with Tears of Joy 😂") == "Q2"  # emoji outside the BMP
+        assert db.label("Q17", "ja") == "日本" and db.label("Q1490", "ja") == "東京"
+        assert db.entity("Q17").aliases == {"en": ("Nihon", "Nippon")}  # de is not a chosen language
+        assert [m.key for m in db.lookup("en", "Nippon")] == ["Q17"]
+        # item-valued claims of the chosen properties whose object is kept; not deprecated, not somevalue
+        assert [(f.subject, f.property, f.object) for f in db.facts()] == [
+            ("Q1490", "P17", "Q17"), ("Q17", "P36", "Q1490"), ("Q2", "P36", "Q1490"), ("Q17", "P37", "Q5287")]
+        assert db.property_label("P36", "ja") == "首都"  # from the dump
+        assert db.property_label("P17", "en") == "country"  # no property line in the dump: our label
+        assert "P214" not in db.properties()  # not a chosen property
+        assert db.template("P36", "ja").fill("日本", "[Y]") == "日本の首都は[Y]です。"
+        with db._conn:
+            sites = db._conn.execute("SELECT COUNT(*) FROM titles WHERE title LIKE 'Category:%'").fetchone()[0]
+        assert sites == 0  # commonswiki, wikiquote, species, voyage are not Wikipedias
+
+
+def test_report_counts_items_sitelinks_skipped_and_malformed_lines(built):
+    path, report = built
+    wd = report.wikidata
+    assert wd["items"] == 7 and wd["kept_items"] == 5 and wd["skipped_items"] == 2
+    assert wd["properties"] == 2 and wd["sitelinks"] == 4 + 2 + 2 + 2 + 1
+    assert wd["malformed"] == 1
+    [(line, message)] = wd["malformed_examples"]
+    assert line == 7 and "expected one JSON entity per line" in message
+    assert "7" in report.summary() and "malformed" in report.summary()
+    with kb.EntityDB(path) as db:
+        [src] = db.sources()
+        assert src["kind"] == "wikidata-dump" and src["name"] == "latest-all.json" and src["malformed"] == 1
+        assert db.provenance["languages"] == list(LANGS) and db.provenance["builder"] == "kb.build_from_dumps"
+
+
+@pytest.mark.parametrize("compression", ["bz2", "gzip"])
+@pytest.mark.parametrize("external", [True, False], ids=["lbzip2-pigz", "python"])
+def test_compressed_dumps_give_the_same_database(tmp_path, built, compression, external, monkeypatch):
+    tool = {"bz2": "lbzip2", "gzip": "pigz"}[compression]
+    if external and shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed")
+    if not external:
+        monkeypatch.setattr(kb.decompress, "external_tool", lambda c: None)
+    dump = write_wikidata(tmp_path / "dump.json.x", compression=compression)  # the name says nothing
+    with kb.decompress.DumpStream(dump) as s:
+        assert s.how == (tool if external else f"python {compression}")
+    _build(tmp_path, dump, workers=2)
+    # the same rows; only the input's name and size (in meta and sources) differ
+    assert db_rows(tmp_path / "kb.sqlite", skip=("meta", "sources")) == db_rows(built[0], skip=("meta", "sources"))
+
+
+def test_truncated_bz2_is_fatal_and_leaves_no_database(tmp_path):
+    dump = write_wikidata(tmp_path / "latest-all.json.bz2", compression="bz2")
+    dump.write_bytes(dump.read_bytes()[:-200])
+    with pytest.raises(kb.KbFormatError, match=r"latest-all\.json\.bz2: the bz2 stream is truncated or corrupt"):
+        _build(tmp_path, dump)
+    assert not (tmp_path / "kb.sqlite").exists()
+    assert not list(tmp_path.glob("kb.sqlite.partial*"))
+    with pytest.raises(kb.KbFormatError):
+        kb.EntityDB(tmp_path / "kb.sqlite")
+
+
+def test_truncated_plain_dump_is_fatal(tmp_path):
+    dump = tmp_path / "latest-all.json"
+    dump.write_bytes(b"\n".join(write_wikidata(dump).read_bytes().split(b"\n")[:5]) + b"\n")
+    with pytest.raises(kb.KbFormatError, match=r"ends before the closing '\]'.*truncated"):
+        _build(tmp_path, dump)
+    assert not (tmp_path / "kb.sqlite").exists()
+
+
+def test_existing_output_is_not_replaced(tmp_path):
+    dump = write_wikidata(tmp_path / "latest-all.json")
+    (tmp_path / "kb.sqlite").write_text("mine")
+    with pytest.raises(kb.OutputExistsError):
+        _build(tmp_path, dump)
+    assert (tmp_path / "kb.sqlite").read_text() == "mine"
+
+
+def test_properties_languages_and_all_items_options(tmp_path):
+    dump = write_wikidata(tmp_path / "latest-all.json", malformed=False)
+    report = _build(tmp_path, dump, languages=("ja",), properties=("P17",), all_items=True)
+    assert report.wikidata.get("malformed", 0) == 0
+    with kb.EntityDB(tmp_path / "kb.sqlite") as db:
+        assert db.languages == ("ja",)
+        assert "Q300" in db and "Q200" in db  # kept without sitelinks
+        assert [(f.subject, f.object) for f in db.facts()] == [("Q1490", "Q17")]
+        assert db.titles("Q17") == {"ja": "日本"}
+
+
+def test_extraction_handles_api_shapes_and_empty_maps():
+    opts = WikidataOptions(("en", "zh"), ("P36",))
+    rows = Rows()
+    entity = {"type": "item", "id": "Q9", "labels": {"zh-hans": {"language": "zh-hans", "value": "东京"}},
+              "aliases": [], "claims": [], "sitelinks": {"zhwiki": {"site": "zhwiki", "title": "东京都"},
+                                                          "zhwikiquote": {"site": "zhwikiquote", "title": "x"}}}
+    extract(convert_entity(entity), opts, rows)
+    assert rows.titles == [("zh", "东京都", "Q9")] and rows.names == [("zh", "东京", "Q9", "label")]
+    assert len(wikidata_entities()) == 9
+
+
+def test_unknown_language_of_wikipedia_dump_and_bad_options(tmp_path):
+    dump = write_wikidata(tmp_path / "latest-all.json")
+    with pytest.raises(kb.UnknownLanguageError):
+        _build(tmp_path, dump, languages=("xx_bad",))
+    with pytest.raises(kb.KbFormatError, match="not a Wikidata property id"):
+        _build(tmp_path, dump, properties=("capital",))
+    with pytest.raises(kb.KbFormatError, match="no such file"):
+        _build(tmp_path, tmp_path / "missing.json.bz2")
