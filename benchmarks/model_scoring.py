@@ -12,21 +12,13 @@ twice) so its time and peak RSS are its own.
 
 from __future__ import annotations
 
-import argparse
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+from common import benchmark_parser, peak_rss_mb, run_interleaved
+
 N_WORDS, N_ENTITIES, SEQ, N_CAND, BATCH = 250_004, 1_200_001, 16, 100, 32
-
-
-def _peak_rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def make_checkpoint(folder: Path) -> None:
@@ -114,15 +106,12 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
             checksum += float(scores.sum())
         elapsed = time.perf_counter() - t
     return {"method": method, "load_s": load_s, "prompts_per_s": n_prompts / elapsed, "seconds": elapsed,
-            "peak_rss_mb": _peak_rss_mb(), "checksum": checksum}
+            "peak_rss_mb": peak_rss_mb(), "checksum": checksum}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchmark_parser(__doc__, Path(__file__).parent / "work")
     ap.add_argument("--prompts", type=int, default=256)
-    ap.add_argument("--work", type=Path, default=Path(__file__).parent / "work")
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--measure", help=argparse.SUPPRESS)
     args = ap.parse_args()
     folder = args.work / "mluke-base-random"
     if args.measure:
@@ -133,15 +122,7 @@ def main() -> None:
         make_checkpoint(folder)
         print(f"made {folder} in {time.perf_counter() - t:.0f} s", flush=True)
     methods = ["transformers", "ours", "ours-ranking", "encoder"]
-    results: dict[str, list[dict]] = {m: [] for m in methods}
-    for _ in range(args.repeats):
-        for m in methods:
-            proc = subprocess.run([sys.executable, __file__, "--measure", m, "--prompts", str(args.prompts),
-                                   "--work", str(args.work)], capture_output=True, text=True)
-            if proc.returncode:
-                raise SystemExit(proc.stderr)
-            results[m].append(json.loads(proc.stdout.strip().splitlines()[-1]))
-            print(json.dumps(results[m][-1]), flush=True)
+    results = run_interleaved(__file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats)
     best = {m: max(r, key=lambda x: x["prompts_per_s"]) for m, r in results.items()}
     base = best["transformers"]["prompts_per_s"]
     print("\n| method | prompts/s | x transformers | peak RSS (MB) | load (s) |")

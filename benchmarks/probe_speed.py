@@ -10,13 +10,12 @@ Each method runs in its own fresh process, interleaved, twice.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from common import benchmark_parser, run_interleaved
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -79,11 +78,8 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchmark_parser(__doc__, Path(__file__).parent / "work")
     ap.add_argument("--facts", type=int, default=64)
-    ap.add_argument("--work", type=Path, default=Path(__file__).parent / "work")
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--measure", help=argparse.SUPPRESS)
     args = ap.parse_args()
     folder = args.work / "mluke-base-random"
     if args.measure:
@@ -91,15 +87,8 @@ def main() -> None:
         return
     if not (folder / "entity_vocab.sqlite").exists():
         raise SystemExit(f"{folder} is missing: run benchmarks/model_scoring.py first")
-    results: dict[str, list[dict]] = {"reference": [], "entity": []}
-    for _ in range(args.repeats):
-        for m in results:
-            proc = subprocess.run([sys.executable, __file__, "--measure", m, "--facts", str(args.facts), "--work", str(args.work)],
-                                  capture_output=True, text=True)
-            if proc.returncode:
-                raise SystemExit(proc.stderr[-3000:])
-            results[m].append(json.loads(proc.stdout.strip().splitlines()[-1]))
-            print(json.dumps(results[m][-1]), flush=True)
+    results = run_interleaved(__file__, ["reference", "entity"], ["--facts", str(args.facts), "--work", str(args.work)],
+                              args.repeats)
     best = {m: max(r, key=lambda x: x["facts_per_s"]) for m, r in results.items()}
     ratio = best["entity"]["facts_per_s"] / best["reference"]["facts_per_s"]
     print("\n| method | facts/s | ratio |\n|---|---:|---:|")

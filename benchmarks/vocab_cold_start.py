@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from common import peak_rss_mb
 
 LANGS = ("ar bn de el en es fi fr hi id it ja ko nl pl pt ru sv sw te th tr vi zh").split()
 SYLLABLES = {
@@ -61,14 +62,6 @@ def generate(path: Path, n_entities: int, avg_names: int, seed: int = 0) -> tupl
     return n_keys, sample
 
 
-def _peak_rss_mb() -> float:
-    """VmHWM of this process (reset at exec, unlike ru_maxrss, which a child inherits from its parent)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def measure(kind: str, vocab: Path, keys_file: Path) -> dict:
     keys = json.loads(keys_file.read_text(encoding="utf-8"))
     t0 = time.perf_counter()
@@ -86,7 +79,7 @@ def measure(kind: str, vocab: Path, keys_file: Path) -> dict:
     total = time.perf_counter() - t0
     found = sum(i is not None for i in ids)
     out = {"open_s": t_open, "open_plus_lookups_s": total, "found": found, "lookups": len(keys),
-           "peak_rss_mb": _peak_rss_mb()}
+           "peak_rss_mb": peak_rss_mb()}
     if kind == "ours":
         pairs = [tuple(k.split(":", 1)) for k in keys]
         t = time.perf_counter()

@@ -27,7 +27,7 @@ import torch
 
 from kb.errors import KbFormatError, MlukeError, OutputExistsError
 from kb.vocab import EntityVocab
-from mluke.entity_vocab import load_entity_vocab, save_entity_vocab
+from mluke.entity_vocab import save_entity_vocab
 from mluke.model import MlukeForMaskedLM
 from mluke.tokenizer import MlukeTokenizer
 

@@ -17,7 +17,6 @@ resuming gives the same parameters as never having stopped.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import time

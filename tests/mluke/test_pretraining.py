@@ -111,6 +111,7 @@ def test_corpus_is_deterministic_and_handles_unknown_links(pt_tokenizer, embedde
     docs.append(Document("en", "Atlantis is lost.", [(0, 8, "geonames:1")]))
     a = build_corpus(docs, pt_tokenizer, pt_tokenizer.entity_vocab, tmp_path / "a", progress=False)
     b = build_corpus(docs, pt_tokenizer, pt_tokenizer.entity_vocab, tmp_path / "b", progress=False)
+    assert a["languages"] == b["languages"] and a["stats"] == b["stats"]
     for name in ("word_ids", "entity_ids", "entity_spans", "word_offsets"):
         assert (tmp_path / "a" / "en" / f"{name}.bin").read_bytes() == (tmp_path / "b" / "en" / f"{name}.bin").read_bytes()
     assert a["stats"]["links_unknown"] == 1 and a["stats"]["sequences_without_entities"] == 2

@@ -3,7 +3,6 @@ import json
 import pytest
 import torch
 
-import kb
 import mluke
 from mluke.probe import probe
 
@@ -42,7 +41,7 @@ def test_english_template_maps_to_the_japanese_one(bundle, embedded_db):
 
 
 def test_entity_scores_are_mep_log_probabilities(bundle, embedded_db):
-    japan, tokyo, paris = "geonames:1861060", "geonames:1850147", "geonames:2988507"
+    tokyo, paris = "geonames:1850147", "geonames:2988507"
     r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan"], candidates=[tokyo, paris], model=bundle,
               kb=embedded_db, top_k=2)
     model, tok, vocab = bundle

@@ -1,0 +1,41 @@
+"""Helpers shared by the benchmark scripts: peak memory and interleaved fresh-process runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+
+def peak_rss_mb() -> float:
+    """VmHWM of this process (reset at exec, unlike ru_maxrss, which a child inherits from its parent)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_interleaved(script: str, methods: list[str], args: list[str], repeats: int) -> dict[str, list[dict]]:
+    """Run ``script --measure METHOD *args`` in a fresh process for each method, ``repeats`` times,
+    interleaved so every method sees the same machine load; each child prints one JSON line."""
+    results: dict[str, list[dict]] = {m: [] for m in methods}
+    for _ in range(repeats):
+        for m in methods:
+            proc = subprocess.run([sys.executable, script, "--measure", m, *args], capture_output=True, text=True)
+            if proc.returncode:
+                raise SystemExit(proc.stderr[-3000:])
+            results[m].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            print(json.dumps(results[m][-1]), flush=True)
+    return results
+
+
+def benchmark_parser(doc: str | None, work: Path) -> argparse.ArgumentParser:
+    """An argument parser with the options every benchmark has: --work, --repeats and the hidden --measure."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=work, help="folder for generated data")
+    ap.add_argument("--repeats", type=int, default=2, help="interleaved runs per method")
+    ap.add_argument("--measure", help=argparse.SUPPRESS)
+    return ap
