@@ -40,7 +40,7 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
 
     import mluke
     from kb.templates import parse_template
-    from mluke.probe import run_cloze
+    from mluke.cloze import run_cloze
 
     torch.set_num_threads(2)
     bundle = mluke.load(folder)

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kb import schema
+from kb.errors import OptionError
 from kb.languages import check_language
 from kb.store import chunked, open_readonly
 from kb.surfaces import surface_key
@@ -139,7 +140,7 @@ class _DBSource(SurfaceSource):
 
     def __init__(self, db: EntityDB, *, max_candidates: int = MAX_CANDIDATES) -> None:
         if max_candidates < 1:
-            raise ValueError(f"max_candidates must be at least 1, got {max_candidates}")
+            raise OptionError(f"max_candidates must be at least 1, got {max_candidates}")
         self.db = db
         self.languages = db.languages
         self.max_candidates = max_candidates
@@ -262,7 +263,7 @@ class NameCandidates(_DBSource):
         self.weights = dict(NAME_WEIGHTS if weights is None else weights)
         missing = set(NAME_WEIGHTS) - set(self.weights)
         if missing or any(w < 0 for w in self.weights.values()):
-            raise ValueError(f"weights must give a non-negative number for each of {', '.join(NAME_WEIGHTS)}"
+            raise OptionError(f"weights must give a non-negative number for each of {', '.join(NAME_WEIGHTS)}"
                              f" (missing: {', '.join(sorted(missing)) or 'none'})")
 
     def describe(self) -> dict[str, Any]:
@@ -341,10 +342,10 @@ class CombinedCandidates(SurfaceSource):
 
     def __init__(self, sources: Sequence[tuple[SurfaceSource, float]], *, max_candidates: int = MAX_CANDIDATES) -> None:
         if not sources:
-            raise ValueError("CombinedCandidates needs at least one (source, weight) pair")
+            raise OptionError("CombinedCandidates needs at least one (source, weight) pair")
         for source, weight in sources:
             if not isinstance(source, CandidateGenerator) or not weight > 0:
-                raise ValueError(f"expected (candidate generator, positive weight) pairs, got ({source!r}, {weight!r})")
+                raise OptionError(f"expected (candidate generator, positive weight) pairs, got ({source!r}, {weight!r})")
         self.sources = list(sources)
         self.max_candidates = max_candidates
         self.languages = tuple(dict.fromkeys(l for s, _ in sources for l in s.languages))

@@ -34,3 +34,11 @@ class NotFoundError(MlukeError, LookupError):
 
 class OutputExistsError(MlukeError, FileExistsError):
     """Refusing to overwrite a file the user already has."""
+
+
+class OptionError(MlukeError, ValueError):
+    """An option is out of range or inconsistent with the data (e.g. a threshold outside [0, 1])."""
+
+
+class TextInputError(MlukeError, TypeError):
+    """Text given to a detector is not a string (or a batch of texts is a single string)."""

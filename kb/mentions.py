@@ -45,15 +45,15 @@ import os
 import sqlite3
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import daachorse
 
 from kb.cache import cache_dir
 from kb.candidates import MAX_CANDIDATES, Candidate, CandidateGenerator, SurfaceSource, default_source
-from kb.errors import KbFormatError, MlukeError, UnknownLanguageError
+from kb.errors import KbFormatError, MlukeError, OptionError, TextInputError, UnknownLanguageError
 from kb.languages import check_language, check_languages
 from kb.store import atomic_build, open_readonly
 from kb.surfaces import fold, fold_aligned, has_hangul, matching_units, safe_cut, split_hangul, surface_key, token_bounds
@@ -74,6 +74,7 @@ _UNKNOWN = "\x00\x00"                       # a unit no surface contains
 _CACHE_LIMIT = 200_000                      # candidate tuples kept per language
 
 _SCHEMA = """
+PRAGMA page_size = 65536;  -- large blobs read twice as fast as with 4 KiB pages
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE languages(lang TEXT PRIMARY KEY, surfaces INTEGER NOT NULL, units INTEGER NOT NULL,
                        link_statistics INTEGER NOT NULL, keep_unscored INTEGER NOT NULL,
@@ -85,10 +86,6 @@ CREATE TABLE blobs(lang TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, P
 _ARRAYS = {"link_probability": "d", "offsets": "q", "entities": "i", "counts": "q", "priors": "d", "sources": "B"}
 
 
-class TextInputError(MlukeError, TypeError):
-    """Text given to the detector is not a string (or a batch is not a list of strings)."""
-
-
 def _array(typecode: str, data: bytes) -> array.array:
     """An array from little-endian bytes."""
     arr = array.array(typecode)
@@ -96,6 +93,13 @@ def _array(typecode: str, data: bytes) -> array.array:
     if sys.byteorder != "little":
         arr.byteswap()
     return arr
+
+
+def _view(typecode: str, data: bytes) -> Any:
+    """Read-only indexable view of little-endian bytes (no copy on little-endian machines)."""
+    if sys.byteorder == "little":
+        return memoryview(data).cast(typecode)
+    return _array(typecode, data)
 
 
 def _le_bytes(arr: array.array) -> bytes:
@@ -109,9 +113,8 @@ def _code(i: int) -> str:
     return chr(_LEAD + i // _RADIX) + chr(_TRAIL + i % _RADIX)
 
 
-@dataclass(slots=True)
-class Mention:
-    """A kb surface form found in a text.
+class Mention(NamedTuple):
+    """A kb surface form found in a text (an immutable named tuple, like :class:`Candidate`).
 
     ``start``/``end`` are character offsets in the original text and ``surface``
     is ``text[start:end]``. ``link_probability`` is ``None`` when the kb has no
@@ -136,17 +139,19 @@ class Mention:
                 "link_probability": self.link_probability, "candidates": [c._asdict() for c in self.candidates]}
 
 
-class _Lang:
-    """The loaded data of one language."""
+_new_mention = tuple.__new__  # Mention(...) without the Python-level __new__ of named tuples
 
-    def __init__(self, blobs: dict[str, bytes], entity_key: Any, sources: Sequence[str], max_chars: int) -> None:
-        self.blobs = blobs  # kept for save()
-        self.automaton = daachorse.CharwiseDoubleArrayAhoCorasick.deserialize(blobs["automaton"])
-        units = blobs["units"].decode("utf-8").split("\n") if blobs["units"] else []
-        self.codes = dict(zip(units, map(_code, range(len(units)))))
-        arrays = {}
-        for name, typecode in _ARRAYS.items():
-            arrays[name] = _array(typecode, blobs[name])
+
+class _Lang:
+    """The loaded data of one language: the automaton, the unit codes and zero-copy views of the arrays."""
+
+    def __init__(self, read: Any, entity_key: Any, sources: Sequence[str], max_chars: int) -> None:
+        # One blob at a time, so that peak memory holds the serialised automaton only while it is decoded.
+        self.automaton = daachorse.CharwiseDoubleArrayAhoCorasick.deserialize(read("automaton"))
+        units = read("units").decode("utf-8")
+        units_list = units.split("\n") if units else []
+        self.codes = dict(zip(units_list, map(_code, range(len(units_list)))))
+        arrays = {name: _view(typecode, read(name)) for name, typecode in _ARRAYS.items()}
         self.lp, self.offsets = arrays["link_probability"], arrays["offsets"]
         self.entities, self.counts, self.priors, self.sources = (
             arrays["entities"], arrays["counts"], arrays["priors"], arrays["sources"])
@@ -171,8 +176,7 @@ class _Lang:
         units = matching_units(surface_key(surface))
         if not units:
             return None
-        get = self.codes.get
-        codes = "".join([get(u, _UNKNOWN) for u in units])
+        codes = "".join(map(self.codes.get, units, repeat(_UNKNOWN)))
         if _UNKNOWN in codes[::2]:
             return None
         found = self.automaton.find(codes)
@@ -256,7 +260,7 @@ class MentionIndex(CandidateGenerator):
         self._langs: dict[str, _Lang] = {}
         self._keys_blob = entity_keys
         self._offsets_blob = entity_offsets
-        self._key_offsets = _array("q", entity_offsets)
+        self._key_offsets = _view("q", entity_offsets)
 
     # -- properties -------------------------------------------------------------------------
     @property
@@ -291,9 +295,9 @@ class MentionIndex(CandidateGenerator):
         to the compiled index, not to the source's tables.
         """
         if not 0.0 <= min_link_probability <= 1.0:
-            raise ValueError(f"min_link_probability must be between 0 and 1, got {min_link_probability}")
+            raise OptionError(f"min_link_probability must be between 0 and 1, got {min_link_probability}")
         if max_candidates < 1:
-            raise ValueError(f"max_candidates must be at least 1, got {max_candidates}")
+            raise OptionError(f"max_candidates must be at least 1, got {max_candidates}")
         if not isinstance(source, SurfaceSource):
             source = default_source(source, max_candidates=max_candidates)
         langs = check_languages(source.languages if languages is None else languages, source.languages)
@@ -365,8 +369,9 @@ class MentionIndex(CandidateGenerator):
                 conn.execute("INSERT INTO languages VALUES (?, ?, ?, ?, ?, ?)",
                              (lang, info["surfaces"], info["units"], info["link_statistics"],
                               info["keep_unscored"], info["max_chars"]))
-                for name, data in self._blobs(lang).items():
-                    conn.execute("INSERT INTO blobs(lang, name, data) VALUES (?, ?, ?)", (lang, name, data))
+                read = self._reader(lang)
+                for name in ("automaton", "units", *_ARRAYS):
+                    conn.execute("INSERT INTO blobs(lang, name, data) VALUES (?, ?, ?)", (lang, name, read(name)))
         return path
 
     @classmethod
@@ -410,19 +415,32 @@ class MentionIndex(CandidateGenerator):
                 pass
         return cls.load(path)
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickles by path (for worker processes); an index only in memory must be saved first."""
+        if self.path is None:
+            raise MlukeError("an in-memory MentionIndex cannot be pickled: save() it and load() the file")
+        return (type(self).load, (str(self.path),))
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
 
-    def _blobs(self, lang: str) -> dict[str, bytes]:
-        if lang in self._langs:
-            return self._langs[lang].blobs
+    def _reader(self, lang: str) -> Any:
+        """``read(name) -> bytes`` for the blobs of ``lang`` (from memory or from the file)."""
         if lang in self._pending:
-            return self._pending[lang]
-        if self._conn is None:
+            return self._pending[lang].__getitem__
+        conn = self._conn
+        if conn is None:
             raise KbFormatError(f"mention index {self.path} is closed")
-        return dict(self._conn.execute("SELECT name, data FROM blobs WHERE lang = ?", (lang,)))
+
+        def read(name: str) -> bytes:
+            row = conn.execute("SELECT data FROM blobs WHERE lang = ? AND name = ?", (lang, name)).fetchone()
+            if row is None:
+                raise KeyError(name)
+            return row[0]
+
+        return read
 
     def _lang(self, lang: str) -> _Lang:
         loaded = self._langs.get(lang)
@@ -434,12 +452,10 @@ class MentionIndex(CandidateGenerator):
             raise UnknownLanguageError(
                 f"unknown language {lang!r} for this mention index: it has {have}"
                 " (build it with languages=[...] to add one)")
-        blobs = self._blobs(lang)
         try:
-            loaded = _Lang(blobs, self._entity_key, self.meta["sources"], self._info[lang]["max_chars"])
+            loaded = _Lang(self._reader(lang), self._entity_key, self.meta["sources"], self._info[lang]["max_chars"])
         except (KeyError, ValueError) as exc:
-            raise KbFormatError(f"{self.path or 'mention index'}: damaged data for {lang!r} ({exc}); rebuild it") from None
-        self._pending.pop(lang, None)
+            raise KbFormatError(f"{self.path or 'mention index'}: damaged data for {lang!r} ({exc!r}); rebuild it") from None
         self._langs[lang] = loaded
         return loaded
 
@@ -503,9 +519,9 @@ class MentionIndex(CandidateGenerator):
         if value is None or value == self.min_link_probability:
             return None
         if not 0.0 <= value <= 1.0:
-            raise ValueError(f"min_link_probability must be between 0 and 1, got {value}")
+            raise OptionError(f"min_link_probability must be between 0 and 1, got {value}")
         if value < self.min_link_probability:
-            raise MlukeError(
+            raise OptionError(
                 f"this index was built with min_link_probability={self.min_link_probability}, so surfaces below it "
                 f"are not in it; build one with MentionIndex.build(..., min_link_probability={value}) to go lower")
         return value
@@ -517,35 +533,33 @@ class MentionIndex(CandidateGenerator):
             return []
         if has_hangul(folded.folded):
             units, bounds = split_hangul(units, bounds)
-        get = idx.codes.get
-        codes = "".join([get(u, _UNKNOWN) for u in units])
+        codes = "".join(map(idx.codes.get, units, repeat(_UNKNOWN)))
         # Unit i is codes[2i:2i + 2] and folded[bounds[2i]:bounds[2i + 1]], so a match [s, e) of
         # the code string spans folded[bounds[s]:bounds[e - 1]].
+        matches = idx.automaton.find(codes)
+        lps, cached, candidates = idx.lp, idx.cache.get, idx.candidates
+        if folded.starts is None and threshold is None and not base:  # the common case, in one comprehension
+            return [_new_mention(Mention, (a, b, text[a:b], None if (lp := lps[pid]) != lp else lp,
+                                           cached(pid) or candidates(pid)))
+                    for s, e, pid in matches for a, b in ((bounds[s], bounds[e - 1]),)]
         out: list[Mention] = []
-        lps, cached, identity = idx.lp, idx.cache.get, folded.starts is None
-        for s, e, pid in idx.automaton.find(codes):
-            if identity:
-                a, b = bounds[s], bounds[e - 1]
-            else:
-                span = folded.original_span(bounds[s], bounds[e - 1])
-                if span is None:
-                    break  # rare: fall back to the careful scan from here
-                a, b = span
+        for s, e, pid in matches:
+            span = folded.original_span(bounds[s], bounds[e - 1])
             lp = lps[pid]
-            if threshold is not None and lp < threshold:
-                break
-            out.append(Mention(a + base, b + base, text[a:b], None if lp != lp else lp,
-                               cached(pid) or idx.candidates(pid)))
+            if span is None or (threshold is not None and lp < threshold):
+                break  # rare: fall back to the careful scan from here
+            out.append(Mention(span[0] + base, span[1] + base, text[span[0]:span[1]], None if lp != lp else lp,
+                               cached(pid) or candidates(pid)))
         else:
             return out
 
         def accept(s: int, e: int, pid: int) -> tuple[int, int] | None:
             span = folded.original_span(bounds[s], bounds[e - 1])
-            return None if span is None or (threshold is not None and idx.lp[pid] < threshold) else span
+            return None if span is None or (threshold is not None and lps[pid] < threshold) else span
 
         for (a, b), pid in _scan(idx.automaton, codes, s, accept):
             lp = lps[pid]
-            out.append(Mention(a + base, b + base, text[a:b], None if lp != lp else lp, idx.candidates(pid)))
+            out.append(Mention(a + base, b + base, text[a:b], None if lp != lp else lp, candidates(pid)))
         return out
 
 

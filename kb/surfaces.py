@@ -241,9 +241,12 @@ def tokenize(folded: str) -> list[str]:
     return _token_re().split(folded)[1::2]
 
 
+_ASCII_TOKEN_RE = re.compile(r"([a-z0-9]+|\S)")  # the same tokens for folded ASCII text, faster
+
+
 def token_bounds(folded: str) -> tuple[list[str], list[int]]:
     """Tokens of a folded string and their bounds: token ``i`` is ``folded[bounds[2i]:bounds[2i + 1]]``."""
-    parts = _token_re().split(folded)
+    parts = (_ASCII_TOKEN_RE if folded.isascii() else _token_re()).split(folded)
     return parts[1::2], list(accumulate(map(len, parts)))
 
 

@@ -5,6 +5,8 @@ Public API (torch and transformers are imported only when first used):
 - :func:`load` / :func:`save` — mLUKE checkpoints in the studio-ousia layout;
 - :class:`MlukeTokenizer` — fairseq word ids with offsets, entity inputs;
 - :class:`MlukeForMaskedLM` — the model, with candidate-restricted scoring;
+- :func:`probe` — cloze probing with entity or word masks;
+- :func:`link` / :class:`Linker` — entity linking with kb candidates and the model;
 - :class:`MlukeError` — base of every error mluke raises on purpose.
 
 The knowledge side lives in the sibling package :mod:`kb`.
@@ -27,6 +29,9 @@ _LAZY = {
     "MlukeEncoding": "mluke.tokenizer",
     "EntityTruncationWarning": "mluke.tokenizer",
     "MlukeForMaskedLM": "mluke.model",
+    "probe": "mluke.cloze",
+    "link": "mluke.linking",
+    "Linker": "mluke.linking",
 }
 
 __all__ = ["MlukeError", "__version__", *_LAZY]

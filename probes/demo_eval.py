@@ -40,7 +40,7 @@ def evaluate_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = 
 
     import mluke
     from mluke.demo import demo_model
-    from mluke.probe import probe
+    from mluke.cloze import probe
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     info = json.loads((model_dir / "demo.json").read_text(encoding="utf-8"))

@@ -147,10 +147,10 @@ class MlamaReport:
 
 def evaluate_mlama(path: str | Path, model: Any, langs: list[str], *, mode: str = "entity", use_subject_entity: bool = False,
                    relations: list[str] | None = None, batch_size: int = 64, progress: bool = True) -> MlamaReport:
-    """Typed querying on mLAMA for each language; see :func:`mluke.probe.run_cloze` for the modes."""
+    """Typed querying on mLAMA for each language; see :func:`mluke.cloze.run_cloze` for the modes."""
     from tqdm import tqdm
 
-    from mluke.probe import _load_model, run_cloze
+    from mluke.cloze import _load_model, run_cloze
     from probes.bias import language_bias
 
     bundle = _load_model(model)

@@ -19,6 +19,7 @@ app.command("pretrain")(model_commands.pretrain)
 app.command("probe")(model_commands.probe)
 app.command("eval-mlama")(model_commands.eval_mlama)
 app.command("eval-demo")(model_commands.eval_demo)
+app.command("link")(model_commands.link)
 
 
 def main() -> None:

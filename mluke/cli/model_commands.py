@@ -62,7 +62,7 @@ def probe(
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per prediction as CSV to this file ('-' for stdout).")] = None,
 ) -> None:
     """Ask the model which object each subject has, e.g. mluke probe "[X] is the capital of [Y]" --lang ja"""
-    from mluke.probe import probe as run
+    from mluke.cloze import probe as run
 
     result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
                  use_subject_entity=subject_entity, top_k=top_k, model=model, kb=db)
@@ -138,3 +138,36 @@ def eval_demo(
     typer.echo(to_markdown(summary, "by_relation"))
     typer.echo("")
     typer.echo(to_markdown(summary, "by_language"))
+
+
+def link(
+    source: Annotated[str, typer.Argument(help="Text file with one text per line, or '-' for standard input.")],
+    lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the texts, e.g. ja.")] = "en",
+    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
+    method: Annotated[str, typer.Option(help="'combined' (model + prior), 'prior' or 'model'.")] = "combined",
+    nil_threshold: Annotated[Optional[float], typer.Option(help="Mentions whose best score is below this are NIL.")] = None,
+    candidates: Annotated[bool, typer.Option("--candidates", help="Include every candidate's scores in the JSONL output.")] = False,
+    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="Write one JSON object per input line to this file ('-' for stdout).")] = None,
+) -> None:
+    """Link entity mentions in texts to the kb's entities (one text per line), e.g. mluke link --lang ja news.txt"""
+    import json
+    import sys
+
+    from mluke.linking import Linker
+
+    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    linker = Linker(model, db, languages=[lang])
+    results = linker.link(lines, lang, method=method, nil_threshold=nil_threshold, candidates=candidates)  # type: ignore[arg-type]
+    records = [{"line": i + 1, "text": t, "mentions": [m.to_dict() for m in found]}
+               for i, (t, found) in enumerate(zip(lines, results))]
+    if jsonl:
+        payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        if jsonl == "-":
+            sys.stdout.write(payload)
+            return
+        Path(jsonl).write_text(payload, encoding="utf-8")
+    rows = [[r["line"], m["surface"], m["key"] or "NIL", m["title"] or "", m["title_en"] or "", f"{m['score']:.2f}", f"{m['prior']:.2f}"]
+            for r in records for m in r["mentions"]]
+    print_table(None, ["line", "mention", "entity", f"title ({lang})", "title (en)", "score", "prior"], rows)

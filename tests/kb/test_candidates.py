@@ -80,7 +80,7 @@ def test_name_candidates_follow_redirects_and_weights_are_configurable(linking_d
     assert names.candidates("de", "Schleife A") == []  # a redirect loop resolves to nothing
     uniform = NameCandidates(linking_db, weights={k: 1.0 for k in ("title", "redirect", "label", "title_base", "alias")})
     assert [c.prior for c in uniform.candidates("de", "Valencia")] == pytest.approx([1 / 3] * 3)
-    with pytest.raises(ValueError, match="alias"):
+    with pytest.raises(kb.OptionError, match="alias"):
         NameCandidates(linking_db, weights={"title": 1.0})
 
 
@@ -101,7 +101,7 @@ def test_combined_mixes_sources_by_weight(tiny_db):
     # a surface that only names know keeps the names' priors
     assert combined.candidates("en", "Japan") == NameCandidates(tiny_db).candidates("en", "Japan")
     assert combined.link_probability("en", "Tokyo") == pytest.approx(0.4)
-    with pytest.raises(ValueError, match="positive weight"):
+    with pytest.raises(kb.OptionError, match="positive weight"):
         CombinedCandidates([(AnchorCandidates(tiny_db), 0.0)])
 
 

@@ -1,4 +1,5 @@
 import json
+import pickle
 import random
 import sqlite3
 
@@ -7,7 +8,7 @@ import pytest
 import kb
 import kb.mentions
 from kb.candidates import NameCandidates, default_source
-from kb.mentions import Mention, MentionIndex, TextInputError
+from kb.mentions import Mention, MentionIndex
 from kb.surfaces import surface_key
 from tests.kb.linking_fixtures import write_linking_db
 
@@ -81,9 +82,9 @@ def test_raising_the_threshold_at_query_time_falls_back_to_shorter_matches(index
     # at 10%, "New York Times" is refused and "New York" (50%) takes its place
     assert spans(index.detect(text, "en", min_link_probability=0.1)) == [("New York", "Q60")]
     assert spans(index.detect(text, "en", min_link_probability=0.6)) == []
-    with pytest.raises(kb.MlukeError, match="built with min_link_probability=0.01"):
+    with pytest.raises(kb.OptionError, match="built with min_link_probability=0.01"):
         index.detect(text, "en", min_link_probability=0.001)
-    with pytest.raises(ValueError, match="between 0 and 1"):
+    with pytest.raises(kb.OptionError, match="between 0 and 1"):
         index.detect(text, "en", min_link_probability=2.0)
 
 
@@ -125,9 +126,9 @@ def test_turkish_dotted_and_dotless_i(index):
 
 def test_bad_input(index):
     assert index.detect("", "en") == [] and index.detect(" \n\t ", "en") == []
-    with pytest.raises(TextInputError, match="expects a str, got bytes"):
+    with pytest.raises(kb.TextInputError, match="expects a str, got bytes"):
         index.detect(b"Paris", "en")
-    with pytest.raises(TextInputError, match="one str"):
+    with pytest.raises(kb.TextInputError, match="one str"):
         index.detect_batch("Paris", "en")
     with pytest.raises(kb.UnknownLanguageError, match="'jp' is not|unknown language 'jp'"):
         index.detect("Paris", "jp")
@@ -211,6 +212,9 @@ def test_save_load_round_trip_records_format_and_provenance(linking_db, index, t
     assert meta["format"] == "mluke-mention-index" and meta["format_version"] == str(kb.mentions.FORMAT_VERSION)
     with pytest.raises(kb.OutputExistsError):
         index.save(path)
+    assert pickle.loads(pickle.dumps(loaded)).detect(text, "ja") == index.detect(text, "ja")  # by path
+    with pytest.raises(kb.MlukeError, match="save"):
+        pickle.dumps(index)
     loaded.save(tmp_path / "copy.sqlite")  # a loaded index saves too
     assert MentionIndex.load(tmp_path / "copy.sqlite").detect(text, "en") == index.detect(text, "en")
 
@@ -240,7 +244,7 @@ def test_for_db_caches_the_index(linking_db):
 
 
 def test_build_rejects_bad_options_and_unsorted_sources(linking_db):
-    with pytest.raises(ValueError, match="between 0 and 1"):
+    with pytest.raises(kb.OptionError, match="between 0 and 1"):
         MentionIndex.build(linking_db, min_link_probability=-0.1)
     with pytest.raises(kb.UnknownLanguageError):
         MentionIndex.build(linking_db, languages=["fr"])

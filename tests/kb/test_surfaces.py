@@ -114,3 +114,19 @@ def test_safe_cut_prefers_whitespace_and_never_splits_a_segment():
     cut = safe_cut(thai, 2)  # index 2 is a vowel mark: cut before its consonant instead
     assert cut == 1
     assert safe_cut("a" * 3000, 2500) == 2500  # no good place: cut anyway
+
+
+def test_ascii_fast_path_gives_the_same_tokens():
+    import random
+    import string
+
+    from kb.surfaces import _token_re, token_bounds
+
+    rng = random.Random(3)
+    alphabet = string.ascii_lowercase + string.digits + string.punctuation + " \t\n\x00\x7f"
+    for _ in range(200):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        parts = _token_re().split(text)
+        tokens, bounds = token_bounds(text)
+        assert tokens == parts[1::2]
+        assert [text[bounds[2 * i]:bounds[2 * i + 1]] for i in range(len(tokens))] == tokens

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import mluke
-from mluke.probe import probe
+from mluke.cloze import probe
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 import kb
 import mluke
 from mluke.cli import app
-from mluke.probe import ProbeResult, Prediction, SubjectResult
+from mluke.cloze import ProbeResult, Prediction, SubjectResult
 from probes import evaluate_mlama, language_bias, read_mlama
 from tests.probes.conftest import BERLIN, FRANCE, GERMANY, JAPAN, PARIS, SPAIN, TOKYO
 
