@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -113,8 +114,6 @@ class Linker:
         out: dict[int, dict[str, float]] = {}
         for start in range(0, len(jobs), batch_size):
             part = jobs[start:start + batch_size]
-            import warnings
-
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # mentions cut off by truncation keep their prior only
                 enc = tok([t for t, _ in part], entity_spans=[[s for _, s in spans] for _, spans in part])
