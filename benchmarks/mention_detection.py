@@ -16,22 +16,12 @@ baseline interleaved, best of the runs.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-
-def _peak_rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc/self/status")
+from common import benchmark_parser, peak_rss_mb, run_interleaved
 
 
 def export_table(index_path: Path, db_path: Path, out: Path) -> int:
@@ -122,45 +112,67 @@ def measure(kind: str, path: Path, texts_path: Path, passes: int) -> dict:
         found = run()
         best = min(best, time.perf_counter() - t)
     n_mentions = sum(map(len, found))
+    stages = _stages(index, texts) if kind == "ours" else {}
     digest = hashlib.sha256(json.dumps(
         [[(m.start, m.end, m.link_probability, [tuple(c) for c in m.candidates]) for m in ms] for ms in found]
     ).encode()).hexdigest()
     return {"load_s": load_s, "texts": len(texts), "mentions": n_mentions, "best_pass_s": best,
-            "texts_per_s": len(texts) / best, "mentions_per_s": n_mentions / best, "peak_rss_mb": _peak_rss_mb(),
-            "digest": digest}
+            "texts_per_s": len(texts) / best, "mentions_per_s": n_mentions / best, "peak_rss_mb": peak_rss_mb(),
+            "digest": digest, "stages_us_per_text": stages}
 
 
-def run_child(kind: str, path: Path, texts: Path, passes: int) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--measure", kind, "--path", str(path), "--texts-file", str(texts),
-                           "--passes", str(passes)], capture_output=True, text=True, check=True)
-    return json.loads(proc.stdout)
+def _stages(index, texts: list[str]) -> dict[str, float]:
+    """Where one pass of ``MentionIndex.detect`` spends its time, per text (uses internals)."""
+    from itertools import repeat
+
+    from kb.mentions import _UNKNOWN
+    from kb.surfaces import fold_aligned, token_bounds
+
+    lang = index._lang("en")
+    out = {}
+    t = time.perf_counter()
+    folded = [fold_aligned(x).folded for x in texts]
+    out["fold"] = time.perf_counter() - t
+    t = time.perf_counter()
+    units = [token_bounds(f)[0] for f in folded]
+    out["tokenize"] = time.perf_counter() - t
+    t = time.perf_counter()
+    codes = ["".join(map(lang.codes.get, u, repeat(_UNKNOWN))) for u in units]
+    out["word codes"] = time.perf_counter() - t
+    t = time.perf_counter()
+    for c in codes:
+        lang.automaton.find(c)
+    out["automaton"] = time.perf_counter() - t
+    t = time.perf_counter()
+    index.detect_batch(texts, "en")
+    out["total"] = time.perf_counter() - t
+    return {k: round(v / len(texts) * 1e6, 1) for k, v in out.items()}
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchmark_parser(__doc__, Path(__file__).parent / "work")
     ap.add_argument("--surfaces", type=int, default=6_000_000)
     ap.add_argument("--entities", type=int, default=1_200_000)
     ap.add_argument("--texts", type=int, default=2000)
-    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--passes", type=int, default=3, help="passes over the texts per run (best counts)")
-    ap.add_argument("--work", type=Path, default=Path(__file__).parent / "work")
-    ap.add_argument("--measure", choices=["ours", "baseline"], help=argparse.SUPPRESS)
-    ap.add_argument("--path", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--texts-file", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.measure:
-        print(json.dumps(measure(args.measure, args.path, args.texts_file, args.passes)))
-        return
-
-    import kb
-    from kb.mentions import MentionIndex
-    from surface_generate import generate
-
-    args.work.mkdir(parents=True, exist_ok=True)
     db_path = args.work / f"surfaces_{args.surfaces}.sqlite"
     texts = args.work / f"texts_{args.surfaces}.json"
     index_path = args.work / f"mentions_{args.surfaces}.sqlite"
     table = args.work / f"baseline_table_{args.surfaces}.jsonl"
+    if args.measure:
+        if args.measure not in ("ours", "baseline"):
+            raise SystemExit(f"--measure takes ours or baseline, not {args.measure!r}")
+        path = index_path if args.measure == "ours" else table
+        print(json.dumps(measure(args.measure, path, texts, args.passes)))
+        return
+
+    from surface_generate import generate
+
+    import kb
+    from kb.mentions import MentionIndex
+
+    args.work.mkdir(parents=True, exist_ok=True)
     if not db_path.exists() or not texts.exists():
         print("generated", json.dumps(generate(db_path, texts, args.surfaces, args.entities, args.texts)))
     if not index_path.exists():
@@ -175,15 +187,12 @@ def main() -> None:
         t = time.perf_counter()
         n = export_table(index_path, db_path, table)
         print(f"baseline table exported: {n:,} surfaces in {time.perf_counter() - t:.0f} s")
-    results: dict[str, list[dict]] = {"baseline": [], "ours": []}
-    for _ in range(args.repeats):  # interleaved, so both see the same machine load
-        results["baseline"].append(run_child("baseline", table, texts, args.passes))
-        results["ours"].append(run_child("ours", index_path, texts, args.passes))
+    results = run_interleaved(__file__, ["baseline", "ours"], [
+        "--work", str(args.work), "--surfaces", str(args.surfaces), "--passes", str(args.passes)], args.repeats)
     best = {k: max(v, key=lambda r: r["texts_per_s"]) for k, v in results.items()}
     b, o = best["baseline"], best["ours"]
-    if b["digest"] != o["digest"] or b["mentions"] != o["mentions"]:
+    if len({r["digest"] for runs in results.values() for r in runs}) != 1:
         raise SystemExit(f"the two detectors disagree: {b['mentions']} vs {o['mentions']} mentions")
-    print(json.dumps(results, indent=1))
     print()
     print(f"{o['texts']:,} texts of 100 words, {o['mentions']:,} mentions (identical for both)")
     print()
@@ -195,6 +204,9 @@ def main() -> None:
           f"{o['load_s']:.2f} |")
     print(f"| ratio | {o['texts_per_s'] / b['texts_per_s']:.1f}x | {o['mentions_per_s'] / b['mentions_per_s']:.1f}x | "
           f"{b['peak_rss_mb'] / o['peak_rss_mb']:.1f}x less | |")
+    print()
+    print("texts/s of every run:", {k: [round(r["texts_per_s"]) for r in v] for k, v in results.items()})
+    print("ours, microseconds per text by stage (one extra pass):", o["stages_us_per_text"])
 
 
 if __name__ == "__main__":

@@ -16,21 +16,24 @@ finds every mention in a single C call; matches can only start and end on unit
 boundaries, so word boundaries and the Korean word-start rule hold by
 construction, and offsets map back to the original text.
 
-Why these libraries (measured on 1M synthetic surfaces, 24 characters on average,
-on the development machine; see ``benchmarks/mention_detection.py`` for 5M):
+Why these libraries (measured on the development machine with synthetic surfaces
+of 2-4 made-up words, 24 characters on average; ``benchmarks/mention_detection.py``
+has the 5M-surface figures):
 
 - ``daachorse`` (compact double-array Aho-Corasick, Rust), character-wise, on
-  two-character unit codes: 2 s to build, 57 MB serialised, ~5 us per 100-unit
-  search, and it serialises to bytes that load in milliseconds;
-- the same on characters of the text instead of unit codes: 123 MB for 500k
-  surfaces; on one code per unit (300k-letter alphabet): 20 s to build 1M and
-  over 12 minutes for 5M;
-- ``pyahocorasick``: 700 bytes per surface on characters (3.5 GB for 5M) and,
-  on unit codes, 95 s to build and 4 ms per search (linear scans of wide nodes);
-- ``ahocorasick-rs``: similar speed, but it cannot be saved: every load rebuilds
-  (10 s per million surfaces);
-- ``marisa-trie`` prefix search needs one Python call per token, which leaves
-  too little room over the n-gram baseline.
+  two-character word codes: 1M surfaces build in 2 s into 57 MB, a 100-word
+  search takes ~5 us, and the automaton serialises to bytes that load without
+  a rebuild;
+- the same automaton over the characters of the text (separators marking word
+  boundaries) needs 123 MB per 500k surfaces; with one code character per word
+  (a 300k-letter alphabet) 1M surfaces take 20 s to build and 5M did not finish
+  in 12 minutes;
+- ``pyahocorasick``: ~700 bytes per surface over characters (3.5 GB for 5M);
+  over word codes 95 s to build 1M and 4 ms per search;
+- ``ahocorasick-rs``: as fast to search, but it cannot be saved, so every load
+  would rebuild it (10 s per million surfaces);
+- ``marisa-trie`` (compact and memory-mapped) answers prefix queries one Python
+  call per token: ~430 us per 100-word text, slower than the n-gram baseline.
 
 The index is one SQLite file (:meth:`save` / :meth:`load`; the format and
 provenance are recorded, writes are atomic); languages load on first use.
@@ -46,17 +49,39 @@ import sqlite3
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
+from math import isnan
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import daachorse
 
 from kb.cache import cache_dir
-from kb.candidates import MAX_CANDIDATES, Candidate, CandidateGenerator, SurfaceSource, default_source
-from kb.errors import KbFormatError, MlukeError, OptionError, TextInputError, UnknownLanguageError
+from kb.candidates import (
+    MAX_CANDIDATES,
+    Candidate,
+    CandidateGenerator,
+    SurfaceSource,
+    default_source,
+)
+from kb.errors import (
+    KbFormatError,
+    MlukeError,
+    OptionError,
+    TextInputError,
+    UnknownLanguageError,
+)
 from kb.languages import check_language, check_languages
 from kb.store import atomic_build, open_readonly
-from kb.surfaces import fold, fold_aligned, has_hangul, matching_units, safe_cut, split_hangul, surface_key, token_bounds
+from kb.surfaces import (
+    fold,
+    fold_aligned,
+    has_hangul,
+    matching_units,
+    safe_cut,
+    split_hangul,
+    surface_key,
+    token_bounds,
+)
 
 if TYPE_CHECKING:
     from kb.db import EntityDB
@@ -213,8 +238,7 @@ class _LangBuilder:
         a["priors"].extend([c.prior for c in candidates])
         a["sources"].extend([source_id(c.source) for c in candidates])
         a["offsets"].append(len(a["entities"]))
-        if len(key) > self.max_chars:
-            self.max_chars = len(key)
+        self.max_chars = max(self.max_chars, len(key))
 
     def finish(self) -> dict[str, bytes]:
         if len(self.unit_ids) > _MAX_UNITS:
@@ -476,7 +500,7 @@ class MentionIndex(CandidateGenerator):
         if pid is None:
             return None
         lp = idx.lp[pid]
-        return None if lp != lp else lp
+        return None if isnan(lp) else lp
 
     # -- detection ---------------------------------------------------------------------------------
     def detect(self, text: str, lang: str, *, min_link_probability: float | None = None) -> list[Mention]:
@@ -539,16 +563,16 @@ class MentionIndex(CandidateGenerator):
         matches = idx.automaton.find(codes)
         lps, cached, candidates = idx.lp, idx.cache.get, idx.candidates
         if folded.starts is None and threshold is None and not base:  # the common case, in one comprehension
-            return [_new_mention(Mention, (a, b, text[a:b], None if (lp := lps[pid]) != lp else lp,
-                                           cached(pid) or candidates(pid)))
-                    for s, e, pid in matches for a, b in ((bounds[s], bounds[e - 1]),)]
+            return [_new_mention(Mention, (bounds[s], bounds[e - 1], text[bounds[s]:bounds[e - 1]],
+                                           None if isnan(lp := lps[pid]) else lp, cached(pid) or candidates(pid)))
+                    for s, e, pid in matches]
         out: list[Mention] = []
         for s, e, pid in matches:
             span = folded.original_span(bounds[s], bounds[e - 1])
             lp = lps[pid]
             if span is None or (threshold is not None and lp < threshold):
                 break  # rare: fall back to the careful scan from here
-            out.append(Mention(span[0] + base, span[1] + base, text[span[0]:span[1]], None if lp != lp else lp,
+            out.append(Mention(span[0] + base, span[1] + base, text[span[0]:span[1]], None if isnan(lp) else lp,
                                cached(pid) or candidates(pid)))
         else:
             return out
@@ -559,7 +583,7 @@ class MentionIndex(CandidateGenerator):
 
         for (a, b), pid in _scan(idx.automaton, codes, s, accept):
             lp = lps[pid]
-            out.append(Mention(a + base, b + base, text[a:b], None if lp != lp else lp, candidates(pid)))
+            out.append(Mention(a + base, b + base, text[a:b], None if isnan(lp) else lp, candidates(pid)))
         return out
 
 

@@ -165,8 +165,8 @@ def _segment_re(attach: str, odd: str) -> re.Pattern[str]:
     """Segments that cannot be folded character by character: a base with attaching marks, or an odd character."""
     odd_class = f"[{re.escape(odd)}]"
     if attach:
-        return re.compile(f".[{re.escape(attach)}]+|{odd_class}", re.S)
-    return re.compile(odd_class, re.S)
+        return re.compile(f".[{re.escape(attach)}]+|{odd_class}", re.DOTALL)
+    return re.compile(odd_class, re.DOTALL)
 
 
 @dataclass(frozen=True)

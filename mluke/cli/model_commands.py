@@ -171,3 +171,32 @@ def link(
     rows = [[r["line"], m["surface"], m["key"] or "NIL", m["title"] or "", m["title_en"] or "", f"{m['score']:.2f}", f"{m['prior']:.2f}"]
             for r in records for m in r["mentions"]]
     print_table(None, ["line", "mention", "entity", f"title ({lang})", "title (en)", "score", "prior"], rows)
+
+
+def corpus(
+    pages: Annotated[Path, typer.Argument(help="The page-text corpus a dump build wrote (kb.corpus/ next to kb.sqlite).")],
+    tokenizer: Annotated[Path, typer.Option("--tokenizer", help="Folder with the XLM-R tokenizer (tokenizer.json or sentencepiece.bpe.model).")],
+    vocab: Annotated[Path, typer.Option("--vocab", help="Entity vocabulary (SQLite) from `mluke kb vocab`.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Corpus folder to write (memory-mapped shards + meta.json).")],
+    languages: Annotated[Optional[str], typer.Option(help="Comma-separated languages (default: all in the page corpus).")] = None,
+    unknown_links: Annotated[str, typer.Option(help="Links to entities outside the vocabulary: 'drop' or 'unk'.")] = "drop",
+    keep_without_entities: Annotated[bool, typer.Option("--keep-without-entities", help="Also keep sequences without any entity.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output folder if it exists.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+) -> None:
+    """Build the pretraining corpus (sentences, word pieces, entity links packed into sequences)
+    from the page texts of a dump build, e.g. mluke corpus kb.corpus --tokenizer xlmr/ --vocab vocab.sqlite -o corpus"""
+    from kb.vocab import EntityVocab
+    from mluke.pretraining.corpus import build_corpus, documents_from_wiki_corpus
+    from mluke.tokenizer import MlukeTokenizer
+
+    if unknown_links not in ("drop", "unk"):
+        raise MlukeError(f"--unknown-links {unknown_links!r}: expected 'drop' or 'unk'")
+    entity_vocab = EntityVocab(vocab)
+    tok = MlukeTokenizer.from_pretrained(tokenizer, entity_vocab=entity_vocab)
+    langs = [l.strip() for l in languages.split(",")] if languages else None
+    meta = build_corpus(documents_from_wiki_corpus(pages, langs), tok, entity_vocab, output,
+                        unknown_links=unknown_links, keep_without_entities=keep_without_entities,  # type: ignore[arg-type]
+                        overwrite=overwrite, progress=progress)
+    print_table(f"wrote {output}", ["lang", "sequences", "words", "entities"],
+                [[l, c["sequences"], c["words"], c["entities"]] for l, c in meta["languages"].items()])

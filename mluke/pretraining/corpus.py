@@ -66,6 +66,18 @@ class Sequence:
     entity_spans: np.ndarray  # (n, 2)
 
 
+def documents_from_wiki_corpus(path: str | Path, languages: Iterable[str] | None = None) -> Iterator[Document]:
+    """The pages a dump build left in its page-text corpus (:class:`kb.WikiCorpus`) as documents:
+    links whose target resolved to an entity keep their key, the others are left out."""
+    from kb.corpus import WikiCorpus
+
+    corpus = WikiCorpus(path)
+    for lang in (corpus.languages if languages is None else languages):
+        for page in corpus.pages(lang):
+            links = [(l.start, l.end, l.entity) for l in page.links if l.entity is not None]
+            yield Document(lang, page.text, links, title=page.title)
+
+
 def split_sentences(lang: str, text: str) -> list[tuple[int, int]]:
     """Character spans of the sentences of ``text`` (sentencex; whole text if it finds none)."""
     from sentencex import get_sentence_boundaries

@@ -289,3 +289,44 @@ def test_two_processes_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp
 def test_bad_batch_split(corpus_dir, xlmr_dir, tmp_path):
     with pytest.raises(mluke.MlukeError, match="must split"):
         Trainer(_config(corpus_dir, xlmr_dir, tmp_path / "x", batch=6, micro=4), progress=False)
+
+
+def test_corpus_from_a_dump_builds_page_texts(pt_tokenizer, embedded_db, tmp_path):
+    import gzip
+
+    from typer.testing import CliRunner
+
+    from kb.corpus import write_manifest
+    from mluke.cli import app
+    from mluke.pretraining.corpus import documents_from_wiki_corpus
+
+    pages = tmp_path / "kb.corpus"
+    (pages / "ja").mkdir(parents=True)
+    text = "東京は日本の首都です。日本はアジアにある。"
+    record = {"id": 1, "title": "東京", "entity": TOKYO, "text": text,
+              "links": [[0, 2, TOKYO, "東京"], [3, 5, JAPAN, "日本"], [11, 13, JAPAN, "日本"], [16, 19, None, "アジア"]]}
+    with gzip.open(pages / "ja" / "part-00000.jsonl.gz", "wt", encoding="utf-8") as f:
+        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    write_manifest(pages, {"languages": {"ja": {"parts": ["part-00000.jsonl.gz"], "pages": 1}}})
+    docs = list(documents_from_wiki_corpus(pages))
+    assert [(d.lang, d.title, d.links) for d in docs] == [("ja", "東京", [(0, 2, TOKYO), (3, 5, JAPAN), (11, 13, JAPAN)])]
+    tok_dir = tmp_path / "tok"
+    pt_tokenizer.save_pretrained(tok_dir)
+    res = CliRunner().invoke(app, ["corpus", str(pages), "--tokenizer", str(tok_dir), "--vocab", str(pt_tokenizer.entity_vocab.path),
+                                   "-o", str(tmp_path / "corpus"), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    corpus = Corpus(tmp_path / "corpus")
+    assert corpus.sizes() == {"ja": 1} and len(corpus["ja"][0].entity_ids) == 3
+
+
+def test_demo_without_the_real_xlmr_tokenizer_trains_sentencepiece(embedded_db, tmp_path, monkeypatch):
+    import mluke.demo as demo
+
+    monkeypatch.setattr(demo, "_pruned_xlmr_tokenizer", lambda texts, folder: False)
+    preset = demo.PRESETS["tiny"]
+    out = demo.train_demo(tmp_path / "demo", preset=demo.DemoPreset(**{**preset.__dict__, "epochs": 0.2}), db=embedded_db,
+                          progress=False)
+    info = json.loads((out / "demo.json").read_text())
+    assert info["tokenizer"] == "sentencepiece" and (out / "tokenizer.json").is_file()
+    model, tok, vocab = mluke.load(out)
+    assert tok.vocab_size == model.config.vocab_size and len(vocab) == model.config.entity_vocab_size
