@@ -177,9 +177,10 @@ class EntityVocab(SqliteStore):
     @classmethod
     def _write(
         cls, path: str | os.PathLike[str], entries: Iterable[tuple[int, str | None, str | None, int, Iterable[tuple[str, str]]]],
-        *, overwrite: bool, provenance: dict[str, Any],
+        *, overwrite: bool, provenance: dict[str, Any], db: EntityDB | None = None,
     ) -> EntityVocab:
-        """Write ``(id, key, special, count, names)`` rows atomically; reject duplicate names or ids."""
+        """Write ``(id, key, special, count, names)`` rows atomically; reject duplicate names or ids.
+        With ``db``, ids without a key get the one their titles resolve to."""
         with atomic_build(path, fmt=FORMAT, version=FORMAT_VERSION, schema=_SCHEMA,
                           overwrite=overwrite, provenance=provenance) as conn:
             ins_entry = "INSERT INTO entries(id, key, special, count) VALUES (?, ?, ?, ?)"
@@ -192,6 +193,8 @@ class EntityVocab(SqliteStore):
                 if len(batch_n) > 50_000:
                     _flush(conn, ins_entry, batch_e, ins_name, batch_n, path)
             _flush(conn, ins_entry, batch_e, ins_name, batch_n, path)
+            if db is not None:
+                _attach_keys(conn, db)
             _create_indexes(conn, path)
         return cls(path)
 
@@ -319,7 +322,7 @@ class EntityVocab(SqliteStore):
                     else:
                         by_id.setdefault(id_, []).append((lang, title))
         provenance = {"builder": "kb.EntityVocab.import_jsonl", "source": str(jsonl_path)}
-        return cls._write(path, _entries_from(by_id, specials, counts, db), overwrite=overwrite, provenance=provenance)
+        return cls._write(path, _entries_from(by_id, specials, counts), overwrite=overwrite, provenance=provenance, db=db)
 
     # -- export ---------------------------------------------------------------------------------
     def export_hf(self, json_path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
@@ -353,14 +356,10 @@ def _flush(conn: Any, ins_entry: str, batch_e: list[tuple], ins_name: str, batch
 
 
 def _entries_from(
-    by_id: dict[int, list[tuple[str, str]]], specials: dict[int, str], counts: dict[int, int], db: EntityDB | None
+    by_id: dict[int, list[tuple[str, str]]], specials: dict[int, str], counts: dict[int, int]
 ) -> Iterator[tuple[int, str | None, str | None, int, list[tuple[str, str]]]]:
     for id_ in sorted(set(by_id) | set(specials)):
-        names = sorted(by_id.get(id_, []))
-        key = None
-        if db is not None and id_ not in specials:
-            key = next((k for l, t in names if l in db.languages and (k := db.resolve_title(l, t))), None)
-        yield id_, key, specials.get(id_), counts.get(id_, 0), names
+        yield id_, None, specials.get(id_), counts.get(id_, 0), sorted(by_id.get(id_, []))
 
 
 _JSON_STR = r'"(?:[^"\\]|\\.)*"'

@@ -145,7 +145,7 @@ def _pruned_xlmr_tokenizer(texts: list[str], folder: Path) -> bool:
     return True
 
 
-def _trained_spm_tokenizer(texts: list[str], folder: Path, seed: int) -> None:
+def _trained_spm_tokenizer(texts: list[str], folder: Path) -> None:
     import sentencepiece as spm
 
     from mluke.xlmr import from_sentencepiece
@@ -187,7 +187,7 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
         tok_dir = work / "tokenizer"
         tokenizer_kind = "xlmr-pruned" if _pruned_xlmr_tokenizer([d.text for d in docs], tok_dir) else "sentencepiece"
         if tokenizer_kind == "sentencepiece":
-            _trained_spm_tokenizer([d.text for d in docs], tok_dir, p.seed)
+            _trained_spm_tokenizer([d.text for d in docs], tok_dir)
         keys = sorted({k for d in docs for _, _, k in d.links} | {f["object"] for f in heldout} | {f["subject"] for f in heldout})
         vocab = EntityVocab.for_entities(db, keys, work / "entity_vocab.sqlite")
         tokenizer = MlukeTokenizer.from_pretrained(tok_dir, entity_vocab=vocab)
