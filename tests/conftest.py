@@ -26,6 +26,14 @@ def embedded_db(embedded_db_path: Path) -> kb.EntityDB:
     return kb.EntityDB(embedded_db_path)
 
 
+@pytest.fixture(scope="session")
+def tiny_demo(tmp_path_factory: pytest.TempPathFactory, embedded_db: kb.EntityDB) -> Path:
+    """The demo model at the ``tiny`` preset (one epoch, a few seconds), trained once per session."""
+    from mluke.demo import train_demo
+
+    return train_demo(tmp_path_factory.mktemp("demo") / "tiny", preset="tiny", db=embedded_db, progress=False)
+
+
 def write_tiny_db(path: Path) -> Path:
     """A small database in the shape a Wikipedia + Wikidata build produces."""
     with kb.EntityDB.create(path, provenance={"builder": "tests"}) as w:

@@ -20,6 +20,7 @@ app.command("probe")(model_commands.probe)
 app.command("eval-mlama")(model_commands.eval_mlama)
 app.command("eval-demo")(model_commands.eval_demo)
 app.command("link")(model_commands.link)
+app.command("eval-link")(model_commands.eval_link)
 app.command("corpus")(model_commands.corpus)
 
 

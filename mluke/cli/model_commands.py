@@ -124,13 +124,17 @@ def eval_mlama(
 def eval_demo(
     model: Annotated[Optional[Path], typer.Option(help="Demo model folder (default: the cached demo model, trained on first use).")] = None,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write all tables as JSON to this file ('-' for stdout).")] = None,
+    train_sample: Annotated[int, typer.Option(help="Training subjects sampled per (relation, language) for the 'train' rows.")] = 20,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
 ) -> None:
     """Probe the demo model on held-out and training (fact, language) pairs in word, entity [Y] and
-    entity [X]&[Y] modes, beside random and most-common-answer baselines (P@1 x 100)."""
-    from probes.demo_eval import evaluate_demo, to_markdown
+    entity [X]&[Y] modes, beside random and most-common-answer baselines (P@1 x 100); then link its
+    held-out ambiguous-city sentences with each linking method (accuracy x 100 per language)."""
+    from probes.demo_eval import evaluate_demo, evaluate_demo_linking, to_markdown
 
-    summary = evaluate_demo(model, progress=progress)
+    summary = evaluate_demo(model, max_train_per_cell=train_sample, progress=progress)
+    linking = evaluate_demo_linking(model, progress=progress)
+    summary["linking"] = linking.to_dict()
     if json_out:
         write_json(summary, json_out)
         if json_out == "-":
@@ -138,6 +142,8 @@ def eval_demo(
     typer.echo(to_markdown(summary, "by_relation"))
     typer.echo("")
     typer.echo(to_markdown(summary, "by_language"))
+    typer.echo("")
+    typer.echo(linking.to_markdown())
 
 
 def link(
@@ -145,7 +151,7 @@ def link(
     lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the texts, e.g. ja.")] = "en",
     model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
     db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
-    method: Annotated[str, typer.Option(help="'combined' (model + prior), 'prior' or 'model'.")] = "combined",
+    method: Annotated[str, typer.Option(help="'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one and feeding each resolved entity back in as context).")] = "combined",
     nil_threshold: Annotated[Optional[float], typer.Option(help="Mentions whose best score is below this are NIL.")] = None,
     candidates: Annotated[bool, typer.Option("--candidates", help="Include every candidate's scores in the JSONL output.")] = False,
     jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="Write one JSON object per input line to this file ('-' for stdout).")] = None,
@@ -171,6 +177,51 @@ def link(
     rows = [[r["line"], m["surface"], m["key"] or "NIL", m["title"] or "", m["title_en"] or "", f"{m['score']:.2f}", f"{m['prior']:.2f}"]
             for r in records for m in r["mentions"]]
     print_table(None, ["line", "mention", "entity", f"title ({lang})", "title (en)", "score", "prior"], rows)
+
+
+def eval_link(
+    folder: Annotated[Path, typer.Argument(help="The Mewsli-9 'dataset' folder written by its extraction script (holding <lang>/docs.tsv, <lang>/mentions.tsv, <lang>/text/), or one language folder.")],
+    langs: Annotated[Optional[str], typer.Option("--langs", help="Comma-separated languages to evaluate, e.g. ja,de (default: every language folder found).")] = None,
+    methods: Annotated[str, typer.Option("--methods", help="Comma-separated linking methods to compare: 'prior' (most common entity for the name), 'model' (the model alone), 'combined' (model + prior), 'global' (combined, resolving the most confident mention first; the slowest).")] = "prior,model,combined,global",
+    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="Entity database whose keys match the dataset's qid column, e.g. a kb built from the Wikidata dump (default: the embedded kb).")] = None,
+    end_to_end: Annotated[bool, typer.Option("--end-to-end/--no-end-to-end", help="Also let the linker find the mentions itself and report precision, recall and F1 against the gold mentions (exact span and entity); --no-end-to-end halves the time.")] = True,
+    nil_threshold: Annotated[Optional[float], typer.Option(help="Treat mentions whose best score (a log-probability, e.g. -3.0) is below this as NIL (not linked).")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write every score and the skipped-record counts as JSON to this file ('-' for stdout).")] = None,
+    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per (language, method) as CSV to this file ('-' for stdout).")] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+) -> None:
+    """Evaluate entity linking on Mewsli-9: in-KB accuracy (gold mentions given), the same on ambiguous
+    mentions (two or more candidates), and end-to-end precision / recall / F1, per language and method.
+
+    Example: mluke eval-link path/to/mewsli-9/output/dataset --langs ja,de --methods prior,combined --db kb.sqlite --model path/to/mluke-base
+    """
+    from mluke.linking import METHODS, Linker
+    from probes.linking_eval import METRIC_COLUMNS, evaluate_linking, read_mewsli
+
+    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    bad = [m for m in chosen if m not in METHODS]
+    if bad or not chosen:
+        raise MlukeError(f"--methods {methods!r}: expected a comma-separated list of {', '.join(METHODS)}")
+    languages = [l.strip() for l in langs.split(",") if l.strip()] if langs else None
+    data = read_mewsli(folder, languages)
+    if not data.docs:
+        raise MlukeError(f"{folder}: no usable documents ({sum(data.skipped.values())} records skipped)")
+    linker = Linker(model, db, languages=list(data.languages))
+    report = evaluate_linking(data, linker, methods=chosen, end_to_end=end_to_end, nil_threshold=nil_threshold,
+                              progress=progress)
+    if json_out:
+        write_json(report.to_dict(), json_out)
+    if csv_out:
+        write_csv(list(METRIC_COLUMNS), [[r[c] for c in METRIC_COLUMNS] for r in report.rows], csv_out)
+    if json_out == "-" or csv_out == "-":
+        return
+    columns, rows = report.table()
+    print_table(f"entity linking on {folder} ({len(data.docs):,} documents; scores x100)", columns, rows)
+    if data.skipped:
+        print_table("skipped records", ["reason", "count"], sorted(data.skipped.items(), key=lambda kv: -kv[1]))
+        for example in data.examples:
+            typer.echo(f"  e.g. {example}")
 
 
 def corpus(

@@ -12,13 +12,6 @@ PARIS, FRANCE, TOKYO, JAPAN = "geonames:2988507", "geonames:3017382", "geonames:
 
 
 @pytest.fixture(scope="session")
-def tiny_demo(tmp_path_factory, embedded_db):
-    from mluke.demo import train_demo
-
-    return train_demo(tmp_path_factory.mktemp("demo") / "tiny", preset="tiny", db=embedded_db, progress=False)
-
-
-@pytest.fixture(scope="session")
 def linker(tiny_demo, embedded_db):
     return Linker(tiny_demo, embedded_db, languages=["en", "ja"])
 
@@ -58,6 +51,10 @@ def test_batches_empty_long_and_bad_input(linker):
     long_text = "Paris is in France. " * 5000  # 100,000 characters: windows, not refused
     found = linker.link(long_text, "en")
     assert len(found) == 10_000 and all(m.key in (PARIS, FRANCE) for m in found)
+    megabyte = ("Paris is in France. " + "word " * 196) * 1000  # 1 MB, 2,000 mentions: chunked, not refused
+    assert len(megabyte) >= 1_000_000
+    found = linker.link(megabyte, "en")
+    assert len(found) == 2000 and [m.key for m in found[:2]] == [PARIS, FRANCE]
     mixed = linker.link("東京 and Paris", "ja")
     assert {m.surface for m in mixed} >= {"東京"}
     with pytest.raises(mluke.MlukeError, match="unknown language 'xx'"):
@@ -89,3 +86,67 @@ def test_public_api_names_are_functions_after_submodule_imports():
 
     assert callable(mluke.probe) and mluke.probe.__module__ == "mluke.cloze"
     assert callable(mluke.link) and mluke.link.__module__ == "mluke.linking"
+
+
+def test_global_mode_feeds_resolved_entities_back(linker, tiny_demo, monkeypatch):
+    info = json.loads((tiny_demo / "demo.json").read_text(encoding="utf-8"))
+    items = [x for x in info["linking"] if x["lang"] == "en"]  # city and country, both in the entity vocabulary
+    assert len(items) >= 2
+    text = " ".join(x["text"] for x in items[:2])
+    model = linker.bundle.model
+    calls = []
+    original = type(model).encode
+
+    def spy(self, **inputs):
+        calls.append(inputs["entity_ids"][0].tolist())
+        return original(self, **inputs)
+
+    monkeypatch.setattr(type(model), "encode", spy)
+    found = linker.link(text, "en", method="global", candidates=True)
+    n = sum(1 for m in found if any(r["model"] is not None for r in m.candidates))
+    assert n >= 3 and len(calls) == n  # one forward pass per resolved mention
+    vocab = linker.bundle.entity_vocab
+    assert all(e == vocab.mask_id for e in calls[0])  # step 1: every mention is an entity [MASK]
+    assert [sum(e != vocab.mask_id for e in c) for c in calls] == list(range(n))  # one more resolved entity per step
+    chosen = {vocab.id_of_key(m.key) for m in found}
+    assert {e for e in calls[-1] if e != vocab.mask_id} <= chosen
+    for m in found:  # scores are the combined ones of the step that resolved the mention
+        for row in m.candidates:
+            if row["model"] is not None:
+                assert row["score"] == pytest.approx(row["model"] + math.log(row["prior"]))
+    assert [m.surface for m in found] == [x["text"][a:b] for x in items[:2] for a, b, _ in x["mentions"]]
+
+
+def test_link_given_spans(linker):
+    text = "Paris is the capital of France. Zzyzx too."
+    found = linker.link(text, "en", spans=[(24, 30), (0, 5), (32, 37)])
+    assert [(m.start, m.end, m.surface) for m in found] == [(24, 30, "France"), (0, 5, "Paris"), (32, 37, "Zzyzx")]
+    assert [m.key for m in found[:2]] == [FRANCE, PARIS]
+    assert found[2].nil and found[2].key is None  # a surface the kb does not know
+    batch = linker.link([text, "Tokyo"], "en", spans=[[(0, 5)], [(0, 5)]], method="global")
+    assert batch[0][0].key == PARIS and batch[1][0].key == TOKYO
+    with pytest.raises(mluke.MlukeError, match=r"span 0: \(3, 99\) is outside the text"):
+        linker.link(text, "en", spans=[(3, 99)])
+    with pytest.raises(mluke.MlukeError, match="one list of spans per text"):
+        linker.link([text, text], "en", spans=[[(0, 5)]])
+
+
+def test_model_scores_are_the_mep_softmax_over_known_candidates(linker, tiny_demo):
+    import torch
+
+    info = json.loads((tiny_demo / "demo.json").read_text(encoding="utf-8"))
+    item = next(x for x in info["linking"] if x["lang"] == "en")
+    spans = [(a, b) for a, b, _ in item["mentions"]]
+    found = linker.link(item["text"], "en", spans=spans, method="model", candidates=True)
+    model, tok, vocab = linker.bundle
+    with torch.inference_mode():
+        _, hidden = model.encode(**tok(item["text"], entity_spans=spans))
+        scores = [model.entity_scores(hidden[0, slot][None], torch.tensor(
+            [vocab.id_of_key(r["key"]) for r in m.candidates if vocab.id_of_key(r["key"]) is not None]), normalize=False)[0]
+            for slot, m in enumerate(found)]
+    for m, logits in zip(found, scores):
+        known = [(r["key"], vocab.id_of_key(r["key"])) for r in m.candidates]
+        known = [(k, v) for k, v in known if v is not None]
+        expected = dict(zip([k for k, _ in known], torch.log_softmax(logits, -1).tolist()))
+        assert {r["key"]: r["model"] for r in m.candidates if r["key"] in expected} == pytest.approx(expected, abs=1e-5)
+        assert m.key == max(expected, key=expected.get)

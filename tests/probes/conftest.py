@@ -43,10 +43,3 @@ def write_mlama(root: Path) -> Path:
 @pytest.fixture
 def mlama_dir(tmp_path: Path) -> Path:
     return write_mlama(tmp_path / "mlama")
-
-
-@pytest.fixture(scope="session")
-def tiny_demo(tmp_path_factory, embedded_db):
-    from mluke.demo import train_demo
-
-    return train_demo(tmp_path_factory.mktemp("demo") / "tiny", preset="tiny", db=embedded_db, progress=False)
