@@ -152,6 +152,7 @@ def link(
     model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
     db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
     method: Annotated[str, typer.Option(help="'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one and feeding each resolved entity back in as context).")] = "combined",
+    prior_weight: Annotated[float, typer.Option(help="Weight of log p(entity | mention) next to the model's log-probability in 'combined' and 'global'.")] = 1.0,
     nil_threshold: Annotated[Optional[float], typer.Option(help="Mentions whose best score is below this are NIL.")] = None,
     candidates: Annotated[bool, typer.Option("--candidates", help="Include every candidate's scores in the JSONL output.")] = False,
     jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="Write one JSON object per input line to this file ('-' for stdout).")] = None,
@@ -165,7 +166,8 @@ def link(
     text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     lines = text.splitlines()
     linker = Linker(model, db, languages=[lang])
-    results = linker.link(lines, lang, method=method, nil_threshold=nil_threshold, candidates=candidates)  # type: ignore[arg-type]
+    results = linker.link(lines, lang, method=method, prior_weight=prior_weight,  # type: ignore[arg-type]
+                          nil_threshold=nil_threshold, candidates=candidates)
     records = [{"line": i + 1, "text": t, "mentions": [m.to_dict() for m in found]}
                for i, (t, found) in enumerate(zip(lines, results))]
     if jsonl:

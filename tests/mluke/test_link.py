@@ -78,6 +78,14 @@ def test_link_cli(tiny_demo, embedded_db_path, tmp_path):
     res = CliRunner().invoke(app, ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path)],
                              input="Paris is the capital of France.\n")
     assert res.exit_code == 0 and "Paris" in res.output and PARIS in res.output
+    res = CliRunner().invoke(app, ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path),
+                                   "--method", "global", "--prior-weight", "0.5", "--candidates", "--jsonl", "-"],
+                             input="Paris is the capital of France.\n")
+    assert res.exit_code == 0, res.output
+    mentions = json.loads(res.output)["mentions"]
+    assert [m["key"] for m in mentions] == [PARIS, FRANCE]
+    for row in (r for m in mentions for r in m["candidates"] if r["model"] is not None):
+        assert row["score"] == pytest.approx(row["model"] + 0.5 * math.log(row["prior"]))
 
 
 def test_public_api_names_are_functions_after_submodule_imports():
