@@ -119,6 +119,11 @@ class ProbeResult:
         return "\n".join(lines)
 
 
+#: Prompts whose entity scores share one pass of the full-vocabulary normaliser (measured on a
+#: 1.2M x 256 table on 2 cores: about 10 ms per row at 32 rows, 6 ms at 128).
+NORMALIZER_ROWS = 128
+
+
 class ClozeScorer:
     """Batched cloze scoring with one model (see module docs)."""
 
@@ -135,8 +140,13 @@ class ClozeScorer:
     @torch.inference_mode()
     def entity_scores(self, template: Template, subjects: Sequence[str], candidate_ids: torch.Tensor,
                       subject_ids: Sequence[int | None] | None = None) -> torch.Tensor:
-        """(n_subjects, n_candidates) MEP log-probabilities with the entity [MASK] over [Y]."""
-        out = []
+        """(n_subjects, n_candidates) MEP log-probabilities with the entity [MASK] over [Y].
+
+        The encoder runs ``batch_size`` prompts at a time; the states at [Y] are then
+        scored :data:`NORMALIZER_ROWS` at a time, because the full-vocabulary
+        normaliser reads the whole entity table once per call, whatever the rows.
+        """
+        states = []
         for start in range(0, len(subjects), self.batch_size):
             texts, spans, ents = [], [], []
             for i in range(start, min(start + self.batch_size, len(subjects))):
@@ -147,8 +157,12 @@ class ClozeScorer:
                 ents.append([None] + ([sid] if sid is not None else []))
             enc = self.tokenizer(texts, entity_spans=spans, entities=ents)
             _, hidden = self.model.encode(**enc)
-            out.append(self.model.entity_scores(hidden[:, 0], candidate_ids))
-        return torch.cat(out) if out else torch.zeros(0, len(candidate_ids))
+            states.append(hidden[:, 0])
+        if not states:
+            return torch.zeros(0, len(candidate_ids))
+        hidden = torch.cat(states)
+        return torch.cat([self.model.entity_scores(hidden[i:i + NORMALIZER_ROWS], candidate_ids)
+                          for i in range(0, len(hidden), NORMALIZER_ROWS)])
 
     @torch.inference_mode()
     def word_scores(self, template: Template, subjects: Sequence[str], pieces: Sequence[Sequence[int]]) -> torch.Tensor:
