@@ -100,8 +100,8 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
             elif method == "encoder":
                 _, ents = model.encode(**inputs)
                 scores = ents[:, 0, :1]
-            else:
-                _, ents = model.encode(**inputs)
+            else:  # what mluke.probe runs: the last layer for the entity rows only
+                ents = model.encode_entities(**inputs)
                 scores = model.entity_scores(ents[:, 0], cands, normalize=(method == "ours"))
             checksum += float(scores.sum())
         elapsed = time.perf_counter() - t

@@ -156,8 +156,7 @@ class ClozeScorer:
                 spans.append([(ys, ye)] + ([(xs, xe)] if sid is not None else []))
                 ents.append([None] + ([sid] if sid is not None else []))
             enc = self.tokenizer(texts, entity_spans=spans, entities=ents)
-            _, hidden = self.model.encode(**enc)
-            states.append(hidden[:, 0])
+            states.append(self.model.encode_entities(**enc)[:, 0])
         if not states:
             return torch.zeros(0, len(candidate_ids))
         hidden = torch.cat(states)

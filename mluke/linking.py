@@ -196,7 +196,7 @@ class Linker:
         Candidates outside the entity vocabulary get the uniform score 1 / (number of candidates).
         """
         model = self.bundle[0]
-        _, hidden = model.encode(**enc)
+        hidden = model.encode_entities(**enc)
         where = [(row, slot, (job.text, job.mentions[k])) for row, job in enumerate(part)
                  for slot, k in enumerate(enc.kept_entities[row]) if (job.text, job.mentions[k]) not in skip]
         if not where:

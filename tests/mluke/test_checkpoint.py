@@ -77,6 +77,22 @@ def test_variants_load(spm_model, tmp_path, entity_aware, lite, weights):
     assert out.entity_logits.shape == (1, 1, len(vocab))
 
 
+@pytest.mark.parametrize("entity_aware", [True, False])
+def test_encode_entities_equals_the_full_encoder(spm_model, tmp_path, entity_aware):
+    folder = write_tiny_checkpoint(tmp_path / "ck", spm_model, entity_aware=entity_aware)
+    model, tok, _ = mluke.load(folder)
+    # a batch with word and entity padding (the second text is shorter and has one entity)
+    inputs = tok([TEXT, "Tokyo."], entity_spans=[[(15, 20), (24, 30)], [(0, 5)]])
+    assert inputs["entity_attention_mask"][1, 1] == 0 and inputs["attention_mask"][1, -1] == 0
+    with torch.no_grad():
+        _, full = model.encode(**inputs)
+        fast = model.encode_entities(**inputs)
+    assert fast.shape == full.shape
+    assert torch.allclose(fast[0], full[0], atol=1e-5) and torch.allclose(fast[1, :1], full[1, :1], atol=1e-5)
+    with pytest.raises(ValueError, match="entity_ids"):
+        model.encode_entities(**tok(TEXT))
+
+
 def test_missing_entity_aware_queries_start_from_the_word_query(spm_model, tmp_path):
     drop = tuple(f"luke.encoder.layer.{i}.attention.self.{q}_query.{p}" for i in range(2) for q in ("w2e", "e2w", "e2e") for p in ("weight", "bias"))
     folder = write_tiny_checkpoint(tmp_path / "ck", spm_model, drop=drop)

@@ -103,13 +103,13 @@ def test_global_mode_feeds_resolved_entities_back(linker, tiny_demo, monkeypatch
     text = " ".join(x["text"] for x in items[:2])
     model = linker.bundle.model
     calls = []
-    original = type(model).encode
+    original = type(model).encode_entities
 
     def spy(self, **inputs):
         calls.append(inputs["entity_ids"][0].tolist())
         return original(self, **inputs)
 
-    monkeypatch.setattr(type(model), "encode", spy)
+    monkeypatch.setattr(type(model), "encode_entities", spy)
     found = linker.link(text, "en", method="global", candidates=True)
     n = sum(1 for m in found if any(r["model"] is not None for r in m.candidates))
     assert n >= 3 and len(calls) == n  # one forward pass per resolved mention
