@@ -6,8 +6,10 @@
 2. Each mention gets an entity [MASK] over its words; the model scores the
    candidates with the MEP head restricted to them (softmax over the candidates
    in the entity vocabulary), and the score is combined with the prior:
-   ``log p_model(e) + prior_weight * log p(e|m)``. Candidates outside the entity
-   vocabulary get the uniform model score. ``method="prior"`` or ``"model"``
+   ``log p_model(e) + prior_weight * log p(e|m)``. Of n candidates, k in the
+   entity vocabulary, each of the others gets the uniform model probability
+   1/n and the k known ones share the remaining k/n by their MEP softmax, so
+   the model's probabilities sum to one. ``method="prior"`` or ``"model"``
    uses one side only.
    ``method="global"`` follows Yamada et al. (2022): all mentions start as
    entity [MASK]s; at each step the most confident one (softmax of the combined
@@ -191,9 +193,10 @@ class Linker:
     def _part_scores(self, enc: Any, part: list[_Job], mentions: list[list[Any]],
                      ids: dict[tuple[int, int], list[tuple[str, int]]],
                      skip: Container[tuple[int, int]] = ()) -> dict[tuple[int, int], dict[str, float]]:
-        """Model log-probabilities (softmax over the known candidates) of the batch's mentions not in ``skip``.
+        """Model log-probabilities of the candidates of the batch's mentions not in ``skip``.
 
-        Candidates outside the entity vocabulary get the uniform score 1 / (number of candidates).
+        Of n candidates, those outside the entity vocabulary get 1/n each and the k
+        known ones share k/n by their MEP softmax (see the module docs).
         """
         model = self.bundle[0]
         hidden = model.encode_entities(**enc)
@@ -214,7 +217,8 @@ class Linker:
         for (_, _, key), row in zip(where, logp):
             found = mentions[key[0]][key[1]].candidates
             scores = dict.fromkeys((c.key for c in found), math.log(1.0 / len(found)))
-            scores.update({c: lp for (c, _), lp in zip(ids[key], row)})
+            share = math.log(len(ids[key]) / len(found))
+            scores.update({c: lp + share for (c, _), lp in zip(ids[key], row)})
             out[key] = scores
         return out
 

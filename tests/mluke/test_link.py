@@ -155,6 +155,9 @@ def test_model_scores_are_the_mep_softmax_over_known_candidates(linker, tiny_dem
     for m, logits in zip(found, scores):
         known = [(r["key"], vocab.id_of_key(r["key"])) for r in m.candidates]
         known = [(k, v) for k, v in known if v is not None]
-        expected = dict(zip([k for k, _ in known], torch.log_softmax(logits, -1).tolist()))
+        share = math.log(len(known) / len(m.candidates))  # the unknown candidates keep 1/n each
+        expected = dict(zip([k for k, _ in known], (torch.log_softmax(logits, -1) + share).tolist()))
         assert {r["key"]: r["model"] for r in m.candidates if r["key"] in expected} == pytest.approx(expected, abs=1e-5)
+        assert all(r["model"] == pytest.approx(-math.log(len(m.candidates))) for r in m.candidates if r["key"] not in expected)
+        assert sum(math.exp(r["model"]) for r in m.candidates) == pytest.approx(1.0)
         assert m.key == max(expected, key=expected.get)
