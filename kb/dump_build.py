@@ -49,18 +49,14 @@ from kb.wikipedia_dump import (
 from kb.writer import EntityDBWriter
 
 #: Bumped when staged data changes meaning, so an old work folder is not resumed.
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 DEFAULT_CHUNK_BYTES = 4 << 20
 DEFAULT_PAGES_PER_PART = 100_000
 
-# One row per chunk: each column a JSON array of that chunk's rows of one table.
-WIKIDATA_SCHEMA = """
-CREATE TABLE IF NOT EXISTS s_chunks(entities TEXT, titles TEXT, names TEXT, facts TEXT, properties TEXT,
-                                    property_labels TEXT);
-CREATE TABLE IF NOT EXISTS malformed(line INTEGER NOT NULL, message TEXT NOT NULL);
-"""
-# The staged rows unpacked into tables, in dump order, once the dump is read.
-_UNPACK = {
+# The staged rows, in dump order: a chunk's rows arrive from a worker as one JSON array per
+# table and are unpacked by SQLite (json_each, C speed) in the transaction that records the
+# chunk, so an interrupted stage keeps exactly the rows of the chunks it finished.
+_STAGED = {
     "s_entities": ("entities", ("key", "kind")),
     "s_titles": ("titles", ("lang", "title", "entity")),
     "s_names": ("names", ("lang", "name", "entity", "kind")),
@@ -68,17 +64,15 @@ _UNPACK = {
     "s_properties": ("properties", ("pid", "datatype")),
     "s_property_labels": ("property_labels", ("pid", "lang", "label")),
 }
-
-
-def _unpack_chunks(conn: sqlite3.Connection) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    for table, (column, names) in _UNPACK.items():
-        conn.execute(f"DROP TABLE IF EXISTS {table}")
-        cols = ", ".join(f"json_extract(j.value, '$[{i}]') AS {n}" for i, n in enumerate(names))
-        conn.execute(f"CREATE TABLE {table} AS SELECT {cols} FROM s_chunks c, json_each(c.{column}) j "
-                     "ORDER BY c.rowid, j.key")
-    conn.execute("CREATE INDEX s_titles_by_lang ON s_titles(lang, title)")
-    conn.execute("COMMIT")
+WIKIDATA_SCHEMA = "".join(f"CREATE TABLE IF NOT EXISTS {table}({', '.join(names)});\n"
+                          for table, (_, names) in _STAGED.items()) + \
+    "CREATE TABLE IF NOT EXISTS malformed(line INTEGER NOT NULL, message TEXT NOT NULL);\n"
+_UNPACK_SQL = {
+    column: f"INSERT INTO {table}({', '.join(names)}) SELECT "
+            + ", ".join(f"json_extract(j.value, '$[{i}]')" for i in range(len(names)))
+            + " FROM json_each(?) j ORDER BY j.key"
+    for table, (column, names) in _STAGED.items()
+}
 
 
 @dataclass
@@ -135,14 +129,12 @@ def read_wikidata(path: Path, conn: sqlite3.Connection, opts: WikidataOptions, *
             yield block, line, opts
             line += n
 
-    columns = ", ".join(ROW_TABLES)
-    marks = ", ".join("?" * len(ROW_TABLES))
     with DumpStream(path, threads=workers) as stream:
         stream.skip(stage.offset)
         for k, rows in enumerate(ordered_map(parse_chunk, tasks(stream), workers)):
             with stage.chunk(offset=ends[k][0], line=ends[k][1], counts=rows.counts):
-                conn.execute(f"INSERT INTO s_chunks({columns}) VALUES ({marks})",
-                             [rows.tables[name] for name in ROW_TABLES])
+                for name in ROW_TABLES:
+                    conn.execute(_UNPACK_SQL[name], (rows.tables[name],))
                 append_rows(conn, {"malformed": rows.malformed})
             progress(rows.counts.get("lines", 0))
     if not stage.counts.get("array_end"):
@@ -150,7 +142,7 @@ def read_wikidata(path: Path, conn: sqlite3.Connection, opts: WikidataOptions, *
             f"{path}: ends before the closing ']' of the JSON array after line {stage.line - 1:,}: "
             "the file is truncated; download it again"
         )
-    _unpack_chunks(conn)
+    conn.execute("CREATE INDEX IF NOT EXISTS s_titles_by_lang ON s_titles(lang, title)")
     stage.finish()
     return stage
 

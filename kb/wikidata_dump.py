@@ -218,8 +218,8 @@ ROW_TABLES = ("entities", "titles", "names", "facts", "properties", "property_la
 
 @dataclass
 class PackedRows:
-    """A chunk's rows as one JSON array per table: cheap to send between processes and to
-    store (one staging row per chunk; SQLite's ``json_each`` unpacks them at C speed)."""
+    """A chunk's rows as one JSON array per table: cheap to send between processes, and
+    unpacked into the staging tables by SQLite's ``json_each`` at C speed."""
 
     tables: dict[str, bytes]
     counts: dict[str, int]
