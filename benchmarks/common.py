@@ -32,6 +32,11 @@ def run_interleaved(script: str, methods: list[str], args: list[str], repeats: i
     return results
 
 
+def best_runs(results: dict[str, list[dict]], key: str) -> dict[str, dict]:
+    """Per method, the run with the highest ``key`` (e.g. ``"prompts_per_s"``)."""
+    return {m: max(runs, key=lambda r: r[key]) for m, runs in results.items()}
+
+
 def benchmark_parser(doc: str | None, work: Path) -> argparse.ArgumentParser:
     """An argument parser with the options every benchmark has: --work, --repeats and the hidden --measure."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -16,7 +16,7 @@ import random
 import time
 from pathlib import Path
 
-from common import benchmark_parser, peak_rss_mb, run_interleaved
+from common import benchmark_parser, best_runs, peak_rss_mb, run_interleaved
 
 LANGS = ("en", "de", "es", "ru", "ar", "ja", "zh")
 RELATIONS = ("P17", "P36", "P30", "P37", "P38", "P47")
@@ -75,7 +75,7 @@ def main() -> None:
         return
     extra = ["--texts", str(args.texts)] + (["--model", args.model] if args.model else [])
     results = run_interleaved(__file__, list(METHODS), extra, args.repeats)
-    best = {m: max(r, key=lambda x: x["texts_per_s"]) for m, r in results.items()}
+    best = best_runs(results, "texts_per_s")
     first = best[METHODS[0]]
     print(f"\n{first['texts']} texts, {first['mentions_per_text']:.1f} mentions per text, "
           f"{first['words_per_text_spaced']:.0f} words per text (space-delimited languages)")

@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from common import benchmark_parser, peak_rss_mb, run_interleaved
+from common import benchmark_parser, best_runs, peak_rss_mb, run_interleaved
 
 N_WORDS, N_ENTITIES, SEQ, N_CAND, BATCH = 250_004, 1_200_001, 16, 100, 32
 
@@ -123,7 +123,7 @@ def main() -> None:
         print(f"made {folder} in {time.perf_counter() - t:.0f} s", flush=True)
     methods = ["transformers", "ours", "ours-ranking", "encoder"]
     results = run_interleaved(__file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats)
-    best = {m: max(r, key=lambda x: x["prompts_per_s"]) for m, r in results.items()}
+    best = best_runs(results, "prompts_per_s")
     base = best["transformers"]["prompts_per_s"]
     print("\n| method | prompts/s | x transformers | peak RSS (MB) | load (s) |")
     print("|---|---:|---:|---:|---:|")

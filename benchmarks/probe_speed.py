@@ -15,7 +15,7 @@ import random
 import time
 from pathlib import Path
 
-from common import benchmark_parser, run_interleaved
+from common import benchmark_parser, best_runs, run_interleaved
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -89,7 +89,7 @@ def main() -> None:
         raise SystemExit(f"{folder} is missing: run benchmarks/model_scoring.py first")
     results = run_interleaved(__file__, ["reference", "entity"], ["--facts", str(args.facts), "--work", str(args.work)],
                               args.repeats)
-    best = {m: max(r, key=lambda x: x["facts_per_s"]) for m, r in results.items()}
+    best = best_runs(results, "facts_per_s")
     ratio = best["entity"]["facts_per_s"] / best["reference"]["facts_per_s"]
     print("\n| method | facts/s | ratio |\n|---|---:|---:|")
     print(f"| reference typed querying (word masks, 1 pass per length, full logits) | {best['reference']['facts_per_s']:.2f} | 1.0x |")

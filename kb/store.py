@@ -141,7 +141,7 @@ def attach(conn: sqlite3.Connection, path: str | os.PathLike[str] | None, alias:
 
 
 def chunked(items: list[Any], size: int = 500) -> Iterator[list[Any]]:
-    """Split a list for SQL ``IN (...)`` queries under SQLite's parameter limit."""
+    """Split a list into pieces of at most ``size`` (e.g. for SQL ``IN (...)`` under SQLite's parameter limit)."""
     for start in range(0, len(items), size):
         yield items[start:start + size]
 

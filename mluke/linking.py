@@ -38,6 +38,7 @@ import torch
 from kb.db import EntityDB
 from kb.errors import MlukeError
 from kb.languages import check_language
+from kb.store import chunked
 
 Method = Literal["combined", "prior", "model", "global"]
 METHODS = ("combined", "prior", "model", "global")
@@ -226,8 +227,7 @@ class Linker:
                jobs: list[_Job], batch_size: int) -> dict[tuple[int, int], dict[str, float]]:
         """Model log-probabilities of every mention, all of them entity [MASK]s."""
         out: dict[tuple[int, int], dict[str, float]] = {}
-        for start in range(0, len(jobs), batch_size):
-            part = jobs[start:start + batch_size]
+        for part in chunked(jobs, batch_size):
             out.update(self._part_scores(self._encode(texts, mentions, part), part, mentions, ids))
         return out
 
@@ -243,8 +243,7 @@ class Linker:
         """
         final: dict[tuple[int, int], dict[str, float]] = {}
         fixed: set[tuple[int, int]] = set()
-        for start in range(0, len(jobs), batch_size):
-            part = jobs[start:start + batch_size]
+        for part in chunked(jobs, batch_size):
             enc = self._encode(texts, mentions, part)
             slots = {(job.text, job.mentions[k]): (row, slot) for row, job in enumerate(part)
                      for slot, k in enumerate(enc.kept_entities[row])}

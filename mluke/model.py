@@ -36,16 +36,14 @@ class MlukeForMaskedLM(LukeForMaskedLM):
 
     def forward(self, *args: object, **kwargs: object) -> object:
         """``LukeForMaskedLM.forward``, refusing entity ids without positions (transformers crashes obscurely)."""
-        if kwargs.get("entity_ids") is not None and kwargs.get("entity_position_ids") is None:
-            raise ValueError("entity_ids need entity_position_ids (batch x entities x mention length, padded with -1)")
+        _check_entity_inputs(kwargs)
         return super().forward(*args, **kwargs)
 
     # -- encoder ------------------------------------------------------------------------
     def encode(self, **inputs: Tensor) -> tuple[Tensor, Tensor | None]:
         """Run the encoder only: word states (batch x words x hidden) and entity states
         (batch x entities x hidden, or ``None`` without entity inputs)."""
-        if inputs.get("entity_ids") is not None and inputs.get("entity_position_ids") is None:
-            raise ValueError("entity_ids need entity_position_ids (batch x entities x mention length, padded with -1)")
+        _check_entity_inputs(inputs)
         out = self.luke(**inputs, return_dict=True)
         return out.last_hidden_state, out.entity_last_hidden_state
 
@@ -56,8 +54,9 @@ class MlukeForMaskedLM(LukeForMaskedLM):
 
         Equal to ``encode(**inputs)[1]`` up to float rounding; skips most of one layer's word work.
         """
-        if inputs.get("entity_ids") is None or inputs.get("entity_position_ids") is None:
+        if inputs.get("entity_ids") is None:
             raise ValueError("encode_entities needs entity_ids and entity_position_ids")
+        _check_entity_inputs(inputs)
         luke, ids = self.luke, inputs["input_ids"]
         token_types = inputs.get("token_type_ids")  # LukeEmbeddings fails on None: pass zeros as LukeModel does
         words = luke.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids) if token_types is None else token_types,
@@ -120,6 +119,12 @@ class MlukeForMaskedLM(LukeForMaskedLM):
     def mep_loss(self, entity_hidden: Tensor, labels: Tensor) -> Tensor:
         """Cross-entropy of the entity head at labelled entity positions only."""
         return _head_loss(self.entity_predictions, entity_hidden, labels)
+
+
+def _check_entity_inputs(inputs: dict[str, object]) -> None:
+    """transformers crashes obscurely on entity ids without positions: say what is missing."""
+    if inputs.get("entity_ids") is not None and inputs.get("entity_position_ids") is None:
+        raise ValueError("entity_ids need entity_position_ids (batch x entities x mention length, padded with -1)")
 
 
 def _last_layer_entity_rows(layer: nn.Module, words: Tensor, ents: Tensor, additive_mask: Tensor) -> Tensor:

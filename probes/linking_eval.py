@@ -32,6 +32,7 @@ The ``"all"`` rows are micro averages over every mention of every language.
 from __future__ import annotations
 
 import csv
+import functools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import KbFormatError, MlukeError, OptionError
+from kb.store import chunked
 
 #: Columns the reader needs (others are ignored).
 DOC_COLUMNS = ("docid",)
@@ -375,11 +377,6 @@ class LinkingReport:
         return head + "\n" + self.to_markdown()
 
 
-def _chunks(items: Sequence[LinkDoc], size: int) -> Iterator[Sequence[LinkDoc]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
 def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
                      methods: Sequence[str] = ("prior", "model", "combined", "global"), end_to_end: bool = True,
                      nil_threshold: float | None = None, progress: bool = True, batch_docs: int = 16) -> LinkingReport:
@@ -415,18 +412,14 @@ def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
                          "build the Linker with languages=[...] that include them")
 
     db = linker.db
-    in_kb: dict[str, bool] = {}
-    ambiguous: dict[tuple[str, str], bool] = {}
 
+    @functools.cache
     def known(key: str) -> bool:
-        if key not in in_kb:
-            in_kb[key] = key in db
-        return in_kb[key]
+        return key in db
 
+    @functools.cache
     def is_ambiguous(lang: str, surface: str) -> bool:
-        if (lang, surface) not in ambiguous:
-            ambiguous[(lang, surface)] = len(linker.index.candidates(lang, surface)) >= 2
-        return ambiguous[(lang, surface)]
+        return len(linker.index.candidates(lang, surface)) >= 2
 
     passes = len(methods) * (2 if end_to_end else 1)
     total = sum(len(v) for v in by_lang.values()) * passes
@@ -438,7 +431,7 @@ def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
             for method in methods:
                 c = counts[(lang, method)] = _Counts(docs=len(lang_docs))
                 bar.set_description(f"{lang} {method}")
-                for part in _chunks(with_gold, batch_docs):
+                for part in chunked(with_gold, batch_docs):
                     found = linker.link([d.text for d in part], lang, method=method, nil_threshold=nil_threshold,
                                         spans=[[(m.start, m.end) for m in d.mentions] for d in part])
                     for doc, predicted in zip(part, found):
@@ -457,7 +450,7 @@ def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
                 if not end_to_end:
                     continue
                 bar.set_description(f"{lang} {method} end to end")
-                for part in _chunks(lang_docs, batch_docs):
+                for part in chunked(lang_docs, batch_docs):
                     found = linker.link([d.text for d in part], lang, method=method, nil_threshold=nil_threshold)
                     for doc, predicted in zip(part, found):
                         got = Counter((m.start, m.end, m.key) for m in predicted if not m.nil)
