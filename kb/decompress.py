@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -164,3 +165,52 @@ def iter_blocks(stream: DumpStream, size: int, sep: bytes = b"\n") -> Iterator[t
         block, carry = data[:cut], data[cut:]
         yield start, block
         start += len(block)
+
+
+@dataclass(frozen=True)
+class FileRange:
+    """Bytes ``[start, end)`` of a plain file: what a worker process reads for itself, so that
+    a chunk of an uncompressed dump never passes through the main process."""
+
+    path: str
+    start: int
+    end: int
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def read(self) -> bytes:
+        with open(self.path, "rb") as f:
+            f.seek(self.start)
+            data = f.read(self.end - self.start)
+        if len(data) != self.end - self.start:
+            raise KbFormatError(f"{self.path}: shorter than expected ({self.start + len(data):,} bytes, "
+                                f"expected at least {self.end:,}); was it replaced during the build?")
+        return data
+
+
+def iter_ranges(path: str | os.PathLike[str], start: int, size: int,
+                sep: bytes = b"\n") -> Iterator[tuple[int, FileRange]]:
+    """:func:`iter_blocks` for a plain file, as ranges: pieces of about ``size`` bytes from
+    ``start`` that end just after a ``sep`` (the last one may not). Only the bytes around each
+    cut are read here."""
+    path = str(path)
+    total = os.path.getsize(path)
+    with open(path, "rb") as f:
+        while start < total:
+            end = start + size
+            if end >= total:
+                end = total
+            else:
+                f.seek(end)
+                while True:  # a line may be longer than one read
+                    data = f.read(1 << 16)
+                    cut = data.find(sep)
+                    if cut >= 0:
+                        end += cut + len(sep)
+                        break
+                    if not data:
+                        break
+                    end += len(data)
+            yield start, FileRange(path, start, end)
+            start = end

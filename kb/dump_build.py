@@ -5,7 +5,9 @@ language). Stages, each resumable and committed per chunk (:mod:`kb.staging`):
 
 1. the Wikidata dump -> sitelinks, labels, aliases, item-valued claims of the
    chosen properties, property labels (:mod:`kb.wikidata_dump`), parsed in
-   parallel while ``lbzip2``/``pigz`` decompress;
+   parallel while ``lbzip2``/``pigz`` decompress (a plain dump is read by the
+   workers); each chunk's rows are staged as JSON arrays, unpacked by SQLite
+   only where they are read;
 2. per Wikipedia dump: read, resolve, count (:mod:`kb.wikipedia_dump`);
 3. assembly: the staged rows are written in key order into a new database
    (``<output>.partial-<pid>``, renamed when complete; secondary indexes are built
@@ -28,7 +30,13 @@ from tqdm import tqdm
 
 from kb import schema
 from kb.corpus import write_manifest
-from kb.decompress import DumpStream, detect_compression, iter_blocks
+from kb.decompress import (
+    DumpStream,
+    FileRange,
+    detect_compression,
+    iter_blocks,
+    iter_ranges,
+)
 from kb.embedded import load_relations
 from kb.errors import KbFormatError, OutputExistsError, UnknownLanguageError
 from kb.languages import MLUKE_LANGUAGES, check_languages
@@ -36,7 +44,13 @@ from kb.parallel import default_workers, ordered_map
 from kb.schema import check_pid
 from kb.staging import Stage, WorkDir, append_rows, connect_staging, file_identity
 from kb.store import atomic_build, attach
-from kb.wikidata_dump import MLAMA_PROPERTIES, ROW_TABLES, WikidataOptions, parse_chunk
+from kb.wikidata_dump import (
+    MLAMA_PROPERTIES,
+    WIKIDATA_SCHEMA,
+    WikidataOptions,
+    parse_chunk,
+    staged,
+)
 from kb.wikipedia_dump import (
     DEFAULT_MAX_SURFACES,
     STAGING_SCHEMA,
@@ -49,31 +63,9 @@ from kb.wikipedia_dump import (
 from kb.writer import EntityDBWriter
 
 #: Bumped when staged data changes meaning, so an old work folder is not resumed.
-BUILDER_VERSION = 2
+BUILDER_VERSION = 3
 DEFAULT_CHUNK_BYTES = 4 << 20
 DEFAULT_PAGES_PER_PART = 100_000
-
-# The staged rows, in dump order: a chunk's rows arrive from a worker as one JSON array per
-# table and are unpacked by SQLite (json_each, C speed) in the transaction that records the
-# chunk, so an interrupted stage keeps exactly the rows of the chunks it finished.
-_STAGED = {
-    "s_entities": ("entities", ("key", "kind")),
-    "s_titles": ("titles", ("lang", "title", "entity")),
-    "s_names": ("names", ("lang", "name", "entity", "kind")),
-    "s_facts": ("facts", ("subject", "property", "object")),
-    "s_properties": ("properties", ("pid", "datatype")),
-    "s_property_labels": ("property_labels", ("pid", "lang", "label")),
-}
-WIKIDATA_SCHEMA = "".join(f"CREATE TABLE IF NOT EXISTS {table}({', '.join(names)});\n"
-                          for table, (_, names) in _STAGED.items()) + \
-    "CREATE TABLE IF NOT EXISTS malformed(line INTEGER NOT NULL, message TEXT NOT NULL);\n"
-_UNPACK_SQL = {
-    column: f"INSERT INTO {table}({', '.join(names)}) SELECT "
-            + ", ".join(f"json_extract(j.value, '$[{i}]')" for i in range(len(names)))
-            + " FROM json_each(?) j ORDER BY j.key"
-    for table, (column, names) in _STAGED.items()
-}
-
 
 @dataclass
 class BuildReport:
@@ -119,30 +111,32 @@ def read_wikidata(path: Path, conn: sqlite3.Connection, opts: WikidataOptions, *
     stage = Stage(conn, "wikidata")
     if stage.done:
         return stage
-    ends: list[tuple[int, int]] = []
+    ends: list[int] = []
 
-    def tasks(stream: DumpStream) -> Iterator[tuple[bytes, int, WikidataOptions]]:
-        line = stage.line
-        for start, block in iter_blocks(stream, chunk_bytes):
-            n = block.count(b"\n")
-            ends.append((start + len(block), line + n))
-            yield block, line, opts
-            line += n
+    def tasks(stream: DumpStream) -> Iterator[tuple[bytes | FileRange, WikidataOptions]]:
+        if stream.compression == "none":  # the workers read their own ranges of a plain file
+            blocks: Iterator[tuple[int, bytes | FileRange]] = iter_ranges(path, stage.offset, chunk_bytes)
+        else:
+            stream.skip(stage.offset)
+            blocks = iter_blocks(stream, chunk_bytes)
+        for start, block in blocks:
+            ends.append(start + len(block))
+            yield block, opts
 
+    insert = "INSERT INTO s_rows(tbl, lang, data) VALUES (?, ?, CAST(? AS TEXT))"
     with DumpStream(path, threads=workers) as stream:
-        stream.skip(stage.offset)
         for k, rows in enumerate(ordered_map(parse_chunk, tasks(stream), workers)):
-            with stage.chunk(offset=ends[k][0], line=ends[k][1], counts=rows.counts):
-                for name in ROW_TABLES:
-                    conn.execute(_UNPACK_SQL[name], (rows.tables[name],))
-                append_rows(conn, {"malformed": rows.malformed})
+            first = stage.line
+            with stage.chunk(offset=ends[k], line=first + rows.lines, counts=rows.counts):
+                conn.executemany(insert, [(table, lang, data) for (table, lang), data in rows.tables.items()])
+                append_rows(conn, {"malformed": [(first + n, msg) for n, msg in rows.malformed]})
             progress(rows.counts.get("lines", 0))
     if not stage.counts.get("array_end"):
         raise KbFormatError(
             f"{path}: ends before the closing ']' of the JSON array after line {stage.line - 1:,}: "
             "the file is truncated; download it again"
         )
-    conn.execute("CREATE INDEX IF NOT EXISTS s_titles_by_lang ON s_titles(lang, title)")
+    conn.execute("CREATE INDEX IF NOT EXISTS s_rows_by_table ON s_rows(tbl, lang)")
     stage.finish()
     return stage
 
@@ -297,17 +291,26 @@ def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: W
     writer = EntityDBWriter(conn)
     writer.add_languages(opts.languages)
     attach(conn, work.file("wikidata.sqlite"), "wd")
-    q("INSERT OR IGNORE INTO entities SELECT key, kind FROM wd.s_entities ORDER BY key")
-    q("INSERT OR IGNORE INTO titles SELECT lang, title, entity FROM wd.s_titles ORDER BY lang, title, rowid")
-    q("""INSERT OR IGNORE INTO names SELECT lang, name, entity, kind FROM (
-            SELECT lang, name, entity, kind, MIN(rowid) FROM wd.s_names WHERE kind = 'label' GROUP BY entity, lang
-            UNION ALL SELECT lang, name, entity, kind, rowid FROM wd.s_names WHERE kind = 'alias')
+    q(f"INSERT OR IGNORE INTO entities SELECT key, kind FROM {staged('entities')} ORDER BY key, seq")
+    q(f"INSERT OR IGNORE INTO titles SELECT lang, title, entity FROM {staged('titles')} ORDER BY lang, title, seq")
+    # One label per entity and language: each entity line gives at most one, so only an entity
+    # that appears twice in the dump needs the first-wins choice (and the extra sort it costs).
+    q(f"CREATE TEMP TABLE twice AS SELECT key FROM {staged('entities')} GROUP BY key HAVING COUNT(*) > 1")
+    q(f"""INSERT OR IGNORE INTO names SELECT lang, name, entity, kind FROM (
+            SELECT lang, name, entity, 'label' AS kind FROM {staged('labels')}
+            WHERE entity NOT IN (SELECT key FROM temp.twice)
+            UNION ALL SELECT lang, name, entity, 'alias' FROM {staged('aliases')})
          ORDER BY lang, name, entity, kind""")
-    q("""INSERT OR IGNORE INTO facts SELECT subject, property, object FROM wd.s_facts
+    if q("SELECT 1 FROM temp.twice LIMIT 1").fetchone():
+        q(f"""INSERT OR IGNORE INTO names SELECT lang, name, entity, 'label' FROM (
+                SELECT lang, name, entity, MIN(seq) FROM {staged('labels')}
+                WHERE entity IN (SELECT key FROM temp.twice) GROUP BY entity, lang)""")
+    q("DROP TABLE temp.twice")
+    q(f"""INSERT OR IGNORE INTO facts SELECT subject, property, object FROM {staged('facts')}
          WHERE object IN (SELECT key FROM entities) ORDER BY property, subject, object""")
-    q("INSERT OR IGNORE INTO properties SELECT pid, datatype FROM wd.s_properties ORDER BY pid, rowid")
-    q("INSERT OR IGNORE INTO property_labels SELECT pid, lang, label FROM wd.s_property_labels "
-      "ORDER BY pid, lang, rowid")
+    q(f"INSERT OR IGNORE INTO properties SELECT pid, datatype FROM {staged('properties')} ORDER BY pid, seq")
+    q(f"INSERT OR IGNORE INTO property_labels SELECT pid, lang, label FROM {staged('property_labels')} "
+      "ORDER BY pid, lang, seq")
     relations = load_relations()
     for pid in opts.properties:
         rel = relations.get(pid, {})

@@ -42,14 +42,12 @@ provenance are recorded, writes are atomic); languages load on first use.
 from __future__ import annotations
 
 import array
-import gc
 import hashlib
 import json
 import os
 import sqlite3
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from itertools import repeat
 from math import isnan
 from pathlib import Path
@@ -72,6 +70,7 @@ from kb.errors import (
     TextInputError,
     UnknownLanguageError,
 )
+from kb.gcpause import gc_paused
 from kb.languages import check_language, check_languages
 from kb.store import atomic_build, open_readonly
 from kb.surfaces import (
@@ -543,7 +542,7 @@ class MentionIndex(CandidateGenerator):
         """
         if isinstance(texts, str):
             raise TextInputError("detect_batch() expects a list of texts, got one str (use detect() for one text)")
-        with _gc_paused():
+        with gc_paused():
             return [self.detect(t, lang, min_link_probability=min_link_probability) for t in texts]
 
     def _threshold(self, value: float | None) -> float | None:
@@ -593,18 +592,6 @@ class MentionIndex(CandidateGenerator):
             lp = lps[pid]
             out.append(Mention(a + base, b + base, text[a:b], None if isnan(lp) else lp, candidates(pid)))
         return out
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector (restoring its previous state afterwards)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _scan(automaton: Any, codes: str, pos: int, accept: Any) -> Iterator[tuple[tuple[int, int], int]]:

@@ -147,12 +147,14 @@ def _write(path: Path, rows: Rows, languages: tuple[str, ...], props: tuple[str,
             q(f"DELETE FROM names WHERE entity = ? AND lang IN ({lang_marks})", (key, *languages))
             q(f"DELETE FROM facts WHERE subject = ? AND property IN ({','.join('?' * len(props))})", (key, *props))
             w.add_entity(key, "item")
-        for lang, title, key in rows.titles:
-            w.add_title(lang, title, key)
-        for lang, name, key, kind in rows.names:
-            if kind == "label":
+        for lang, pairs in rows.titles.items():
+            for title, key in pairs:
+                w.add_title(lang, title, key)
+        for lang, pairs in rows.labels.items():
+            for name, key in pairs:
                 w.add_label(key, lang, name)
-            else:
+        for lang, pairs in rows.aliases.items():
+            for name, key in pairs:
                 w.add_aliases(key, lang, [name])
         for subject, pid, obj in rows.facts:
             if q("SELECT 1 FROM entities WHERE key = ?", (obj,)).fetchone() is not None:

@@ -18,7 +18,7 @@ claims) is skipped without building Python objects, about 2x faster than
 
 from __future__ import annotations
 
-import re
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +26,8 @@ from typing import Any
 import msgspec
 import orjson
 
+from kb.decompress import FileRange
+from kb.gcpause import gc_paused
 from kb.titles import normalize_title
 
 #: The Wikidata properties of the mLAMA relations (T-REx and Google-RE with item values).
@@ -97,14 +99,16 @@ def convert_entity(data: dict[str, Any]) -> WikidataEntity:
     return _ENTITY_DECODER.decode(msgspec.json.encode(data))
 
 
-_NOT_CANONICAL_RE = re.compile(r"[_\t\n\r\f\v]|  |^\s|\s$")
-
-
 def canonical_title(title: str) -> str:
-    """:func:`normalize_title`, skipped for the usual title that is already normalised."""
-    if _NOT_CANONICAL_RE.search(title) or title[:1].islower():
-        return normalize_title(title)
-    return title
+    """:func:`normalize_title`, skipped for the usual title that is already normalised: no
+    ``_``, no whitespace but single inner spaces (every other whitespace character is
+    unprintable), and a first letter that upper-casing leaves alone."""
+    first = title[:1]
+    upper = first.upper()
+    if (title.isprintable() and "_" not in title and "  " not in title and first != " " and title[-1:] != " "
+            and (upper == first or len(upper) != 1)):
+        return title
+    return normalize_title(title)
 
 
 def site_of(lang: str) -> str:
@@ -126,13 +130,21 @@ class WikidataOptions:
         object.__setattr__(self, "_props", frozenset(self.properties))
 
 
+def _by_language() -> defaultdict[str, list[tuple[str, str]]]:
+    return defaultdict(list)
+
+
 @dataclass
 class Rows:
-    """Rows for the entity database extracted from some entities (one chunk of a dump)."""
+    """Rows for the entity database extracted from some entities (one chunk of a dump).
+
+    Titles, labels and aliases are kept by language, ``{lang: [(text, entity), ...]}``,
+    the way the staging tables store them."""
 
     entities: list[tuple[str, str]] = field(default_factory=list)
-    titles: list[tuple[str, str, str]] = field(default_factory=list)
-    names: list[tuple[str, str, str, str]] = field(default_factory=list)
+    titles: defaultdict[str, list[tuple[str, str]]] = field(default_factory=_by_language)
+    labels: defaultdict[str, list[tuple[str, str]]] = field(default_factory=_by_language)
+    aliases: defaultdict[str, list[tuple[str, str]]] = field(default_factory=_by_language)
     facts: list[tuple[str, str, str]] = field(default_factory=list)
     properties: list[tuple[str, str | None]] = field(default_factory=list)
     property_labels: list[tuple[str, str, str]] = field(default_factory=list)
@@ -189,20 +201,23 @@ def extract(entity: WikidataEntity, opts: WikidataOptions, rows: Rows) -> None:
     titles = []
     if isinstance(entity.sitelinks, dict) and entity.sitelinks:
         links = entity.sitelinks
-        for site in sorted(links.keys() & sites.keys()):
-            if links[site].title:
-                titles.append((sites[site], canonical_title(links[site].title), key))
+        for site in links.keys() & sites.keys():  # any order: the rows are kept by language
+            title = links[site].title
+            if title:
+                titles.append((sites[site], canonical_title(title)))
     if not titles and not opts.all_items:
         rows.count("skipped_items")
         return
     rows.count("kept_items")
     rows.count("sitelinks", len(titles))
     rows.entities.append((key, "item"))
-    rows.titles.extend(titles)
-    rows.names.extend((lang, text, key, "label") for lang, text in _labels(entity, opts))
+    for lang, title in titles:
+        rows.titles[lang].append((title, key))
+    for lang, text in _labels(entity, opts):
+        rows.labels[lang].append((text, key))
     if isinstance(entity.aliases, dict) and entity.aliases:
-        for lang in sorted(entity.aliases.keys() & opts._langs):  # type: ignore[attr-defined]
-            rows.names.extend((lang, a.value, key, "alias") for a in entity.aliases[lang] if a.value)
+        for lang in entity.aliases.keys() & opts._langs:  # type: ignore[attr-defined]
+            rows.aliases[lang].extend((a.value, key) for a in entity.aliases[lang] if a.value)
     if isinstance(entity.claims, dict) and entity.claims:
         props = opts._props  # type: ignore[attr-defined]
         for pid, statements in entity.claims.items():
@@ -212,40 +227,92 @@ def extract(entity: WikidataEntity, opts: WikidataOptions, rows: Rows) -> None:
 
 #: At most this many malformed lines are reported per chunk (all are counted).
 MALFORMED_EXAMPLES = 5
-#: The row lists of :class:`Rows` that a chunk stores, as JSON arrays, in the staging database.
-ROW_TABLES = ("entities", "titles", "names", "facts", "properties", "property_labels")
+#: The tables of a chunk's staged rows: their columns, in the order of each row's JSON array.
+#: Titles, labels and aliases are split by language (the language is not repeated in the rows),
+#: so a Wikipedia stage reads only its own language's titles.
+STAGED_COLUMNS = {
+    "entities": ("key", "kind"),
+    "titles": ("title", "entity"),
+    "labels": ("name", "entity"),
+    "aliases": ("name", "entity"),
+    "facts": ("subject", "property", "object"),
+    "properties": ("pid", "datatype"),
+    "property_labels": ("pid", "lang", "label"),
+}
+_BY_LANGUAGE = ("titles", "labels", "aliases")
+
+# The staged rows, in dump order: each chunk's rows as JSON arrays, one per table (and language),
+# stored as they come from the workers in the transaction that records the chunk, so an
+# interrupted stage keeps exactly the chunks it finished and the main process does no per-row
+# work. SQLite unpacks them (json_each, C speed) where they are read: once by the assembly, which
+# sorts them into the database anyway, and per language by the Wikipedia stage (titles).
+#: The staging tables of the Wikidata stage.
+WIKIDATA_SCHEMA = """
+CREATE TABLE IF NOT EXISTS s_rows(tbl TEXT NOT NULL, lang TEXT NOT NULL, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS malformed(line INTEGER NOT NULL, message TEXT NOT NULL);
+"""
+
+
+def staged(table: str, schema: str = "wd", where: str = "") -> str:
+    """A sub-query giving the staged rows of ``table`` as columns (plus ``lang`` for the tables
+    split by language) and ``seq``, the row's position in the dump (for "first one wins")."""
+    cols = ", ".join(f"json_extract(j.value, '$[{i}]') AS {c}" for i, c in enumerate(STAGED_COLUMNS[table]))
+    if table in _BY_LANGUAGE:
+        cols = "r.lang AS lang, " + cols
+    return (f"(SELECT {cols}, (r.rowid << 32) + j.key AS seq "
+            f"FROM {schema}.s_rows r, json_each(r.data) j WHERE r.tbl = '{table}'{where})")
 
 
 @dataclass
 class PackedRows:
-    """A chunk's rows as one JSON array per table: cheap to send between processes, and
-    unpacked into the staging tables by SQLite's ``json_each`` at C speed."""
+    """A chunk's rows as JSON arrays, ``{(table, language or ""): array}`` (see
+    :data:`STAGED_COLUMNS`): cheap to send between processes and to store.
 
-    tables: dict[str, bytes]
+    Line numbers in ``malformed`` count from the chunk's first line (0); ``lines`` is the
+    number of line ends in the chunk."""
+
+    tables: dict[tuple[str, str], bytes]
     counts: dict[str, int]
     malformed: list[tuple[int, str]]
+    lines: int
 
 
-def parse_chunk(block: bytes, first_line: int, opts: WikidataOptions) -> PackedRows:
-    """Rows of one block of dump lines (line numbers start at ``first_line``)."""
+def _pack(rows: Rows) -> dict[tuple[str, str], bytes]:
+    parts: dict[tuple[str, str], Any] = {}
+    for table in _BY_LANGUAGE:
+        for lang, values in getattr(rows, table).items():
+            parts[table, lang] = values
+    for table in ("entities", "facts", "properties", "property_labels"):
+        if getattr(rows, table):
+            parts[table, ""] = getattr(rows, table)
+    return {part: orjson.dumps(values) for part, values in sorted(parts.items())}
+
+
+def parse_chunk(block: bytes | FileRange, opts: WikidataOptions) -> PackedRows:
+    """Rows of one block of dump lines (given, or read here from a plain file)."""
+    if isinstance(block, FileRange):
+        block = block.read()
     rows = Rows()
     decode = _ENTITY_DECODER.decode
-    for n, raw in enumerate(block.split(b"\n"), first_line):
-        line = raw.strip()
-        if line.endswith(b","):
-            line = line[:-1]
-        if not line or line == b"[":
-            continue
-        if line == b"]":
-            rows.count("array_end")
-            continue
-        rows.count("lines")
-        try:
-            entity = decode(line)
-            extract(entity, opts, rows)
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
-            rows.count("malformed")
-            if len(rows.malformed) < MALFORMED_EXAMPLES:
-                rows.malformed.append((n, f"{exc} (expected one JSON entity per line, e.g. {{\"type\":\"item\",\"id\":\"Q17\",...}})"))
-    tables = {name: orjson.dumps(getattr(rows, name)) for name in ROW_TABLES}
-    return PackedRows(tables, rows.counts, rows.malformed)
+    lines = block.split(b"\n")
+    with gc_paused():  # ~11k row tuples per 4 MB chunk and no cycles
+        for n, raw in enumerate(lines):
+            line = raw.strip()
+            if line.endswith(b","):
+                line = line[:-1]
+            if not line or line == b"[":
+                continue
+            if line == b"]":
+                rows.count("array_end")
+                continue
+            rows.count("lines")
+            try:
+                entity = decode(line)
+                extract(entity, opts, rows)
+            except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+                rows.count("malformed")
+                if len(rows.malformed) < MALFORMED_EXAMPLES:
+                    rows.malformed.append((n, f"{exc} (expected one JSON entity per line, "
+                                              f"e.g. {{\"type\":\"item\",\"id\":\"Q17\",...}})"))
+        tables = _pack(rows)
+    return PackedRows(tables, rows.counts, rows.malformed, len(lines) - 1)

@@ -45,6 +45,7 @@ from kb.errors import KbFormatError
 from kb.parallel import ordered_map
 from kb.staging import Stage, append_rows
 from kb.titles import normalize_title
+from kb.wikidata_dump import staged
 from kb.wikitext import NO_SPACE_LANGUAGES, LinkRules, parse_wikitext
 
 MAX_REDIRECT_HOPS = 16
@@ -249,7 +250,8 @@ def resolve(conn: sqlite3.Connection, lang: str, max_surfaces: int) -> Stage:
             WHERE c.hops < {MAX_REDIRECT_HOPS} AND r.target != c.source)
         SELECT source, cur FROM chain WHERE NOT EXISTS (SELECT 1 FROM r r2 WHERE r2.source = chain.cur)""")
     q("CREATE TABLE sl(title TEXT PRIMARY KEY, entity TEXT NOT NULL) WITHOUT ROWID")
-    q("INSERT OR IGNORE INTO sl SELECT title, entity FROM wd.s_titles WHERE lang = ? ORDER BY rowid", (lang,))
+    q(f"INSERT OR IGNORE INTO sl SELECT title, entity FROM {staged('titles', where=' AND r.lang = ?')} ORDER BY seq",
+      (lang,))
     q("CREATE TABLE resolved(title TEXT PRIMARY KEY, entity TEXT NOT NULL, final TEXT NOT NULL) WITHOUT ROWID")
     q("""INSERT INTO resolved
         SELECT d.target, sl.entity, d.final FROM (

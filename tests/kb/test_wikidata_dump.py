@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -9,8 +10,21 @@ import pytest
 
 import kb
 import kb.decompress
-from kb.wikidata_dump import Rows, WikidataOptions, convert_entity, extract
-from tests.kb.dump_fixtures import db_rows, wikidata_entities, write_wikidata
+import kb.dump_build
+from kb.titles import normalize_title
+from kb.wikidata_dump import (
+    Rows,
+    WikidataOptions,
+    canonical_title,
+    convert_entity,
+    extract,
+)
+from tests.kb.dump_fixtures import (
+    db_rows,
+    wikidata_entities,
+    wikidata_lines,
+    write_wikidata,
+)
 
 LANGS = ("ar", "en", "fr", "ja")
 
@@ -83,6 +97,46 @@ def test_compressed_dumps_give_the_same_database(tmp_path, built, compression, e
     assert db_rows(tmp_path / "kb.sqlite", skip=("meta", "sources")) == db_rows(built[0], skip=("meta", "sources"))
 
 
+class Interrupt(Exception):
+    pass
+
+
+@pytest.mark.parametrize("compression", ["none", "bz2"])
+def test_interrupted_wikidata_stage_continues_to_the_same_database(tmp_path, built, compression, monkeypatch):
+    dump = write_wikidata(tmp_path / "latest-all.json", compression=compression)
+    real, calls = kb.dump_build.parse_chunk, {"n": 0}
+
+    def flaky(block, opts):
+        calls["n"] += 1
+        if calls["n"] == 3:  # two chunks are committed
+            raise Interrupt
+        return real(block, opts)
+
+    monkeypatch.setattr(kb.dump_build, "parse_chunk", flaky)
+    with pytest.raises(Interrupt):
+        _build(tmp_path, dump, chunk_bytes=1500)
+    monkeypatch.setattr(kb.dump_build, "parse_chunk", real)
+    report = _build(tmp_path, dump, chunk_bytes=1500)
+    assert report.resumed == ["wikidata"]
+    assert report.wikidata["malformed_examples"][0][0] == 7 and report.wikidata["items"] == 7
+    assert db_rows(tmp_path / "kb.sqlite", skip=("meta", "sources")) == db_rows(built[0], skip=("meta", "sources"))
+
+
+def test_plain_dump_ranges_tile_the_file_at_line_ends(tmp_path):
+    lines = [b"[", b'{"id":"Q1"},', b'{"id":"Q2","x":"' + b"y" * 200_000 + b'"},', b"{}", b"]"]
+    path = tmp_path / "dump.json"
+    path.write_bytes(b"\n".join(lines))  # no final line end
+    data = path.read_bytes()
+    for start, size in [(0, 10), (0, 1 << 20), (2, 7), (15, 100_000)]:
+        ranges = [r for _, r in kb.decompress.iter_ranges(path, start, size)]
+        assert ranges[0].start == start and ranges[-1].end == len(data)
+        assert all(a.end == b.start for a, b in zip(ranges, ranges[1:]))
+        assert all(data[r.end - 1:r.end] == b"\n" for r in ranges[:-1])  # whole lines only
+        assert b"".join(r.read() for r in ranges) == data[start:]
+        assert all(len(r) - size <= 200_020 for r in ranges)  # at most one line past the size
+    assert [len(r.read().split(b"\n")) for _, r in kb.decompress.iter_ranges(path, 0, 10)] == [3, 2, 2]
+
+
 def test_truncated_bz2_is_fatal_and_leaves_no_database(tmp_path):
     dump = write_wikidata(tmp_path / "latest-all.json.bz2", compression="bz2")
     dump.write_bytes(dump.read_bytes()[:-200])
@@ -121,6 +175,23 @@ def test_properties_languages_and_all_items_options(tmp_path):
         assert db.titles("Q17") == {"ja": "日本"}
 
 
+def test_entity_repeated_in_the_dump_keeps_its_first_label_and_all_aliases(tmp_path):
+    # A dump written while items were edited can hold an item twice; the first line's label wins.
+    lines = wikidata_lines(malformed=False)
+    again = json.loads(lines[3].rstrip(b","))  # Q17
+    assert again["id"] == "Q17"
+    again["labels"]["en"]["value"] = "Nippon-koku"
+    again["aliases"] = {"en": [{"language": "en", "value": "Land of the Rising Sun"}]}
+    lines.insert(-1, json.dumps(again, ensure_ascii=False).encode("utf-8") + b",")
+    dump = tmp_path / "latest-all.json"
+    dump.write_bytes(b"\n".join(lines) + b"\n")
+    _build(tmp_path, dump, chunk_bytes=700)  # several chunks: the two lines land in different ones
+    with kb.EntityDB(tmp_path / "kb.sqlite") as db:
+        assert db.label("Q17", "en") == "Japan" and db.label("Q17", "ja") == "日本"
+        assert db.entity("Q17").aliases == {"en": ("Land of the Rising Sun", "Nihon", "Nippon")}
+        assert db.label("Q1490", "en") == "Tokyo"
+
+
 def test_extraction_handles_api_shapes_and_empty_maps():
     opts = WikidataOptions(("en", "zh"), ("P36",))
     rows = Rows()
@@ -128,7 +199,8 @@ def test_extraction_handles_api_shapes_and_empty_maps():
               "aliases": [], "claims": [], "sitelinks": {"zhwiki": {"site": "zhwiki", "title": "东京都"},
                                                           "zhwikiquote": {"site": "zhwikiquote", "title": "x"}}}
     extract(convert_entity(entity), opts, rows)
-    assert rows.titles == [("zh", "东京都", "Q9")] and rows.names == [("zh", "东京", "Q9", "label")]
+    assert rows.titles == {"zh": [("东京都", "Q9")]} and rows.labels == {"zh": [("东京", "Q9")]}
+    assert not rows.aliases
     assert len(wikidata_entities()) == 9
 
 
@@ -140,3 +212,12 @@ def test_unknown_language_of_wikipedia_dump_and_bad_options(tmp_path):
         _build(tmp_path, dump, properties=("capital",))
     with pytest.raises(kb.KbFormatError, match="no such file"):
         _build(tmp_path, tmp_path / "missing.json.bz2")
+
+
+def test_sitelink_titles_are_normalised_like_links():
+    # the fast path of canonical_title must agree with normalize_title on every title
+    titles = ["Japan", "東京都", "tokyo", "Tokyo_Tower", "Tokyo  Tower", " Tokyo", "Tokyo ", "Foo\u3000Bar",
+              "Foo\u00a0Bar", "Foo\tBar", "ßtraße", "ǅemal", "ǆemal", "émile", "Émile", "İstanbul", "ıdır",
+              "😂 emoji", "", " ", "القاهرة", "a", "Ω", "ω", "Foo\u2028Bar", "Foo\x85Bar", "x_"]
+    for title in titles:
+        assert canonical_title(title) == normalize_title(title), repr(title)
