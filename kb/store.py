@@ -116,6 +116,7 @@ def atomic_build(
         }
         conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", meta.items())
         conn.execute("COMMIT")
+        conn.execute("PRAGMA analysis_limit = 1000")  # sampled statistics: enough for the planner, O(1) per index
         conn.execute("ANALYZE")
         conn.close()
         os.replace(tmp, path)

@@ -144,12 +144,15 @@ def compute_stats(conn: sqlite3.Connection) -> dict[str, Any]:
     put(q("SELECT lang, COUNT(*) FROM titles GROUP BY lang"), "titles")
     put(q("SELECT lang, COUNT(*) FROM names WHERE kind = 'label' GROUP BY lang"), "labels")
     put(q("SELECT lang, COUNT(*) FROM names WHERE kind = 'alias' GROUP BY lang"), "aliases")
-    put(q("SELECT lang, COUNT(DISTINCT entity) FROM ("
-          "SELECT lang, entity FROM titles UNION ALL SELECT lang, entity FROM names) GROUP BY lang"), "entities")
-    put(q("SELECT s.lang, COUNT(*) FROM facts f "
-          "JOIN names s ON s.entity = f.subject AND s.kind = 'label' "
-          "JOIN names o ON o.entity = f.object AND o.kind = 'label' AND o.lang = s.lang "
-          "GROUP BY s.lang"), "facts")
+    # A merge of the two (entity, lang) indexes instead of sorting every row (2x faster at 100k
+    # entities), and the facts scanned with their labels looked up, rather than every name
+    # scanned for facts (the planner's choice, 2.3x slower): CROSS JOIN fixes the order.
+    put(q("SELECT lang, COUNT(*) FROM ("
+          "SELECT entity, lang FROM titles UNION SELECT entity, lang FROM names ORDER BY 1, 2) GROUP BY lang"),
+        "entities")
+    put(q("SELECT s.lang, COUNT(*) FROM facts f CROSS JOIN names s CROSS JOIN names o "
+          "WHERE s.entity = f.subject AND s.kind = 'label' "
+          "AND o.entity = f.object AND o.kind = 'label' AND o.lang = s.lang GROUP BY s.lang"), "facts")
     put(q("SELECT lang, COUNT(*) FROM templates GROUP BY lang"), "templates")
     put(q("SELECT lang, COUNT(*) FROM redirects GROUP BY lang"), "redirects")
     put(q("SELECT lang, COUNT(*) FROM anchors GROUP BY lang"), "anchors")
