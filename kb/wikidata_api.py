@@ -119,7 +119,7 @@ def add_entities(
     rows = Rows()
     entities = []
     for asked, data in fetched:
-        entity = convert_entity(data)
+        entity = convert_entity(data, opts)
         if entity.id != asked:
             report.redirected[asked] = entity.id
         before = len(rows.entities)

@@ -10,14 +10,18 @@ What is kept, for the chosen languages (``{lang}wiki`` sitelinks only, not
   relations of mLAMA), except deprecated ones and ``somevalue``/``novalue``;
 - the chosen properties' own labels and datatype.
 
-Decoding uses ``msgspec`` with typed structures that name only these fields:
-the rest of each ~14 KB line (descriptions, references, qualifiers, other
-claims) is skipped without building Python objects, about 2x faster than
-``orjson.loads`` of the whole line.
+Decoding uses ``msgspec`` with typed structures that name only these fields,
+down to the chosen languages, Wikipedia sites and properties (:class:`_Layout`):
+the rest of each line (descriptions, references, qualifiers, labels in other
+languages, other claims) is skipped without building Python objects. On ~14 KB
+items that is about 2x faster than ``orjson.loads`` of the whole line; on an
+item with labels and sitelinks in 300 languages, or a scholarly article with
+300 citation claims, a third fewer instructions than decoding whole maps.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +29,7 @@ from typing import Any
 
 import msgspec
 import orjson
+from msgspec.structs import astuple
 
 from kb.decompress import FileRange
 from kb.gcpause import gc_paused
@@ -73,30 +78,76 @@ class _Statement(msgspec.Struct):
     rank: str = "normal"
 
 
-class WikidataEntity(msgspec.Struct):
-    """The fields of a Wikidata entity that mluke reads (empty maps may come as ``[]``)."""
+class WikidataEntity(msgspec.Struct, gc=False):
+    """An entity as decoded for some :class:`WikidataOptions`: ``labels``, ``aliases``,
+    ``sitelinks`` and ``claims`` are structures with one field per chosen language, site or
+    property (see :class:`_Layout`), or ``[]`` where Wikidata writes an empty map so."""
 
     id: str
     type: str
-    labels: dict[str, _Text] | list[Any] = {}
-    aliases: dict[str, list[_Text]] | list[Any] = {}
-    claims: dict[str, list[_Statement]] | list[Any] = {}
-    sitelinks: dict[str, _Sitelink] | list[Any] = {}
+    labels: Any = ()
+    aliases: Any = ()
+    claims: Any = ()
+    sitelinks: Any = ()
     datatype: str | None = None
 
 
-_ENTITY_DECODER = msgspec.json.Decoder(WikidataEntity)
+class _Layout:
+    """The decoder of one choice of languages and properties, and where each value lands.
+
+    Labels, aliases, sitelinks and claims are decoded into structures whose fields are only the
+    chosen languages, Wikipedia sites and properties: everything else in a line (the labels in
+    300 languages of a popular item, the hundreds of citation claims of a scholarly article,
+    descriptions, references) is skipped by ``msgspec`` without building a Python object.
+    """
+
+    def __init__(self, languages: tuple[str, ...], properties: tuple[str, ...]) -> None:
+        label_codes = tuple(dict.fromkeys(c for l in languages for c in (l, *LABEL_FALLBACKS.get(l, ()))))
+        labels = _fields("Labels", label_codes, _Text | None, None)
+        aliases = _fields("Aliases", languages, list[_Text], list)
+        sites = _fields("Sitelinks", tuple(site_of(l) for l in languages), _Sitelink | None, None)
+        claims = _fields("Claims", properties, list[_Statement], list)
+        entity = msgspec.defstruct("Entity", [
+            ("labels", labels | list[Any], msgspec.field(default_factory=list)),
+            ("aliases", aliases | list[Any], msgspec.field(default_factory=list)),
+            ("claims", claims | list[Any], msgspec.field(default_factory=list)),
+            ("sitelinks", sites | list[Any], msgspec.field(default_factory=list)),
+        ], bases=(WikidataEntity,), gc=False)
+        self.decoder = msgspec.json.Decoder(entity)
+        pos = {code: i for i, code in enumerate(label_codes)}
+        #: Per language, the positions of its label fields to try in order (own code, fallbacks).
+        self.labels = tuple((l, tuple(pos[c] for c in (l, *LABEL_FALLBACKS.get(l, ())))) for l in languages)
+        self.languages = languages  # the order of the alias and sitelink fields
+        self.properties = properties  # the order of the claim fields
+
+
+def _fields(name: str, keys: tuple[str, ...], kind: Any, default: Any) -> Any:
+    """A struct with one field per JSON key (attribute names ``f0``, ``f1``...), ``default``
+    when absent (a factory if callable)."""
+    def spec(key: str) -> Any:
+        if callable(default):
+            return msgspec.field(default_factory=default, name=key)
+        return msgspec.field(default=default, name=key)
+
+    return msgspec.defstruct(name, [(f"f{i}", kind, spec(k)) for i, k in enumerate(keys)], gc=False)
+
+
+@functools.cache
+def _layout(languages: tuple[str, ...], properties: tuple[str, ...]) -> _Layout:
+    return _Layout(languages, properties)
+
+
 _ENTITY_ID_DECODER = msgspec.json.Decoder(_EntityId)
 
 
-def decode_entity(line: bytes) -> WikidataEntity:
+def decode_entity(line: bytes, opts: WikidataOptions) -> WikidataEntity:
     """Decode one entity's JSON (a dump line without its trailing comma)."""
-    return _ENTITY_DECODER.decode(line)
+    return opts.layout.decoder.decode(line)
 
 
-def convert_entity(data: dict[str, Any]) -> WikidataEntity:
+def convert_entity(data: dict[str, Any], opts: WikidataOptions) -> WikidataEntity:
     """The same from already-parsed JSON (an API response): re-encoded, so that both take one path."""
-    return _ENTITY_DECODER.decode(msgspec.json.encode(data))
+    return opts.layout.decoder.decode(msgspec.json.encode(data))
 
 
 def canonical_title(title: str) -> str:
@@ -125,9 +176,12 @@ class WikidataOptions:
     all_items: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_sites", {site_of(l): l for l in self.languages})
-        object.__setattr__(self, "_langs", frozenset(self.languages))
         object.__setattr__(self, "_props", frozenset(self.properties))
+
+    @property
+    def layout(self) -> _Layout:
+        """The decoder for these languages and properties (made once per process)."""
+        return _layout(self.languages, self.properties)
 
 
 def _by_language() -> defaultdict[str, list[tuple[str, str]]]:
@@ -157,17 +211,16 @@ class Rows:
 
 def _labels(entity: WikidataEntity, opts: WikidataOptions) -> Iterable[tuple[str, str]]:
     labels = entity.labels
-    if not isinstance(labels, dict) or not labels:
+    if isinstance(labels, list):
         return
-    for lang in opts.languages:
-        text = labels.get(lang)
-        if text is None:
-            for alt in LABEL_FALLBACKS.get(lang, ()):
-                text = labels.get(alt)
-                if text is not None:
-                    break
-        if text is not None and text.value:
-            yield lang, text.value
+    values = astuple(labels)
+    for lang, where in opts.layout.labels:
+        for i in where:  # the language's own code, then its fallbacks
+            text = values[i]
+            if text is not None:
+                if text.value:
+                    yield lang, text.value
+                break
 
 
 def _item_values(statements: list[_Statement]) -> Iterable[str]:
@@ -197,14 +250,13 @@ def extract(entity: WikidataEntity, opts: WikidataOptions, rows: Rows) -> None:
         return
     rows.count("items")
     key = entity.id
-    sites = opts._sites  # type: ignore[attr-defined]
+    layout = opts.layout
     titles = []
-    if isinstance(entity.sitelinks, dict) and entity.sitelinks:
-        links = entity.sitelinks
-        for site in links.keys() & sites.keys():  # any order: the rows are kept by language
-            title = links[site].title
-            if title:
-                titles.append((sites[site], canonical_title(title)))
+    links = entity.sitelinks
+    if not isinstance(links, list):
+        for lang, link in zip(layout.languages, astuple(links)):
+            if link is not None and link.title:
+                titles.append((lang, canonical_title(link.title)))
     if not titles and not opts.all_items:
         rows.count("skipped_items")
         return
@@ -215,13 +267,15 @@ def extract(entity: WikidataEntity, opts: WikidataOptions, rows: Rows) -> None:
         rows.titles[lang].append((title, key))
     for lang, text in _labels(entity, opts):
         rows.labels[lang].append((text, key))
-    if isinstance(entity.aliases, dict) and entity.aliases:
-        for lang in entity.aliases.keys() & opts._langs:  # type: ignore[attr-defined]
-            rows.aliases[lang].extend((a.value, key) for a in entity.aliases[lang] if a.value)
-    if isinstance(entity.claims, dict) and entity.claims:
-        props = opts._props  # type: ignore[attr-defined]
-        for pid, statements in entity.claims.items():
-            if pid in props:
+    aliases = entity.aliases
+    if not isinstance(aliases, list):
+        for lang, values in zip(layout.languages, astuple(aliases)):
+            if values:
+                rows.aliases[lang].extend((a.value, key) for a in values if a.value)
+    claims = entity.claims
+    if not isinstance(claims, list):
+        for pid, statements in zip(layout.properties, astuple(claims)):
+            if statements:
                 rows.facts.extend((key, pid, obj) for obj in dict.fromkeys(_item_values(statements)))
 
 
@@ -293,7 +347,7 @@ def parse_chunk(block: bytes | FileRange, opts: WikidataOptions) -> PackedRows:
     if isinstance(block, FileRange):
         block = block.read()
     rows = Rows()
-    decode = _ENTITY_DECODER.decode
+    decode = opts.layout.decoder.decode
     lines = block.split(b"\n")
     with gc_paused():  # ~11k row tuples per 4 MB chunk and no cycles
         for n, raw in enumerate(lines):

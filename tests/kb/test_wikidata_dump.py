@@ -198,7 +198,7 @@ def test_extraction_handles_api_shapes_and_empty_maps():
     entity = {"type": "item", "id": "Q9", "labels": {"zh-hans": {"language": "zh-hans", "value": "东京"}},
               "aliases": [], "claims": [], "sitelinks": {"zhwiki": {"site": "zhwiki", "title": "东京都"},
                                                           "zhwikiquote": {"site": "zhwikiquote", "title": "x"}}}
-    extract(convert_entity(entity), opts, rows)
+    extract(convert_entity(entity, opts), opts, rows)
     assert rows.titles == {"zh": [("东京都", "Q9")]} and rows.labels == {"zh": [("东京", "Q9")]}
     assert not rows.aliases
     assert len(wikidata_entities()) == 9
