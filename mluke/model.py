@@ -15,7 +15,11 @@ from torch import Tensor, nn
 from transformers import LukeConfig, LukeForMaskedLM
 from transformers.activations import gelu
 
-DEFAULT_CHUNK = 32_768
+#: Vocabulary rows per step of the full normaliser. On the 2-core development machine, for a
+#: 1.2M x 256 entity table, 8K rows were 10-14% faster than 32K at 64-128 prompts per call
+#: (their logits stay in the L2 cache) and the same at 8-32 prompts, where reading the table
+#: from memory dominates.
+DEFAULT_CHUNK = 8_192
 
 
 class MlukeForMaskedLM(LukeForMaskedLM):
