@@ -97,6 +97,13 @@ def test_compressed_dumps_give_the_same_database(tmp_path, built, compression, e
     assert db_rows(tmp_path / "kb.sqlite", skip=("meta", "sources")) == db_rows(built[0], skip=("meta", "sources"))
 
 
+def test_workers_reading_their_own_ranges_give_the_same_database(tmp_path, built):
+    dump = write_wikidata(tmp_path / "latest-all.json")
+    report = _build(tmp_path, dump, workers=2, chunk_bytes=900)  # many ranges, read by two processes
+    assert report.wikidata["malformed_examples"][0][0] == 7
+    assert db_rows(tmp_path / "kb.sqlite", skip=("meta", "sources")) == db_rows(built[0], skip=("meta", "sources"))
+
+
 class Interrupt(Exception):
     pass
 
