@@ -142,17 +142,15 @@ def compute_stats(conn: sqlite3.Connection) -> dict[str, Any]:
             per_lang.setdefault(lang, {})[name] = n
 
     put(q("SELECT lang, COUNT(*) FROM titles GROUP BY lang"), "titles")
-    put(q("SELECT lang, COUNT(*) FROM names WHERE kind = 'label' GROUP BY lang"), "labels")
+    labels = q("SELECT lang, COUNT(*) FROM names WHERE kind = 'label' GROUP BY lang").fetchall()
+    put(labels, "labels")
     put(q("SELECT lang, COUNT(*) FROM names WHERE kind = 'alias' GROUP BY lang"), "aliases")
     # A merge of the two (entity, lang) indexes instead of sorting every row (2x faster at 100k
-    # entities), and the facts scanned with their labels looked up, rather than every name
-    # scanned for facts (the planner's choice, 2.3x slower): CROSS JOIN fixes the order.
+    # entities).
     put(q("SELECT lang, COUNT(*) FROM ("
           "SELECT entity, lang FROM titles UNION SELECT entity, lang FROM names ORDER BY 1, 2) GROUP BY lang"),
         "entities")
-    put(q("SELECT s.lang, COUNT(*) FROM facts f CROSS JOIN names s CROSS JOIN names o "
-          "WHERE s.entity = f.subject AND s.kind = 'label' "
-          "AND o.entity = f.object AND o.kind = 'label' AND o.lang = s.lang GROUP BY s.lang"), "facts")
+    put(_facts_per_language(conn, [lang for lang, _ in labels]), "facts")
     put(q("SELECT lang, COUNT(*) FROM templates GROUP BY lang"), "templates")
     put(q("SELECT lang, COUNT(*) FROM redirects GROUP BY lang"), "redirects")
     put(q("SELECT lang, COUNT(*) FROM anchors GROUP BY lang"), "anchors")
@@ -166,3 +164,37 @@ def compute_stats(conn: sqlite3.Connection) -> dict[str, Any]:
         "properties": q("SELECT COUNT(*) FROM properties").fetchone()[0],
         "languages": {lang: {k: per_lang[lang].get(k, 0) for k in keys} for lang in sorted(per_lang)},
     }
+
+
+#: Languages per bit mask in :func:`_facts_per_language` (SQLite integers have 64 bits).
+_MASK_BITS = 62
+
+
+def _facts_per_language(conn: sqlite3.Connection, langs: list[str]) -> list[tuple[str, int]]:
+    """Per language, the facts whose subject and object both have a label in it.
+
+    Each entity gets a bit mask of its label languages (one ordered pass over the label
+    index), and each fact counts the bits its two masks share: a join of the facts with a
+    table of one row per entity, instead of looking up both ends' labels per language,
+    whose random reads grew 5x from 100k to 200k entities once the index outgrew the cache.
+    """
+    out: list[tuple[str, int]] = []
+    q = conn.execute
+    for start in range(0, len(langs), _MASK_BITS):
+        group = langs[start:start + _MASK_BITS]
+        q("CREATE TEMP TABLE stat_bits(lang TEXT PRIMARY KEY, bit INTEGER NOT NULL) WITHOUT ROWID")
+        q("CREATE TEMP TABLE stat_masks(entity TEXT PRIMARY KEY, mask INTEGER NOT NULL) WITHOUT ROWID")
+        try:
+            conn.executemany("INSERT INTO temp.stat_bits VALUES (?, ?)", [(l, i) for i, l in enumerate(group)])
+            q("INSERT INTO temp.stat_masks SELECT n.entity, SUM(1 << b.bit) "
+              "FROM names n INDEXED BY one_label_per_language CROSS JOIN temp.stat_bits b "
+              "WHERE n.kind = 'label' AND b.lang = n.lang GROUP BY n.entity")
+            sums = ", ".join(f"SUM((m >> {i}) & 1)" for i in range(len(group)))
+            row = q(f"SELECT {sums} FROM (SELECT s.mask & o.mask AS m FROM facts f "
+                    "JOIN temp.stat_masks s ON s.entity = f.subject JOIN temp.stat_masks o ON o.entity = f.object)"
+                    ).fetchone()
+            out += [(lang, n or 0) for lang, n in zip(group, row)]
+        finally:
+            q("DROP TABLE temp.stat_bits")
+            q("DROP TABLE temp.stat_masks")
+    return out

@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 import kb
+import kb.writer
 from kb import (
     EntityDB,
     KbFormatError,
@@ -85,6 +86,34 @@ def test_info_stats_and_provenance(tiny_db):
     assert info["languages"]["ar"] == {"entities": 1, "titles": 1, "labels": 0, "aliases": 0, "facts": 0,
                                        "templates": 0, "redirects": 0, "anchors": 0}
     assert len(tiny_db) == 5
+
+
+def test_facts_per_language_in_groups_of_languages(tmp_path, monkeypatch):
+    # more label languages than fit one bit mask: the statistics come out the same in groups
+    langs = ["ar", "de", "en", "fr", "ja"]
+    path = tmp_path / "kb.sqlite"
+    with EntityDB.create(path) as w:
+        w.add_languages(langs)
+        for i, key in enumerate(["Q1", "Q2", "Q3", "Q4"]):
+            w.add_entity(key)
+            for lang in langs[i:]:
+                w.add_label(key, lang, f"{key} in {lang}")
+        w.add_property("P1")
+        for s, o in [("Q1", "Q2"), ("Q1", "Q4"), ("Q3", "Q2"), ("Q4", "Q1")]:
+            w.add_fact(s, "P1", o)
+    # by hand: a fact counts where both ends have a label
+    labelled = {key: set(langs[i:]) for i, key in enumerate(["Q1", "Q2", "Q3", "Q4"])}
+    expected = {lang: sum(lang in labelled[s] and lang in labelled[o]
+                          for s, o in [("Q1", "Q2"), ("Q1", "Q4"), ("Q3", "Q2"), ("Q4", "Q1")]) for lang in langs}
+    conn = sqlite3.connect(path)
+    try:
+        for bits in (62, 2, 1):
+            monkeypatch.setattr(kb.writer, "_MASK_BITS", bits)
+            stats = kb.writer.compute_stats(conn)
+            assert {lang: c["facts"] for lang, c in stats["languages"].items()} == expected, bits
+    finally:
+        conn.close()
+    assert expected == {"ar": 0, "de": 1, "en": 2, "fr": 4, "ja": 4}
 
 
 def test_build_is_atomic(tmp_path):
