@@ -17,13 +17,7 @@
 - :class:`MlukeError` and its subclasses.
 """
 
-from kb.candidates import (
-    AnchorCandidates,
-    Candidate,
-    CandidateGenerator,
-    CombinedCandidates,
-    NameCandidates,
-)
+from kb.candidates import AnchorCandidates, Candidate, CandidateGenerator, CombinedCandidates, NameCandidates
 from kb.corpus import CorpusLink, CorpusPage, WikiCorpus
 from kb.db import Entity, EntityDB, Fact, Match
 from kb.dump_build import BuildReport, build_from_dumps

@@ -209,12 +209,12 @@ class Rows:
         self.counts[name] = self.counts.get(name, 0) + n
 
 
-def _labels(entity: WikidataEntity, opts: WikidataOptions) -> Iterable[tuple[str, str]]:
+def _labels(entity: WikidataEntity, layout: _Layout) -> Iterable[tuple[str, str]]:
     labels = entity.labels
     if isinstance(labels, list):
         return
     values = astuple(labels)
-    for lang, where in opts.layout.labels:
+    for lang, where in layout.labels:
         for i in where:  # the language's own code, then its fallbacks
             text = values[i]
             if text is not None:
@@ -243,7 +243,7 @@ def extract(entity: WikidataEntity, opts: WikidataOptions, rows: Rows) -> None:
         rows.count("properties")
         if entity.id in opts._props:  # type: ignore[attr-defined]
             rows.properties.append((entity.id, entity.datatype))
-            rows.property_labels.extend((entity.id, lang, text) for lang, text in _labels(entity, opts))
+            rows.property_labels.extend((entity.id, lang, text) for lang, text in _labels(entity, opts.layout))
         return
     if entity.type != "item":
         rows.count("other_entities")
@@ -265,7 +265,7 @@ def extract(entity: WikidataEntity, opts: WikidataOptions, rows: Rows) -> None:
     rows.entities.append((key, "item"))
     for lang, title in titles:
         rows.titles[lang].append((title, key))
-    for lang, text in _labels(entity, opts):
+    for lang, text in _labels(entity, layout):
         rows.labels[lang].append((text, key))
     aliases = entity.aliases
     if not isinstance(aliases, list):
@@ -307,14 +307,17 @@ CREATE TABLE IF NOT EXISTS malformed(line INTEGER NOT NULL, message TEXT NOT NUL
 """
 
 
-def staged(table: str, schema: str = "wd", where: str = "") -> str:
-    """A sub-query giving the staged rows of ``table`` as columns (plus ``lang`` for the tables
-    split by language) and ``seq``, the row's position in the dump (for "first one wins")."""
+def staged(table: str, *, one_language: bool = False) -> str:
+    """A sub-query over the staging database attached as ``wd``, giving the staged rows of
+    ``table`` as columns (plus ``lang`` for the tables split by language) and ``seq``, the row's
+    position in the dump (for "first one wins"). ``one_language``: only the language bound to
+    its ``?`` parameter."""
     cols = ", ".join(f"json_extract(j.value, '$[{i}]') AS {c}" for i, c in enumerate(STAGED_COLUMNS[table]))
     if table in _BY_LANGUAGE:
         cols = "r.lang AS lang, " + cols
+    where = " AND r.lang = ?" if one_language else ""
     return (f"(SELECT {cols}, (r.rowid << 32) + j.key AS seq "
-            f"FROM {schema}.s_rows r, json_each(r.data) j WHERE r.tbl = '{table}'{where})")
+            f"FROM wd.s_rows r, json_each(r.data) j WHERE r.tbl = '{table}'{where})")
 
 
 @dataclass

@@ -250,7 +250,7 @@ def resolve(conn: sqlite3.Connection, lang: str, max_surfaces: int) -> Stage:
             WHERE c.hops < {MAX_REDIRECT_HOPS} AND r.target != c.source)
         SELECT source, cur FROM chain WHERE NOT EXISTS (SELECT 1 FROM r r2 WHERE r2.source = chain.cur)""")
     q("CREATE TABLE sl(title TEXT PRIMARY KEY, entity TEXT NOT NULL) WITHOUT ROWID")
-    q(f"INSERT OR IGNORE INTO sl SELECT title, entity FROM {staged('titles', where=' AND r.lang = ?')} ORDER BY seq",
+    q(f"INSERT OR IGNORE INTO sl SELECT title, entity FROM {staged('titles', one_language=True)} ORDER BY seq",
       (lang,))
     q("CREATE TABLE resolved(title TEXT PRIMARY KEY, entity TEXT NOT NULL, final TEXT NOT NULL) WITHOUT ROWID")
     q("""INSERT INTO resolved
