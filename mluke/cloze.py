@@ -4,15 +4,26 @@ For a template such as ``"[X] was founded in [Y]"`` every subject is put at
 [X] and the candidates of the relation are ranked for [Y]:
 
 - ``mode="entity"``: one word ``<mask>`` at [Y] with the entity [MASK] over it;
-  candidates are ranked by their MEP log-probability (normalised over the whole
-  entity vocabulary, computed only for the candidates). Candidates outside the
-  entity vocabulary fall back to the word score below, flagged ``source="word"``.
+  candidates are ranked by their MEP log-probability, computed for the
+  candidates only. Candidates outside the entity vocabulary fall back to the
+  word score below, flagged ``source="word"``.
   ``use_subject_entity=True`` also gives the subject's entity over [X] (the
   paper's "[X] & [Y]" prompts). One forward pass per subject.
 - ``mode="word"``: mLAMA's typed querying: a candidate of n pieces is scored by
   the mean log-probability of its pieces at n ``<mask>`` positions; one forward
   pass per subject and candidate length.
 - ``mode="both"``: both rankings (``result.modes``).
+
+Scores (``normalize``) - the ranking is the same either way:
+
+- ``"candidates"`` (default): log-probabilities over the candidate set,
+  ``log p(c) - log sum_c' p(c')``, which sum to one over the candidates of a
+  subject. With every candidate scored by entity, the full-vocabulary
+  normaliser cancels out and is never computed (n x c dot products only).
+  Word-scored candidates count with ``p(c) = exp(mean piece log-probability)``.
+- ``"vocabulary"``: the model's own log-probabilities: MEP normalised over the
+  whole entity vocabulary (one pass over the entity table per 128 prompts), and
+  the mean piece log-probability over the word vocabulary.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ from kb.languages import check_language
 from kb.templates import Template, parse_template
 
 Mode = Literal["entity", "word", "both"]
+Normalize = Literal["candidates", "vocabulary"]
 _KEY_RE = re.compile(r"^(Q[1-9][0-9]*|[a-z][a-z0-9_.-]*:[^\s:]\S*)$")
 
 
@@ -139,8 +151,9 @@ class ClozeScorer:
 
     @torch.inference_mode()
     def entity_scores(self, template: Template, subjects: Sequence[str], candidate_ids: torch.Tensor,
-                      subject_ids: Sequence[int | None] | None = None) -> torch.Tensor:
-        """(n_subjects, n_candidates) MEP log-probabilities with the entity [MASK] over [Y].
+                      subject_ids: Sequence[int | None] | None = None, *, normalize: bool = True) -> torch.Tensor:
+        """(n_subjects, n_candidates) MEP log-probabilities with the entity [MASK] over [Y]
+        (unnormalised logits, which rank alike, when not ``normalize``).
 
         The encoder runs ``batch_size`` prompts at a time; the states at [Y] are then
         scored :data:`NORMALIZER_ROWS` at a time, because the full-vocabulary
@@ -160,7 +173,7 @@ class ClozeScorer:
         if not states:
             return torch.zeros(0, len(candidate_ids))
         hidden = torch.cat(states)
-        return torch.cat([self.model.entity_scores(hidden[i:i + NORMALIZER_ROWS], candidate_ids)
+        return torch.cat([self.model.entity_scores(hidden[i:i + NORMALIZER_ROWS], candidate_ids, normalize=normalize)
                           for i in range(0, len(hidden), NORMALIZER_ROWS)])
 
     @torch.inference_mode()
@@ -231,7 +244,8 @@ def _resolve_entities(db: EntityDB, items: Sequence[str], lang: str, what: str) 
 def probe(
     template: str, lang: str = "en", *, subjects: Sequence[str] | None = None, candidates: Sequence[str] | None = None,
     relation: str | None = None, mode: Mode = "entity", use_subject_entity: bool = False, top_k: int = 5,
-    model: Any = None, kb: EntityDB | str | Path | None = None, batch_size: int = 64,
+    normalize: Normalize = "candidates", model: Any = None, kb: EntityDB | str | Path | None = None,
+    batch_size: int = 64,
 ) -> ProbeResult:
     """Rank candidate objects for each subject of a cloze template (see module docs).
 
@@ -243,6 +257,8 @@ def probe(
     relation and all its objects. ``model``: a loaded ``mluke.load`` bundle, a
     folder or hub name; default: the embedded demo model (trained on first use).
     ``kb``: an :class:`kb.EntityDB` or path; default: the embedded kb.
+    ``normalize``: scores as log-probabilities over the candidates (default) or
+    over the model's whole vocabularies (see module docs); rankings are the same.
     """
     from kb.embedded import default_db
 
@@ -250,6 +266,7 @@ def probe(
         raise MlukeError(f"mode={mode!r}: expected 'entity', 'word' or 'both'")
     if top_k < 1:
         raise MlukeError(f"top_k={top_k}: expected a positive number")
+    _check_normalize(normalize)
     db = kb if isinstance(kb, EntityDB) else (EntityDB(kb) if kb is not None else default_db())
     check_language(lang, db.languages)
     notes: list[str] = []
@@ -278,14 +295,14 @@ def probe(
     gold = {s: set(db.objects(s, pid)) if pid else set() for s in subj_keys}
     return run_cloze(tpl, lang, [(k, subj_labels[k]) for k in subj_keys], [(k, cand_labels[k]) for k in cand_keys],
                      gold, model=_load_model(model), relation=pid, mode=mode, use_subject_entity=use_subject_entity,
-                     top_k=top_k, batch_size=batch_size, notes=notes, gold_labels=cand_labels)
+                     top_k=top_k, normalize=normalize, batch_size=batch_size, notes=notes, gold_labels=cand_labels)
 
 
 def run_cloze(
     template: Template, lang: str, subjects: Sequence[tuple[str, str]], candidates: Sequence[tuple[str | None, str]],
     gold: dict[str, set[str]], *, model: Any, relation: str | None = None, mode: Mode = "entity",
-    use_subject_entity: bool = False, top_k: int = 5, batch_size: int = 64, notes: list[str] | None = None,
-    gold_labels: dict[str, str] | None = None,
+    use_subject_entity: bool = False, top_k: int = 5, normalize: Normalize = "candidates", batch_size: int = 64,
+    notes: list[str] | None = None, gold_labels: dict[str, str] | None = None,
 ) -> ProbeResult:
     """Rank ``candidates`` ((key or None, label) pairs) for ``subjects`` ((key, label) pairs) of a template.
 
@@ -294,6 +311,7 @@ def run_cloze(
     labels, for candidates without a key). Candidates without a key, or outside
     the entity vocabulary, are scored with word masks in entity mode.
     """
+    _check_normalize(normalize)
     notes = list(notes or [])
     bundle = _load_model(model)
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=batch_size)
@@ -319,11 +337,15 @@ def run_cloze(
             scores = torch.full((len(subjects), len(candidates)), float("-inf"))
             if in_vocab:
                 ids = torch.tensor([cand_ids[i] for i in in_vocab])
-                scores[:, in_vocab] = scorer.entity_scores(template, labels_x, ids, subj_ids)
+                # over the candidates alone, the full normaliser cancels out unless word scores join in
+                full = normalize == "vocabulary" or bool(out_vocab)
+                scores[:, in_vocab] = scorer.entity_scores(template, labels_x, ids, subj_ids, normalize=full)
             if out_vocab:
                 scores[:, out_vocab] = scorer.word_scores(template, labels_x, [pieces[i] for i in out_vocab])
                 notes.append(f"{len(out_vocab)} candidate(s) outside the entity vocabulary scored with word masks")
             sources = ["entity" if v is not None else "word" for v in cand_ids]
+        if normalize == "candidates":
+            scores = over_candidates(scores)
         rows = []
         label_of = {**dict(zip(cand_keys, labels_y)), **(gold_labels or {})}
         for i, (s, s_label) in enumerate(subjects):
@@ -338,6 +360,17 @@ def run_cloze(
     if mode == "both":
         main.modes = results
     return main
+
+
+def over_candidates(scores: torch.Tensor) -> torch.Tensor:
+    """Log-scores (subjects x candidates) renormalised over each row's candidates; rows with no finite score stay."""
+    total = torch.logsumexp(scores, dim=-1, keepdim=True)
+    return torch.where(torch.isfinite(total), scores - total, scores)
+
+
+def _check_normalize(normalize: str) -> None:
+    if normalize not in ("candidates", "vocabulary"):
+        raise MlukeError(f"normalize={normalize!r}: expected 'candidates' or 'vocabulary'")
 
 
 def _load_model(model: Any) -> Any:

@@ -60,6 +60,8 @@ class DemoPreset:
     dropout: float = 0.0
     entity_prob: float = 0.5  #: higher than the paper's 0.15: two entities per sentence, and both are often masked, as in linking
     mention_word_prob: float = 0.3  #: the masked entity's words are masked too, as at [Y] in a probe
+    mention_single_mask: bool = False  #: ... as one <mask>, whatever the name's length (as at [Y] in a probe)
+    entity_drop_prob: float = 0.0  #: an unmasked entity is left out of the input (as the subject in an entity [Y] probe)
     stage1_share: float = 0.1
     learning_rate: float = 3e-3
     seed: int = 0
@@ -125,6 +127,8 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
 
     Languages are drawn per (relation, subject), so a held-out language never
     sees any fact of that subject under that relation, while other languages do.
+    A held-out language is one whose training sentences (of other relations)
+    name the subject, so the pair is answerable from the words alone.
     For an ambiguous city (:func:`ambiguous_cities`), up to
     ``preset.linking_languages`` of its untrained languages in which its name is
     ambiguous give linking test sentences: "<city> is located in <country>" with
@@ -140,6 +144,8 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
     groups: dict[tuple[str, str], list[str]] = {}
     for s, p, o in facts:
         groups.setdefault((p, s), []).append(o)
+    plan = []
+    named: dict[str, set[str]] = {lang: set() for lang in preset.languages}  # keys each language names in training
     for (p, s), objects in groups.items():
         langs = [l for l in preset.languages if s in labels[l] and any(o in labels[l] for o in objects)]
         rng.shuffle(langs)
@@ -147,8 +153,14 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
             continue
         n_train = min(preset.languages_per_fact, len(langs) - 1)
         chosen, rest = langs[:n_train], langs[n_train:]
-        if rng.random() < preset.heldout_share:
-            heldout.extend({"property": p, "subject": s, "object": o, "lang": rest[0]} for o in objects if o in labels[rest[0]])
+        plan.append((p, s, objects, chosen, rest, rng.random() < preset.heldout_share))
+        for lang in chosen:
+            named[lang].update([s, *(o for o in objects if o in labels[lang])])
+    for p, s, objects, chosen, rest, held in plan:
+        # held out in a language where training names the subject (under other relations): answerable in principle
+        where = [l for l in rest if s in named[l]]
+        if held and where:
+            heldout.extend({"property": p, "subject": s, "object": o, "lang": where[0]} for o in objects if o in labels[where[0]])
         if p == "P17" and s in ambiguous:
             for lang in [l for l in rest if l in ambiguous[s]][:preset.linking_languages]:
                 text, (xs, xe), (ys, ye) = templates[(p, lang)].fill_spans(labels[lang][s], labels[lang][objects[0]])
@@ -254,6 +266,8 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
         config.optim.dropout = p.dropout
         config.masking.entity_prob = p.entity_prob
         config.masking.mention_word_prob = p.mention_word_prob
+        config.masking.mention_single_mask = p.mention_single_mask
+        config.masking.entity_drop_prob = p.entity_drop_prob
         config.run.output = str(work / "run")
         config.run.seed = p.seed
         config.run.save_every = max(50, steps // 10)

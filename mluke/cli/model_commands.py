@@ -55,6 +55,7 @@ def probe(
     mode: Annotated[str, typer.Option(help="'entity' (entity [MASK] at [Y]), 'word' (word masks, mLAMA's way) or 'both'.")] = "entity",
     subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity over [X] (the paper's [X]&[Y] prompts).")] = False,
     top_k: Annotated[int, typer.Option(help="How many predictions to keep per subject.")] = 5,
+    normalize: Annotated[str, typer.Option(help="Scores as log-probabilities over the 'candidates' (they sum to 1 per subject) or over the model's whole 'vocabulary' (slower); the ranking is the same.")] = "candidates",
     model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model, trained on first use).")] = None,
     db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
@@ -65,7 +66,7 @@ def probe(
     from mluke.cloze import probe as run
 
     result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
-                 use_subject_entity=subject_entity, top_k=top_k, model=model, kb=db)
+                 use_subject_entity=subject_entity, top_k=top_k, normalize=normalize, model=model, kb=db)  # type: ignore[arg-type]
     if json_out:
         if json_out == "-":
             typer.echo(result.to_json())

@@ -50,6 +50,8 @@ class MaskingConfig:
     whole_word: bool = True  #: mask whole words (SentencePiece '▁' boundaries)
     entity_prob: float = 0.15  #: each entity is replaced by the entity [MASK] with this probability
     mention_word_prob: float = 0.0  #: a masked entity's mention words are all <mask>ed with this probability (0 in the paper)
+    mention_single_mask: bool = False  #: ... and become one <mask> (as at [Y] in an entity probe), without word labels
+    entity_drop_prob: float = 0.0  #: an entity left unmasked is removed from the input with this probability (its words stay)
 
 
 @dataclass
@@ -149,7 +151,7 @@ class TrainConfig:
             if stage.train not in ("new", "all") or stage.steps < 0 or stage.learning_rate <= 0:
                 raise KbFormatError(f"{where}: stage {stage.name!r}: train must be 'new' or 'all', steps >= 0, learning_rate > 0")
         m = self.masking
-        if not (0 <= m.word_prob <= 1 and 0 <= m.entity_prob <= 1 and 0 <= m.mention_word_prob <= 1
+        if not (0 <= m.word_prob <= 1 and 0 <= m.entity_prob <= 1 and 0 <= m.mention_word_prob <= 1 and 0 <= m.entity_drop_prob <= 1
                 and m.word_mask_share + m.word_random_share <= 1):
             raise KbFormatError(f"{where}: masking probabilities must lie in [0, 1] and mask + random shares sum to <= 1")
         if self.data.alpha <= 0:

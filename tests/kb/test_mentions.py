@@ -143,6 +143,56 @@ def test_batch_equals_one_by_one(index):
     assert index.detect_batch(texts, "en") == [index.detect(t, "en") for t in texts]
 
 
+def _ascii_text(rng, n):
+    words = ["New", "York", "City", "Times", "Paris", "PARIS", "the", "AT&T", "AT", "&", "T", "festival", "and", ",",
+             "york-city", "Paris2", "2", "\n", "\t", "\x1f", "\x00", "~", "newyork", "NEW  YORK"]
+    return " ".join(rng.choice(words) for _ in range(n))
+
+
+def test_ascii_batches_equal_one_by_one(index, monkeypatch):
+    rng = random.Random(3)
+    texts = [_ascii_text(rng, rng.randrange(0, 40)) for _ in range(300)]
+    texts += ["Paris and Straße", "München, New York", "x" * 10 + " Paris"]  # not ASCII: one at a time
+    rng.shuffle(texts)
+    expected = [index.detect(t, "en") for t in texts]
+    assert index.detect_batch(texts, "en") == expected and sum(map(len, expected)) > 500
+    monkeypatch.setattr(kb.mentions, "_BATCH_CHARS", 50)  # many small batches
+    assert index.detect_batch(texts, "en") == expected
+    long_text = "Paris " * 20  # beyond CHUNK_CHARS: the chunked path of detect()
+    monkeypatch.setattr(kb.mentions, "CHUNK_CHARS", 30)
+    assert index.detect_batch([long_text, "York"], "en") == [index.detect(long_text, "en"), index.detect("York", "en")]
+    raised = index.detect_batch(texts, "en", min_link_probability=0.5)  # a raised threshold: one at a time
+    assert raised == [index.detect(t, "en", min_link_probability=0.5) for t in texts]
+    with pytest.raises(kb.TextInputError, match="expects a str, got int"):
+        index.detect_batch(["Paris", 3], "en")
+
+
+def test_ascii_units_are_cut_like_the_tokenizer():
+    import numpy as np
+
+    from kb.ascii_units import cut
+    from kb.surfaces import token_bounds
+
+    rng = random.Random(5)
+    for _ in range(200):
+        text = "".join(chr(rng.randrange(128)) for _ in range(rng.randrange(0, 60))).lower()
+        starts, ends = cut(np.frombuffer(text.encode("ascii"), np.uint8))
+        units, bounds = token_bounds(text)
+        assert list(zip(starts.tolist(), ends.tolist())) == list(zip(bounds[0::2], bounds[1::2]))
+        assert [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == units
+
+
+def test_colliding_unit_hashes_fall_back_to_one_text_at_a_time(linking_db, monkeypatch):
+    import kb.ascii_units
+
+    assert kb.ascii_units.UnitTable.build(["ab", "ba", "Straße"]) is not None
+    monkeypatch.setattr(kb.ascii_units, "_BASES", (1, 1))  # a hash that is the sum of the characters
+    assert kb.ascii_units.UnitTable.build(["ab", "ba"]) is None
+    fresh = MentionIndex.build(linking_db, languages=["en"])
+    texts = ["Paris and New York", "York, York", "kroy wen"]
+    assert fresh.detect_batch(texts, "en") == [fresh.detect(t, "en") for t in texts]
+
+
 def _random_text(rng, lang, n):
     words = {
         "en": ["New", "York", "City", "Times", "Paris", "paris", "the", "AT&T", "Straße", "ﬁlm", "festival", "and", ",", "\n"],

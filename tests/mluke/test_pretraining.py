@@ -168,6 +168,24 @@ def test_whole_word_masking_and_entity_masking(pt_tokenizer):
         covered[a:b] = True
     assert (inner[covered] == vocab.mask_word).all() and (lab[covered] == ids[covered]).all()
     assert (inner[~covered] == ids[~covered]).all() and (lab[~covered] == -100).all()
+    # one <mask> per masked mention, as at [Y] in an entity probe: the spans follow the shorter sequence
+    long_names = Sequence("en", ids[:12], np.array([4, 5, 6]), np.array([[0, 3], [4, 5], [7, 10]]))
+    single = MaskingConfig(word_prob=0.0, entity_prob=1.0, mention_word_prob=1.0, mention_single_mask=True)
+    ex = mask_example(long_names, np.random.default_rng(0), single, vocab)
+    inner = ex.input_ids[1:-1]
+    assert list(inner) == [vocab.mask_word, ids[3], vocab.mask_word, *ids[5:7], vocab.mask_word, *ids[10:12]]
+    assert ex.entity_spans.tolist() == [[1, 2], [3, 4], [6, 7]] and (ex.labels == -100).all()
+    assert (ex.input_ids[ex.entity_spans[:, 0]] == vocab.mask_word).all()
+    # unmasked entities left out of the input (as the subject of an entity [Y] probe); masked ones stay
+    drop = MaskingConfig(word_prob=0.0, entity_prob=0.5, entity_drop_prob=1.0)
+    kept_any = False
+    for s in range(20):
+        ex = mask_example(seq, np.random.default_rng(s), drop, vocab)
+        assert (ex.entity_ids == vocab.mask_entity).all() and (ex.entity_labels != -100).all()
+        spans = {tuple(x) for x in (seq.entity_spans + 1).tolist()}
+        assert {tuple(x) for x in ex.entity_spans.tolist()} <= spans and len(ex.entity_spans) == len(ex.entity_ids)
+        kept_any |= 0 < len(ex.entity_ids) < 7
+    assert kept_any
     a = mask_example(seq, np.random.default_rng(5), cfg, vocab)
     b = mask_example(seq, np.random.default_rng(5), cfg, vocab)
     assert (a.input_ids == b.input_ids).all() and (a.entity_ids == b.entity_ids).all()

@@ -1,9 +1,11 @@
 import json
+import math
 
 import pytest
 import torch
 
 import mluke
+from kb.templates import parse_template
 from mluke.cloze import probe
 
 
@@ -40,26 +42,63 @@ def test_english_template_maps_to_the_japanese_one(bundle, embedded_db):
     assert "P@1" in repr(r) and "ja" in repr(r)
 
 
+def _in_vocab_capitals(vocab, db, n):
+    """The first n capitals (P36 objects) that the tiny demo's entity vocabulary holds, with a subject of each."""
+    facts = [f for f in db.facts(property="P36") if vocab.id_of_key(f.object) is not None]
+    return facts[:n]
+
+
 def test_entity_scores_are_mep_log_probabilities(bundle, embedded_db):
-    tokyo, paris = "geonames:1850147", "geonames:2988507"
-    r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan"], candidates=[tokyo, paris], model=bundle,
-              kb=embedded_db, top_k=2)
     model, tok, vocab = bundle
-    text = "The capital of Japan is <mask>."
-    enc = tok(text, entity_spans=[(24, 30)])
+    facts = _in_vocab_capitals(vocab, embedded_db, 2)
+    keys = [f.object for f in facts]
+    subject = embedded_db.labels([facts[0].subject], "en")[facts[0].subject]
+    text, _, span = parse_template("The capital of [X] is [Y].").fill_spans(subject, "<mask>")
+    enc = tok(text, entity_spans=[span])
     with torch.no_grad():
         logits = model(**enc).entity_logits[0, 0]
-    expected = torch.log_softmax(logits, -1)
-    by_key = {p.key: p for p in r.rows[0].predictions}
-    for key in (tokyo, paris):
-        if by_key[key].source == "entity":
-            assert by_key[key].score == pytest.approx(float(expected[vocab.id_of_key(key)]), abs=1e-4)
-    assert r.rows[0].gold == [tokyo] and r.rows[0].rank in (1, 2)
+    ids = [vocab.id_of_key(k) for k in keys]
+    full, restricted = torch.log_softmax(logits, -1)[ids], torch.log_softmax(logits[ids], -1)
+    for normalize, expected in (("vocabulary", full), ("candidates", restricted)):
+        r = probe("The capital of [X] is [Y].", lang="en", subjects=[facts[0].subject], candidates=keys, model=bundle,
+                  kb=embedded_db, top_k=2, normalize=normalize)
+        by_key = {p.key: p for p in r.rows[0].predictions}
+        assert [by_key[k].source for k in keys] == ["entity", "entity"]
+        assert [by_key[k].score for k in keys] == pytest.approx(expected.tolist(), abs=1e-4)
+        assert keys[0] in r.rows[0].gold and r.rows[0].rank in (1, 2)
+
+
+def test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join(bundle, embedded_db, monkeypatch):
+    import mluke.model
+
+    calls = []
+    real = mluke.model.chunked_logsumexp
+    monkeypatch.setattr(mluke.model, "chunked_logsumexp", lambda *a, **k: calls.append(1) or real(*a, **k))
+    facts = _in_vocab_capitals(bundle[2], embedded_db, 6)
+    subjects = [f.subject for f in facts[:3]]
+    kwargs = dict(lang="en", relation="P36", subjects=subjects, candidates=[f.object for f in facts], model=bundle,
+                  kb=embedded_db, top_k=6)
+    cands = probe("The capital of [X] is [Y].", **kwargs)
+    assert not calls  # every candidate is in the entity vocabulary: n x c dot products only
+    vocab_scores = probe("The capital of [X] is [Y].", normalize="vocabulary", **kwargs)
+    assert calls
+    for rc, rv in zip(cands.rows, vocab_scores.rows):
+        assert [p.key for p in rc.predictions] == [p.key for p in rv.predictions] and rc.rank == rv.rank
+        shift = {round(pv.score - pc.score, 3) for pc, pv in zip(rc.predictions, rv.predictions)}
+        assert len(shift) == 1 and shift.pop() < 0  # one constant per subject: the log-mass of the candidates
+    # a candidate outside the entity vocabulary is word-scored; both kinds share one scale, then renormalised
+    calls.clear()
+    outside = next(f.object for f in embedded_db.facts(property="P36") if bundle[2].id_of_key(f.object) is None)
+    mixed = probe("The capital of [X] is [Y].", lang="en", subjects=subjects[:1], candidates=[outside, *cands.rows[0].gold],
+                  model=bundle, kb=embedded_db, top_k=3)
+    preds = mixed.rows[0].predictions
+    assert {p.source for p in preds} == {"entity", "word"} and calls
+    assert sum(math.exp(p.score) for p in preds) == pytest.approx(1.0, abs=1e-4)
 
 
 def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
     r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan"], candidates=["Tokyo"], mode="word",
-              model=bundle, kb=embedded_db)
+              model=bundle, kb=embedded_db, normalize="vocabulary")
     model, tok, _ = bundle
     pieces = tok.encode_words(["Tokyo"])[0]
     enc = tok("The capital of Japan is " + "<mask>" * len(pieces) + ".")
@@ -69,6 +108,9 @@ def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
     expected = sum(float(logp[w, p]) for w, p in zip(where, pieces)) / len(pieces)
     assert r.rows[0].predictions[0].score == pytest.approx(expected, abs=1e-4)
     assert r.rows[0].predictions[0].source == "word"
+    alone = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan"], candidates=["Tokyo"], mode="word",
+                  model=bundle, kb=embedded_db)
+    assert alone.rows[0].predictions[0].score == pytest.approx(0.0, abs=1e-6)  # the only candidate: probability 1
 
 
 def test_both_modes_subject_entity_and_batching(bundle, embedded_db):
@@ -108,6 +150,7 @@ def test_outputs(bundle, embedded_db, tmp_path):
         ({"template": "[X] likes [Y]."}, "matches no relation template"),
         ({"template": "The capital of [X] is [Y].", "lang": "xx"}, "unknown language 'xx'"),
         ({"template": "The capital of [X] is [Y].", "mode": "words"}, "mode='words'"),
+        ({"template": "The capital of [X] is [Y].", "normalize": "all"}, "normalize='all'"),
         ({"template": "The capital of [X] is [Y].", "subjects": ["Atlantis"]}, "subject 'Atlantis'"),
     ],
 )

@@ -1,0 +1,168 @@
+"""Matching units of many ASCII texts at once: the vectorised path of ``MentionIndex.detect_batch``.
+
+Folded ASCII text (``text.lower()``) is cut into units exactly as
+:func:`kb.surfaces.token_bounds` cuts it: runs of ``[a-z0-9]`` and single other
+non-space characters. Here a whole batch of texts is cut, and every unit
+fingerprinted, in a few numpy passes, then looked up in the sorted fingerprints
+of the index's units: no Python object is made per unit, which is what the
+per-text path spends most of its time on.
+
+A fingerprint is the unit's length and two 64-bit polynomial hashes with
+different odd bases (wrapping arithmetic). A unit of the text is taken for a kb
+unit when all three agree, and the units of every match are then compared
+character by character (:meth:`UnitTable.same`), so a collision can never give
+a wrong mention. If two kb units of a language share a first hash,
+:meth:`UnitTable.build` declines and callers use the per-text path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+
+import numpy as np
+
+from kb.surfaces import token_bounds
+
+_BASES = (0x100000001B3, 0x9E3779B97F4A7C15)  # odd, so invertible modulo 2**64
+_WORD, _SPACE = 1, 2  # character classes; 0: a character that is a unit on its own
+
+
+@cache
+def _char_classes() -> np.ndarray:
+    """Class of each ASCII character, derived from the tokenizer itself so the two cannot disagree."""
+    out = np.zeros(128, np.uint8)
+    for c in range(128):
+        units, _ = token_bounds(chr(c))
+        if not units:
+            out[c] = _SPACE
+        elif re.fullmatch(r"[a-z0-9]", chr(c)):
+            out[c] = _WORD
+    return out
+
+
+def _inverse(base: int) -> int:
+    return pow(base, -1, 1 << 64)
+
+
+class _Powers:
+    """``base ** k`` and ``base ** -k`` modulo 2**64 for k < n, grown on demand."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.up: list[np.ndarray] = []
+        self.down: list[np.ndarray] = []
+
+    def get(self, n: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        if n > self.n:
+            size = max(n, 2 * self.n, 1 << 12)
+            self.up, self.down = [], []
+            for base in _BASES:
+                for b, out in ((base, self.up), (_inverse(base), self.down)):
+                    steps = np.full(size, b, np.uint64)
+                    steps[0] = 1
+                    out.append(np.cumprod(steps, dtype=np.uint64))
+            self.n = size
+        return self.up, self.down
+
+
+def _fingerprints(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, powers: _Powers) -> list[np.ndarray]:
+    """The two hashes of ``buf[starts[i]:ends[i]]`` for every i: sum of c_k * base**(k - start)."""
+    up, down = powers.get(len(buf) + 1)
+    out = []
+    values = buf.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        for p, q in zip(up, down):
+            prefix = np.zeros(len(buf) + 1, np.uint64)
+            np.cumsum(values * p[:len(buf)], out=prefix[1:])
+            out.append((prefix[ends] - prefix[starts]) * q[starts])
+    return out
+
+
+def cut(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end offsets of the units of folded ASCII bytes (as ``token_bounds``)."""
+    cls = _char_classes()[buf]
+    word = cls == _WORD
+    single = cls == 0
+    prev_word = np.empty_like(word)
+    next_word = np.empty_like(word)
+    if len(word):
+        prev_word[0], prev_word[1:] = False, word[:-1]
+        next_word[-1], next_word[:-1] = False, word[1:]
+    starts = np.flatnonzero((word & ~prev_word) | single)
+    ends = np.flatnonzero((word & ~next_word) | single) + 1
+    return starts, ends
+
+
+class UnitTable:
+    """The ASCII units of one language, by fingerprint (see the module docs), in a linear-probing hash table."""
+
+    def __init__(self, h1: np.ndarray, h2: np.ndarray, lengths: np.ndarray, ids: np.ndarray, chars: np.ndarray,
+                 offsets: np.ndarray) -> None:
+        self.h1, self.h2, self.lengths, self.ids = h1, h2, lengths, ids
+        self.chars, self.offsets = chars, offsets  # unit id -> its characters: chars[offsets[id]:][:length]
+        self.powers = _Powers()
+        n = len(h1)
+        self.bits = max(4, (2 * n).bit_length())  # at most half full
+        home = self._home(h1)
+        order = np.argsort(home, kind="stable")
+        # linear probing, filled in order of home slot: each unit takes the first free slot from its home on
+        # (a running maximum), so the slots between a unit's home and its own are all taken, as lookups assume
+        slots = np.maximum.accumulate(home[order] - np.arange(n)) + np.arange(n) if n else home
+        # (first hash, row) per slot, side by side: a probe costs one memory access; row -1: empty
+        self.slots = np.zeros((int(slots[-1]) if n else 0) + 2, [("h1", np.uint64), ("row", np.int64)])
+        self.slots["row"] = -1  # at least one empty slot at the end
+        self.slots["h1"][slots] = h1[order]
+        self.slots["row"][slots] = order
+        self.max_probe = int((slots - home[order]).max()) if n else 0
+
+    def _home(self, h: np.ndarray) -> np.ndarray:
+        return (h >> np.uint64(64 - self.bits)).astype(np.int64)
+
+    @classmethod
+    def build(cls, units: Sequence[str]) -> UnitTable | None:
+        """From the language's units in id order; ``None`` if two ASCII units share a first hash."""
+        ids = np.array([i for i, u in enumerate(units) if u.isascii()], np.int64)
+        chosen = [units[i] for i in ids]
+        lengths = np.fromiter(map(len, chosen), np.int64, len(chosen))
+        buf = np.frombuffer("".join(chosen).encode("ascii"), np.uint8)
+        ends = np.cumsum(lengths)
+        h1, h2 = _fingerprints(buf, ends - lengths, ends, _Powers())
+        if len(np.unique(h1)) < len(h1):
+            return None
+        offsets = np.full(len(units), -1, np.int64)
+        offsets[ids] = ends - lengths
+        return cls(h1, h2, lengths, ids, buf, offsets)
+
+    def lookup(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """Unit id of every unit ``buf[starts[i]:ends[i]]``, -1 where the language has no such unit."""
+        h1, h2 = _fingerprints(buf, starts, ends, self.powers)
+        out = np.full(len(starts), -1, np.int64)
+        active = np.arange(len(starts))
+        slot = self._home(h1)
+        for _ in range(self.max_probe + 1):
+            probe = self.slots[slot]
+            row = probe["row"]
+            hit = (probe["h1"] == h1[active]) & (row >= 0)
+            out[active[hit]] = row[hit]
+            more = (row >= 0) & ~hit
+            if not more.any():
+                break
+            active, slot = active[more], slot[more] + 1
+        found = out >= 0
+        rows = out[found]
+        sel = active_ok = np.flatnonzero(found)
+        same = (self.h2[rows] == h2[sel]) & (self.lengths[rows] == (ends - starts)[sel])
+        out[sel[~same]] = -1
+        out[active_ok[same]] = self.ids[rows[same]]
+        return out
+
+    def same(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Whether each ``buf[starts[i]:ends[i]]`` is, character for character, unit ``ids[i]`` (of equal length)."""
+        lengths = ends - starts
+        within = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        differ = buf[np.repeat(starts, lengths) + within] != self.chars[np.repeat(self.offsets[ids], lengths) + within]
+        ok = np.ones(len(starts), bool)
+        ok[np.repeat(np.arange(len(starts)), lengths)[differ]] = False
+        return ok
