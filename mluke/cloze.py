@@ -244,8 +244,8 @@ def _resolve_entities(db: EntityDB, items: Sequence[str], lang: str, what: str) 
 def probe(
     template: str, lang: str = "en", *, subjects: Sequence[str] | None = None, candidates: Sequence[str] | None = None,
     relation: str | None = None, mode: Mode = "entity", use_subject_entity: bool = False, top_k: int = 5,
-    normalize: Normalize = "candidates", model: Any = None, kb: EntityDB | str | Path | None = None,
-    batch_size: int = 64,
+    normalize: Normalize = "candidates", exclude_subject: bool = True, model: Any = None,
+    kb: EntityDB | str | Path | None = None, batch_size: int = 64,
 ) -> ProbeResult:
     """Rank candidate objects for each subject of a cloze template (see module docs).
 
@@ -259,6 +259,9 @@ def probe(
     ``kb``: an :class:`kb.EntityDB` or path; default: the embedded kb.
     ``normalize``: scores as log-probabilities over the candidates (default) or
     over the model's whole vocabularies (see module docs); rankings are the same.
+    ``exclude_subject``: a subject that is also a candidate (a country among the
+    neighbours of countries) is left out of its own ranking, as "[X] shares a
+    border with [X]" is never the answer; the notes say when this happened.
     """
     from kb.embedded import default_db
 
@@ -295,14 +298,15 @@ def probe(
     gold = {s: set(db.objects(s, pid)) if pid else set() for s in subj_keys}
     return run_cloze(tpl, lang, [(k, subj_labels[k]) for k in subj_keys], [(k, cand_labels[k]) for k in cand_keys],
                      gold, model=_load_model(model), relation=pid, mode=mode, use_subject_entity=use_subject_entity,
-                     top_k=top_k, normalize=normalize, batch_size=batch_size, notes=notes, gold_labels=cand_labels)
+                     top_k=top_k, normalize=normalize, exclude_subject=exclude_subject, batch_size=batch_size, notes=notes,
+                     gold_labels=cand_labels)
 
 
 def run_cloze(
     template: Template, lang: str, subjects: Sequence[tuple[str, str]], candidates: Sequence[tuple[str | None, str]],
     gold: dict[str, set[str]], *, model: Any, relation: str | None = None, mode: Mode = "entity",
-    use_subject_entity: bool = False, top_k: int = 5, normalize: Normalize = "candidates", batch_size: int = 64,
-    notes: list[str] | None = None, gold_labels: dict[str, str] | None = None,
+    use_subject_entity: bool = False, top_k: int = 5, normalize: Normalize = "candidates", exclude_subject: bool = True,
+    batch_size: int = 64, notes: list[str] | None = None, gold_labels: dict[str, str] | None = None,
 ) -> ProbeResult:
     """Rank ``candidates`` ((key or None, label) pairs) for ``subjects`` ((key, label) pairs) of a template.
 
@@ -319,6 +323,10 @@ def run_cloze(
     labels_x = [label for _, label in subjects]
     labels_y = [label for _, label in candidates]
     pieces = scorer.candidate_pieces(labels_y)
+    position = {k: c for c, (k, _) in enumerate(candidates) if k is not None}
+    own = [(i, position[s]) for i, (s, _) in enumerate(subjects) if s in position] if exclude_subject else []
+    if own:
+        notes.append(f"{len(own)} subject(s) are also candidates; each is left out of its own ranking")
     results: dict[str, ProbeResult] = {}
     for m in (("entity", "word") if mode == "both" else (mode,)):
         if m == "word":
@@ -344,6 +352,10 @@ def run_cloze(
                 scores[:, out_vocab] = scorer.word_scores(template, labels_x, [pieces[i] for i in out_vocab])
                 notes.append(f"{len(out_vocab)} candidate(s) outside the entity vocabulary scored with word masks")
             sources = ["entity" if v is not None else "word" for v in cand_ids]
+        if own:
+            mask = torch.zeros(scores.shape, dtype=torch.bool)
+            mask[[i for i, _ in own], [c for _, c in own]] = True
+            scores = scores.masked_fill(mask, float("-inf"))
         if normalize == "candidates":
             scores = over_candidates(scores)
         rows = []

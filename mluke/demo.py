@@ -37,7 +37,7 @@ from kb.vocab import EntityVocab
 from mluke.pretraining.config import StageConfig, TrainConfig
 from mluke.pretraining.corpus import Document
 
-DEMO_VERSION = 2
+DEMO_VERSION = 3
 DEMO_RELATIONS = ("P30", "P36", "P1376", "P37", "P38", "P47", "P17")
 DEMO_KINDS = ("country", "continent", "language", "currency")
 
@@ -48,20 +48,20 @@ class DemoPreset:
 
     languages: tuple[str, ...] = MLUKE_LANGUAGES
     languages_per_fact: int = 4  #: training languages drawn per (relation, subject)
-    heldout_share: float = 0.25  #: facts with one extra (held-out) language
+    heldout_share: float = 0.5  #: facts with one extra (held-out) language
     linking_languages: int = 4  #: held-out languages per ambiguous city in the linking test set
     max_border_facts: int = 600
     hidden_size: int = 128
     layers: int = 2
     heads: int = 4
     entity_emb_size: int = 64
-    epochs: float = 24.0
+    epochs: float = 36.0
     batch_size: int = 64
     dropout: float = 0.0
     entity_prob: float = 0.5  #: higher than the paper's 0.15: two entities per sentence, and both are often masked, as in linking
-    mention_word_prob: float = 0.3  #: the masked entity's words are masked too, as at [Y] in a probe
-    mention_single_mask: bool = False  #: ... as one <mask>, whatever the name's length (as at [Y] in a probe)
-    entity_drop_prob: float = 0.0  #: an unmasked entity is left out of the input (as the subject in an entity [Y] probe)
+    mention_word_prob: float = 0.5  #: the masked entity's words are masked too, as at [Y] in a probe
+    mention_single_mask: bool = True  #: ... as one <mask>, whatever the name's length (as at [Y] in a probe)
+    entity_drop_prob: float = 0.5  #: an unmasked entity is left out of the input (as the subject in an entity [Y] probe)
     stage1_share: float = 0.1
     learning_rate: float = 3e-3
     seed: int = 0

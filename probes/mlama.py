@@ -146,8 +146,12 @@ class MlamaReport:
 
 
 def evaluate_mlama(path: str | Path, model: Any, langs: list[str], *, mode: str = "entity", use_subject_entity: bool = False,
-                   relations: list[str] | None = None, batch_size: int = 64, progress: bool = True) -> MlamaReport:
-    """Typed querying on mLAMA for each language; see :func:`mluke.cloze.run_cloze` for the modes."""
+                   relations: list[str] | None = None, exclude_subject: bool = True, batch_size: int = 64,
+                   progress: bool = True) -> MlamaReport:
+    """Typed querying on mLAMA for each language; see :func:`mluke.cloze.run_cloze` for the modes.
+
+    ``exclude_subject=False`` keeps a subject among its own candidates, as the
+    reference mLAMA evaluation does (P47 "shares border with" is where it matters)."""
     from tqdm import tqdm
 
     from mluke.cloze import _load_model, run_cloze
@@ -161,7 +165,7 @@ def evaluate_mlama(path: str | Path, model: Any, langs: list[str], *, mode: str 
     for lang, rel in tqdm(work, desc="mLAMA", unit="relation", disable=not progress):
         result = run_cloze(rel.template, lang, sorted(rel.subjects.items()), rel.candidates, rel.gold, model=bundle,
                            relation=rel.relation, mode=mode, use_subject_entity=use_subject_entity, top_k=1,  # type: ignore[arg-type]
-                           batch_size=batch_size, gold_labels=rel.object_labels)
+                           exclude_subject=exclude_subject, batch_size=batch_size, gold_labels=rel.object_labels)
         p_at_1.setdefault(lang, {})[rel.relation] = result.metrics["P@1"]
         counts.setdefault(lang, {})[rel.relation] = result.metrics["with_gold"]
         bias.append(language_bias(result))

@@ -56,6 +56,7 @@ def probe(
     subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity over [X] (the paper's [X]&[Y] prompts).")] = False,
     top_k: Annotated[int, typer.Option(help="How many predictions to keep per subject.")] = 5,
     normalize: Annotated[str, typer.Option(help="Scores as log-probabilities over the 'candidates' (they sum to 1 per subject) or over the model's whole 'vocabulary' (slower); the ranking is the same.")] = "candidates",
+    keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.")] = False,
     model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model, trained on first use).")] = None,
     db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
@@ -66,7 +67,8 @@ def probe(
     from mluke.cloze import probe as run
 
     result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
-                 use_subject_entity=subject_entity, top_k=top_k, normalize=normalize, model=model, kb=db)  # type: ignore[arg-type]
+                 use_subject_entity=subject_entity, top_k=top_k, normalize=normalize,  # type: ignore[arg-type]
+                 exclude_subject=not keep_subject, model=model, kb=db)
     if json_out:
         if json_out == "-":
             typer.echo(result.to_json())
@@ -97,6 +99,7 @@ def eval_mlama(
     mode: Annotated[str, typer.Option(help="'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way).")] = "entity",
     subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity ([X]&[Y] prompts).")] = False,
     relations: Annotated[Optional[str], typer.Option(help="Comma-separated relation ids to keep (default: all but date relations).")] = None,
+    keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.")] = False,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write P@1 per relation, macro averages and language bias as JSON ('-' for stdout).")] = None,
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
@@ -105,7 +108,7 @@ def eval_mlama(
     from probes.mlama import evaluate_mlama
 
     report = evaluate_mlama(folder, model, [l.strip() for l in langs.split(",") if l.strip()], mode=mode,
-                            use_subject_entity=subject_entity,
+                            use_subject_entity=subject_entity, exclude_subject=not keep_subject,
                             relations=[r.strip() for r in relations.split(",")] if relations else None, progress=progress)
     if json_out:
         write_json(report.to_dict(), json_out)

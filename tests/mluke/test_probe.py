@@ -96,6 +96,20 @@ def test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join(bundl
     assert sum(math.exp(p.score) for p in preds) == pytest.approx(1.0, abs=1e-4)
 
 
+@pytest.mark.parametrize("mode", ["entity", "word"])
+def test_a_subject_is_left_out_of_its_own_ranking(bundle, embedded_db, mode):
+    fact = next(f for f in embedded_db.facts(property="P47"))
+    kwargs = dict(lang="en", relation="P47", subjects=[fact.subject], candidates=[fact.subject, fact.object], mode=mode,
+                  model=bundle, kb=embedded_db, top_k=2)
+    r = probe("[X] shares a border with [Y].", **kwargs)
+    scores = {p.key: p.score for p in r.rows[0].predictions}
+    assert scores[fact.subject] == float("-inf") and scores[fact.object] == pytest.approx(0.0, abs=1e-6)
+    assert r.rows[0].predictions[0].key == fact.object and r.rows[0].rank == 1
+    assert any("left out of its own ranking" in n for n in r.notes)
+    kept = probe("[X] shares a border with [Y].", exclude_subject=False, **kwargs)
+    assert all(math.isfinite(p.score) for p in kept.rows[0].predictions) and not any("left out" in n for n in kept.notes)
+
+
 def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
     r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan"], candidates=["Tokyo"], mode="word",
               model=bundle, kb=embedded_db, normalize="vocabulary")
