@@ -545,7 +545,7 @@ class MentionIndex(CandidateGenerator):
             pos = max(end, found[-1].end) if found else end
         return out
 
-    def detect_batch(self, texts: Sequence[str], lang: str, *,
+    def detect_batch(self, texts: Iterable[str], lang: str, *,
                      min_link_probability: float | None = None) -> list[list[Mention]]:
         """:meth:`detect` for many texts of one language: the same mentions, faster.
 
@@ -559,6 +559,7 @@ class MentionIndex(CandidateGenerator):
         """
         if isinstance(texts, str):
             raise TextInputError("detect_batch() expects a list of texts, got one str (use detect() for one text)")
+        texts = list(texts)  # any iterable, read once
         idx = self._lang(lang)
         table = idx.ascii_table() if self._threshold(min_link_probability) is None else None
         with gc_paused():

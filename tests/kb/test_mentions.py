@@ -165,6 +165,7 @@ def test_ascii_batches_equal_one_by_one(index, monkeypatch):
     assert raised == [index.detect(t, "en", min_link_probability=0.5) for t in texts]
     with pytest.raises(kb.TextInputError, match="expects a str, got int"):
         index.detect_batch(["Paris", 3], "en")
+    assert index.detect_batch((t for t in texts[:20]), "en") == expected[:20]  # any iterable
 
 
 def test_ascii_units_are_cut_like_the_tokenizer():
