@@ -104,7 +104,7 @@ class UnitTable:
         self.chars, self.offsets = chars, offsets  # unit id -> its characters: chars[offsets[id]:][:length]
         self.powers = _Powers()
         n = len(h1)
-        self.bits = max(4, (2 * n).bit_length())  # at most half full
+        self.bits = max(4, (4 * n).bit_length())  # at most a quarter full: short probes
         home = self._home(h1)
         order = np.argsort(home, kind="stable")
         # linear probing, filled in order of home slot: each unit takes the first free slot from its home on
