@@ -151,8 +151,8 @@ class TrainConfig:
             if stage.train not in ("new", "all") or stage.steps < 0 or stage.learning_rate <= 0:
                 raise KbFormatError(f"{where}: stage {stage.name!r}: train must be 'new' or 'all', steps >= 0, learning_rate > 0")
         m = self.masking
-        if not (0 <= m.word_prob <= 1 and 0 <= m.entity_prob <= 1 and 0 <= m.mention_word_prob <= 1 and 0 <= m.entity_drop_prob <= 1
-                and m.word_mask_share + m.word_random_share <= 1):
+        probs = (m.word_prob, m.entity_prob, m.mention_word_prob, m.entity_drop_prob)
+        if not (all(0 <= x <= 1 for x in probs) and m.word_mask_share + m.word_random_share <= 1):
             raise KbFormatError(f"{where}: masking probabilities must lie in [0, 1] and mask + random shares sum to <= 1")
         if self.data.alpha <= 0:
             raise KbFormatError(f"{where}: data.alpha must be positive (0.7 in the paper)")
