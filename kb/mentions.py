@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import daachorse
 import numpy as np
 
-from kb.ascii_units import UnitTable, cut
+from kb.batch_units import UnitTable, ascii_classes, bmp_classes, cut
 from kb.cache import cache_dir
 from kb.candidates import (
     MAX_CANDIDATES,
@@ -77,6 +77,7 @@ from kb.gcpause import gc_paused
 from kb.languages import check_language, check_languages
 from kb.store import atomic_build, open_readonly
 from kb.surfaces import (
+    Folded,
     fold,
     fold_aligned,
     has_hangul,
@@ -182,7 +183,7 @@ class _Lang:
         units_list = units.split("\n") if units else []
         self.codes = dict(zip(units_list, map(_code, range(len(units_list)))))
         self.units = units_list
-        self._ascii: UnitTable | None | bool = False  # False: not built yet
+        self._table: UnitTable | None | bool = False  # False: not built yet
         arrays = {name: _view(typecode, read(name)) for name, typecode in _ARRAYS.items()}
         self.lp, self.offsets = arrays["link_probability"], arrays["offsets"]
         self.entities, self.counts, self.priors, self.sources = (
@@ -204,12 +205,12 @@ class _Lang:
             self.cache[pid] = found
         return found
 
-    def ascii_table(self) -> UnitTable | None:
-        """The vectorised lookup of this language's ASCII units (built on first use; ``None``: unusable)."""
-        if self._ascii is False:
-            self._ascii = UnitTable.build(self.units)
+    def unit_table(self) -> UnitTable | None:
+        """The vectorised lookup of this language's units (built on first use; ``None``: unusable)."""
+        if self._table is False:
+            self._table = UnitTable.build(self.units)
             self.lp_array = np.frombuffer(self.lp, np.float64) if sys.byteorder == "little" else np.array(self.lp)
-        return self._ascii  # type: ignore[return-value]
+        return self._table  # type: ignore[return-value]
 
     def pattern_id(self, surface: str) -> int | None:
         units = matching_units(surface_key(surface))
@@ -549,10 +550,12 @@ class MentionIndex(CandidateGenerator):
                      min_link_probability: float | None = None) -> list[list[Mention]]:
         """:meth:`detect` for many texts of one language: the same mentions, faster.
 
-        ASCII texts (up to :data:`CHUNK_CHARS` each) are detected together, a few
-        hundred thousand characters at a time, with their units cut and looked up
-        by numpy (:mod:`kb.ascii_units`) and one automaton search; other texts,
-        and any text when ``min_link_probability`` is raised, one at a time. The
+        Texts up to :data:`CHUNK_CHARS` long whose folding keeps every offset
+        and that hold no Hangul and no character beyond the BMP (nearly all text
+        but Korean) are detected together, a few hundred thousand characters at
+        a time, with their units cut and looked up by numpy
+        (:mod:`kb.batch_units`) and one automaton search; other texts, and any
+        text when ``min_link_probability`` is raised, one at a time. The
         cyclic garbage collector is paused meanwhile: the mentions are acyclic
         tuples (freed by reference counting all the same), and its passes over a
         large heap cost more than the detection itself.
@@ -561,25 +564,39 @@ class MentionIndex(CandidateGenerator):
             raise TextInputError("detect_batch() expects a list of texts, got one str (use detect() for one text)")
         texts = list(texts)  # any iterable, read once
         idx = self._lang(lang)
-        table = idx.ascii_table() if self._threshold(min_link_probability) is None else None
+        table = idx.unit_table() if self._threshold(min_link_probability) is None else None
         with gc_paused():
             if table is None:
                 return [self.detect(t, lang, min_link_probability=min_link_probability) for t in texts]
             out: list[list[Mention]] = [[] for _ in texts]
             one = functools.partial(self._detect, idx, base=0, threshold=None)
-            batch: list[int] = []
-            chars = 0
+            batches: dict[bool, tuple[list[int], list[str]]] = {True: ([], []), False: ([], [])}  # by ASCII or not
+            size = {True: 0, False: 0}
             for i, t in enumerate(texts):
-                if isinstance(t, str) and t.isascii() and len(t) <= CHUNK_CHARS:
-                    if chars + len(t) > _BATCH_CHARS and batch:
-                        _detect_ascii(idx, table, texts, batch, out, one)
-                        batch, chars = [], 0
-                    batch.append(i)
-                    chars += len(t) + 1
+                if not isinstance(t, str) or len(t) > CHUNK_CHARS:
+                    out[i] = self.detect(t, lang)  # a clear error, or chunks
+                    continue
+                ascii_ = t.isascii()
+                if ascii_:
+                    folded = t.lower()
                 else:
-                    out[i] = self.detect(t, lang)
-            if batch:
-                _detect_ascii(idx, table, texts, batch, out, one)
+                    aligned = fold_aligned(t)
+                    folded = aligned.folded
+                    if aligned.starts is not None or max(folded) > "\uffff" or has_hangul(folded):
+                        out[i] = self._detect(idx, t, 0, None, aligned)
+                        continue
+                which, folds = batches[ascii_]
+                if size[ascii_] + len(t) > _BATCH_CHARS and which:
+                    _detect_together(idx, table, ascii_, texts, which, folds, out, one)
+                    which.clear()
+                    folds.clear()
+                    size[ascii_] = 0
+                which.append(i)
+                folds.append(folded)
+                size[ascii_] += len(t) + 1
+            for ascii_, (which, folds) in batches.items():
+                if which:
+                    _detect_together(idx, table, ascii_, texts, which, folds, out, one)
             return out
 
     def _threshold(self, value: float | None) -> float | None:
@@ -594,8 +611,10 @@ class MentionIndex(CandidateGenerator):
                 f"are not in it; build one with MentionIndex.build(..., min_link_probability={value}) to go lower")
         return value
 
-    def _detect(self, idx: _Lang, text: str, base: int, threshold: float | None) -> list[Mention]:
-        folded = fold_aligned(text)
+    def _detect(self, idx: _Lang, text: str, base: int, threshold: float | None,
+                folded: Folded | None = None) -> list[Mention]:
+        if folded is None:
+            folded = fold_aligned(text)
         units, bounds = token_bounds(folded.folded)
         if not units:
             return []
@@ -631,19 +650,20 @@ class MentionIndex(CandidateGenerator):
         return out
 
 
-def _detect_ascii(idx: _Lang, table: UnitTable, texts: Sequence[str], which: list[int], out: list[list[Mention]],
-                  one: Callable[[str], list[Mention]]) -> None:
-    """:meth:`MentionIndex.detect` of the ASCII texts ``texts[i]`` for i in ``which``, all at once, into ``out``.
+def _detect_together(idx: _Lang, table: UnitTable, ascii_: bool, texts: Sequence[str], which: list[int],
+                     folds: list[str], out: list[list[Mention]], one: Callable[[str], list[Mention]]) -> None:
+    """:meth:`MentionIndex.detect` of the texts ``texts[i]`` for i in ``which`` (folded: ``folds``), all at once.
 
     The same matches as one text at a time: the texts' units are cut and looked
-    up together (:mod:`kb.ascii_units`), coded as in :meth:`MentionIndex._detect`
-    with an unknown unit between two texts, so no match spans texts, and searched
-    in one automaton call.
+    up together (:mod:`kb.batch_units`; ASCII texts by the ASCII token rules, as
+    :func:`kb.surfaces.token_bounds` does), coded as in
+    :meth:`MentionIndex._detect` with an unknown unit between two texts, so no
+    match spans texts, and searched in one automaton call. Results go to ``out``.
     """
     chosen = [texts[i] for i in which]
     joined = "\n".join(chosen)
-    buf = np.frombuffer(joined.lower().encode("ascii"), np.uint8)
-    starts, ends = cut(buf)
+    buf = np.frombuffer("\n".join(folds).encode("utf-32-le", "surrogatepass"), np.uint32)
+    starts, ends = cut(buf, ascii_classes() if ascii_ else bmp_classes())
     ids = table.lookup(buf, starts, ends)
     bases = np.zeros(len(chosen), np.int64)
     np.cumsum(np.fromiter(map(len, chosen), np.int64, len(chosen))[:-1] + 1, out=bases[1:])

@@ -168,27 +168,58 @@ def test_ascii_batches_equal_one_by_one(index, monkeypatch):
     assert index.detect_batch((t for t in texts[:20]), "en") == expected[:20]  # any iterable
 
 
-def test_ascii_units_are_cut_like_the_tokenizer():
+def _cut_like_the_tokenizer(texts, classes):
     import numpy as np
 
-    from kb.ascii_units import cut
+    from kb.batch_units import cut
     from kb.surfaces import token_bounds
 
-    rng = random.Random(5)
-    for _ in range(200):
-        text = "".join(chr(rng.randrange(128)) for _ in range(rng.randrange(0, 60))).lower()
-        starts, ends = cut(np.frombuffer(text.encode("ascii"), np.uint8))
+    for text in texts:
+        starts, ends = cut(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32), classes)
         units, bounds = token_bounds(text)
-        assert list(zip(starts.tolist(), ends.tolist())) == list(zip(bounds[0::2], bounds[1::2]))
+        assert list(zip(starts.tolist(), ends.tolist())) == list(zip(bounds[0::2], bounds[1::2])), text
         assert [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == units
 
 
-def test_colliding_unit_hashes_fall_back_to_one_text_at_a_time(linking_db, monkeypatch):
-    import kb.ascii_units
+def test_units_are_cut_like_the_tokenizer():
+    from kb.batch_units import ascii_classes, bmp_classes
+    from kb.surfaces import has_hangul
 
-    assert kb.ascii_units.UnitTable.build(["ab", "ba", "Straße"]) is not None
-    monkeypatch.setattr(kb.ascii_units, "_BASES", (1, 1))  # a hash that is the sum of the characters
-    assert kb.ascii_units.UnitTable.build(["ab", "ba"]) is None
+    rng = random.Random(5)
+    _cut_like_the_tokenizer(["".join(chr(rng.randrange(128)) for _ in range(rng.randrange(0, 60))).lower()
+                             for _ in range(200)], ascii_classes())
+    # BMP text: letters of several scripts, combining marks (after letters, spaces, punctuation and Han),
+    # unspaced scripts, digits, punctuation, symbols, odd spaces, joiners
+    pieces = ["a", "é", "z", "9", "ж", "ω", "ب", "क", "्", "\u0301", "\u0301\u0302", "東", "の", "カ", "ก", "\u0e31",
+              "ສ", " ", "  ", "\u3000", "\u00a0", "\n", ".", ",", "-", "&", "\u200d", "\u200c", "€", "½", "x\u0301y"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 40))) for _ in range(500)]
+    texts += ["".join(chr(rng.randrange(0x80, 0x10000)) for _ in range(30)) for _ in range(100)]
+    usable = [t for t in texts if not has_hangul(t)]
+    assert len(usable) > 450  # Hangul texts take the one-at-a-time way
+    _cut_like_the_tokenizer(usable, bmp_classes())
+
+
+def test_batches_of_other_scripts_equal_one_by_one(embedded_index):
+    rng = random.Random(11)
+    for lang, words in {
+        "de": ["Paris", "München", "Köln", "Österreich", "liegt", "in", "Straße", "ﬁlm", "Valencia", ",", "\u0301", "Ü"],
+        "ja": ["東京", "都", "京都", "カナダ", "に", "Tokyo", "、", "ｶﾞ", "日本", "の", "首都"],
+        "hi": ["भारत", "दिल्ली", "की", "राजधानी", "है", "।", "Delhi"],
+        "ko": ["서울", "서울에서", "한국", "의", "수도", "Seoul"],
+    }.items():
+        sep = "" if lang == "ja" else " "
+        texts = [sep.join(rng.choice(words) for _ in range(rng.randrange(0, 30))) for _ in range(200)]
+        texts += ["Paris\ud800 München \U0001f600 Köln", "\udfff"]  # a lone surrogate; beyond the BMP
+        expected = [embedded_index.detect(t, lang) for t in texts]
+        assert embedded_index.detect_batch(texts, lang) == expected and sum(map(len, expected)) > 100, lang
+
+
+def test_colliding_unit_hashes_fall_back_to_one_text_at_a_time(linking_db, monkeypatch):
+    import kb.batch_units
+
+    assert kb.batch_units.UnitTable.build(["ab", "ba", "Straße", "\U0001f600"]) is not None
+    monkeypatch.setattr(kb.batch_units, "_BASES", (1, 1))  # a hash that is the sum of the characters
+    assert kb.batch_units.UnitTable.build(["ab", "ba"]) is None
     fresh = MentionIndex.build(linking_db, languages=["en"])
     texts = ["Paris and New York", "York, York", "kroy wen"]
     assert fresh.detect_batch(texts, "en") == [fresh.detect(t, "en") for t in texts]

@@ -1,11 +1,12 @@
-"""Matching units of many ASCII texts at once: the vectorised path of ``MentionIndex.detect_batch``.
+"""Matching units of many texts at once: the vectorised path of ``MentionIndex.detect_batch``.
 
-Folded ASCII text (``text.lower()``) is cut into units exactly as
-:func:`kb.surfaces.token_bounds` cuts it: runs of ``[a-z0-9]`` and single other
-non-space characters. Here a whole batch of texts is cut, and every unit
-fingerprinted, in a few numpy passes, then looked up in the sorted fingerprints
-of the index's units: no Python object is made per unit, which is what the
-per-text path spends most of its time on.
+For texts whose folded form has the same offsets as the original and holds only
+BMP characters and no Hangul (every ASCII text, and most text in Latin,
+Cyrillic, Greek, Arabic, Indic, Han, kana or Thai script), the whole batch is cut
+into units exactly as :func:`kb.surfaces.token_bounds` cuts one text, and every
+unit fingerprinted, in a few numpy passes over the code points; the units are
+then looked up in the fingerprints of the index's units: no Python object is
+made per unit, which is what the per-text path spends most of its time on.
 
 A fingerprint is the unit's length and two 64-bit polynomial hashes with
 different odd bases (wrapping arithmetic). A unit of the text is taken for a kb
@@ -23,22 +24,32 @@ from functools import cache
 
 import numpy as np
 
-from kb.surfaces import token_bounds
+from kb.surfaces import _ASCII_TOKEN_RE, _class_re
 
 _BASES = (0x100000001B3, 0x9E3779B97F4A7C15)  # odd, so invertible modulo 2**64
-_WORD, _SPACE = 1, 2  # character classes; 0: a character that is a unit on its own
+_MIX = 0xD6E8FEB86659FD93  # odd multiplier that spreads a hash over the top bits
+# Character classes. OTHER: a unit on its own; UNSPACED: a unit with the marks that follow it (MARK_ON_UNSPACED).
+OTHER, WORD, UNSPACED, HANGUL, MARK, SPACE, MARK_ON_UNSPACED = range(7)
 
 
 @cache
-def _char_classes() -> np.ndarray:
-    """Class of each ASCII character, derived from the tokenizer itself so the two cannot disagree."""
-    out = np.zeros(128, np.uint8)
+def ascii_classes() -> np.ndarray:
+    """Class of each ASCII character for folded ASCII text (tokenized by ``[a-z0-9]+|\\S``)."""
+    out = np.full(128, SPACE, np.uint8)
     for c in range(128):
-        units, _ = token_bounds(chr(c))
-        if not units:
-            out[c] = _SPACE
-        elif re.fullmatch(r"[a-z0-9]", chr(c)):
-            out[c] = _WORD
+        if _ASCII_TOKEN_RE.fullmatch(chr(c)):
+            out[c] = WORD if re.fullmatch(r"[a-z0-9]", chr(c)) else OTHER
+    return out
+
+
+@cache
+def bmp_classes() -> np.ndarray:
+    """Class of each BMP character for other folded text, from the tokenizer's own character classes."""
+    bmp = "".join(map(chr, range(0x10000)))
+    out = np.full(0x10000, OTHER, np.uint8)
+    for pattern, cls in ((re.compile(r"\s"), SPACE), (_class_re("word"), WORD), (_class_re("unspaced"), UNSPACED),
+                         (_class_re("hangul"), HANGUL), (_class_re("mark"), MARK)):
+        out[[m.start() for m in pattern.finditer(bmp)]] = cls
     return out
 
 
@@ -80,23 +91,36 @@ def _fingerprints(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, powers:
     return out
 
 
-def cut(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end offsets of the units of folded ASCII bytes (as ``token_bounds``)."""
-    cls = _char_classes()[buf]
-    word = cls == _WORD
-    single = cls == 0
-    prev_word = np.empty_like(word)
-    next_word = np.empty_like(word)
-    if len(word):
-        prev_word[0], prev_word[1:] = False, word[:-1]
-        next_word[-1], next_word[:-1] = False, word[1:]
-    starts = np.flatnonzero((word & ~prev_word) | single)
-    ends = np.flatnonzero((word & ~next_word) | single) + 1
+def cut(codes: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end offsets of the units of folded text (code points), as ``token_bounds`` gives them.
+
+    The token rules: a word is a letter or digit of a space-delimited script
+    followed by more of them and marks; an unspaced-script character is a unit
+    with the marks after it; any other non-space character (a mark with no
+    letter before it too) is a unit of its own. ``classes``: :func:`ascii_classes`
+    or :func:`bmp_classes` (Hangul is not handled here).
+    """
+    cls = classes[codes]
+    marks = cls == MARK
+    if marks.any():  # a mark belongs to the letter before it, if any
+        n = len(cls)
+        anchor = np.maximum.accumulate(np.where(marks, -1, np.arange(n)))
+        before = np.where(anchor >= 0, cls[np.maximum(anchor, 0)], OTHER)
+        cls = cls.copy()
+        cls[marks] = np.select([before[marks] == WORD, before[marks] == UNSPACED], [WORD, MARK_ON_UNSPACED], OTHER)
+    word = cls == WORD
+    prev_word = np.zeros_like(word)
+    prev_word[1:] = word[:-1]
+    first = (word & ~prev_word) | (cls == OTHER) | (cls == UNSPACED)
+    starts = np.flatnonzero(first)
+    bounds = np.flatnonzero(first | (cls == SPACE))
+    bounds = np.append(bounds, len(cls))
+    ends = bounds[np.searchsorted(bounds, starts, side="right")]
     return starts, ends
 
 
 class UnitTable:
-    """The ASCII units of one language, by fingerprint (see the module docs), in a linear-probing hash table."""
+    """The units of one language, by fingerprint (see the module docs), in a linear-probing hash table."""
 
     def __init__(self, h1: np.ndarray, h2: np.ndarray, lengths: np.ndarray, ids: np.ndarray, chars: np.ndarray,
                  offsets: np.ndarray) -> None:
@@ -118,15 +142,17 @@ class UnitTable:
         self.max_probe = int((slots - home[order]).max()) if n else 0
 
     def _home(self, h: np.ndarray) -> np.ndarray:
-        return (h >> np.uint64(64 - self.bits)).astype(np.int64)
+        """Slot of a first hash: its top bits after a multiplicative mix (a one-character unit's hash is its code)."""
+        with np.errstate(over="ignore"):
+            return ((h * np.uint64(_MIX)) >> np.uint64(64 - self.bits)).astype(np.int64)
 
     @classmethod
     def build(cls, units: Sequence[str]) -> UnitTable | None:
-        """From the language's units in id order; ``None`` if two ASCII units share a first hash."""
-        ids = np.array([i for i, u in enumerate(units) if u.isascii()], np.int64)
+        """From the language's units in id order (those of the BMP); ``None`` if two share a first hash."""
+        ids = np.array([i for i, u in enumerate(units) if u.isascii() or max(u) <= "\uffff"], np.int64)
         chosen = [units[i] for i in ids]
         lengths = np.fromiter(map(len, chosen), np.int64, len(chosen))
-        buf = np.frombuffer("".join(chosen).encode("ascii"), np.uint8)
+        buf = np.frombuffer("".join(chosen).encode("utf-32-le"), np.uint32)
         ends = np.cumsum(lengths)
         h1, h2 = _fingerprints(buf, ends - lengths, ends, _Powers())
         if len(np.unique(h1)) < len(h1):
