@@ -689,6 +689,10 @@ def _detect_together(idx: _Lang, table: UnitTable, ascii_: bool, texts: Sequence
     if redo:
         keep = ~np.isin(t, redo)
         found, first, last, t = found[keep], first[keep], last[keep], t[keep]
+        for k in redo:
+            out[which[k]] = one(chosen[k])
+        if not len(t):
+            return
     # the mentions of the whole batch in C-level passes, then one slice of them per text
     a, b, pids = starts[first].tolist(), ends[last], found[:, 2]
     lps = idx.lp_array[pids]
@@ -705,8 +709,6 @@ def _detect_together(idx: _Lang, table: UnitTable, ascii_: bool, texts: Sequence
     cuts = np.flatnonzero(np.diff(t)) + 1
     for k, lo, hi in zip(t[np.r_[0, cuts]].tolist(), [0, *cuts.tolist()], [*cuts.tolist(), len(mentions)]):
         out[which[k]] = mentions[lo:hi]
-    for k in redo:
-        out[which[k]] = one(chosen[k])
 
 
 def _scan(automaton: Any, codes: str, pos: int, accept: Any) -> Iterator[tuple[tuple[int, int], int]]:

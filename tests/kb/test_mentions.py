@@ -223,6 +223,7 @@ def test_colliding_unit_hashes_fall_back_to_one_text_at_a_time(linking_db, monke
     fresh = MentionIndex.build(linking_db, languages=["en"])
     texts = ["Paris and New York", "York, York", "kroy wen"]
     assert fresh.detect_batch(texts, "en") == [fresh.detect(t, "en") for t in texts]
+    assert fresh.detect("kroy wen", "en") == [] and fresh.detect_batch(["kroy wen"], "en") == [[]]  # only a false match
 
 
 def _random_text(rng, lang, n):
