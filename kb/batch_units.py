@@ -135,8 +135,10 @@ class UnitTable:
         # (a running maximum), so the slots between a unit's home and its own are all taken, as lookups assume
         slots = np.maximum.accumulate(home[order] - np.arange(n)) + np.arange(n) if n else home
         # (first hash, row) per slot, side by side: a probe costs one memory access; row -1: empty
-        self.slots = np.zeros((int(slots[-1]) if n else 0) + 2, [("h1", np.uint64), ("row", np.int64)])
-        self.slots["row"] = -1  # at least one empty slot at the end
+        # every home slot exists, and one empty slot follows the last taken one
+        size = max(1 << self.bits, int(slots[-1]) + 1 if n else 0) + 1
+        self.slots = np.zeros(size, [("h1", np.uint64), ("row", np.int64)])
+        self.slots["row"] = -1
         self.slots["h1"][slots] = h1[order]
         self.slots["row"][slots] = order
         self.max_probe = int((slots - home[order]).max()) if n else 0

@@ -199,6 +199,42 @@ def test_units_are_cut_like_the_tokenizer():
     _cut_like_the_tokenizer(usable, bmp_classes())
 
 
+def test_unit_table_finds_its_units_and_only_them():
+    import numpy as np
+
+    from kb.batch_units import UnitTable, ascii_classes, cut
+
+    rng = random.Random(2)
+    words = sorted({"".join(rng.choice("abcdefgh") for _ in range(rng.randrange(1, 6))) for _ in range(300)})
+    for units in (["ab"], words[:3], words):  # small tables: every home slot must exist
+        table = UnitTable.build(units)
+        text = " ".join(words + ["zz", "q"])
+        buf = np.frombuffer(text.encode("utf-32-le"), np.uint32)
+        starts, ends = cut(buf, ascii_classes())
+        ids = table.lookup(buf, starts, ends).tolist()
+        position = {u: i for i, u in enumerate(units)}
+        assert ids == [position.get(text[a:b], -1) for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+def test_batches_equal_one_by_one_in_every_language(embedded_db):
+    from kb.languages import MLUKE_LANGUAGES
+
+    index = MentionIndex.build(embedded_db)
+    rng = random.Random(1)
+    keys = [*embedded_db.keys("country"), *embedded_db.keys("language"), *list(embedded_db.keys("city"))[:500]]
+    noise = [" ", ", ", ". ", "\n", "-", "(", "\u0301", "\u200d", "ß", "ﬁ", "İ", "１２", "x", "東", "ก", "\u3000", "\u00a0"]
+    for lang in MLUKE_LANGUAGES:
+        names = sorted(embedded_db.labels(keys, lang).values())
+        texts = []
+        for _ in range(40):
+            parts = [rng.choice(names) if rng.random() < 0.6 else rng.choice(noise) for _ in range(rng.randrange(0, 25))]
+            parts += [w[:rng.randrange(len(w) + 1)] for w in rng.sample(names, 3)]  # cut names
+            rng.shuffle(parts)
+            texts.append(("" if rng.random() < 0.3 else " ").join(parts))
+        expected = [index.detect(t, lang) for t in texts]
+        assert index.detect_batch(texts, lang) == expected and sum(map(len, expected)) > 100, lang
+
+
 def test_batches_of_other_scripts_equal_one_by_one(embedded_index):
     rng = random.Random(11)
     for lang, words in {
