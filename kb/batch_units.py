@@ -24,7 +24,7 @@ from functools import cache
 
 import numpy as np
 
-from kb.surfaces import _ASCII_TOKEN_RE, _class_re
+from kb.surfaces import _class_re, token_bounds
 
 _BASES = (0x100000001B3, 0x9E3779B97F4A7C15)  # odd, so invertible modulo 2**64
 _MIX = 0xD6E8FEB86659FD93  # odd multiplier that spreads a hash over the top bits
@@ -34,12 +34,9 @@ OTHER, WORD, UNSPACED, HANGUL, MARK, SPACE, MARK_ON_UNSPACED = range(7)
 
 @cache
 def ascii_classes() -> np.ndarray:
-    """Class of each ASCII character for folded ASCII text (tokenized by ``[a-z0-9]+|\\S``)."""
-    out = np.full(128, SPACE, np.uint8)
-    for c in range(128):
-        if _ASCII_TOKEN_RE.fullmatch(chr(c)):
-            out[c] = WORD if re.fullmatch(r"[a-z0-9]", chr(c)) else OTHER
-    return out
+    """Class of each ASCII character for folded ASCII text, asked of the tokenizer itself: a character
+    twice is no unit (a space), one unit (a word character) or two (a unit on its own)."""
+    return np.array([(SPACE, WORD, OTHER)[len(token_bounds(chr(c) * 2)[0])] for c in range(128)], np.uint8)
 
 
 @cache
@@ -124,7 +121,7 @@ class UnitTable:
 
     def __init__(self, h1: np.ndarray, h2: np.ndarray, lengths: np.ndarray, ids: np.ndarray, chars: np.ndarray,
                  offsets: np.ndarray) -> None:
-        self.h1, self.h2, self.lengths, self.ids = h1, h2, lengths, ids
+        self.h2, self.lengths, self.ids = h2, lengths, ids
         self.chars, self.offsets = chars, offsets  # unit id -> its characters: chars[offsets[id]:][:length]
         self.powers = _Powers()
         n = len(h1)
@@ -178,12 +175,10 @@ class UnitTable:
             if not more.any():
                 break
             active, slot = active[more], slot[more] + 1
-        found = out >= 0
+        found = np.flatnonzero(out >= 0)
         rows = out[found]
-        sel = active_ok = np.flatnonzero(found)
-        same = (self.h2[rows] == h2[sel]) & (self.lengths[rows] == (ends - starts)[sel])
-        out[sel[~same]] = -1
-        out[active_ok[same]] = self.ids[rows[same]]
+        same = (self.h2[rows] == h2[found]) & (self.lengths[rows] == (ends - starts)[found])
+        out[found] = np.where(same, self.ids[rows], -1)
         return out
 
     def same(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, ids: np.ndarray) -> np.ndarray:

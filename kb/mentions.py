@@ -102,7 +102,7 @@ _LEAD, _TRAIL, _RADIX = 0x1000, 0x2000, 4096  # unit code = lead char + trail ch
 _MAX_UNITS = _RADIX * _RADIX
 _UNKNOWN = "\x00\x00"                       # a unit no surface contains
 _CACHE_LIMIT = 200_000                      # candidate tuples kept per language
-_BATCH_CHARS = 1 << 18                      # characters of ASCII text detected together
+_BATCH_CHARS = 1 << 18                      # characters of text detected together by detect_batch
 
 _SCHEMA = """
 PRAGMA page_size = 65536;  -- large blobs read twice as fast as with 4 KiB pages
@@ -186,6 +186,7 @@ class _Lang:
         self._table: UnitTable | None | bool = False  # False: not built yet
         arrays = {name: _view(typecode, read(name)) for name, typecode in _ARRAYS.items()}
         self.lp, self.offsets = arrays["link_probability"], arrays["offsets"]
+        self.lp_array = np.asarray(self.lp, np.float64)  # the same numbers, for numpy gathers (no copy here)
         self.entities, self.counts, self.priors, self.sources = (
             arrays["entities"], arrays["counts"], arrays["priors"], arrays["sources"])
         self.entity_key = entity_key
@@ -209,7 +210,6 @@ class _Lang:
         """The vectorised lookup of this language's units (built on first use; ``None``: unusable)."""
         if self._table is False:
             self._table = UnitTable.build(self.units)
-            self.lp_array = np.frombuffer(self.lp, np.float64) if sys.byteorder == "little" else np.array(self.lp)
         return self._table  # type: ignore[return-value]
 
     def pattern_id(self, surface: str) -> int | None:

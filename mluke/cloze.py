@@ -327,6 +327,7 @@ def run_cloze(
     own = [(i, position[s]) for i, (s, _) in enumerate(subjects) if s in position] if exclude_subject else []
     if own:
         notes.append(f"{len(own)} subject(s) are also candidates; each is left out of its own ranking")
+    own_cells = tuple(torch.tensor(x) for x in zip(*own))  # (subject rows, candidate columns)
     results: dict[str, ProbeResult] = {}
     for m in (("entity", "word") if mode == "both" else (mode,)):
         if m == "word":
@@ -353,9 +354,7 @@ def run_cloze(
                 notes.append(f"{len(out_vocab)} candidate(s) outside the entity vocabulary scored with word masks")
             sources = ["entity" if v is not None else "word" for v in cand_ids]
         if own:
-            mask = torch.zeros(scores.shape, dtype=torch.bool)
-            mask[[i for i, _ in own], [c for _, c in own]] = True
-            scores = scores.masked_fill(mask, float("-inf"))
+            scores = scores.index_put(own_cells, torch.tensor(float("-inf")))
         if normalize == "candidates":
             scores = over_candidates(scores)
         rows = []

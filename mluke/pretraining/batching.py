@@ -90,27 +90,27 @@ def mask_example(seq: Sequence, rng: np.random.Generator, cfg: MaskingConfig, vo
             ids[to_random] = rng.choice(allowed, size=int(to_random.sum()))
     ents = seq.entity_ids.astype(np.int64)
     ent_labels = np.full(len(ents), IGNORE, np.int64)
+    spans = seq.entity_spans.astype(np.int64)
     if len(ents) and cfg.entity_prob > 0:
         pick = np.flatnonzero(rng.random(len(ents)) < cfg.entity_prob)
         ent_labels[pick] = ents[pick]
         ents = ents.copy()
         ents[pick] = vocab.mask_entity
-    spans = seq.entity_spans.astype(np.int64)
-    if len(ents) and cfg.entity_prob > 0 and cfg.mention_word_prob > 0:
-        ids = ids.copy()
-        keep = np.ones(n, bool)
-        for k in pick[rng.random(len(pick)) < cfg.mention_word_prob]:
-            a, b = (int(x) for x in seq.entity_spans[k])
-            ids[a:b] = vocab.mask_word
-            if cfg.mention_single_mask:  # one <mask> whatever the name's length: no length hint
-                labels[a:b] = IGNORE
-                keep[a + 1:b] = False
-            else:
-                labels[a:b] = np.where(labels[a:b] == IGNORE, seq.word_ids[a:b], labels[a:b])
-        if not keep.all():
-            new_pos = np.cumsum(keep) - 1
-            spans = np.stack([new_pos[spans[:, 0]], new_pos[spans[:, 1] - 1] + 1], axis=1)
-            ids, labels = ids[keep], labels[keep]
+        if cfg.mention_word_prob > 0:
+            ids = ids.copy()
+            keep = np.ones(n, bool)
+            for k in pick[rng.random(len(pick)) < cfg.mention_word_prob]:
+                a, b = (int(x) for x in seq.entity_spans[k])
+                ids[a:b] = vocab.mask_word
+                if cfg.mention_single_mask:  # one <mask> whatever the name's length: no length hint
+                    labels[a:b] = IGNORE
+                    keep[a + 1:b] = False
+                else:
+                    labels[a:b] = np.where(labels[a:b] == IGNORE, seq.word_ids[a:b], labels[a:b])
+            if not keep.all():
+                new_pos = np.cumsum(keep) - 1
+                spans = np.stack([new_pos[spans[:, 0]], new_pos[spans[:, 1] - 1] + 1], axis=1)
+                ids, labels = ids[keep], labels[keep]
     if len(ents) and cfg.entity_drop_prob > 0:  # as an unlinked mention, or the subject of an entity [Y] probe
         keep_ent = (ent_labels != IGNORE) | (rng.random(len(ents)) >= cfg.entity_drop_prob)
         ents, ent_labels, spans = ents[keep_ent], ent_labels[keep_ent], spans[keep_ent]
