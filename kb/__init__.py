@@ -23,6 +23,7 @@ from kb.db import Entity, EntityDB, Fact, Match
 from kb.dump_build import BuildReport, build_from_dumps
 from kb.embedded import build_embedded, default_db, embedded_path
 from kb.errors import (
+    InputFormatError,
     KbFormatError,
     MlukeError,
     NotFoundError,
@@ -56,6 +57,7 @@ __all__ = [
     "EntityDB",
     "EntityVocab",
     "Fact",
+    "InputFormatError",
     "KbFormatError",
     "Match",
     "Mention",

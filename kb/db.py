@@ -274,6 +274,14 @@ class EntityDB(SqliteStore):
         )
         return [r[0] for r in rows]
 
+    def has_facts(self, property: str) -> bool:
+        """Whether any fact has this property (one index probe)."""
+        return self._one("SELECT 1 FROM facts WHERE property = ? LIMIT 1", property) is not None
+
+    def has_templates(self, property: str) -> bool:
+        """Whether the kb has a template for this property in any language."""
+        return self._one("SELECT 1 FROM templates WHERE property = ? LIMIT 1", property) is not None
+
     def properties(self) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT pid FROM properties ORDER BY CAST(substr(pid, 2) AS INTEGER)")]
 

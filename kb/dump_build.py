@@ -16,6 +16,7 @@ language). Stages, each resumable and committed per chunk (:mod:`kb.staging`):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -38,7 +39,8 @@ from kb.decompress import (
     iter_ranges,
 )
 from kb.embedded import load_relations
-from kb.errors import KbFormatError, OutputExistsError, UnknownLanguageError
+from kb.errors import KbFormatError, UnknownLanguageError
+from kb.files import check_output, remove
 from kb.languages import MLUKE_LANGUAGES, check_languages
 from kb.parallel import default_workers, ordered_map
 from kb.schema import check_pid
@@ -63,7 +65,7 @@ from kb.wikipedia_dump import (
 from kb.writer import EntityDBWriter
 
 #: Bumped when staged data changes meaning, so an old work folder is not resumed.
-BUILDER_VERSION = 3
+BUILDER_VERSION = 4
 DEFAULT_CHUNK_BYTES = 4 << 20
 DEFAULT_PAGES_PER_PART = 100_000
 
@@ -77,11 +79,13 @@ class BuildReport:
     wikipedia: dict[str, dict[str, Any]] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """A few human-readable lines (what ``mluke kb build`` prints)."""
         wd = self.wikidata
-        lines = [(
+        lines = [f"note: {n}" for n in self.notes]
+        lines += [(
             f"wikidata: {wd.get('lines', 0):,} lines, {wd.get('items', 0):,} items, kept {wd.get('kept_items', 0):,} "
             f"with {wd.get('sitelinks', 0):,} sitelinks; skipped {wd.get('skipped_items', 0):,} items without a "
             f"Wikipedia article in the chosen languages; {wd.get('malformed', 0):,} malformed lines"
@@ -175,11 +179,9 @@ def build_from_dumps(
     langs = check_languages(languages if languages is not None else MLUKE_LANGUAGES)
     props = tuple(dict.fromkeys(check_pid(p) for p in properties))
     corpus_path = Path(corpus) if corpus is not None else _default_corpus(output)
-    for path in (output, corpus_path if keep_corpus else None):
-        if path is not None and path.exists() and not overwrite:
-            raise OutputExistsError(f"{path} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    if not output.parent.is_dir():
-        raise KbFormatError(f"{output.parent}: output folder does not exist")
+    check_output(output, overwrite=overwrite)
+    if keep_corpus:
+        check_output(corpus_path, overwrite=overwrite)
     wd_path = Path(wikidata)
     detect_compression(wd_path)  # fails early, naming the file, if it is missing
     sites: dict[str, tuple[Path, SiteInfo]] = {}
@@ -196,13 +198,13 @@ def build_from_dumps(
     workers = workers or default_workers()
     params = {
         "builder_version": BUILDER_VERSION, "format_version": schema.FORMAT_VERSION,
-        "wikidata": file_identity(wd_path),
-        "wikipedia": {lang: file_identity(p) for lang, (p, _) in sorted(sites.items())},
+        "inputs": {"wikidata": file_identity(wd_path),
+                   **{f"wikipedia:{lang}": file_identity(p) for lang, (p, _) in sorted(sites.items())}},
         "languages": list(langs), "properties": list(props), "all_items": all_items,
         "max_surfaces": max_surfaces, "chunk_bytes": chunk_bytes, "pages_per_part": pages_per_part,
     }
     work = WorkDir(output, params, restart=restart)
-    report = BuildReport(output, corpus_path if keep_corpus else None)
+    report = BuildReport(output, corpus_path if keep_corpus else None, notes=list(work.notes))
     notify = on_stage or (lambda name: None)
     opts = WikidataOptions(langs, props, all_items)
 
@@ -211,7 +213,7 @@ def build_from_dumps(
         stage = Stage(wd_conn, "wikidata")
         if stage.resumed:
             report.resumed.append("wikidata")
-        with _bar(progress, "wikidata", "items") as bar:
+        with _bar(progress, "wikidata", "items") as bar, _failures(work, "wikidata"):
             stage = read_wikidata(wd_path, wd_conn, opts, workers=workers, chunk_bytes=chunk_bytes,
                                   progress=bar.update)
         report.wikidata = {**stage.counts, "malformed_examples": wd_conn.execute(
@@ -249,7 +251,7 @@ def _build_language(path: Path, info: SiteInfo, work: WorkDir, corpus_work: Path
         read = Stage(conn, "read")
         if read.resumed:
             report.resumed.append(f"{lang}wiki")
-        with _bar(progress, f"{lang}wiki read", "pages") as bar:
+        with _bar(progress, f"{lang}wiki read", "pages") as bar, _failures(work, f"wikipedia:{lang}"):
             read = read_dump(path, conn, info, work.file(f"raw-{lang}.jsonl.gz"), workers=workers,
                              chunk_bytes=chunk_bytes, progress=bar.update)
         notify(f"{lang}:read")
@@ -270,11 +272,22 @@ def _build_language(path: Path, info: SiteInfo, work: WorkDir, corpus_work: Path
     return counts
 
 
+@contextlib.contextmanager
+def _failures(work: WorkDir, name: str) -> Iterator[None]:
+    """Record in the work folder that input ``name`` turned out truncated or corrupt (see :class:`WorkDir`)."""
+    try:
+        yield
+    except KbFormatError as exc:
+        work.record_failure(name, str(exc))
+        raise
+
+
 def _provenance(params: dict[str, Any]) -> dict[str, Any]:
-    prov = {k: v for k, v in params.items() if k not in ("wikidata", "wikipedia")}
+    prov = {k: v for k, v in params.items() if k != "inputs"}
     prov["builder"] = "kb.build_from_dumps"
-    prov["wikidata"] = Path(params["wikidata"]["path"]).name
-    prov["wikipedia"] = {lang: Path(v["path"]).name for lang, v in params["wikipedia"].items()}
+    prov["wikidata"] = Path(params["inputs"]["wikidata"]["path"]).name
+    prov["wikipedia"] = {name.removeprefix("wikipedia:"): Path(v["path"]).name
+                         for name, v in params["inputs"].items() if name != "wikidata"}
     return prov
 
 
@@ -322,8 +335,8 @@ def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: W
                 writer.add_template(pid, lang, rel["templates"][lang])
     attach(conn, None, "wd")
     wd = {k: v for k, v in report.wikidata.items() if k != "malformed_examples"}
-    writer.add_source("wikidata-dump", Path(work.params["wikidata"]["path"]).name,
-                      size=work.params["wikidata"]["size"], **wd)
+    inputs = work.params["inputs"]
+    writer.add_source("wikidata-dump", Path(inputs["wikidata"]["path"]).name, size=inputs["wikidata"]["size"], **wd)
     for lang in langs:
         attach(conn, work.file(f"wiki-{lang}.sqlite"), "w")
         q("INSERT OR IGNORE INTO redirects SELECT ?, source, target FROM w.r ORDER BY source", (lang,))
@@ -336,8 +349,8 @@ def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: W
         attach(conn, None, "w")
         counts = {k: v for k, v in report.wikipedia[lang].items()
                   if k not in ("malformed_examples", "corpus_parts")}
-        writer.add_source("wikipedia-dump", Path(work.params["wikipedia"][lang]["path"]).name, lang=lang,
-                          size=work.params["wikipedia"][lang]["size"], **counts)
+        writer.add_source("wikipedia-dump", Path(inputs[f"wikipedia:{lang}"]["path"]).name, lang=lang,
+                          size=inputs[f"wikipedia:{lang}"]["size"], **counts)
     for index in schema.INDEXES:
         q(index)
     writer.finish()
@@ -351,8 +364,6 @@ def _place_corpus(corpus_work: Path, corpus_path: Path, output: Path, report: Bu
                              "parts": c.get("corpus_parts", [])}
                       for lang, c in report.wikipedia.items()},
     })
-    if corpus_path.exists():
-        if not overwrite:
-            raise OutputExistsError(f"{corpus_path} already exists; pass overwrite=True (CLI: --overwrite)")
-        shutil.rmtree(corpus_path)
+    check_output(corpus_path, overwrite=overwrite)
+    remove(corpus_path)
     shutil.move(str(corpus_work), str(corpus_path))

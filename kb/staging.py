@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb.errors import KbFormatError
+from kb.errors import KbFormatError, flag
 
 _STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS state(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -116,31 +116,137 @@ def append_rows(conn: sqlite3.Connection, rows: dict[str, list[tuple[Any, ...]]]
 
 
 class WorkDir:
-    """``<output>.build/``: staging files of one build, bound to its inputs and options."""
+    """``<output>.build/``: staging files of one build, bound to its inputs and options.
+
+    ``params`` holds the build's options and, under ``"inputs"``, one identity
+    per input (``"wikidata"``, ``"wikipedia:ja"``, ...). Each input's stage
+    files are named by :meth:`stage_files`; those of the Wikipedia dumps depend
+    on the Wikidata stage. Re-running a build with:
+
+    - the same inputs and options continues it;
+    - other inputs or options after a run that stopped on a corrupt input
+      (:meth:`record_failure`) discards the stages of what changed, keeps the
+      rest, and says so in :attr:`notes`: repairing a truncated download needs
+      no flag;
+    - other inputs or options otherwise is refused, naming what changed and
+      what ``restart`` would discard.
+    """
 
     def __init__(self, output: Path, params: dict[str, Any], *, restart: bool = False) -> None:
         self.path = output.with_name(output.name + ".build")
         self.params = params
-        stamp = self.path / "params.json"
-        text = json.dumps(params, sort_keys=True, ensure_ascii=False, indent=1)
+        self.notes: list[str] = []
         if self.path.exists() and restart:
             shutil.rmtree(self.path)
-        if self.path.exists():
-            if not stamp.exists() or stamp.read_text(encoding="utf-8") != text:
-                raise KbFormatError(
-                    f"{self.path}: holds an interrupted build with other inputs or options; "
-                    "re-run with the same ones to continue it, or pass restart=True (CLI: --restart) to start over"
-                )
-            self.resumed = True
-        else:
+        self.resumed = self.path.exists()
+        if not self.resumed:
             self.path.mkdir()
-            tmp = stamp.with_suffix(".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, stamp)
-            self.resumed = False
+        else:
+            old = self._read_json("params.json")
+            if old != json.loads(json.dumps(params)):
+                self._reconcile(old, params)
+        self._write_json("params.json", params)
 
+    # -- files -------------------------------------------------------------------------
     def file(self, name: str) -> Path:
         return self.path / name
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+    def _read_json(self, name: str) -> Any:
+        path = self.file(name)
+        try:
+            return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        except (OSError, ValueError):
+            return None
+
+    def _write_json(self, name: str, data: Any) -> None:
+        tmp = self.file(name + ".tmp")
+        tmp.write_text(json.dumps(data, sort_keys=True, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, self.file(name))
+
+    @staticmethod
+    def stage_files(name: str) -> tuple[str, ...]:
+        """The files and folders in the work folder that belong to input ``name``."""
+        if name == "wikidata":
+            return ("wikidata.sqlite", "wikidata.sqlite-wal", "wikidata.sqlite-shm")
+        lang = name.removeprefix("wikipedia:")
+        return (f"wiki-{lang}.sqlite", f"wiki-{lang}.sqlite-wal", f"wiki-{lang}.sqlite-shm",
+                f"raw-{lang}.jsonl.gz", f"corpus/{lang}")
+
+    # -- failures and changed inputs --------------------------------------------------------
+    def record_failure(self, name: str, message: str) -> None:
+        """Remember that the stage of input ``name`` stopped on a corrupt or truncated input."""
+        self._write_json("failed.json", {"input": name, "message": message})
+
+    def _reconcile(self, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """Handle a work folder left by a build of other inputs or options (see the class docs)."""
+        old = old or {}
+        options = sorted(k for k in set(old) | set(new) if k != "inputs" and old.get(k) != new.get(k))
+        before, after = old.get("inputs", {}), new.get("inputs", {})
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        stale = set(before) | set(after) if options or "wikidata" in changed else set(changed)
+        what = [f"option {k}" for k in options] + [_input_change(k, before.get(k), after.get(k)) for k in changed]
+        failed = self._read_json("failed.json")
+        if failed is None:
+            work = self.describe() or ["nothing finished yet"]
+            raise KbFormatError(
+                f"{self.path}: holds an interrupted build of other inputs or options ({'; '.join(what)}); re-run "
+                f"with the same ones to continue it, or pass {{restart}} to start over, which discards: "
+                f"{'; '.join(work)}",
+                options={"restart": flag("restart")})
+        for name in sorted(stale):
+            for rel in self.stage_files(name):
+                target = self.file(rel)
+                if target.is_dir():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink(missing_ok=True)
+        self.file("failed.json").unlink(missing_ok=True)
+        kept = [k for k in after if k not in stale and before.get(k) == after.get(k)]
+        self.notes.append(
+            f"the previous run stopped on a bad input ({failed.get('message', '?')}); since then: {'; '.join(what)}. "
+            f"Starting over: {', '.join(_stage_name(k) for k in sorted(stale)) or 'nothing'}"
+            + (f"; kept: {', '.join(_stage_name(k) for k in sorted(kept))}" if kept else ""))
+
+    def describe(self) -> list[str]:
+        """What the work folder holds, per stage: finished, or how far it got."""
+        out = []
+        for name in ["wikidata"] + sorted(f"wikipedia:{p.name[5:-7]}" for p in self.path.glob("wiki-*.sqlite")):
+            db = self.file(self.stage_files(name)[0])
+            if not db.exists():
+                continue
+            try:
+                conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+                try:
+                    rows = {r[0]: (r[1], bool(r[2])) for r in conn.execute("SELECT stage, line, done FROM progress")}
+                finally:
+                    conn.close()
+            except sqlite3.Error:
+                rows = {}
+            main = rows.get("wikidata" if name == "wikidata" else "read")
+            counted = name == "wikidata" or any(done for stage, (_, done) in rows.items() if stage.startswith("count"))
+            if main is None:
+                state = "started"
+            elif main[1] and counted:
+                state = f"finished, {main[0] - 1:,} lines"
+            else:
+                state = f"{'read, counting' if main[1] else 'reading'}, at line {main[0]:,}"
+            out.append(f"the {_stage_name(name)} stage ({state})")
+        return out
+
+
+def _stage_name(name: str) -> str:
+    return "Wikidata" if name == "wikidata" else f"{name.removeprefix('wikipedia:')}wiki"
+
+
+def _input_change(name: str, before: Any, after: Any) -> str:
+    what = "the Wikidata dump" if name == "wikidata" else f"the {_stage_name(name)} dump"
+    if before is None:
+        return f"{what} added"
+    if after is None:
+        return f"{what} left out"
+    if before.get("path") != after.get("path"):
+        return f"{what} is now {after.get('path')} (was {before.get('path')})"
+    return f"{what} {after.get('path')} changed (size or time)"

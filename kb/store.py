@@ -17,7 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kb.errors import KbFormatError, OutputExistsError, SchemaVersionError
+from kb.errors import KbFormatError, SchemaVersionError
+from kb.files import check_output
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -94,11 +95,7 @@ def atomic_build(
     renamed to ``path``; on an exception the partial file is deleted. An
     existing ``path`` is never replaced unless ``overwrite`` is true.
     """
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise OutputExistsError(f"{path} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    if not path.parent.exists():
-        raise KbFormatError(f"{path.parent}: output folder does not exist")
+    path = check_output(path, overwrite=overwrite)
     tmp = partial_path(path)
     tmp.unlink(missing_ok=True)
     conn = sqlite3.connect(tmp, isolation_level=None)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kb.errors import KbFormatError, NotFoundError, OutputExistsError
+from kb.errors import KbFormatError, NotFoundError
+from kb.files import atomic_text
 from kb.languages import check_languages
 from kb.store import SqliteStore, atomic_build, chunked
 from kb.titles import normalize_title
@@ -441,22 +442,13 @@ def _create_indexes(conn: Any, path: Any) -> None:
 
 def _write_text(path: str | os.PathLike[str], lines: Iterable[str], *, overwrite: bool, head: str, sep: str, tail: str) -> Path:
     """Stream ``lines`` into ``path`` through a temporary file renamed at the end."""
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise OutputExistsError(f"{path} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    tmp = path.with_name(f"{path.name}.partial-{os.getpid()}")
-    try:
-        with tmp.open("w", encoding="utf-8") as f:
-            f.write(head)
-            first = True
-            for line in lines:
-                if not first:
-                    f.write(sep)
-                f.write(line)
-                first = False
-            f.write(tail)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    with atomic_text(path, overwrite=overwrite) as f:
+        f.write(head)
+        first = True
+        for line in lines:
+            if not first:
+                f.write(sep)
+            f.write(line)
+            first = False
+        f.write(tail)
+    return Path(path)

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from kb.errors import KbFormatError, MlukeError, OutputExistsError
+from kb.errors import KbFormatError, MlukeError, OutputExistsError, flag
 from kb.vocab import EntityVocab
 from mluke.entity_vocab import save_entity_vocab
 from mluke.model import MlukeForMaskedLM
@@ -202,7 +202,8 @@ def save(bundle: Mluke | tuple, directory: str | os.PathLike[str], *, overwrite:
     model, tokenizer, vocab = bundle
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()) and not overwrite:
-        raise OutputExistsError(f"{directory} is not empty; pass overwrite=True to write into it")
+        raise OutputExistsError(f"{directory} is not empty; pass {{overwrite}} to write into it",
+                                options={"overwrite": flag("overwrite")})
     directory.mkdir(parents=True, exist_ok=True)
     config = model.config.to_dict()
     config["architectures"] = ["LukeForMaskedLM"]

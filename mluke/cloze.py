@@ -28,7 +28,6 @@ Scores (``normalize``) - the ranking is the same either way:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -38,9 +37,11 @@ from typing import Any, Literal
 import torch
 
 from kb.db import EntityDB
-from kb.errors import MlukeError, NotFoundError
+from kb.errors import MlukeError, option
+from kb.files import json_text, write_json
 from kb.languages import check_language
-from kb.templates import Template, parse_template
+from kb.relations import describe, match_relation, no_match_error
+from kb.templates import Template
 
 Mode = Literal["entity", "word", "both"]
 Normalize = Literal["candidates", "vocabulary"]
@@ -48,13 +49,6 @@ _KEY_RE = re.compile(r"^(Q[1-9][0-9]*|[a-z][a-z0-9_.-]*:[^\s:]\S*)$")
 
 
 
-
-def json_text(data: Any, path: str | Path | None = None) -> str:
-    """``data`` as readable JSON (UTF-8, not escaped); also written to ``path`` when given."""
-    text = json.dumps(data, ensure_ascii=False, indent=1)
-    if path is not None:
-        Path(path).write_text(text + "\n", encoding="utf-8")
-    return text
 
 @dataclass(frozen=True)
 class Prediction:
@@ -75,9 +69,18 @@ class SubjectResult:
     rank: int | None  # 1-based rank of the best gold answer among all candidates (None: no gold)
 
 
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 @dataclass
 class ProbeResult:
-    """Ranked predictions per subject and the metrics over subjects with a known answer."""
+    """Ranked predictions per subject and the metrics over subjects with a known answer.
+
+    With ``mode="both"`` this is the entity-mode result and ``modes`` holds both
+    (``{"entity": ..., "word": ...}``); ``to_dict``/``to_json``/``to_pandas``
+    then cover both modes.
+    """
 
     template: str
     lang: str
@@ -90,44 +93,68 @@ class ProbeResult:
     modes: dict[str, ProbeResult] = field(default_factory=dict, repr=False)
 
     @property
-    def metrics(self) -> dict[str, float | int]:
+    def metrics(self) -> dict[str, float | int | None]:
+        """P@1, P@top_k and MRR over the subjects with a gold answer (``None`` when no subject has one)."""
         ranked = [r.rank for r in self.rows if r.gold]
         n = len(ranked)
-        hits = lambda k: sum(1 for r in ranked if r is not None and r <= k) / n if n else 0.0  # noqa: E731
-        mrr = sum(1.0 / r for r in ranked if r is not None) / n if n else 0.0
+        hits = lambda k: sum(1 for r in ranked if r is not None and r <= k) / n if n else None  # noqa: E731
+        mrr = sum(1.0 / r for r in ranked if r is not None) / n if n else None
         return {"subjects": len(self.rows), "with_gold": n, "P@1": hits(1), f"P@{self.top_k}": hits(self.top_k), "MRR": mrr}
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def results(self) -> list[ProbeResult]:
+        """Every mode's result: ``[self]``, or the entity and word results for ``mode="both"``."""
+        return list(self.modes.values()) if self.modes else [self]
+
+    def summary(self) -> str:
+        """One line: template, language, relation, mode, and the metrics."""
+        m = self.metrics
+        what = ", ".join([self.lang, self.relation or "no relation", f"{self.mode} mode"]
+                         + (["subject entity"] if self.use_subject_entity else []))
+        return (f"{self.template}  [{what}]  P@1 {_fmt(m['P@1'])}  P@{self.top_k} {_fmt(m[f'P@{self.top_k}'])}  "
+                f"MRR {_fmt(m['MRR'])}  ({m['with_gold']} of {m['subjects']} subjects with answers)")
+
+    def _mode_dict(self) -> dict[str, Any]:
         return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": self.mode,
                 "use_subject_entity": self.use_subject_entity, "notes": self.notes, "metrics": self.metrics,
-                "rows": [asdict(r) for r in self.rows], "modes": {m: r.to_dict() for m, r in self.modes.items()}}
+                "rows": [asdict(r) for r in self.rows]}
 
-    def to_json(self, path: str | Path | None = None) -> str:
-        """The result as JSON; also written to ``path`` when given."""
-        return json_text(self.to_dict(), path)
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data; for ``mode="both"``: ``{"mode": "both", "modes": {"entity": {...}, "word": {...}}, ...}``."""
+        if not self.modes:
+            return self._mode_dict()
+        return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": "both",
+                "notes": self.notes, "modes": {m: r._mode_dict() for m, r in self.modes.items()}}
+
+    def to_json(self, path: str | Path | None = None, *, overwrite: bool = False) -> str:
+        """The result as JSON; also written to ``path`` when given (an existing file only with ``overwrite``)."""
+        if path is not None:
+            write_json(self.to_dict(), path, overwrite=overwrite)
+        return json_text(self.to_dict())
 
     def to_pandas(self) -> Any:
-        """One row per (subject, prediction): subject, rank, label, key, score, source, correct."""
+        """One row per (subject, prediction) of each mode: subject, rank, label, key, score, source, correct,
+        gold, and the mode that ranked it (both modes' rows for ``mode="both"``)."""
         import pandas as pd
 
+        columns = ["subject", "subject_key", "rank", "prediction", "key", "score", "source", "correct", "gold", "mode"]
         return pd.DataFrame([
-            {"subject": r.label, "subject_key": r.subject, "rank": i + 1, "prediction": p.label, "key": p.key,
-             "score": p.score, "source": p.source, "correct": p.correct, "gold": ", ".join(r.gold_labels)}
-            for r in self.rows for i, p in enumerate(r.predictions)
-        ])
+            (r.label, r.subject, i + 1, p.label, p.key, p.score, p.source, p.correct, ", ".join(r.gold_labels), res.mode)
+            for res in self.results for r in res.rows for i, p in enumerate(r.predictions)
+        ], columns=columns)
 
     def __repr__(self) -> str:
-        m = self.metrics
-        lines = [f"ProbeResult({self.template!r}, lang={self.lang!r}, relation={self.relation}, mode={self.mode!r}"
-                 f"{', [X]&[Y]' if self.use_subject_entity else ''}): {m['subjects']} subjects, "
-                 f"P@1 {m['P@1']:.3f}, P@{self.top_k} {m[f'P@{self.top_k}']:.3f}, MRR {m['MRR']:.3f}"]
+        lines = [f"ProbeResult: {res.summary()}" for res in self.results]
         lines += [f"  note: {n}" for n in self.notes]
-        for r in self.rows[:8]:
-            preds = ", ".join(f"{p.label}{'*' if p.correct else ''} ({p.score:.2f}{'' if p.source == 'entity' else ' w'})"
-                              for p in r.predictions[:3])
-            lines.append(f"  {r.label} -> {preds}" + (f"   [gold: {', '.join(r.gold_labels)}]" if r.gold else ""))
-        if len(self.rows) > 8:
-            lines.append(f"  ... {len(self.rows) - 8} more")
+        for res in self.results:
+            if self.modes:
+                lines.append(f"  {res.mode} mode:")
+            for r in res.rows[:8]:
+                preds = ", ".join(f"{p.label}{'*' if p.correct else ''} ({p.score:.2f}{'' if p.source == 'entity' else ' w'})"
+                                  for p in r.predictions[:3])
+                lines.append(f"  {r.label} -> {preds}" + (f"   [gold: {', '.join(r.gold_labels)}]" if r.gold else ""))
+            if len(res.rows) > 8:
+                lines.append(f"  ... {len(res.rows) - 8} more")
         return "\n".join(lines)
 
 
@@ -202,32 +229,6 @@ class ClozeScorer:
         return scores
 
 
-def _resolve_relation(db: EntityDB, template: str, lang: str, relation: str | None, notes: list[str]) -> tuple[str | None, Template]:
-    """Find the relation a template expresses and the template to use in ``lang``."""
-    given = parse_template(template)
-    if relation is not None:
-        return relation, given
-    wanted = _template_key(template)
-    for (pid, tlang), text in sorted(db.templates().items()):
-        if _template_key(text) == wanted:
-            if tlang == lang:
-                return pid, given
-            try:
-                local = db.template(pid, lang)
-            except NotFoundError:
-                notes.append(f"matched {pid} in {tlang!r} but the kb has no {lang!r} template; using the given one")
-                return pid, given
-            label = db.property_label(pid, "en") or pid
-            notes.append(f"matched {pid} ({label}) from the {tlang!r} template; using the {lang!r} template {local.text!r}")
-            return pid, local
-    return None, given
-
-
-def _template_key(text: str) -> str:
-    """Templates match whatever their case, spacing and final punctuation ("[X] is in [Y] ." ~ "[X] is in [Y]")."""
-    return re.sub(r"[\s.。।!?！？]+$", "", " ".join(text.split()).casefold())
-
-
 def _resolve_entities(db: EntityDB, items: Sequence[str], lang: str, what: str) -> list[str]:
     keys = []
     for item in items:
@@ -266,19 +267,16 @@ def probe(
     from kb.embedded import default_db
 
     if mode not in ("entity", "word", "both"):
-        raise MlukeError(f"mode={mode!r}: expected 'entity', 'word' or 'both'")
+        raise MlukeError("{mode}: expected 'entity', 'word' or 'both'", options={"mode": option("mode", mode)})
     if top_k < 1:
-        raise MlukeError(f"top_k={top_k}: expected a positive number")
+        raise MlukeError("{top_k}: expected a positive number", options={"top_k": option("top_k", top_k)})
     _check_normalize(normalize)
     db = kb if isinstance(kb, EntityDB) else (EntityDB(kb) if kb is not None else default_db())
     check_language(lang, db.languages)
-    notes: list[str] = []
-    pid, tpl = _resolve_relation(db, template, lang, relation, notes)
+    match = match_relation(db, template, lang, relation)
+    pid, tpl, notes = match.relation, match.template, match.notes
     if pid is None and (subjects is None or candidates is None):
-        raise MlukeError(
-            f"the template {template!r} matches no relation template in {db.path}; pass relation='P..' "
-            "or give both subjects and candidates"
-        )
+        raise no_match_error(db, template)
     subj_keys = _resolve_entities(db, subjects, lang, "subject") if subjects is not None else db.subjects(pid)
     cand_keys = (_resolve_entities(db, candidates, lang, "candidate") if candidates is not None
                  else sorted({f.object for f in db.facts(property=pid)}))
@@ -293,7 +291,9 @@ def probe(
         notes.append(f"{len(dropped)} candidate(s) without a {lang!r} label left out")
     cand_keys = list(dict.fromkeys(k for k in cand_keys if k in cand_labels))
     if not subj_keys or not cand_keys:
-        raise MlukeError(f"nothing to probe: {len(subj_keys)} subjects and {len(cand_keys)} candidates with {lang!r} labels")
+        what = f" under {describe(db, pid)}" if pid else ""
+        raise MlukeError(f"nothing to probe: {len(subj_keys)} subjects and {len(cand_keys)} candidates{what} with "
+                         f"{lang!r} labels in {db.path}")
 
     gold = {s: set(db.objects(s, pid)) if pid else set() for s in subj_keys}
     return run_cloze(tpl, lang, [(k, subj_labels[k]) for k in subj_keys], [(k, cand_labels[k]) for k in cand_keys],
@@ -336,7 +336,8 @@ def run_cloze(
         else:
             vocab = scorer.vocab
             if vocab is None:
-                raise MlukeError("entity mode needs a model with an entity vocabulary; use mode='word'")
+                raise MlukeError("entity mode needs a model with an entity vocabulary; use {mode}",
+                                 options={"mode": option("mode", "word")})
             found = vocab.ids_of_keys([k for k, _ in candidates if k is not None])
             it = iter(found)
             cand_ids = [next(it) if k is not None else None for k, _ in candidates]
@@ -381,7 +382,8 @@ def over_candidates(scores: torch.Tensor) -> torch.Tensor:
 
 def _check_normalize(normalize: str) -> None:
     if normalize not in ("candidates", "vocabulary"):
-        raise MlukeError(f"normalize={normalize!r}: expected 'candidates' or 'vocabulary'")
+        raise MlukeError("{normalize}: expected 'candidates' or 'vocabulary'",
+                         options={"normalize": option("normalize", normalize)})
 
 
 def _load_model(model: Any) -> Any:

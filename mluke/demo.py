@@ -23,7 +23,10 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,7 @@ from typing import Any
 from kb.cache import cache_dir
 from kb.db import EntityDB
 from kb.embedded import default_db
-from kb.errors import MlukeError
+from kb.errors import MlukeError, flag
 from kb.languages import MLUKE_LANGUAGES
 from kb.vocab import EntityVocab
 from mluke.pretraining.config import StageConfig, TrainConfig
@@ -65,13 +68,15 @@ class DemoPreset:
     stage1_share: float = 0.1
     learning_rate: float = 3e-3
     seed: int = 0
+    minutes: float = 6.0  #: training time on 2 CPU cores, told to the user before training starts
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 PRESETS = {
     "demo": DemoPreset(),
     "tiny": DemoPreset(languages=("en", "ja", "de", "fr"), languages_per_fact=3, max_border_facts=20, hidden_size=32,
-                       layers=1, heads=2, entity_emb_size=16, epochs=1.0, batch_size=16, extra={"max_facts": 120}),
+                       layers=1, heads=2, entity_emb_size=16, epochs=1.0, batch_size=16, minutes=0.2,
+                       extra={"max_facts": 120}),
 }
 
 
@@ -231,8 +236,13 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
     if out_dir.exists() and not overwrite:
         if (out_dir / "demo.json").is_file():
             return out_dir
-        raise MlukeError(f"{out_dir} exists but holds no finished demo model; pass overwrite=True")
+        raise MlukeError(f"{out_dir} exists but holds no finished demo model; pass {{overwrite}} to replace it",
+                         options={"overwrite": flag("overwrite")})
     started = time.perf_counter()
+    if progress:
+        took = f"about {p.minutes:.0f} minutes" if p.minutes >= 1 else "under a minute"
+        print(f"Training the demo model once ({took} on 2 CPU cores); it is kept in {out_dir} and later runs start "
+              "at once.", file=sys.stderr, flush=True)
     db = db or default_db()
     work = out_dir.with_name(out_dir.name + ".work")
     shutil.rmtree(work, ignore_errors=True)
@@ -255,7 +265,8 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
         import torch
 
         torch.manual_seed(p.seed)
-        XLMRobertaForMaskedLM(xc).save_pretrained(work / "xlmr-init")
+        with transformers_bars(False):
+            XLMRobertaForMaskedLM(xc).save_pretrained(work / "xlmr-init")
         steps = max(2, int(p.epochs * len(docs) / p.batch_size))
         stage1 = max(1, int(steps * p.stage1_share))
         config = TrainConfig()
@@ -274,7 +285,8 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
         config.run.log_every = 25
         config.stages = [StageConfig("new-parameters", stage1, p.learning_rate, max(1, stage1 // 10), "new"),
                          StageConfig("all-parameters", steps - stage1, p.learning_rate / 2, max(1, steps // 20), "all")]
-        trainer = Trainer(config, progress=progress)
+        with transformers_bars(False):  # loading the random start is no news to the user
+            trainer = Trainer(config, progress=progress)
         trainer.resume()
         trainer.train()
         tmp_out = out_dir.with_name(out_dir.name + ".partial")
@@ -293,6 +305,20 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out_dir
+
+
+@contextmanager
+def transformers_bars(enabled: bool) -> Iterator[None]:
+    """Turn transformers' own progress bars ("Writing model shards", "Loading weights") on or off
+    for the block, restoring the previous setting afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.is_progress_bar_enabled()
+    (hf_logging.enable_progress_bar if enabled else hf_logging.disable_progress_bar)()
+    try:
+        yield
+    finally:
+        (hf_logging.enable_progress_bar if before else hf_logging.disable_progress_bar)()
 
 
 def demo_path(preset: str = "demo") -> Path:

@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from tqdm import tqdm
 
 from kb.db import EntityDB
-from kb.errors import MlukeError
+from kb.errors import MlukeError, TextInputError, option
 from kb.languages import check_language
 from kb.store import chunked
 
@@ -104,20 +105,20 @@ class Linker:
     def link(self, texts: str | list[str], lang: str, *, method: Method = "combined", prior_weight: float = 1.0,
              nil_threshold: float | None = None, candidates: bool = False,
              spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None, window_chars: int = 1000,
-             batch_size: int = 16) -> list[LinkedMention] | list[list[LinkedMention]]:
+             batch_size: int = 16, progress: bool = False) -> list[LinkedMention] | list[list[LinkedMention]]:
         """Link one text or a list of texts (see :func:`link`).
 
         ``spans``: link these character spans (gold mentions) instead of the
         detected ones, one list per text (one list for one text); a span whose
-        surface the kb does not know comes back NIL.
+        surface the kb does not know comes back NIL. ``progress``: a progress
+        bar over the text windows the model reads, when there are several batches.
         """
         single = isinstance(texts, str)
-        batch = [texts] if single else list(texts)
-        if not all(isinstance(t, str) for t in batch):
-            raise MlukeError("link() expects a text or a list of texts")
+        batch = [texts] if single else _text_list(texts)
         check_language(lang, self.db.languages)
         if method not in METHODS:
-            raise MlukeError(f"method={method!r}: expected one of {', '.join(map(repr, METHODS))}")
+            raise MlukeError(f"{{method}}: expected one of {', '.join(map(repr, METHODS))}",
+                             options={"method": option("method", method)})
         if spans is None:
             mentions = self.index.detect_batch(batch, lang)
         else:
@@ -129,10 +130,12 @@ class Linker:
         if method != "prior":
             ids = self._candidate_ids(mentions)
             jobs = self._jobs(batch, mentions, ids, window_chars)
-            if method == "global":
-                scores = self._score_global(batch, mentions, ids, jobs, prior_weight, nil_threshold, batch_size)
-            else:
-                scores = self._score(batch, mentions, ids, jobs, batch_size)
+            with tqdm(total=len(jobs), desc="linking", unit="windows", disable=not progress or len(jobs) <= batch_size,
+                      mininterval=0.5, dynamic_ncols=True) as bar:
+                if method == "global":
+                    scores = self._score_global(batch, mentions, ids, jobs, prior_weight, nil_threshold, batch_size, bar)
+                else:
+                    scores = self._score(batch, mentions, ids, jobs, batch_size, bar)
         results = [[self._decide(m, scores.get((t, i)), lang, method, prior_weight, nil_threshold, candidates)
                     for i, m in enumerate(found)] for t, found in enumerate(mentions)]
         return results[0] if single else results
@@ -224,16 +227,17 @@ class Linker:
         return out
 
     def _score(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], list[tuple[str, int]]],
-               jobs: list[_Job], batch_size: int) -> dict[tuple[int, int], dict[str, float]]:
+               jobs: list[_Job], batch_size: int, bar: Any) -> dict[tuple[int, int], dict[str, float]]:
         """Model log-probabilities of every mention, all of them entity [MASK]s."""
         out: dict[tuple[int, int], dict[str, float]] = {}
         for part in chunked(jobs, batch_size):
             out.update(self._part_scores(self._encode(texts, mentions, part), part, mentions, ids))
+            bar.update(len(part))
         return out
 
     def _score_global(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], list[tuple[str, int]]],
                       jobs: list[_Job], prior_weight: float, nil_threshold: float | None,
-                      batch_size: int) -> dict[tuple[int, int], dict[str, float]]:
+                      batch_size: int, bar: Any) -> dict[tuple[int, int], dict[str, float]]:
         """Yamada et al. (2022): resolve the most confident mention of each window, feed its entity in, repeat.
 
         Each batch of windows is tokenized once; a step changes only entity ids
@@ -264,6 +268,7 @@ class Linker:
                         chosen = dict(ids[best]).get(top["key"])
                         if chosen is not None:  # NIL or outside the vocabulary: stays an entity [MASK]
                             enc["entity_ids"][slots[best]] = chosen
+            bar.update(len(part))
         return final
 
     def _decide(self, m: Any, model_scores: dict[str, float] | None, lang: str, method: Method, prior_weight: float,
@@ -279,6 +284,32 @@ class Linker:
             title_en = titles.get("en") or self.db.label(key, "en")
         return LinkedMention(m.start, m.end, m.surface, key, title, title_en, best["score"] if best else float("-inf"),
                              best["prior"] if best else 0.0, nil, rows if want_candidates else None)
+
+
+def _text_list(texts: Any) -> list[str]:
+    """``texts`` as a list of strings, or a :class:`TextInputError` saying what linking takes."""
+    what = "link() takes a text (str) or a list of texts"
+    if texts is None or isinstance(texts, (bytes, bytearray)) or not hasattr(texts, "__iter__"):
+        raise TextInputError(f"{what}; got {type(texts).__name__}")
+    batch = list(texts)
+    bad = next((i for i, t in enumerate(batch) if not isinstance(t, str)), None)
+    if bad is not None:
+        raise TextInputError(f"{what}; item {bad} is {type(batch[bad]).__name__}")
+    return batch
+
+
+def link_records(texts: list[str], results: list[list[LinkedMention]]) -> list[dict[str, Any]]:
+    """One record per text, as ``mluke link --jsonl`` writes them: ``{"line", "text", "mentions": [...]}``."""
+    return [{"line": i + 1, "text": t, "mentions": [m.to_dict() for m in found]}
+            for i, (t, found) in enumerate(zip(texts, results))]
+
+
+def link_summary(results: list[list[LinkedMention]]) -> dict[str, int]:
+    """Counts over linked texts: texts, mentions, linked mentions, NIL mentions, distinct entities."""
+    found = [m for ms in results for m in ms]
+    linked = [m for m in found if not m.nil]
+    return {"texts": len(results), "mentions": len(found), "linked": len(linked), "nil": len(found) - len(linked),
+            "entities": len({m.key for m in linked})}
 
 
 def _rank(candidates: Any, model_scores: dict[str, float] | None, method: Method,

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import KbFormatError, MlukeError, OptionError
+from kb.files import json_text, write_json
 from kb.store import chunked
 
 #: Columns the reader needs (others are ignored).
@@ -335,11 +336,11 @@ class LinkingReport:
         return cls([dict(r) for r in data["rows"]], tuple(data["methods"]), data.get("end_to_end", True),
                    data.get("nil_threshold"), dict(data.get("skipped", {})), list(data.get("skipped_examples", [])))
 
-    def to_json(self, path: str | Path | None = None) -> str:
-        """The report as JSON; also written to ``path`` when given."""
-        from mluke.cloze import json_text
-
-        return json_text(self.to_dict(), path)
+    def to_json(self, path: str | Path | None = None, *, overwrite: bool = False) -> str:
+        """The report as JSON; also written to ``path`` when given (an existing file only with ``overwrite``)."""
+        if path is not None:
+            write_json(self.to_dict(), path, overwrite=overwrite)
+        return json_text(self.to_dict())
 
     def to_pandas(self) -> Any:
         """One row per (language, method), the columns of :attr:`rows`."""

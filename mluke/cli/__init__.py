@@ -25,9 +25,10 @@ app.command("corpus")(model_commands.corpus)
 
 
 def main() -> None:
-    """Entry point: run the app; library errors print as one line, without a traceback."""
+    """Entry point: run the app; library errors print as one line, without a traceback, and name the
+    command line's own flags (``--overwrite``, not ``overwrite=True``)."""
     try:
         app()
     except MlukeError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {exc.for_cli()}", err=True)
         sys.exit(1)

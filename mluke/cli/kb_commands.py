@@ -12,7 +12,8 @@ from typing import Annotated, Optional
 import typer
 
 import kb
-from mluke.cli.output import print_table, write_csv, write_json
+from kb.files import split_list, write_csv, write_json
+from mluke.cli.output import OverwriteOption, check_outputs, print_table
 
 app = typer.Typer(
     help="Build, inspect and query the inter-language entity database (kb) and the entity vocabulary.",
@@ -33,7 +34,8 @@ def open_db(db: str) -> kb.EntityDB:
 
 
 def _split_langs(value: str | None) -> tuple[str, ...] | None:
-    return None if value is None else tuple(x.strip() for x in value.split(",") if x.strip())
+    items = split_list(value)
+    return None if items is None else tuple(items)
 
 
 @app.command("build")
@@ -103,16 +105,18 @@ def info(
     db: DbArg = "embedded",
     json_out: Annotated[Optional[str], typer.Option("--json", help="Also write everything as JSON to this file ('-' for stdout, no table).")] = None,
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Also write the per-language counts as CSV to this file ('-' for stdout).")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Show where a database came from and its entity, label, fact and template counts per language."""
+    check_outputs(overwrite, json_out, csv_out)
     with open_db(db) as d:
         data = d.info()
     columns = ["lang", "entities", "titles", "labels", "aliases", "facts", "templates", "redirects", "anchors"]
     rows = [[lang, *(counts[c] for c in columns[1:])] for lang, counts in data["languages"].items()]
     if json_out:
-        write_json(data, json_out)
+        write_json(data, json_out, overwrite=overwrite)
     if csv_out:
-        write_csv(columns, rows, csv_out)
+        write_csv(columns, rows, csv_out, overwrite=overwrite)
     if json_out == "-" or csv_out == "-":
         return
     typer.echo(f"{data['path']}  ({data['format']} v{data['format_version']}, created {data['created']})")
@@ -129,6 +133,7 @@ def lookup(
     lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the query, e.g. ja.")] = "en",
     key: Annotated[Optional[str], typer.Option("--key", help="Look up an entity by key (Q17, geonames:1850147) instead of by name.")] = None,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write the matches as JSON to this file ('-' for stdout).")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Find the entities a name refers to in one language, or show one entity by key.
 
@@ -136,6 +141,7 @@ def lookup(
     """
     if (query is None) == (key is None):
         raise kb.MlukeError("give either a QUERY (with --lang) or --key, not both and not neither")
+    check_outputs(overwrite, json_out)
     with open_db(db) as d:
         matches = [kb.Match(key, "key")] if key else d.lookup(lang, query)  # type: ignore[arg-type]
         ents = [(m, d.entity(m.key)) for m in matches]
@@ -152,7 +158,7 @@ def lookup(
         for m, e in ents
     ]
     if json_out:
-        write_json(results, json_out)
+        write_json(results, json_out, overwrite=overwrite)
         if json_out == "-":
             return
     if not results:

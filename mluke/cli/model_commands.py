@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from kb.errors import MlukeError
-from mluke.cli.output import print_table, write_csv, write_json
+from kb.files import split_list, write_csv, write_json
+from mluke.cli.output import OverwriteOption, check_outputs, print_table, wrote
 
 
 def pretrain(
@@ -19,6 +20,7 @@ def pretrain(
     max_steps: Annotated[Optional[int], typer.Option(help="Stop after this many more steps (the run can be resumed later).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     print_config: Annotated[bool, typer.Option("--print-config", help="Print the default (paper) configuration as TOML and exit.")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="With --preset: replace an --output folder that holds no finished demo model.")] = False,
 ) -> None:
     """Pretrain mLUKE from XLM-R on a corpus (two stages, MLM + MEP), or train the demo model.
 
@@ -35,7 +37,7 @@ def pretrain(
 
         if preset not in PRESETS:
             raise MlukeError(f"unknown preset {preset!r}: expected one of {', '.join(PRESETS)}")
-        path = train_demo(output, preset=preset, progress=progress)
+        path = train_demo(output, preset=preset, progress=progress, overwrite=overwrite)
         typer.echo(f"demo model ready: {path}")
         return
     if config is None:
@@ -61,35 +63,30 @@ def probe(
     db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write the full result as JSON to this file ('-' for stdout).")] = None,
-    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per prediction as CSV to this file ('-' for stdout).")] = None,
+    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per prediction (and mode) as CSV to this file ('-' for stdout).")] = None,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Ask the model which object each subject has, e.g. mluke probe "[X] is the capital of [Y]" --lang ja"""
     from mluke.cloze import probe as run
 
+    outputs = check_outputs(overwrite, json_out, csv_out)
     result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
                  use_subject_entity=subject_entity, top_k=top_k, normalize=normalize,  # type: ignore[arg-type]
                  exclude_subject=not keep_subject, model=model, kb=db)
     if json_out:
-        if json_out == "-":
-            typer.echo(result.to_json())
-        else:
-            result.to_json(json_out)
+        write_json(result.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
         df = result.to_pandas()
-        write_csv(list(df.columns), df.values.tolist(), csv_out)
-    if json_out == "-" or csv_out == "-":
+        write_csv(list(df.columns), df.values.tolist(), csv_out, overwrite=overwrite)
+    if "-" in outputs:
         return
     for note in result.notes:
         typer.echo(f"note: {note}")
-    results = result.modes.values() if result.modes else [result]
-    for r in results:
-        m = r.metrics
-        title = (f"{r.template}  [{r.lang}, {r.relation or 'no relation'}, {r.mode} mode"
-                 f"{', subject entity' if r.use_subject_entity else ''}]  P@1 {m['P@1']:.3f}  "
-                 f"P@{r.top_k} {m[f'P@{r.top_k}']:.3f}  MRR {m['MRR']:.3f}  ({m['with_gold']} subjects with answers)")
+    for r in result.results:
         rows = [[row.label, ", ".join(p.label + (" ✓" if p.correct else "") for p in row.predictions[:3]),
                  ", ".join(row.gold_labels) or "?", row.rank or "-"] for row in r.rows[:limit]]
-        print_table(title, ["subject", "top predictions", "answer", "rank"], rows)
+        print_table(r.summary(), ["subject", "top predictions", "answer", "rank"], rows)
+    wrote(outputs)
 
 
 def eval_mlama(
@@ -103,19 +100,22 @@ def eval_mlama(
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write P@1 per relation, macro averages and language bias as JSON ('-' for stdout).")] = None,
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias."""
     from probes.mlama import evaluate_mlama
 
-    report = evaluate_mlama(folder, model, [l.strip() for l in langs.split(",") if l.strip()], mode=mode,
+    outputs = check_outputs(overwrite, json_out, csv_out)
+    report = evaluate_mlama(folder, model, split_list(langs) or [], mode=mode,
                             use_subject_entity=subject_entity, exclude_subject=not keep_subject,
-                            relations=[r.strip() for r in relations.split(",")] if relations else None, progress=progress)
+                            relations=split_list(relations), progress=progress)
     if json_out:
-        write_json(report.to_dict(), json_out)
+        write_json(report.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
         rows = report.rows()
-        write_csv(["lang", "relation", "subjects", "P@1"], [[r["lang"], r["relation"], r["subjects"], r["P@1"]] for r in rows], csv_out)
-    if json_out == "-" or csv_out == "-":
+        write_csv(["lang", "relation", "subjects", "P@1"], [[r["lang"], r["relation"], r["subjects"], r["P@1"]] for r in rows],
+                  csv_out, overwrite=overwrite)
+    if "-" in outputs:
         return
     print_table(f"mLAMA P@1 ({report.mode} mode)", ["lang", "relation", "subjects", "P@1"],
                 [[r["lang"], r["relation"], r["subjects"], f"{100 * r['P@1']:.1f}"] for r in report.rows()])
@@ -123,6 +123,7 @@ def eval_mlama(
     print_table("language bias: most common false positive", ["lang", "relation", "wrong", "top false positive", "share"],
                 [[b["lang"], b["relation"], b["false_predictions"], b["top_false_positive"] or "-", f"{100 * b['share']:.0f}%"]
                  for b in report.bias])
+    wrote(outputs)
 
 
 def eval_demo(
@@ -130,17 +131,19 @@ def eval_demo(
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write all tables as JSON to this file ('-' for stdout).")] = None,
     train_sample: Annotated[int, typer.Option(help="Training subjects sampled per (relation, language) for the 'train' rows.")] = 20,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Probe the demo model on held-out and training (fact, language) pairs in word, entity [Y] and
     entity [X]&[Y] modes, beside random and most-common-answer baselines (P@1 x 100); then link its
     held-out ambiguous-city sentences with each linking method (accuracy x 100 per language)."""
     from probes.demo_eval import evaluate_demo, evaluate_demo_linking, to_markdown
 
+    outputs = check_outputs(overwrite, json_out)
     summary = evaluate_demo(model, max_train_per_cell=train_sample, progress=progress)
     linking = evaluate_demo_linking(model, progress=progress)
     summary["linking"] = linking.to_dict()
     if json_out:
-        write_json(summary, json_out)
+        write_json(summary, json_out, overwrite=overwrite)
         if json_out == "-":
             return
     typer.echo(to_markdown(summary, "by_relation"))
@@ -148,6 +151,7 @@ def eval_demo(
     typer.echo(to_markdown(summary, "by_language"))
     typer.echo("")
     typer.echo(linking.to_markdown())
+    wrote(outputs)
 
 
 def link(
@@ -159,30 +163,33 @@ def link(
     prior_weight: Annotated[float, typer.Option(help="Weight of log p(entity | mention) next to the model's log-probability in 'combined' and 'global'.")] = 1.0,
     nil_threshold: Annotated[Optional[float], typer.Option(help="Mentions whose best score is below this are NIL.")] = None,
     candidates: Annotated[bool, typer.Option("--candidates", help="Include every candidate's scores in the JSONL output.")] = False,
-    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="Write one JSON object per input line to this file ('-' for stdout).")] = None,
+    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="Write one JSON object per input line to this file ('-' for stdout); the terminal then shows a summary instead of every mention.")] = None,
+    limit: Annotated[int, typer.Option(help="Mentions to print on the terminal (the rest are counted; --jsonl writes them all).")] = 50,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")] = True,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Link entity mentions in texts to the kb's entities (one text per line), e.g. mluke link --lang ja news.txt"""
-    import json
-    import sys
+    from kb.files import read_lines, write_jsonl
+    from mluke.linking import Linker, link_records, link_summary
 
-    from mluke.linking import Linker
-
-    text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    lines = text.splitlines()
+    outputs = check_outputs(overwrite, jsonl)
+    lines = read_lines(source, pipe_hint="mluke link -")
     linker = Linker(model, db, languages=[lang])
     results = linker.link(lines, lang, method=method, prior_weight=prior_weight,  # type: ignore[arg-type]
-                          nil_threshold=nil_threshold, candidates=candidates)
-    records = [{"line": i + 1, "text": t, "mentions": [m.to_dict() for m in found]}
-               for i, (t, found) in enumerate(zip(lines, results))]
+                          nil_threshold=nil_threshold, candidates=candidates, progress=progress)
     if jsonl:
-        payload = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        write_jsonl(link_records(lines, results), jsonl, overwrite=overwrite)  # type: ignore[arg-type]
         if jsonl == "-":
-            sys.stdout.write(payload)
             return
-        Path(jsonl).write_text(payload, encoding="utf-8")
-    rows = [[r["line"], m["surface"], m["key"] or "NIL", m["title"] or "", m["title_en"] or "", f"{m['score']:.2f}", f"{m['prior']:.2f}"]
-            for r in records for m in r["mentions"]]
-    print_table(None, ["line", "mention", "entity", f"title ({lang})", "title (en)", "score", "prior"], rows)
+        counts = link_summary(results)  # type: ignore[arg-type]
+        print_table(f"linked {source} ({lang}, {method})", list(counts), [list(counts.values())])
+        wrote(outputs)
+        return
+    rows = [[i + 1, m.surface, m.key or "NIL", m.title or "", m.title_en or "", f"{m.score:.2f}", f"{m.prior:.2f}"]
+            for i, found in enumerate(results) for m in found]  # type: ignore[union-attr]
+    print_table(None, ["line", "mention", "entity", f"title ({lang})", "title (en)", "score", "prior"], rows[:limit])
+    if len(rows) > limit:
+        typer.echo(f"... and {len(rows) - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)")
 
 
 def eval_link(
@@ -196,6 +203,7 @@ def eval_link(
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write every score and the skipped-record counts as JSON to this file ('-' for stdout).")] = None,
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per (language, method) as CSV to this file ('-' for stdout).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    overwrite: OverwriteOption = False,
 ) -> None:
     """Evaluate entity linking on Mewsli-9: in-KB accuracy (gold mentions given), the same on ambiguous
     mentions (two or more candidates), and end-to-end precision / recall / F1, per language and method.
@@ -205,11 +213,12 @@ def eval_link(
     from mluke.linking import METHODS, Linker
     from probes.linking_eval import METRIC_COLUMNS, evaluate_linking, read_mewsli
 
-    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    chosen = split_list(methods) or []
     bad = [m for m in chosen if m not in METHODS]
     if bad or not chosen:
         raise MlukeError(f"--methods {methods!r}: expected a comma-separated list of {', '.join(METHODS)}")
-    languages = [l.strip() for l in langs.split(",") if l.strip()] if langs else None
+    outputs = check_outputs(overwrite, json_out, csv_out)
+    languages = split_list(langs)
     data = read_mewsli(folder, languages)
     if not data.docs:
         raise MlukeError(f"{folder}: no usable documents ({sum(data.skipped.values())} records skipped)")
@@ -217,10 +226,10 @@ def eval_link(
     report = evaluate_linking(data, linker, methods=chosen, end_to_end=end_to_end, nil_threshold=nil_threshold,
                               progress=progress)
     if json_out:
-        write_json(report.to_dict(), json_out)
+        write_json(report.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
-        write_csv(list(METRIC_COLUMNS), [[r[c] for c in METRIC_COLUMNS] for r in report.rows], csv_out)
-    if json_out == "-" or csv_out == "-":
+        write_csv(list(METRIC_COLUMNS), [[r[c] for c in METRIC_COLUMNS] for r in report.rows], csv_out, overwrite=overwrite)
+    if "-" in outputs:
         return
     columns, rows = report.table()
     print_table(f"entity linking on {folder} ({len(data.docs):,} documents; scores x100)", columns, rows)
@@ -228,6 +237,7 @@ def eval_link(
         print_table("skipped records", ["reason", "count"], sorted(data.skipped.items(), key=lambda kv: -kv[1]))
         for example in data.examples:
             typer.echo(f"  e.g. {example}")
+    wrote(outputs)
 
 
 def corpus(
@@ -251,8 +261,7 @@ def corpus(
         raise MlukeError(f"--unknown-links {unknown_links!r}: expected 'drop' or 'unk'")
     entity_vocab = EntityVocab(vocab)
     tok = MlukeTokenizer.from_pretrained(tokenizer, entity_vocab=entity_vocab)
-    langs = [l.strip() for l in languages.split(",")] if languages else None
-    meta = build_corpus(documents_from_wiki_corpus(pages, langs), tok, entity_vocab, output,
+    meta = build_corpus(documents_from_wiki_corpus(pages, split_list(languages)), tok, entity_vocab, output,
                         unknown_links=unknown_links, keep_without_entities=keep_without_entities,  # type: ignore[arg-type]
                         overwrite=overwrite, progress=progress)
     print_table(f"wrote {output}", ["lang", "sequences", "words", "entities"],

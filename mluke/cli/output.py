@@ -1,53 +1,56 @@
-"""Printing results as tables and writing them as JSON or CSV."""
+"""Printing results as tables; files are written by :mod:`kb.files` (one policy for every output)."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from kb.files import check_output
 
-def console() -> Console:
+#: ``--overwrite`` of every command that writes result files.
+OverwriteOption = Annotated[bool, typer.Option(
+    "--overwrite", help="Replace output files (--json, --csv, --jsonl) that already exist; without it an existing "
+                        "file is kept and the command stops before doing any work.")]
+
+
+def check_outputs(overwrite: bool, *dests: str | None) -> list[str]:
+    """The output files given (``None`` left out), each checked before any work starts, so a long run
+    does not end in a refusal (see :func:`kb.files.check_output`)."""
+    given = [d for d in dests if d]
+    for dest in given:
+        if dest != "-":
+            check_output(dest, overwrite=overwrite)
+    return given
+
+
+def wrote(outputs: list[str]) -> None:
+    """Say which files were written (standard output, ``-``, is not a file)."""
+    for dest in outputs:
+        if dest != "-":
+            typer.echo(f"wrote {dest}")
+
+
+def console(stderr: bool = False) -> Console:
     """A console that does not squeeze tables to 80 columns when output is piped."""
-    if sys.stdout.isatty():
-        return Console(soft_wrap=False)
-    return Console(soft_wrap=False, width=160)
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(soft_wrap=False, stderr=stderr)
+    return Console(soft_wrap=False, width=160, stderr=stderr)
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    """Print ``rows`` as a table; numbers are right-aligned."""
-    table = Table(title=title, show_lines=False)
+    """Print ``rows`` as a table; numbers are right-aligned. Text is shown as it is: a "[ja, P36]"
+    in a title or a "[X]" in a template is not taken for rich markup."""
+    table = Table(title=escape(title) if title else None, show_lines=False)
     for i, col in enumerate(columns):
         numeric = bool(rows) and all(isinstance(r[i], (int, float)) for r in rows)
-        table.add_column(col, justify="right" if numeric else "left")
+        table.add_column(escape(col), justify="right" if numeric else "left")
     for row in rows:
-        table.add_row(*(f"{v:,}" if isinstance(v, int) else str(v) for v in row))
+        table.add_row(*(f"{v:,}" if isinstance(v, int) else escape(str(v)) for v in row))
     console().print(table)
-
-
-def write_json(data: Any, dest: str) -> None:
-    """Write ``data`` as JSON to a file, or to stdout when ``dest`` is ``-``."""
-    text = json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False)
-    if dest == "-":
-        sys.stdout.write(text + "\n")
-    else:
-        Path(dest).write_text(text + "\n", encoding="utf-8")
-
-
-def write_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]], dest: str) -> None:
-    """Write rows as CSV to a file, or to stdout when ``dest`` is ``-``."""
-    buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(columns)
-    writer.writerows(rows)
-    if dest == "-":
-        sys.stdout.write(buf.getvalue())
-    else:
-        Path(dest).write_text(buf.getvalue(), encoding="utf-8")

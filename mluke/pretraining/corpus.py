@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -36,7 +35,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from kb.errors import KbFormatError, OutputExistsError
+from kb.errors import KbFormatError
+from kb.files import check_output, remove, replace, temporary_name
 from kb.vocab import EntityVocab
 from mluke.tokenizer import MlukeTokenizer, encode_with_spans
 
@@ -106,11 +106,9 @@ class CorpusWriter:
     """Appends sequences per language to ``.bin`` files in a temporary folder; :meth:`close` publishes it."""
 
     def __init__(self, out_dir: Path, *, overwrite: bool) -> None:
-        if out_dir.exists() and not overwrite:
-            raise OutputExistsError(f"{out_dir} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-        self.out_dir = out_dir
-        self.tmp = out_dir.with_name(f"{out_dir.name}.partial-{os.getpid()}")
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.out_dir = check_output(out_dir, overwrite=overwrite)
+        self.tmp = temporary_name(out_dir)
+        remove(self.tmp)
         self.tmp.mkdir(parents=True)
         self._files: dict[str, dict[str, Any]] = {}
         self.counts: dict[str, dict[str, int]] = {}
@@ -142,15 +140,13 @@ class CorpusWriter:
             for f in files.values():
                 f.close()
         (self.tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-        if self.out_dir.exists():
-            shutil.rmtree(self.out_dir)
-        os.replace(self.tmp, self.out_dir)
+        replace(self.tmp, self.out_dir)
 
     def abort(self) -> None:
         for files in self._files.values():
             for f in files.values():
                 f.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        remove(self.tmp)
 
 
 def _file_hash(path: Path) -> str:

@@ -218,6 +218,42 @@ def test_work_folder_of_another_build_is_not_resumed(tmp_path):
     assert report.resumed == [] and list(report.wikipedia) == ["en"]
 
 
+def test_work_folder_message_names_what_changed_and_what_restart_discards(tmp_path):
+    run = tmp_path / "run"
+
+    def stop(name: str) -> None:
+        if name == "en:read":
+            raise Interrupt
+    with pytest.raises(Interrupt):
+        _build(run, on_stage=stop)
+    wd, wps = _dumps(run)
+    with pytest.raises(kb.KbFormatError) as err:
+        kb.build_from_dumps(run / "kb.sqlite", wikidata=wd, wikipedia=wps[:2], languages=LANGS, progress=False, workers=1)
+    message = err.value.for_cli()
+    assert "the arwiki dump left out" in message and "--restart" in message and "restart=True" not in message
+    assert "the Wikidata stage (finished, " in message and "the enwiki stage (read, counting" in message
+
+
+def test_a_repaired_truncated_dump_needs_no_restart(tmp_path, built):
+    """A build that stopped on a truncated Wikipedia dump continues with the repaired file, keeping
+    the finished stages and giving the same database as a build that never failed."""
+    run = tmp_path / "run"
+    wd, (en, ja, ar) = _dumps(run)
+    good = en.read_bytes()
+    en.write_bytes(good[:-40])
+    with pytest.raises(kb.KbFormatError, match="ends before </mediawiki>"):
+        kb.build_from_dumps(run / "kb.sqlite", wikidata=wd, wikipedia=[en, ja, ar], languages=LANGS, progress=False,
+                            workers=1)
+    assert (run / "kb.sqlite.build" / "failed.json").exists() and not (run / "kb.sqlite").exists()
+    en.write_bytes(good)  # the download repaired
+    report = kb.build_from_dumps(run / "kb.sqlite", wikidata=wd, wikipedia=[en, ja, ar], languages=LANGS,
+                                 progress=False, workers=1)
+    assert "wikidata" in report.resumed and "enwiki" not in report.resumed
+    assert report.notes and "Starting over: enwiki" in report.notes[0] and "kept: Wikidata" in report.notes[0]
+    assert "note: the previous run stopped on a bad input" in report.summary()
+    assert db_rows(run / "kb.sqlite", skip=("meta", "sources")) == db_rows(built[0] / "kb.sqlite", skip=("meta", "sources"))
+
+
 def test_truncated_or_foreign_wikipedia_dumps_fail_clearly(tmp_path):
     wd, (en, ja, _) = _dumps(tmp_path)
     cut = tmp_path / "enwiki-cut.xml.bz2"

@@ -161,3 +161,59 @@ def test_model_scores_are_the_mep_softmax_over_known_candidates(linker, tiny_dem
         assert all(r["model"] == pytest.approx(-math.log(len(m.candidates))) for r in m.candidates if r["key"] not in expected)
         assert sum(math.exp(r["model"]) for r in m.candidates) == pytest.approx(1.0)
         assert m.key == max(expected, key=expected.get)
+
+
+def test_link_takes_text_and_says_so(linker):
+    for bad in (None, 42, b"Paris", ["Paris", None]):
+        with pytest.raises(mluke.MlukeError, match=r"link\(\) takes a text \(str\) or a list of texts"):
+            linker.link(bad, "en")
+    assert linker.link(("Paris", "Tokyo"), "en")[1][0].key == TOKYO  # any sequence of texts
+
+
+def _cli(*args, **kw):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "mluke", *args], capture_output=True, text=True, **kw)
+
+
+def test_link_cli_bad_sources_are_one_line(tmp_path, tiny_demo, embedded_db_path):
+    common = ["--model", str(tiny_demo), "--db", str(embedded_db_path)]
+    cases = [
+        (str(tmp_path / "missing.txt"), "missing.txt: no such file"),
+        ("Paris is the capital of France.", "echo 'Paris is the capital of France.' | mluke link -"),
+        (str(tmp_path), "is a folder"),
+    ]
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Paris\nCaf\xe9 de Paris\n".encode("latin-1"))
+    cases.append((str(latin1), "latin1.txt, line 2: bytes that are not UTF-8"))
+    for source, message in cases:
+        proc = _cli("link", source, *common)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
+
+
+def test_link_cli_summary_limit_and_existing_output(tiny_demo, embedded_db_path, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("Paris is the capital of France.\n" * 40, encoding="utf-8")
+    common = [str(src), "--model", str(tiny_demo), "--db", str(embedded_db_path)]
+    res = CliRunner().invoke(app, ["link", *common, "--limit", "5"])
+    assert res.exit_code == 0, res.output
+    assert res.output.count(PARIS) == 3 and "and 75 more mentions" in res.output  # 80 mentions, 5 shown
+    out = tmp_path / "out" / "linked.jsonl"
+    res = CliRunner().invoke(app, ["link", *common, "--jsonl", str(out)])
+    assert res.exit_code == 0, res.output
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 40
+    assert PARIS not in res.output and "mentions" in res.output and "80" in res.output and f"wrote {out}" in res.output
+    res = CliRunner().invoke(app, ["link", *common, "--jsonl", str(out)])
+    assert res.exit_code == 1 and "--overwrite" in res.exception.for_cli()
+    assert CliRunner().invoke(app, ["link", *common, "--jsonl", str(out), "--overwrite"]).exit_code == 0
+
+
+def test_long_inputs_show_progress(linker, tiny_demo, capsys):
+    info = json.loads((tiny_demo / "demo.json").read_text(encoding="utf-8"))
+    text = next(x["text"] for x in info["linking"] if x["lang"] == "en")  # mentions the model can score
+    linker.link(" ".join([text] * 200), "en", progress=True, window_chars=200)
+    assert "linking" in capsys.readouterr().err
+    linker.link(text, "en", progress=True)
+    assert "linking" not in capsys.readouterr().err  # one batch: no bar

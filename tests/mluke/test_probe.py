@@ -189,3 +189,91 @@ def test_cli_probe_and_cached_preset(tiny_demo, embedded_db_path, tmp_path):
     assert (tmp_path / "p.csv").read_text(encoding="utf-8").startswith("subject,subject_key,rank")
     res = runner.invoke(app, ["pretrain", "--print-config"])
     assert "batch_size = 2048" in res.output
+
+
+def test_mode_both_writes_both_modes(bundle, embedded_db, tmp_path):
+    r = probe("[X] is the capital of [Y]", lang="en", model=bundle, kb=embedded_db, mode="both", top_k=2)
+    data = json.loads(r.to_json(tmp_path / "both.json"))  # no RecursionError: modes["entity"] is the result itself
+    assert data["mode"] == "both" and set(data["modes"]) == {"entity", "word"}
+    assert all("modes" not in d and d["rows"] for d in data["modes"].values())
+    assert json.loads((tmp_path / "both.json").read_text(encoding="utf-8")) == data
+    df = r.to_pandas()
+    assert set(df["mode"]) == {"entity", "word"} and len(df) == 2 * 2 * len(r.rows)
+    assert (df[df["mode"] == "word"]["source"] == "word").all()
+    assert "word mode" in repr(r) and "entity mode" in repr(r)
+    with pytest.raises(mluke.MlukeError, match="already exists"):
+        r.to_json(tmp_path / "both.json")
+
+
+def test_no_gold_answers_gives_no_metrics(bundle, embedded_db):
+    r = probe("Frankly, [Y] is what [X] is about.", lang="en", subjects=["Japan"], candidates=["Tokyo", "Paris"],
+              model=bundle, kb=embedded_db)
+    assert r.metrics["with_gold"] == 0 and r.metrics["P@1"] is None and r.metrics["MRR"] is None
+    assert "P@1 n/a" in r.summary() and "P@1 0.000" not in repr(r)
+    assert r.to_dict()["metrics"]["P@1"] is None
+
+
+def test_relation_messages_say_what_the_kb_has(bundle, embedded_db):
+    with pytest.raises(mluke.MlukeError) as err:
+        probe("[X] was founded in [Y]", lang="ja", model=bundle, kb=embedded_db)
+    message = str(err.value)
+    assert "P36 (capital)" in message and "P1376 (capital of)" in message and "7 relations" in message
+    assert "relation='P..'" in message and "--relation P.." in err.value.for_cli()
+    with pytest.raises(mluke.MlukeError, match="relation P999 is unknown to this kb"):
+        probe("[X] was founded in [Y]", lang="ja", relation="P999", model=bundle, kb=embedded_db)
+    with pytest.raises(mluke.MlukeError, match="relation 'capital': expected a Wikidata property id"):
+        probe("[X] was founded in [Y]", lang="ja", relation="capital", model=bundle, kb=embedded_db)
+    odd = probe("[X] was founded in [Y]", lang="en", relation="P36", model=bundle, kb=embedded_db, top_k=1)
+    assert any("reads very differently" in n and "P36 (capital)" in n for n in odd.notes)
+    close = probe("[X] has the capital [Y]", lang="en", relation="P36", model=bundle, kb=embedded_db, top_k=1)
+    assert not any("reads very differently" in n for n in close.notes)
+
+
+def test_cli_probe_outputs_titles_and_flags(tiny_demo, embedded_db_path, tmp_path):
+    from typer.testing import CliRunner
+
+    from mluke.cli import app
+
+    runner = CliRunner()
+    base = ["probe", "[X] is the capital of [Y]", "--lang", "ja", "--model", str(tiny_demo), "--db", str(embedded_db_path)]
+    out = tmp_path / "new" / "result.json"  # a folder that does not exist yet
+    res = runner.invoke(app, [*base, "--mode", "both", "--json", str(out), "--csv", str(tmp_path / "r.csv")])
+    assert res.exit_code == 0, res.output
+    assert json.loads(out.read_text(encoding="utf-8"))["mode"] == "both"
+    assert "[ja, P1376, entity mode]" in res.output and "[ja, P1376, word mode]" in res.output  # not eaten as markup
+    assert "[X]は[Y]の首都です。" in res.output and f"wrote {out}" in res.output
+    csv_text = (tmp_path / "r.csv").read_text(encoding="utf-8")
+    assert csv_text.splitlines()[0].endswith(",mode") and ",word" in csv_text and ",entity" in csv_text
+    res = runner.invoke(app, [*base, "--json", str(out)])
+    assert res.exit_code == 1 and isinstance(res.exception, mluke.MlukeError)
+    assert "pass --overwrite" in res.exception.for_cli()
+    assert json.loads(out.read_text(encoding="utf-8"))["mode"] == "both"  # kept
+    assert runner.invoke(app, [*base, "--json", str(out), "--overwrite"]).exit_code == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["mode"] == "entity"
+    res = runner.invoke(app, ["probe", "[X] likes [Y]", "--subject", "Japan", "--candidate", "Tokyo", "--model",
+                              str(tiny_demo), "--db", str(embedded_db_path)])
+    assert res.exit_code == 0 and "P@1 n/a" in res.output
+
+
+def test_first_demo_training_says_so_and_hides_transformers_bars(tmp_path, embedded_db, capsys, monkeypatch):
+    import mluke.demo
+    from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        raise Stop
+
+    monkeypatch.setattr(mluke.demo, "demo_documents", stop)
+    with pytest.raises(Stop):
+        mluke.demo.train_demo(tmp_path / "demo", preset="demo", db=embedded_db, progress=True)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("Training the demo model once (about 6 minutes") and str(tmp_path / "demo") in err[0]
+    assert not (tmp_path / "demo").exists()
+    before = hf_logging.is_progress_bar_enabled()
+    with mluke.demo.transformers_bars(False):
+        tiny = XLMRobertaConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
+        XLMRobertaForMaskedLM(tiny).save_pretrained(tmp_path / "x")
+    assert "Writing model shards" not in capsys.readouterr().err and hf_logging.is_progress_bar_enabled() == before
