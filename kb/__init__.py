@@ -17,6 +17,7 @@
 - :class:`MlukeError` and its subclasses.
 """
 
+from kb.building import build, open_db
 from kb.candidates import AnchorCandidates, Candidate, CandidateGenerator, CombinedCandidates, NameCandidates
 from kb.corpus import CorpusLink, CorpusPage, WikiCorpus
 from kb.db import Entity, EntityDB, Fact, Match
@@ -35,6 +36,7 @@ from kb.errors import (
     UnknownLanguageError,
 )
 from kb.languages import MLUKE_LANGUAGES
+from kb.lookups import lookup
 from kb.mentions import Mention, MentionIndex
 from kb.surfaces import surface_key
 from kb.templates import Template, parse_template
@@ -75,10 +77,13 @@ __all__ = [
     "VocabEntry",
     "WikiCorpus",
     "add_entities",
+    "build",
     "build_embedded",
     "build_from_dumps",
     "default_db",
     "embedded_path",
+    "lookup",
+    "open_db",
     "parse_template",
     "surface_key",
 ]

@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from kb.errors import KbFormatError
+from kb.errors import InputFormatError
 
 FORMAT = "mluke-wiki-corpus"
 FORMAT_VERSION = 1
@@ -80,15 +80,15 @@ class WikiCorpus:
         self.path = Path(path)
         manifest = self.path / "manifest.json"
         if not manifest.is_file():
-            raise KbFormatError(f"{self.path}: no manifest.json, so not a corpus written by a dump build")
+            raise InputFormatError(f"{self.path}: no manifest.json, so not a corpus written by a dump build")
         try:
             self.manifest: dict[str, Any] = json.loads(manifest.read_text(encoding="utf-8"))
         except ValueError as exc:
-            raise KbFormatError(f"{manifest}: not valid JSON ({exc})") from None
+            raise InputFormatError(f"{manifest}: not valid JSON ({exc})") from None
         if self.manifest.get("format") != FORMAT:
-            raise KbFormatError(f"{manifest}: holds {self.manifest.get('format')!r}, expected {FORMAT!r}")
+            raise InputFormatError(f"{manifest}: holds {self.manifest.get('format')!r}, expected {FORMAT!r}")
         if self.manifest.get("format_version") != FORMAT_VERSION:
-            raise KbFormatError(
+            raise InputFormatError(
                 f"{manifest}: corpus format version {self.manifest.get('format_version')}, "
                 f"this mluke reads version {FORMAT_VERSION}; rebuild it"
             )
@@ -103,7 +103,7 @@ class WikiCorpus:
     def parts(self, lang: str) -> list[Path]:
         """The part files of one language, in order."""
         if lang not in self.manifest["languages"]:
-            raise KbFormatError(f"{self.path}: no language {lang!r} (it has: {', '.join(self.languages)})")
+            raise InputFormatError(f"{self.path}: no language {lang!r} (it has: {', '.join(self.languages)})")
         return [self.path / lang / name for name in self.manifest["languages"][lang]["parts"]]
 
     def pages(self, lang: str) -> Iterator[CorpusPage]:
@@ -122,6 +122,6 @@ def read_part(path: Path, lang: str) -> Iterator[CorpusPage]:
                     links = tuple(CorpusLink(s, e, ent, title) for s, e, ent, title in d["links"])
                     yield CorpusPage(lang, d["id"], d["title"], d["entity"], d["text"], links)
                 except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                    raise KbFormatError(f"{path}, line {n}: not a corpus page ({exc})") from None
+                    raise InputFormatError(f"{path}, line {n}: not a corpus page ({exc})") from None
     except (OSError, EOFError) as exc:
-        raise KbFormatError(f"{path}: unreadable or truncated gzip file ({exc})") from None
+        raise InputFormatError(f"{path}: unreadable or truncated gzip file ({exc})") from None

@@ -250,6 +250,23 @@ class EntityDB(SqliteStore):
                 matches.append(Match(key, kind))
         return matches
 
+    def resolve_entities(self, items: list[str] | tuple[str, ...], lang: str, what: str = "entity") -> list[str]:
+        """Entity keys of ``items``, each an entity key or a name in ``lang`` (its first :meth:`lookup` match).
+
+        An item that is neither raises :class:`NotFoundError` naming it as ``what``
+        (e.g. "subject 'Atlantis'").
+        """
+        keys = []
+        for item in items:
+            if schema.is_key(item) and item in self:
+                keys.append(item)
+                continue
+            matches = self.lookup(lang, item)
+            if not matches:
+                raise NotFoundError(f"{what} {item!r}: no entity with that key or {lang!r} name in {self.path}")
+            keys.append(matches[0].key)
+        return keys
+
     # -- facts, properties and templates -------------------------------------------------
     def facts(self, subject: str | None = None, property: str | None = None, object: str | None = None) -> list[Fact]:
         """Facts matching every given field, sorted by (property, subject, object)."""

@@ -7,7 +7,7 @@ separate process feeding a pipe, so it overlaps with parsing; otherwise in
 Python's own ``bz2``/``gzip`` (single-threaded: about 2.5x slower for bzip2 on 2
 cores). Multi-stream files (``pages-articles-multistream``) work both ways.
 
-A truncated or corrupt compressed file raises :class:`kb.KbFormatError` naming
+A truncated or corrupt compressed file raises :class:`kb.InputFormatError` naming
 the file, when the damage is reached.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from kb.errors import KbFormatError
+from kb.errors import InputFormatError
 
 Compression = Literal["bz2", "gzip", "none"]
 #: External parallel decompressors, tried in this order.
@@ -35,7 +35,7 @@ def detect_compression(path: str | os.PathLike[str]) -> Compression:
     """``"bz2"``, ``"gzip"`` or ``"none"``, from the file's magic bytes."""
     path = Path(path)
     if not path.is_file():
-        raise KbFormatError(f"{path}: no such file (expected a dump file)")
+        raise InputFormatError(f"{path}: no such file (expected a dump file)")
     with path.open("rb") as f:
         head = f.read(3)
     if head == b"BZh":
@@ -90,8 +90,8 @@ class DumpStream:
             return Path(self.tool).name
         return "plain" if self.compression == "none" else f"python {self.compression}"
 
-    def _damaged(self, detail: str) -> KbFormatError:
-        return KbFormatError(
+    def _damaged(self, detail: str) -> InputFormatError:
+        return InputFormatError(
             f"{self.path}: the {self.compression} stream is truncated or corrupt after "
             f"{self.offset:,} decompressed bytes ({detail}); download the file again"
         )
@@ -117,7 +117,7 @@ class DumpStream:
         while left > 0:
             data = self.read(min(left, 1 << 22))
             if not data:
-                raise KbFormatError(f"{self.path}: shorter than when the interrupted build read it; "
+                raise InputFormatError(f"{self.path}: shorter than when the interrupted build read it; "
                                     "was it replaced? Remove the build folder to start over")
             left -= len(data)
 
@@ -184,7 +184,7 @@ class FileRange:
             f.seek(self.start)
             data = f.read(self.end - self.start)
         if len(data) != self.end - self.start:
-            raise KbFormatError(f"{self.path}: shorter than expected ({self.start + len(data):,} bytes, "
+            raise InputFormatError(f"{self.path}: shorter than expected ({self.start + len(data):,} bytes, "
                                 f"expected at least {self.end:,}); was it replaced during the build?")
         return data
 

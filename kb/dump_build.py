@@ -39,7 +39,7 @@ from kb.decompress import (
     iter_ranges,
 )
 from kb.embedded import load_relations
-from kb.errors import KbFormatError, UnknownLanguageError
+from kb.errors import InputFormatError, UnknownLanguageError
 from kb.files import check_output, remove
 from kb.languages import MLUKE_LANGUAGES, check_languages
 from kb.parallel import default_workers, ordered_map
@@ -136,7 +136,7 @@ def read_wikidata(path: Path, conn: sqlite3.Connection, opts: WikidataOptions, *
                 append_rows(conn, {"malformed": [(first + n, msg) for n, msg in rows.malformed]})
             progress(rows.counts.get("lines", 0))
     if not stage.counts.get("array_end"):
-        raise KbFormatError(
+        raise InputFormatError(
             f"{path}: ends before the closing ']' of the JSON array after line {stage.line - 1:,}: "
             "the file is truncated; download it again"
         )
@@ -193,7 +193,7 @@ def build_from_dumps(
                 f"({', '.join(langs)}); add it with --languages"
             )
         if info.lang in sites:
-            raise KbFormatError(f"{p} and {sites[info.lang][0]}: two dumps of the {info.lang!r} Wikipedia")
+            raise InputFormatError(f"{p} and {sites[info.lang][0]}: two dumps of the {info.lang!r} Wikipedia")
         sites[info.lang] = (p, info)
     workers = workers or default_workers()
     params = {
@@ -277,7 +277,7 @@ def _failures(work: WorkDir, name: str) -> Iterator[None]:
     """Record in the work folder that input ``name`` turned out truncated or corrupt (see :class:`WorkDir`)."""
     try:
         yield
-    except KbFormatError as exc:
+    except InputFormatError as exc:
         work.record_failure(name, str(exc))
         raise
 

@@ -67,7 +67,7 @@ from kb.candidates import (
     default_source,
 )
 from kb.errors import (
-    KbFormatError,
+    InputFormatError,
     MlukeError,
     OptionError,
     TextInputError,
@@ -239,7 +239,7 @@ class _LangBuilder:
     def add(self, key: str, candidates: Sequence[Candidate], lp: float | None,
             entity_id: Any, source_id: Any) -> None:
         if fold(key) != key:
-            raise KbFormatError(f"surface key {key!r} is not folded: sources must list kb.surfaces.surface_key() forms")
+            raise InputFormatError(f"surface key {key!r} is not folded: sources must list kb.surfaces.surface_key() forms")
         units = matching_units(key)
         if not units:
             return
@@ -367,7 +367,7 @@ class MentionIndex(CandidateGenerator):
             n = 0
             for entry in source.entries(lang):
                 if previous is not None and entry.key <= previous:
-                    raise KbFormatError(f"{source.name}: surface keys of {lang!r} are not in ascending order "
+                    raise InputFormatError(f"{source.name}: surface keys of {lang!r} are not in ascending order "
                                         f"({previous!r} then {entry.key!r})")
                 previous = entry.key
                 lp = entry.link_probability
@@ -428,7 +428,7 @@ class MentionIndex(CandidateGenerator):
             return cls(meta, info, glob["entity_keys"], glob["entity_offsets"], conn=conn, path=path)
         except (KeyError, sqlite3.DatabaseError, json.JSONDecodeError) as exc:
             conn.close()
-            raise KbFormatError(f"{path}: damaged mention index ({exc!r}); rebuild it") from None
+            raise InputFormatError(f"{path}: damaged mention index ({exc!r}); rebuild it") from None
 
     @classmethod
     def for_db(cls, db: EntityDB, *, languages: Iterable[str] | None = None,
@@ -471,7 +471,7 @@ class MentionIndex(CandidateGenerator):
             return self._pending[lang].__getitem__
         conn = self._conn
         if conn is None:
-            raise KbFormatError(f"mention index {self.path} is closed")
+            raise InputFormatError(f"mention index {self.path} is closed")
 
         def read(name: str) -> bytes:
             row = conn.execute("SELECT data FROM blobs WHERE lang = ? AND name = ?", (lang, name)).fetchone()
@@ -494,7 +494,7 @@ class MentionIndex(CandidateGenerator):
         try:
             loaded = _Lang(self._reader(lang), self._entity_key, self.meta["sources"], self._info[lang]["max_chars"])
         except (KeyError, ValueError) as exc:
-            raise KbFormatError(f"{self.path or 'mention index'}: damaged data for {lang!r} ({exc!r}); rebuild it") from None
+            raise InputFormatError(f"{self.path or 'mention index'}: damaged data for {lang!r} ({exc!r}); rebuild it") from None
         self._langs[lang] = loaded
         return loaded
 
@@ -516,6 +516,21 @@ class MentionIndex(CandidateGenerator):
             return None
         lp = idx.lp[pid]
         return None if isnan(lp) else lp
+
+    def mentions_at(self, text: str, spans: Iterable[tuple[int, int]], lang: str, *, row: int = 0) -> list[Mention]:
+        """Mentions at given character spans (gold mentions), with the candidates of their surfaces
+        (none for a surface the index does not know). ``row`` numbers the text in error messages."""
+        out = []
+        for k, span in enumerate(spans):
+            try:
+                a, b = (int(x) for x in span)
+            except (TypeError, ValueError):
+                raise OptionError(f"text {row}, span {k}: {span!r} is not a (start, end) pair") from None
+            if not 0 <= a < b <= len(text):
+                raise OptionError(f"text {row}, span {k}: ({a}, {b}) is outside the text (length {len(text)})")
+            surface = text[a:b]
+            out.append(Mention(a, b, surface, self.link_probability(lang, surface), tuple(self.candidates(lang, surface))))
+        return out
 
     # -- detection ---------------------------------------------------------------------------------
     def detect(self, text: str, lang: str, *, min_link_probability: float | None = None) -> list[Mention]:

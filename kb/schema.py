@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from kb.errors import KbFormatError
+from kb.errors import InputFormatError
 
 FORMAT = "mluke-entity-db"
 FORMAT_VERSION = 1
@@ -73,10 +73,15 @@ _PREFIXED_RE = re.compile(r"^[a-z][a-z0-9_.-]*:[^\s:][^\s]*$")
 _PID_RE = re.compile(r"^P[1-9][0-9]*$")
 
 
+def is_key(key: object) -> bool:
+    """Whether ``key`` has the form of an entity key: a QID (``Q17``) or a source-prefixed key (``geonames:1850147``)."""
+    return isinstance(key, str) and bool(_QID_RE.match(key) or _PREFIXED_RE.match(key))
+
+
 def check_key(key: str) -> str:
     """Return ``key`` if it is a QID (``Q17``) or a source-prefixed key (``geonames:1850147``)."""
-    if not isinstance(key, str) or not (_QID_RE.match(key) or _PREFIXED_RE.match(key)):
-        raise KbFormatError(
+    if not is_key(key):
+        raise InputFormatError(
             f"{key!r} is not an entity key: expected a Wikidata QID such as 'Q17' "
             "or a source-prefixed key such as 'geonames:1850147'"
         )
@@ -86,5 +91,5 @@ def check_key(key: str) -> str:
 def check_pid(pid: str) -> str:
     """Return ``pid`` if it is a Wikidata property id such as ``P36``."""
     if not isinstance(pid, str) or not _PID_RE.match(pid):
-        raise KbFormatError(f"{pid!r} is not a Wikidata property id: expected e.g. 'P36'")
+        raise InputFormatError(f"{pid!r} is not a Wikidata property id: expected e.g. 'P36'")
     return pid

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb.errors import KbFormatError, flag
+from kb.errors import InputFormatError, flag
 
 _STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS state(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -191,7 +191,7 @@ class WorkDir:
         failed = self._read_json("failed.json")
         if failed is None:
             work = self.describe() or ["nothing finished yet"]
-            raise KbFormatError(
+            raise InputFormatError(
                 f"{self.path}: holds an interrupted build of other inputs or options ({'; '.join(what)}); re-run "
                 f"with the same ones to continue it, or pass {{restart}} to start over, which discards: "
                 f"{'; '.join(work)}",

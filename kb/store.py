@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kb.errors import KbFormatError, SchemaVersionError
+from kb.errors import InputFormatError, SchemaVersionError
 from kb.files import check_output
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -25,16 +25,16 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 def _check_is_sqlite(path: Path, what: str) -> None:
     if not path.exists():
-        raise KbFormatError(f"{path}: no such file (expected {what})")
+        raise InputFormatError(f"{path}: no such file (expected {what})")
     if path.is_dir():
-        raise KbFormatError(f"{path}: is a directory (expected {what}, an SQLite file)")
+        raise InputFormatError(f"{path}: is a directory (expected {what}, an SQLite file)")
     with path.open("rb") as f:
         head = f.read(16)
     if head != _SQLITE_MAGIC:
         hint = ""
         if head.lstrip()[:1] in (b"{", b"["):
             hint = " (it looks like JSON: import it first, see `mluke kb vocab --help`)"
-        raise KbFormatError(f"{path}: not an SQLite file, so not {what}{hint}")
+        raise InputFormatError(f"{path}: not an SQLite file, so not {what}{hint}")
 
 
 def open_readonly(path: str | os.PathLike[str], *, fmt: str, version: int, what: str) -> tuple[sqlite3.Connection, dict[str, str]]:
@@ -50,11 +50,11 @@ def open_readonly(path: str | os.PathLike[str], *, fmt: str, version: int, what:
         rows = conn.execute("SELECT key, value FROM meta").fetchall()
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise KbFormatError(f"{path}: an SQLite file but not {what} ({exc})") from None
+        raise InputFormatError(f"{path}: an SQLite file but not {what} ({exc})") from None
     meta = dict(rows)
     if meta.get("format") != fmt:
         conn.close()
-        raise KbFormatError(
+        raise InputFormatError(
             f"{path}: holds {meta.get('format', 'something else')!r}, expected {what} ({fmt!r})"
         )
     found = int(meta.get("format_version", "-1"))
@@ -66,7 +66,7 @@ def open_readonly(path: str | os.PathLike[str], *, fmt: str, version: int, what:
         )
     if meta.get("complete") != "1":
         conn.close()
-        raise KbFormatError(f"{path}: the build that wrote this {what} did not finish; rebuild it")
+        raise InputFormatError(f"{path}: the build that wrote this {what} did not finish; rebuild it")
     return conn, meta
 
 

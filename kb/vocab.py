@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kb.errors import KbFormatError, NotFoundError
+from kb.errors import InputFormatError, NotFoundError, OptionError, option
 from kb.files import atomic_text
 from kb.languages import check_languages
 from kb.store import SqliteStore, atomic_build, chunked
@@ -243,6 +243,17 @@ class EntityVocab(SqliteStore):
         return cls._write(path, rows(), overwrite=overwrite, provenance=provenance)
 
     @classmethod
+    def import_file(cls, source: str | os.PathLike[str], path: str | os.PathLike[str], *, layout: str = "hf",
+                    db: EntityDB | None = None, default_lang: str | None = None, overwrite: bool = False) -> EntityVocab:
+        """Import a vocabulary file in the ``"hf"`` layout (:meth:`import_hf`) or the luke ``"jsonl"`` one
+        (:meth:`import_jsonl`), keeping its ids: what ``mluke kb vocab-import`` does."""
+        if layout == "hf":
+            return cls.import_hf(source, path, db=db, default_lang=default_lang, overwrite=overwrite)
+        if layout == "jsonl":
+            return cls.import_jsonl(source, path, db=db, overwrite=overwrite)
+        raise OptionError(_layout_message, options={"layout": option("layout", layout)})
+
+    @classmethod
     def import_hf(
         cls, json_path: str | os.PathLike[str], path: str | os.PathLike[str], *, db: EntityDB | None = None,
         default_lang: str | None = None, overwrite: bool = False,
@@ -266,7 +277,7 @@ class EntityVocab(SqliteStore):
                 except ValueError:
                     id_ = -1
                 if id_ < 0 or not raw_id.isdigit():
-                    raise KbFormatError(f"{json_path}: entry {raw_key!r} has id {raw_id}; expected a non-negative integer")
+                    raise InputFormatError(f"{json_path}: entry {raw_key!r} has id {raw_id}; expected a non-negative integer")
                 if raw_key in SPECIAL_ENTITIES:
                     entries.append((id_, raw_key))
                     continue
@@ -277,7 +288,7 @@ class EntityVocab(SqliteStore):
                 elif default_lang is not None:
                     names.append((default_lang, raw_key, id_))
                 else:
-                    raise KbFormatError(
+                    raise InputFormatError(
                         f"{json_path}: key {raw_key!r} has no language prefix; expected 'lang:title' keys "
                         "as in mLUKE's entity_vocab.json (for a monolingual LUKE vocabulary pass default_lang)"
                     )
@@ -299,7 +310,7 @@ class EntityVocab(SqliteStore):
 
         jsonl_path = Path(jsonl_path)
         if not jsonl_path.is_file():
-            raise KbFormatError(f"{jsonl_path}: no such file (expected a luke entity vocabulary in JSON lines)")
+            raise InputFormatError(f"{jsonl_path}: no such file (expected a luke entity vocabulary in JSON lines)")
         by_id: dict[int, list[tuple[str, str]]] = {}
         specials: dict[int, str] = {}
         counts: dict[int, int] = {}
@@ -312,7 +323,7 @@ class EntityVocab(SqliteStore):
                     id_, ents, count = item["id"], item["entities"], int(item.get("count", 0))
                     pairs = [(str(t), l) for t, l in ents]
                 except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                    raise KbFormatError(
+                    raise InputFormatError(
                         f"{jsonl_path}, line {lineno}: expected {{\"id\": int, \"entities\": [[title, lang], ...], "
                         f"\"count\": int}} ({exc})"
                     ) from None
@@ -326,6 +337,15 @@ class EntityVocab(SqliteStore):
         return cls._write(path, _entries_from(by_id, specials, counts), overwrite=overwrite, provenance=provenance, db=db)
 
     # -- export ---------------------------------------------------------------------------------
+    def export(self, path: str | os.PathLike[str], *, layout: str = "hf", overwrite: bool = False) -> Path:
+        """Write the ``"hf"`` (:meth:`export_hf`) or ``"jsonl"`` (:meth:`export_jsonl`) layout: what
+        ``mluke kb vocab-export`` does."""
+        if layout == "hf":
+            return self.export_hf(path, overwrite=overwrite)
+        if layout == "jsonl":
+            return self.export_jsonl(path, overwrite=overwrite)
+        raise OptionError(_layout_message, options={"layout": option("layout", layout)})
+
     def export_hf(self, json_path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the Hugging Face ``entity_vocab.json`` layout (streamed, atomically)."""
         def lines() -> Iterator[str]:
@@ -346,12 +366,15 @@ class EntityVocab(SqliteStore):
         return _write_text(jsonl_path, lines(), overwrite=overwrite, head="", sep="\n", tail="\n")
 
 
+_layout_message = "{layout}: expected 'hf' (entity_vocab.json of transformers) or 'jsonl' (the luke layout)"
+
+
 def _flush(conn: Any, ins_entry: str, batch_e: list[tuple], ins_name: str, batch_n: list[tuple], path: Any) -> None:
     try:
         conn.executemany(ins_entry, batch_e)
         conn.executemany(ins_name, batch_n)
     except sqlite3.IntegrityError as exc:
-        raise KbFormatError(f"building {path}: an id or a (language, title) appears twice ({exc})") from None
+        raise InputFormatError(f"building {path}: an id or a (language, title) appears twice ({exc})") from None
     batch_e.clear()
     batch_n.clear()
 
@@ -371,13 +394,13 @@ _MAX_ITEM = 1 << 20
 def _stream_json_object(path: Path, chunk: int = 1 << 23) -> Iterator[tuple[str, str]]:
     """Yield ``(key, raw scalar value)`` of a flat JSON object, reading ``chunk`` characters at a time."""
     if not path.is_file():
-        raise KbFormatError(f"{path}: no such file (expected an entity_vocab.json)")
+        raise InputFormatError(f"{path}: no such file (expected an entity_vocab.json)")
     try:
         with path.open(encoding="utf-8") as f:
             buf = f.read(chunk)
             start = len(buf) - len(buf.lstrip())
             if buf[start:start + 1] != "{":
-                raise KbFormatError(f"{path}: expected a JSON object mapping 'lang:title' to ids (the file does not start with '{{')")
+                raise InputFormatError(f"{path}: expected a JSON object mapping 'lang:title' to ids (the file does not start with '{{')")
             pos, consumed = start + 1, 0
             if buf[pos:].lstrip().startswith("}"):
                 return
@@ -386,7 +409,7 @@ def _stream_json_object(path: Path, chunk: int = 1 << 23) -> Iterator[tuple[str,
                 if m is None:
                     more = f.read(chunk)
                     if not more or len(buf) - pos > _MAX_ITEM + chunk:
-                        raise KbFormatError(
+                        raise InputFormatError(
                             f"{path}: not valid JSON at character {consumed + pos}: expected '\"key\": id' "
                             f"(found {buf[pos:pos + 40]!r})"
                         )
@@ -399,9 +422,9 @@ def _stream_json_object(path: Path, chunk: int = 1 << 23) -> Iterator[tuple[str,
                 if m.group(3) == "}":
                     break
             if buf[pos:].strip() or f.read(1).strip():
-                raise KbFormatError(f"{path}: not valid JSON: text after the closing '}}' at character {consumed + pos}")
+                raise InputFormatError(f"{path}: not valid JSON: text after the closing '}}' at character {consumed + pos}")
     except UnicodeDecodeError as exc:
-        raise KbFormatError(f"{path}: not UTF-8 text ({exc})") from None
+        raise InputFormatError(f"{path}: not UTF-8 text ({exc})") from None
 
 
 def _insert_pairs(conn: Any, entries: list[tuple[int, str | None]], names: list[tuple[str, str, int]], path: Any) -> None:
@@ -413,7 +436,7 @@ def _insert_pairs(conn: Any, entries: list[tuple[int, str | None]], names: list[
     try:
         conn.executemany("INSERT INTO names(lang, title, id) VALUES (?, ?, ?)", names)
     except sqlite3.IntegrityError:
-        raise KbFormatError(f"building {path}: a (language, title) appears twice") from None
+        raise InputFormatError(f"building {path}: a (language, title) appears twice") from None
     entries.clear()
     names.clear()
 
@@ -437,7 +460,7 @@ def _create_indexes(conn: Any, path: Any) -> None:
         for statement in filter(str.strip, _INDEXES.split(";")):
             conn.execute(statement)
     except sqlite3.IntegrityError:
-        raise KbFormatError(f"building {path}: a special entity has more than one id") from None
+        raise InputFormatError(f"building {path}: a special entity has more than one id") from None
 
 
 def _write_text(path: str | os.PathLike[str], lines: Iterable[str], *, overwrite: bool, head: str, sep: str, tail: str) -> Path:

@@ -41,7 +41,7 @@ from typing import Any
 import orjson
 
 from kb.decompress import DumpStream, iter_blocks
-from kb.errors import KbFormatError
+from kb.errors import InputFormatError
 from kb.parallel import ordered_map
 from kb.staging import Stage, append_rows
 from kb.titles import normalize_title
@@ -89,13 +89,13 @@ def read_siteinfo(path: Path) -> SiteInfo:
             head += data
     start, end = head.find(b"<mediawiki"), head.find(b"</siteinfo>")
     if start < 0 or end < 0:
-        raise KbFormatError(
+        raise InputFormatError(
             f"{path}: not a MediaWiki XML export (expected <mediawiki ...><siteinfo>...</siteinfo> at the top)"
         )
     try:
         root = ET.fromstring(head[start:end + len(b"</siteinfo>")] + b"</mediawiki>")
     except ET.ParseError as exc:
-        raise KbFormatError(f"{path}: the <siteinfo> block is not valid XML ({exc})") from None
+        raise InputFormatError(f"{path}: the <siteinfo> block is not valid XML ({exc})") from None
     info = next((el for el in root if _local(el.tag) == "siteinfo"), None)
     dbname = ""
     namespaces: dict[str, int] = {}
@@ -105,7 +105,7 @@ def read_siteinfo(path: Path) -> SiteInfo:
         elif _local(el.tag) == "namespace" and el.text:
             namespaces[el.text.strip()] = int(el.get("key", "0"))
     if not dbname.endswith("wiki") or len(dbname) <= 4:
-        raise KbFormatError(f"{path}: <dbname> is {dbname!r}, expected a Wikipedia such as 'jawiki'")
+        raise InputFormatError(f"{path}: <dbname> is {dbname!r}, expected a Wikipedia such as 'jawiki'")
     site = dbname[:-4]
     lang = _SITE_LANG.get(site, site.replace("_", "-"))
     return SiteInfo(dbname, lang, namespaces)
@@ -224,7 +224,7 @@ def read_dump(path: Path, conn: sqlite3.Connection, info: SiteInfo, raw_file: Pa
                     size += len(res.member)
             progress(res.counts.get("articles", 0) + res.counts.get("redirects", 0))
     if not stage.counts.get("end_of_dump"):
-        raise KbFormatError(f"{path}: the XML ends before </mediawiki>: the file is truncated; download it again")
+        raise InputFormatError(f"{path}: the XML ends before </mediawiki>: the file is truncated; download it again")
     stage.finish()
     return stage
 

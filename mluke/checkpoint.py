@@ -25,8 +25,10 @@ from typing import Any, NamedTuple
 
 import torch
 
-from kb.errors import KbFormatError, MlukeError, OutputExistsError, flag
+from kb.errors import InputFormatError, MlukeError
+from kb.files import atomic_path
 from kb.vocab import EntityVocab
+from mluke.errors import CheckpointError
 from mluke.entity_vocab import save_entity_vocab
 from mluke.model import MlukeForMaskedLM
 from mluke.tokenizer import MlukeTokenizer
@@ -38,10 +40,6 @@ _TIED = {
     "entity_predictions.decoder.weight": "luke.entity_embeddings.entity_embeddings.weight",
 }
 _IGNORED_UNEXPECTED = re.compile(r"(^|\.)position_ids$")
-
-
-class CheckpointError(MlukeError):
-    """A checkpoint's weights do not match the model its config describes."""
 
 
 class Mluke(NamedTuple):
@@ -58,10 +56,10 @@ def resolve(name_or_dir: str | os.PathLike[str]) -> Path:
     if path.is_dir():
         return path
     if path.exists():
-        raise KbFormatError(f"{path}: expected a checkpoint folder, found a file")
+        raise InputFormatError(f"{path}: expected a checkpoint folder, found a file")
     name = str(name_or_dir)
     if not re.match(r"^[\w.-]+/[\w.-]+$", name):
-        raise KbFormatError(f"{name}: no such folder, and not a hub model name like 'studio-ousia/mluke-base'")
+        raise InputFormatError(f"{name}: no such folder, and not a hub model name like 'studio-ousia/mluke-base'")
     try:
         from huggingface_hub import snapshot_download
 
@@ -86,8 +84,8 @@ def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
                 return load_file(str(path))
             return torch.load(path, map_location="cpu", weights_only=True)
         except Exception as exc:
-            raise KbFormatError(f"{path}: cannot read the weights ({type(exc).__name__}: {exc})") from None
-    raise KbFormatError(f"{directory}: no {' or '.join(WEIGHT_FILES)} (expected an mLUKE checkpoint folder)")
+            raise InputFormatError(f"{path}: cannot read the weights ({type(exc).__name__}: {exc})") from None
+    raise InputFormatError(f"{directory}: no {' or '.join(WEIGHT_FILES)} (expected an mLUKE checkpoint folder)")
 
 
 def read_config(directory: Path) -> Any:
@@ -95,14 +93,14 @@ def read_config(directory: Path) -> Any:
 
     path = directory / "config.json"
     if not path.is_file():
-        raise KbFormatError(f"{directory}: no config.json (expected an mLUKE checkpoint folder)")
+        raise InputFormatError(f"{directory}: no config.json (expected an mLUKE checkpoint folder)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise KbFormatError(f"{path}: not valid JSON ({exc})") from None
+        raise InputFormatError(f"{path}: not valid JSON ({exc})") from None
     missing = [k for k in ("vocab_size", "entity_vocab_size", "hidden_size", "num_hidden_layers") if k not in data]
     if missing:
-        raise KbFormatError(f"{path}: missing {', '.join(missing)}; expected a LukeConfig")
+        raise InputFormatError(f"{path}: missing {', '.join(missing)}; expected a LukeConfig")
     return LukeConfig(**{k: v for k, v in data.items() if k not in ("architectures", "transformers_version")})
 
 
@@ -191,30 +189,42 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
     return Mluke(model, tokenizer, vocab)
 
 
+def open_model(model: Mluke | tuple | str | os.PathLike[str] | None = None) -> Mluke:
+    """The given model, or the default one: ``None`` is the embedded demo model (trained on first use,
+    then cached); a loaded ``(model, tokenizer, entity_vocab)`` bundle is used as it is; a folder or hub
+    name is loaded with :func:`load`. Every call that takes ``model=`` goes through this."""
+    if model is None:
+        from mluke.demo import demo_model
+
+        return load(demo_model())
+    if isinstance(model, (Mluke, tuple)):
+        return Mluke(*model)
+    return load(model)
+
+
 def save(bundle: Mluke | tuple, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """Write ``model, tokenizer, entity_vocab`` in the studio-ousia layout (``model.safetensors``).
 
     Tied weights are written out in full, so transformers' own ``LukeForMaskedLM``
-    (which no longer ties the word head) reads the folder correctly too.
+    (which no longer ties the word head) reads the folder correctly too. The folder is
+    written under a temporary name and renamed when complete; an existing, non-empty
+    ``directory`` is replaced only with ``overwrite``.
     """
     from safetensors.torch import save_file
 
     model, tokenizer, vocab = bundle
     directory = Path(directory)
-    if directory.exists() and any(directory.iterdir()) and not overwrite:
-        raise OutputExistsError(f"{directory} is not empty; pass {{overwrite}} to write into it",
-                                options={"overwrite": flag("overwrite")})
-    directory.mkdir(parents=True, exist_ok=True)
-    config = model.config.to_dict()
-    config["architectures"] = ["LukeForMaskedLM"]
-    for key in ("dtype", "torch_dtype", "_name_or_path"):
-        config.pop(key, None)
-    (directory / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
-    tmp = directory / "model.safetensors.partial"
-    save_file(state, str(tmp), metadata={"format": "pt"})
-    tmp.replace(directory / "model.safetensors")
-    tokenizer.save_pretrained(directory)
-    if vocab is not None:
-        save_entity_vocab(vocab, directory)
+    empty = directory.is_dir() and not any(directory.iterdir())
+    with atomic_path(directory, overwrite=overwrite or empty) as tmp:
+        tmp.mkdir()
+        config = model.config.to_dict()
+        config["architectures"] = ["LukeForMaskedLM"]
+        for key in ("dtype", "torch_dtype", "_name_or_path"):
+            config.pop(key, None)
+        (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
+        save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        tokenizer.save_pretrained(tmp)
+        if vocab is not None:
+            save_entity_vocab(vocab, tmp)
     return directory

@@ -28,218 +28,24 @@ Scores (``normalize``) - the ranking is the same either way:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 
+from kb.building import open_db
 from kb.db import EntityDB
 from kb.errors import MlukeError, option
-from kb.files import json_text, write_json
 from kb.languages import check_language
 from kb.relations import describe, match_relation, no_match_error
 from kb.templates import Template
+from mluke.checkpoint import open_model
+from mluke.results import Prediction, ProbeResult, SubjectResult
+from mluke.scoring import ClozeScorer, over_candidates
 
 Mode = Literal["entity", "word", "both"]
 Normalize = Literal["candidates", "vocabulary"]
-_KEY_RE = re.compile(r"^(Q[1-9][0-9]*|[a-z][a-z0-9_.-]*:[^\s:]\S*)$")
-
-
-
-
-@dataclass(frozen=True)
-class Prediction:
-    key: str
-    label: str
-    score: float
-    source: Literal["entity", "word"]
-    correct: bool | None
-
-
-@dataclass
-class SubjectResult:
-    subject: str
-    label: str
-    gold: list[str]
-    gold_labels: list[str]
-    predictions: list[Prediction]  # top_k, best first
-    rank: int | None  # 1-based rank of the best gold answer among all candidates (None: no gold)
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-@dataclass
-class ProbeResult:
-    """Ranked predictions per subject and the metrics over subjects with a known answer.
-
-    With ``mode="both"`` this is the entity-mode result and ``modes`` holds both
-    (``{"entity": ..., "word": ...}``); ``to_dict``/``to_json``/``to_pandas``
-    then cover both modes.
-    """
-
-    template: str
-    lang: str
-    relation: str | None
-    mode: Literal["entity", "word"]
-    use_subject_entity: bool
-    top_k: int
-    rows: list[SubjectResult]
-    notes: list[str] = field(default_factory=list)
-    modes: dict[str, ProbeResult] = field(default_factory=dict, repr=False)
-
-    @property
-    def metrics(self) -> dict[str, float | int | None]:
-        """P@1, P@top_k and MRR over the subjects with a gold answer (``None`` when no subject has one)."""
-        ranked = [r.rank for r in self.rows if r.gold]
-        n = len(ranked)
-        hits = lambda k: sum(1 for r in ranked if r is not None and r <= k) / n if n else None  # noqa: E731
-        mrr = sum(1.0 / r for r in ranked if r is not None) / n if n else None
-        return {"subjects": len(self.rows), "with_gold": n, "P@1": hits(1), f"P@{self.top_k}": hits(self.top_k), "MRR": mrr}
-
-    @property
-    def results(self) -> list[ProbeResult]:
-        """Every mode's result: ``[self]``, or the entity and word results for ``mode="both"``."""
-        return list(self.modes.values()) if self.modes else [self]
-
-    def summary(self) -> str:
-        """One line: template, language, relation, mode, and the metrics."""
-        m = self.metrics
-        what = ", ".join([self.lang, self.relation or "no relation", f"{self.mode} mode"]
-                         + (["subject entity"] if self.use_subject_entity else []))
-        return (f"{self.template}  [{what}]  P@1 {_fmt(m['P@1'])}  P@{self.top_k} {_fmt(m[f'P@{self.top_k}'])}  "
-                f"MRR {_fmt(m['MRR'])}  ({m['with_gold']} of {m['subjects']} subjects with answers)")
-
-    def _mode_dict(self) -> dict[str, Any]:
-        return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": self.mode,
-                "use_subject_entity": self.use_subject_entity, "notes": self.notes, "metrics": self.metrics,
-                "rows": [asdict(r) for r in self.rows]}
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data; for ``mode="both"``: ``{"mode": "both", "modes": {"entity": {...}, "word": {...}}, ...}``."""
-        if not self.modes:
-            return self._mode_dict()
-        return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": "both",
-                "notes": self.notes, "modes": {m: r._mode_dict() for m, r in self.modes.items()}}
-
-    def to_json(self, path: str | Path | None = None, *, overwrite: bool = False) -> str:
-        """The result as JSON; also written to ``path`` when given (an existing file only with ``overwrite``)."""
-        if path is not None:
-            write_json(self.to_dict(), path, overwrite=overwrite)
-        return json_text(self.to_dict())
-
-    def to_pandas(self) -> Any:
-        """One row per (subject, prediction) of each mode: subject, rank, label, key, score, source, correct,
-        gold, and the mode that ranked it (both modes' rows for ``mode="both"``)."""
-        import pandas as pd
-
-        columns = ["subject", "subject_key", "rank", "prediction", "key", "score", "source", "correct", "gold", "mode"]
-        return pd.DataFrame([
-            (r.label, r.subject, i + 1, p.label, p.key, p.score, p.source, p.correct, ", ".join(r.gold_labels), res.mode)
-            for res in self.results for r in res.rows for i, p in enumerate(r.predictions)
-        ], columns=columns)
-
-    def __repr__(self) -> str:
-        lines = [f"ProbeResult: {res.summary()}" for res in self.results]
-        lines += [f"  note: {n}" for n in self.notes]
-        for res in self.results:
-            if self.modes:
-                lines.append(f"  {res.mode} mode:")
-            for r in res.rows[:8]:
-                preds = ", ".join(f"{p.label}{'*' if p.correct else ''} ({p.score:.2f}{'' if p.source == 'entity' else ' w'})"
-                                  for p in r.predictions[:3])
-                lines.append(f"  {r.label} -> {preds}" + (f"   [gold: {', '.join(r.gold_labels)}]" if r.gold else ""))
-            if len(res.rows) > 8:
-                lines.append(f"  ... {len(res.rows) - 8} more")
-        return "\n".join(lines)
-
-
-#: Prompts whose entity scores share one pass of the full-vocabulary normaliser (measured on a
-#: 1.2M x 256 table on 2 cores: about 10 ms per row at 32 rows, 6 ms at 128).
-NORMALIZER_ROWS = 128
-
-
-class ClozeScorer:
-    """Batched cloze scoring with one model (see module docs)."""
-
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64) -> None:
-        self.model = model.eval()
-        self.tokenizer = tokenizer
-        self.vocab = tokenizer.entity_vocab
-        self.batch_size = batch_size
-
-    def candidate_pieces(self, labels: Sequence[str]) -> list[list[int]]:
-        """Word pieces of each candidate as it would stand at [Y]."""
-        return self.tokenizer.encode_words(list(labels))
-
-    @torch.inference_mode()
-    def entity_scores(self, template: Template, subjects: Sequence[str], candidate_ids: torch.Tensor,
-                      subject_ids: Sequence[int | None] | None = None, *, normalize: bool = True) -> torch.Tensor:
-        """(n_subjects, n_candidates) MEP log-probabilities with the entity [MASK] over [Y]
-        (unnormalised logits, which rank alike, when not ``normalize``).
-
-        The encoder runs ``batch_size`` prompts at a time; the states at [Y] are then
-        scored :data:`NORMALIZER_ROWS` at a time, because the full-vocabulary
-        normaliser reads the whole entity table once per call, whatever the rows.
-        """
-        states = []
-        for start in range(0, len(subjects), self.batch_size):
-            texts, spans, ents = [], [], []
-            for i in range(start, min(start + self.batch_size, len(subjects))):
-                text, (xs, xe), (ys, ye) = template.fill_spans(subjects[i], "<mask>")
-                sid = subject_ids[i] if subject_ids is not None else None
-                texts.append(text)
-                spans.append([(ys, ye)] + ([(xs, xe)] if sid is not None else []))
-                ents.append([None] + ([sid] if sid is not None else []))
-            enc = self.tokenizer(texts, entity_spans=spans, entities=ents)
-            states.append(self.model.encode_entities(**enc)[:, 0])
-        if not states:
-            return torch.zeros(0, len(candidate_ids))
-        hidden = torch.cat(states)
-        return torch.cat([self.model.entity_scores(hidden[i:i + NORMALIZER_ROWS], candidate_ids, normalize=normalize)
-                          for i in range(0, len(hidden), NORMALIZER_ROWS)])
-
-    @torch.inference_mode()
-    def word_scores(self, template: Template, subjects: Sequence[str], pieces: Sequence[Sequence[int]]) -> torch.Tensor:
-        """(n_subjects, n_candidates) mean log-probability of each candidate's pieces at its number of masks."""
-        scores = torch.full((len(subjects), len(pieces)), float("-inf"))
-        by_len: dict[int, list[int]] = {}
-        for c, p in enumerate(pieces):
-            if p:
-                by_len.setdefault(len(p), []).append(c)
-        mask_id = self.tokenizer.mask_id
-        for n, cands in sorted(by_len.items()):
-            table = torch.tensor([pieces[c] for c in cands])  # (n_cand, n)
-            for start in range(0, len(subjects), self.batch_size):
-                batch = [template.fill(s, "<mask>" * n) for s in subjects[start:start + self.batch_size]]
-                enc = self.tokenizer(batch)
-                words, _ = self.model.encode(**enc)
-                where = enc["input_ids"] == mask_id
-                h = words[where].view(len(batch), n, -1)
-                total = torch.zeros(len(batch), len(cands))
-                for i in range(n):
-                    uniq, inverse = torch.unique(table[:, i], return_inverse=True)
-                    logp = self.model.word_scores(h[:, i], uniq)
-                    total += logp[:, inverse]
-                scores[start:start + len(batch), cands] = total / n
-        return scores
-
-
-def _resolve_entities(db: EntityDB, items: Sequence[str], lang: str, what: str) -> list[str]:
-    keys = []
-    for item in items:
-        if _KEY_RE.match(item) and item in db:
-            keys.append(item)
-            continue
-        matches = db.lookup(lang, item)
-        if not matches:
-            raise MlukeError(f"{what} {item!r}: no entity with that key or {lang!r} name in {db.path}")
-        keys.append(matches[0].key)
-    return keys
 
 
 def probe(
@@ -264,21 +70,19 @@ def probe(
     neighbours of countries) is left out of its own ranking, as "[X] shares a
     border with [X]" is never the answer; the notes say when this happened.
     """
-    from kb.embedded import default_db
-
     if mode not in ("entity", "word", "both"):
         raise MlukeError("{mode}: expected 'entity', 'word' or 'both'", options={"mode": option("mode", mode)})
     if top_k < 1:
         raise MlukeError("{top_k}: expected a positive number", options={"top_k": option("top_k", top_k)})
     _check_normalize(normalize)
-    db = kb if isinstance(kb, EntityDB) else (EntityDB(kb) if kb is not None else default_db())
+    db = open_db(kb)
     check_language(lang, db.languages)
     match = match_relation(db, template, lang, relation)
     pid, tpl, notes = match.relation, match.template, match.notes
     if pid is None and (subjects is None or candidates is None):
         raise no_match_error(db, template)
-    subj_keys = _resolve_entities(db, subjects, lang, "subject") if subjects is not None else db.subjects(pid)
-    cand_keys = (_resolve_entities(db, candidates, lang, "candidate") if candidates is not None
+    subj_keys = db.resolve_entities(subjects, lang, "subject") if subjects is not None else db.subjects(pid)
+    cand_keys = (db.resolve_entities(candidates, lang, "candidate") if candidates is not None
                  else sorted({f.object for f in db.facts(property=pid)}))
     subj_labels = db.labels(list(subj_keys), lang)
     cand_labels = db.labels(list(cand_keys), lang)
@@ -297,7 +101,7 @@ def probe(
 
     gold = {s: set(db.objects(s, pid)) if pid else set() for s in subj_keys}
     return run_cloze(tpl, lang, [(k, subj_labels[k]) for k in subj_keys], [(k, cand_labels[k]) for k in cand_keys],
-                     gold, model=_load_model(model), relation=pid, mode=mode, use_subject_entity=use_subject_entity,
+                     gold, model=open_model(model), relation=pid, mode=mode, use_subject_entity=use_subject_entity,
                      top_k=top_k, normalize=normalize, exclude_subject=exclude_subject, batch_size=batch_size, notes=notes,
                      gold_labels=cand_labels)
 
@@ -317,7 +121,7 @@ def run_cloze(
     """
     _check_normalize(normalize)
     notes = list(notes or [])
-    bundle = _load_model(model)
+    bundle = open_model(model)
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=batch_size)
     cand_keys = [k if k is not None else label for k, label in candidates]
     labels_x = [label for _, label in subjects]
@@ -374,25 +178,7 @@ def run_cloze(
     return main
 
 
-def over_candidates(scores: torch.Tensor) -> torch.Tensor:
-    """Log-scores (subjects x candidates) renormalised over each row's candidates; rows with no finite score stay."""
-    total = torch.logsumexp(scores, dim=-1, keepdim=True)
-    return torch.where(torch.isfinite(total), scores - total, scores)
-
-
 def _check_normalize(normalize: str) -> None:
     if normalize not in ("candidates", "vocabulary"):
         raise MlukeError("{normalize}: expected 'candidates' or 'vocabulary'",
                          options={"normalize": option("normalize", normalize)})
-
-
-def _load_model(model: Any) -> Any:
-    from mluke.checkpoint import Mluke, load
-
-    if model is None:
-        from mluke.demo import demo_model
-
-        return load(demo_model())
-    if isinstance(model, (Mluke, tuple)):
-        return Mluke(*model)
-    return load(model)

@@ -33,8 +33,9 @@ from typing import Any
 
 from kb.cache import cache_dir
 from kb.db import EntityDB
-from kb.embedded import default_db
+from kb.building import open_db
 from kb.errors import MlukeError, flag
+from kb.files import atomic_path
 from kb.languages import MLUKE_LANGUAGES
 from kb.vocab import EntityVocab
 from mluke.pretraining.config import StageConfig, TrainConfig
@@ -243,7 +244,7 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
         took = f"about {p.minutes:.0f} minutes" if p.minutes >= 1 else "under a minute"
         print(f"Training the demo model once ({took} on 2 CPU cores); it is kept in {out_dir} and later runs start "
               "at once.", file=sys.stderr, flush=True)
-    db = db or default_db()
+    db = open_db(db)
     work = out_dir.with_name(out_dir.name + ".work")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -289,19 +290,15 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
             trainer = Trainer(config, progress=progress)
         trainer.resume()
         trainer.train()
-        tmp_out = out_dir.with_name(out_dir.name + ".partial")
-        shutil.rmtree(tmp_out, ignore_errors=True)
-        trainer.export(tmp_out)
-        (tmp_out / "demo.json").write_text(json.dumps({
-            "demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)},
-            "tokenizer": tokenizer_kind, "relations": list(DEMO_RELATIONS), "documents": len(docs), "steps": steps,
-            "seconds": round(time.perf_counter() - started, 1), "heldout": heldout, "train": data.train,
-            "linking": data.linking,
-        }, ensure_ascii=False, indent=1), encoding="utf-8")
-        shutil.copyfile(work / "run" / "log.jsonl", tmp_out / "train_log.jsonl")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        tmp_out.rename(out_dir)
+        with atomic_path(out_dir, overwrite=True) as tmp_out:
+            trainer.export(tmp_out)
+            (tmp_out / "demo.json").write_text(json.dumps({
+                "demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)},
+                "tokenizer": tokenizer_kind, "relations": list(DEMO_RELATIONS), "documents": len(docs), "steps": steps,
+                "seconds": round(time.perf_counter() - started, 1), "heldout": heldout, "train": data.train,
+                "linking": data.linking,
+            }, ensure_ascii=False, indent=1), encoding="utf-8")
+            shutil.copyfile(work / "run" / "log.jsonl", tmp_out / "train_log.jsonl")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out_dir

@@ -9,10 +9,12 @@ later loads open the SQLite copy instantly instead of parsing ~418 MB of JSON.
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 from kb.cache import cache_dir
-from kb.errors import KbFormatError
+from kb.errors import InputFormatError
+from kb.files import atomic_path
 from kb.vocab import EntityVocab
 
 SQLITE_FILE = "entity_vocab.sqlite"
@@ -48,10 +50,7 @@ def save_entity_vocab(vocab: EntityVocab, directory: str | Path) -> None:
     """Write ``entity_vocab.json`` (for transformers) and our ``entity_vocab.sqlite`` into ``directory``."""
     directory = Path(directory)
     if vocab.path.resolve() == (directory / SQLITE_FILE).resolve():
-        raise KbFormatError(f"{directory}: saving a vocabulary onto itself")
+        raise InputFormatError(f"{directory}: saving a vocabulary onto itself")
     vocab.export_hf(directory / HF_FILE, overwrite=True)
-    import shutil
-
-    tmp = directory / f"{SQLITE_FILE}.partial"
-    shutil.copyfile(vocab.path, tmp)
-    tmp.replace(directory / SQLITE_FILE)
+    with atomic_path(directory / SQLITE_FILE, overwrite=True) as tmp:
+        shutil.copyfile(vocab.path, tmp)

@@ -29,39 +29,26 @@ import re
 import warnings
 from bisect import bisect_left
 from collections.abc import Container
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
 from tqdm import tqdm
 
+from kb.building import open_db
 from kb.db import EntityDB
-from kb.errors import MlukeError, TextInputError, option
+from kb.mentions import MentionIndex
+from kb.errors import MlukeError, OptionError, TextInputError, option
+from kb.files import read_lines
 from kb.languages import check_language
 from kb.store import chunked
+from mluke.checkpoint import open_model
+from mluke.results import LinkedMention, LinkedTexts
 
 Method = Literal["combined", "prior", "model", "global"]
 METHODS = ("combined", "prior", "model", "global")
-
-
-@dataclass(frozen=True)
-class LinkedMention:
-    """One mention: character span, surface, the chosen entity (``None`` when NIL) and its scores."""
-
-    start: int
-    end: int
-    surface: str
-    key: str | None
-    title: str | None  # title (else label) in the text's language
-    title_en: str | None
-    score: float
-    prior: float
-    nil: bool
-    candidates: list[dict[str, Any]] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _windows(text: str, size: int) -> list[tuple[int, int]]:
@@ -94,12 +81,8 @@ class Linker:
 
     def __init__(self, model: Any = None, kb: EntityDB | str | Path | None = None, *, index: Any = None,
                  languages: list[str] | None = None) -> None:
-        from kb.embedded import default_db
-        from kb.mentions import MentionIndex
-        from mluke.cloze import _load_model
-
-        self.db = kb if isinstance(kb, EntityDB) else (EntityDB(kb) if kb is not None else default_db())
-        self.bundle = _load_model(model)
+        self.db = open_db(kb)
+        self.bundle = open_model(model)
         self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
 
     def link(self, texts: str | list[str], lang: str, *, method: Method = "combined", prior_weight: float = 1.0,
@@ -116,16 +99,14 @@ class Linker:
         single = isinstance(texts, str)
         batch = [texts] if single else _text_list(texts)
         check_language(lang, self.db.languages)
-        if method not in METHODS:
-            raise MlukeError(f"{{method}}: expected one of {', '.join(map(repr, METHODS))}",
-                             options={"method": option("method", method)})
+        check_methods([method])
         if spans is None:
             mentions = self.index.detect_batch(batch, lang)
         else:
             given = [spans] if single else list(spans)
             if len(given) != len(batch):
                 raise MlukeError(f"spans: {len(given)} lists for {len(batch)} texts; give one list of spans per text")
-            mentions = [self._given(t, s, lang, i) for i, (t, s) in enumerate(zip(batch, given))]
+            mentions = [self.index.mentions_at(t, s, lang, row=i) for i, (t, s) in enumerate(zip(batch, given))]
         scores: dict[tuple[int, int], dict[str, float]] = {}
         if method != "prior":
             ids = self._candidate_ids(mentions)
@@ -139,23 +120,6 @@ class Linker:
         results = [[self._decide(m, scores.get((t, i)), lang, method, prior_weight, nil_threshold, candidates)
                     for i, m in enumerate(found)] for t, found in enumerate(mentions)]
         return results[0] if single else results
-
-    def _given(self, text: str, spans: list[tuple[int, int]], lang: str, row: int) -> list[Any]:
-        """Mentions at the given character spans, with the index's candidates for their surfaces."""
-        from kb.mentions import Mention
-
-        out = []
-        for k, span in enumerate(spans):
-            try:
-                a, b = (int(x) for x in span)
-            except (TypeError, ValueError):
-                raise MlukeError(f"text {row}, span {k}: {span!r} is not a (start, end) pair") from None
-            if not 0 <= a < b <= len(text):
-                raise MlukeError(f"text {row}, span {k}: ({a}, {b}) is outside the text (length {len(text)})")
-            surface = text[a:b]
-            out.append(Mention(a, b, surface, self.index.link_probability(lang, surface),
-                               tuple(self.index.candidates(lang, surface))))
-        return out
 
     def _candidate_ids(self, mentions: list[list[Any]]) -> dict[tuple[int, int], list[tuple[str, int]]]:
         """(text, mention) -> [(key, entity vocabulary id)] of the candidates the model knows."""
@@ -286,6 +250,18 @@ class Linker:
                              best["prior"] if best else 0.0, nil, rows if want_candidates else None)
 
 
+def check_methods(methods: Iterable[str], name: str = "method") -> tuple[str, ...]:
+    """The linking methods asked for, each checked (in order, without repeats), or an error listing the valid
+    ones that names the option ``name`` (``method``, or ``methods`` for a list)."""
+    chosen = tuple(dict.fromkeys([methods] if isinstance(methods, str) else methods))
+    bad = [m for m in chosen if m not in METHODS]
+    if bad or not chosen:
+        value = ",".join(bad) if bad else ""
+        raise OptionError(f"{{method}}: expected {'one' if len(chosen) < 2 else 'a comma-separated list'} of "
+                          f"{', '.join(METHODS)}", options={"method": option(name, value)})
+    return chosen
+
+
 def _text_list(texts: Any) -> list[str]:
     """``texts`` as a list of strings, or a :class:`TextInputError` saying what linking takes."""
     what = "link() takes a text (str) or a list of texts"
@@ -296,20 +272,6 @@ def _text_list(texts: Any) -> list[str]:
     if bad is not None:
         raise TextInputError(f"{what}; item {bad} is {type(batch[bad]).__name__}")
     return batch
-
-
-def link_records(texts: list[str], results: list[list[LinkedMention]]) -> list[dict[str, Any]]:
-    """One record per text, as ``mluke link --jsonl`` writes them: ``{"line", "text", "mentions": [...]}``."""
-    return [{"line": i + 1, "text": t, "mentions": [m.to_dict() for m in found]}
-            for i, (t, found) in enumerate(zip(texts, results))]
-
-
-def link_summary(results: list[list[LinkedMention]]) -> dict[str, int]:
-    """Counts over linked texts: texts, mentions, linked mentions, NIL mentions, distinct entities."""
-    found = [m for ms in results for m in ms]
-    linked = [m for m in found if not m.nil]
-    return {"texts": len(results), "mentions": len(found), "linked": len(linked), "nil": len(found) - len(linked),
-            "entities": len({m.key for m in linked})}
 
 
 def _rank(candidates: Any, model_scores: dict[str, float] | None, method: Method,
@@ -359,3 +321,19 @@ def link(texts: str | list[str], lang: str, *, kb: EntityDB | str | Path | None 
     """
     return Linker(model, kb, languages=[lang]).link(texts, lang, method=method, prior_weight=prior_weight,
                                                      nil_threshold=nil_threshold, candidates=candidates, spans=spans)
+
+
+def link_file(source: str | Path, lang: str, *, kb: EntityDB | str | Path | None = None, model: Any = None,
+              method: Method = "combined", prior_weight: float = 1.0, nil_threshold: float | None = None,
+              candidates: bool = False, progress: bool = True) -> LinkedTexts:
+    """Link every line of a UTF-8 text file (``-``: standard input); what ``mluke link FILE`` does.
+
+    A missing file, a folder or bytes that are not UTF-8 raise
+    :class:`kb.errors.InputFormatError` naming the file and line, before any model is loaded.
+    """
+    lines = read_lines(source, pipe_hint="mluke link -")
+    check_methods([method])
+    results = Linker(model, kb, languages=[lang]).link(
+        lines, lang, method=method, prior_weight=prior_weight, nil_threshold=nil_threshold, candidates=candidates,
+        progress=progress)
+    return LinkedTexts(lines, results, lang, method)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer
 
-from kb.errors import KbFormatError
+from kb.errors import InputFormatError
 
 SPM_FILE = "sentencepiece.bpe.model"
 TOKENIZER_FILE = "tokenizer.json"
@@ -41,9 +41,9 @@ def from_sentencepiece(spm_path: str | Path) -> Tokenizer:
     try:
         tok = XLMRobertaConverter(_SpmShim(spm_path)).converted()
     except ImportError as exc:  # protobuf missing
-        raise KbFormatError(f"{spm_path}: reading a sentencepiece model needs the 'protobuf' package ({exc})") from None
+        raise InputFormatError(f"{spm_path}: reading a sentencepiece model needs the 'protobuf' package ({exc})") from None
     except Exception as exc:  # a corrupt or non-sentencepiece file
-        raise KbFormatError(f"{spm_path}: not a sentencepiece model ({type(exc).__name__}: {exc})") from None
+        raise InputFormatError(f"{spm_path}: not a sentencepiece model ({type(exc).__name__}: {exc})") from None
     return tok
 
 
@@ -52,7 +52,7 @@ def _mark_special_tokens(tok: Tokenizer) -> None:
     vocab_size = tok.get_vocab_size(with_added_tokens=False)
     mask_id = tok.token_to_id(MASK)
     if mask_id is None:
-        raise KbFormatError("the word vocabulary has no <mask> piece; not an XLM-R tokenizer")
+        raise InputFormatError("the word vocabulary has no <mask> piece; not an XLM-R tokenizer")
     tok.add_special_tokens([
         AddedToken(BOS, special=True, normalized=False), AddedToken(PAD, special=True, normalized=False),
         AddedToken(EOS, special=True, normalized=False), AddedToken(UNK, special=True, normalized=False),
@@ -64,7 +64,7 @@ def _mark_special_tokens(tok: Tokenizer) -> None:
     expected = {MASK: vocab_size - 1, ENT: vocab_size, ENT2: vocab_size + 1}
     got = {t: tok.token_to_id(t) for t in expected}
     if got != expected:
-        raise KbFormatError(f"special word ids {got} differ from the XLM-R layout {expected}")
+        raise InputFormatError(f"special word ids {got} differ from the XLM-R layout {expected}")
 
 
 def load_word_tokenizer(directory: str | Path) -> Tokenizer:
@@ -75,11 +75,11 @@ def load_word_tokenizer(directory: str | Path) -> Tokenizer:
         try:
             tok = Tokenizer.from_file(str(directory / TOKENIZER_FILE))
         except Exception as exc:
-            raise KbFormatError(f"{directory / TOKENIZER_FILE}: not a tokenizers JSON file ({exc})") from None
+            raise InputFormatError(f"{directory / TOKENIZER_FILE}: not a tokenizers JSON file ({exc})") from None
     elif (directory / SPM_FILE).is_file():
         tok = from_sentencepiece(directory / SPM_FILE)
     else:
-        raise KbFormatError(f"{directory}: no {TOKENIZER_FILE} or {SPM_FILE} (expected an mLUKE/XLM-R checkpoint folder)")
+        raise InputFormatError(f"{directory}: no {TOKENIZER_FILE} or {SPM_FILE} (expected an mLUKE/XLM-R checkpoint folder)")
     tok.no_padding()
     tok.no_truncation()
     _mark_special_tokens(tok)
@@ -88,7 +88,7 @@ def load_word_tokenizer(directory: str | Path) -> Tokenizer:
         declared = json.loads(added.read_text(encoding="utf-8"))
         for token, id_ in declared.items():
             if tok.token_to_id(token) != id_:
-                raise KbFormatError(
+                raise InputFormatError(
                     f"{added}: {token!r} is declared as id {id_} but the word vocabulary gives {tok.token_to_id(token)}"
                 )
     return tok

@@ -1,19 +1,23 @@
-"""probes: mLAMA evaluation, language bias, the demo model's transfer evaluation, and the paper's analyses.
+"""probes: mLAMA evaluation, language bias, the demo model's evaluation, and entity-linking evaluation.
 
-Uses both :mod:`kb` and :mod:`mluke`; nothing in those imports ``probes`` back.
+The outer layer of the library: uses both :mod:`kb` and :mod:`mluke`; nothing in
+those imports ``probes`` back. Each ``eval_*`` function is what the ``mluke``
+command of the same name does.
 
-- :func:`evaluate_mlama` / :func:`read_mlama` — mLAMA 1.1 folders, P@1 macro-averaged over relations;
+- :func:`eval_mlama` / :func:`read_mlama` — mLAMA 1.1 folders, P@1 macro-averaged over relations
+  (:class:`MlamaReport`);
 - :func:`language_bias` — top false-positive prediction and its share (paper, Table 6);
-- :func:`evaluate_demo` — held-out vs training (fact, language) pairs of the demo model;
-- :func:`read_mewsli` / :func:`evaluate_linking` — Mewsli-9 folders (:class:`LinkingSet` of :class:`LinkDoc`
-  with :class:`GoldMention`), in-KB / ambiguous accuracy and end-to-end P/R/F1 per language and method
-  (:class:`LinkingReport`).
+- :func:`eval_demo` — the demo model on held-out vs training (fact, language) pairs and its
+  ambiguous-city linking set (:class:`DemoReport`);
+- :func:`eval_link` / :func:`read_mewsli` / :func:`evaluate_linking` — Mewsli-9 folders (:class:`LinkingSet`
+  of :class:`LinkDoc` with :class:`GoldMention`), in-KB / ambiguous accuracy and end-to-end P/R/F1 per
+  language and method (:class:`LinkingReport`).
 """
 
 from probes.bias import language_bias
-from probes.demo_eval import evaluate_demo
-from probes.linking_eval import GoldMention, LinkDoc, LinkingReport, LinkingSet, evaluate_linking, read_mewsli
-from probes.mlama import MlamaReport, evaluate_mlama, read_mlama
+from probes.demo_eval import DemoReport, eval_demo
+from probes.linking_eval import GoldMention, LinkDoc, LinkingReport, LinkingSet, eval_link, evaluate_linking, read_mewsli
+from probes.mlama import MlamaReport, eval_mlama, read_mlama
 
-__all__ = ["GoldMention", "LinkDoc", "LinkingReport", "LinkingSet", "MlamaReport", "evaluate_demo", "evaluate_linking",
-           "evaluate_mlama", "language_bias", "read_mewsli", "read_mlama"]
+__all__ = ["DemoReport", "GoldMention", "LinkDoc", "LinkingReport", "LinkingSet", "MlamaReport", "eval_demo",
+           "eval_link", "eval_mlama", "evaluate_linking", "language_bias", "read_mewsli", "read_mlama"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.db import EntityDB
-from kb.embedded import default_db
+from kb.building import open_db
 
 MODES = (("word", "word", False), ("entity [Y]", "entity", False), ("entity [X]&[Y]", "entity", True))
 
@@ -49,7 +49,7 @@ def evaluate_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = 
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     info = json.loads((model_dir / "demo.json").read_text(encoding="utf-8"))
-    db = kb or default_db()
+    db = open_db(kb)
     bundle = mluke.load(model_dir)
     rng = random.Random(seed)
     cells: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"held-out": set(), "train": set()})
@@ -117,6 +117,31 @@ def to_markdown(summary: dict[str, Any], key: str = "by_relation") -> str:
     return "\n".join(lines)
 
 
+@dataclass
+class DemoReport:
+    """The demo model's evaluation: probing P@1 tables (:func:`evaluate_demo`) and linking accuracy
+    (:func:`evaluate_demo_linking`); what ``mluke eval-demo`` prints."""
+
+    probing: dict[str, Any]
+    linking: Any  # probes.linking_eval.LinkingReport
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.probing, "linking": self.linking.to_dict()}
+
+    def to_markdown(self) -> str:
+        """P@1 by relation and by language, then linking accuracy per language and method."""
+        return "\n\n".join([to_markdown(self.probing, "by_relation"), to_markdown(self.probing, "by_language"),
+                            self.linking.to_markdown()])
+
+
+def eval_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = None, max_train_per_cell: int = 20,
+              progress: bool = True) -> DemoReport:
+    """Probe the demo model on held-out and training pairs and link its ambiguous-city sentences:
+    what ``mluke eval-demo`` does (default model: the cached demo, trained on first use)."""
+    return DemoReport(evaluate_demo(model_dir, kb=kb, max_train_per_cell=max_train_per_cell, progress=progress),
+                      evaluate_demo_linking(model_dir, kb=kb, progress=progress))
+
+
 def demo_linking_docs(model_dir: str | Path) -> list[Any]:
     """The demo's linking test set as :class:`probes.linking_eval.LinkDoc` objects (gold: city and country)."""
     from probes.linking_eval import GoldMention, LinkDoc
@@ -141,6 +166,6 @@ def evaluate_demo_linking(model_dir: str | Path | None = None, *, kb: EntityDB |
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     docs = demo_linking_docs(model_dir)
-    db = kb or default_db()
+    db = open_db(kb)
     linker = Linker(model_dir, db, languages=sorted({d.lang for d in docs}))
     return evaluate_linking(docs, linker, methods=methods, end_to_end=False, progress=progress)

@@ -12,7 +12,7 @@ Both TSV files have a header row; columns are found by name. ``position`` and
 matching the mention, an unknown document, a document without text file) are
 counted and skipped, never fatal; :class:`LinkingSet` keeps the counts and the
 first few examples (``file:line: reason``). A missing TSV file, a missing
-column or a folder without language folders is a :class:`kb.KbFormatError`.
+column or a folder without language folders is a :class:`kb.InputFormatError`.
 
 :func:`evaluate_linking` scores each method of the linker per language:
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kb.errors import KbFormatError, MlukeError, OptionError
+from kb.errors import InputFormatError, MlukeError, OptionError
 from kb.files import json_text, write_json
 from kb.store import chunked
 
@@ -130,7 +130,7 @@ def _is_language_folder(path: Path) -> bool:
 
 def _language_folders(folder: Path, languages: Sequence[str] | None) -> list[Path]:
     if not folder.is_dir():
-        raise KbFormatError(f"{folder}: no such folder (expected the Mewsli-9 dataset folder or one of its language folders)")
+        raise InputFormatError(f"{folder}: no such folder (expected the Mewsli-9 dataset folder or one of its language folders)")
     if _is_language_folder(folder):
         found = [folder]
     else:
@@ -141,19 +141,19 @@ def _language_folders(folder: Path, languages: Sequence[str] | None) -> list[Pat
             subdirs = [d for d in sorted(base.iterdir()) if d.is_dir()]
         found = [d for d in subdirs if _is_language_folder(d)]
         if not found:
-            raise KbFormatError(f"{folder}: no language folders inside; expected the Mewsli-9 layout "
+            raise InputFormatError(f"{folder}: no language folders inside; expected the Mewsli-9 layout "
                                 "<lang>/docs.tsv, <lang>/mentions.tsv, <lang>/text/<docid>")
     if languages:
         have = {d.name: d for d in found}
         missing = [l for l in languages if l not in have]
         if missing:
-            raise KbFormatError(f"{folder}: no folder for language {', '.join(missing)}; "
+            raise InputFormatError(f"{folder}: no folder for language {', '.join(missing)}; "
                                 f"languages here: {', '.join(sorted(have))}")
         found = [have[l] for l in sorted(set(languages))]
     for d in found:
         for name in ("docs.tsv", "mentions.tsv"):
             if not (d / name).is_file():
-                raise KbFormatError(f"{d / name}: missing; every Mewsli-9 language folder has docs.tsv, mentions.tsv and text/")
+                raise InputFormatError(f"{d / name}: missing; every Mewsli-9 language folder has docs.tsv, mentions.tsv and text/")
     return found
 
 
@@ -164,13 +164,13 @@ def _rows(path: Path, required: Sequence[str], skips: _Skips) -> Iterator[tuple[
         try:
             header = next(reader)
         except StopIteration:
-            raise KbFormatError(f"{path}: empty file; expected a header row with {', '.join(required)}") from None
+            raise InputFormatError(f"{path}: empty file; expected a header row with {', '.join(required)}") from None
         except csv.Error as exc:
-            raise KbFormatError(f"{path}, line 1: unreadable header ({exc})") from None
+            raise InputFormatError(f"{path}, line 1: unreadable header ({exc})") from None
         header = [h.strip() for h in header]
         missing = [c for c in required if c not in header]
         if missing:
-            raise KbFormatError(f"{path}: no column {', '.join(map(repr, missing))} in the header row "
+            raise InputFormatError(f"{path}: no column {', '.join(map(repr, missing))} in the header row "
                                 f"(found {', '.join(header)}); expected at least {', '.join(required)}")
         while True:
             try:
@@ -326,6 +326,11 @@ class LinkingReport:
     def languages(self) -> list[str]:
         return list(dict.fromkeys(r["lang"] for r in self.rows if r["lang"] != "all"))
 
+    @property
+    def documents(self) -> int:
+        """Documents evaluated (all languages)."""
+        return next((r["docs"] for r in self.rows if r["lang"] == "all"), 0)
+
     def to_dict(self) -> dict[str, Any]:
         return {"methods": list(self.methods), "end_to_end": self.end_to_end, "nil_threshold": self.nil_threshold,
                 "rows": self.rows, "skipped": self.skipped, "skipped_examples": self.skipped_examples}
@@ -378,6 +383,28 @@ class LinkingReport:
         return head + "\n" + self.to_markdown()
 
 
+def eval_link(folder: str | Path, *, langs: Sequence[str] | None = None,
+              methods: Sequence[str] = ("prior", "model", "combined", "global"), model: Any = None, kb: Any = None,
+              end_to_end: bool = True, nil_threshold: float | None = None, progress: bool = True) -> LinkingReport:
+    """Evaluate linking on a Mewsli-9 folder: what ``mluke eval-link`` does.
+
+    Reads the folder (:func:`read_mewsli`; ``langs``: some languages only), links
+    its documents with a :class:`mluke.linking.Linker` of ``model`` and ``kb``
+    (defaults: the demo model and the embedded kb) and scores each method
+    (:func:`evaluate_linking`). A folder with no usable document is an error
+    that counts what was skipped.
+    """
+    from mluke.linking import Linker, check_methods
+
+    methods = check_methods(methods, "methods")
+    data = read_mewsli(folder, langs)
+    if not data.docs:
+        raise InputFormatError(f"{folder}: no usable documents ({sum(data.skipped.values())} records skipped)")
+    linker = Linker(model, kb, languages=list(data.languages))
+    return evaluate_linking(data, linker, methods=methods, end_to_end=end_to_end, nil_threshold=nil_threshold,
+                            progress=progress)
+
+
 def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
                      methods: Sequence[str] = ("prior", "model", "combined", "global"), end_to_end: bool = True,
                      nil_threshold: float | None = None, progress: bool = True, batch_docs: int = 16) -> LinkingReport:
@@ -391,12 +418,9 @@ def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
     """
     from tqdm import tqdm
 
-    from mluke.linking import METHODS
+    from mluke.linking import check_methods
 
-    methods = tuple(dict.fromkeys([methods] if isinstance(methods, str) else methods))
-    bad = [m for m in methods if m not in METHODS]
-    if bad or not methods:
-        raise OptionError(f"methods: {', '.join(map(repr, bad)) or 'none given'}; expected some of {', '.join(METHODS)}")
+    methods = check_methods(methods, "methods")
     if batch_docs < 1:
         raise OptionError(f"batch_docs={batch_docs}: expected at least 1")
     skipped = dict(docs.skipped) if isinstance(docs, LinkingSet) else {}

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kb.errors import KbFormatError
+from kb.errors import InputFormatError
 from kb.templates import Template, parse_template
 
 #: Skipped like in the reference evaluation: objects are dates, not entities.
@@ -53,7 +53,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as exc:
-                raise KbFormatError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
+                raise InputFormatError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
     return rows
 
 
@@ -65,11 +65,11 @@ def _candidate_files(root: Path, lang: str) -> dict[str, list[str]]:
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except json.JSONDecodeError as exc:
-                raise KbFormatError(f"{path}: not valid JSON ({exc})") from None
+                raise InputFormatError(f"{path}: not valid JSON ({exc})") from None
             for rel, value in data.items():
                 objects = value.get("objects") if isinstance(value, dict) else None
                 if not isinstance(objects, list):
-                    raise KbFormatError(f"{path}: relation {rel!r} should map to {{\"objects\": [...]}}")
+                    raise InputFormatError(f"{path}: relation {rel!r} should map to {{\"objects\": [...]}}")
                 out[rel] = [str(o) for o in objects]
     return out
 
@@ -78,11 +78,11 @@ def find_root(path: str | Path) -> tuple[Path, Path]:
     """(the folder holding the candidate files, the folder holding one folder per language)."""
     path = Path(path)
     if not path.is_dir():
-        raise KbFormatError(f"{path}: no such folder (expected the mLAMA data folder)")
+        raise InputFormatError(f"{path}: no such folder (expected the mLAMA data folder)")
     for data in (path / "mlama1.1", path):
         if data.is_dir() and any((d / "templates.jsonl").is_file() for d in data.iterdir() if d.is_dir()):
             return (path if data != path else path.parent), data
-    raise KbFormatError(f"{path}: no <lang>/templates.jsonl inside; expected the mLAMA 1.1 layout (mlama1.1/<lang>/...)")
+    raise InputFormatError(f"{path}: no <lang>/templates.jsonl inside; expected the mLAMA 1.1 layout (mlama1.1/<lang>/...)")
 
 
 def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) -> list[MlamaRelation]:
@@ -91,13 +91,13 @@ def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) 
     folder = data / lang
     if not (folder / "templates.jsonl").is_file():
         have = sorted(d.name for d in data.iterdir() if (d / "templates.jsonl").is_file())
-        raise KbFormatError(f"{folder}: no templates.jsonl; languages here: {', '.join(have)}")
+        raise InputFormatError(f"{folder}: no templates.jsonl; languages here: {', '.join(have)}")
     candidates = _candidate_files(root, lang)
     out = []
     for i, row in enumerate(_read_jsonl(folder / "templates.jsonl"), 1):
         rel = row.get("relation")
         if not rel or "template" not in row:
-            raise KbFormatError(f"{folder / 'templates.jsonl'}, entry {i}: expected 'relation' and 'template'")
+            raise InputFormatError(f"{folder / 'templates.jsonl'}, entry {i}: expected 'relation' and 'template'")
         if rel in DATE_RELATIONS or (relations and rel not in relations):
             continue
         facts_path = folder / f"{rel}.jsonl"
@@ -113,7 +113,7 @@ def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) 
                 subjects.setdefault(s, fact["sub_label"])
                 object_labels.setdefault(o, fact["obj_label"])
             except KeyError as exc:
-                raise KbFormatError(f"{facts_path}, line {j}: missing {exc}; expected sub_label, obj_label, sub_uri, obj_uri") from None
+                raise InputFormatError(f"{facts_path}, line {j}: missing {exc}; expected sub_label, obj_label, sub_uri, obj_uri") from None
             gold[s].add(o)
         by_label = {label: uri for uri, label in object_labels.items()}
         labels = candidates.get(rel) or sorted(set(object_labels.values()))
@@ -145,19 +145,21 @@ class MlamaReport:
         return {"mode": self.mode, "macro_p_at_1": self.macro, "relations": self.rows(), "language_bias": self.bias}
 
 
-def evaluate_mlama(path: str | Path, model: Any, langs: list[str], *, mode: str = "entity", use_subject_entity: bool = False,
-                   relations: list[str] | None = None, exclude_subject: bool = True, batch_size: int = 64,
-                   progress: bool = True) -> MlamaReport:
-    """Typed querying on mLAMA for each language; see :func:`mluke.cloze.run_cloze` for the modes.
+def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str, ...] = ("en",), *,
+               mode: str = "entity", use_subject_entity: bool = False, relations: list[str] | None = None,
+               exclude_subject: bool = True, batch_size: int = 64, progress: bool = True) -> MlamaReport:
+    """Typed querying on mLAMA for each language (what ``mluke eval-mlama`` does); see
+    :func:`mluke.cloze.run_cloze` for the modes. ``model``: default the demo model.
 
     ``exclude_subject=False`` keeps a subject among its own candidates, as the
     reference mLAMA evaluation does (P47 "shares border with" is where it matters)."""
     from tqdm import tqdm
 
-    from mluke.cloze import _load_model, run_cloze
+    from mluke.checkpoint import open_model
+    from mluke.cloze import run_cloze
     from probes.bias import language_bias
 
-    bundle = _load_model(model)
+    bundle = open_model(model)
     p_at_1: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
     bias = []

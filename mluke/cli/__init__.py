@@ -1,4 +1,12 @@
-"""The ``mluke`` command line. Subcommands are thin wrappers over the Python API."""
+"""The ``mluke`` command line: the outermost layer of the library.
+
+Subcommands are thin wrappers: each parses its arguments, calls one documented
+function of ``kb``, ``mluke`` or ``probes``, prints the result as a table (or
+writes it with ``--json``/``--csv``/``--jsonl``) and turns a
+:class:`kb.errors.MlukeError` into one line naming the command line's flags.
+This sub-package is the only place that imports all three packages; nothing
+outside it imports it, except ``python -m mluke``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,7 @@ import sys
 import typer
 
 from kb.errors import MlukeError
-from mluke.cli import kb_commands, model_commands
+from mluke.cli import kb_commands, link_commands, probe_commands, train_commands
 
 app = typer.Typer(
     help="mluke: multilingual knowledge probing and entity linking with mLUKE.",
@@ -15,13 +23,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(kb_commands.app, name="kb")
-app.command("pretrain")(model_commands.pretrain)
-app.command("probe")(model_commands.probe)
-app.command("eval-mlama")(model_commands.eval_mlama)
-app.command("eval-demo")(model_commands.eval_demo)
-app.command("link")(model_commands.link)
-app.command("eval-link")(model_commands.eval_link)
-app.command("corpus")(model_commands.corpus)
+app.command("pretrain")(train_commands.pretrain)
+app.command("probe")(probe_commands.probe)
+app.command("eval-mlama")(probe_commands.eval_mlama)
+app.command("eval-demo")(probe_commands.eval_demo)
+app.command("link")(link_commands.link)
+app.command("eval-link")(link_commands.eval_link)
+app.command("corpus")(train_commands.corpus)
 
 
 def main() -> None:

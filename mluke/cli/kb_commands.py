@@ -1,7 +1,10 @@
 """``mluke kb ...``: build, inspect and query entity databases and vocabularies.
 
-Each command only parses arguments, calls the documented ``kb`` function of
-the same name, and prints the result.
+Each command only parses arguments, calls one documented ``kb`` function
+(``build`` -> :func:`kb.build`, ``add`` -> :func:`kb.add_entities`, ``info`` ->
+:meth:`kb.EntityDB.info`, ``lookup`` -> :func:`kb.lookup`, ``vocab`` ->
+:meth:`kb.EntityVocab.build`, ``vocab-import`` / ``vocab-export`` ->
+:meth:`kb.EntityVocab.import_file` / :meth:`kb.EntityVocab.export`) and prints the result.
 """
 
 from __future__ import annotations
@@ -26,16 +29,9 @@ DbArg = Annotated[
 ]
 
 
-def open_db(db: str) -> kb.EntityDB:
-    """Open ``db``; the word 'embedded' (when no such file exists) means the built-in database."""
-    if db == "embedded" and not Path(db).exists():
-        return kb.default_db()
-    return kb.EntityDB(db)
-
-
-def _split_langs(value: str | None) -> tuple[str, ...] | None:
+def _langs(value: str | None) -> tuple[str, ...] | None:
     items = split_list(value)
-    return None if items is None else tuple(items)
+    return tuple(items) if items else None
 
 
 @app.command("build")
@@ -60,30 +56,11 @@ def build(
     Examples: mluke kb build --embedded            (then: mluke kb info embedded)
               mluke kb build --wikidata latest-all.json.bz2 --wikipedia jawiki-latest-pages-articles.xml.bz2 -o kb.sqlite
     """
-    langs = _split_langs(languages) or kb.MLUKE_LANGUAGES
-    if embedded and (wikidata or wikipedia):
-        raise kb.MlukeError("--embedded builds from packaged data: do not combine it with --wikidata/--wikipedia")
-    if wikipedia and not wikidata:
-        raise kb.MlukeError("--wikipedia needs --wikidata: titles are mapped to entities through Wikidata sitelinks")
-    if wikidata:
-        if output is None:
-            raise kb.MlukeError("a dump build needs -o/--output (e.g. -o kb.sqlite)")
-        report = kb.build_from_dumps(
-            output, wikidata=wikidata, wikipedia=wikipedia or (), languages=langs,
-            properties=_split_langs(properties) or kb.MLAMA_PROPERTIES, all_items=all_items, corpus=corpus,
-            keep_corpus=not no_corpus, workers=workers, overwrite=overwrite, restart=restart, progress=not quiet,
-        )
-        typer.echo(report.summary())
-        return
-    if not embedded:
-        raise kb.MlukeError("nothing to build from: pass --embedded for the built-in knowledge base, "
-                            "or --wikidata DUMP [--wikipedia DUMP ...] -o kb.sqlite")
-    path = output or kb.embedded_path()
-    if output is None:
-        overwrite = True  # the cache file is ours to refresh
-    kb.build_embedded(path, overwrite=overwrite, languages=langs, min_city_population=min_city_population)
-    with kb.EntityDB(path) as db:
-        typer.echo(f"wrote {path}: {len(db):,} entities, {db.stats['facts']:,} facts, {len(db.languages)} languages")
+    report = kb.build(output, embedded=embedded, wikidata=wikidata, wikipedia=wikipedia or (), languages=_langs(languages),
+                      properties=_langs(properties), all_items=all_items, corpus=corpus, keep_corpus=not no_corpus,
+                      workers=workers, overwrite=overwrite, restart=restart, progress=not quiet,
+                      min_city_population=min_city_population)
+    typer.echo(report.summary())
 
 
 @app.command("add")
@@ -109,7 +86,7 @@ def info(
 ) -> None:
     """Show where a database came from and its entity, label, fact and template counts per language."""
     check_outputs(overwrite, json_out, csv_out)
-    with open_db(db) as d:
+    with kb.open_db(db) as d:
         data = d.info()
     columns = ["lang", "entities", "titles", "labels", "aliases", "facts", "templates", "redirects", "anchors"]
     rows = [[lang, *(counts[c] for c in columns[1:])] for lang, counts in data["languages"].items()]
@@ -139,35 +116,19 @@ def lookup(
 
     Examples: mluke kb lookup embedded 東京 --lang ja ;  mluke kb lookup kb.sqlite --key Q17
     """
-    if (query is None) == (key is None):
-        raise kb.MlukeError("give either a QUERY (with --lang) or --key, not both and not neither")
     check_outputs(overwrite, json_out)
-    with open_db(db) as d:
-        matches = [kb.Match(key, "key")] if key else d.lookup(lang, query)  # type: ignore[arg-type]
-        ents = [(m, d.entity(m.key)) for m in matches]
-        facts = {}
-        if key:
-            rows = d.facts(subject=key)
-            names = d.labels([f.object for f in rows], lang)
-            facts[key] = [(f.property, d.property_label(f.property, lang) or "", f.object, names.get(f.object, ""))
-                          for f in rows]
-    results = [
-        {"key": m.key, "via": m.via, "kind": e.kind, "label": e.name(lang), "label_en": e.name("en"),
-         "titles": e.titles, "labels": e.labels, "aliases": {k: list(v) for k, v in e.aliases.items()},
-         **({"facts": facts[m.key]} if key else {})}
-        for m, e in ents
-    ]
+    found = kb.lookup(db, query, lang=lang, key=key)
     if json_out:
-        write_json(results, json_out, overwrite=overwrite)
+        write_json([e.to_dict() for e in found], json_out, overwrite=overwrite)
         if json_out == "-":
             return
-    if not results:
+    if not found:
         typer.echo(f"no entity named {query!r} in {lang!r}")
         raise typer.Exit(1)
     print_table(None, ["key", "matched by", "kind", f"label ({lang})", "label (en)", "languages"],
-                [[r["key"], r["via"], r["kind"] or "", r["label"] or "", r["label_en"] or "", len(r["titles"])] for r in results])
+                [[e.key, e.via, e.kind or "", e.label or "", e.label_en or "", len(e.titles)] for e in found])
     if key:
-        print_table("facts", ["property", f"name ({lang})", "object", f"label ({lang})"], facts[key])
+        print_table("facts", ["property", f"name ({lang})", "object", f"label ({lang})"], found[0].facts or [])
 
 
 @app.command("vocab")
@@ -180,9 +141,9 @@ def vocab(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
 ) -> None:
     """Build the multilingual entity vocabulary (ids for the model's entity embeddings) from a database."""
-    with open_db(db) as d:
-        v = kb.EntityVocab.build(d, output, size=size, min_languages=min_languages,
-                                 languages=_split_langs(languages), overwrite=overwrite)
+    with kb.open_db(db) as d:
+        v = kb.EntityVocab.build(d, output, size=size, min_languages=min_languages, languages=_langs(languages),
+                                 overwrite=overwrite)
     typer.echo(f"wrote {output}: {len(v):,} ids ({len(v) - len(v.special_ids):,} entities + {len(v.special_ids)} special)")
 
 
@@ -196,13 +157,8 @@ def vocab_import(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
 ) -> None:
     """Import an existing entity vocabulary (ids kept as in the file) into the fast look-up format."""
-    database = open_db(db) if db else None
-    if layout == "hf":
-        v = kb.EntityVocab.import_hf(source, output, db=database, default_lang=default_lang, overwrite=overwrite)
-    elif layout == "jsonl":
-        v = kb.EntityVocab.import_jsonl(source, output, db=database, overwrite=overwrite)
-    else:
-        raise kb.MlukeError(f"unknown layout {layout!r}: expected 'hf' or 'jsonl'")
+    v = kb.EntityVocab.import_file(source, output, layout=layout, db=kb.open_db(db) if db else None,
+                                   default_lang=default_lang, overwrite=overwrite)
     typer.echo(f"wrote {output}: {len(v):,} ids, special entities {v.special_ids}")
 
 
@@ -215,10 +171,5 @@ def vocab_export(
 ) -> None:
     """Export a vocabulary as the Hugging Face entity_vocab.json or the luke jsonl layout."""
     with kb.EntityVocab(vocab_path) as v:
-        if layout == "hf":
-            v.export_hf(output, overwrite=overwrite)
-        elif layout == "jsonl":
-            v.export_jsonl(output, overwrite=overwrite)
-        else:
-            raise kb.MlukeError(f"unknown layout {layout!r}: expected 'hf' or 'jsonl'")
+        v.export(output, layout=layout, overwrite=overwrite)
     typer.echo(f"wrote {output}")

@@ -1,12 +1,13 @@
 """Pretraining mLUKE: corpus building, masking, language sampling, the two-stage trainer.
 
 Public names: :class:`TrainConfig`, :func:`pretrain`, :class:`Trainer`,
-:func:`build_corpus`, :class:`Corpus`, :class:`Document`, :func:`init_from_xlmr`.
+:func:`build_corpus`, :func:`build_wiki_corpus`, :class:`Corpus`, :class:`Document`, :func:`init_from_xlmr`.
 """
 
 from mluke.pretraining.config import TrainConfig
-from mluke.pretraining.corpus import Corpus, Document, build_corpus
+from mluke.pretraining.corpus import Corpus, Document, build_corpus, build_wiki_corpus
 from mluke.pretraining.init import init_from_xlmr
 from mluke.pretraining.trainer import Trainer, pretrain
 
-__all__ = ["Corpus", "Document", "TrainConfig", "Trainer", "build_corpus", "init_from_xlmr", "pretrain"]
+__all__ = ["Corpus", "Document", "TrainConfig", "Trainer", "build_corpus", "build_wiki_corpus", "init_from_xlmr",
+           "pretrain"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kb.errors import KbFormatError
+from kb.errors import InputFormatError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -121,12 +121,12 @@ class TrainConfig:
         for key, value in data.items():
             if key == "stages":
                 if not isinstance(value, list) or not value:
-                    raise KbFormatError(f"{where}: [[stages]] must be a non-empty list of tables")
+                    raise InputFormatError(f"{where}: [[stages]] must be a non-empty list of tables")
                 parts["stages"] = [_make(StageConfig, s, f"{where} [[stages]] #{i + 1}") for i, s in enumerate(value)]
             elif key in sections:
                 parts[key] = _make(sections[key], value, f"{where} [{key}]")
             else:
-                raise KbFormatError(f"{where}: unknown section {key!r}; expected {', '.join([*sections, 'stages'])}")
+                raise InputFormatError(f"{where}: unknown section {key!r}; expected {', '.join([*sections, 'stages'])}")
         config = cls(**parts)
         config.optim.betas = tuple(config.optim.betas)  # type: ignore[assignment]
         config.validate(where)
@@ -138,34 +138,34 @@ class TrainConfig:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise KbFormatError(f"{path}: no such config file") from None
+            raise InputFormatError(f"{path}: no such config file") from None
         except tomllib.TOMLDecodeError as exc:
-            raise KbFormatError(f"{path}: not valid TOML ({exc})") from None
+            raise InputFormatError(f"{path}: not valid TOML ({exc})") from None
         return cls.from_dict(data, str(path))
 
     def validate(self, where: str = "config") -> None:
         o = self.optim
         if o.batch_size <= 0 or o.micro_batch_size <= 0:
-            raise KbFormatError(f"{where}: batch sizes must be positive")
+            raise InputFormatError(f"{where}: batch sizes must be positive")
         for stage in self.stages:
             if stage.train not in ("new", "all") or stage.steps < 0 or stage.learning_rate <= 0:
-                raise KbFormatError(f"{where}: stage {stage.name!r}: train must be 'new' or 'all', steps >= 0, learning_rate > 0")
+                raise InputFormatError(f"{where}: stage {stage.name!r}: train must be 'new' or 'all', steps >= 0, learning_rate > 0")
         m = self.masking
         probs = (m.word_prob, m.entity_prob, m.mention_word_prob, m.entity_drop_prob)
         if not (all(0 <= x <= 1 for x in probs) and m.word_mask_share + m.word_random_share <= 1):
-            raise KbFormatError(f"{where}: masking probabilities must lie in [0, 1] and mask + random shares sum to <= 1")
+            raise InputFormatError(f"{where}: masking probabilities must lie in [0, 1] and mask + random shares sum to <= 1")
         if self.data.alpha <= 0:
-            raise KbFormatError(f"{where}: data.alpha must be positive (0.7 in the paper)")
+            raise InputFormatError(f"{where}: data.alpha must be positive (0.7 in the paper)")
 
 
 def _make(kind: type, values: Any, where: str) -> Any:
     if not isinstance(values, dict):
-        raise KbFormatError(f"{where}: expected a table")
+        raise InputFormatError(f"{where}: expected a table")
     names = {f.name for f in dataclasses.fields(kind)}
     unknown = sorted(set(values) - names)
     if unknown:
-        raise KbFormatError(f"{where}: unknown key(s) {', '.join(unknown)}; expected some of {', '.join(sorted(names))}")
+        raise InputFormatError(f"{where}: unknown key(s) {', '.join(unknown)}; expected some of {', '.join(sorted(names))}")
     try:
         return kind(**values)
     except TypeError as exc:
-        raise KbFormatError(f"{where}: {exc}") from None
+        raise InputFormatError(f"{where}: {exc}") from None

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from kb.errors import KbFormatError
+from kb.errors import InputFormatError, OptionError, option
 from kb.files import check_output, remove, replace, temporary_name
 from kb.vocab import EntityVocab
 from mluke.tokenizer import MlukeTokenizer, encode_with_spans
@@ -76,6 +76,27 @@ def documents_from_wiki_corpus(path: str | Path, languages: Iterable[str] | None
         for page in corpus.pages(lang):
             links = [(l.start, l.end, l.entity) for l in page.links if l.entity is not None]
             yield Document(lang, page.text, links, title=page.title)
+
+
+def build_wiki_corpus(pages: str | Path, tokenizer: str | Path, vocab: str | Path, output: str | Path, *,
+                      languages: Iterable[str] | None = None, unknown_links: Literal["drop", "unk"] = "drop",
+                      keep_without_entities: bool = False, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
+    """The pretraining corpus of a dump build's page texts: what ``mluke corpus`` does.
+
+    ``pages``: the page-text corpus folder (:class:`kb.WikiCorpus`); ``tokenizer``:
+    a folder with the XLM-R tokenizer; ``vocab``: an entity vocabulary file. See
+    :func:`build_corpus` for the rest; returns the corpus's ``meta.json`` content.
+    """
+    from kb.vocab import EntityVocab
+
+    if unknown_links not in ("drop", "unk"):
+        raise OptionError("{unknown_links}: expected 'drop' or 'unk'",
+                          options={"unknown_links": option("unknown_links", unknown_links)})
+    entity_vocab = EntityVocab(vocab)
+    tok = MlukeTokenizer.from_pretrained(tokenizer, entity_vocab=entity_vocab)
+    return build_corpus(documents_from_wiki_corpus(pages, languages), tok, entity_vocab, output,
+                        unknown_links=unknown_links, keep_without_entities=keep_without_entities, overwrite=overwrite,
+                        progress=progress)
 
 
 def split_sentences(lang: str, text: str) -> list[tuple[int, int]]:
@@ -272,7 +293,7 @@ class LanguageShard:
             path = folder / f"{name}.bin"
             expected = sizes[name] * np.dtype(dtype).itemsize
             if not path.is_file() or path.stat().st_size != expected:
-                raise KbFormatError(f"{path}: missing or of the wrong size (expected {expected} bytes); rebuild the corpus")
+                raise InputFormatError(f"{path}: missing or of the wrong size (expected {expected} bytes); rebuild the corpus")
             self._arrays[name] = np.memmap(path, dtype=dtype, mode="r") if expected else np.zeros(0, dtype)
         self._n = n
 
@@ -296,10 +317,10 @@ class Corpus:
         self.path = Path(path)
         meta_path = self.path / "meta.json"
         if not meta_path.is_file():
-            raise KbFormatError(f"{self.path}: no meta.json (expected a corpus folder written by build_corpus)")
+            raise InputFormatError(f"{self.path}: no meta.json (expected a corpus folder written by build_corpus)")
         self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if self.meta.get("format") != FORMAT or self.meta.get("format_version") != FORMAT_VERSION:
-            raise KbFormatError(f"{meta_path}: not a {FORMAT} v{FORMAT_VERSION} corpus")
+            raise InputFormatError(f"{meta_path}: not a {FORMAT} v{FORMAT_VERSION} corpus")
         self.shards = {lang: LanguageShard(self.path / lang, lang, c) for lang, c in sorted(self.meta["languages"].items())}
 
     @property

@@ -29,6 +29,7 @@ import torch
 import torch.distributed as dist
 
 from kb.errors import MlukeError
+from kb.files import atomic_path
 from mluke.model import MlukeForMaskedLM
 from mluke.pretraining.batching import Vocabulary, collate, mask_example
 from mluke.pretraining.config import StageConfig, TrainConfig
@@ -139,7 +140,9 @@ class Trainer:
             self.ddp = DistributedDataParallel(self.ddp, device_ids=[self.device.index] if self.device.type == "cuda" else None)
 
     def checkpoints(self) -> list[Path]:
-        return sorted((self.out / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+        """Finished checkpoints, oldest first (a half-written one, under a temporary name, is not one)."""
+        done = [p for p in (self.out / "checkpoints").glob("step-*") if p.name[5:].isdigit()]
+        return sorted(done, key=lambda p: int(p.name[5:]))
 
     def save_checkpoint(self) -> Path | None:
         """Write ``checkpoints/step-N`` atomically (rank 0); keep the newest ``keep_checkpoints``."""
@@ -148,21 +151,18 @@ class Trainer:
         from safetensors.torch import save_file
 
         final = self.out / "checkpoints" / f"step-{self.step:08d}"
-        tmp = final.with_name(final.name + ".partial")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        state = {k: v.detach().contiguous().cpu().clone() for k, v in self.model.state_dict().items()}
-        save_file(state, str(tmp / "model.safetensors"))
-        torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                    "torch_rng": torch.get_rng_state(),
-                    "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
-                   tmp / "optimizer.pt")
-        (tmp / STATE_FILE).write_text(json.dumps({
-            "step": self.step, "stage": self.stage_index, "sampler": self.sampler.state_dict(),
-            "config": self.config.to_dict(), "world_size": self.world,
-        }, indent=1))
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp, final)
+        with atomic_path(final, overwrite=True) as tmp:
+            tmp.mkdir()
+            state = {k: v.detach().contiguous().cpu().clone() for k, v in self.model.state_dict().items()}
+            save_file(state, str(tmp / "model.safetensors"))
+            torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                        "torch_rng": torch.get_rng_state(),
+                        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
+                       tmp / "optimizer.pt")
+            (tmp / STATE_FILE).write_text(json.dumps({
+                "step": self.step, "stage": self.stage_index, "sampler": self.sampler.state_dict(),
+                "config": self.config.to_dict(), "world_size": self.world,
+            }, indent=1))
         for old in self.checkpoints()[: -self.config.run.keep_checkpoints]:
             shutil.rmtree(old, ignore_errors=True)
         return final
@@ -319,8 +319,12 @@ class _LossModule(torch.nn.Module):
         return mlm, mep
 
 
-def pretrain(config: TrainConfig, *, resume: bool = True, progress: bool = True, max_steps: int | None = None) -> Path:
-    """Pretrain (or continue) and export the final model; returns the exported folder."""
+def pretrain(config: TrainConfig | str | Path, *, resume: bool = True, progress: bool = True,
+             max_steps: int | None = None) -> Path:
+    """Pretrain (or continue) and export the final model; returns the exported folder (what ``mluke pretrain
+    --config`` does). ``config``: a :class:`TrainConfig` or the path of its TOML file."""
+    if not isinstance(config, TrainConfig):
+        config = TrainConfig.from_toml(config)
     trainer = Trainer(config, progress=progress)
     if resume:
         trainer.resume()

@@ -227,4 +227,4 @@ def test_eval_link_cli(mewsli, tiny_demo, embedded_db_path, linker, tmp_path):
     assert "83.3" in res.stdout and "skipped records" in res.stdout and "mention does not match the text" in res.stdout
     assert "mentions.tsv:10" in res.stdout
     res = runner.invoke(app, [*base, "--methods", "prior,best"])
-    assert res.exit_code != 0 and "--methods" in str(res.exception)
+    assert res.exit_code != 0 and "--methods" in res.exception.for_cli()

@@ -7,7 +7,7 @@ import kb
 import mluke
 from mluke.cli import app
 from mluke.cloze import ProbeResult, Prediction, SubjectResult
-from probes import evaluate_mlama, language_bias, read_mlama
+from probes import eval_mlama, language_bias, read_mlama
 from tests.probes.conftest import BERLIN, FRANCE, GERMANY, JAPAN, PARIS, SPAIN, TOKYO
 
 
@@ -37,12 +37,12 @@ def test_reader_errors(mlama_dir, tmp_path):
 
 def test_evaluate_mlama_on_the_tiny_demo(mlama_dir, tiny_demo):
     bundle = mluke.load(tiny_demo)
-    report = evaluate_mlama(mlama_dir, bundle, ["en", "ja"], progress=False)
+    report = eval_mlama(mlama_dir, bundle, ["en", "ja"], progress=False)
     assert set(report.p_at_1) == {"en", "ja"} and set(report.p_at_1["en"]) == {"P36", "P47"}
     assert report.counts["en"] == {"P36": 3, "P47": 2}
     assert report.macro["en"] == pytest.approx((report.p_at_1["en"]["P36"] + report.p_at_1["en"]["P47"]) / 2)
     assert len(report.bias) == 3 and {b["relation"] for b in report.bias} == {"P36", "P47"}
-    word = evaluate_mlama(mlama_dir, bundle, ["en"], mode="word", relations=["P36"], progress=False)
+    word = eval_mlama(mlama_dir, bundle, ["en"], mode="word", relations=["P36"], progress=False)
     assert word.mode == "word" and list(word.p_at_1["en"]) == ["P36"]
 
 

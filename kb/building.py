@@ -1,0 +1,84 @@
+"""``kb.build``: one entry point for building an entity database, from packaged data or from the dumps
+(what ``mluke kb build`` does)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kb.errors import Option, OptionError, flag
+
+_OPTIONS = {"embedded": flag("embedded"), "wikidata": Option("wikidata=", "--wikidata"),
+            "wikipedia": Option("wikipedia=", "--wikipedia"), "output": Option("output=", "-o/--output")}
+
+
+@dataclass(frozen=True)
+class EmbeddedReport:
+    """What an embedded build wrote."""
+
+    output: Path
+    entities: int
+    facts: int
+    languages: int
+
+    def summary(self) -> str:
+        return f"wrote {self.output}: {self.entities:,} entities, {self.facts:,} facts, {self.languages} languages"
+
+
+def build(output: str | os.PathLike[str] | None = None, *, embedded: bool = False,
+          wikidata: str | os.PathLike[str] | None = None, wikipedia: Iterable[str | os.PathLike[str]] = (),
+          languages: Iterable[str] | None = None, properties: Iterable[str] | None = None, all_items: bool = False,
+          corpus: str | os.PathLike[str] | None = None, keep_corpus: bool = True, workers: int | None = None,
+          overwrite: bool = False, restart: bool = False, progress: bool = True,
+          min_city_population: int | None = None) -> Any:
+    """Build an entity database at ``output``: the embedded one (``embedded=True``; default output: the
+    cache file the library uses, which is refreshed) or one from the Wikidata dump and Wikipedia dumps
+    (``wikidata=``; see :func:`kb.build_from_dumps` for the options). Returns a report with ``summary()``.
+    """
+    from kb.dump_build import build_from_dumps
+    from kb.embedded import DEFAULT_MIN_CITY_POPULATION, build_embedded, embedded_path
+    from kb.languages import MLUKE_LANGUAGES
+    from kb.wikidata_dump import MLAMA_PROPERTIES
+
+    wikipedia = list(wikipedia)
+    langs = tuple(languages) if languages else MLUKE_LANGUAGES
+    if embedded and (wikidata or wikipedia):
+        raise OptionError("{embedded} builds from packaged data: do not combine it with {wikidata} or {wikipedia}",
+                          options=_OPTIONS)
+    if wikipedia and not wikidata:
+        raise OptionError("{wikipedia} needs {wikidata}: titles are mapped to entities through Wikidata sitelinks",
+                          options=_OPTIONS)
+    if wikidata:
+        if output is None:
+            raise OptionError("a dump build needs {output} (e.g. kb.sqlite)", options=_OPTIONS)
+        return build_from_dumps(output, wikidata=wikidata, wikipedia=wikipedia, languages=langs,
+                                properties=tuple(properties) if properties else MLAMA_PROPERTIES, all_items=all_items,
+                                corpus=corpus, keep_corpus=keep_corpus, workers=workers, overwrite=overwrite,
+                                restart=restart, progress=progress)
+    if not embedded:
+        raise OptionError("nothing to build from: pass {embedded} for the built-in knowledge base, or {wikidata} "
+                          "(and {wikipedia} dumps) with {output}", options=_OPTIONS)
+    path = Path(output) if output is not None else embedded_path()
+    build_embedded(path, overwrite=overwrite or output is None, languages=langs,  # the cache file is ours to refresh
+                   min_city_population=DEFAULT_MIN_CITY_POPULATION if min_city_population is None else min_city_population)
+    from kb.db import EntityDB
+
+    with EntityDB(path) as db:
+        return EmbeddedReport(path, len(db), db.stats["facts"], len(db.languages))
+
+
+def open_db(db: Any = None) -> Any:
+    """The given entity database, or the default one: ``None`` or ``"embedded"`` (when no file of that name
+    exists) is the embedded kb (built into the cache on first use); an :class:`kb.EntityDB` is used as
+    it is; a path is opened. Every call that takes ``kb=`` or ``db=`` goes through this."""
+    from kb.db import EntityDB
+    from kb.embedded import default_db
+
+    if isinstance(db, EntityDB):
+        return db
+    if db is None or (str(db) == "embedded" and not Path(db).exists()):
+        return default_db()
+    return EntityDB(db)

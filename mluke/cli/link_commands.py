@@ -1,0 +1,87 @@
+"""``mluke link`` and ``mluke eval-link``: thin wrappers over :func:`mluke.linking.link_file` and
+:func:`probes.eval_link`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kb.files import split_list, write_csv, write_json
+from mluke.cli.output import OverwriteOption, check_outputs, print_table, wrote
+
+
+def link(
+    source: Annotated[str, typer.Argument(help="Text file with one text per line, or '-' for standard input.")],
+    lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the texts, e.g. ja.")] = "en",
+    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
+    method: Annotated[str, typer.Option(help="'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one and feeding each resolved entity back in as context).")] = "combined",
+    prior_weight: Annotated[float, typer.Option(help="Weight of log p(entity | mention) next to the model's log-probability in 'combined' and 'global'.")] = 1.0,
+    nil_threshold: Annotated[Optional[float], typer.Option(help="Mentions whose best score is below this are NIL.")] = None,
+    candidates: Annotated[bool, typer.Option("--candidates", help="Include every candidate's scores in the JSONL output.")] = False,
+    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="Write one JSON object per input line to this file ('-' for stdout); the terminal then shows a summary instead of every mention.")] = None,
+    limit: Annotated[int, typer.Option(help="Mentions to print on the terminal (the rest are counted; --jsonl writes them all).")] = 50,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")] = True,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Link entity mentions in texts to the kb's entities (one text per line), e.g. mluke link --lang ja news.txt"""
+    from mluke.linking import link_file
+
+    outputs = check_outputs(overwrite, jsonl)
+    linked = link_file(source, lang, kb=db, model=model, method=method, prior_weight=prior_weight,  # type: ignore[arg-type]
+                       nil_threshold=nil_threshold, candidates=candidates, progress=progress)
+    if jsonl:
+        linked.to_jsonl(jsonl, overwrite=overwrite)
+        if jsonl == "-":
+            return
+        counts = linked.summary()
+        print_table(f"linked {source} ({lang}, {method})", list(counts), [list(counts.values())])
+        wrote(outputs)
+        return
+    rows = linked.rows()
+    print_table(None, ["line", "mention", "entity", f"title ({lang})", "title (en)", "score", "prior"], rows[:limit])
+    if len(rows) > limit:
+        typer.echo(f"... and {len(rows) - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)")
+
+
+def eval_link(
+    folder: Annotated[Path, typer.Argument(help="The Mewsli-9 'dataset' folder written by its extraction script (holding <lang>/docs.tsv, <lang>/mentions.tsv, <lang>/text/), or one language folder.")],
+    langs: Annotated[Optional[str], typer.Option("--langs", help="Comma-separated languages to evaluate, e.g. ja,de (default: every language folder found).")] = None,
+    methods: Annotated[str, typer.Option("--methods", help="Comma-separated linking methods to compare: 'prior' (most common entity for the name), 'model' (the model alone), 'combined' (model + prior), 'global' (combined, resolving the most confident mention first; the slowest).")] = "prior,model,combined,global",
+    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="Entity database whose keys match the dataset's qid column, e.g. a kb built from the Wikidata dump (default: the embedded kb).")] = None,
+    end_to_end: Annotated[bool, typer.Option("--end-to-end/--no-end-to-end", help="Also let the linker find the mentions itself and report precision, recall and F1 against the gold mentions (exact span and entity); --no-end-to-end halves the time.")] = True,
+    nil_threshold: Annotated[Optional[float], typer.Option(help="Treat mentions whose best score (a log-probability, e.g. -3.0) is below this as NIL (not linked).")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write every score and the skipped-record counts as JSON to this file ('-' for stdout).")] = None,
+    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per (language, method) as CSV to this file ('-' for stdout).")] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Evaluate entity linking on Mewsli-9: in-KB accuracy (gold mentions given), the same on ambiguous
+    mentions (two or more candidates), and end-to-end precision / recall / F1, per language and method.
+
+    Example: mluke eval-link path/to/mewsli-9/output/dataset --langs ja,de --methods prior,combined --db kb.sqlite --model path/to/mluke-base
+    """
+    from probes import eval_link as run
+    from probes.linking_eval import METRIC_COLUMNS
+
+    outputs = check_outputs(overwrite, json_out, csv_out)
+    report = run(folder, langs=split_list(langs), methods=split_list(methods) or [], model=model, kb=db,
+                 end_to_end=end_to_end, nil_threshold=nil_threshold, progress=progress)
+    if json_out:
+        write_json(report.to_dict(), json_out, overwrite=overwrite)
+    if csv_out:
+        write_csv(list(METRIC_COLUMNS), [[r[c] for c in METRIC_COLUMNS] for r in report.rows], csv_out, overwrite=overwrite)
+    if "-" in outputs:
+        return
+    columns, rows = report.table()
+    print_table(f"entity linking on {folder} ({report.documents:,} documents; scores x100)", columns, rows)
+    if report.skipped:
+        print_table("skipped records", ["reason", "count"], sorted(report.skipped.items(), key=lambda kv: -kv[1]))
+        for example in report.skipped_examples:
+            typer.echo(f"  e.g. {example}")
+    wrote(outputs)
+
+

@@ -1,0 +1,114 @@
+"""``mluke probe``, ``mluke eval-mlama`` and ``mluke eval-demo``: thin wrappers over :func:`mluke.probe`,
+:func:`probes.eval_mlama` and :func:`probes.eval_demo`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kb.files import split_list, write_csv, write_json
+from mluke.cli.output import OverwriteOption, check_outputs, print_table, wrote
+
+
+def probe(
+    template: Annotated[str, typer.Argument(help="Cloze template with one [X] (subject) and one [Y] (object), e.g. '[X] is the capital of [Y]'.")],
+    lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the prompts and labels (an English template is mapped to this language's template).")] = "en",
+    subject: Annotated[Optional[list[str]], typer.Option("--subject", "-s", help="Subject label or entity key (repeatable); default: every subject the kb has facts for.")] = None,
+    candidate: Annotated[Optional[list[str]], typer.Option("--candidate", help="Candidate label or key (repeatable); default: every object of the relation.")] = None,
+    relation: Annotated[Optional[str], typer.Option(help="Wikidata property id (P36...) when the template is not one of the kb's.")] = None,
+    mode: Annotated[str, typer.Option(help="'entity' (entity [MASK] at [Y]), 'word' (word masks, mLAMA's way) or 'both'.")] = "entity",
+    subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity over [X] (the paper's [X]&[Y] prompts).")] = False,
+    top_k: Annotated[int, typer.Option(help="How many predictions to keep per subject.")] = 5,
+    normalize: Annotated[str, typer.Option(help="Scores as log-probabilities over the 'candidates' (they sum to 1 per subject) or over the model's whole 'vocabulary' (slower); the ranking is the same.")] = "candidates",
+    keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.")] = False,
+    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model, trained on first use).")] = None,
+    db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
+    limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the full result as JSON to this file ('-' for stdout).")] = None,
+    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per prediction (and mode) as CSV to this file ('-' for stdout).")] = None,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Ask the model which object each subject has, e.g. mluke probe "[X] is the capital of [Y]" --lang ja"""
+    from mluke.cloze import probe as run
+
+    outputs = check_outputs(overwrite, json_out, csv_out)
+    result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
+                 use_subject_entity=subject_entity, top_k=top_k, normalize=normalize,  # type: ignore[arg-type]
+                 exclude_subject=not keep_subject, model=model, kb=db)
+    if json_out:
+        write_json(result.to_dict(), json_out, overwrite=overwrite)
+    if csv_out:
+        df = result.to_pandas()
+        write_csv(list(df.columns), df.values.tolist(), csv_out, overwrite=overwrite)
+    if "-" in outputs:
+        return
+    for note in result.notes:
+        typer.echo(f"note: {note}")
+    for r in result.results:
+        rows = [[row.label, ", ".join(p.label + (" ✓" if p.correct else "") for p in row.predictions[:3]),
+                 ", ".join(row.gold_labels) or "?", row.rank or "-"] for row in r.rows[:limit]]
+        print_table(r.summary(), ["subject", "top predictions", "answer", "rank"], rows)
+    wrote(outputs)
+
+
+def eval_mlama(
+    folder: Annotated[Path, typer.Argument(help="The mLAMA data folder (holding mlama1.1/<lang>/ and the *_objects/ candidate files).")],
+    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
+    langs: Annotated[str, typer.Option("--langs", help="Comma-separated languages to evaluate, e.g. en,ja,de.")] = "en",
+    mode: Annotated[str, typer.Option(help="'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way).")] = "entity",
+    subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity ([X]&[Y] prompts).")] = False,
+    relations: Annotated[Optional[str], typer.Option(help="Comma-separated relation ids to keep (default: all but date relations).")] = None,
+    keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.")] = False,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write P@1 per relation, macro averages and language bias as JSON ('-' for stdout).")] = None,
+    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")] = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias."""
+    from probes import eval_mlama as run
+
+    outputs = check_outputs(overwrite, json_out, csv_out)
+    report = run(folder, model, split_list(langs) or [], mode=mode,
+                            use_subject_entity=subject_entity, exclude_subject=not keep_subject,
+                            relations=split_list(relations), progress=progress)
+    if json_out:
+        write_json(report.to_dict(), json_out, overwrite=overwrite)
+    if csv_out:
+        rows = report.rows()
+        write_csv(["lang", "relation", "subjects", "P@1"], [[r["lang"], r["relation"], r["subjects"], r["P@1"]] for r in rows],
+                  csv_out, overwrite=overwrite)
+    if "-" in outputs:
+        return
+    print_table(f"mLAMA P@1 ({report.mode} mode)", ["lang", "relation", "subjects", "P@1"],
+                [[r["lang"], r["relation"], r["subjects"], f"{100 * r['P@1']:.1f}"] for r in report.rows()])
+    print_table("macro average over relations", ["lang", "P@1"], [[l, f"{100 * p:.1f}"] for l, p in report.macro.items()])
+    print_table("language bias: most common false positive", ["lang", "relation", "wrong", "top false positive", "share"],
+                [[b["lang"], b["relation"], b["false_predictions"], b["top_false_positive"] or "-", f"{100 * b['share']:.0f}%"]
+                 for b in report.bias])
+    wrote(outputs)
+
+
+def eval_demo(
+    model: Annotated[Optional[Path], typer.Option(help="Demo model folder (default: the cached demo model, trained on first use).")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="Write all tables as JSON to this file ('-' for stdout).")] = None,
+    train_sample: Annotated[int, typer.Option(help="Training subjects sampled per (relation, language) for the 'train' rows.")] = 20,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Probe the demo model on held-out and training (fact, language) pairs in word, entity [Y] and
+    entity [X]&[Y] modes, beside random and most-common-answer baselines (P@1 x 100); then link its
+    held-out ambiguous-city sentences with each linking method (accuracy x 100 per language)."""
+    from probes import eval_demo as run
+
+    outputs = check_outputs(overwrite, json_out)
+    report = run(model, max_train_per_cell=train_sample, progress=progress)
+    if json_out:
+        write_json(report.to_dict(), json_out, overwrite=overwrite)
+        if json_out == "-":
+            return
+    typer.echo(report.to_markdown())
+    wrote(outputs)
+
+

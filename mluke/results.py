@@ -1,0 +1,167 @@
+"""Result types of :func:`mluke.probe` and :func:`mluke.link`, with their table, JSON and pandas forms."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kb.files import json_text, write_json, write_jsonl
+
+
+@dataclass(frozen=True)
+class Prediction:
+    key: str
+    label: str
+    score: float
+    source: Literal["entity", "word"]
+    correct: bool | None
+
+
+@dataclass
+class SubjectResult:
+    subject: str
+    label: str
+    gold: list[str]
+    gold_labels: list[str]
+    predictions: list[Prediction]  # top_k, best first
+    rank: int | None  # 1-based rank of the best gold answer among all candidates (None: no gold)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+@dataclass
+class ProbeResult:
+    """Ranked predictions per subject and the metrics over subjects with a known answer.
+
+    With ``mode="both"`` this is the entity-mode result and ``modes`` holds both
+    (``{"entity": ..., "word": ...}``); ``to_dict``/``to_json``/``to_pandas``
+    then cover both modes.
+    """
+
+    template: str
+    lang: str
+    relation: str | None
+    mode: Literal["entity", "word"]
+    use_subject_entity: bool
+    top_k: int
+    rows: list[SubjectResult]
+    notes: list[str] = field(default_factory=list)
+    modes: dict[str, ProbeResult] = field(default_factory=dict, repr=False)
+
+    @property
+    def metrics(self) -> dict[str, float | int | None]:
+        """P@1, P@top_k and MRR over the subjects with a gold answer (``None`` when no subject has one)."""
+        ranked = [r.rank for r in self.rows if r.gold]
+        n = len(ranked)
+        hits = lambda k: sum(1 for r in ranked if r is not None and r <= k) / n if n else None  # noqa: E731
+        mrr = sum(1.0 / r for r in ranked if r is not None) / n if n else None
+        return {"subjects": len(self.rows), "with_gold": n, "P@1": hits(1), f"P@{self.top_k}": hits(self.top_k), "MRR": mrr}
+
+    @property
+    def results(self) -> list[ProbeResult]:
+        """Every mode's result: ``[self]``, or the entity and word results for ``mode="both"``."""
+        return list(self.modes.values()) if self.modes else [self]
+
+    def summary(self) -> str:
+        """One line: template, language, relation, mode, and the metrics."""
+        m = self.metrics
+        what = ", ".join([self.lang, self.relation or "no relation", f"{self.mode} mode"]
+                         + (["subject entity"] if self.use_subject_entity else []))
+        return (f"{self.template}  [{what}]  P@1 {_fmt(m['P@1'])}  P@{self.top_k} {_fmt(m[f'P@{self.top_k}'])}  "
+                f"MRR {_fmt(m['MRR'])}  ({m['with_gold']} of {m['subjects']} subjects with answers)")
+
+    def _mode_dict(self) -> dict[str, Any]:
+        return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": self.mode,
+                "use_subject_entity": self.use_subject_entity, "notes": self.notes, "metrics": self.metrics,
+                "rows": [asdict(r) for r in self.rows]}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data; for ``mode="both"``: ``{"mode": "both", "modes": {"entity": {...}, "word": {...}}, ...}``."""
+        if not self.modes:
+            return self._mode_dict()
+        return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": "both",
+                "notes": self.notes, "modes": {m: r._mode_dict() for m, r in self.modes.items()}}
+
+    def to_json(self, path: str | Path | None = None, *, overwrite: bool = False) -> str:
+        """The result as JSON; also written to ``path`` when given (an existing file only with ``overwrite``)."""
+        if path is not None:
+            write_json(self.to_dict(), path, overwrite=overwrite)
+        return json_text(self.to_dict())
+
+    def to_pandas(self) -> Any:
+        """One row per (subject, prediction) of each mode: subject, rank, label, key, score, source, correct,
+        gold, and the mode that ranked it (both modes' rows for ``mode="both"``)."""
+        import pandas as pd
+
+        columns = ["subject", "subject_key", "rank", "prediction", "key", "score", "source", "correct", "gold", "mode"]
+        return pd.DataFrame([
+            (r.label, r.subject, i + 1, p.label, p.key, p.score, p.source, p.correct, ", ".join(r.gold_labels), res.mode)
+            for res in self.results for r in res.rows for i, p in enumerate(r.predictions)
+        ], columns=columns)
+
+    def __repr__(self) -> str:
+        lines = [f"ProbeResult: {res.summary()}" for res in self.results]
+        lines += [f"  note: {n}" for n in self.notes]
+        for res in self.results:
+            if self.modes:
+                lines.append(f"  {res.mode} mode:")
+            for r in res.rows[:8]:
+                preds = ", ".join(f"{p.label}{'*' if p.correct else ''} ({p.score:.2f}{'' if p.source == 'entity' else ' w'})"
+                                  for p in r.predictions[:3])
+                lines.append(f"  {r.label} -> {preds}" + (f"   [gold: {', '.join(r.gold_labels)}]" if r.gold else ""))
+            if len(res.rows) > 8:
+                lines.append(f"  ... {len(res.rows) - 8} more")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class LinkedMention:
+    """One mention: character span, surface, the chosen entity (``None`` when NIL) and its scores."""
+
+    start: int
+    end: int
+    surface: str
+    key: str | None
+    title: str | None  # title (else label) in the text's language
+    title_en: str | None
+    score: float
+    prior: float
+    nil: bool
+    candidates: list[dict[str, Any]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class LinkedTexts:
+    """Texts in one language and the mentions linked in each: what ``mluke link`` prints and writes."""
+
+    texts: list[str]
+    mentions: list[list[LinkedMention]]
+    lang: str
+    method: str
+
+    def records(self) -> list[dict[str, Any]]:
+        """One record per text: ``{"line", "text", "mentions": [...]}`` (lines count from 1)."""
+        return [{"line": i + 1, "text": t, "mentions": [m.to_dict() for m in found]}
+                for i, (t, found) in enumerate(zip(self.texts, self.mentions))]
+
+    def summary(self) -> dict[str, int]:
+        """Counts: texts, mentions, linked mentions, NIL mentions, distinct entities."""
+        found = [m for ms in self.mentions for m in ms]
+        linked = [m for m in found if not m.nil]
+        return {"texts": len(self.texts), "mentions": len(found), "linked": len(linked), "nil": len(found) - len(linked),
+                "entities": len({m.key for m in linked})}
+
+    def rows(self) -> list[list[Any]]:
+        """One table row per mention: line, surface, entity (or NIL), titles, score, prior."""
+        return [[i + 1, m.surface, m.key or "NIL", m.title or "", m.title_en or "", f"{m.score:.2f}", f"{m.prior:.2f}"]
+                for i, found in enumerate(self.mentions) for m in found]
+
+    def to_jsonl(self, path: str | Path, *, overwrite: bool = False) -> None:
+        """Write :meth:`records` as JSON lines to ``path`` (``-``: standard output)."""
+        write_jsonl(self.records(), path, overwrite=overwrite)

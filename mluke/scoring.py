@@ -1,0 +1,87 @@
+"""Batched cloze scoring with one model: MEP scores of candidate entities at an entity [MASK],
+and mLAMA's word-mask scores; what :func:`mluke.probe` ranks candidates with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from kb.templates import Template
+
+#: Prompts whose entity scores share one pass of the full-vocabulary normaliser (measured on a
+#: 1.2M x 256 table on 2 cores: about 10 ms per row at 32 rows, 6 ms at 128).
+NORMALIZER_ROWS = 128
+
+
+class ClozeScorer:
+    """Batched cloze scoring with one model (see module docs)."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.vocab = tokenizer.entity_vocab
+        self.batch_size = batch_size
+
+    def candidate_pieces(self, labels: Sequence[str]) -> list[list[int]]:
+        """Word pieces of each candidate as it would stand at [Y]."""
+        return self.tokenizer.encode_words(list(labels))
+
+    @torch.inference_mode()
+    def entity_scores(self, template: Template, subjects: Sequence[str], candidate_ids: torch.Tensor,
+                      subject_ids: Sequence[int | None] | None = None, *, normalize: bool = True) -> torch.Tensor:
+        """(n_subjects, n_candidates) MEP log-probabilities with the entity [MASK] over [Y]
+        (unnormalised logits, which rank alike, when not ``normalize``).
+
+        The encoder runs ``batch_size`` prompts at a time; the states at [Y] are then
+        scored :data:`NORMALIZER_ROWS` at a time, because the full-vocabulary
+        normaliser reads the whole entity table once per call, whatever the rows.
+        """
+        states = []
+        for start in range(0, len(subjects), self.batch_size):
+            texts, spans, ents = [], [], []
+            for i in range(start, min(start + self.batch_size, len(subjects))):
+                text, (xs, xe), (ys, ye) = template.fill_spans(subjects[i], "<mask>")
+                sid = subject_ids[i] if subject_ids is not None else None
+                texts.append(text)
+                spans.append([(ys, ye)] + ([(xs, xe)] if sid is not None else []))
+                ents.append([None] + ([sid] if sid is not None else []))
+            enc = self.tokenizer(texts, entity_spans=spans, entities=ents)
+            states.append(self.model.encode_entities(**enc)[:, 0])
+        if not states:
+            return torch.zeros(0, len(candidate_ids))
+        hidden = torch.cat(states)
+        return torch.cat([self.model.entity_scores(hidden[i:i + NORMALIZER_ROWS], candidate_ids, normalize=normalize)
+                          for i in range(0, len(hidden), NORMALIZER_ROWS)])
+
+    @torch.inference_mode()
+    def word_scores(self, template: Template, subjects: Sequence[str], pieces: Sequence[Sequence[int]]) -> torch.Tensor:
+        """(n_subjects, n_candidates) mean log-probability of each candidate's pieces at its number of masks."""
+        scores = torch.full((len(subjects), len(pieces)), float("-inf"))
+        by_len: dict[int, list[int]] = {}
+        for c, p in enumerate(pieces):
+            if p:
+                by_len.setdefault(len(p), []).append(c)
+        mask_id = self.tokenizer.mask_id
+        for n, cands in sorted(by_len.items()):
+            table = torch.tensor([pieces[c] for c in cands])  # (n_cand, n)
+            for start in range(0, len(subjects), self.batch_size):
+                batch = [template.fill(s, "<mask>" * n) for s in subjects[start:start + self.batch_size]]
+                enc = self.tokenizer(batch)
+                words, _ = self.model.encode(**enc)
+                where = enc["input_ids"] == mask_id
+                h = words[where].view(len(batch), n, -1)
+                total = torch.zeros(len(batch), len(cands))
+                for i in range(n):
+                    uniq, inverse = torch.unique(table[:, i], return_inverse=True)
+                    logp = self.model.word_scores(h[:, i], uniq)
+                    total += logp[:, inverse]
+                scores[start:start + len(batch), cands] = total / n
+        return scores
+
+
+def over_candidates(scores: torch.Tensor) -> torch.Tensor:
+    """Log-scores (subjects x candidates) renormalised over each row's candidates; rows with no finite score stay."""
+    total = torch.logsumexp(scores, dim=-1, keepdim=True)
+    return torch.where(torch.isfinite(total), scores - total, scores)
