@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BASELINE = r'''
 import bz2, json, sys, time, resource
 from kb.languages import MLUKE_LANGUAGES
-from kb.wikidata_dump import MLAMA_PROPERTIES
+from kb.sources.wikidata import MLAMA_PROPERTIES
 path = sys.argv[1]
 langs = MLUKE_LANGUAGES; sites = {l + "wiki": l for l in langs}; props = set(MLAMA_PROPERTIES)
 t = time.perf_counter()
@@ -68,9 +68,9 @@ OURS = r'''
 import json, sys, time, resource, shutil
 from pathlib import Path
 import kb
-from kb.dump_build import WIKIDATA_SCHEMA, read_wikidata
-from kb.staging import connect_staging
-from kb.wikidata_dump import WikidataOptions
+from kb.sources.dumps import WIKIDATA_SCHEMA, read_wikidata
+from kb.sources.staging import connect_staging
+from kb.sources.wikidata import WikidataOptions
 path, out, workers, mode = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 for p in out.parent.glob(out.name + "*"):
     shutil.rmtree(p) if p.is_dir() else p.unlink()

@@ -1,7 +1,7 @@
 """Wikipedia dump reader: pages/s of ours vs mwparserfromhell, scaling with workers, memory.
 
 1. Per core: the same pages (wikitext taken from the generated dump) through
-   ``kb.wikitext.parse_wikitext`` (plain text + link spans + anchors) and through
+   ``kb.sources.wikitext.parse_wikitext`` (plain text + link spans + anchors) and through
    ``mwparserfromhell.parse`` + ``strip_code()`` + ``filter_wikilinks()`` (the
    reference pipeline's approach), alternating rounds, in one process. The link
    outputs are compared: the article links ``mwparserfromhell`` finds outside
@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kb.titles import normalize_title
-from kb.wikitext import LinkRules, parse_wikitext
+from kb.db.titles import normalize_title
+from kb.sources.wikitext import LinkRules, parse_wikitext
 
 
 def load_pages(xml: Path, n: int) -> list[str]:
@@ -94,8 +94,8 @@ def per_core(pages: list[str], mwp_pages: int, rounds: int) -> dict:
 READER = r'''
 import json, sys, time, resource
 from pathlib import Path
-from kb.staging import connect_staging
-from kb.wikipedia_dump import STAGING_SCHEMA, read_dump, read_siteinfo
+from kb.sources.staging import connect_staging
+from kb.sources.wikipedia import STAGING_SCHEMA, read_dump, read_siteinfo
 xml, work, workers = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 for p in work.glob("reader*"):
     p.unlink()

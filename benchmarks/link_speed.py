@@ -45,7 +45,7 @@ def make_texts(db, lang: str, n: int, seed: int = 0) -> list[str]:
 def measure(method: str, model: str | None, n_texts: int) -> dict:
     import torch
 
-    from kb.embedded import default_db
+    from kb.sources.embedded import default_db
     from mluke.linking import Linker
 
     torch.set_num_threads(2)

@@ -27,8 +27,8 @@ from common import benchmark_parser, peak_rss_mb, run_interleaved
 def export_table(index_path: Path, db_path: Path, out: Path) -> int:
     """Write the index's surfaces (key, link probability, candidates) as JSON lines for the baseline."""
     import kb
-    from kb.candidates import default_source
-    from kb.mentions import MentionIndex
+    from kb.mentions.candidates import default_source
+    from kb.mentions.index import MentionIndex
 
     index = MentionIndex.load(index_path)
     threshold = index.min_link_probability
@@ -49,7 +49,7 @@ class NGramBaseline:
     MAX_TOKENS = 10
 
     def __init__(self, table_path: Path) -> None:
-        from kb.candidates import Candidate
+        from kb.mentions.candidates import Candidate
 
         keys: dict[str, str] = {}  # one str object per entity key, as a careful loader would do
         self.table: dict[str, tuple[float, tuple[Candidate, ...]]] = {}
@@ -59,8 +59,8 @@ class NGramBaseline:
                 self.table[key] = (lp, tuple(Candidate(keys.setdefault(k, k), p, c, s) for k, p, c, s in cands))
 
     def detect(self, text: str) -> list:
-        from kb.mentions import Mention
-        from kb.surfaces import _word_start_re, fold_aligned, token_spans
+        from kb.mentions.index import Mention
+        from kb.mentions.surfaces import _word_start_re, fold_aligned, token_spans
 
         folded = fold_aligned(text)
         tokens, starts, ends = token_spans(folded.folded)
@@ -93,7 +93,7 @@ def measure(kind: str, path: Path, texts_path: Path, passes: int) -> dict:
     texts = json.loads(texts_path.read_text(encoding="utf-8"))
     t0 = time.perf_counter()
     if kind == "ours":
-        from kb.mentions import MentionIndex
+        from kb.mentions.index import MentionIndex
 
         index = MentionIndex.load(path)
         index.detect_batch(["warm up"], "en")  # reads the language's automaton and arrays, builds its unit table
@@ -126,8 +126,8 @@ def _stages(index, texts: list[str]) -> dict[str, float]:
     internals), and the totals of that path and of ``detect_batch`` (ASCII texts together, with numpy)."""
     from itertools import repeat
 
-    from kb.mentions import _UNKNOWN
-    from kb.surfaces import fold_aligned, token_bounds
+    from kb.mentions.index import _UNKNOWN
+    from kb.mentions.surfaces import fold_aligned, token_bounds
 
     lang = index._lang("en")
     out = {}
@@ -175,7 +175,7 @@ def main() -> None:
     from surface_generate import generate
 
     import kb
-    from kb.mentions import MentionIndex
+    from kb.mentions.index import MentionIndex
 
     args.work.mkdir(parents=True, exist_ok=True)
     if not db_path.exists() or not texts.exists():

@@ -43,7 +43,7 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
     import torch
 
     import mluke
-    from kb.templates import parse_template
+    from kb.db.templates import parse_template
     from mluke.cloze import run_cloze
 
     torch.set_num_threads(2)

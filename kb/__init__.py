@@ -1,89 +1,79 @@
-"""kb: the inter-language entity database, the embedded knowledge base and the entity vocabulary.
+"""kb: the inter-language entity database, the entity vocabulary and mention detection.
 
 ``kb`` knows nothing of models. Public names:
 
-- :class:`EntityDB` — read (and, with :meth:`EntityDB.create`, write) an entity database;
-- :func:`default_db` / :func:`build_embedded` — the embedded CLDR + GeoNames knowledge base;
-- :func:`build_from_dumps` — a database (and page-text corpus) from the Wikidata JSON dump and
-  Wikipedia XML dumps, in parallel and resumable; :class:`WikiCorpus` reads the corpus;
-- :func:`add_entities` — add or refresh a few entities from the live Wikidata API;
+- :class:`EntityDB` — read an entity database (:meth:`EntityDB.create` writes one);
+  :func:`open_db` — the given database or the default embedded one; :func:`default_db`;
+- :func:`lookup` — what a name refers to, or one entity with its facts;
+- :func:`build` — build a database: the embedded one (CLDR + GeoNames) or one from the Wikidata and
+  Wikipedia dumps (:func:`build_embedded`, :func:`build_from_dumps`); :func:`add_entities` — a few
+  entities from the live Wikidata API; :class:`WikiCorpus` — the page texts a dump build leaves;
 - :class:`EntityVocab` — the multilingual entity vocabulary (build, import, export, look-up);
-- :class:`MentionIndex` — find kb surface forms in text (:class:`Mention`) with their candidates;
-  :class:`CandidateGenerator` and its sources :class:`AnchorCandidates`, :class:`NameCandidates`,
-  :class:`CombinedCandidates` give :class:`Candidate` entities with a prior p(e|m);
-  :func:`surface_key` is the normalised form names and text are compared in;
+- :class:`MentionIndex` — kb names found in text, with candidate entities;
 - :func:`parse_template` — validate a relation template with [X] and [Y];
-- :data:`MLUKE_LANGUAGES` — the 24 mLUKE languages;
-- :class:`MlukeError` and its subclasses.
+- :data:`MLUKE_LANGUAGES`, :data:`MLAMA_PROPERTIES`; :class:`MlukeError`, the base of every error
+  (all of them in :mod:`kb.errors`).
+
+Sub-packages, by job: :mod:`kb.db` (the database), :mod:`kb.mentions` (surfaces, candidates, the
+mention index), :mod:`kb.sources` (the embedded world, dump readers, building); shared modules:
+:mod:`kb.errors`, :mod:`kb.files` (the output policy), :mod:`kb.languages`, :mod:`kb.cache`.
 """
 
-from kb.building import build, open_db
-from kb.candidates import AnchorCandidates, Candidate, CandidateGenerator, CombinedCandidates, NameCandidates
-from kb.corpus import CorpusLink, CorpusPage, WikiCorpus
-from kb.db import Entity, EntityDB, Fact, Match
-from kb.dump_build import BuildReport, build_from_dumps
-from kb.embedded import build_embedded, default_db, embedded_path
-from kb.errors import (
-    InputFormatError,
-    KbFormatError,
-    MlukeError,
-    NotFoundError,
-    OptionError,
-    OutputExistsError,
-    SchemaVersionError,
-    TemplateError,
-    TextInputError,
-    UnknownLanguageError,
-)
+from typing import Any
+
+from kb import errors
+from kb.db import EntityDB, lookup, parse_template
+from kb.errors import MlukeError
 from kb.languages import MLUKE_LANGUAGES
-from kb.lookups import lookup
-from kb.mentions import Mention, MentionIndex
-from kb.surfaces import surface_key
-from kb.templates import Template, parse_template
-from kb.vocab import EntityVocab, VocabEntry
-from kb.wikidata_api import AddReport, add_entities
-from kb.wikidata_dump import MLAMA_PROPERTIES
+from kb.mentions import MentionIndex
+from kb.sources import (
+    MLAMA_PROPERTIES,
+    WikiCorpus,
+    add_entities,
+    build,
+    build_embedded,
+    build_from_dumps,
+    default_db,
+    open_db,
+)
+from kb.vocab import EntityVocab
 
 __all__ = [
     "MLAMA_PROPERTIES",
     "MLUKE_LANGUAGES",
-    "AddReport",
-    "AnchorCandidates",
-    "BuildReport",
-    "Candidate",
-    "CandidateGenerator",
-    "CombinedCandidates",
-    "CorpusLink",
-    "CorpusPage",
-    "Entity",
     "EntityDB",
     "EntityVocab",
-    "Fact",
-    "InputFormatError",
-    "KbFormatError",
-    "Match",
-    "Mention",
     "MentionIndex",
     "MlukeError",
-    "NameCandidates",
-    "NotFoundError",
-    "OptionError",
-    "OutputExistsError",
-    "SchemaVersionError",
-    "Template",
-    "TemplateError",
-    "TextInputError",
-    "UnknownLanguageError",
-    "VocabEntry",
     "WikiCorpus",
     "add_entities",
     "build",
     "build_embedded",
     "build_from_dumps",
     "default_db",
-    "embedded_path",
+    "errors",
     "lookup",
     "open_db",
     "parse_template",
-    "surface_key",
 ]
+
+#: Names ``kb`` exported before its sub-packages existed, still reachable as ``kb.<name>`` (not in
+#: ``__all__``; their homes are the modules named here).
+_MOVED = {
+    **{name: "kb.errors" for name in ("InputFormatError", "KbFormatError", "NotFoundError", "OptionError",
+                                      "OutputExistsError", "SchemaVersionError", "TemplateError", "TextInputError",
+                                      "UnknownLanguageError")},
+    **{name: "kb.db" for name in ("Entity", "Fact", "Match", "Template")},
+    **{name: "kb.mentions" for name in ("AnchorCandidates", "Candidate", "CandidateGenerator", "CombinedCandidates",
+                                        "Mention", "NameCandidates", "surface_key")},
+    **{name: "kb.sources" for name in ("AddReport", "BuildReport", "CorpusLink", "CorpusPage", "embedded_path")},
+    "VocabEntry": "kb.vocab",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module 'kb' has no attribute {name!r}")

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kb.db.sqlite import SqliteStore, atomic_build, chunked
+from kb.db.titles import normalize_title
 from kb.errors import InputFormatError, NotFoundError, OptionError, option
 from kb.files import atomic_text
 from kb.languages import check_languages
-from kb.store import SqliteStore, atomic_build, chunked
-from kb.titles import normalize_title
 
 if TYPE_CHECKING:
-    from kb.db import EntityDB
+    from kb.db.database import EntityDB
 
 FORMAT = "mluke-entity-vocab"
 FORMAT_VERSION = 1

@@ -28,8 +28,8 @@ import torch
 from kb.errors import InputFormatError, MlukeError
 from kb.files import atomic_path
 from kb.vocab import EntityVocab
-from mluke.errors import CheckpointError
 from mluke.entity_vocab import save_entity_vocab
+from mluke.errors import CheckpointError
 from mluke.model import MlukeForMaskedLM
 from mluke.tokenizer import MlukeTokenizer
 

@@ -34,12 +34,11 @@ from typing import Any, Literal
 
 import torch
 
-from kb.building import open_db
-from kb.db import EntityDB
+from kb import open_db
+from kb.db import EntityDB, Template
+from kb.db.relations import describe, match_relation, no_match_error
 from kb.errors import MlukeError, option
 from kb.languages import check_language
-from kb.relations import describe, match_relation, no_match_error
-from kb.templates import Template
 from mluke.checkpoint import open_model
 from mluke.results import Prediction, ProbeResult, SubjectResult
 from mluke.scoring import ClozeScorer, over_candidates

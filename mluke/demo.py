@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb import open_db
 from kb.cache import cache_dir
 from kb.db import EntityDB
-from kb.building import open_db
 from kb.errors import MlukeError, flag
 from kb.files import atomic_path
 from kb.languages import MLUKE_LANGUAGES

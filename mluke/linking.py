@@ -28,8 +28,7 @@ import math
 import re
 import warnings
 from bisect import bisect_left
-from collections.abc import Container
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -37,13 +36,12 @@ from typing import Any, Literal
 import torch
 from tqdm import tqdm
 
-from kb.building import open_db
-from kb.db import EntityDB
-from kb.mentions import MentionIndex
+from kb import open_db
+from kb.db import EntityDB, chunked
 from kb.errors import MlukeError, OptionError, TextInputError, option
 from kb.files import read_lines
 from kb.languages import check_language
-from kb.store import chunked
+from kb.mentions import MentionIndex
 from mluke.checkpoint import open_model
 from mluke.results import LinkedMention, LinkedTexts
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from kb.templates import Template
+from kb.db import Template
 
 #: Prompts whose entity scores share one pass of the full-vocabulary normaliser (measured on a
 #: 1.2M x 256 table on 2 cores: about 10 ms per row at 32 rows, 6 ms at 128).

@@ -16,7 +16,15 @@ command of the same name does.
 
 from probes.bias import language_bias
 from probes.demo_eval import DemoReport, eval_demo
-from probes.linking_eval import GoldMention, LinkDoc, LinkingReport, LinkingSet, eval_link, evaluate_linking, read_mewsli
+from probes.linking_eval import (
+           GoldMention,
+           LinkDoc,
+           LinkingReport,
+           LinkingSet,
+           eval_link,
+           evaluate_linking,
+           read_mewsli,
+)
 from probes.mlama import MlamaReport, eval_mlama, read_mlama
 
 __all__ = ["DemoReport", "GoldMention", "LinkDoc", "LinkingReport", "LinkingSet", "MlamaReport", "eval_demo",

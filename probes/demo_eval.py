@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kb import open_db
 from kb.db import EntityDB
-from kb.building import open_db
 
 MODES = (("word", "word", False), ("entity [Y]", "entity", False), ("entity [X]&[Y]", "entity", True))
 
@@ -44,8 +44,8 @@ def evaluate_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = 
     from tqdm import tqdm
 
     import mluke
-    from mluke.demo import demo_model
     from mluke.cloze import probe
+    from mluke.demo import demo_model
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     info = json.loads((model_dir / "demo.json").read_text(encoding="utf-8"))

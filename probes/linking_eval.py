@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb.db import chunked
 from kb.errors import InputFormatError, MlukeError, OptionError
 from kb.files import json_text, write_json
-from kb.store import chunked
 
 #: Columns the reader needs (others are ignored).
 DOC_COLUMNS = ("docid",)

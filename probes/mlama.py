@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb.db import Template, parse_template
 from kb.errors import InputFormatError
-from kb.templates import Template, parse_template
 
 #: Skipped like in the reference evaluation: objects are dates, not entities.
 DATE_RELATIONS = frozenset({"date_of_birth", "date_of_death", "P569", "P570", "P571", "P577", "P580", "P582", "P585"})

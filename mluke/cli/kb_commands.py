@@ -48,7 +48,7 @@ def build(
     no_corpus: Annotated[bool, typer.Option("--no-corpus", help="Do not keep the page-text corpus of a dump build.")] = False,
     restart: Annotated[bool, typer.Option("--restart", help="Start a dump build over instead of continuing an interrupted one.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
-    min_city_population: Annotated[int, typer.Option(help="Cities smaller than this are left out (capitals are always kept; --embedded only).")] = kb.embedded.DEFAULT_MIN_CITY_POPULATION,
+    min_city_population: Annotated[int, typer.Option(help="Cities smaller than this are left out (capitals are always kept; --embedded only).")] = kb.sources.embedded.DEFAULT_MIN_CITY_POPULATION,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file (and corpus folder) if they exist.")] = False,
 ) -> None:
     """Build an entity database: the embedded one, or one from the Wikidata and Wikipedia dumps.
@@ -67,7 +67,7 @@ def build(
 def add(
     db: Annotated[Path, typer.Argument(help="Entity database (.sqlite) to update in place.")],
     ids: Annotated[list[str], typer.Argument(help="Wikidata ids to add or refresh: items (Q17) or properties (P36).")],
-    base_url: Annotated[str, typer.Option("--base-url", help="Wikidata server to ask (its /wiki/Special:EntityData/<id>.json).")] = kb.wikidata_api.WIKIDATA_URL,
+    base_url: Annotated[str, typer.Option("--base-url", help="Wikidata server to ask (its /wiki/Special:EntityData/<id>.json).")] = kb.sources.wikidata_api.WIKIDATA_URL,
 ) -> None:
     """Add or refresh a few entities from the live Wikidata API (sitelinks, labels, aliases, claims), in one transaction.
 

@@ -28,7 +28,8 @@ def pretrain(
     Several processes or GPUs: start the same command under torchrun, e.g.
     torchrun --nproc_per_node 8 -m mluke pretrain --config run.toml
     """
-    from mluke.pretraining import TrainConfig, pretrain as run
+    from mluke.pretraining import TrainConfig
+    from mluke.pretraining import pretrain as run
 
     if print_config:
         typer.echo(TrainConfig().to_toml())

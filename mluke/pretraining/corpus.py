@@ -69,7 +69,7 @@ class Sequence:
 def documents_from_wiki_corpus(path: str | Path, languages: Iterable[str] | None = None) -> Iterator[Document]:
     """The pages a dump build left in its page-text corpus (:class:`kb.WikiCorpus`) as documents:
     links whose target resolved to an entity keep their key, the others are left out."""
-    from kb.corpus import WikiCorpus
+    from kb.sources.corpus import WikiCorpus
 
     corpus = WikiCorpus(path)
     for lang in (corpus.languages if languages is None else languages):

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 import pytest
 
 import kb
-from kb.candidates import (
+from kb.mentions.candidates import (
     MAX_CANDIDATES,
     AnchorCandidates,
     Candidate,
@@ -16,7 +16,7 @@ from kb.candidates import (
     default_source,
     title_base,
 )
-from kb.surfaces import surface_key
+from kb.mentions.surfaces import surface_key
 from tests.kb.linking_fixtures import write_linking_db
 
 

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 import kb
-import kb.writer
+import kb.db.writer
 from kb import (
     EntityDB,
     KbFormatError,
@@ -75,7 +75,7 @@ def test_mention_statistics(tiny_db):
 
 def test_info_stats_and_provenance(tiny_db):
     info = tiny_db.info()
-    assert info["format_version"] == kb.schema.FORMAT_VERSION
+    assert info["format_version"] == kb.db.schema.FORMAT_VERSION
     assert info["provenance"] == {"builder": "tests"}
     assert info["sources"] == [{"kind": "test", "name": "conftest", "lang": "en", "note": "hand-written"}]
     assert info["entities"] == 5 and info["facts"] == 3
@@ -108,8 +108,8 @@ def test_facts_per_language_in_groups_of_languages(tmp_path, monkeypatch):
     conn = sqlite3.connect(path)
     try:
         for bits in (62, 2, 1):
-            monkeypatch.setattr(kb.writer, "_MASK_BITS", bits)
-            stats = kb.writer.compute_stats(conn)
+            monkeypatch.setattr(kb.db.writer, "_MASK_BITS", bits)
+            stats = kb.db.writer.compute_stats(conn)
             assert {lang: c["facts"] for lang, c in stats["languages"].items()} == expected, bits
     finally:
         conn.close()

@@ -3,7 +3,8 @@ import unicodedata
 import pytest
 
 import kb
-from kb.embedded import RELATIONS, load_relations
+from kb.sources.embedded import RELATIONS
+from kb.sources.relation_table import load_relations
 
 JAPAN, TOKYO, ASIA = "geonames:1861060", "geonames:1850147", "geonames:6255147"
 
@@ -90,13 +91,13 @@ def test_relation_templates_cover_all_languages_in_their_script():
 def test_default_db_builds_once_into_the_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("MLUKE_HOME", str(tmp_path))
     calls = []
-    real = kb.embedded.build_embedded
+    real = kb.sources.embedded.build_embedded
 
     def counting(path, **kw):
         calls.append(path)
         return real(path, languages=("en", "ja"), **{k: v for k, v in kw.items() if k != "languages"})
 
-    monkeypatch.setattr(kb.embedded, "build_embedded", counting)
+    monkeypatch.setattr(kb.sources.embedded, "build_embedded", counting)
     db = kb.default_db()
     assert db.path.parent == tmp_path and db.languages == ("en", "ja")
     kb.default_db()

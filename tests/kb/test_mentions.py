@@ -6,10 +6,10 @@ import sqlite3
 import pytest
 
 import kb
-import kb.mentions
-from kb.candidates import NameCandidates, default_source
-from kb.mentions import Mention, MentionIndex
-from kb.surfaces import surface_key
+import kb.mentions.index
+from kb.mentions.candidates import NameCandidates, default_source
+from kb.mentions.index import Mention, MentionIndex
+from kb.mentions.surfaces import surface_key
 from tests.kb.linking_fixtures import write_linking_db
 
 
@@ -156,10 +156,10 @@ def test_ascii_batches_equal_one_by_one(index, monkeypatch):
     rng.shuffle(texts)
     expected = [index.detect(t, "en") for t in texts]
     assert index.detect_batch(texts, "en") == expected and sum(map(len, expected)) > 500
-    monkeypatch.setattr(kb.mentions, "_BATCH_CHARS", 50)  # many small batches
+    monkeypatch.setattr(kb.mentions.index, "_BATCH_CHARS", 50)  # many small batches
     assert index.detect_batch(texts, "en") == expected
     long_text = "Paris " * 20  # beyond CHUNK_CHARS: the chunked path of detect()
-    monkeypatch.setattr(kb.mentions, "CHUNK_CHARS", 30)
+    monkeypatch.setattr(kb.mentions.index, "CHUNK_CHARS", 30)
     assert index.detect_batch([long_text, "York"], "en") == [index.detect(long_text, "en"), index.detect("York", "en")]
     raised = index.detect_batch(texts, "en", min_link_probability=0.5)  # a raised threshold: one at a time
     assert raised == [index.detect(t, "en", min_link_probability=0.5) for t in texts]
@@ -171,8 +171,8 @@ def test_ascii_batches_equal_one_by_one(index, monkeypatch):
 def _cut_like_the_tokenizer(texts, classes):
     import numpy as np
 
-    from kb.batch_units import cut
-    from kb.surfaces import token_bounds
+    from kb.mentions.units import cut
+    from kb.mentions.surfaces import token_bounds
 
     for text in texts:
         starts, ends = cut(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32), classes)
@@ -182,8 +182,8 @@ def _cut_like_the_tokenizer(texts, classes):
 
 
 def test_units_are_cut_like_the_tokenizer():
-    from kb.batch_units import ascii_classes, bmp_classes
-    from kb.surfaces import has_hangul
+    from kb.mentions.units import ascii_classes, bmp_classes
+    from kb.mentions.surfaces import has_hangul
 
     rng = random.Random(5)
     _cut_like_the_tokenizer(["".join(chr(rng.randrange(128)) for _ in range(rng.randrange(0, 60))).lower()
@@ -202,7 +202,7 @@ def test_units_are_cut_like_the_tokenizer():
 def test_unit_table_finds_its_units_and_only_them():
     import numpy as np
 
-    from kb.batch_units import UnitTable, ascii_classes, cut
+    from kb.mentions.units import UnitTable, ascii_classes, cut
 
     rng = random.Random(2)
     words = sorted({"".join(rng.choice("abcdefgh") for _ in range(rng.randrange(1, 6))) for _ in range(300)})
@@ -251,11 +251,11 @@ def test_batches_of_other_scripts_equal_one_by_one(embedded_index):
 
 
 def test_colliding_unit_hashes_fall_back_to_one_text_at_a_time(linking_db, monkeypatch):
-    import kb.batch_units
+    import kb.mentions.units
 
-    assert kb.batch_units.UnitTable.build(["ab", "ba", "Straße", "\U0001f600"]) is not None
-    monkeypatch.setattr(kb.batch_units, "_BASES", (1, 1))  # a hash that is the sum of the characters
-    assert kb.batch_units.UnitTable.build(["ab", "ba"]) is None
+    assert kb.mentions.units.UnitTable.build(["ab", "ba", "Straße", "\U0001f600"]) is not None
+    monkeypatch.setattr(kb.mentions.units, "_BASES", (1, 1))  # a hash that is the sum of the characters
+    assert kb.mentions.units.UnitTable.build(["ab", "ba"]) is None
     fresh = MentionIndex.build(linking_db, languages=["en"])
     texts = ["Paris and New York", "York, York", "kroy wen"]
     assert fresh.detect_batch(texts, "en") == [fresh.detect(t, "en") for t in texts]
@@ -275,7 +275,7 @@ def _random_text(rng, lang, n):
 def test_chunked_detection_equals_whole_text_detection(index, monkeypatch, lang):
     text = _random_text(random.Random(7), lang, 3000)
     whole = index.detect(text, lang)
-    monkeypatch.setattr(kb.mentions, "CHUNK_CHARS", 97)  # many chunk borders, some inside mentions
+    monkeypatch.setattr(kb.mentions.index, "CHUNK_CHARS", 97)  # many chunk borders, some inside mentions
     chunked = index.detect(text, lang)
     assert chunked == whole and len(whole) > 300
 
@@ -283,7 +283,7 @@ def test_chunked_detection_equals_whole_text_detection(index, monkeypatch, lang)
 def test_one_megabyte_text_is_processed_in_chunks(index):
     sentence = "From New York City to Paris and back to York. "
     text = sentence * (2**20 // len(sentence) + 1)
-    assert len(text) > 2**20 > kb.mentions.CHUNK_CHARS
+    assert len(text) > 2**20 > kb.mentions.index.CHUNK_CHARS
     found = index.detect(text, "en")
     n = text.count(sentence)
     assert len(found) == 3 * n
@@ -328,7 +328,7 @@ def test_save_load_round_trip_records_format_and_provenance(linking_db, index, t
     assert prov["builder"] == "kb.MentionIndex.build" and prov["source"]["source"] == "combined"
     assert prov["source"]["parts"][0]["database"] == str(linking_db.path)
     meta = dict(sqlite3.connect(path).execute("SELECT key, value FROM meta"))
-    assert meta["format"] == "mluke-mention-index" and meta["format_version"] == str(kb.mentions.FORMAT_VERSION)
+    assert meta["format"] == "mluke-mention-index" and meta["format_version"] == str(kb.mentions.index.FORMAT_VERSION)
     with pytest.raises(kb.OutputExistsError):
         index.save(path)
     assert pickle.loads(pickle.dumps(loaded)).detect(text, "ja") == index.detect(text, "ja")  # by path

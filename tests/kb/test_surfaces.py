@@ -2,7 +2,7 @@ import unicodedata
 
 import pytest
 
-from kb.surfaces import (
+from kb.mentions.surfaces import (
     WORD_START,
     fold,
     fold_aligned,
@@ -120,7 +120,7 @@ def test_ascii_fast_path_gives_the_same_tokens():
     import random
     import string
 
-    from kb.surfaces import _token_re, token_bounds
+    from kb.mentions.surfaces import _token_re, token_bounds
 
     rng = random.Random(3)
     alphabet = string.ascii_lowercase + string.digits + string.punctuation + " \t\n\x00\x7f"

@@ -3,7 +3,7 @@ import pytest
 from kb import TemplateError, parse_template
 from kb.errors import UnknownLanguageError
 from kb.languages import check_language, check_languages
-from kb.titles import normalize_title
+from kb.db.titles import normalize_title
 
 
 def test_valid_template_in_either_order():

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import kb
-import kb.decompress
-import kb.dump_build
-from kb.titles import normalize_title
-from kb.wikidata_dump import (
+import kb.sources.decompress
+import kb.sources.dumps
+from kb.db.titles import normalize_title
+from kb.sources.wikidata import (
     Rows,
     WikidataOptions,
     canonical_title,
@@ -88,9 +88,9 @@ def test_compressed_dumps_give_the_same_database(tmp_path, built, compression, e
     if external and shutil.which(tool) is None:
         pytest.skip(f"{tool} is not installed")
     if not external:
-        monkeypatch.setattr(kb.decompress, "external_tool", lambda c: None)
+        monkeypatch.setattr(kb.sources.decompress, "external_tool", lambda c: None)
     dump = write_wikidata(tmp_path / "dump.json.x", compression=compression)  # the name says nothing
-    with kb.decompress.DumpStream(dump) as s:
+    with kb.sources.decompress.DumpStream(dump) as s:
         assert s.how == (tool if external else f"python {compression}")
     _build(tmp_path, dump, workers=2)
     # the same rows; only the input's name and size (in meta and sources) differ
@@ -111,7 +111,7 @@ class Interrupt(Exception):
 @pytest.mark.parametrize("compression", ["none", "bz2"])
 def test_interrupted_wikidata_stage_continues_to_the_same_database(tmp_path, built, compression, monkeypatch):
     dump = write_wikidata(tmp_path / "latest-all.json", compression=compression)
-    real, calls = kb.dump_build.parse_chunk, {"n": 0}
+    real, calls = kb.sources.dumps.parse_chunk, {"n": 0}
 
     def flaky(block, opts):
         calls["n"] += 1
@@ -119,10 +119,10 @@ def test_interrupted_wikidata_stage_continues_to_the_same_database(tmp_path, bui
             raise Interrupt
         return real(block, opts)
 
-    monkeypatch.setattr(kb.dump_build, "parse_chunk", flaky)
+    monkeypatch.setattr(kb.sources.dumps, "parse_chunk", flaky)
     with pytest.raises(Interrupt):
         _build(tmp_path, dump, chunk_bytes=1500)
-    monkeypatch.setattr(kb.dump_build, "parse_chunk", real)
+    monkeypatch.setattr(kb.sources.dumps, "parse_chunk", real)
     report = _build(tmp_path, dump, chunk_bytes=1500)
     assert report.resumed == ["wikidata"]
     assert report.wikidata["malformed_examples"][0][0] == 7 and report.wikidata["items"] == 7
@@ -135,13 +135,13 @@ def test_plain_dump_ranges_tile_the_file_at_line_ends(tmp_path):
     path.write_bytes(b"\n".join(lines))  # no final line end
     data = path.read_bytes()
     for start, size in [(0, 10), (0, 1 << 20), (2, 7), (15, 100_000)]:
-        ranges = [r for _, r in kb.decompress.iter_ranges(path, start, size)]
+        ranges = [r for _, r in kb.sources.decompress.iter_ranges(path, start, size)]
         assert ranges[0].start == start and ranges[-1].end == len(data)
         assert all(a.end == b.start for a, b in zip(ranges, ranges[1:]))
         assert all(data[r.end - 1:r.end] == b"\n" for r in ranges[:-1])  # whole lines only
         assert b"".join(r.read() for r in ranges) == data[start:]
         assert all(len(r) - size <= 200_020 for r in ranges)  # at most one line past the size
-    assert [len(r.read().split(b"\n")) for _, r in kb.decompress.iter_ranges(path, 0, 10)] == [3, 2, 2]
+    assert [len(r.read().split(b"\n")) for _, r in kb.sources.decompress.iter_ranges(path, 0, 10)] == [3, 2, 2]
 
 
 def test_truncated_bz2_is_fatal_and_leaves_no_database(tmp_path):

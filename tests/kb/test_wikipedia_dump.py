@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 import kb
-import kb.wikipedia_dump
-from kb.wikitext import LinkRules, parse_wikitext
+import kb.sources.wikipedia
+from kb.sources.wikitext import LinkRules, parse_wikitext
 from mluke.cli import app
 from tests.kb.dump_fixtures import NAMESPACES, db_rows, write_wikidata, write_wikipedia
 
@@ -174,7 +174,7 @@ def test_an_interrupted_build_continues_and_gives_the_same_database(tmp_path, mo
         _build(run, chunk_bytes=2000, on_stage=stop_after)
     assert not (run / "kb.sqlite").exists() and (run / "kb.sqlite.build").is_dir()
     # 2. stop in the middle of reading the English dump (after two committed chunks)
-    real = kb.wikipedia_dump.read_pages
+    real = kb.sources.wikipedia.read_pages
     calls = {"n": 0}
     def flaky(block, lang, namespaces):
         if lang == "en":
@@ -182,20 +182,20 @@ def test_an_interrupted_build_continues_and_gives_the_same_database(tmp_path, mo
             if calls["n"] == 3:
                 raise Interrupt
         return real(block, lang, namespaces)
-    monkeypatch.setattr(kb.wikipedia_dump, "read_pages", flaky)
+    monkeypatch.setattr(kb.sources.wikipedia, "read_pages", flaky)
     with pytest.raises(Interrupt):
         _build(run, chunk_bytes=2000)
-    monkeypatch.setattr(kb.wikipedia_dump, "read_pages", real)
+    monkeypatch.setattr(kb.sources.wikipedia, "read_pages", real)
     # 3. stop in the middle of counting the Japanese pages
-    real_count = kb.wikipedia_dump.count_pages
+    real_count = kb.sources.wikipedia.count_pages
     def flaky_count(*args):
         if args[4] == "ja":  # the language argument
             raise Interrupt
         return real_count(*args)
-    monkeypatch.setattr(kb.wikipedia_dump, "count_pages", flaky_count)
+    monkeypatch.setattr(kb.sources.wikipedia, "count_pages", flaky_count)
     with pytest.raises(Interrupt):
         _build(run, chunk_bytes=2000)
-    monkeypatch.setattr(kb.wikipedia_dump, "count_pages", real_count)
+    monkeypatch.setattr(kb.sources.wikipedia, "count_pages", real_count)
     # 4. finish
     report = _build(run, chunk_bytes=2000)
     assert "wikidata" in report.resumed and "arwiki" in report.resumed and "enwiki" in report.resumed

@@ -314,7 +314,7 @@ def test_corpus_from_a_dump_builds_page_texts(pt_tokenizer, embedded_db, tmp_pat
 
     from typer.testing import CliRunner
 
-    from kb.corpus import write_manifest
+    from kb.sources.corpus import write_manifest
     from mluke.cli import app
     from mluke.pretraining.corpus import documents_from_wiki_corpus
 

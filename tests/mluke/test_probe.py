@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import mluke
-from kb.templates import parse_template
+from kb.db.templates import parse_template
 from mluke.cloze import probe
 
 

@@ -1,11 +1,11 @@
 """Reading a Wikipedia ``pages-articles(-multistream).xml[.bz2]`` dump, one language at a time.
 
 Three resumable steps per language, each committing after every chunk of input
-into the language's staging database (see :mod:`kb.staging`):
+into the language's staging database (see :mod:`kb.sources.staging`):
 
 1. **read** (parallel): the main process cuts the decompressed XML into chunks
    of whole ``<page>`` elements; workers parse them (``xml.etree`` per page,
-   then :func:`kb.wikitext.parse_wikitext` for namespace-0 articles) and return
+   then :func:`kb.sources.wikitext.parse_wikitext` for namespace-0 articles) and return
    page titles, redirects, per-chunk counts of ``(anchor, target title)`` and a
    gzip member of the articles' text with link spans. Namespace names come from
    the dump's own ``<siteinfo>``.
@@ -40,13 +40,13 @@ from typing import Any
 
 import orjson
 
-from kb.decompress import DumpStream, iter_blocks
+from kb.db.titles import normalize_title
 from kb.errors import InputFormatError
-from kb.parallel import ordered_map
-from kb.staging import Stage, append_rows
-from kb.titles import normalize_title
-from kb.wikidata_dump import staged
-from kb.wikitext import NO_SPACE_LANGUAGES, LinkRules, parse_wikitext
+from kb.sources.decompress import DumpStream, iter_blocks
+from kb.sources.parallel import ordered_map
+from kb.sources.staging import Stage, append_rows
+from kb.sources.wikidata import staged
+from kb.sources.wikitext import NO_SPACE_LANGUAGES, LinkRules, parse_wikitext
 
 MAX_REDIRECT_HOPS = 16
 #: Default bound on the anchor surfaces scanned for in one pass over the text.

@@ -1,14 +1,14 @@
 """``build_from_dumps``: an entity database (and page-text corpus) from the real dumps.
 
 Inputs: the Wikidata JSON dump and any number of Wikipedia XML dumps (one per
-language). Stages, each resumable and committed per chunk (:mod:`kb.staging`):
+language). Stages, each resumable and committed per chunk (:mod:`kb.sources.staging`):
 
 1. the Wikidata dump -> sitelinks, labels, aliases, item-valued claims of the
-   chosen properties, property labels (:mod:`kb.wikidata_dump`), parsed in
+   chosen properties, property labels (:mod:`kb.sources.wikidata`), parsed in
    parallel while ``lbzip2``/``pigz`` decompress (a plain dump is read by the
    workers); each chunk's rows are staged as JSON arrays, unpacked by SQLite
    only where they are read;
-2. per Wikipedia dump: read, resolve, count (:mod:`kb.wikipedia_dump`);
+2. per Wikipedia dump: read, resolve, count (:mod:`kb.sources.wikipedia`);
 3. assembly: the staged rows are written in key order into a new database
    (``<output>.partial-<pid>``, renamed when complete; secondary indexes are built
    after loading), the corpus folder is moved into place, the work folder removed.
@@ -29,31 +29,38 @@ from typing import Any
 
 from tqdm import tqdm
 
-from kb import schema
-from kb.corpus import write_manifest
-from kb.decompress import (
+from kb.db import schema
+from kb.db.schema import check_pid
+from kb.db.sqlite import atomic_build, attach
+from kb.db.writer import EntityDBWriter
+from kb.errors import InputFormatError, UnknownLanguageError
+from kb.files import check_output, remove
+from kb.languages import MLUKE_LANGUAGES, check_languages
+from kb.sources.corpus import write_manifest
+from kb.sources.decompress import (
     DumpStream,
     FileRange,
     detect_compression,
     iter_blocks,
     iter_ranges,
 )
-from kb.embedded import load_relations
-from kb.errors import InputFormatError, UnknownLanguageError
-from kb.files import check_output, remove
-from kb.languages import MLUKE_LANGUAGES, check_languages
-from kb.parallel import default_workers, ordered_map
-from kb.schema import check_pid
-from kb.staging import Stage, WorkDir, append_rows, connect_staging, file_identity
-from kb.store import atomic_build, attach
-from kb.wikidata_dump import (
+from kb.sources.parallel import default_workers, ordered_map
+from kb.sources.relation_table import write_relations
+from kb.sources.staging import (
+    Stage,
+    WorkDir,
+    append_rows,
+    connect_staging,
+    file_identity,
+)
+from kb.sources.wikidata import (
     MLAMA_PROPERTIES,
     WIKIDATA_SCHEMA,
     WikidataOptions,
     parse_chunk,
     staged,
 )
-from kb.wikipedia_dump import (
+from kb.sources.wikipedia import (
     DEFAULT_MAX_SURFACES,
     STAGING_SCHEMA,
     SiteInfo,
@@ -62,7 +69,6 @@ from kb.wikipedia_dump import (
     read_siteinfo,
     resolve,
 )
-from kb.writer import EntityDBWriter
 
 #: Bumped when staged data changes meaning, so an old work folder is not resumed.
 BUILDER_VERSION = 4
@@ -166,7 +172,7 @@ def build_from_dumps(
       (default: the mLAMA relations);
     - ``all_items``: also keep items without a Wikipedia article in those languages;
     - ``corpus``: where to write the page-text corpus (default: ``<output stem>.corpus``
-      next to the output; see :mod:`kb.corpus`), unless ``keep_corpus`` is false;
+      next to the output; see :mod:`kb.sources.corpus`), unless ``keep_corpus`` is false;
     - ``workers``: parsing processes (default: all CPUs);
     - an interrupted build continues when re-run with the same inputs and options
       (``restart=True`` starts over); ``on_stage(name)`` is called after each stage.
@@ -324,15 +330,7 @@ def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: W
     q(f"INSERT OR IGNORE INTO properties SELECT pid, datatype FROM {staged('properties')} ORDER BY pid, seq")
     q(f"INSERT OR IGNORE INTO property_labels SELECT pid, lang, label FROM {staged('property_labels')} "
       "ORDER BY pid, lang, seq")
-    relations = load_relations()
-    for pid in opts.properties:
-        rel = relations.get(pid, {})
-        q("INSERT OR IGNORE INTO properties(pid, datatype) VALUES (?, NULL)", (pid,))
-        for lang in opts.languages:
-            if lang in rel.get("labels", {}):
-                q("INSERT OR IGNORE INTO property_labels VALUES (?, ?, ?)", (pid, lang, rel["labels"][lang]))
-            if lang in rel.get("templates", {}):
-                writer.add_template(pid, lang, rel["templates"][lang])
+    write_relations(writer, opts.properties, opts.languages)
     attach(conn, None, "wd")
     wd = {k: v for k, v in report.wikidata.items() if k != "malformed_examples"}
     inputs = work.params["inputs"]

@@ -3,7 +3,7 @@
 For texts whose folded form has the same offsets as the original and holds only
 BMP characters and no Hangul (every ASCII text, and most text in Latin,
 Cyrillic, Greek, Arabic, Indic, Han, kana or Thai script), the whole batch is cut
-into units exactly as :func:`kb.surfaces.token_bounds` cuts one text, and every
+into units exactly as :func:`kb.mentions.surfaces.token_bounds` cuts one text, and every
 unit fingerprinted, in a few numpy passes over the code points; the units are
 then looked up in the fingerprints of the index's units: no Python object is
 made per unit, which is what the per-text path spends most of its time on.
@@ -24,7 +24,7 @@ from functools import cache
 
 import numpy as np
 
-from kb.surfaces import _class_re, token_bounds
+from kb.mentions.surfaces import _class_re, token_bounds
 
 _BASES = (0x100000001B3, 0x9E3779B97F4A7C15)  # odd, so invertible modulo 2**64
 _MIX = 0xD6E8FEB86659FD93  # odd multiplier that spreads a hash over the top bits

@@ -9,7 +9,7 @@ Layout (``kb.corpus/`` next to ``kb.sqlite`` by default)::
 Each line: ``{"id": 12, "title": "Tokyo", "entity": "Q1490", "text": "...",
 "links": [[start, end, "Q17", "Japan"], ...]}``: the page id and title, the
 page's entity (``null`` without a Wikidata sitelink), the plain text
-(:func:`kb.wikitext.parse_wikitext`) and its article links: ``text[start:end]``
+(:func:`kb.sources.wikitext.parse_wikitext`) and its article links: ``text[start:end]``
 is the anchor, then the target's entity key (``null`` if it resolves to no
 entity) and the target title after redirects (``null`` if it is a redirect loop
 or dangles). Offsets are Python string indices (code points). Parts are gzip

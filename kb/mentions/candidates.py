@@ -19,13 +19,13 @@ the batch version comes for free), and one implementation per source:
   prior next to linked ones, and get it all when the surface has no links).
 
 Sources that can list every surface they know (:class:`SurfaceSource`) can be
-compiled into a :class:`kb.mentions.MentionIndex`, which answers the same
+compiled into a :class:`kb.mentions.index.MentionIndex`, which answers the same
 questions for any spelling and finds mentions in text. Priors follow KnowBert
 (Peters et al., 2019): at most :data:`MAX_CANDIDATES` (30) candidates per
 surface, best first; the NIL choice is the caller's (see
-:attr:`kb.mentions.Mention.nil_prior`).
+:attr:`kb.mentions.index.Mention.nil_prior`).
 
-Surfaces are compared by :func:`kb.surfaces.surface_key`. The SQLite sources
+Surfaces are compared by :func:`kb.mentions.surfaces.surface_key`. The SQLite sources
 look a surface up under its common spellings (as given, lower case, upper case,
 capitalised, title case); the compiled index covers every spelling.
 """
@@ -42,15 +42,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kb import schema
+from kb.db import schema
+from kb.db.sqlite import chunked, open_readonly
+from kb.db.titles import normalize_title
 from kb.errors import OptionError
 from kb.languages import check_language
-from kb.store import chunked, open_readonly
-from kb.surfaces import surface_key
-from kb.titles import normalize_title
+from kb.mentions.surfaces import surface_key
 
 if TYPE_CHECKING:
-    from kb.db import EntityDB
+    from kb.db.database import EntityDB
 
 #: Candidates kept per surface (KnowBert's candidate selector keeps 30).
 MAX_CANDIDATES = 30

@@ -31,9 +31,9 @@ import msgspec
 import orjson
 from msgspec.structs import astuple
 
-from kb.decompress import FileRange
+from kb.db.titles import normalize_title
 from kb.gcpause import gc_paused
-from kb.titles import normalize_title
+from kb.sources.decompress import FileRange
 
 #: The Wikidata properties of the mLAMA relations (T-REx and Google-RE with item values).
 MLAMA_PROPERTIES: tuple[str, ...] = (

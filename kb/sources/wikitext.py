@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote
 
-from kb.titles import normalize_title
+from kb.db.titles import normalize_title
 
 #: Canonical (English) namespace names MediaWiki accepts on every wiki, with their number.
 CANONICAL_NAMESPACES: dict[str, int] = {

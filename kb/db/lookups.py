@@ -6,7 +6,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kb.db import EntityDB
+from kb.db.database import EntityDB
 from kb.errors import Option, OptionError
 
 
@@ -41,7 +41,9 @@ def lookup(db: EntityDB | str | os.PathLike[str] | None, query: str | None = Non
     if (query is None) == (key is None):
         raise OptionError("give either {query} (with {lang}) or {key}, not both and not neither", options={
             "query": Option("a name as query=", "a QUERY"), "lang": Option("lang=", "--lang"), "key": Option("key=", "--key")})
-    from kb.building import open_db
+    from kb.sources.embedded import (
+        open_db,  # the default kb is built from sources: imported when called
+    )
 
     opened = open_db(db)
     try:

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kb import schema
+from kb.db import schema
+from kb.db.sqlite import SqliteStore, atomic_build, chunked
+from kb.db.templates import Template, parse_template
+from kb.db.titles import normalize_title
+from kb.db.writer import EntityDBWriter
 from kb.errors import NotFoundError
 from kb.languages import check_language
-from kb.store import SqliteStore, atomic_build, chunked
-from kb.templates import Template, parse_template
-from kb.titles import normalize_title
-from kb.writer import EntityDBWriter
 
 MAX_REDIRECT_HOPS = 16
 

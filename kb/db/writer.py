@@ -7,16 +7,16 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kb.db.schema import check_key, check_pid
+from kb.db.templates import parse_template
+from kb.db.titles import normalize_title
 from kb.languages import check_language
-from kb.schema import check_key, check_pid
-from kb.templates import parse_template
-from kb.titles import normalize_title
 
 
 class EntityDBWriter:
     """Adds rows to a database under construction (one open transaction).
 
-    Titles are normalised (:func:`kb.titles.normalize_title`); templates are
+    Titles are normalised (:func:`kb.db.titles.normalize_title`); templates are
     validated; keys and property ids are checked. Counts (anchors, surfaces,
     entity links) add up when the same row is written twice.
     """
@@ -63,14 +63,16 @@ class EntityDBWriter:
             [(lang, a, key) for a in aliases],
         )
 
-    def add_property(self, pid: str, *, datatype: str | None = None, labels: Mapping[str, str] | None = None) -> None:
+    def add_property(self, pid: str, *, datatype: str | None = None, labels: Mapping[str, str] | None = None,
+                     replace_labels: bool = True) -> None:
+        """Add a property (keeping a known datatype) with labels, replacing existing ones unless not ``replace_labels``."""
         self._conn.execute(
             "INSERT INTO properties(pid, datatype) VALUES (?, ?) "
             "ON CONFLICT(pid) DO UPDATE SET datatype = coalesce(excluded.datatype, datatype)",
             (check_pid(pid), datatype),
         )
         self._conn.executemany(
-            "INSERT OR REPLACE INTO property_labels(pid, lang, label) VALUES (?, ?, ?)",
+            f"INSERT OR {'REPLACE' if replace_labels else 'IGNORE'} INTO property_labels(pid, lang, label) VALUES (?, ?, ?)",
             [(pid, lang, label) for lang, label in (labels or {}).items()],
         )
 

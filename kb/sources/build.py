@@ -38,10 +38,14 @@ def build(output: str | os.PathLike[str] | None = None, *, embedded: bool = Fals
     cache file the library uses, which is refreshed) or one from the Wikidata dump and Wikipedia dumps
     (``wikidata=``; see :func:`kb.build_from_dumps` for the options). Returns a report with ``summary()``.
     """
-    from kb.dump_build import build_from_dumps
-    from kb.embedded import DEFAULT_MIN_CITY_POPULATION, build_embedded, embedded_path
     from kb.languages import MLUKE_LANGUAGES
-    from kb.wikidata_dump import MLAMA_PROPERTIES
+    from kb.sources.dumps import build_from_dumps
+    from kb.sources.embedded import (
+        DEFAULT_MIN_CITY_POPULATION,
+        build_embedded,
+        embedded_path,
+    )
+    from kb.sources.wikidata import MLAMA_PROPERTIES
 
     wikipedia = list(wikipedia)
     langs = tuple(languages) if languages else MLUKE_LANGUAGES
@@ -64,21 +68,7 @@ def build(output: str | os.PathLike[str] | None = None, *, embedded: bool = Fals
     path = Path(output) if output is not None else embedded_path()
     build_embedded(path, overwrite=overwrite or output is None, languages=langs,  # the cache file is ours to refresh
                    min_city_population=DEFAULT_MIN_CITY_POPULATION if min_city_population is None else min_city_population)
-    from kb.db import EntityDB
+    from kb.db.database import EntityDB
 
     with EntityDB(path) as db:
         return EmbeddedReport(path, len(db), db.stats["facts"], len(db.languages))
-
-
-def open_db(db: Any = None) -> Any:
-    """The given entity database, or the default one: ``None`` or ``"embedded"`` (when no file of that name
-    exists) is the embedded kb (built into the cache on first use); an :class:`kb.EntityDB` is used as
-    it is; a path is opened. Every call that takes ``kb=`` or ``db=`` goes through this."""
-    from kb.db import EntityDB
-    from kb.embedded import default_db
-
-    if isinstance(db, EntityDB):
-        return db
-    if db is None or (str(db) == "embedded" and not Path(db).exists()):
-        return default_db()
-    return EntityDB(db)

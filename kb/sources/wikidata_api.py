@@ -3,7 +3,7 @@
 :func:`add_entities` fetches items (and properties) with the ``wikidata`` client
 package (optional extra ``mluke[wikidata]``), which reads
 ``<base_url>/wiki/Special:EntityData/<id>.json``, extracts them with the same
-code as the dump builder (:func:`kb.wikidata_dump.extract`) for the database's
+code as the dump builder (:func:`kb.sources.wikidata.extract`) for the database's
 languages and properties, and replaces what the database held about them, in
 one transaction: every entity is fetched before anything is written, so a
 network error or an unknown id leaves the database unchanged.
@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kb.db import EntityDB
+from kb.db.database import EntityDB
+from kb.db.writer import EntityDBWriter, compute_stats
 from kb.errors import MlukeError, NotFoundError
-from kb.wikidata_dump import (
+from kb.sources.wikidata import (
     MLAMA_PROPERTIES,
     Rows,
     WikidataOptions,
     convert_entity,
     extract,
 )
-from kb.writer import EntityDBWriter, compute_stats
 
 WIKIDATA_URL = "https://www.wikidata.org/"
 _ID_RE = re.compile(r"^[QP][1-9][0-9]*$")

@@ -7,9 +7,9 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from kb.db import EntityDB
+from kb.db.database import EntityDB
+from kb.db.templates import Template, parse_template
 from kb.errors import MlukeError, NotFoundError, option
-from kb.templates import Template, parse_template
 
 _PID_RE = re.compile(r"^P[1-9][0-9]*$")
 #: Below this similarity to the relation's own templates, a template given with an explicit

