@@ -22,7 +22,8 @@ mention index), :mod:`kb.sources` (the embedded world, dump readers, building); 
 from typing import Any
 
 from kb import errors
-from kb.db import EntityDB, lookup, parse_template
+from kb.db import EntityDB, parse_template
+from kb.entities import lookup
 from kb.errors import MlukeError
 from kb.languages import MLUKE_LANGUAGES
 from kb.mentions import MentionIndex

@@ -1,5 +1,8 @@
 """``EntityVocab``: the multilingual entity vocabulary of an mLUKE model.
 
+One cohesive class (about 480 lines): building, importing, exporting and looking up the
+same SQLite file.
+
 Ids are what the model's entity embedding rows are indexed by. One id stands
 for one entity under all its titles (``("en", "Tokyo")`` and ``("ja", "東京")``
 share an id). The vocabulary is an SQLite file: opening it is instant and a

@@ -41,7 +41,7 @@ from kb.vocab import EntityVocab
 from mluke.pretraining.config import StageConfig, TrainConfig
 from mluke.pretraining.corpus import Document
 
-DEMO_VERSION = 3
+DEMO_VERSION = 4
 DEMO_RELATIONS = ("P30", "P36", "P1376", "P37", "P38", "P47", "P17")
 DEMO_KINDS = ("country", "continent", "language", "currency")
 

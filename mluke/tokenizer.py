@@ -1,6 +1,9 @@
 """``MlukeTokenizer``: words through the fast XLM-R tokenizer, entities through the
 :class:`kb.EntityVocab`, in the input format of mLUKE.
 
+One cohesive class (a little over 400 lines): words, entities and the three fine-tuning
+formats share the span cutting and the batching.
+
 Entities are given as character spans. The text is cut at every span boundary
 (whitespace before a boundary goes with the following piece) and each segment is
 tokenized on its own, as the original mLUKE tokenizer and pretraining corpus do,

@@ -9,22 +9,15 @@ command of the same name does.
 - :func:`language_bias` — top false-positive prediction and its share (paper, Table 6);
 - :func:`eval_demo` — the demo model on held-out vs training (fact, language) pairs and its
   ambiguous-city linking set (:class:`DemoReport`);
-- :func:`eval_link` / :func:`read_mewsli` / :func:`evaluate_linking` — Mewsli-9 folders (:class:`LinkingSet`
+- :func:`eval_link` / :func:`evaluate_linking` / :func:`read_mewsli` (:mod:`probes.mewsli`) — Mewsli-9 folders (:class:`LinkingSet`
   of :class:`LinkDoc` with :class:`GoldMention`), in-KB / ambiguous accuracy and end-to-end P/R/F1 per
   language and method (:class:`LinkingReport`).
 """
 
 from probes.bias import language_bias
 from probes.demo_eval import DemoReport, eval_demo
-from probes.linking_eval import (
-           GoldMention,
-           LinkDoc,
-           LinkingReport,
-           LinkingSet,
-           eval_link,
-           evaluate_linking,
-           read_mewsli,
-)
+from probes.linking_eval import LinkingReport, eval_link, evaluate_linking
+from probes.mewsli import GoldMention, LinkDoc, LinkingSet, read_mewsli
 from probes.mlama import MlamaReport, eval_mlama, read_mlama
 
 __all__ = ["DemoReport", "GoldMention", "LinkDoc", "LinkingReport", "LinkingSet", "MlamaReport", "eval_demo",

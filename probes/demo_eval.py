@@ -144,7 +144,7 @@ def eval_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = None
 
 def demo_linking_docs(model_dir: str | Path) -> list[Any]:
     """The demo's linking test set as :class:`probes.linking_eval.LinkDoc` objects (gold: city and country)."""
-    from probes.linking_eval import GoldMention, LinkDoc
+    from probes.mewsli import GoldMention, LinkDoc
 
     info = json.loads((Path(model_dir) / "demo.json").read_text(encoding="utf-8"))
     return [LinkDoc(f"demo-{i}", item["lang"], item["text"],

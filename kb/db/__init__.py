@@ -6,16 +6,14 @@ inventory keyed by Wikidata QIDs (or source-prefixed keys).
 - ``schema``: the tables and key checks; ``sqlite``: the SQLite plumbing shared with the other
   mluke files (read-only opening with format checks, atomic builds);
 - ``titles``: MediaWiki title normalisation; ``templates``: cloze templates with [X] and [Y];
-- ``relations``: which relation a user's template expresses (:func:`match_relation`);
-- ``lookups``: what a name refers to, or an entity described (:func:`lookup`).
+- ``relations``: which relation a user's template expresses (:func:`match_relation`).
 """
 
 from kb.db.database import Entity, EntityDB, Fact, Match
-from kb.db.lookups import EntityDescription, lookup
 from kb.db.relations import RelationMatch, match_relation
 from kb.db.sqlite import chunked
 from kb.db.templates import Template, parse_template
 from kb.db.writer import EntityDBWriter
 
-__all__ = ["Entity", "EntityDB", "EntityDBWriter", "EntityDescription", "Fact", "Match", "RelationMatch", "Template",
-           "chunked", "lookup", "match_relation", "parse_template"]
+__all__ = ["Entity", "EntityDB", "EntityDBWriter", "Fact", "Match", "RelationMatch", "Template", "chunked",
+           "match_relation", "parse_template"]

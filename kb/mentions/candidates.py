@@ -1,5 +1,8 @@
 """Candidate generation: which entities a surface form may refer to, with a prior p(e|m).
 
+The module is a little over 400 lines because the three sources share one ranking and one
+merge-by-key pass; they read best side by side.
+
 One small interface, :class:`CandidateGenerator` (implement :meth:`~CandidateGenerator.candidates`;
 the batch version comes for free), and one implementation per source:
 

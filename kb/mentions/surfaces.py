@@ -115,7 +115,7 @@ def _token_re() -> re.Pattern[str]:
     )
 
 
-def _class_re(*names: str) -> re.Pattern[str]:
+def class_re(*names: str) -> re.Pattern[str]:
     c = _classes()
     bmp = "".join(c[n][0] for n in names)
     supp = "".join(c[n][1] for n in names)
@@ -125,17 +125,17 @@ def _class_re(*names: str) -> re.Pattern[str]:
 @functools.cache
 def _word_start_re() -> re.Pattern[str]:
     """A token that is a word (joined to a neighbouring word by a space in keys)."""
-    return _class_re("word", "hangul")
+    return class_re("word", "hangul")
 
 
 @functools.cache
 def _hangul_re() -> re.Pattern[str]:
-    return _class_re("hangul")
+    return class_re("hangul")
 
 
 @functools.cache
 def _attach_re() -> re.Pattern[str]:
-    return _class_re("attach")
+    return class_re("attach")
 
 
 # -- folding with offsets ---------------------------------------------------------------------------

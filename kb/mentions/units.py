@@ -24,7 +24,7 @@ from functools import cache
 
 import numpy as np
 
-from kb.mentions.surfaces import _class_re, token_bounds
+from kb.mentions.surfaces import class_re, token_bounds
 
 _BASES = (0x100000001B3, 0x9E3779B97F4A7C15)  # odd, so invertible modulo 2**64
 _MIX = 0xD6E8FEB86659FD93  # odd multiplier that spreads a hash over the top bits
@@ -44,8 +44,8 @@ def bmp_classes() -> np.ndarray:
     """Class of each BMP character for other folded text, from the tokenizer's own character classes."""
     bmp = "".join(map(chr, range(0x10000)))
     out = np.full(0x10000, OTHER, np.uint8)
-    for pattern, cls in ((re.compile(r"\s"), SPACE), (_class_re("word"), WORD), (_class_re("unspaced"), UNSPACED),
-                         (_class_re("hangul"), HANGUL), (_class_re("mark"), MARK)):
+    for pattern, cls in ((re.compile(r"\s"), SPACE), (class_re("word"), WORD), (class_re("unspaced"), UNSPACED),
+                         (class_re("hangul"), HANGUL), (class_re("mark"), MARK)):
         out[[m.start() for m in pattern.finditer(bmp)]] = cls
     return out
 

@@ -140,11 +140,6 @@ def _layout(languages: tuple[str, ...], properties: tuple[str, ...]) -> _Layout:
 _ENTITY_ID_DECODER = msgspec.json.Decoder(_EntityId)
 
 
-def decode_entity(line: bytes, opts: WikidataOptions) -> WikidataEntity:
-    """Decode one entity's JSON (a dump line without its trailing comma)."""
-    return opts.layout.decoder.decode(line)
-
-
 def convert_entity(data: dict[str, Any], opts: WikidataOptions) -> WikidataEntity:
     """The same from already-parsed JSON (an API response): re-encoded, so that both take one path."""
     return opts.layout.decoder.decode(msgspec.json.encode(data))

@@ -1,5 +1,8 @@
 """Reading a Wikipedia ``pages-articles(-multistream).xml[.bz2]`` dump, one language at a time.
 
+The three steps share the staging tables and the chunked, resumable loop, so they stay in one
+module (about 440 lines).
+
 Three resumable steps per language, each committing after every chunk of input
 into the language's staging database (see :mod:`kb.sources.staging`):
 

@@ -4,7 +4,15 @@ import pytest
 
 import kb
 from kb.errors import flag
-from kb.files import atomic_path, check_output, read_lines, split_list, write_csv, write_json, write_jsonl
+from kb.files import (
+    atomic_path,
+    check_output,
+    read_lines,
+    split_list,
+    write_csv,
+    write_json,
+    write_jsonl,
+)
 
 
 def test_outputs_create_folders_and_never_replace_silently(tmp_path):

@@ -11,7 +11,14 @@ from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
 import kb
 import mluke
-from mluke.pretraining import Corpus, Document, TrainConfig, Trainer, build_corpus, init_from_xlmr
+from mluke.pretraining import (
+    Corpus,
+    Document,
+    TrainConfig,
+    Trainer,
+    build_corpus,
+    init_from_xlmr,
+)
 from mluke.pretraining.batching import Vocabulary, collate, mask_example
 from mluke.pretraining.config import MaskingConfig, StageConfig
 from mluke.pretraining.corpus import Sequence

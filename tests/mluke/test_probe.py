@@ -256,9 +256,10 @@ def test_cli_probe_outputs_titles_and_flags(tiny_demo, embedded_db_path, tmp_pat
 
 
 def test_first_demo_training_says_so_and_hides_transformers_bars(tmp_path, embedded_db, capsys, monkeypatch):
-    import mluke.demo
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
     from transformers.utils import logging as hf_logging
+
+    import mluke.demo
 
     class Stop(Exception):
         pass

@@ -1,9 +1,9 @@
 import pytest
 
 from kb import TemplateError, parse_template
+from kb.db.titles import normalize_title
 from kb.errors import UnknownLanguageError
 from kb.languages import check_language, check_languages
-from kb.db.titles import normalize_title
 
 
 def test_valid_template_in_either_order():

@@ -10,7 +10,7 @@ import kb.mentions.index
 from kb.mentions.candidates import NameCandidates, default_source
 from kb.mentions.index import Mention, MentionIndex
 from kb.mentions.surfaces import surface_key
-from tests.kb.linking_fixtures import write_linking_db
+from tests.kb.mentions.linking_fixtures import write_linking_db
 
 
 @pytest.fixture(scope="module")
@@ -171,8 +171,8 @@ def test_ascii_batches_equal_one_by_one(index, monkeypatch):
 def _cut_like_the_tokenizer(texts, classes):
     import numpy as np
 
-    from kb.mentions.units import cut
     from kb.mentions.surfaces import token_bounds
+    from kb.mentions.units import cut
 
     for text in texts:
         starts, ends = cut(np.frombuffer(text.encode("utf-32-le", "surrogatepass"), np.uint32), classes)
@@ -182,8 +182,8 @@ def _cut_like_the_tokenizer(texts, classes):
 
 
 def test_units_are_cut_like_the_tokenizer():
-    from kb.mentions.units import ascii_classes, bmp_classes
     from kb.mentions.surfaces import has_hangul
+    from kb.mentions.units import ascii_classes, bmp_classes
 
     rng = random.Random(5)
     _cut_like_the_tokenizer(["".join(chr(rng.randrange(128)) for _ in range(rng.randrange(0, 60))).lower()

@@ -17,7 +17,7 @@ from kb.mentions.candidates import (
     title_base,
 )
 from kb.mentions.surfaces import surface_key
-from tests.kb.linking_fixtures import write_linking_db
+from tests.kb.mentions.linking_fixtures import write_linking_db
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,12 @@ import kb
 import kb.sources.wikipedia
 from kb.sources.wikitext import LinkRules, parse_wikitext
 from mluke.cli import app
-from tests.kb.dump_fixtures import NAMESPACES, db_rows, write_wikidata, write_wikipedia
+from tests.kb.sources.dump_fixtures import (
+    NAMESPACES,
+    db_rows,
+    write_wikidata,
+    write_wikipedia,
+)
 
 LANGS = ("ar", "en", "fr", "ja")
 EN = LinkRules("en", {v: k for k, v in NAMESPACES["en"].items()})

@@ -19,7 +19,7 @@ from kb.sources.wikidata import (
     convert_entity,
     extract,
 )
-from tests.kb.dump_fixtures import (
+from tests.kb.sources.dump_fixtures import (
     db_rows,
     wikidata_entities,
     wikidata_lines,

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import kb
 from mluke.cli import app
-from tests.kb.dump_fixtures import db_rows, write_wikidata
+from tests.kb.sources.dump_fixtures import db_rows, write_wikidata
 
 pytest.importorskip("wikidata")
 

@@ -1,4 +1,5 @@
-"""``kb.lookup``: what a name refers to, or everything about one entity (what ``mluke kb lookup`` prints)."""
+"""``kb.lookup``: what a name refers to, or everything about one entity (what ``mluke kb lookup`` prints),
+in any database :func:`kb.open_db` opens (so it sits above :mod:`kb.db` and :mod:`kb.sources`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from kb.db.database import EntityDB
 from kb.errors import Option, OptionError
+from kb.sources.embedded import open_db
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,6 @@ def lookup(db: EntityDB | str | os.PathLike[str] | None, query: str | None = Non
     if (query is None) == (key is None):
         raise OptionError("give either {query} (with {lang}) or {key}, not both and not neither", options={
             "query": Option("a name as query=", "a QUERY"), "lang": Option("lang=", "--lang"), "key": Option("key=", "--key")})
-    from kb.sources.embedded import (
-        open_db,  # the default kb is built from sources: imported when called
-    )
-
     opened = open_db(db)
     try:
         return _describe(opened, query, lang, key)
