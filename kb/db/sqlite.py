@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kb.errors import InputFormatError, SchemaVersionError
-from kb.files import check_output
+from kb.files import check_output, temporary_name
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -77,12 +77,6 @@ def _tune_for_bulk_writes(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA temp_store = MEMORY")
 
 
-def partial_path(path: Path) -> Path:
-    """Where a build of ``path`` writes before it is complete (one name per process,
-    so two processes building the same file do not write into each other)."""
-    return path.with_name(f"{path.name}.partial-{os.getpid()}")
-
-
 @contextlib.contextmanager
 def atomic_build(
     path: str | os.PathLike[str], *, fmt: str, version: int, schema: str,
@@ -96,7 +90,7 @@ def atomic_build(
     existing ``path`` is never replaced unless ``overwrite`` is true.
     """
     path = check_output(path, overwrite=overwrite)
-    tmp = partial_path(path)
+    tmp = temporary_name(path)  # one name per process: two builds of one file never share it
     tmp.unlink(missing_ok=True)
     conn = sqlite3.connect(tmp, isolation_level=None)
     try:

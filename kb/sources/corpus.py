@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from kb.errors import InputFormatError
+from kb.files import atomic_text
 
 FORMAT = "mluke-wiki-corpus"
 FORMAT_VERSION = 1
@@ -63,9 +64,8 @@ class CorpusPage:
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     """Write ``manifest.json`` (atomically) with the format and version added."""
     data = {"format": FORMAT, "format_version": FORMAT_VERSION, **manifest}
-    tmp = folder / "manifest.json.tmp"
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, folder / "manifest.json")
+    with atomic_text(folder / "manifest.json", overwrite=True) as f:
+        f.write(json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
 
 
 class WikiCorpus:

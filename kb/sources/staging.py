@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import InputFormatError, flag
+from kb.files import atomic_text
 
 _STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS state(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -162,9 +162,8 @@ class WorkDir:
             return None
 
     def _write_json(self, name: str, data: Any) -> None:
-        tmp = self.file(name + ".tmp")
-        tmp.write_text(json.dumps(data, sort_keys=True, ensure_ascii=False, indent=1), encoding="utf-8")
-        os.replace(tmp, self.file(name))
+        with atomic_text(self.file(name), overwrite=True) as f:
+            f.write(json.dumps(data, sort_keys=True, ensure_ascii=False, indent=1))
 
     @staticmethod
     def stage_files(name: str) -> tuple[str, ...]:
