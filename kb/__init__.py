@@ -7,7 +7,8 @@
 - :func:`lookup` — what a name refers to, or one entity with its facts;
 - :func:`build` — build a database: the embedded one (CLDR + GeoNames) or one from the Wikidata and
   Wikipedia dumps (:func:`build_embedded`, :func:`build_from_dumps`); :func:`add_entities` — a few
-  entities from the live Wikidata API; :class:`WikiCorpus` — the page texts a dump build leaves;
+  entities from the live Wikidata API; :func:`add_templates` — cloze templates (e.g. mLAMA's) into a
+  database; :class:`WikiCorpus` — the page texts a dump build leaves;
 - :class:`EntityVocab` — the multilingual entity vocabulary (build, import, export, look-up);
 - :class:`MentionIndex` — kb names found in text, with candidate entities;
 - :func:`parse_template` — validate a relation template with [X] and [Y];
@@ -31,6 +32,7 @@ from kb.sources import (
     MLAMA_PROPERTIES,
     WikiCorpus,
     add_entities,
+    add_templates,
     build,
     build_embedded,
     build_from_dumps,
@@ -48,6 +50,7 @@ __all__ = [
     "MlukeError",
     "WikiCorpus",
     "add_entities",
+    "add_templates",
     "build",
     "build_embedded",
     "build_from_dumps",

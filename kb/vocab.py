@@ -159,6 +159,22 @@ class EntityVocab(SqliteStore):
         names = tuple(self._conn.execute("SELECT lang, title FROM names WHERE id = ? ORDER BY lang, title", (id,)))
         return VocabEntry(id, row[0], row[1], row[2], names)
 
+    def entries(self, ids: Sequence[int]) -> list[VocabEntry]:
+        """:meth:`entry` of many ids at once (one query per 500 ids); unused ids raise :class:`NotFoundError`."""
+        found: dict[int, tuple[str | None, str | None, int]] = {}
+        names: dict[int, list[tuple[str, str]]] = {}
+        for part in chunked(list(dict.fromkeys(int(i) for i in ids))):
+            marks = ",".join("?" * len(part))
+            found.update((i, (k, s, c)) for i, k, s, c in self._conn.execute(
+                f"SELECT id, key, special, count FROM entries WHERE id IN ({marks})", part))
+            for i, lang, title in self._conn.execute(
+                    f"SELECT id, lang, title FROM names WHERE id IN ({marks}) ORDER BY id, lang, title", part):
+                names.setdefault(i, []).append((lang, title))
+        missing = [i for i in ids if int(i) not in found]
+        if missing:
+            raise NotFoundError(f"ids {missing[:5]} are not in {self.path} (ids run from 0 to {len(self) - 1})")
+        return [VocabEntry(int(i), *found[int(i)], tuple(names.get(int(i), ()))) for i in ids]
+
     def __iter__(self) -> Iterator[VocabEntry]:
         """All entries in id order (names fetched in one pass, not one query per id)."""
         names: dict[int, list[tuple[str, str]]] = {}

@@ -1,17 +1,28 @@
-"""``mluke.probe``: ask an mLUKE model what it knows, with cloze templates and typed querying.
+"""``mluke.probe``: ask an mLUKE model what it knows, with cloze templates.
 
 For a template such as ``"[X] was founded in [Y]"`` every subject is put at
-[X] and the candidates of the relation are ranked for [Y]:
+[X] and the model answers at [Y]:
 
-- ``mode="entity"``: one word ``<mask>`` at [Y] with the entity [MASK] over it;
-  candidates are ranked by their MEP log-probability, computed for the
-  candidates only. Candidates outside the entity vocabulary fall back to the
-  word score below, flagged ``source="word"``.
-  ``use_subject_entity=True`` also gives the subject's entity over [X] (the
-  paper's "[X] & [Y]" prompts). One forward pass per subject.
+- **typed querying** (as in the mLUKE paper): the relation's candidate objects
+  (its objects in the kb, or ``candidates=``) are ranked;
+- **open vocabulary**: with no candidates given and none in the kb for the
+  relation, the model's whole entity vocabulary is ranked (its top-k, with
+  labels in the query language, else English, else the vocabulary's title).
+
+Modes:
+
+- ``mode="entity"`` (default): one word ``<mask>`` at [Y] with the entity [MASK]
+  over it; candidates are ranked by their MEP log-probability, computed for the
+  candidates only (or, open vocabulary, in one chunked pass over the entity
+  table). Candidates outside the entity vocabulary fall back to the word score
+  below, flagged ``source="word"``. By default the subject's entity is also given
+  over [X] wherever the subject is in the entity vocabulary (the paper's
+  "[X] & [Y]" prompts, its best setting); ``use_subject_entity=False`` asks with
+  [Y] only. One forward pass per subject.
 - ``mode="word"``: mLAMA's typed querying: a candidate of n pieces is scored by
   the mean log-probability of its pieces at n ``<mask>`` positions; one forward
-  pass per subject and candidate length.
+  pass per subject and candidate length. Open vocabulary: the best single word
+  pieces at one ``<mask>``.
 - ``mode="both"``: both rankings (``result.modes``).
 
 Scores (``normalize``) - the ranking is the same either way:
@@ -23,12 +34,13 @@ Scores (``normalize``) - the ranking is the same either way:
   Word-scored candidates count with ``p(c) = exp(mean piece log-probability)``.
 - ``"vocabulary"``: the model's own log-probabilities: MEP normalised over the
   whole entity vocabulary (one pass over the entity table per 128 prompts), and
-  the mean piece log-probability over the word vocabulary.
+  the mean piece log-probability over the word vocabulary. Open-vocabulary
+  answers are always these.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +49,8 @@ import torch
 from kb import open_db
 from kb.db import EntityDB, Template
 from kb.db.relations import describe, match_relation, no_match_error
-from kb.errors import MlukeError, option
+from kb.db.templates import read_templates
+from kb.errors import MlukeError, Option, option
 from kb.languages import check_language
 from mluke.checkpoint import open_model
 from mluke.results import Prediction, ProbeResult, SubjectResult
@@ -49,69 +62,133 @@ Normalize = Literal["candidates", "vocabulary"]
 
 def probe(
     template: str, lang: str = "en", *, subjects: Sequence[str] | None = None, candidates: Sequence[str] | None = None,
-    relation: str | None = None, mode: Mode = "entity", use_subject_entity: bool = False, top_k: int = 5,
-    normalize: Normalize = "candidates", exclude_subject: bool = True, model: Any = None,
+    relation: str | None = None, mode: Mode = "entity", use_subject_entity: bool | None = None, top_k: int = 5,
+    normalize: Normalize = "candidates", exclude_subject: bool = True,
+    templates: Mapping[tuple[str, str], str] | str | Path | None = None, model: Any = None,
     kb: EntityDB | str | Path | None = None, batch_size: int = 64,
 ) -> ProbeResult:
-    """Rank candidate objects for each subject of a cloze template (see module docs).
+    """Ask the model for the object of each subject of a cloze template (see module docs).
 
     ``template`` has exactly one [X] and one [Y], in any order and script. The
-    relation is matched through the kb's templates unless given (an English
-    template with ``lang="ja"`` then uses the Japanese template and labels, and
-    says so in ``result.notes``). ``subjects``/``candidates`` are labels in
-    ``lang`` or entity keys; by default all subjects with facts under the
-    relation and all its objects. ``model``: a loaded ``mluke.load`` bundle, a
+    relation is matched through the kb's templates unless given: exactly in any
+    language, else the closest template of ``lang`` or English (the notes say
+    which relation was assumed). An English template with ``lang="ja"`` uses the
+    Japanese template and labels. ``templates``: more templates for this call,
+    ``{(pid, lang): text}`` or mLAMA's ``templates.jsonl`` files (a file or folder).
+    ``subjects``: labels in ``lang``, entity keys, or free text in no kb (asked
+    with words only); default: every subject with facts under the relation.
+    ``candidates``: labels or keys; default: the relation's objects in the kb, else
+    the whole entity vocabulary. ``model``: a loaded ``mluke.load`` bundle, a
     folder or hub name; default: the embedded demo model (trained on first use).
     ``kb``: an :class:`kb.EntityDB` or path; default: the embedded kb.
-    ``normalize``: scores as log-probabilities over the candidates (default) or
-    over the model's whole vocabularies (see module docs); rankings are the same.
-    ``exclude_subject``: a subject that is also a candidate (a country among the
-    neighbours of countries) is left out of its own ranking, as "[X] shares a
-    border with [X]" is never the answer; the notes say when this happened.
+    ``use_subject_entity``: default (``None``) as ``True``, the subject's entity
+    over [X] where it is in the entity vocabulary; ``False``: [Y] only.
+    ``exclude_subject``: a subject is never its own answer (a country among the
+    neighbours of countries); the notes say when this happened.
     """
     if mode not in ("entity", "word", "both"):
         raise MlukeError("{mode}: expected 'entity', 'word' or 'both'", options={"mode": option("mode", mode)})
-    if top_k < 1:
+    if not isinstance(top_k, int) or top_k < 1:
         raise MlukeError("{top_k}: expected a positive number", options={"top_k": option("top_k", top_k)})
     _check_normalize(normalize)
     db = open_db(kb)
     check_language(lang, db.languages)
-    match = match_relation(db, template, lang, relation)
+    extra = read_templates(templates) if isinstance(templates, (str, Path)) else dict(templates or {})
+    match = match_relation(db, template, lang, relation, extra)
     pid, tpl, notes = match.relation, match.template, match.notes
-    if pid is None and (subjects is None or candidates is None):
+    if pid is None and subjects is None:
         raise no_match_error(db, template)
-    subj_keys = db.resolve_entities(subjects, lang, "subject") if subjects is not None else db.subjects(pid)
-    cand_keys = (db.resolve_entities(candidates, lang, "candidate") if candidates is not None
-                 else sorted({f.object for f in db.facts(property=pid)}))
-    subj_labels = db.labels(list(subj_keys), lang)
-    cand_labels = db.labels(list(cand_keys), lang)
-    missing = [k for k in subj_keys if k not in subj_labels]
-    if missing:
-        notes.append(f"{len(missing)} subject(s) without a {lang!r} label skipped")
-    subj_keys = [k for k in subj_keys if k in subj_labels]
+    if subjects is None:
+        subjects = db.subjects(pid)  # type: ignore[arg-type]
+        if not subjects:
+            raise MlukeError(_nothing_to_ask(db, pid, template, model), options={
+                "subject": Option("subjects=[...]", "--subject NAME (repeated)"), "kb": Option("kb=", "--db")})
+    subj = _subjects(db, list(subjects), lang, notes)
+    if candidates is not None:
+        cand_keys = db.resolve_entities(list(candidates), lang, "candidate")
+    else:
+        cand_keys = sorted({f.object for f in db.facts(property=pid)}) if pid else []
+    gold = {k: set(db.objects(k, pid)) for k, _ in subj if k is not None and pid}
+    bundle = open_model(model)
+    if not cand_keys:
+        if mode != "entity" and any(k is None for k, _ in subj):
+            unknown = ", ".join(repr(l) for k, l in subj if k is None)
+            raise MlukeError(f"word mode without candidates ranks single word pieces, and {unknown} is in no kb, so "
+                             "nothing could be checked or named; give {candidates} or use {mode}",
+                             options={"candidates": Option("candidates=[...]", "--candidate NAME"),
+                                      "mode": option("mode", "entity")})
+        notes.append(f"{describe(db, pid) if pid else 'this relation'} has no objects in the kb: answers come from the "
+                     "model's whole entity vocabulary" + (" (word mode: single word pieces)" if mode != "entity" else ""))
+        return run_open(tpl, lang, subj, gold, model=bundle, relation=pid, mode=mode,
+                        use_subject_entity=use_subject_entity, top_k=top_k, exclude_subject=exclude_subject,
+                        batch_size=batch_size, notes=notes, labels=lambda keys: _labels(db, keys, lang))
+    cand_labels = db.labels(cand_keys, lang)
     dropped = [k for k in cand_keys if k not in cand_labels]
     if dropped:
         notes.append(f"{len(dropped)} candidate(s) without a {lang!r} label left out")
     cand_keys = list(dict.fromkeys(k for k in cand_keys if k in cand_labels))
-    if not subj_keys or not cand_keys:
-        what = f" under {describe(db, pid)}" if pid else ""
-        raise MlukeError(f"nothing to probe: {len(subj_keys)} subjects and {len(cand_keys)} candidates{what} with "
-                         f"{lang!r} labels in {db.path}")
+    if not cand_keys:
+        raise MlukeError(f"nothing to probe: no candidate{f' under {describe(db, pid)}' if pid else ''} has a "
+                         f"{lang!r} label in {db.path}")
+    return run_cloze(tpl, lang, subj, [(k, cand_labels[k]) for k in cand_keys], gold, model=bundle, relation=pid,
+                     mode=mode, use_subject_entity=use_subject_entity, top_k=top_k, normalize=normalize,
+                     exclude_subject=exclude_subject, batch_size=batch_size, notes=notes, gold_labels=cand_labels)
 
-    gold = {s: set(db.objects(s, pid)) if pid else set() for s in subj_keys}
-    return run_cloze(tpl, lang, [(k, subj_labels[k]) for k in subj_keys], [(k, cand_labels[k]) for k in cand_keys],
-                     gold, model=open_model(model), relation=pid, mode=mode, use_subject_entity=use_subject_entity,
-                     top_k=top_k, normalize=normalize, exclude_subject=exclude_subject, batch_size=batch_size, notes=notes,
-                     gold_labels=cand_labels)
+
+def _subjects(db: EntityDB, items: list[str], lang: str, notes: list[str]) -> list[tuple[str | None, str]]:
+    """(key, label in ``lang``) per subject: kb entities by key or name; free text in no kb keeps its words
+    (key ``None``); a kb entity without a ``lang`` label is skipped (counted in the notes)."""
+    keys = db.find_entities(items, lang)
+    labels = db.labels([k for k in keys if k is not None], lang)
+    out, missing = [], 0
+    for item, key in zip(items, keys):
+        if key is None:
+            out.append((None, item))
+        elif key in labels:
+            out.append((key, labels[key]))
+        else:
+            missing += 1
+    if missing:
+        notes.append(f"{missing} subject(s) without a {lang!r} label skipped")
+    unknown = [label for key, label in out if key is None]
+    if unknown:
+        notes.append(f"{len(unknown)} subject(s) in no kb, asked with their words only: "
+                     + ", ".join(map(repr, unknown[:5])) + (" ..." if len(unknown) > 5 else ""))
+    if not out:
+        raise MlukeError(f"nothing to probe: no subject has a {lang!r} label in {db.path}")
+    return out
+
+
+def _nothing_to_ask(db: EntityDB, pid: str, template: str, model: Any) -> str:
+    """The one sentence for a recognised relation the kb has no subjects for: what to do instead."""
+    if model is None:
+        model_name = "the embedded demo model"
+    elif isinstance(model, (str, Path)):
+        model_name = f"the model {model}"
+    else:
+        source = getattr(getattr(model, "tokenizer", None), "source_dir", None)
+        model_name = f"the model from {source}" if source else "the given model"
+    return (f"{template!r} asks about {describe(db, pid)}, but this kb ({db.path}) has no subjects for it, so there "
+            f"is nothing to ask {model_name} about. Name your own subjects with {{subject}}, or build a kb from the "
+            f"Wikidata and Wikipedia dumps (mluke kb build --wikidata latest-all.json.bz2 ... -o kb.sqlite) and use "
+            "it with {kb}.")
+
+
+def _labels(db: EntityDB, keys: list[str | None], lang: str) -> list[str | None]:
+    """Labels of entity keys in ``lang``, else English (``None`` where neither exists)."""
+    known = [k for k in keys if k is not None]
+    local, english = db.labels(known, lang), db.labels(known, "en")
+    return [None if k is None else local.get(k) or english.get(k) for k in keys]
 
 
 def run_cloze(
-    template: Template, lang: str, subjects: Sequence[tuple[str, str]], candidates: Sequence[tuple[str | None, str]],
-    gold: dict[str, set[str]], *, model: Any, relation: str | None = None, mode: Mode = "entity",
-    use_subject_entity: bool = False, top_k: int = 5, normalize: Normalize = "candidates", exclude_subject: bool = True,
-    batch_size: int = 64, notes: list[str] | None = None, gold_labels: dict[str, str] | None = None,
+    template: Template, lang: str, subjects: Sequence[tuple[str | None, str]],
+    candidates: Sequence[tuple[str | None, str]], gold: dict[str, set[str]], *, model: Any, relation: str | None = None,
+    mode: Mode = "entity", use_subject_entity: bool | None = None, top_k: int = 5, normalize: Normalize = "candidates",
+    exclude_subject: bool = True, batch_size: int = 64, notes: list[str] | None = None,
+    gold_labels: dict[str, str] | None = None,
 ) -> ProbeResult:
-    """Rank ``candidates`` ((key or None, label) pairs) for ``subjects`` ((key, label) pairs) of a template.
+    """Rank ``candidates`` ((key or None, label) pairs) for ``subjects`` ((key or None, label) pairs) of a template.
 
     The scoring core of :func:`probe`, usable without a kb (e.g. for mLAMA
     files): ``gold`` maps subject keys to their correct candidate keys (or
@@ -133,20 +210,18 @@ def run_cloze(
     own_cells = tuple(torch.tensor(x) for x in zip(*own))  # (subject rows, candidate columns)
     results: dict[str, ProbeResult] = {}
     for m in (("entity", "word") if mode == "both" else (mode,)):
+        subj_ids: list[int | None] = [None] * len(subjects)
         if m == "word":
             scores = scorer.word_scores(template, labels_x, pieces)
             sources = ["word"] * len(candidates)
         else:
-            vocab = scorer.vocab
-            if vocab is None:
-                raise MlukeError("entity mode needs a model with an entity vocabulary; use {mode}",
-                                 options={"mode": option("mode", "word")})
+            vocab = _entity_vocab(scorer)
             found = vocab.ids_of_keys([k for k, _ in candidates if k is not None])
             it = iter(found)
             cand_ids = [next(it) if k is not None else None for k, _ in candidates]
             in_vocab = [i for i, v in enumerate(cand_ids) if v is not None]
             out_vocab = [i for i, v in enumerate(cand_ids) if v is None]
-            subj_ids = vocab.ids_of_keys([k for k, _ in subjects]) if use_subject_entity else None
+            subj_ids = _subject_ids(vocab, subjects, use_subject_entity, notes)
             scores = torch.full((len(subjects), len(candidates)), float("-inf"))
             if in_vocab:
                 ids = torch.tensor([cand_ids[i] for i in in_vocab])
@@ -165,12 +240,96 @@ def run_cloze(
         label_of = {**dict(zip(cand_keys, labels_y)), **(gold_labels or {})}
         for i, (s, s_label) in enumerate(subjects):
             order = torch.argsort(scores[i], descending=True, stable=True).tolist()
-            g = gold.get(s, set())
+            g = gold.get(s, set()) if s is not None else set()
             rank = next((r + 1 for r, c in enumerate(order) if cand_keys[c] in g), None) if g else None
             preds = [Prediction(cand_keys[c], labels_y[c], float(scores[i, c]), sources[c],  # type: ignore[arg-type]
                                 (cand_keys[c] in g) if g else None) for c in order[:top_k]]
-            rows.append(SubjectResult(s, s_label, sorted(g), [label_of.get(k, k) for k in sorted(g)], preds, rank))
-        results[m] = ProbeResult(template.text, lang, relation, m, use_subject_entity and m == "entity", top_k, rows, list(notes))  # type: ignore[arg-type]
+            rows.append(SubjectResult(s, s_label, sorted(g), [label_of.get(k, k) for k in sorted(g)], preds, rank,
+                                      subj_ids[i] is not None))
+        results[m] = ProbeResult(template.text, lang, relation, m, any(subj_ids), top_k, rows, list(notes))  # type: ignore[arg-type]
+    return _combine(results, mode)
+
+
+def run_open(
+    template: Template, lang: str, subjects: Sequence[tuple[str | None, str]], gold: dict[str, set[str]], *,
+    model: Any, relation: str | None = None, mode: Mode = "entity", use_subject_entity: bool | None = None,
+    top_k: int = 5, exclude_subject: bool = True, batch_size: int = 64, notes: list[str] | None = None,
+    labels: Callable[[list[str | None]], list[str | None]] | None = None,
+) -> ProbeResult:
+    """Open-vocabulary answers for ``subjects`` of a template: the ``top_k`` entities of the model's whole
+    entity vocabulary (entity mode), or the best single word pieces (word mode), with their
+    log-probabilities over the whole vocabulary. ``labels(keys)`` names entity keys in ``lang``
+    (else the vocabulary's title is shown). A gold answer counts when it is among the ``top_k``; its
+    rank beyond them is not computed."""
+    notes = list(notes or [])
+    bundle = open_model(model)
+    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=batch_size)
+    labels_x = [label for _, label in subjects]
+    results: dict[str, ProbeResult] = {}
+    for m in (("entity", "word") if mode == "both" else (mode,)):
+        subj_ids: list[int | None] = [None] * len(subjects)
+        if m == "entity":
+            vocab = _entity_vocab(scorer)
+            subj_ids = _subject_ids(vocab, subjects, use_subject_entity, notes)
+            scores, ids = scorer.entity_topk(template, labels_x, top_k, subj_ids, exclude=list(vocab.special_ids.values()),
+                                             exclude_subject=exclude_subject)
+            entries = vocab.entries(sorted(set(ids.flatten().tolist())))
+            named = dict(zip((e.id for e in entries), (labels or (lambda keys: [None] * len(keys)))([e.key for e in entries])))
+            answer = {e.id: (e.key or _vocab_key(e), named[e.id] or e.title(lang) or e.title("en")
+                             or (e.names[0][1] if e.names else f"#{e.id}")) for e in entries}
+        else:
+            tok = scorer.tokenizer
+            specials = [i for i in (tok.bos_id, tok.pad_id, tok.eos_id, tok.unk_id, tok.mask_id, tok.ent_id, tok.ent2_id)
+                        if i is not None]
+            scores, ids = scorer.word_topk(template, labels_x, top_k, exclude=specials)
+            pieces = sorted(set(ids.flatten().tolist()))
+            answer = {i: (f"piece:{i}", t.replace("\u2581", " ").strip() or t)
+                      for i, t in zip(pieces, tok.convert_ids_to_tokens(pieces))}
+        rows = []
+        for i, (s, s_label) in enumerate(subjects):
+            g = gold.get(s, set()) if s is not None else set()
+            preds = [Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)  # type: ignore[arg-type]
+                     for v, c in zip(scores[i].tolist(), ids[i].tolist())]
+            rank = next((r + 1 for r, p in enumerate(preds) if p.correct), None) if g else None
+            rows.append(SubjectResult(s, s_label, sorted(g), sorted(g), preds, rank, subj_ids[i] is not None))
+        results[m] = ProbeResult(template.text, lang, relation, m, any(subj_ids), top_k, rows, list(notes),  # type: ignore[arg-type]
+                                 open_vocabulary=True)
+    return _combine(results, mode)
+
+
+def _vocab_key(entry: Any) -> str:
+    """A vocabulary entry without an entity key, named as in ``entity_vocab.json`` ("en:Tokyo")."""
+    return f"{entry.names[0][0]}:{entry.names[0][1]}" if entry.names else f"#{entry.id}"
+
+
+def _entity_vocab(scorer: ClozeScorer) -> Any:
+    if scorer.vocab is None:
+        raise MlukeError("entity mode needs a model with an entity vocabulary; use {mode}",
+                         options={"mode": option("mode", "word")})
+    return scorer.vocab
+
+
+def _subject_ids(vocab: Any, subjects: Sequence[tuple[str | None, str]], use: bool | None,
+                 notes: list[str]) -> list[int | None]:
+    """Entity ids to give over [X] (the "[X] & [Y]" prompts): the subjects' ids where they are in the entity
+    vocabulary, unless ``use`` is False; the notes count the subjects asked with [Y] only."""
+    if use is False:
+        return [None] * len(subjects)
+    keys = [k for k, _ in subjects if k is not None]
+    found = dict(zip(keys, vocab.ids_of_keys(keys))) if keys else {}
+    ids = [found.get(k) if k is not None else None for k, _ in subjects]
+    missing = [label for (k, label), i in zip(subjects, ids) if i is None]
+    if missing and len(missing) < len(subjects):
+        notes.append(f"[X]&[Y]: {len(subjects) - len(missing)} of {len(subjects)} subjects were given with their "
+                     f"entity; {len(missing)} not in the model's entity vocabulary were asked with [Y] only: "
+                     + ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else ""))
+    elif missing:
+        notes.append("no subject is in the model's entity vocabulary: asked with [Y] only"
+                     + (" (their entities could not be added)" if use else ""))
+    return ids
+
+
+def _combine(results: dict[str, ProbeResult], mode: str) -> ProbeResult:
     main = results["entity" if mode in ("entity", "both") else "word"]
     if mode == "both":
         main.modes = results

@@ -95,6 +95,41 @@ class MlukeForMaskedLM(LukeForMaskedLM):
         bias = self.entity_predictions.bias
         return _candidate_scores(m, table, bias, candidates, normalize, chunk_size)
 
+    def entity_topk(self, entity_hidden: Tensor, k: int, *, exclude: Tensor | None = None,
+                    row_exclude: Tensor | None = None, chunk_size: int = DEFAULT_CHUNK) -> tuple[Tensor, Tensor]:
+        """The ``k`` best entities of the whole vocabulary at each entity position, in one pass over
+        the entity table, ``chunk_size`` rows at a time: (n, vocab) logits are never held.
+
+        entity_hidden: (n, hidden). ``exclude``: ids never returned (e.g. the special
+        entities); ``row_exclude``: (n,) one more id per row not to return (e.g. the
+        subject itself; -1 for none). Excluded entities still count in the normaliser.
+        Returns (n, k) MEP log-probabilities over the whole vocabulary, best first, and
+        (n, k) ids (fewer columns when the vocabulary has fewer than ``k`` entities left).
+        """
+        m = self.entity_features(entity_hidden)
+        table, bias = self.entity_predictions.decoder.weight, self.entity_predictions.bias
+        n, vocab = m.shape[0], table.shape[0]
+        ft = m.reshape(n, -1).T.contiguous()
+        total = torch.full((n,), float("-inf"), dtype=m.dtype, device=m.device)
+        best = torch.empty(n, 0, dtype=m.dtype, device=m.device)
+        best_ids = torch.empty(n, 0, dtype=torch.long, device=m.device)
+        rows = torch.arange(n, device=m.device)
+        for start in range(0, vocab, chunk_size):
+            stop = min(vocab, start + chunk_size)
+            logits = torch.addmm(bias[start:stop].unsqueeze(-1), table[start:stop], ft).T  # (n, chunk)
+            total = torch.logaddexp(total, torch.logsumexp(logits, dim=-1))
+            if exclude is not None:
+                inside = exclude[(exclude >= start) & (exclude < stop)].to(m.device)
+                logits[:, inside - start] = float("-inf")
+            if row_exclude is not None:
+                hit = (row_exclude >= start) & (row_exclude < stop)
+                logits[rows[hit], row_exclude[hit] - start] = float("-inf")
+            top, ids = logits.topk(min(k, stop - start), dim=-1)
+            best, order = torch.cat([best, top], dim=-1).topk(min(k, best.shape[1] + top.shape[1]), dim=-1)
+            best_ids = torch.cat([best_ids, ids + start], dim=-1).gather(1, order)
+        keep = torch.isfinite(best).all(0)  # columns that are excluded everywhere (tiny vocabularies)
+        return (best - total[:, None])[:, keep], best_ids[:, keep]
+
     # -- word prediction (MLM) ----------------------------------------------------------------
     def word_features(self, word_hidden: Tensor) -> Tensor:
         """LM-head transform ``LayerNorm(gelu(W h + b))``: (..., hidden) -> (..., hidden)."""

@@ -20,12 +20,13 @@ class Prediction:
 
 @dataclass
 class SubjectResult:
-    subject: str
+    subject: str | None  # entity key (None: free text in no kb)
     label: str
     gold: list[str]
     gold_labels: list[str]
     predictions: list[Prediction]  # top_k, best first
     rank: int | None  # 1-based rank of the best gold answer among all candidates (None: no gold)
+    subject_entity: bool = False  # the subject's entity was given over [X] ("[X] & [Y]")
 
 
 def _fmt(value: float | None) -> str:
@@ -49,6 +50,7 @@ class ProbeResult:
     top_k: int
     rows: list[SubjectResult]
     notes: list[str] = field(default_factory=list)
+    open_vocabulary: bool = False  #: answers from the whole vocabulary, not from candidates
     modes: dict[str, ProbeResult] = field(default_factory=dict, repr=False)
 
     @property
@@ -66,17 +68,20 @@ class ProbeResult:
         return list(self.modes.values()) if self.modes else [self]
 
     def summary(self) -> str:
-        """One line: template, language, relation, mode, and the metrics."""
+        """One line: template, language, relation, mode (with how many subjects had their entity over [X]),
+        and the metrics."""
         m = self.metrics
-        what = ", ".join([self.lang, self.relation or "no relation", f"{self.mode} mode"]
-                         + (["subject entity"] if self.use_subject_entity else []))
+        with_entity = sum(r.subject_entity for r in self.rows)
+        how = ([] if self.mode == "word" else [f"[X]&[Y] for {with_entity} of {len(self.rows)}" if with_entity
+                                               else "[Y] only"]) + (["open vocabulary"] if self.open_vocabulary else [])
+        what = ", ".join([self.lang, self.relation or "no relation", f"{self.mode} mode", *how])
         return (f"{self.template}  [{what}]  P@1 {_fmt(m['P@1'])}  P@{self.top_k} {_fmt(m[f'P@{self.top_k}'])}  "
                 f"MRR {_fmt(m['MRR'])}  ({m['with_gold']} of {m['subjects']} subjects with answers)")
 
     def _mode_dict(self) -> dict[str, Any]:
         return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": self.mode,
-                "use_subject_entity": self.use_subject_entity, "notes": self.notes, "metrics": self.metrics,
-                "rows": [asdict(r) for r in self.rows]}
+                "use_subject_entity": self.use_subject_entity, "open_vocabulary": self.open_vocabulary,
+                "notes": self.notes, "metrics": self.metrics, "rows": [asdict(r) for r in self.rows]}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data; for ``mode="both"``: ``{"mode": "both", "modes": {"entity": {...}, "word": {...}}, ...}``."""

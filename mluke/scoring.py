@@ -38,6 +38,53 @@ class ClozeScorer:
         scored :data:`NORMALIZER_ROWS` at a time, because the full-vocabulary
         normaliser reads the whole entity table once per call, whatever the rows.
         """
+        if not len(subjects):
+            return torch.zeros(0, len(candidate_ids))
+        hidden = self.mask_states(template, subjects, subject_ids)
+        return torch.cat([self.model.entity_scores(hidden[i:i + NORMALIZER_ROWS], candidate_ids, normalize=normalize)
+                          for i in range(0, len(hidden), NORMALIZER_ROWS)])
+
+    @torch.inference_mode()
+    def entity_topk(self, template: Template, subjects: Sequence[str], k: int,
+                    subject_ids: Sequence[int | None] | None = None, *, exclude: Sequence[int] = (),
+                    exclude_subject: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        """Open-vocabulary answers: the ``k`` best entities of the whole entity vocabulary for [Y]
+        (the entity [MASK]), as (n_subjects, k) MEP log-probabilities and (n_subjects, k) ids.
+
+        ``exclude``: ids never answered (the special entities); with ``exclude_subject`` a
+        subject's own id (``subject_ids``) is not an answer to it either. The table is read
+        once per :data:`NORMALIZER_ROWS` prompts.
+        """
+        hidden = self.mask_states(template, subjects, subject_ids)
+        drop = torch.tensor(list(exclude), dtype=torch.long)
+        own = torch.tensor([(i if i is not None and exclude_subject else -1) for i in (subject_ids or [None] * len(subjects))],
+                           dtype=torch.long)
+        parts = [self.model.entity_topk(hidden[i:i + NORMALIZER_ROWS], k, exclude=drop, row_exclude=own[i:i + NORMALIZER_ROWS])
+                 for i in range(0, len(hidden), NORMALIZER_ROWS)]
+        width = min(p[0].shape[1] for p in parts)
+        return torch.cat([p[0][:, :width] for p in parts]), torch.cat([p[1][:, :width] for p in parts])
+
+    @torch.inference_mode()
+    def word_topk(self, template: Template, subjects: Sequence[str], k: int, *,
+                  exclude: Sequence[int] = ()) -> tuple[torch.Tensor, torch.Tensor]:
+        """Open-vocabulary word answers: the ``k`` best single word pieces at one ``<mask>`` at [Y],
+        as (n_subjects, k) log-probabilities over the word vocabulary and (n_subjects, k) piece ids."""
+        scores, ids = [], []
+        for start in range(0, len(subjects), self.batch_size):
+            batch = [template.fill(s, "<mask>") for s in subjects[start:start + self.batch_size]]
+            enc = self.tokenizer(batch)
+            words, _ = self.model.encode(**enc)
+            logp = self.model.word_scores(words[enc["input_ids"] == self.tokenizer.mask_id])
+            logp[:, list(exclude)] = float("-inf")
+            top = logp.topk(k, dim=-1)
+            scores.append(top.values)
+            ids.append(top.indices)
+        return torch.cat(scores), torch.cat(ids)
+
+    def mask_states(self, template: Template, subjects: Sequence[str],
+                    subject_ids: Sequence[int | None] | None = None) -> torch.Tensor:
+        """(n_subjects, hidden) last-layer states at the entity [MASK] over [Y], with the subject's
+        entity over [X] where ``subject_ids`` gives one; ``batch_size`` prompts per encoder pass."""
         states = []
         for start in range(0, len(subjects), self.batch_size):
             texts, spans, ents = [], [], []
@@ -49,11 +96,7 @@ class ClozeScorer:
                 ents.append([None] + ([sid] if sid is not None else []))
             enc = self.tokenizer(texts, entity_spans=spans, entities=ents)
             states.append(self.model.encode_entities(**enc)[:, 0])
-        if not states:
-            return torch.zeros(0, len(candidate_ids))
-        hidden = torch.cat(states)
-        return torch.cat([self.model.entity_scores(hidden[i:i + NORMALIZER_ROWS], candidate_ids, normalize=normalize)
-                          for i in range(0, len(hidden), NORMALIZER_ROWS)])
+        return torch.cat(states)
 
     @torch.inference_mode()
     def word_scores(self, template: Template, subjects: Sequence[str], pieces: Sequence[Sequence[int]]) -> torch.Tensor:

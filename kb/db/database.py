@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -97,6 +98,26 @@ class EntityDB(SqliteStore):
             writer = EntityDBWriter(conn)
             yield writer
             writer.finish()
+
+    @classmethod
+    @contextlib.contextmanager
+    def update(cls, path: str | os.PathLike[str]) -> Iterator[EntityDBWriter]:
+        """Change an existing database file in place, in one transaction: everything the block
+        writes, or nothing if it raises; the statistics are recomputed at the end."""
+        cls(path).close()  # refuses anything but a complete database of this version
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            writer = EntityDBWriter(conn)
+            yield writer
+            writer.finish()
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        finally:
+            conn.close()
 
     def __repr__(self) -> str:
         return f"EntityDB({str(self.path)!r}, entities={len(self)}, languages={len(self.languages)})"
@@ -250,22 +271,26 @@ class EntityDB(SqliteStore):
                 matches.append(Match(key, kind))
         return matches
 
-    def resolve_entities(self, items: list[str] | tuple[str, ...], lang: str, what: str = "entity") -> list[str]:
-        """Entity keys of ``items``, each an entity key or a name in ``lang`` (its first :meth:`lookup` match).
-
-        An item that is neither raises :class:`NotFoundError` naming it as ``what``
-        (e.g. "subject 'Atlantis'").
-        """
-        keys = []
+    def find_entities(self, items: list[str] | tuple[str, ...], lang: str) -> list[str | None]:
+        """Entity keys of ``items``, each an entity key or a name in ``lang`` (its first :meth:`lookup`
+        match); ``None`` for an item that is neither."""
+        keys: list[str | None] = []
         for item in items:
             if schema.is_key(item) and item in self:
                 keys.append(item)
-                continue
-            matches = self.lookup(lang, item)
-            if not matches:
-                raise NotFoundError(f"{what} {item!r}: no entity with that key or {lang!r} name in {self.path}")
-            keys.append(matches[0].key)
+            else:
+                matches = self.lookup(lang, item)
+                keys.append(matches[0].key if matches else None)
         return keys
+
+    def resolve_entities(self, items: list[str] | tuple[str, ...], lang: str, what: str = "entity") -> list[str]:
+        """Like :meth:`find_entities`, but an item that is neither a key nor a name raises
+        :class:`NotFoundError` naming it as ``what`` (e.g. "candidate 'Atlantis'")."""
+        keys = self.find_entities(items, lang)
+        for item, key in zip(items, keys):
+            if key is None:
+                raise NotFoundError(f"{what} {item!r}: no entity with that key or {lang!r} name in {self.path}")
+        return keys  # type: ignore[return-value]
 
     # -- facts, properties and templates -------------------------------------------------
     def facts(self, subject: str | None = None, property: str | None = None, object: str | None = None) -> list[Fact]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from kb.errors import TemplateError
+from kb.errors import InputFormatError, TemplateError
 
 _PLACEHOLDER_RE = re.compile(r"\[[^\[\]]*\]")
 
@@ -70,3 +73,52 @@ def parse_template(text: str, *, where: str = "template") -> Template:
     if "[" in stray or "]" in stray:
         raise TemplateError(f"{where}: unbalanced bracket in {text!r}")
     return Template(text)
+
+
+#: Google-RE relation names in mLAMA's template files, and their Wikidata properties.
+GOOGLE_RE = {"place_of_birth": "P19", "place_of_death": "P20", "date_of_birth": "P569"}
+_PID_RE = re.compile(r"^P[1-9][0-9]*$")
+
+
+def read_templates(source: str | os.PathLike[str], *, lang: str | None = None,
+                   skipped: dict[str, int] | None = None) -> dict[tuple[str, str], str]:
+    """Cloze templates from files in mLAMA's layout: ``{(pid, lang): template}``.
+
+    ``source`` is a ``templates.jsonl`` (one ``{"relation": "P19", "template": "..."}``
+    per line; its language is ``lang`` or the name of its folder) or a folder holding
+    ``<lang>/templates.jsonl`` files (mLAMA's ``mlama1.1``, or the folder above it).
+    Google-RE names become their properties (``place_of_birth`` -> P19); other
+    relations without a Wikidata id are counted in ``skipped["relations_without_pid"]``.
+    A line that is not JSON or lacks a field, or a template without exactly one [X]
+    and one [Y], is an error naming the file and line.
+    """
+    path = Path(source)
+    if path.is_dir():
+        data = path / "mlama1.1" if (path / "mlama1.1").is_dir() else path
+        files = sorted(data.glob("*/templates.jsonl"))
+        if not files:
+            raise InputFormatError(f"{path}: no <lang>/templates.jsonl inside; expected mLAMA's layout (mlama1.1/<lang>/...)")
+        out: dict[tuple[str, str], str] = {}
+        for file in files:
+            out.update(read_templates(file, lang=file.parent.name, skipped=skipped))
+        return out
+    if not path.is_file():
+        raise InputFormatError(f"{path}: no such file or folder (expected templates.jsonl or an mLAMA folder)")
+    code = lang or path.parent.name
+    out = {}
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                relation, text = str(row["relation"]), row["template"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InputFormatError(f"{path}, line {n}: expected {{\"relation\": ..., \"template\": ...}} ({exc!r})") from None
+            pid = GOOGLE_RE.get(relation, relation)
+            if not _PID_RE.match(pid):
+                if skipped is not None:
+                    skipped["relations_without_pid"] = skipped.get("relations_without_pid", 0) + 1
+                continue
+            out[(pid, code)] = parse_template(text, where=f"{path}, line {n}").text
+    return out

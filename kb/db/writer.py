@@ -24,6 +24,10 @@ class EntityDBWriter:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
+    def execute(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+        """Run one SQL statement in the writer's transaction (for updates the methods do not cover)."""
+        return self._conn.execute(sql, args)
+
     def add_languages(self, langs: Iterable[str]) -> None:
         self._conn.executemany(
             "INSERT OR IGNORE INTO languages(lang) VALUES (?)", [(check_language(l),) for l in langs]

@@ -45,7 +45,7 @@ from kb.sources.decompress import (
     iter_ranges,
 )
 from kb.sources.parallel import default_workers, ordered_map
-from kb.sources.relation_table import write_relations
+from kb.sources.relation_table import load_relations, write_relations
 from kb.sources.staging import (
     Stage,
     WorkDir,
@@ -330,7 +330,7 @@ def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: W
     q(f"INSERT OR IGNORE INTO properties SELECT pid, datatype FROM {staged('properties')} ORDER BY pid, seq")
     q(f"INSERT OR IGNORE INTO property_labels SELECT pid, lang, label FROM {staged('property_labels')} "
       "ORDER BY pid, lang, seq")
-    write_relations(writer, opts.properties, opts.languages)
+    write_relations(writer, opts.languages, dict.fromkeys([*load_relations(), *opts.properties]))
     attach(conn, None, "wd")
     wd = {k: v for k, v in report.wikidata.items() if k != "malformed_examples"}
     inputs = work.params["inputs"]

@@ -37,7 +37,7 @@ from kb.sources.city_names import LATIN_LANGS, CityNames, ascii_spelling, choose
 from kb.sources.relation_table import write_relations
 
 #: Bumped whenever the embedded content changes, so a stale cached copy is rebuilt.
-EMBEDDED_VERSION = 2
+EMBEDDED_VERSION = 3
 #: The relations of the embedded kb (Wikidata property ids).
 RELATIONS: tuple[str, ...] = ("P17", "P30", "P36", "P37", "P38", "P47", "P1376")
 DEFAULT_MIN_CITY_POPULATION = 100_000
@@ -244,7 +244,7 @@ def write_world(writer: EntityDBWriter, langs: tuple[str, ...], min_population: 
     for lang in langs:
         for key, title in _unique_titles(world, lang).items():
             writer.add_title(lang, title, key)
-    write_relations(writer, RELATIONS, langs, datatype="wikibase-item")
+    write_relations(writer, langs)  # every relation of the table, with or without facts here
     for s, p, o in sorted(world.facts):
         writer.add_fact(s, p, o)
 

@@ -11,10 +11,8 @@ network error or an unknown id leaves the database unchanged.
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import sqlite3
 import urllib.error
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from kb.db.database import EntityDB
-from kb.db.writer import EntityDBWriter, compute_stats
 from kb.errors import MlukeError, NotFoundError
 from kb.sources.wikidata import (
     MLAMA_PROPERTIES,
@@ -133,11 +130,8 @@ def add_entities(
 
 def _write(path: Path, rows: Rows, languages: tuple[str, ...], props: tuple[str, ...], report: AddReport,
            base_url: str, ids: list[str]) -> None:
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        q = conn.execute
-        w = EntityDBWriter(conn)
+    with EntityDB.update(path) as w:
+        q = w.execute
         lang_marks = ",".join("?" * len(languages))
         keys = [k for k, _ in rows.entities]
         for key in keys:
@@ -165,12 +159,3 @@ def _write(path: Path, rows: Rows, languages: tuple[str, ...], props: tuple[str,
                            labels={l: t for p, l, t in rows.property_labels if p == pid})
             report.properties.append(pid)
         w.add_source("wikidata-api", base_url, ids=ids)
-        stats = compute_stats(conn)
-        q("INSERT OR REPLACE INTO meta(key, value) VALUES ('stats', ?)", (json.dumps(stats, sort_keys=True),))
-        q("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    finally:
-        conn.close()

@@ -77,6 +77,21 @@ def add(
     typer.echo(f"updated {db}: {report.summary()}")
 
 
+@app.command("add-templates")
+def add_templates(
+    db: Annotated[Path, typer.Argument(help="Entity database (.sqlite) to update in place.")],
+    source: Annotated[Path, typer.Argument(help="An mLAMA folder (mlama1.1/<lang>/templates.jsonl, or the folder above it) or one templates.jsonl file.")],
+    lang: Annotated[Optional[str], typer.Option("--lang", "-l", help="Language of a single templates.jsonl (default: the name of its folder).")] = None,
+) -> None:
+    """Put cloze templates into a database (one transaction), replacing its own for the same relation and language.
+
+    Example: mluke kb add-templates kb.sqlite path/to/mlama1.1
+    """
+    report = kb.add_templates(db, source, lang=lang)
+    print_table(f"templates from {source}", list(report), [list(report.values())])
+    typer.echo(f"updated {db}")
+
+
 @app.command("info")
 def info(
     db: DbArg = "embedded",

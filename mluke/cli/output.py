@@ -47,10 +47,11 @@ def console(stderr: bool = False) -> Console:
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     """Print ``rows`` as a table; numbers are right-aligned. Text is shown as it is: a "[ja, P36]"
     in a title or a "[X]" in a template is not taken for rich markup."""
+    out = console()
     table = Table(title=escape(title) if title else None, show_lines=False)
     for i, col in enumerate(columns):
         numeric = bool(rows) and all(isinstance(r[i], (int, float)) for r in rows)
         table.add_column(escape(col), justify="right" if numeric else "left")
     for row in rows:
         table.add_row(*(f"{v:,}" if isinstance(v, int) else escape(str(v)) for v in row))
-    console().print(table)
+    out.print(table)

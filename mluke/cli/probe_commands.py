@@ -15,11 +15,12 @@ from mluke.cli.output import OverwriteOption, check_outputs, print_table, wrote
 def probe(
     template: Annotated[str, typer.Argument(help="Cloze template with one [X] (subject) and one [Y] (object), e.g. '[X] is the capital of [Y]'.")],
     lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the prompts and labels (an English template is mapped to this language's template).")] = "en",
-    subject: Annotated[Optional[list[str]], typer.Option("--subject", "-s", help="Subject label or entity key (repeatable); default: every subject the kb has facts for.")] = None,
-    candidate: Annotated[Optional[list[str]], typer.Option("--candidate", help="Candidate label or key (repeatable); default: every object of the relation.")] = None,
+    subject: Annotated[Optional[list[str]], typer.Option("--subject", "-s", help="Subject: a label, an entity key, or any name (one the kb does not know is asked with its words only); repeatable. Default: every subject the kb has facts for.")] = None,
+    candidate: Annotated[Optional[list[str]], typer.Option("--candidate", help="Candidate label or key (repeatable); default: every object of the relation in the kb, else the model's whole entity vocabulary.")] = None,
     relation: Annotated[Optional[str], typer.Option(help="Wikidata property id (P36...) when the template is not one of the kb's.")] = None,
     mode: Annotated[str, typer.Option(help="'entity' (entity [MASK] at [Y]), 'word' (word masks, mLAMA's way) or 'both'.")] = "entity",
-    subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity over [X] (the paper's [X]&[Y] prompts).")] = False,
+    subject_entity: Annotated[Optional[bool], typer.Option("--subject-entity/--no-subject-entity", help="Give the subject's entity over [X] (the paper's [X]&[Y] prompts; the default, for every subject in the model's entity vocabulary) or not ([Y] only).")] = None,
+    templates: Annotated[Optional[Path], typer.Option("--templates", help="More templates for this call: an mLAMA folder (mlama1.1/<lang>/templates.jsonl) or one templates.jsonl file.")] = None,
     top_k: Annotated[int, typer.Option(help="How many predictions to keep per subject.")] = 5,
     normalize: Annotated[str, typer.Option(help="Scores as log-probabilities over the 'candidates' (they sum to 1 per subject) or over the model's whole 'vocabulary' (slower); the ranking is the same.")] = "candidates",
     keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.")] = False,
@@ -36,7 +37,7 @@ def probe(
     outputs = check_outputs(overwrite, json_out, csv_out)
     result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
                  use_subject_entity=subject_entity, top_k=top_k, normalize=normalize,  # type: ignore[arg-type]
-                 exclude_subject=not keep_subject, model=model, kb=db)
+                 exclude_subject=not keep_subject, templates=templates, model=model, kb=db)
     if json_out:
         write_json(result.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
@@ -49,7 +50,8 @@ def probe(
     for r in result.results:
         rows = [[row.label, ", ".join(p.label + (" ✓" if p.correct else "") for p in row.predictions[:3]),
                  ", ".join(row.gold_labels) or "?", row.rank or "-"] for row in r.rows[:limit]]
-        print_table(r.summary(), ["subject", "top predictions", "answer", "rank"], rows)
+        typer.echo(r.summary())  # above the table, not as its title: long lines do not wrap inside the table
+        print_table(None, ["subject", "top predictions", "answer", "rank"], rows)
     wrote(outputs)
 
 

@@ -128,8 +128,10 @@ def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
 
 
 def test_both_modes_subject_entity_and_batching(bundle, embedded_db):
-    a = probe("[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, mode="both", batch_size=7)
-    b = probe("[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, mode="both", batch_size=64)
+    a = probe("[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, mode="both", batch_size=7,
+              use_subject_entity=False)
+    b = probe("[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, mode="both", batch_size=64,
+              use_subject_entity=False)
     assert set(a.modes) == {"entity", "word"}
     for m in ("entity", "word"):
         for ra, rb in zip(a.modes[m].rows, b.modes[m].rows):
@@ -165,7 +167,10 @@ def test_outputs(bundle, embedded_db, tmp_path):
         ({"template": "The capital of [X] is [Y].", "lang": "xx"}, "unknown language 'xx'"),
         ({"template": "The capital of [X] is [Y].", "mode": "words"}, "mode='words'"),
         ({"template": "The capital of [X] is [Y].", "normalize": "all"}, "normalize='all'"),
-        ({"template": "The capital of [X] is [Y].", "subjects": ["Atlantis"]}, "subject 'Atlantis'"),
+        ({"template": "The capital of [X] is [Y].", "candidates": ["Atlantis"]}, "candidate 'Atlantis'"),
+        ({"template": "The capital of [X] is [Y].", "top_k": 0}, "top_k=0: expected a positive number"),
+        ({"template": "The capital of [X] is [Y].", "relation": "capital"}, "relation 'capital': expected a Wikidata"),
+        ({"template": "[X] was founded in [Y].", "subjects": ["Sony"], "mode": "word"}, "'Sony' is in no kb"),
     ],
 )
 def test_bad_input(bundle, embedded_db, kwargs, message):
@@ -215,9 +220,10 @@ def test_no_gold_answers_gives_no_metrics(bundle, embedded_db):
 
 def test_relation_messages_say_what_the_kb_has(bundle, embedded_db):
     with pytest.raises(mluke.MlukeError) as err:
-        probe("[X] was founded in [Y]", lang="ja", model=bundle, kb=embedded_db)
+        probe("[X] likes [Y]", lang="ja", model=bundle, kb=embedded_db)
     message = str(err.value)
-    assert "P36 (capital)" in message and "P1376 (capital of)" in message and "7 relations" in message
+    assert "P36 (capital)" in message and "P1376 (capital of)" in message and "P740 (location of formation), no facts" in message
+    assert "43 relations (7 with facts here)" in message
     assert "relation='P..'" in message and "--relation P.." in err.value.for_cli()
     with pytest.raises(mluke.MlukeError, match="relation P999 is unknown to this kb"):
         probe("[X] was founded in [Y]", lang="ja", relation="P999", model=bundle, kb=embedded_db)
@@ -240,7 +246,7 @@ def test_cli_probe_outputs_titles_and_flags(tiny_demo, embedded_db_path, tmp_pat
     res = runner.invoke(app, [*base, "--mode", "both", "--json", str(out), "--csv", str(tmp_path / "r.csv")])
     assert res.exit_code == 0, res.output
     assert json.loads(out.read_text(encoding="utf-8"))["mode"] == "both"
-    assert "[ja, P1376, entity mode]" in res.output and "[ja, P1376, word mode]" in res.output  # not eaten as markup
+    assert "[ja, P1376, entity mode, [X]&[Y] for " in res.output and "[ja, P1376, word mode]" in res.output  # not markup
     assert "[X]は[Y]の首都です。" in res.output and f"wrote {out}" in res.output
     csv_text = (tmp_path / "r.csv").read_text(encoding="utf-8")
     assert csv_text.splitlines()[0].endswith(",mode") and ",word" in csv_text and ",entity" in csv_text
@@ -278,3 +284,77 @@ def test_first_demo_training_says_so_and_hides_transformers_bars(tmp_path, embed
         tiny = XLMRobertaConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
         XLMRobertaForMaskedLM(tiny).save_pretrained(tmp_path / "x")
     assert "Writing model shards" not in capsys.readouterr().err and hf_logging.is_progress_bar_enabled() == before
+
+
+def _in_vocab_subject(bundle, db, lang="ja"):
+    """A country the tiny demo's entity vocabulary holds, with its ``lang`` label."""
+    for entry in bundle.entity_vocab:
+        if entry.key and entry.key in set(db.keys("country")) and db.label(entry.key, lang):
+            return entry.key, db.label(entry.key, lang)
+    raise AssertionError("no country in the tiny vocabulary")
+
+
+def test_the_headline_call_says_what_to_do(embedded_db, monkeypatch):
+    import mluke.demo
+
+    monkeypatch.setattr(mluke.demo, "train_demo", lambda *a, **k: pytest.fail("the model is not needed to say this"))
+    with pytest.raises(mluke.MlukeError) as err:
+        mluke.probe("[X] was founded in [Y]", lang="ja", kb=embedded_db)
+    message = str(err.value)
+    assert "P740 (location of formation)" in message and "no subjects" in message and str(embedded_db.path) in message
+    assert "the embedded demo model" in message and "mluke kb build" in message and "subjects=[...]" in message
+    assert "--subject NAME (repeated)" in err.value.for_cli() and "--db" in err.value.for_cli()
+
+
+def test_open_vocabulary_answers_rank_the_whole_entity_vocabulary(bundle, embedded_db):
+    model, tok, vocab = bundle
+    key, label = _in_vocab_subject(bundle, embedded_db)
+    r = probe("[X] was founded in [Y]", lang="ja", subjects=[label, "ソニー"], model=bundle, kb=embedded_db, top_k=5)
+    assert r.relation == "P740" and r.open_vocabulary and r.template == "[X]は[Y]で設立されました。"
+    known, free = r.rows
+    assert known.subject == key and known.subject_entity and free.subject is None and not free.subject_entity
+    assert any("in no kb, asked with their words only: 'ソニー'" in n for n in r.notes)
+    assert any("has no objects in the kb" in n for n in r.notes) and "open vocabulary" in r.summary()
+    # the model's own MEP log-probabilities over the whole vocabulary; no special entity, not the subject itself
+    text, (xs, xe), (ys, ye) = parse_template(r.template).fill_spans(label, "<mask>")
+    enc = tok(text, entity_spans=[(ys, ye), (xs, xe)], entities=[None, vocab.id_of_key(key)])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(**enc).entity_logits[0, 0], -1)
+    logp[list(vocab.special_ids.values()) + [vocab.id_of_key(key)]] = float("-inf")
+    top = logp.topk(5)
+    assert [vocab.id_of_key(p.key) for p in known.predictions] == top.indices.tolist()
+    assert [p.score for p in known.predictions] == pytest.approx(top.values.tolist(), abs=1e-4)
+    for p in known.predictions:  # named in Japanese where the kb can
+        assert p.label == (embedded_db.label(p.key, "ja") or embedded_db.label(p.key, "en"))
+    words = probe("[X] was founded in [Y]", lang="ja", subjects=[label], mode="word", model=bundle, kb=embedded_db,
+                  top_k=3)
+    assert words.open_vocabulary and all(p.source == "word" and p.key.startswith("piece:") for p in words.rows[0].predictions)
+    assert any("single word pieces" in n for n in words.notes)
+
+
+def test_subject_entities_by_default_where_the_vocabulary_has_them(bundle, embedded_db):
+    kwargs = dict(lang="en", model=bundle, kb=embedded_db, top_k=3)
+    auto = probe("[X] is the capital of [Y]", **kwargs)
+    flags = [row.subject_entity for row in auto.rows]
+    assert any(flags) and not all(flags)  # the tiny vocabulary holds some capitals only
+    assert any(n.startswith("[X]&[Y]: ") and "asked with [Y] only" in n for n in auto.notes)
+    assert f"[X]&[Y] for {sum(flags)} of {len(flags)}" in auto.summary()
+    explicit = probe("[X] is the capital of [Y]", use_subject_entity=True, **kwargs)
+    assert [[p.score for p in r.predictions] for r in explicit.rows] == [[p.score for p in r.predictions] for r in auto.rows]
+    plain = probe("[X] is the capital of [Y]", use_subject_entity=False, **kwargs)
+    assert not any(row.subject_entity for row in plain.rows) and "[Y] only" in plain.summary()
+
+
+def test_templates_for_one_call_and_the_cli(bundle, embedded_db, tiny_demo, embedded_db_path):
+    from typer.testing import CliRunner
+
+    from mluke.cli import app
+
+    mine = {("P36", "en"): "[X] has [Y] as its capital."}
+    r = probe("[X] has [Y] as its capital", lang="en", templates=mine, model=bundle, kb=embedded_db, top_k=1)
+    assert r.relation == "P36" and r.metrics["with_gold"] > 0
+    key, label = _in_vocab_subject(bundle, embedded_db)
+    res = CliRunner().invoke(app, ["probe", "[X] was founded in [Y]", "--lang", "ja", "--subject", label, "--subject",
+                                   "ソニー", "--top-k", "3", "--model", str(tiny_demo), "--db", str(embedded_db_path)])
+    assert res.exit_code == 0, res.output
+    assert "open vocabulary" in res.output and "ソニー" in res.output and "P740" in res.output
