@@ -1,0 +1,148 @@
+"""Open-vocabulary probing speed: prompts/s of the top-10 entities over the whole entity
+vocabulary, ``ClozeScorer.entity_topk`` against transformers' ``LukeForMaskedLM`` forward
+(full word logits at every position and the full (batch, 1.2M) entity logits), then
+``log_softmax`` and ``topk``; same model at the mluke-base shape with random weights
+(12 layers, hidden 768, 250,004 words, 1.2M x 256 entity table), same prompts, batch 32.
+
+Prompts: "[X] was founded in [Y] ." with 64 subjects "Company 0" ... "Company 63", the
+entity [MASK] over the ``<mask>`` at [Y]; the special entities are never an answer. Both
+methods must give the same top-10 ids, in the same order, for every prompt (checked; the
+script fails otherwise), and both must load the same entity decoder (weights and bias,
+compared by hash). Timed: tokenizing, forward and top-k, after a warm-up on 4 prompts;
+not the loading.
+
+Uses the random checkpoint of ``benchmarks/model_scoring.py`` (made here when missing: ~1 minute, 4.4 GB).
+Each method runs in its own fresh process, interleaved, twice.
+
+    python benchmarks/open_vocab_speed.py [--prompts 64] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+
+from common import benchmark_parser, best_runs, peak_rss_mb, run_interleaved
+
+TEMPLATE = "[X] was founded in [Y] ."
+K, BATCH = 10, 32
+
+
+def _digest(*tensors) -> str:
+    """sha1 of the tensors' bytes (to compare weights across processes)."""
+    h = hashlib.sha1()
+    for t in tensors:
+        h.update(t.detach().contiguous().numpy().data)
+    return h.hexdigest()
+
+
+def measure(method: str, folder: Path, n_prompts: int) -> dict:
+    import torch
+
+    import mluke
+    from kb.db.templates import parse_template
+
+    torch.set_num_threads(2)
+    template = parse_template(TEMPLATE)
+    subjects = [f"Company {i}" for i in range(n_prompts)]
+    info: dict = {}
+    if method == "ours":
+        from mluke.scoring import ClozeScorer
+
+        bundle = mluke.load(folder)
+        tok, special = bundle.tokenizer, sorted(bundle.entity_vocab.special_ids.values())
+        head = bundle.model.entity_predictions
+        scorer = ClozeScorer(bundle.model, tok, batch_size=BATCH)
+
+        def run(subs: list[str]):
+            return scorer.entity_topk(template, subs, K, exclude=special)
+    else:  # transformers: full forward (word + entity logits), then log_softmax and topk over the entity logits
+        from transformers import LukeForMaskedLM
+
+        from mluke.tokenizer import MlukeTokenizer
+
+        tok = MlukeTokenizer.from_pretrained(folder)  # what mluke.load gives as the tokenizer, without our model
+        special = sorted(tok.entity_vocab.special_ids.values())
+        ref = LukeForMaskedLM.from_pretrained(folder).eval()
+        head, emb = ref.entity_predictions, ref.luke.entity_embeddings.entity_embeddings.weight
+        info["decoder_shares_embeddings"] = head.decoder.weight.data_ptr() == emb.data_ptr()
+        info["decoder_equals_embeddings"] = bool(torch.equal(head.decoder.weight, emb))
+        if not info["decoder_equals_embeddings"]:  # tie by hand, as the checkpoint means it
+            head.decoder.weight = emb
+        drop = torch.tensor(special)
+
+        @torch.inference_mode()
+        def run(subs: list[str]):
+            logps, ids = [], []
+            for start in range(0, len(subs), BATCH):
+                texts, spans = [], []
+                for s in subs[start:start + BATCH]:
+                    text, _, y = template.fill_spans(s, "<mask>")
+                    texts.append(text)
+                    spans.append([y])
+                out = ref(**tok(texts, entity_spans=spans))
+                logits = out.entity_logits[:, 0]
+                logits[:, drop] = float("-inf")
+                top = torch.log_softmax(logits, -1).topk(K, dim=-1)
+                logps.append(top.values)
+                ids.append(top.indices)
+            return torch.cat(logps), torch.cat(ids)
+
+    info["entity_head_sha1"] = _digest(head.decoder.weight, head.bias)
+    run(subjects[:4])  # warm-up
+    t = time.perf_counter()
+    logp, ids = run(subjects)
+    seconds = time.perf_counter() - t
+    assert ids.shape == (n_prompts, K), ids.shape
+    top = ids.tolist()
+    return {"method": method, "prompts_per_s": n_prompts / seconds, "seconds": seconds, "peak_rss_mb": peak_rss_mb(),
+            **info, "logp_sum": float(logp.double().sum()), "top_sha1": hashlib.sha1(json.dumps(top).encode()).hexdigest(),
+            "top": top}
+
+
+def main() -> None:
+    ap = benchmark_parser(__doc__, Path(__file__).parent / "work")
+    ap.add_argument("--prompts", type=int, default=64)
+    args = ap.parse_args()
+    folder = args.work / "mluke-base-random"
+    if args.measure:
+        print(json.dumps(measure(args.measure, folder, args.prompts)))
+        return
+    if not (folder / "entity_vocab.sqlite").exists():
+        from model_scoring import make_checkpoint
+
+        make_checkpoint(folder)
+    methods = ["transformers", "ours"]
+    results = run_interleaved(__file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats)
+    best = best_runs(results, "prompts_per_s")
+    base = best["transformers"]["prompts_per_s"]
+    names = {"transformers": "transformers `LukeForMaskedLM` forward (full word + entity logits), `log_softmax`, `topk`",
+             "ours": "`ClozeScorer.entity_topk` (entity rows of the last layer, chunked top-k)"}
+    print("\n| method | prompts/s | x transformers | peak RSS (MB) |\n|---|---:|---:|---:|")
+    for m in methods:
+        r = best[m]
+        print(f"| {names[m]} | {r['prompts_per_s']:.2f} | {r['prompts_per_s'] / base:.1f}x | {r['peak_rss_mb']:.0f} |")
+    for i in range(args.repeats):
+        t, o = results["transformers"][i]["prompts_per_s"], results["ours"][i]["prompts_per_s"]
+        print(f"round {i + 1}: transformers {t:.2f}, ours {o:.2f} prompts/s ({o / t:.1f}x)")
+    runs = [r for m in methods for r in results[m]]
+    ref = results["transformers"][0]
+    print(f"transformers' entity decoder shares the entity embeddings: {ref['decoder_shares_embeddings']}, "
+          f"equals them: {ref['decoder_equals_embeddings']}")
+    print("sum of the top-10 log-probabilities over all prompts: "
+          + ", ".join(f"{m} {r['logp_sum']:.4f}" for m in methods for r in results[m][:1]))
+    heads = {r["entity_head_sha1"] for r in runs}
+    if len(heads) != 1:
+        raise SystemExit(f"the two methods loaded different entity decoders: {heads}")
+    same = [all(r["top"][p] == ref["top"][p] for r in runs) for p in range(args.prompts)]
+    if not all(same):
+        bad = [p for p, ok in enumerate(same) if not ok]
+        raise SystemExit(f"top-10 ids differ for {len(bad)} of {args.prompts} prompts, e.g. prompt {bad[0]}: "
+                         + "; ".join(f"{r['method']} {r['top'][bad[0]]}" for r in runs))
+    print(f"same top-10 ids, in the same order, for all {args.prompts} prompts in every run")
+
+
+if __name__ == "__main__":
+    main()
