@@ -109,7 +109,6 @@ def probe(
     else:
         cand_keys = sorted({f.object for f in db.facts(property=pid)}) if pid else []
     gold = {k: set(db.objects(k, pid)) for k, _ in subj if k is not None and pid}
-    bundle = open_model(model)
     if not cand_keys:
         if mode != "entity" and any(k is None for k, _ in subj):
             unknown = ", ".join(repr(l) for k, l in subj if k is None)
@@ -119,7 +118,7 @@ def probe(
                                       "mode": option("mode", "entity")})
         notes.append(f"{describe(db, pid) if pid else 'this relation'} has no objects in the kb: answers come from the "
                      "model's whole entity vocabulary" + (" (word mode: single word pieces)" if mode != "entity" else ""))
-        return run_open(tpl, lang, subj, gold, model=bundle, relation=pid, mode=mode,
+        return run_open(tpl, lang, subj, gold, model=open_model(model), relation=pid, mode=mode,
                         use_subject_entity=use_subject_entity, top_k=top_k, exclude_subject=exclude_subject,
                         batch_size=batch_size, notes=notes, labels=lambda keys: _labels(db, keys, lang))
     cand_labels = db.labels(cand_keys, lang)
@@ -130,7 +129,7 @@ def probe(
     if not cand_keys:
         raise MlukeError(f"nothing to probe: no candidate{f' under {describe(db, pid)}' if pid else ''} has a "
                          f"{lang!r} label in {db.path}")
-    return run_cloze(tpl, lang, subj, [(k, cand_labels[k]) for k in cand_keys], gold, model=bundle, relation=pid,
+    return run_cloze(tpl, lang, subj, [(k, cand_labels[k]) for k in cand_keys], gold, model=open_model(model), relation=pid,
                      mode=mode, use_subject_entity=use_subject_entity, top_k=top_k, normalize=normalize,
                      exclude_subject=exclude_subject, batch_size=batch_size, notes=notes, gold_labels=cand_labels)
 
@@ -246,7 +245,7 @@ def run_cloze(
                                 (cand_keys[c] in g) if g else None) for c in order[:top_k]]
             rows.append(SubjectResult(s, s_label, sorted(g), [label_of.get(k, k) for k in sorted(g)], preds, rank,
                                       subj_ids[i] is not None))
-        results[m] = ProbeResult(template.text, lang, relation, m, any(subj_ids), top_k, rows, list(notes))  # type: ignore[arg-type]
+        results[m] = ProbeResult(template.text, lang, relation, m, any(i is not None for i in subj_ids), top_k, rows, list(notes))  # type: ignore[arg-type]
     return _combine(results, mode)
 
 
@@ -292,7 +291,7 @@ def run_open(
                      for v, c in zip(scores[i].tolist(), ids[i].tolist())]
             rank = next((r + 1 for r, p in enumerate(preds) if p.correct), None) if g else None
             rows.append(SubjectResult(s, s_label, sorted(g), sorted(g), preds, rank, subj_ids[i] is not None))
-        results[m] = ProbeResult(template.text, lang, relation, m, any(subj_ids), top_k, rows, list(notes),  # type: ignore[arg-type]
+        results[m] = ProbeResult(template.text, lang, relation, m, any(i is not None for i in subj_ids), top_k, rows, list(notes),  # type: ignore[arg-type]
                                  open_vocabulary=True)
     return _combine(results, mode)
 
