@@ -8,6 +8,7 @@ import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def peak_rss_mb() -> float:
@@ -44,3 +45,17 @@ def benchmark_parser(doc: str | None, work: Path) -> argparse.ArgumentParser:
     ap.add_argument("--repeats", type=int, default=2, help="interleaved runs per method")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     return ap
+
+
+def base_shape_args(doc: str | None, script: str, measure: Any, count: str, default: int) -> tuple[Any, Path] | None:
+    """Arguments of a benchmark on the random mluke-base-shaped checkpoint (``<work>/mluke-base-random``),
+    with a ``count`` option (e.g. ``--prompts``). In a measuring child (``--measure``) it runs
+    ``measure(method, folder, n)``, prints its JSON line and returns ``None``; else ``(args, folder)``."""
+    ap = benchmark_parser(doc, Path(script).parent / "work")
+    ap.add_argument(count, type=int, default=default)
+    args = ap.parse_args()
+    folder = args.work / "mluke-base-random"
+    if args.measure:
+        print(json.dumps(measure(args.measure, folder, getattr(args, count.lstrip("-")))))
+        return None
+    return args, folder

@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from common import benchmark_parser, best_runs, peak_rss_mb, run_interleaved
+from common import base_shape_args, best_runs, peak_rss_mb, run_interleaved
 
 N_WORDS, N_ENTITIES, SEQ, N_CAND, BATCH = 250_004, 1_200_001, 16, 100, 32
 
@@ -110,13 +110,10 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
 
 
 def main() -> None:
-    ap = benchmark_parser(__doc__, Path(__file__).parent / "work")
-    ap.add_argument("--prompts", type=int, default=256)
-    args = ap.parse_args()
-    folder = args.work / "mluke-base-random"
-    if args.measure:
-        print(json.dumps(measure(args.measure, folder, args.prompts)))
+    parsed = base_shape_args(__doc__, __file__, measure, "--prompts", 256)
+    if parsed is None:
         return
+    args, folder = parsed
     if not (folder / "entity_vocab.sqlite").exists():
         t = time.perf_counter()
         make_checkpoint(folder)

@@ -19,7 +19,7 @@ import random
 import time
 from pathlib import Path
 
-from common import benchmark_parser, best_runs, run_interleaved
+from common import base_shape_args, best_runs, run_interleaved
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -84,13 +84,10 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
 
 
 def main() -> None:
-    ap = benchmark_parser(__doc__, Path(__file__).parent / "work")
-    ap.add_argument("--facts", type=int, default=64)
-    args = ap.parse_args()
-    folder = args.work / "mluke-base-random"
-    if args.measure:
-        print(json.dumps(measure(args.measure, folder, args.facts)))
+    parsed = base_shape_args(__doc__, __file__, measure, "--facts", 64)
+    if parsed is None:
         return
+    args, folder = parsed
     if not (folder / "entity_vocab.sqlite").exists():
         raise SystemExit(f"{folder} is missing: run benchmarks/model_scoring.py first")
     methods = ["reference", "entity", "entity-vocabulary"]
