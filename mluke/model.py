@@ -58,22 +58,7 @@ class MlukeForMaskedLM(LukeForMaskedLM):
 
         Equal to ``encode(**inputs)[1]`` up to float rounding; skips most of one layer's word work.
         """
-        if inputs.get("entity_ids") is None:
-            raise ValueError("encode_entities needs entity_ids and entity_position_ids")
-        _check_entity_inputs(inputs)
-        luke, ids = self.luke, inputs["input_ids"]
-        token_types = inputs.get("token_type_ids")  # LukeEmbeddings fails on None: pass zeros as LukeModel does
-        words = luke.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids) if token_types is None else token_types,
-                                position_ids=inputs.get("position_ids"))
-        ents = luke.entity_embeddings(inputs["entity_ids"], inputs["entity_position_ids"],
-                                      inputs.get("entity_token_type_ids"))
-        mask = torch.cat([inputs.get("attention_mask", torch.ones_like(ids)),
-                          inputs.get("entity_attention_mask", torch.ones_like(inputs["entity_ids"]))], dim=-1)
-        additive = (1.0 - mask[:, None, None, :].to(words.dtype)) * torch.finfo(words.dtype).min
-        *layers, last = luke.encoder.layer
-        for layer in layers:
-            words, ents = layer(words, ents, additive)[:2]
-        return _last_layer_entity_rows(last, words, ents, additive)
+        return encode_entity_rows(self.luke, **inputs)
 
     # -- entity prediction (MEP) ------------------------------------------------------------
     def entity_features(self, entity_hidden: Tensor) -> Tensor:
@@ -158,6 +143,26 @@ class MlukeForMaskedLM(LukeForMaskedLM):
     def mep_loss(self, entity_hidden: Tensor, labels: Tensor) -> Tensor:
         """Cross-entropy of the entity head at labelled entity positions only."""
         return _head_loss(self.entity_predictions, entity_hidden, labels)
+
+
+def encode_entity_rows(luke: nn.Module, **inputs: Tensor) -> Tensor:
+    """A ``LukeModel``'s last entity states (batch x entities x hidden), the last layer computed for the
+    entity rows only (see :meth:`MlukeForMaskedLM.encode_entities`); fine-tuned heads share it."""
+    if inputs.get("entity_ids") is None:
+        raise ValueError("encode_entities needs entity_ids and entity_position_ids")
+    _check_entity_inputs(inputs)
+    ids = inputs["input_ids"]
+    token_types = inputs.get("token_type_ids")  # LukeEmbeddings fails on None: pass zeros as LukeModel does
+    words = luke.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids) if token_types is None else token_types,
+                            position_ids=inputs.get("position_ids"))
+    ents = luke.entity_embeddings(inputs["entity_ids"], inputs["entity_position_ids"], inputs.get("entity_token_type_ids"))
+    mask = torch.cat([inputs.get("attention_mask", torch.ones_like(ids)),
+                      inputs.get("entity_attention_mask", torch.ones_like(inputs["entity_ids"]))], dim=-1)
+    additive = (1.0 - mask[:, None, None, :].to(words.dtype)) * torch.finfo(words.dtype).min
+    *layers, last = luke.encoder.layer
+    for layer in layers:
+        words, ents = layer(words, ents, additive)[:2]
+    return _last_layer_entity_rows(last, words, ents, additive)
 
 
 def _check_entity_inputs(inputs: dict[str, object]) -> None:

@@ -275,17 +275,7 @@ class MlukeTokenizer:
     def _mark(self, ids: list[int], offsets: list[tuple[int, int]], spans: list[Span], task: Task) -> tuple[list[int], list[tuple[int, int]], list[Span]]:
         """Insert <ent> (and <ent2>) around the mention(s), as the original fine-tuning formats do."""
         markers = [self.ent_id] if task == "entity_classification" else [self.ent_id, self.ent2_id]
-        inserts = sorted(((s, e, m, k) for k, ((s, e), m) in enumerate(zip(spans, markers))), reverse=True)
-        new_spans = list(spans)
-        for s, e, m, k in inserts:  # right to left keeps earlier positions valid
-            ids[e:e] = [m]
-            offsets[e:e] = [(0, 0)]
-            ids[s:s] = [m]
-            offsets[s:s] = [(0, 0)]
-        for k, (s, e) in enumerate(spans):
-            before = sum(2 for j, (s2, _) in enumerate(spans) if j != k and s2 < s)
-            new_spans[k] = (s + before, e + before + 2)
-        return ids, offsets, new_spans
+        return insert_markers(ids, offsets, spans, markers)
 
     def _assemble(self, examples: list[_Example], truncation: bool, max_length: int, max_entity_length: int,
                   padding: bool | str, task: Task | None) -> MlukeEncoding:
@@ -384,6 +374,23 @@ def encode_with_spans(words: Tokenizer, texts: Sequence[str], spans: Sequence[Se
         char2pos[len(t)] = len(ids)
         out.append((ids, offsets, [(char2pos[moved[a]], char2pos[moved[b]]) for a, b in text_spans]))
     return out
+
+
+def insert_markers(ids: list[int], offsets: list[tuple[int, int]], spans: Sequence[Span], markers: Sequence[int]
+                   ) -> tuple[list[int], list[tuple[int, int]], list[Span]]:
+    """Put marker piece ``markers[k]`` before and after span ``k`` (piece positions, non-overlapping); returns the
+    new ids, offsets (markers at ``(0, 0)``) and each span widened to cover its two markers."""
+    ids, offsets = list(ids), list(offsets)
+    for s, e, m in sorted(((s, e, m) for (s, e), m in zip(spans, markers)), reverse=True):  # right to left
+        ids[e:e] = [m]
+        offsets[e:e] = [(0, 0)]
+        ids[s:s] = [m]
+        offsets[s:s] = [(0, 0)]
+    new_spans = []
+    for k, (s, e) in enumerate(spans):
+        before = sum(2 for j, (s2, _) in enumerate(spans) if j != k and s2 < s)
+        new_spans.append((s + before, e + before + 2))
+    return ids, offsets, new_spans
 
 
 def _batchify(value: Any, single: bool, n: int, name: str) -> list[Any]:

@@ -18,18 +18,17 @@ column or a folder without language folders is a :class:`kb.InputFormatError`.
 from __future__ import annotations
 
 import csv
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.errors import InputFormatError
+from probes.skips import Skips
 
 #: Columns the reader needs (others are ignored).
 DOC_COLUMNS = ("docid",)
 MENTION_COLUMNS = ("docid", "position", "length", "mention", "qid")
-#: How many examples of each skip reason :class:`LinkingSet` keeps.
-MAX_EXAMPLES = 3
 
 
 @dataclass(frozen=True)
@@ -91,19 +90,6 @@ class LinkingSet:
 
 # -- reading ---------------------------------------------------------------------------------------------------------
 
-class _Skips:
-    """Counts of skipped records per reason and the first few examples of each."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[str] = Counter()
-        self.examples: list[str] = []
-
-    def add(self, path: Path, line: int, reason: str, detail: str = "") -> None:
-        self.counts[reason] += 1
-        if self.counts[reason] <= MAX_EXAMPLES:
-            self.examples.append(f"{path}:{line}: {reason}" + (f" ({detail})" if detail else ""))
-
-
 def _is_language_folder(path: Path) -> bool:
     return any((path / name).exists() for name in ("docs.tsv", "mentions.tsv", "text"))
 
@@ -137,7 +123,7 @@ def _language_folders(folder: Path, languages: Sequence[str] | None) -> list[Pat
     return found
 
 
-def _rows(path: Path, required: Sequence[str], skips: _Skips) -> Iterator[tuple[int, dict[str, str]]]:
+def _rows(path: Path, required: Sequence[str], skips: Skips) -> Iterator[tuple[int, dict[str, str]]]:
     """(line number, {column: value}) for every well-formed data row of a TSV file with a header row."""
     with path.open(encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
@@ -168,7 +154,7 @@ def _rows(path: Path, required: Sequence[str], skips: _Skips) -> Iterator[tuple[
             yield reader.line_num, dict(zip(header, row))
 
 
-def _read_language(folder: Path, skips: _Skips) -> list[LinkDoc]:
+def _read_language(folder: Path, skips: Skips) -> list[LinkDoc]:
     lang = folder.name
     docs_path, mentions_path = folder / "docs.tsv", folder / "mentions.tsv"
     texts: dict[str, str] = {}
@@ -231,7 +217,7 @@ def read_mewsli(folder: str | Path, languages: Sequence[str] | None = None) -> L
     folder. ``languages``: the languages to read (default: all). Unusable rows
     are skipped and counted (see :class:`LinkingSet`).
     """
-    skips = _Skips()
+    skips = Skips()
     docs: list[LinkDoc] = []
     for lang_folder in _language_folders(Path(folder), languages):
         docs += _read_language(lang_folder, skips)

@@ -15,7 +15,7 @@ import sys
 import typer
 
 from kb.errors import MlukeError
-from mluke.cli import kb_commands, link_commands, probe_commands, train_commands
+from mluke.cli import kb_commands, link_commands, probe_commands, train_commands, transfer_commands
 
 app = typer.Typer(
     help="mluke: multilingual knowledge probing and entity linking with mLUKE.",
@@ -30,6 +30,8 @@ app.command("eval-demo")(probe_commands.eval_demo)
 app.command("link")(link_commands.link)
 app.command("eval-link")(link_commands.eval_link)
 app.command("corpus")(train_commands.corpus)
+app.command("finetune")(transfer_commands.finetune)
+app.command("evaluate")(transfer_commands.evaluate)
 
 
 def main() -> None:

@@ -1,0 +1,144 @@
+"""Model inputs for fine-tuning and inference: span enumeration for NER, marked pairs for relation
+extraction, and the padded tensors of a batch.
+
+Texts are cut at every span boundary before tokenising (:func:`mluke.tokenizer.encode_with_spans`), as
+the pretraining corpus was, so a word (or a mention) always covers whole pieces. Positions below are
+piece positions in the model input, ``<s>`` included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from mluke.tokenizer import encode_with_spans, insert_markers
+
+#: Languages whose words are written without spaces between them (characters are words in PAN-X).
+NO_SPACE = frozenset({"ja", "zh", "th"})
+
+Span = tuple[int, int]
+
+
+def join_words(words: Sequence[str], lang: str | None) -> tuple[str, list[Span]]:
+    """The text of ``words`` (no separator in ja, zh and th, else one space) and each word's character span."""
+    sep = "" if lang in NO_SPACE else " "
+    spans, pos = [], 0
+    for w in words:
+        spans.append((pos, pos + len(w)))
+        pos += len(w) + len(sep)
+    return sep.join(words), spans
+
+
+@dataclass
+class Row:
+    """One model input row: word pieces, and per slot either an entity [MASK] over piece positions (NER-E),
+    first/last piece positions (NER-W, RE-W) or an entity over a mention (RE-E); ``items`` says what each
+    slot is (``(sentence, first word, end word)`` for NER, the example index for RE)."""
+
+    ids: list[int]
+    slots: list[Span] = field(default_factory=list)  # piece positions [start, end) in ids
+    entity_ids: list[int] = field(default_factory=list)  # per slot, for entity features (0 = padding)
+    items: list[Any] = field(default_factory=list)
+    labels: list[int] = field(default_factory=list)
+
+
+def _with_specials(tokenizer: Any, ids: list[int], spans: list[Span], max_length: int) -> tuple[list[int], list[Span]]:
+    """``<s> ids </s>`` cut to ``max_length``; spans shifted by one, those cut off left out (as ``(-1, -1)``)."""
+    limit = max_length - 2
+    kept = [(s + 1, e + 1) if e <= limit else (-1, -1) for s, e in spans]
+    return [tokenizer.bos_id, *ids[:limit], tokenizer.eos_id], kept
+
+
+def ner_rows(tokenizer: Any, sentences: Sequence[Sequence[str]], langs: Sequence[str | None], *, features: str,
+             max_span_pieces: int = 16, max_entities: int = 128, max_length: int = 512,
+             gold: Sequence[Sequence[tuple[int, int, str]]] | None = None,
+             label_ids: dict[str, int] | None = None) -> list[Row]:
+    """Rows for span NER: every span of at most ``max_span_pieces`` pieces made of whole words.
+
+    ``features="word"``: one row per sentence, a slot per span (its first and last piece).
+    ``features="entity"``: an entity [MASK] per span over its pieces, all spans of a sentence in one row,
+    or several rows when a sentence has more than ``max_entities`` spans. With ``gold`` spans and
+    ``label_ids``, each slot gets its label (0 = not an entity). Words cut off by ``max_length`` get no span.
+    """
+    texts, word_spans = zip(*(join_words(w, l) for w, l in zip(sentences, langs))) if sentences else ((), ())
+    rows: list[Row] = []
+    for n, (ids, _, pieces) in enumerate(encode_with_spans(tokenizer.words, list(texts), list(word_spans))):
+        ids, pieces = _with_specials(tokenizer, ids, pieces, max_length)
+        truth = {(s, e): label_ids[t] for s, e, t in gold[n]} if gold is not None and label_ids else {}
+        slots, items, labels = [], [], []
+        for i in range(len(pieces)):
+            if pieces[i][0] < 0:
+                break
+            for j in range(i + 1, len(pieces) + 1):
+                if pieces[j - 1][0] < 0 or pieces[j - 1][1] - pieces[i][0] > max_span_pieces:
+                    break
+                slots.append((pieces[i][0], pieces[j - 1][1]))
+                items.append((n, i, j))
+                labels.append(truth.get((i, j), 0))
+        step = max_entities if features == "entity" else max(1, len(slots))
+        for k in range(0, max(1, len(slots)), step):
+            part = slice(k, k + step)
+            rows.append(Row(ids, slots[part], [1] * len(slots[part]), items[part], labels[part]))
+    return rows
+
+
+def relation_rows(tokenizer: Any, texts: Sequence[str], pairs: Sequence[tuple[Span, Span]], *, features: str,
+                  labels: Sequence[int] | None = None, max_length: int = 512) -> list[Row]:
+    """One row per example: the head and tail mentions as two slots.
+
+    ``features="entity"``: entities [HEAD] (id 1) and [TAIL] (id 2) over the mentions' pieces.
+    ``features="word"``: ``<ent>``/``<ent2>`` markers around head and tail; a slot is its opening marker.
+    """
+    rows = []
+    encoded = encode_with_spans(tokenizer.words, list(texts), [list(p) for p in pairs])
+    for n, (ids, offsets, spans) in enumerate(encoded):
+        if features == "word":
+            ids, _, spans = insert_markers(ids, offsets, spans, [tokenizer.ent_id, tokenizer.ent2_id])
+            spans = [(s, s + 1) for s, _ in spans]  # the opening marker
+        ids, spans = _with_specials(tokenizer, ids, spans, max_length)
+        rows.append(Row(ids, spans, [1, 2], [n], [labels[n]] if labels is not None else []))
+    return rows
+
+
+def collate(rows: Sequence[Row], *, pad_id: int, max_mention_length: int = 30) -> dict[str, torch.Tensor]:
+    """Padded tensors of ``rows``: ``input_ids``, ``attention_mask``; ``entity_ids``,
+    ``entity_position_ids`` (-1 padded), ``entity_attention_mask``; ``slot_start``/``slot_end`` (piece
+    positions, last piece inclusive for ``slot_end``), ``slot_mask``; ``labels`` (-100 padded)."""
+    width = max(len(r.ids) for r in rows)
+    slots = max(1, max(len(r.slots) for r in rows))
+    mention = min(max_mention_length, max((e - s for r in rows for s, e in r.slots), default=1))
+    batch = {
+        "input_ids": torch.full((len(rows), width), pad_id, dtype=torch.long),
+        "attention_mask": torch.zeros(len(rows), width, dtype=torch.long),
+        "entity_ids": torch.zeros(len(rows), slots, dtype=torch.long),
+        "entity_position_ids": torch.full((len(rows), slots, mention), -1, dtype=torch.long),
+        "entity_attention_mask": torch.zeros(len(rows), slots, dtype=torch.long),
+        "slot_start": torch.zeros(len(rows), slots, dtype=torch.long),
+        "slot_end": torch.zeros(len(rows), slots, dtype=torch.long),
+        "labels": torch.full((len(rows), slots), -100, dtype=torch.long),
+    }
+    for r, row in enumerate(rows):
+        batch["input_ids"][r, :len(row.ids)] = torch.tensor(row.ids)
+        batch["attention_mask"][r, :len(row.ids)] = 1
+        for k, ((s, e), eid) in enumerate(zip(row.slots, row.entity_ids)):
+            if s < 0:
+                continue
+            batch["entity_ids"][r, k] = eid
+            batch["entity_attention_mask"][r, k] = 1
+            positions = torch.arange(s, min(e, s + mention))
+            batch["entity_position_ids"][r, k, :len(positions)] = positions
+            batch["slot_start"][r, k], batch["slot_end"][r, k] = s, e - 1
+        if row.labels:
+            batch["labels"][r, :len(row.labels)] = torch.tensor(row.labels)
+    batch["slot_mask"] = batch["entity_attention_mask"].bool()
+    return batch
+
+
+def batches(rows: Sequence[Row], size: int, *, order: Sequence[int] | None = None) -> Iterator[list[Row]]:
+    """``rows`` in groups of ``size`` (in ``order`` when given)."""
+    picked = [rows[i] for i in order] if order is not None else list(rows)
+    for start in range(0, len(picked), size):
+        yield picked[start:start + size]

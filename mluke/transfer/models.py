@@ -1,0 +1,113 @@
+"""Fine-tuning heads on the mLUKE encoder: span NER and relation classification, each with entity
+features (mLUKE-E) or word features (mLUKE-W), as in section 4 of the mLUKE paper.
+
+- NER, entity: the last-layer vector of an entity [MASK] placed over the span.
+- NER, word: the first and last piece vectors of the span, concatenated (no entity in the input).
+- Relation, entity: entities [HEAD] and [TAIL] over the two mentions, their embeddings initialised from the
+  entity [MASK]; their vectors concatenated.
+- Relation, word: ``<ent>``/``<ent2>`` markers around head and tail; the vectors of the opening markers.
+
+The encoder keeps a small entity table of its own (NER: [PAD], [MASK]; relations: [PAD], [HEAD], [TAIL]),
+copied from the pretrained [PAD] and [MASK] rows, so a fine-tuned model does not carry the 1.2M-entity
+table. A linear layer over the features (after dropout) gives the label scores.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+import torch
+from torch import Tensor, nn
+from transformers import LukeConfig, LukeModel
+
+from kb.errors import OptionError, option
+from mluke.model import encode_entity_rows
+
+Features = Literal["entity", "word"]
+Task = Literal["ner", "re"]
+
+
+def check_features(features: str) -> str:
+    if features not in ("entity", "word"):
+        raise OptionError("{features}: expected 'entity' (mLUKE-E) or 'word' (mLUKE-W)",
+                          options={"features": option("features", features)})
+    return features
+
+
+def encoder_from(pretrained: Any, entity_rows: list[int]) -> LukeModel:
+    """A new ``LukeModel`` with the pretrained model's weights and an entity table of ``entity_rows``
+    (vocabulary ids of the pretrained table, in order; row 0 is padding)."""
+    config = copy.deepcopy(pretrained.config)
+    config.entity_vocab_size = len(entity_rows)
+    encoder = LukeModel(config, add_pooling_layer=False)
+    table_key = "entity_embeddings.entity_embeddings.weight"
+    state = {k: v for k, v in pretrained.luke.state_dict().items() if not k.startswith("pooler.") and k != table_key}
+    missing, unexpected = encoder.load_state_dict(state, strict=False)
+    if set(missing) != {table_key} or unexpected:
+        raise OptionError(f"the pretrained encoder does not fit: missing {sorted(set(missing) - {table_key})}, "
+                          f"unexpected {sorted(unexpected)}")
+    with torch.no_grad():
+        table = pretrained.luke.entity_embeddings.entity_embeddings.weight
+        encoder.entity_embeddings.entity_embeddings.weight.copy_(table[entity_rows])
+    return encoder
+
+
+class TransferModel(nn.Module):
+    """The mLUKE encoder with a linear classifier over entity or word features (see the module docs).
+
+    ``labels``: the label set, index 0 being "no entity" (NER) or ``no_relation`` (relations) when present.
+    ``forward(batch)`` takes :func:`mluke.transfer.inputs.collate` tensors and returns
+    (rows x slots x labels) span scores for NER, (rows x labels) pair scores for relations.
+    """
+
+    def __init__(self, encoder: LukeModel, task: Task, features: Features, labels: list[str], *,
+                 dropout: float = 0.1, settings: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self.luke = encoder
+        self.task, self.features, self.labels = task, check_features(features), list(labels)
+        self.settings = dict(settings or {})
+        hidden = encoder.config.hidden_size
+        width = hidden * (1 if task == "ner" and features == "entity" else 2)
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(width, len(labels))
+
+    @property
+    def config(self) -> LukeConfig:
+        return self.luke.config
+
+    def features_of(self, batch: dict[str, Tensor]) -> Tensor:
+        """(rows x slots x feature width) for NER, (rows x feature width) for relations."""
+        if self.features == "entity":
+            states = encode_entity_rows(self.luke, input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                                        entity_ids=batch["entity_ids"], entity_position_ids=batch["entity_position_ids"],
+                                        entity_attention_mask=batch["entity_attention_mask"])
+            return states if self.task == "ner" else states[:, :2].flatten(1)
+        words = self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        first = torch.gather(words, 1, batch["slot_start"][..., None].expand(-1, -1, words.shape[-1]))
+        if self.task == "re":
+            return first[:, :2].flatten(1)
+        last = torch.gather(words, 1, batch["slot_end"][..., None].expand(-1, -1, words.shape[-1]))
+        return torch.cat([first, last], dim=-1)
+
+    def forward(self, batch: dict[str, Tensor]) -> Tensor:
+        return self.classifier(self.dropout(self.features_of(batch)))
+
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+        """Cross-entropy over the labelled slots (NER) or examples (relations)."""
+        logits = self(batch)
+        labels = batch["labels"] if self.task == "ner" else batch["labels"][:, 0]
+        return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+
+
+def new_model(pretrained: Any, task: Task, features: Features, labels: list[str], *, dropout: float = 0.1,
+              settings: dict[str, Any] | None = None) -> TransferModel:
+    """A fine-tuning model on a loaded ``mluke.load`` bundle: its encoder, a small entity table
+    (NER: [PAD], [MASK]; relations: [PAD], [HEAD], [TAIL] from [MASK]) and a new classifier."""
+    model, _, vocab = pretrained
+    if vocab is None:
+        raise OptionError("fine-tuning needs a model with an entity vocabulary (for the [MASK] and [PAD] rows)")
+    rows = [vocab.pad_id, vocab.mask_id] + ([vocab.mask_id] if task == "re" else [])
+    with torch.random.fork_rng():  # the classifier's initial weights follow the seed; the global RNG is left as it was
+        torch.manual_seed((settings or {}).get("seed", 0))
+        return TransferModel(encoder_from(model, rows), task, features, labels, dropout=dropout, settings=settings)

@@ -1,0 +1,59 @@
+"""Predictions of fine-tuned models: NER spans (greedy decoding) and relation labels."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from mluke.transfer.inputs import Span, batches, collate, ner_rows, relation_rows
+from mluke.transfer.models import TransferModel
+
+
+def decode_spans(scored: Sequence[tuple[int, int, int, float]]) -> list[tuple[int, int, int]]:
+    """Greedy decoding: ``(first word, end word, label, score)`` candidates, the best first, each kept unless
+    it overlaps one already kept; returns ``(first word, end word, label)`` sorted by position."""
+    taken: list[tuple[int, int, int]] = []
+    used: set[int] = set()
+    for start, end, label, _ in sorted(scored, key=lambda c: (-c[3], c[0], c[1])):
+        if used.isdisjoint(range(start, end)):
+            taken.append((start, end, label))
+            used.update(range(start, end))
+    return sorted(taken)
+
+
+@torch.inference_mode()
+def predict_spans(model: TransferModel, tokenizer: Any, sentences: Sequence[Sequence[str]],
+                  langs: Sequence[str | None], *, batch_size: int = 16) -> list[list[tuple[int, int, str]]]:
+    """Entity spans ``(first word, end word, type)`` of each sentence of words: every span scored, the
+    spans whose best label is an entity type decoded greedily by probability."""
+    model.eval()
+    settings = model.settings
+    rows = ner_rows(tokenizer, sentences, langs, features=model.features,
+                    max_span_pieces=settings.get("max_span_pieces", 16), max_entities=settings.get("max_entities", 128))
+    found: list[list[tuple[int, int, int, float]]] = [[] for _ in sentences]
+    by_size = sorted(range(len(rows)), key=lambda i: (-len(rows[i].slots), -len(rows[i].ids)))  # less padding
+    for part in batches(rows, batch_size, order=by_size):
+        probs = torch.softmax(model(collate(part, pad_id=tokenizer.pad_id)), dim=-1)
+        best, label = probs.max(dim=-1)
+        for r, row in enumerate(part):
+            for k, (n, i, j) in enumerate(row.items):
+                if int(label[r, k]) != 0:
+                    found[n].append((i, j, int(label[r, k]), float(best[r, k])))
+    return [[(s, e, model.labels[l]) for s, e, l in decode_spans(c)] for c in found]
+
+
+@torch.inference_mode()
+def predict_relations(model: TransferModel, tokenizer: Any, texts: Sequence[str], pairs: Sequence[tuple[Span, Span]],
+                      *, batch_size: int = 16) -> list[str]:
+    """The label of each (head, tail) character-span pair in its text."""
+    model.eval()
+    rows = relation_rows(tokenizer, texts, pairs, features=model.features)
+    by_size = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))  # less padding
+    out: dict[int, str] = {}
+    for k in range(0, len(rows), batch_size):
+        part = by_size[k:k + batch_size]
+        best = model(collate([rows[i] for i in part], pad_id=tokenizer.pad_id)).argmax(-1).tolist()
+        out.update((i, model.labels[b]) for i, b in zip(part, best))
+    return [out[i] for i in range(len(rows))]

@@ -1,0 +1,188 @@
+"""Fine-tuning loop: AdamW (weight decay 0.01, none on biases and LayerNorm; torch's fused kernel where it
+has one), linear warm-up over the first 6% of the steps then linear decay, dev evaluation after every
+epoch, the best epoch's weights kept; seeded, deterministic on CPU, and resumable exactly.
+
+Resuming: a work folder holds the run's settings and, every ``save_every`` steps and after every epoch,
+the model, optimizer, scheduler and random-number states with the position in the data (the order of
+each epoch is a permutation seeded by ``(seed, epoch)``). Re-running the same run continues from there and
+ends with the same weights, bit for bit, as a run that was never interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from kb.errors import InputFormatError, OptionError, flag
+from kb.files import atomic_path
+from mluke.transfer.inputs import Row, batches, collate
+from mluke.transfer.models import TransferModel
+
+
+@dataclass
+class FineTuneConfig:
+    """Training settings; the defaults are the mLUKE paper's (batch sizes 4, 8 or 16 were searched)."""
+
+    learning_rate: float = 2e-5
+    batch_size: int = 16
+    epochs: int = 5
+    weight_decay: float = 0.01
+    warmup: float = 0.06  #: share of the steps with a linearly rising learning rate
+    dropout: float = 0.1
+    seed: int = 0
+    save_every: int = 200  #: steps between resumable checkpoints (there is one after every epoch too)
+    max_span_pieces: int = 16  #: NER: longest span, in word pieces
+    max_entities: int = 128  #: NER with entity features: span [MASK]s per pass
+
+    def check(self) -> FineTuneConfig:
+        for name in ("learning_rate", "batch_size", "epochs", "save_every", "max_span_pieces", "max_entities"):
+            if getattr(self, name) <= 0:
+                raise OptionError(f"{name}={getattr(self, name)}: expected a positive number")
+        if not 0 <= self.warmup < 1 or not 0 <= self.dropout < 1:
+            raise OptionError(f"warmup={self.warmup}, dropout={self.dropout}: expected values in [0, 1)")
+        return self
+
+
+def _optimizer(model: TransferModel, config: FineTuneConfig) -> torch.optim.AdamW:
+    decay, plain = [], []
+    for name, p in model.named_parameters():
+        (plain if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
+    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": plain, "weight_decay": 0.0}]
+    try:  # the fused kernel (CPU since torch 2.4) steps the 192M-parameter word table ~5x faster
+        return torch.optim.AdamW(groups, lr=config.learning_rate, fused=True)
+    except (RuntimeError, TypeError):
+        return torch.optim.AdamW(groups, lr=config.learning_rate)
+
+
+def _schedule(optimizer: torch.optim.Optimizer, total: int, warmup: float) -> torch.optim.lr_scheduler.LambdaLR:
+    ramp = max(1, int(total * warmup))
+
+    def factor(step: int) -> float:
+        if step < ramp:
+            return (step + 1) / ramp
+        return max(0.0, (total - step) / max(1, total - ramp))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+class FineTuner:
+    """One fine-tuning run of ``model`` on ``rows`` (see the module docs); ``work`` is its work folder.
+
+    ``evaluate(model) -> float`` scores the model on dev data after each epoch (higher is better).
+    """
+
+    def __init__(self, model: TransferModel, rows: Sequence[Row], *, config: FineTuneConfig, work: Path,
+                 evaluate: Callable[[TransferModel], float], pad_id: int, identity: dict[str, Any],
+                 restart: bool = False) -> None:
+        self.model, self.rows, self.config = model, list(rows), config.check()
+        self.evaluate, self.pad_id, self.work = evaluate, pad_id, Path(work)
+        self.steps_per_epoch = math.ceil(len(self.rows) / config.batch_size)
+        self.total = self.steps_per_epoch * config.epochs
+        self.optimizer = _optimizer(model, config)
+        self.scheduler = _schedule(self.optimizer, self.total, config.warmup)
+        self.epoch = self.step_in_epoch = 0
+        self.history: list[dict[str, Any]] = []
+        self.best: tuple[float, int] | None = None  # (dev score, epoch)
+        self.rng_state = None
+        self._start(identity, restart)
+
+    def _start(self, identity: dict[str, Any], restart: bool) -> None:
+        stamp = self.work / "run.json"
+        text = json.dumps({"identity": identity, "config": asdict(self.config)}, sort_keys=True, ensure_ascii=False)
+        if self.work.exists() and restart:
+            import shutil
+
+            shutil.rmtree(self.work)
+        if self.work.exists():
+            if not stamp.is_file() or stamp.read_text(encoding="utf-8") != text:
+                raise InputFormatError(f"{self.work}: holds an interrupted fine-tuning run with other data or settings; "
+                                       "re-run it with the same ones to continue, or pass {restart} to start over",
+                                       options={"restart": flag("restart")})
+            if (self.work / "state.pt").is_file():
+                self._load()
+        else:
+            self.work.mkdir(parents=True)
+            stamp.write_text(text, encoding="utf-8")
+
+    # -- resumable state -----------------------------------------------------------------------------
+    def _save(self) -> None:
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "scheduler": self.scheduler.state_dict(), "rng": torch.get_rng_state(), "epoch": self.epoch,
+                 "step_in_epoch": self.step_in_epoch, "history": self.history, "best": self.best}
+        with atomic_path(self.work / "state.pt", overwrite=True) as tmp:
+            torch.save(state, tmp)
+
+    def _load(self) -> None:
+        state = torch.load(self.work / "state.pt", weights_only=False)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.rng_state = state["rng"]
+        self.epoch, self.step_in_epoch = state["epoch"], state["step_in_epoch"]
+        self.history, self.best = state["history"], state["best"]
+
+    def _order(self, epoch: int) -> list[int]:
+        order = list(range(len(self.rows)))
+        random.Random(self.config.seed * 1_000_003 + epoch).shuffle(order)
+        return order
+
+    # -- training ---------------------------------------------------------------------------------
+    def train(self, *, progress: bool = True, on_step: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+        """Train to the end (or continue a saved run); returns the history (loss and dev score per epoch).
+
+        The best epoch's weights are in ``work/best.pt`` and loaded into the model at the end.
+        ``on_step(global_step)`` is called after every step (tests interrupt runs with it).
+        """
+        with torch.random.fork_rng():
+            torch.manual_seed(self.config.seed)
+            if self.rng_state is not None:
+                torch.set_rng_state(self.rng_state)
+            bar = tqdm(total=self.total, initial=self.epoch * self.steps_per_epoch + self.step_in_epoch,
+                       desc="fine-tune", unit="step", disable=not progress, mininterval=0.5, dynamic_ncols=True)
+            with bar:
+                while self.epoch < self.config.epochs:
+                    self._epoch(bar, on_step)
+        if (self.work / "best.pt").is_file():
+            self.model.load_state_dict(torch.load(self.work / "best.pt", weights_only=True))
+        return self.history
+
+    def _epoch(self, bar: Any, on_step: Callable[[int], None] | None) -> None:
+        self.model.train()
+        order = self._order(self.epoch)
+        losses = self.history[-1]["losses"] if self.history and self.history[-1]["epoch"] == self.epoch else []
+        if not losses:
+            self.history.append({"epoch": self.epoch, "losses": losses})
+        skip = self.step_in_epoch * self.config.batch_size
+        for part in batches(self.rows, self.config.batch_size, order=order[skip:]):
+            loss = self.model.loss(collate(part, pad_id=self.pad_id))
+            loss.backward()
+            self.optimizer.step()
+            self.scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            losses.append(float(loss.detach()))
+            self.step_in_epoch += 1
+            bar.update(1)
+            bar.set_postfix(epoch=self.epoch + 1, loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
+            if self.step_in_epoch % self.config.save_every == 0 and self.step_in_epoch < self.steps_per_epoch:
+                self._save()
+            if on_step is not None:
+                on_step(self.epoch * self.steps_per_epoch + self.step_in_epoch)
+        self.model.eval()
+        score = float(self.evaluate(self.model))
+        record = self.history[-1]
+        record.update({"loss": sum(losses) / max(1, len(losses)), "dev": score})
+        del record["losses"]
+        if self.best is None or score > self.best[0]:
+            self.best = (score, self.epoch)
+            with atomic_path(self.work / "best.pt", overwrite=True) as tmp:
+                torch.save(self.model.state_dict(), tmp)
+        self.epoch += 1
+        self.step_in_epoch = 0
+        self._save()

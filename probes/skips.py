@@ -1,0 +1,28 @@
+"""Counting the records a reader skips: a count per reason and the first few ``file:line`` examples,
+so that a bad line inside a large file is reported, not fatal."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+MAX_EXAMPLES = 3  # examples kept per reason
+
+
+class Skips:
+    """Counts of skipped records per reason and the first few examples of each."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.examples: list[str] = []
+
+    def add(self, path: Path, line: int, reason: str, detail: str = "") -> None:
+        self.counts[reason] += 1
+        if self.counts[reason] <= MAX_EXAMPLES:
+            self.examples.append(f"{path}:{line}: {reason}" + (f" ({detail})" if detail else ""))
+
+    def nothing_read(self, path: Path, what: str) -> str:
+        """The message for a file from which no ``what`` could be read: what was skipped, or "empty file?"."""
+        detail = "; ".join(f"{reason}: {n}" for reason, n in self.counts.items())
+        return f"{path}: no {what} found" + (f" (skipped {detail}; e.g. {self.examples[0]})" if detail else
+                                             " (empty file?)")

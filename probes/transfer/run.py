@@ -1,0 +1,189 @@
+"""Whole runs: fine-tune on one language's data (``finetune``, what ``mluke finetune`` does) and evaluate
+zero-shot on others (``evaluate``, what ``mluke evaluate`` does)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kb.errors import OptionError, option
+from kb.files import check_output, json_text, write_csv, write_json
+from mluke.checkpoint import open_model
+from mluke.transfer import FineTuneConfig, FineTuner, load_transfer, new_model, predict_relations, predict_spans, save_transfer
+from mluke.transfer.inputs import ner_rows, relation_rows
+from probes.transfer.metrics import ner_scores, re_scores
+from probes.transfer.ner_data import NerSentence, read_ner
+from probes.transfer.re_data import ReExample, read_re
+
+Task = Literal["ner", "re"]
+
+
+def _check_task(task: str) -> str:
+    if task not in ("ner", "re"):
+        raise OptionError("{task}: expected 'ner' or 're'", options={"task": option("task", task)})
+    return task
+
+
+def _read(task: str, path: str | os.PathLike[str], lang: str | None) -> Any:
+    return read_ner(path, lang=lang) if task == "ner" else read_re(path, lang=lang)
+
+
+def _identity(path: str | os.PathLike[str]) -> dict[str, Any]:
+    st = Path(path).stat()
+    return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def score(task: str, model: Any, tokenizer: Any, data: Sequence[Any], *, lang: str | None = None,
+          batch_size: int = 16) -> dict[str, Any]:
+    """The model's scores on NER sentences (span micro F1, seqeval strict IOB2) or relation examples
+    (macro F1 over relation types, see :func:`probes.transfer.metrics.re_scores`)."""
+    if task == "ner":
+        predicted = predict_spans(model, tokenizer, [s.words for s in data], [s.lang or lang for s in data],
+                                  batch_size=batch_size)
+        return ner_scores(data, predicted)
+    labels = predict_relations(model, tokenizer, [e.text for e in data], [(e.head, e.tail) for e in data],
+                               batch_size=batch_size)
+    return re_scores([e.label for e in data], labels)
+
+
+def _main_score(task: str, scores: dict[str, Any]) -> float:
+    return scores["f1"] if task == "ner" else scores["macro_f1"]
+
+
+@dataclass
+class FineTuneReport:
+    """What a fine-tuning run did: data sizes, loss and dev score per epoch, the epoch kept."""
+
+    output: Path
+    task: str
+    features: str
+    labels: list[str]
+    train_size: int
+    dev_size: int
+    history: list[dict[str, Any]]
+    seconds: float
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def best(self) -> dict[str, Any]:
+        return max(self.history, key=lambda h: h["dev"])
+
+    def summary(self) -> str:
+        best = self.best
+        return (f"fine-tuned {self.task} ({self.features} features) on {self.train_size:,} examples in "
+                f"{self.seconds:,.0f} s; kept epoch {best['epoch'] + 1} (dev {100 * best['dev']:.1f}); wrote {self.output}")
+
+
+def finetune(task: Task, train: str | os.PathLike[str], dev: str | os.PathLike[str], *, output: str | os.PathLike[str],
+             features: str = "entity", model: Any = None, lang: str | None = None,
+             config: FineTuneConfig | None = None, overwrite: bool = False, restart: bool = False,
+             progress: bool = True) -> FineTuneReport:
+    """Fine-tune ``model`` (default: the demo model) on ``train`` and keep the epoch best on ``dev``.
+
+    ``task``: ``"ner"`` (CoNLL-2002/2003 or WikiANN files, see :func:`probes.transfer.ner_data.read_ner`)
+    or ``"re"`` (KBP37 / RELX files, :func:`probes.transfer.re_data.read_re`). ``features``: ``"entity"``
+    (mLUKE-E) or ``"word"`` (mLUKE-W). ``config``: the paper's settings by default. The model is written
+    to ``output`` in the hub layout with its labels; an interrupted run continues when run again
+    (``restart=True`` starts over).
+    """
+    started = time.perf_counter()
+    _check_task(task)
+    config = (config or FineTuneConfig()).check()
+    output = check_output(output, overwrite=overwrite)
+    train_data, dev_data = _read(task, train, lang), _read(task, dev, lang)
+    items = train_data.sentences if task == "ner" else train_data.examples
+    dev_items = dev_data.sentences if task == "ner" else dev_data.examples
+    if task == "ner":
+        labels = ["O", *sorted(set(train_data.types) | set(dev_data.types))]
+    else:
+        seen = sorted(set(train_data.labels) | set(dev_data.labels))
+        labels = (["no_relation"] if "no_relation" in seen else []) + [l for l in seen if l != "no_relation"]
+    bundle = open_model(model)
+    settings = {"seed": config.seed, "max_span_pieces": config.max_span_pieces, "max_entities": config.max_entities}
+    net = new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings)
+    tok = bundle.tokenizer
+    index = {l: i for i, l in enumerate(labels)}
+    if task == "ner":
+        rows = ner_rows(tok, [s.words for s in items], [s.lang or lang for s in items], features=features,
+                        max_span_pieces=config.max_span_pieces, max_entities=config.max_entities,
+                        gold=[s.spans for s in items], label_ids=index)
+    else:
+        rows = relation_rows(tok, [e.text for e in items], [(e.head, e.tail) for e in items], features=features,
+                             labels=[index[e.label] for e in items])
+    identity = {"task": task, "features": features, "model": str(model), "train": _identity(train),
+                "dev": _identity(dev), "labels": labels}
+    work = output.with_name(output.name + ".work")
+    tuner = FineTuner(net, rows, config=config, work=work, pad_id=tok.pad_id, identity=identity, restart=restart,
+                      evaluate=lambda m: _main_score(task, score(task, m, tok, dev_items, lang=lang)))
+    history = tuner.train(progress=progress)
+    save_transfer(net, tok, output, overwrite=overwrite, extra={
+        "train": str(train), "dev": str(dev), "history": history, "config": asdict(config)})
+    shutil.rmtree(work, ignore_errors=True)
+    skipped = {f"train: {k}": v for k, v in train_data.skipped.items()} | {f"dev: {k}": v for k, v in dev_data.skipped.items()}
+    return FineTuneReport(output, task, features, labels, len(items), len(dev_items), history,
+                          time.perf_counter() - started, skipped)
+
+
+@dataclass
+class TransferReport:
+    """Zero-shot scores per language (``rows``: lang, examples, precision, recall, f1 (NER) or macro_f1,
+    micro_f1, accuracy (relations)) and their average over languages."""
+
+    task: str
+    features: str
+    model: str
+    rows: list[dict[str, Any]]
+
+    @property
+    def average(self) -> dict[str, float]:
+        keys = [k for k, v in self.rows[0].items() if isinstance(v, float)] if self.rows else []
+        return {k: sum(r[k] for r in self.rows) / len(self.rows) for k in keys}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "features": self.features, "model": self.model, "languages": self.rows,
+                "average": self.average}
+
+    def table(self) -> tuple[list[str], list[list[Any]]]:
+        """Columns and rows for printing (scores x100), the average last."""
+        keys = ["precision", "recall", "f1"] if self.task == "ner" else ["macro_f1", "micro_f1", "accuracy"]
+        rows = [[r["lang"], r["examples"], *(round(100 * r[k], 1) for k in keys)] for r in self.rows]
+        rows.append(["average", sum(r["examples"] for r in self.rows), *(round(100 * self.average[k], 1) for k in keys)])
+        return ["lang", "examples", *keys], rows
+
+    def to_json(self, path: str | os.PathLike[str] | None = None, *, overwrite: bool = False) -> str:
+        if path is not None:
+            write_json(self.to_dict(), path, overwrite=overwrite)
+        return json_text(self.to_dict())
+
+    def to_csv(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+        columns, rows = self.table()
+        write_csv(columns, rows, path, overwrite=overwrite)
+
+
+def evaluate(task: Task, model_dir: str | os.PathLike[str],
+             tests: Mapping[str, str | os.PathLike[str]] | Sequence[tuple[str, str | os.PathLike[str]]], *,
+             batch_size: int = 16, progress: bool = True) -> TransferReport:
+    """Score a fine-tuned model on test files, one per language (``{"de": "de/test.txt", ...}``)."""
+    from tqdm import tqdm
+
+    _check_task(task)
+    model, tok = load_transfer(model_dir)
+    if model.task != task:
+        raise OptionError(f"{model_dir} was fine-tuned for {model.task!r}, not {task!r}")
+    pairs = list(tests.items()) if isinstance(tests, Mapping) else list(tests)
+    if not pairs:
+        raise OptionError("no test files: give at least one lang:path")
+    rows = []
+    for lang, path in tqdm(pairs, desc="evaluate", unit="language", disable=not progress):
+        data = _read(task, path, lang)
+        items: Sequence[NerSentence | ReExample] = data.sentences if task == "ner" else data.examples
+        scores = score(task, model, tok, items, lang=lang, batch_size=batch_size)
+        keep = ("precision", "recall", "f1") if task == "ner" else ("macro_f1", "micro_f1", "accuracy")
+        rows.append({"lang": lang, "examples": len(items), **{k: float(scores[k]) for k in keep},
+                     "per_type": scores["per_type"], "skipped": sum(data.skipped.values())})
+    return TransferReport(task, model.features, str(model_dir), rows)

@@ -1,0 +1,144 @@
+"""Fine-tuning heads, the training loop, checkpoints and decoding (mluke.transfer)."""
+
+import shutil
+
+import pytest
+import torch
+
+import mluke
+from mluke.transfer import (FineTuneConfig, FineTuner, decode_spans, load_transfer, new_model, predict_relations,
+                            predict_spans, save_transfer)
+from mluke.transfer.inputs import collate, join_words, ner_rows, relation_rows
+
+SENTENCES = [["Paris", "is", "in", "France", "."], ["東", "京", "は", "日", "本", "に", "あ", "る"]]
+LANGS = ["en", "ja"]
+GOLD = [[(0, 1, "CITY"), (3, 4, "COUNTRY")], [(0, 2, "CITY"), (3, 5, "COUNTRY")]]
+LABELS = ["O", "CITY", "COUNTRY"]
+
+
+@pytest.fixture(scope="module")
+def bundle(tiny_demo):
+    return mluke.load(tiny_demo)
+
+
+def test_spans_cover_whole_words_up_to_the_piece_limit(bundle):
+    tok = bundle.tokenizer
+    assert join_words(["東", "京"], "ja") == ("東京", [(0, 1), (1, 2)])
+    rows = ner_rows(tok, SENTENCES, LANGS, features="entity", max_span_pieces=4, max_entities=4, gold=GOLD,
+                    label_ids={l: i for i, l in enumerate(LABELS)})
+    items = [(n, i, j) for r in rows for n, i, j in r.items]
+    assert len(items) == len(set(items)) and all(len(r.slots) <= 4 for r in rows)  # several passes per sentence
+    assert (0, 0, 1) in items and (0, 3, 4) in items and (1, 0, 2) in items
+    labelled = {it: lab for r in rows for it, lab in zip(r.items, r.labels) if lab}
+    assert labelled == {(0, 0, 1): 1, (0, 3, 4): 2, (1, 0, 2): 1, (1, 3, 5): 2}
+    pieces = {(n, i): r.ids[s:e] for r in rows for (s, e), (n, i, j) in zip(r.slots, r.items) if j == i + 1}
+    for r in rows:
+        for (s, e), (n, i, j) in zip(r.slots, r.items):  # a span is its words' pieces, whole
+            assert e - s <= 4 and r.ids[s:e] == [p for w in range(i, j) for p in pieces[(n, w)]]
+    assert tok.decode(pieces[(0, 3)]).strip() == "France"
+    word = ner_rows(tok, SENTENCES, LANGS, features="word", max_span_pieces=4)
+    assert len(word) == 2 and sorted(it for r in word for it in r.items) == sorted(items)
+    batch = collate(rows, pad_id=tok.pad_id)
+    assert batch["entity_position_ids"].shape[-1] <= 4 and (batch["labels"][~batch["slot_mask"]] == -100).all()
+
+
+def test_relation_inputs_put_markers_or_entities_on_the_mentions(bundle):
+    tok = bundle.tokenizer
+    text = "France borders Spain ."
+    word = relation_rows(tok, [text], [((15, 20), (0, 6))], features="word", labels=[1])[0]
+    (h, _), (t, _) = word.slots
+    assert word.ids[h] == tok.ent_id and word.ids[t] == tok.ent2_id and t < h  # the tail comes first here
+    ent = relation_rows(tok, [text], [((15, 20), (0, 6))], features="entity")[0]
+    assert ent.entity_ids == [1, 2] and tok.decode(ent.ids[slice(*ent.slots[1])]).strip() == "France"
+
+
+@pytest.mark.parametrize("task, features", [("ner", "entity"), ("ner", "word"), ("re", "entity"), ("re", "word")])
+def test_heads_and_a_small_entity_table(bundle, task, features):
+    labels = LABELS if task == "ner" else ["no_relation", "borders(e1,e2)"]
+    model = new_model(bundle, task, features, labels, settings={"seed": 3})
+    table = model.luke.entity_embeddings.entity_embeddings.weight
+    mask = bundle.model.luke.entity_embeddings.entity_embeddings.weight[bundle.entity_vocab.mask_id]
+    assert table.shape[0] == (2 if task == "ner" else 3) and torch.equal(table[1], mask)
+    again = new_model(bundle, task, features, labels, settings={"seed": 3})
+    assert torch.equal(model.classifier.weight, again.classifier.weight)  # seeded
+    tok = bundle.tokenizer
+    if task == "ner":
+        rows = ner_rows(tok, SENTENCES, LANGS, features=features)
+        width = max(len(r.slots) for r in rows)
+        assert model(collate(rows, pad_id=tok.pad_id)).shape == (len(rows), width, 3)
+    else:
+        rows = relation_rows(tok, ["France borders Spain ."], [((0, 6), (15, 20))], features=features, labels=[1])
+        assert model(collate(rows, pad_id=tok.pad_id)).shape == (1, 2)
+
+
+@pytest.mark.parametrize("features", ["entity", "word"])
+def test_batched_predictions_match_one_at_a_time(bundle, features):
+    """Predictions batch rows sorted by size (less padding); each answer must still go to its own input."""
+    tok = bundle.tokenizer
+    ner = new_model(bundle, "ner", features, LABELS, settings={"seed": 5})
+    rel = new_model(bundle, "re", features, ["no_relation", "borders(e1,e2)", "borders(e2,e1)"], settings={"seed": 5})
+    with torch.no_grad():  # a random classifier with large weights, so that the labels vary
+        for model in (ner, rel):
+            model.classifier.weight.normal_(0, 5.0, generator=torch.Generator().manual_seed(0))
+    sentences = [*SENTENCES, ["Spain", "borders", "France", "and", "Portugal", "."], ["Berlin"]]
+    langs = [*LANGS, "en", "de"]
+    batched = predict_spans(ner, tok, sentences, langs, batch_size=3)
+    assert any(batched) and batched == [predict_spans(ner, tok, [s], [l])[0] for s, l in zip(sentences, langs)]
+    texts = ["France borders Spain .", "Spain , a country next to France , borders Portugal and Andorra .", "A B",
+             "Tokyo is the capital of Japan .", "Paris ( France )"]
+    mentions = [("France", "Spain"), ("Spain", "France"), ("A", "B"), ("Tokyo", "Japan"), ("Paris", "France")]
+    pairs = [((t.index(h), t.index(h) + len(h)), (t.index(m), t.index(m) + len(m))) for t, (h, m) in zip(texts, mentions)]
+    batched = predict_relations(rel, tok, texts, pairs, batch_size=2)
+    assert len(set(batched)) > 1 and batched == [predict_relations(rel, tok, [t], [p])[0] for t, p in zip(texts, pairs)]
+
+
+def test_greedy_decoding_keeps_the_best_non_overlapping_spans():
+    assert decode_spans([(0, 2, 1, 0.9), (1, 3, 2, 0.95), (3, 4, 1, 0.5), (0, 1, 2, 0.4)]) == [(0, 1, 2), (1, 3, 2), (3, 4, 1)]
+
+
+def _train(bundle, work, features="entity", on_step=None, epochs=2):
+    model = new_model(bundle, "ner", features, LABELS, settings={"seed": 0, "max_entities": 4})
+    rows = ner_rows(bundle.tokenizer, SENTENCES * 6, LANGS * 6, features=features, max_entities=4, gold=GOLD * 6,
+                    label_ids={l: i for i, l in enumerate(LABELS)})
+    scores = iter([0.2, 0.7, 0.5])
+    tuner = FineTuner(model, rows, config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=epochs, save_every=2,
+                                                         max_entities=4),
+                      work=work, evaluate=lambda m: next(scores), pad_id=bundle.tokenizer.pad_id, identity={"t": 1})
+    return model, tuner.train(progress=False, on_step=on_step)
+
+
+def test_an_interrupted_run_resumes_to_the_same_weights(bundle, tmp_path):
+    reference, history = _train(bundle, tmp_path / "ref")
+    assert [h["epoch"] for h in history] == [0, 1] and history[1]["dev"] == 0.7
+
+    class Stop(Exception):
+        pass
+
+    def stop_at(step):
+        if step == 5:
+            raise Stop
+
+    with pytest.raises(Stop):
+        _train(bundle, tmp_path / "run", on_step=stop_at)
+    resumed, _ = _train(bundle, tmp_path / "run")
+    for (name, a), (_, b) in zip(reference.state_dict().items(), resumed.state_dict().items()):
+        assert torch.equal(a, b), name
+    with pytest.raises(mluke.MlukeError, match="other data or settings.*restart"):
+        _train(bundle, tmp_path / "run", epochs=3)
+
+
+def test_checkpoints_keep_weights_labels_and_predictions(bundle, tmp_path):
+    model, _ = _train(bundle, tmp_path / "work", features="word", epochs=1)
+    out = save_transfer(model, bundle.tokenizer, tmp_path / "ner-w")
+    assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+    loaded, tok = load_transfer(out)
+    assert loaded.labels == LABELS and loaded.features == "word" and loaded.task == "ner"
+    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(a, b), name
+    assert predict_spans(loaded, tok, SENTENCES, LANGS) == predict_spans(model, bundle.tokenizer, SENTENCES, LANGS)
+    with pytest.raises(mluke.MlukeError, match="already exists"):
+        save_transfer(model, bundle.tokenizer, out)
+    shutil.copytree(out, tmp_path / "broken")
+    (tmp_path / "broken" / "model.safetensors").unlink()
+    with pytest.raises(mluke.errors.InputFormatError, match="no model.safetensors"):
+        load_transfer(tmp_path / "broken")
