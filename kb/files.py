@@ -139,6 +139,20 @@ def _looks_like_text(source: str) -> bool:
     return len(source.split()) >= 3 or bool(re.search(r"[.!?。！？।]$", source))
 
 
+def file_bytes(path: str | os.PathLike[str], *, expected: str) -> bytes:
+    """The bytes of an input file; a missing file, a folder or an unreadable file is an
+    :class:`InputFormatError` naming it (``expected`` says what the folder should have been)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputFormatError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputFormatError(f"{path}: is a folder; expected {expected}")
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputFormatError(f"{path}: unreadable ({exc.strerror or exc})") from None
+
+
 def read_lines(source: str | os.PathLike[str], *, pipe_hint: str | None = None) -> list[str]:
     """The lines of a UTF-8 text file, or of standard input for ``-``.
 
@@ -152,15 +166,10 @@ def read_lines(source: str | os.PathLike[str], *, pipe_hint: str | None = None) 
         data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
         name = "standard input"
     else:
-        path = Path(source)
-        if not path.exists():
-            if pipe_hint and _looks_like_text(str(source)):
-                raise InputFormatError(f"{str(source)!r} is not a file: this command reads a file with one text "
-                                       f"per line; to give text directly, pipe it in: echo {str(source)!r} | {pipe_hint}")
-            raise InputFormatError(f"{source}: no such file")
-        if path.is_dir():
-            raise InputFormatError(f"{source}: is a folder; expected a text file with one text per line")
-        data = path.read_bytes()
+        if pipe_hint and not Path(source).exists() and _looks_like_text(str(source)):
+            raise InputFormatError(f"{str(source)!r} is not a file: this command reads a file with one text "
+                                   f"per line; to give text directly, pipe it in: echo {str(source)!r} | {pipe_hint}")
+        data = file_bytes(source, expected="a text file with one text per line")
         name = str(source)
     try:
         text = data.decode("utf-8")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.errors import InputFormatError
-from probes.skips import Skips
+from probes.reading import Skips
 
 #: Columns the reader needs (others are ignored).
 DOC_COLUMNS = ("docid",)

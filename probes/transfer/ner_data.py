@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.errors import InputFormatError, OptionError, option
-from probes.skips import Skips
+from probes.reading import Skips, read_data_lines
 
 #: The tag schemes read; ``"auto"`` (readers only) detects one of them from the tags.
 SCHEMES = ("iob1", "iob2", "bioes")
@@ -240,27 +240,6 @@ class _Raw:
     bad: bool = False
 
 
-def read_lines(path: Path) -> tuple[list[str], str]:
-    """The lines of a file (without line ends) and the encoding used: UTF-8 if valid, else latin-1.
-
-    Lines are split on ``\\n`` only: latin-1 bytes such as 0x85 must not end a line.
-    """
-    if not path.exists():
-        raise InputFormatError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputFormatError(f"{path}: is a folder, not a file")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputFormatError(f"{path}: unreadable ({exc.strerror or exc})") from None
-    try:
-        text, encoding = data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        text, encoding = data.decode("latin-1"), "latin-1"
-    text = text.removeprefix("\ufeff")
-    return [line.rstrip("\r") for line in text.split("\n")], encoding
-
-
 def _is_wikiann_line(line: str) -> bool:
     fields = line.split("\t")
     lang, colon, _ = fields[0].partition(":")
@@ -372,7 +351,7 @@ def read_ner(path: str | Path, *, lang: str | None = None, scheme: str = "auto",
     scheme = _check_scheme(scheme, allow_auto=True)
     fmt = _check_format(fmt)
     path = Path(path)
-    lines, encoding = read_lines(path)
+    lines, encoding = read_data_lines(path)
     if fmt == "auto":
         fmt = detect_format(lines)
     skips = Skips()

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb.errors import InputFormatError, OptionError
-from probes.skips import Skips
-from probes.transfer.ner_data import read_lines
+from probes.reading import Skips, read_data_lines
 
 NO_RELATION = "no_relation"
 MARKERS = ("<e1>", "</e1>", "<e2>", "</e2>")
@@ -233,7 +232,7 @@ def read_re(path: str | Path, *, lang: str | None = None) -> ReDataset:
     skipped and counted, with the line where each starts.
     """
     path = Path(path)
-    lines, encoding = read_lines(path)
+    lines, encoding = read_data_lines(path)
     skips = Skips()
     examples: list[ReExample] = []
     for block in _blocks(lines):

@@ -1,12 +1,29 @@
-"""Counting the records a reader skips: a count per reason and the first few ``file:line`` examples,
-so that a bad line inside a large file is reported, not fatal."""
+"""Shared pieces of the dataset readers: reading a distributed data file (UTF-8, or latin-1 as some
+CoNLL files are), and counting the records a reader skips (a count per reason and the first few
+``file:line`` examples), so that a bad line inside a large file is reported, not fatal."""
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
 
+from kb.files import file_bytes
+
 MAX_EXAMPLES = 3  # examples kept per reason
+
+
+def read_data_lines(path: Path) -> tuple[list[str], str]:
+    """The lines of a data file (without line ends) and the encoding used: UTF-8 if valid, else latin-1.
+
+    Lines are split on ``\\n`` only: latin-1 bytes such as 0x85 must not end a line.
+    """
+    data = file_bytes(path, expected="a data file")
+    try:
+        text, encoding = data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        text, encoding = data.decode("latin-1"), "latin-1"
+    text = text.removeprefix("\ufeff")
+    return [line.rstrip("\r") for line in text.split("\n")], encoding
 
 
 class Skips:
