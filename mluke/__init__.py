@@ -9,6 +9,7 @@ Public API (torch and transformers are imported only when first used):
   given model or the default demo model (what every ``model=`` argument goes through);
 - :class:`MlukeTokenizer` — fairseq word ids with offsets, entity inputs;
 - :class:`MlukeForMaskedLM` — the model, with candidate-restricted scoring;
+- :func:`span_vectors` — contextual vectors of character spans (word or entity features, any layer);
 - :func:`pretrain` — pretraining from XLM-R (see :mod:`mluke.pretraining`);
 - :class:`MlukeError` — base of every error mluke raises on purpose; all of them in :mod:`mluke.errors`.
 
@@ -39,6 +40,7 @@ _LAZY = {
     "LinkedMention": "mluke.results",
     "LinkedTexts": "mluke.results",
     "pretrain": "mluke.pretraining",
+    "span_vectors": "mluke.spans",
 }
 
 __all__ = ["MlukeError", "__version__", *_LAZY]

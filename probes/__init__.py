@@ -7,6 +7,12 @@ command of the same name does.
 - :func:`eval_mlama` / :func:`read_mlama` — mLAMA 1.1 folders, P@1 macro-averaged over relations
   (:class:`MlamaReport`);
 - :func:`language_bias` — top false-positive prediction and its share (paper, Table 6);
+  :func:`bias_by_language` — the objects each language over-predicts;
+- :func:`build_index` / :class:`SpanIndex` (:mod:`probes.retrieval`) — FAISS indexes over span vectors;
+  :func:`evaluate_cwr` (:mod:`probes.cwr`) — contextual word retrieval MRR (paper, Table 2), with the
+  :func:`read_parallel_jsonl` and :func:`read_mlqa_spans` readers; :func:`modularity` /
+  :func:`modularity_by_language` (:mod:`probes.modularity`) — k-NN graph modularity (paper, Table 4);
+  :func:`parallel_spans` (:mod:`probes.parallel`) — parallel sentences from the kb;
 - :func:`eval_demo` — the demo model on held-out vs training (fact, language) pairs and its
   ambiguous-city linking set (:class:`DemoReport`);
 - :func:`eval_link` / :func:`evaluate_linking` / :func:`read_mewsli` (:mod:`probes.mewsli`) — Mewsli-9 folders (:class:`LinkingSet`
@@ -14,11 +20,17 @@ command of the same name does.
   language and method (:class:`LinkingReport`).
 """
 
-from probes.bias import language_bias
+from probes.bias import bias_by_language, language_bias
+from probes.cwr import CwrReport, ParallelSpan, evaluate_cwr, read_mlqa_spans, read_parallel_jsonl
 from probes.demo_eval import DemoReport, eval_demo
 from probes.linking_eval import LinkingReport, eval_link, evaluate_linking
 from probes.mewsli import GoldMention, LinkDoc, LinkingSet, read_mewsli
 from probes.mlama import MlamaReport, eval_mlama, read_mlama
+from probes.modularity import modularity, modularity_by_language
+from probes.parallel import parallel_spans
+from probes.retrieval import SpanIndex, build_index
 
-__all__ = ["DemoReport", "GoldMention", "LinkDoc", "LinkingReport", "LinkingSet", "MlamaReport", "eval_demo",
-           "eval_link", "eval_mlama", "evaluate_linking", "language_bias", "read_mewsli", "read_mlama"]
+__all__ = ["CwrReport", "DemoReport", "GoldMention", "LinkDoc", "LinkingReport", "LinkingSet", "MlamaReport",
+           "ParallelSpan", "SpanIndex", "bias_by_language", "build_index", "eval_demo", "eval_link", "eval_mlama",
+           "evaluate_cwr", "evaluate_linking", "language_bias", "modularity", "modularity_by_language",
+           "parallel_spans", "read_mewsli", "read_mlama", "read_mlqa_spans", "read_parallel_jsonl"]

@@ -33,10 +33,13 @@ class Skips:
         self.counts: Counter[str] = Counter()
         self.examples: list[str] = []
 
-    def add(self, path: Path, line: int, reason: str, detail: str = "") -> None:
+    def add(self, path: Path, line: int | str, reason: str, detail: str = "") -> None:
+        """Count a skipped record; ``line`` is its line number, or a name such as ``"question q7"`` in files
+        whose records are not lines."""
         self.counts[reason] += 1
         if self.counts[reason] <= MAX_EXAMPLES:
-            self.examples.append(f"{path}:{line}: {reason}" + (f" ({detail})" if detail else ""))
+            where = f"{path}:{line}" if isinstance(line, int) else f"{path} [{line}]"
+            self.examples.append(f"{where}: {reason}" + (f" ({detail})" if detail else ""))
 
     def nothing_read(self, path: Path, what: str) -> str:
         """The message for a file from which no ``what`` could be read: what was skipped, or "empty file?"."""

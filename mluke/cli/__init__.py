@@ -15,7 +15,7 @@ import sys
 import typer
 
 from kb.errors import MlukeError
-from mluke.cli import kb_commands, link_commands, probe_commands, train_commands, transfer_commands
+from mluke.cli import analysis_commands, kb_commands, link_commands, probe_commands, train_commands, transfer_commands
 
 app = typer.Typer(
     help="mluke: multilingual knowledge probing and entity linking with mLUKE.",
@@ -32,6 +32,10 @@ app.command("eval-link")(link_commands.eval_link)
 app.command("corpus")(train_commands.corpus)
 app.command("finetune")(transfer_commands.finetune)
 app.command("evaluate")(transfer_commands.evaluate)
+app.add_typer(analysis_commands.app, name="index")
+app.command("eval-cwr")(analysis_commands.eval_cwr)
+app.command("modularity")(analysis_commands.modularity)
+app.command("parallel-spans")(analysis_commands.parallel_spans)
 
 
 def main() -> None:

@@ -55,3 +55,18 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
     for row in rows:
         table.add_row(*(f"{v:,}" if isinstance(v, int) else escape(str(v)) for v in row))
     out.print(table)
+
+
+def show_report(report: Any, title: str, *, json_out: str | None, csv_out: str | None, overwrite: bool,
+                outputs: list[str]) -> None:
+    """Write ``report`` (a :class:`probes.report.TableReport`) to the ``--json``/``--csv`` files given,
+    then print its table unless one of them is standard output."""
+    if json_out:
+        report.to_json(json_out, overwrite=overwrite)
+    if csv_out:
+        report.to_csv(csv_out, overwrite=overwrite)
+    if "-" in outputs:
+        return
+    columns, rows = report.table()
+    print_table(title, columns, rows)
+    wrote(outputs)

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb.errors import OptionError
-from mluke.cli.output import OverwriteOption, check_outputs, print_table, wrote
+from mluke.cli.output import OverwriteOption, check_outputs, print_table, show_report
 
 TaskArg = Annotated[str, typer.Argument(help="'ner' (span NER) or 're' (relation extraction).")]
 
@@ -70,12 +70,5 @@ def evaluate(
         tests.append((lang, path))
     outputs = check_outputs(overwrite, json_out, csv_out)
     report = run(task, model_dir, tests, batch_size=batch_size, progress=progress)  # type: ignore[arg-type]
-    if json_out:
-        report.to_json(json_out, overwrite=overwrite)
-    if csv_out:
-        report.to_csv(csv_out, overwrite=overwrite)
-    if "-" in outputs:
-        return
-    columns, rows = report.table()
-    print_table(f"{report.task} zero-shot, {report.features} features ({model_dir}; scores x100)", columns, rows)
-    wrote(outputs)
+    show_report(report, f"{report.task} zero-shot, {report.features} features ({model_dir}; scores x100)", json_out=json_out, csv_out=csv_out, overwrite=overwrite,
+                outputs=outputs)

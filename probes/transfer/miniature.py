@@ -134,7 +134,7 @@ def _usable_label(label: str) -> bool:
             and not any(c in BAD_LABEL_CHARS for c in label) and not all(is_punct(c) for c in label))
 
 
-class _World:
+class KbWorld:
     """Entity keys, facts and per-language usable labels of one kb, loaded once per generation."""
 
     KINDS = ("city", "continent", "country", "currency", "language")
@@ -174,7 +174,7 @@ def heldout_entities(db: EntityDB, *, seed: int = 0, share: float = 0.3) -> dict
     if not 0 <= share < 1:
         raise OptionError(f"heldout_share must be in [0, 1); got {share}")
     out: dict[str, frozenset[str]] = {}
-    for kind in _World.KINDS:
+    for kind in KbWorld.KINDS:
         keys = sorted(db.keys(kind))
         random.Random(f"{seed}/heldout/{kind}").shuffle(keys)
         out[kind] = frozenset(keys[:round(share * len(keys))])
@@ -184,7 +184,7 @@ def heldout_entities(db: EntityDB, *, seed: int = 0, share: float = 0.3) -> dict
 class _Pool:
     """The entities one (language, train-or-test) pool may use, with the NER and RE candidates built from them."""
 
-    def __init__(self, world: _World, lang: str, excluded: dict[str, frozenset[str]]) -> None:
+    def __init__(self, world: KbWorld, lang: str, excluded: dict[str, frozenset[str]]) -> None:
         labels = world.labels(lang)
         self.labels = {kind: {k: v for k, v in per_kind.items() if k not in excluded.get(kind, ())}
                        for kind, per_kind in labels.items()}
@@ -336,7 +336,7 @@ def _draw_ner(rng: random.Random, pool: _Pool, lang: str, patterns: Sequence[str
     return render(patterns[index], lang, names), index, keys
 
 
-def _generate_ner(world: _World, languages: tuple[str, ...], *, seed: int, sizes: dict[str, int],
+def _generate_ner(world: KbWorld, languages: tuple[str, ...], *, seed: int, sizes: dict[str, int],
                   split_of: dict[str, list[int]], heldout: dict[str, frozenset[str]]) -> dict[str, dict[str, MiniatureSplit]]:
     out: dict[str, dict[str, MiniatureSplit]] = {}
     seen_train: set[str] = set()
@@ -396,7 +396,7 @@ def _draw_re(rng: random.Random, pool: _Pool, lang: str, patterns: Sequence[str]
     return render(patterns[index], lang, names), index, keys
 
 
-def _generate_re(world: _World, languages: tuple[str, ...], *, seed: int, sizes: dict[str, int],
+def _generate_re(world: KbWorld, languages: tuple[str, ...], *, seed: int, sizes: dict[str, int],
                  split_of: dict[str, dict[str, list[int]]], heldout: dict[str, frozenset[str]],
                  no_relation_share: float) -> dict[str, dict[str, MiniatureSplit]]:
     out: dict[str, dict[str, MiniatureSplit]] = {}
@@ -444,7 +444,7 @@ def generate_ner(db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, *, se
     """Like :func:`make_ner`, keeping for each sentence its pattern id and entity keys."""
     langs = _check_languages(languages)
     split_of = pattern_split("ner", heldout_patterns)["ner"]
-    return _generate_ner(_World(db), langs, seed=seed, sizes=_sizes(train_size, dev_size, test_size),
+    return _generate_ner(KbWorld(db), langs, seed=seed, sizes=_sizes(train_size, dev_size, test_size),
                          split_of=split_of, heldout=heldout_entities(db, seed=seed, share=heldout_share))
 
 
@@ -455,7 +455,7 @@ def generate_re(db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, *, see
     langs = _check_languages(languages)
     if not 0 <= no_relation_share <= 1:
         raise OptionError(f"no_relation_share must be in [0, 1]; got {no_relation_share}")
-    return _generate_re(_World(db), langs, seed=seed, sizes=_sizes(train_size, dev_size, test_size),
+    return _generate_re(KbWorld(db), langs, seed=seed, sizes=_sizes(train_size, dev_size, test_size),
                         split_of=pattern_split("re", heldout_patterns),
                         heldout=heldout_entities(db, seed=seed, share=heldout_share),
                         no_relation_share=no_relation_share)
@@ -517,7 +517,7 @@ def write_miniature(db: EntityDB, folder: str | Path, languages: Iterable[str] =
         raise OptionError(f"unknown size {', '.join(unknown)}; sizes: {', '.join(SIZE_NAMES)}")
     n = {**DEFAULT_SIZES, **sizes}
     langs = _check_languages(languages)
-    world = _World(db)
+    world = KbWorld(db)
     heldout = heldout_entities(db, seed=seed, share=heldout_share)
     ner_split = pattern_split("ner", ner_heldout_patterns)
     re_split = pattern_split("re", re_heldout_patterns)

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kb.errors import OptionError, option
-from kb.files import check_output, json_text, write_csv, write_json
+from kb.files import check_output
 from mluke.checkpoint import open_model
 from mluke.transfer import FineTuneConfig, FineTuner, load_transfer, new_model, predict_relations, predict_spans, save_transfer
 from mluke.transfer.inputs import ner_rows, relation_rows
+from probes.report import TableReport
 from probes.transfer.metrics import ner_scores, re_scores
 from probes.transfer.ner_data import NerSentence, read_ner
 from probes.transfer.re_data import ReExample, read_re
@@ -130,7 +131,7 @@ def finetune(task: Task, train: str | os.PathLike[str], dev: str | os.PathLike[s
 
 
 @dataclass
-class TransferReport:
+class TransferReport(TableReport):
     """Zero-shot scores per language (``rows``: lang, examples, precision, recall, f1 (NER) or macro_f1,
     micro_f1, accuracy (relations)) and their average over languages."""
 
@@ -154,15 +155,6 @@ class TransferReport:
         rows = [[r["lang"], r["examples"], *(round(100 * r[k], 1) for k in keys)] for r in self.rows]
         rows.append(["average", sum(r["examples"] for r in self.rows), *(round(100 * self.average[k], 1) for k in keys)])
         return ["lang", "examples", *keys], rows
-
-    def to_json(self, path: str | os.PathLike[str] | None = None, *, overwrite: bool = False) -> str:
-        if path is not None:
-            write_json(self.to_dict(), path, overwrite=overwrite)
-        return json_text(self.to_dict())
-
-    def to_csv(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
-        columns, rows = self.table()
-        write_csv(columns, rows, path, overwrite=overwrite)
 
 
 def evaluate(task: Task, model_dir: str | os.PathLike[str],

@@ -1,0 +1,100 @@
+"""The mLUKE paper's analyses on the embedded demo model: contextual word retrieval (Table 2), modularity
+(Table 4) and language bias of cloze predictions (the mLAMA section), written to
+``benchmarks/results/analysis_miniature.json`` (read by notebooks 04-06).
+
+- **Retrieval**: :func:`probes.parallel.parallel_spans` (``--sentences`` kb facts rendered with the same
+  pattern in all 24 languages; two spans per sentence: subject and object names), English queries, pool = all
+  spans of the target language, MRR per language for mLUKE-E (mean piece vector with entity tokens of the
+  kb entities over both names), mLUKE-E with [MASK] entity tokens, and mLUKE-W (words only).
+- **Modularity**: the same mentions, English + each other language, k-NN graph (``--k``), communities =
+  languages; features: the entity token's vector ([MASK] over each mention, as a relation model's [HEAD] and
+  [TAIL]), the mean piece vector with those tokens, and the mean piece vector without entities.
+- **Language bias**: ``mluke.probe`` over the demo relations' kb templates in ``--langs``, all subjects with
+  facts, word mode, entity [Y] and entity [X]&[Y]; P@1 per language and mode; and
+  :func:`probes.bias.bias_by_language` (entity [Y] and word) for the most over-predicted objects.
+
+    python benchmarks/analysis_miniature.py [--sentences 200] [--k 3] [--out benchmarks/results/analysis_miniature.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import kb  # noqa: E402
+import mluke  # noqa: E402
+from kb.languages import MLUKE_LANGUAGES  # noqa: E402
+from mluke.demo import DEMO_RELATIONS, demo_model  # noqa: E402
+from probes.bias import bias_by_language  # noqa: E402
+from probes.cwr import evaluate_cwr  # noqa: E402
+from probes.modularity import modularity_by_language  # noqa: E402
+from probes.parallel import parallel_spans  # noqa: E402
+
+BIAS_LANGS = "en,de,fr,es,ru,ar,ja,zh"
+BIAS_RELATIONS = [p for p in DEMO_RELATIONS if p not in ("P17", "P1376")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sentences", type=int, default=200)
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--langs", default=BIAS_LANGS, help="languages of the bias study")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "analysis_miniature.json")
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    db = kb.open_db(None)
+    folder = demo_model(progress=True)
+    bundle = mluke.load(folder)
+    out: dict = {"model": "demo", "demo": json.loads((folder / "demo.json").read_text())["preset"]}
+
+    started = time.perf_counter()
+    items = parallel_spans(db, MLUKE_LANGUAGES, size=args.sentences)
+    keyed = evaluate_cwr(bundle, items, features=("entity", "word"))
+    masked = evaluate_cwr(bundle, items, features=("entity",), entity_keys=False)
+    out["retrieval"] = {"sentences": len({i.id for i in items}) // 2, "spans_per_language": len(items) // len(MLUKE_LANGUAGES),
+                        "languages": [{**row, "mrr_entity_mask": m["mrr_entity"]} for row, m in zip(keyed.rows, masked.rows)],
+                        "seconds": round(time.perf_counter() - started, 1)}
+    rows = out["retrieval"]["languages"]
+    out["retrieval"]["average"] = {k: float(np.mean([r[k] for r in rows])) for k in ("mrr_entity", "mrr_entity_mask", "mrr_word")}
+    out["retrieval"]["entity_above_word"] = sum(r["mrr_entity"] > r["mrr_word"] for r in rows)
+    print(json.dumps(out["retrieval"]["average"]), flush=True)
+
+    started = time.perf_counter()
+    frame = modularity_by_language(bundle, items, features=("entity-token", "entity", "word"), k=args.k)
+    out["modularity"] = {"k": args.k, "languages": frame.to_dict(orient="records"),
+                         "average": {f: float(frame[f].mean()) for f in ("entity-token", "entity", "word")},
+                         "entity_token_below_word": int((frame["entity-token"] < frame["word"]).sum()),
+                         "seconds": round(time.perf_counter() - started, 1)}
+    print(json.dumps(out["modularity"]["average"]), flush=True)
+
+    started = time.perf_counter()
+    p_at_1, results = [], []
+    for lang in args.langs.split(","):
+        templates = db.templates(lang)
+        for pid in BIAS_RELATIONS:
+            if (pid, lang) not in templates:
+                continue
+            for mode, subject_entity in (("word", False), ("entity [Y]", False), ("entity [X]&[Y]", True)):
+                result = mluke.probe(templates[(pid, lang)], lang, relation=pid, mode="word" if mode == "word" else "entity",
+                                     use_subject_entity=subject_entity, model=bundle, kb=db, top_k=1)
+                p_at_1.append({"lang": lang, "relation": pid, "mode": mode, "subjects": sum(1 for r in result.rows if r.gold),
+                               "p_at_1": result.metrics["P@1"]})
+                if mode != "entity [X]&[Y]":
+                    results.append(result)
+    bias = bias_by_language(results, top=5)
+    out["bias"] = {"relations": BIAS_RELATIONS, "p_at_1": p_at_1, "over_predicted": bias.to_dict(orient="records"),
+                   "seconds": round(time.perf_counter() - started, 1)}
+    args.out.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()

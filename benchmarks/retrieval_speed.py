@@ -1,0 +1,128 @@
+"""Span retrieval speed: top-10 cosine search over ``--n`` (1M) random 768-d vectors for ``--queries`` (1,000)
+queries, with our :func:`probes.retrieval.build_index` (FAISS exact inner product over unit vectors, and HNSW)
+against scikit-learn's ``NearestNeighbors(metric="cosine", algorithm="brute")``, one process, side by side.
+
+Vectors: seeded standard normal, float32. Two query sets: ``random`` (independent draws from the same
+distribution: the hard case, every base vector is almost equally far) and ``near`` (base vectors plus noise
+of a fifth of their norm: each query has a true match, as a translated span does). Reported per method:
+build seconds, memory added by the index (VmRSS after minus before, MB), queries/s, and for HNSW recall@10
+against FAISS exact at several ``ef_search`` values; FAISS exact and sklearn must return the same top-10 ids
+for at least 99.9% of (query, rank) slots (float ties aside), else the script fails.
+
+    python benchmarks/retrieval_speed.py [--n 1000000] [--queries 1000] [--threads 2] [--out results/retrieval_speed.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from probes.retrieval import build_index, faiss_module  # noqa: E402
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def timed(fn):  # noqa: ANN001, ANN201
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def recall(found: np.ndarray, truth: np.ndarray) -> float:
+    return float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth)]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--dim", type=int, default=768)
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--hnsw-m", type=int, default=32)
+    ap.add_argument("--ef-construction", type=int, default=80)
+    ap.add_argument("--ef-search", default="64,128,256,512,1024")
+    ap.add_argument("--skip-sklearn", action="store_true")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    faiss = faiss_module()
+    faiss.omp_set_num_threads(args.threads)
+    from sklearn.neighbors import NearestNeighbors
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((args.n, args.dim), dtype=np.float32)
+    picks = rng.choice(args.n, args.queries, replace=False)
+    noise = rng.standard_normal((args.queries, args.dim), dtype=np.float32)
+    queries = {"random": rng.standard_normal((args.queries, args.dim), dtype=np.float32),
+               "near": base[picks] + 0.2 * noise}
+    out: dict = {"n": args.n, "dim": args.dim, "queries": args.queries, "k": args.k, "threads": args.threads,
+                 "machine": f"{platform.processor() or platform.machine()}, {args.threads} threads",
+                 "faiss": faiss.__version__, "methods": {}}
+
+    before = rss_mb()
+    flat, secs = timed(lambda: build_index(base, kind="flat", use_gpu=False))
+    out["methods"]["faiss-flat"] = {"build_s": round(secs, 2), "memory_mb": round(rss_mb() - before)}
+    exact = {}
+    for name, q in queries.items():
+        (scores, ids), secs = timed(lambda: flat.search(q, args.k))
+        exact[name] = ids
+        out["methods"]["faiss-flat"][f"{name}_queries_per_s"] = round(args.queries / secs, 1)
+        print(name, "faiss flat", round(secs, 2), "s", flush=True)
+
+    if not args.skip_sklearn:
+        before = rss_mb()
+        with threadpool_limits(args.threads):
+            nn, secs = timed(lambda: NearestNeighbors(n_neighbors=args.k, metric="cosine", algorithm="brute").fit(base))
+            out["methods"]["sklearn-brute"] = {"build_s": round(secs, 2), "memory_mb": round(rss_mb() - before)}
+            for name, q in queries.items():
+                (_, ids), secs = timed(lambda: nn.kneighbors(q, args.k))
+                same = float(np.mean(ids == exact[name]))
+                out["methods"]["sklearn-brute"][f"{name}_queries_per_s"] = round(args.queries / secs, 1)
+                out["methods"]["sklearn-brute"][f"{name}_same_ids_as_faiss"] = same
+                print(name, "sklearn", round(secs, 2), "s, same ids", same, flush=True)
+                if same < 0.999:
+                    raise SystemExit(f"FAISS exact and sklearn disagree on {1 - same:.4%} of the top-{args.k} slots")
+        nn = None
+        for name in queries:
+            out[f"{name}_flat_vs_sklearn"] = round(out["methods"]["faiss-flat"][f"{name}_queries_per_s"]
+                                                   / out["methods"]["sklearn-brute"][f"{name}_queries_per_s"], 1)
+    flat = None  # free its memory before HNSW
+
+    before = rss_mb()
+    hnsw, secs = timed(lambda: build_index(base, kind="hnsw", hnsw_m=args.hnsw_m, ef_construction=args.ef_construction,
+                                           use_gpu=False))
+    entry = out["methods"]["faiss-hnsw"] = {"build_s": round(secs, 2), "memory_mb": round(rss_mb() - before),
+                                            "hnsw_m": args.hnsw_m, "ef_construction": args.ef_construction, "ef_search": {}}
+    print("hnsw build", round(secs, 1), "s", flush=True)
+    for ef in (int(e) for e in args.ef_search.split(",")):
+        hnsw.index.hnsw.efSearch = ef
+        row = entry["ef_search"][ef] = {}
+        for name, q in queries.items():
+            (_, ids), secs = timed(lambda: hnsw.search(q, args.k))
+            row[f"{name}_recall_at_{args.k}"] = round(recall(ids, exact[name]), 4)
+            row[f"{name}_queries_per_s"] = round(args.queries / secs, 1)
+            if "sklearn-brute" in out["methods"]:
+                row[f"{name}_vs_sklearn"] = round(row[f"{name}_queries_per_s"]
+                                                  / out["methods"]["sklearn-brute"][f"{name}_queries_per_s"], 1)
+        print("ef", ef, row, flush=True)
+    print(json.dumps(out, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

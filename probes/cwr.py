@@ -1,0 +1,254 @@
+"""Contextual word retrieval (mLUKE paper, Table 2): find a span's translation among all spans of another
+language by the cosine of their contextual vectors, scored by mean reciprocal rank.
+
+Data: :class:`ParallelSpan` records; records of different languages with the same ``id`` are translations
+of each other. Two readers:
+
+- :func:`read_parallel_jsonl` — our own format, one JSON object per line::
+
+    {"id": "f12", "lang": "de", "text": "Berlin ist die Hauptstadt von Deutschland.", "span": [0, 6],
+     "entities": [[0, 6, "Q64"], [30, 41, "Q183"]]}
+
+  ``span`` is the span to retrieve (character offsets, end exclusive); ``entities`` (optional) are the
+  entity mentions of the text with their keys, given to mLUKE-E as entity tokens (the span itself is
+  always given an entity token: its own entity from ``entities`` when listed there, else [MASK]);
+- :func:`read_mlqa_spans` — MLQA's layout (``{split}-context-{c}-question-{q}.json``, SQuAD format): the
+  answer span of each question in its context; parallel questions share their id across languages.
+
+:func:`evaluate_cwr`: for each target language, every query-language span that has a translation there is
+a query, the pool is every span of the target language, and the rank of the translation among the pool
+gives the reciprocal rank. Ranks are exact (all similarities are computed); ties count against the gold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kb.errors import InputFormatError, OptionError
+from probes.reading import Skips, read_data_lines
+from probes.report import TableReport
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class ParallelSpan:
+    """A span of a text in one language; ``entities``: ``(start, end, key)`` mentions of the text."""
+
+    id: str
+    lang: str
+    text: str
+    span: Span
+    entities: tuple[tuple[int, int, str], ...] = ()
+
+    @property
+    def surface(self) -> str:
+        return self.text[self.span[0]:self.span[1]]
+
+
+@dataclass
+class SpanSet:
+    """Records read from a file or folder, and what was skipped (``skipped``: count per reason)."""
+
+    items: list[ParallelSpan]
+    skipped: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    def languages(self) -> list[str]:
+        return sorted({i.lang for i in self.items})
+
+
+def _finish(items: list[ParallelSpan], skips: Skips, source: Path, what: str) -> SpanSet:
+    if not items:
+        raise InputFormatError(skips.nothing_read(source, what))
+    seen: set[tuple[str, str]] = set()
+    for item in items:
+        if (item.id, item.lang) in seen:
+            raise InputFormatError(f"{source}: id {item.id!r} occurs twice in language {item.lang!r}")
+        seen.add((item.id, item.lang))
+    return SpanSet(items, dict(skips.counts), skips.examples)
+
+
+def _span(value: Any, text: str) -> Span | None:
+    if (isinstance(value, (list, tuple)) and len(value) >= 2 and all(isinstance(v, int) for v in value[:2])
+            and 0 <= value[0] < value[1] <= len(text)):
+        return value[0], value[1]
+    return None
+
+
+def read_parallel_jsonl(path: str | os.PathLike[str]) -> SpanSet:
+    """Records of a parallel-spans JSONL file (see the module docs); bad lines are counted and skipped."""
+    path = Path(path)
+    lines, _ = read_data_lines(path)
+    skips, items = Skips(), []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            skips.add(path, n, "not JSON", str(exc))
+            continue
+        if not isinstance(record, dict):
+            skips.add(path, n, "not a JSON object")
+            continue
+        text, lang, ident = record.get("text"), record.get("lang"), record.get("id")
+        if not isinstance(text, str) or not isinstance(lang, str) or not lang or ident is None:
+            skips.add(path, n, "missing id, lang or text")
+            continue
+        span = _span(record.get("span"), text)
+        if span is None:
+            skips.add(path, n, "span not [start, end] inside the text", repr(record.get("span")))
+            continue
+        entities = []
+        for e in record.get("entities") or []:
+            where = _span(e, text) if isinstance(e, (list, tuple)) and len(e) == 3 and isinstance(e[2], str) else None
+            if where is None:
+                skips.add(path, n, "entity not [start, end, key] inside the text", repr(e))
+                break
+            entities.append((*where, e[2]))
+        else:
+            items.append(ParallelSpan(str(ident), lang, text, span, tuple(entities)))
+    return _finish(items, skips, path, "parallel span records")
+
+
+def write_parallel_jsonl(items: Iterable[ParallelSpan], path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+    """Write records in the format :func:`read_parallel_jsonl` reads."""
+    from kb.files import write_jsonl
+
+    write_jsonl(({"id": i.id, "lang": i.lang, "text": i.text, "span": list(i.span),
+                  "entities": [list(e) for e in i.entities]} for i in items), path, overwrite=overwrite)
+
+
+def read_mlqa_spans(folder: str | os.PathLike[str], langs: Sequence[str], *, split: str = "dev") -> SpanSet:
+    """The answer spans of MLQA's ``{split}-context-{lang}-question-{lang}.json`` files, one per language."""
+    folder = Path(folder)
+    skips, items = Skips(), []
+    for lang in langs:
+        path = folder / f"{split}-context-{lang}-question-{lang}.json"
+        lines, _ = read_data_lines(path)
+        try:
+            data = json.loads("\n".join(lines))["data"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise InputFormatError(f"{path}: expected SQuAD-format JSON with a 'data' list ({exc})") from exc
+        for article in data:
+            for paragraph in article.get("paragraphs", []) if isinstance(article, dict) else []:
+                context = paragraph.get("context") if isinstance(paragraph, dict) else None
+                for qa in paragraph.get("qas", []) if isinstance(context, str) else []:
+                    ident = qa.get("id") if isinstance(qa, dict) else None
+                    answers = qa.get("answers") if isinstance(qa, dict) else None
+                    if ident is None or not answers or not isinstance(answers[0], dict):
+                        skips.add(path, f"question {ident}", "question without id or answer")
+                        continue
+                    start, text = answers[0].get("answer_start"), answers[0].get("text")
+                    if not isinstance(start, int) or not isinstance(text, str) or not text \
+                            or context[start:start + len(text)] != text:
+                        skips.add(path, f"question {ident}", "answer text not at answer_start")
+                        continue
+                    items.append(ParallelSpan(str(ident), lang, context, (start, start + len(text))))
+    return _finish(items, skips, folder, "MLQA answers")
+
+
+def item_vectors(model: Any, items: Sequence[ParallelSpan], *, features: str = "word", layer: int = -1,
+                 entity_keys: bool = True, batch_size: int = 32, progress: bool = False) -> np.ndarray:
+    """Unit-length vectors of each record's span (items x hidden), see :func:`mluke.spans.span_vectors`.
+
+    For the entity kinds, every listed entity of the text gets an entity token, and so does the span itself:
+    the entity of its key, or the entity [MASK] when the key is unknown or ``entity_keys`` is false.
+    """
+    from mluke.spans import span_vectors
+
+    spans, refs = [], []
+    for item in items:
+        own = next((key for s, e, key in item.entities if (s, e) == item.span), None)
+        others = [(s, e, key) for s, e, key in item.entities if (s, e) != item.span]
+        spans.append([item.span, *((s, e) for s, e, _ in others)])
+        refs.append([own, *(key for _, _, key in others)] if entity_keys else [None] * len(spans[-1]))
+    vectors = span_vectors(model, [i.text for i in items], spans, features=features,  # type: ignore[arg-type]
+                           entities=refs if features != "word" else None, layer=layer, normalize=True,
+                           batch_size=batch_size, progress=progress)
+    first = np.cumsum([0, *(len(s) for s in spans[:-1])])
+    return vectors[first]
+
+
+def reciprocal_ranks(queries: np.ndarray, pool: np.ndarray, gold: np.ndarray, *, chunk: int = 1024) -> np.ndarray:
+    """1 / rank of ``pool[gold[i]]`` among all of ``pool`` by inner product with ``queries[i]`` (unit vectors:
+    cosine); a tie with the gold counts as ranked above it."""
+    out = np.empty(len(queries), dtype=np.float64)
+    for start in range(0, len(queries), chunk):
+        q = queries[start:start + chunk]
+        scores = q @ pool.T
+        mine = scores[np.arange(len(q)), gold[start:start + chunk]]
+        out[start:start + chunk] = 1.0 / (scores >= mine[:, None]).sum(1)
+    return out
+
+
+@dataclass
+class CwrReport(TableReport):
+    """MRR per target language and feature kind (``rows``: lang, queries, pool, mrr_<features>...)."""
+
+    query_lang: str
+    features: list[str]
+    layer: int
+    model: str
+    rows: list[dict[str, Any]]
+
+    @property
+    def average(self) -> dict[str, float]:
+        return {f: float(np.mean([r[f"mrr_{f}"] for r in self.rows])) for f in self.features} if self.rows else {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query_lang": self.query_lang, "features": self.features, "layer": self.layer, "model": self.model,
+                "languages": self.rows, "average": self.average}
+
+    def table(self) -> tuple[list[str], list[list[Any]]]:
+        """Columns and rows for printing (MRR x100), the average last."""
+        rows = [[r["lang"], r["queries"], r["pool"], *(round(100 * r[f"mrr_{f}"], 1) for f in self.features)]
+                for r in self.rows]
+        rows.append(["average", sum(r["queries"] for r in self.rows), sum(r["pool"] for r in self.rows),
+                     *(round(100 * self.average[f], 1) for f in self.features)])
+        return ["lang", "queries", "pool", *(f"MRR {f}" for f in self.features)], rows
+
+
+def evaluate_cwr(model: Any, items: Sequence[ParallelSpan] | SpanSet, *, query_lang: str = "en",
+                 langs: Sequence[str] | None = None, features: Sequence[str] = ("entity", "word"), layer: int = -1,
+                 entity_keys: bool = True, batch_size: int = 32, progress: bool = False) -> CwrReport:
+    """MRR of retrieving each ``query_lang`` span's translation among all spans of each other language
+    (``entity_keys=False``: entity tokens are all [MASK], see :func:`item_vectors`)."""
+    from mluke.checkpoint import open_model
+
+    records = list(items.items if isinstance(items, SpanSet) else items)
+    by_lang: dict[str, list[ParallelSpan]] = {}
+    for item in records:
+        by_lang.setdefault(item.lang, []).append(item)
+    if query_lang not in by_lang:
+        raise OptionError(f"no spans in the query language {query_lang!r}; languages: {', '.join(sorted(by_lang))}")
+    targets = [lang for lang in (langs or sorted(by_lang)) if lang != query_lang]
+    missing = [lang for lang in targets if lang not in by_lang]
+    if missing or not targets:
+        raise OptionError(f"no spans in {', '.join(missing) or 'any language but the query language'}; "
+                          f"languages: {', '.join(sorted(by_lang))}")
+    bundle = open_model(model)
+    wanted = [query_lang, *targets]
+    vectors = {f: {lang: item_vectors(bundle, by_lang[lang], features=f, layer=layer, entity_keys=entity_keys,
+                                      batch_size=batch_size, progress=progress) for lang in wanted} for f in features}
+    query_pos = {item.id: n for n, item in enumerate(by_lang[query_lang])}
+    rows = []
+    for lang in targets:
+        pairs = [(query_pos[item.id], n) for n, item in enumerate(by_lang[lang]) if item.id in query_pos]
+        if not pairs:
+            raise OptionError(f"no {lang!r} span shares an id with a {query_lang!r} span: nothing to retrieve")
+        q, gold = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+        row: dict[str, Any] = {"lang": lang, "queries": len(pairs), "pool": len(by_lang[lang])}
+        for f in features:
+            row[f"mrr_{f}"] = float(reciprocal_ranks(vectors[f][query_lang][q], vectors[f][lang], gold).mean())
+        rows.append(row)
+    model_name = str(model) if isinstance(model, (str, os.PathLike)) else "demo" if model is None else "given model"
+    return CwrReport(query_lang, list(features), layer, model_name, rows)
