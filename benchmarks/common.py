@@ -59,3 +59,23 @@ def base_shape_args(doc: str | None, script: str, measure: Any, count: str, defa
         print(json.dumps(measure(args.measure, folder, getattr(args, count.lstrip("-")))))
         return None
     return args, folder
+
+
+def e_vs_w_table(score: dict[tuple[str, int, str], float], metric: str = "") -> str:
+    """Markdown: per language, mean (standard deviation) over seeds of ``score[(features, seed, lang)]`` for
+    entity (E) and word (W) features and E - W, then the average over the languages other than English."""
+    import statistics
+
+    langs = sorted({k[2] for k in score}, key=lambda lang: (lang != "en", lang))
+    seeds = sorted({k[1] for k in score})
+
+    def cell(features: str, lang: str | None) -> tuple[float, float]:
+        values = [score[(features, s, lang)] for s in seeds] if lang else [
+            statistics.mean(score[(features, s, x)] for x in langs if x != "en") for s in seeds]
+        return statistics.mean(values), statistics.pstdev(values)
+
+    lines = [f"| language | mLUKE-E{metric} | mLUKE-W{metric} | E - W |", "|---|---:|---:|---:|"]
+    for lang in [*langs, None]:
+        (e, es), (w, ws) = cell("entity", lang), cell("word", lang)
+        lines.append(f"| {lang or '**average (23, zero-shot)**'} | {e:.1f} ({es:.1f}) | {w:.1f} ({ws:.1f}) | {e - w:+.1f} |")
+    return "\n".join(lines)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 
@@ -67,23 +66,11 @@ def _shown(path: Path) -> str:
 
 def table(results: dict, task: str) -> str:
     """Markdown: per language, mean (standard deviation) over seeds of F1 x100 for E and W, and E - W."""
+    from common import e_vs_w_table
+
     key = "f1" if task == "ner" else "macro_f1"
-    runs = [r for r in results["runs"] if r["task"] == task]
-    langs = sorted({row["lang"] for r in runs for row in r["languages"]}, key=lambda l: (l != "en", l))
-    score = {(r["features"], r["seed"], row["lang"]): 100 * row[key] for r in runs for row in r["languages"]}
-    seeds = sorted({r["seed"] for r in runs})
-
-    def cell(features: str, lang: str | None) -> tuple[float, float]:
-        values = [score[(features, s, lang)] for s in seeds] if lang else [
-            statistics.mean(score[(features, s, l)] for l in langs if l != "en") for s in seeds]
-        return statistics.mean(values), statistics.pstdev(values)
-
-    lines = ["| language | mLUKE-E | mLUKE-W | E - W |", "|---|---:|---:|---:|"]
-    for lang in [*langs, None]:
-        (e, es), (w, ws) = cell("entity", lang), cell("word", lang)
-        name = lang or "**average (23, zero-shot)**"
-        lines.append(f"| {name} | {e:.1f} ({es:.1f}) | {w:.1f} ({ws:.1f}) | {e - w:+.1f} |")
-    return "\n".join(lines)
+    return e_vs_w_table({(r["features"], r["seed"], row["lang"]): 100 * row[key] for r in results["runs"]
+                         if r["task"] == task for row in r["languages"]})
 
 
 def main() -> None:

@@ -129,30 +129,17 @@ def write_parallel_jsonl(items: Iterable[ParallelSpan], path: str | os.PathLike[
 
 def read_mlqa_spans(folder: str | os.PathLike[str], langs: Sequence[str], *, split: str = "dev") -> SpanSet:
     """The answer spans of MLQA's ``{split}-context-{lang}-question-{lang}.json`` files, one per language."""
+    from probes.transfer.qa_data import read_mlqa
+
     folder = Path(folder)
     skips, items = Skips(), []
     for lang in langs:
-        path = folder / f"{split}-context-{lang}-question-{lang}.json"
-        lines, _ = read_data_lines(path)
-        try:
-            data = json.loads("\n".join(lines))["data"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise InputFormatError(f"{path}: expected SQuAD-format JSON with a 'data' list ({exc})") from exc
-        for article in data:
-            for paragraph in article.get("paragraphs", []) if isinstance(article, dict) else []:
-                context = paragraph.get("context") if isinstance(paragraph, dict) else None
-                for qa in paragraph.get("qas", []) if isinstance(context, str) else []:
-                    ident = qa.get("id") if isinstance(qa, dict) else None
-                    answers = qa.get("answers") if isinstance(qa, dict) else None
-                    if ident is None or not answers or not isinstance(answers[0], dict):
-                        skips.add(path, f"question {ident}", "question without id or answer")
-                        continue
-                    start, text = answers[0].get("answer_start"), answers[0].get("text")
-                    if not isinstance(start, int) or not isinstance(text, str) or not text \
-                            or context[start:start + len(text)] != text:
-                        skips.add(path, f"question {ident}", "answer text not at answer_start")
-                        continue
-                    items.append(ParallelSpan(str(ident), lang, context, (start, start + len(text))))
+        data = read_mlqa(folder, lang, lang, split=split)
+        skips.counts.update(data.skipped)
+        skips.examples.extend(data.examples_skipped)
+        for example in data:
+            start, text = example.answers[0]
+            items.append(ParallelSpan(example.id, lang, example.context, (start, start + len(text))))
     return _finish(items, skips, folder, "MLQA answers")
 
 

@@ -1,6 +1,7 @@
 """Fine-tuned models in the hub layout: ``config.json`` (the LUKE config, ``id2label``/``label2id`` and an
 ``mluke_transfer`` block: task, features, labels, settings), ``model.safetensors`` (encoder and
-classifier) and the word tokenizer's files. Written under a temporary name and renamed when complete."""
+classifier) and the word tokenizer's files (and, for QA with entity features, the entity vocabulary).
+Written under a temporary name and renamed when complete."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ def save_transfer(model: TransferModel, tokenizer: MlukeTokenizer, directory: st
         state = {k: v.detach().contiguous().cpu().clone() for k, v in model.state_dict().items()}
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         tokenizer.save_pretrained(tmp)
+        if model.task == "qa" and model.features == "entity" and tokenizer.entity_vocab is not None:
+            from mluke.entity_vocab import save_entity_vocab
+
+            save_entity_vocab(tokenizer.entity_vocab, tmp)  # rows of the model's entity table, for linking at test time
     return directory
 
 

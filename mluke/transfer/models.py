@@ -6,10 +6,14 @@ features (mLUKE-E) or word features (mLUKE-W), as in section 4 of the mLUKE pape
 - Relation, entity: entities [HEAD] and [TAIL] over the two mentions, their embeddings initialised from the
   entity [MASK]; their vectors concatenated.
 - Relation, word: ``<ent>``/``<ent2>`` markers around head and tail; the vectors of the opening markers.
+- QA: start and end scores over the last-layer word vectors (:mod:`mluke.transfer.qa` builds the rows); with
+  entity features the input also holds an entity token for every linked name of the question and passage.
 
 The encoder keeps a small entity table of its own (NER: [PAD], [MASK]; relations: [PAD], [HEAD], [TAIL]),
 copied from the pretrained [PAD] and [MASK] rows, so a fine-tuned model does not carry the 1.2M-entity
-table. A linear layer over the features (after dropout) gives the label scores.
+table. A linear layer over the features (after dropout) gives the label scores. A QA model with entity
+features keeps the whole pretrained entity table (its linked entities can be any), frozen during fine-tuning so
+that entities seen only in the training language do not drift away from the rest.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from kb.errors import OptionError, option
 from mluke.model import encode_entity_rows
 
 Features = Literal["entity", "word"]
-Task = Literal["ner", "re"]
+Task = Literal["ner", "re", "qa"]
 
 
 def check_features(features: str) -> str:
@@ -68,7 +72,7 @@ class TransferModel(nn.Module):
         self.task, self.features, self.labels = task, check_features(features), list(labels)
         self.settings = dict(settings or {})
         hidden = encoder.config.hidden_size
-        width = hidden * (1 if task == "ner" and features == "entity" else 2)
+        width = hidden * (1 if task == "qa" or (task == "ner" and features == "entity") else 2)
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(width, len(labels))
 
@@ -77,7 +81,13 @@ class TransferModel(nn.Module):
         return self.luke.config
 
     def features_of(self, batch: dict[str, Tensor]) -> Tensor:
-        """(rows x slots x feature width) for NER, (rows x feature width) for relations."""
+        """(rows x slots x feature width) for NER, (rows x feature width) for relations, (rows x pieces x
+        hidden) for QA."""
+        if self.task == "qa":
+            inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+            if self.features == "entity":
+                inputs |= {k: batch[k] for k in ("entity_ids", "entity_position_ids", "entity_attention_mask")}
+            return self.luke(**inputs).last_hidden_state
         if self.features == "entity":
             states = encode_entity_rows(self.luke, input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                                         entity_ids=batch["entity_ids"], entity_position_ids=batch["entity_position_ids"],
@@ -94,20 +104,30 @@ class TransferModel(nn.Module):
         return self.classifier(self.dropout(self.features_of(batch)))
 
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
-        """Cross-entropy over the labelled slots (NER) or examples (relations)."""
+        """Cross-entropy over the labelled slots (NER), examples (relations) or answer ends (QA: the mean of
+        the start and end losses, padding excluded)."""
         logits = self(batch)
+        if self.task == "qa":
+            logits = logits.masked_fill(batch["attention_mask"][..., None] == 0, torch.finfo(logits.dtype).min)
+            return (nn.functional.cross_entropy(logits[..., 0], batch["start_positions"])
+                    + nn.functional.cross_entropy(logits[..., 1], batch["end_positions"])) / 2
         labels = batch["labels"] if self.task == "ner" else batch["labels"][:, 0]
         return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
 
 
 def new_model(pretrained: Any, task: Task, features: Features, labels: list[str], *, dropout: float = 0.1,
               settings: dict[str, Any] | None = None) -> TransferModel:
-    """A fine-tuning model on a loaded ``mluke.load`` bundle: its encoder, a small entity table
-    (NER: [PAD], [MASK]; relations: [PAD], [HEAD], [TAIL] from [MASK]) and a new classifier."""
+    """A fine-tuning model on a loaded ``mluke.load`` bundle: its encoder, an entity table (NER: [PAD],
+    [MASK]; relations: [PAD], [HEAD], [TAIL] from [MASK]; QA with entity features: the whole table, frozen)
+    and a new classifier."""
     model, _, vocab = pretrained
     if vocab is None:
         raise OptionError("fine-tuning needs a model with an entity vocabulary (for the [MASK] and [PAD] rows)")
-    rows = [vocab.pad_id, vocab.mask_id] + ([vocab.mask_id] if task == "re" else [])
+    whole = task == "qa" and check_features(features) == "entity"
+    rows = list(range(len(vocab))) if whole else [vocab.pad_id, vocab.mask_id] + ([vocab.mask_id] if task == "re" else [])
     with torch.random.fork_rng():  # the classifier's initial weights follow the seed; the global RNG is left as it was
         torch.manual_seed((settings or {}).get("seed", 0))
-        return TransferModel(encoder_from(model, rows), task, features, labels, dropout=dropout, settings=settings)
+        net = TransferModel(encoder_from(model, rows), task, features, labels, dropout=dropout, settings=settings)
+    if whole:
+        net.luke.entity_embeddings.entity_embeddings.weight.requires_grad_(False)
+    return net

@@ -54,6 +54,8 @@ class FineTuneConfig:
 def _optimizer(model: TransferModel, config: FineTuneConfig) -> torch.optim.AdamW:
     decay, plain = [], []
     for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
         (plain if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
     groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": plain, "weight_decay": 0.0}]
     try:  # the fused kernel (CPU since torch 2.4) steps the 192M-parameter word table ~5x faster
@@ -75,13 +77,15 @@ def _schedule(optimizer: torch.optim.Optimizer, total: int, warmup: float) -> to
 class FineTuner:
     """One fine-tuning run of ``model`` on ``rows`` (see the module docs); ``work`` is its work folder.
 
-    ``evaluate(model) -> float`` scores the model on dev data after each epoch (higher is better).
+    ``evaluate(model) -> float`` scores the model on dev data after each epoch (higher is better);
+    ``collate_fn`` turns a list of rows into tensors (QA rows need :func:`mluke.transfer.qa.collate_qa`).
     """
 
     def __init__(self, model: TransferModel, rows: Sequence[Row], *, config: FineTuneConfig, work: Path,
                  evaluate: Callable[[TransferModel], float], pad_id: int, identity: dict[str, Any],
-                 restart: bool = False) -> None:
+                 restart: bool = False, collate_fn: Callable[..., dict[str, torch.Tensor]] = collate) -> None:
         self.model, self.rows, self.config = model, list(rows), config.check()
+        self.collate = collate_fn
         self.evaluate, self.pad_id, self.work = evaluate, pad_id, Path(work)
         self.steps_per_epoch = math.ceil(len(self.rows) / config.batch_size)
         self.total = self.steps_per_epoch * config.epochs
@@ -161,7 +165,7 @@ class FineTuner:
             self.history.append({"epoch": self.epoch, "losses": losses})
         skip = self.step_in_epoch * self.config.batch_size
         for part in batches(self.rows, self.config.batch_size, order=order[skip:]):
-            loss = self.model.loss(collate(part, pad_id=self.pad_id))
+            loss = self.model.loss(self.collate(part, pad_id=self.pad_id))
             loss.backward()
             self.optimizer.step()
             self.scheduler.step()

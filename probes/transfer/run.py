@@ -25,8 +25,10 @@ Task = Literal["ner", "re"]
 
 
 def _check_task(task: str) -> str:
+    if task == "qa":
+        raise OptionError("QA runs are probes.transfer.finetune_qa and evaluate_qa")
     if task not in ("ner", "re"):
-        raise OptionError("{task}: expected 'ner' or 're'", options={"task": option("task", task)})
+        raise OptionError("{task}: expected 'ner', 're' or 'qa'", options={"task": option("task", task)})
     return task
 
 

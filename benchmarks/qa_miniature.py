@@ -1,0 +1,104 @@
+"""The miniature cross-lingual QA experiment: passages and questions made from the embedded kb's facts in 24
+languages (``probes.transfer.qa_miniature``; passage and question patterns of the test set held out of
+training), fine-tuned on English with the demo model, with entity-linked input (mLUKE-E) and without
+(mLUKE-W), several seeds; evaluated zero-shot on every language (XQuAD layout) and on MLQA's seven languages
+as the full context x question matrix (G-XLT). Names are linked from the embedded kb's names (the
+``anchors`` source; the embedded kb has no link counts, so every unambiguous name is kept).
+
+Writes ``benchmarks/results/qa_miniature.json`` and prints per-language F1 (mean and spread over seeds) and the
+G-XLT F1 matrices of both kinds.
+
+    python benchmarks/qa_miniature.py [--seeds 0 1 2] [--epochs 5] [--learning-rate 1e-3] [--model DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def run(args: argparse.Namespace) -> dict:
+    import torch
+
+    import kb
+    from kb.files import write_json
+    from mluke.demo import demo_model
+    from mluke.transfer import FineTuneConfig
+    from probes.transfer.qa_miniature import write_qa_miniature
+    from probes.transfer.qa_run import evaluate_qa, finetune_qa
+
+    torch.set_num_threads(args.threads)
+    work = args.work
+    model = args.model or demo_model()
+    data = work / "data"
+    if not (data / "manifest.json").exists():
+        write_qa_miniature(kb.default_db(), data, seed=0, train_size=args.train_size, overwrite=True)
+    manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
+    results: dict = {"model": str(model), "manifest": manifest,
+                     "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "runs": []}
+    for seed in args.seeds:
+        for features in ("entity", "word"):
+            out = work / f"qa-{features}-{seed}"
+            config = FineTuneConfig(learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs,
+                                    seed=seed)
+            started = time.perf_counter()
+            report = finetune_qa(data / "train.en.json", data / "dev.en.json", output=out, features=features, model=model,
+                                 config=config, overwrite=True, progress=False)
+            trained = time.perf_counter() - started
+            scores = evaluate_qa(out, xquad=data / "xquad", mlqa=data / "mlqa", split="test", gxlt=True, progress=False)
+            results["runs"].append({"seed": seed, "features": features, "train_seconds": round(trained, 1),
+                                    "seconds": round(time.perf_counter() - started, 1), "history": report.history,
+                                    "names_per_question": report.names_per_question, **scores.to_dict()})
+            xquad = {r["lang"]: r for r in scores.rows if r["dataset"] == "xquad"}
+            zero = [r["f1"] for lang, r in xquad.items() if lang != "en"]
+            print(f"qa {features} seed {seed}: en F1 {100 * xquad['en']['f1']:.1f}, zero-shot average "
+                  f"{100 * statistics.mean(zero):.1f} ({results['runs'][-1]['seconds']} s)", flush=True)
+            write_json(results, args.output, overwrite=True)
+    return results
+
+
+def table(results: dict) -> str:
+    """Markdown: per language, mean (standard deviation) over seeds of XQuAD-layout F1 x100, E against W."""
+    from common import e_vs_w_table
+
+    return e_vs_w_table({(r["features"], r["seed"], row["lang"]): 100 * row["f1"] for r in results["runs"]
+                         for row in r["languages"] if row["dataset"] == "xquad"}, " F1")
+
+
+def gxlt(results: dict, features: str) -> str:
+    """Markdown: the G-XLT F1 matrix (x100) averaged over seeds; rows = context, columns = question language."""
+    runs = [r for r in results["runs"] if r["features"] == features]
+    langs = runs[0]["gxlt"]["langs"]
+    lines = ["| context \\ question | " + " | ".join(langs) + " |", "|---|" + "---:|" * len(langs)]
+    for c in langs:
+        cells = [statistics.mean(100 * r["gxlt"]["f1"][f"{c}/{q}"] for r in runs) for q in langs]
+        lines.append(f"| {c} | " + " | ".join(f"{v:.1f}" for v in cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=HERE / "work" / "qa")
+    ap.add_argument("--output", type=Path, default=HERE / "results" / "qa_miniature.json")
+    ap.add_argument("--model", help="pretrained checkpoint (default: the demo model)")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--learning-rate", type=float, default=1e-3)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--train-size", type=int, default=1000)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
+    args = ap.parse_args()
+    results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)
+    print("\n" + table(results))
+    for features in ("entity", "word"):
+        print(f"\nG-XLT F1, {features}:\n{gxlt(results, features)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Miniature extractive-QA sets made from the embedded kb's facts, parallel across 24 languages.
+
+Each example is a passage of a few sentences, each stating one kb fact with a relation pattern of the
+miniature RE sets (:mod:`probes.transfer.patterns`), and a question about one of those facts
+(``probes/data/miniature_questions.json``, written for mluke); the answer is the object's name in the
+passage's language. The other sentences are about other subjects (never the question's), so the passage holds
+one right answer, but names of the same kind stand next to it.
+
+Patterns are held out: training and dev passages use relation patterns 0 and 1 and question pattern 0; the
+test sets use relation pattern 2 and question pattern 1. Train and dev are English; the test set is the same
+facts rendered in every language (same ids), written in the XQuAD layout (``xquad/xquad.{lang}.json``) and, for
+MLQA's seven languages, as every context x question language pair in the MLQA layout
+(``mlqa/test-context-{c}-question-{q}.json``) for the G-XLT matrix.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from kb.errors import OptionError
+from kb.files import atomic_path, write_json
+from kb.languages import MLUKE_LANGUAGES
+from probes.transfer.miniature import PATTERNS, RELATIONS, KbWorld, heldout_entities
+from probes.transfer.patterns import SLOT_KINDS, render
+from probes.transfer.qa_data import QaExample, mlqa_path, write_squad
+from probes.transfer.qa_run import MLQA_LANGUAGES
+
+TRAIN_PATTERNS, TEST_PATTERNS = (0, 1), (2,)
+TRAIN_QUESTION, TEST_QUESTION = 0, 1
+#: Languages whose sentences follow each other without a space.
+NO_SPACE = frozenset({"ja", "zh"})
+
+
+@cache
+def load_questions() -> dict[str, Any]:
+    """The question patterns: ``{"answer_slots", "subject_slots", "questions": {lang: {relation: [p0, p1]}}}``."""
+    return json.loads(resources.files("probes").joinpath("data/miniature_questions.json").read_text(encoding="utf-8"))
+
+
+Fact = tuple[str, str, str]  # relation, subject key, object key
+
+
+def _facts(world: KbWorld, langs: Sequence[str], excluded: dict[str, frozenset[str]]) -> list[Fact]:
+    """Facts whose subject and object have a usable name in every language of ``langs``."""
+    named = {kind: set.intersection(*(set(world.labels(lang)[kind]) - excluded.get(kind, frozenset()) for lang in langs))
+             for kind in KbWorld.KINDS}
+    out = []
+    for name, rel in RELATIONS.items():
+        sk, ok = SLOT_KINDS[rel.subject], SLOT_KINDS[rel.object]
+        for s, o in world.pairs[name]:
+            if s in named[sk] and o in named[ok]:
+                out.append((name, s, o))
+                if rel.symmetric:
+                    out.append((name, o, s))
+    return out
+
+
+def _draw(rng: random.Random, facts: Sequence[Fact], by_relation: dict[str, list[Fact]], sentences: int,
+          patterns: Sequence[int]) -> tuple[list[tuple[Fact, int]], int]:
+    """The facts of one passage with their pattern indices, and which of them the question asks about."""
+    relation = rng.choice(sorted(by_relation))
+    target = rng.choice(by_relation[relation])
+    chosen = [target]
+    for _ in range(1000 * sentences):
+        if len(chosen) == sentences:
+            break
+        fact = rng.choice(facts)
+        if target[1] not in fact[1:] and all(fact[1:] != c[1:] and fact[1] != c[1] for c in chosen):
+            chosen.append(fact)
+    if len(chosen) < sentences:
+        raise OptionError(f"too few kb facts to fill a passage of {sentences} sentences")
+    rng.shuffle(chosen)
+    return [(f, rng.choice(patterns)) for f in chosen], chosen.index(target)
+
+
+def _example(ident: str, lang: str, passage: list[tuple[Fact, int]], target: int, question: int,
+             names: dict[str, dict[str, str]], title: str) -> QaExample:
+    """Render a passage and its question in ``lang``; ``names[kind][key]`` are the labels."""
+    sep = "" if lang in NO_SPACE else " "
+    text, answer = "", None
+    for n, ((relation, s, o), index) in enumerate(passage):
+        rel = RELATIONS[relation]
+        slots = {rel.subject: names[SLOT_KINDS[rel.subject]][s], rel.object: names[SLOT_KINDS[rel.object]][o]}
+        rendered = render(PATTERNS[lang][relation][index], lang, slots)
+        if text:
+            text += sep
+        if n == target:
+            a, b = rendered.chars[rel.object]
+            answer = (len(text) + a, rendered.text[a:b])
+        text += rendered.text
+    relation, s, _ = passage[target][0]
+    subject_slot = load_questions()["subject_slots"][relation]
+    q = render(load_questions()["questions"][lang][relation][question], lang,
+               {subject_slot: names[SLOT_KINDS[subject_slot]][s]})
+    assert answer is not None
+    return QaExample(ident, q.text, text, (answer,), title=title, lang=lang)
+
+
+def generate_qa(db: Any, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: int = 0, train_size: int = 1000,
+                dev_size: int = 200, test_size: int = 300, sentences: int = 4) -> dict[str, dict[str, list[QaExample]]]:
+    """``{"train": {"en": [...]}, "dev": {"en": [...]}, "test": {lang: [...]}}`` (see the module docs).
+
+    Train and dev leave out 30% of the entities of each kind (:func:`heldout_entities`); the test set may use
+    any entity named in all ``languages``.
+    """
+    langs = tuple(dict.fromkeys(languages))
+    missing = [lang for lang in langs if lang not in load_questions()["questions"] or lang not in PATTERNS]
+    if missing or "en" not in langs:
+        raise OptionError(f"no miniature QA patterns for {missing}" if missing else "the languages must include 'en'")
+    if sentences < 1:
+        raise OptionError(f"sentences={sentences}: expected at least 1")
+    world = KbWorld(db)
+    heldout = heldout_entities(db, seed=seed)
+    out: dict[str, dict[str, list[QaExample]]] = {}
+    for split, size, pool_langs, excluded in (("train", train_size, ("en",), heldout), ("dev", dev_size, ("en",), heldout),
+                                              ("test", test_size, langs, {})):
+        facts = _facts(world, pool_langs, excluded)
+        by_relation: dict[str, list[Fact]] = {}
+        for f in facts:
+            by_relation.setdefault(f[0], []).append(f)
+        if len(facts) < 4 * sentences:
+            raise OptionError(f"too few kb facts named in {', '.join(pool_langs)} for the {split} set ({len(facts)})")
+        rng = random.Random(f"{seed}/qa/{split}")
+        patterns, question = (TEST_PATTERNS, TEST_QUESTION) if split == "test" else (TRAIN_PATTERNS, TRAIN_QUESTION)
+        draws = [_draw(rng, facts, by_relation, sentences, patterns) for _ in range(size)]
+        out[split] = {}
+        for lang in (pool_langs if split == "test" else ("en",)):
+            names = {kind: world.labels(lang)[kind] for kind in KbWorld.KINDS}
+            out[split][lang] = [_example(f"{split}-{n:05d}", lang, passage, target, question, names,
+                                         passage[target][0][0]) for n, (passage, target) in enumerate(draws)]
+    return out
+
+
+def write_qa_miniature(db: Any, folder: str | Path, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: int = 0,
+                       train_size: int = 1000, dev_size: int = 200, test_size: int = 300, sentences: int = 4,
+                       overwrite: bool = False) -> Path:
+    """Write :func:`generate_qa`'s sets: ``train.en.json``, ``dev.en.json``, ``xquad/xquad.{lang}.json``,
+    ``mlqa/test-context-{c}-question-{q}.json`` (MLQA's languages among ``languages``) and ``manifest.json``."""
+    sets = generate_qa(db, languages, seed=seed, train_size=train_size, dev_size=dev_size, test_size=test_size,
+                       sentences=sentences)
+    with atomic_path(folder, overwrite=overwrite) as tmp:
+        (tmp / "xquad").mkdir(parents=True)
+        (tmp / "mlqa").mkdir()
+        write_squad(sets["train"]["en"], tmp / "train.en.json")
+        write_squad(sets["dev"]["en"], tmp / "dev.en.json")
+        for lang, examples in sets["test"].items():
+            write_squad(examples, tmp / "xquad" / f"xquad.{lang}.json")
+        mlqa = [lang for lang in MLQA_LANGUAGES if lang in sets["test"]]
+        for c in mlqa:
+            for q in mlqa:
+                pairs = [QaExample(a.id, b.question, a.context, a.answers, a.title, c, q)
+                         for a, b in zip(sets["test"][c], sets["test"][q])]
+                write_squad(pairs, mlqa_path(tmp / "mlqa", c, q, "test"))
+        write_json({"format": "mluke-miniature-qa", "format_version": 1, "seed": seed, "languages": list(sets["test"]),
+                    "sizes": {"train": train_size, "dev": dev_size, "test": test_size}, "sentences": sentences,
+                    "passage_patterns": {"train": list(TRAIN_PATTERNS), "test": list(TEST_PATTERNS)},
+                    "question_patterns": {"train": [TRAIN_QUESTION], "test": [TEST_QUESTION]}}, tmp / "manifest.json")
+    return Path(folder)

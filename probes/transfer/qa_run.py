@@ -1,0 +1,243 @@
+"""Whole QA runs: fine-tune on SQuAD-format data with entity-linked input (``finetune_qa``, what ``mluke
+finetune qa`` does) and evaluate zero-shot on XQuAD and MLQA, with MLQA's G-XLT matrix (``evaluate_qa``,
+what ``mluke evaluate qa`` does)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb.errors import OptionError
+from kb.files import check_output
+from mluke.checkpoint import open_model
+from mluke.transfer import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
+from mluke.transfer.qa import LinkedName, collate_qa, predict_answers, qa_rows
+from probes.report import TableReport
+from probes.transfer.qa_data import QaExample, mlqa_path, read_mlqa, read_squad
+from probes.transfer.qa_linking import Link, LinkSource, cached_links
+from probes.transfer.qa_metrics import gxlt_matrix, qa_scores
+
+#: MLQA's languages, the G-XLT matrix's rows and columns.
+MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")
+QA_DEFAULTS = {"max_length": 384, "doc_stride": 128, "max_query_length": 64, "max_answer_length": 30, "max_entities": 64}
+
+
+@dataclass
+class QaInputs:
+    """Everything needed to turn examples into rows: the tokenizer, its entity vocabulary, the mention index
+    and the kb, with the input settings (``QA_DEFAULTS``)."""
+
+    tokenizer: Any
+    index: Any
+    settings: dict[str, int]
+
+    def names(self, links: Sequence[Link]) -> list[LinkedName]:
+        """Linked names with their vocabulary ids; entities outside the vocabulary get no token."""
+        vocab = self.tokenizer.entity_vocab
+        if vocab is None or not links:
+            return []
+        ids = vocab.ids_of_keys([k for *_, k in links])
+        return [(s, e, i) for (s, e, _), i in zip(links, ids) if i is not None]
+
+    def rows(self, examples: Sequence[QaExample], links: dict[str, dict[str, list[Link]]], features: str, *,
+             answers: bool = False) -> list[Any]:
+        s = self.settings
+        return qa_rows(self.tokenizer, [e.question for e in examples], [e.context for e in examples], features=features,
+                       question_names=[self.names(links[e.id]["question"]) for e in examples],
+                       context_names=[self.names(links[e.id]["context"]) for e in examples],
+                       answers=[(e.answers[0][0], e.answers[0][0] + len(e.answers[0][1])) for e in examples] if answers else None,
+                       max_length=s["max_length"], doc_stride=s["doc_stride"], max_query_length=s["max_query_length"],
+                       max_entities=s["max_entities"])
+
+
+def _index(db: Any, langs: Sequence[str]) -> Any:
+    from kb import open_db
+    from kb.mentions import MentionIndex
+
+    db = open_db(db)
+    known = [lang for lang in dict.fromkeys(langs) if lang in db.languages]
+    return MentionIndex.for_db(db, languages=known or None)
+
+
+def answer_dataset(model: Any, inputs: QaInputs, examples: Sequence[QaExample], links: dict[str, dict[str, list[Link]]],
+                   *, lang: str, batch_size: int = 16) -> tuple[dict[str, Any], dict[str, str]]:
+    """Scores (:func:`probes.transfer.qa_metrics.qa_scores`, in ``lang``'s normalisation) and the predicted
+    answer of every example."""
+    rows = inputs.rows(examples, links, model.features)
+    found = predict_answers(model, inputs.tokenizer, rows, [e.context for e in examples], batch_size=batch_size,
+                            max_answer_length=inputs.settings["max_answer_length"])
+    predictions = {e.id: text for e, (text, _) in zip(examples, found)}
+    return qa_scores(predictions, {e.id: e.answer_texts for e in examples}, lang), predictions
+
+
+@dataclass
+class QaFineTuneReport:
+    """What a QA fine-tuning run did: sizes, loss and dev F1 per epoch, linked names per question."""
+
+    output: Path
+    features: str
+    train_size: int
+    dev_size: int
+    windows: int
+    names_per_question: float
+    history: list[dict[str, Any]]
+    seconds: float
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        best = max(self.history, key=lambda h: h["dev"])
+        return (f"fine-tuned qa ({self.features} features) on {self.train_size:,} questions ({self.windows:,} windows, "
+                f"{self.names_per_question:.1f} linked names per question) in {self.seconds:,.0f} s; kept epoch "
+                f"{best['epoch'] + 1} (dev F1 {100 * best['dev']:.1f}); wrote {self.output}")
+
+
+def finetune_qa(train: str | os.PathLike[str], dev: str | os.PathLike[str], *, output: str | os.PathLike[str],
+                features: str = "entity", model: Any = None, kb: Any = None, lang: str = "en",
+                config: FineTuneConfig | None = None, settings: dict[str, int] | None = None,
+                overwrite: bool = False, restart: bool = False, progress: bool = True) -> QaFineTuneReport:
+    """Fine-tune ``model`` (default: the demo model) for extractive QA on SQuAD-format ``train`` and keep the
+    epoch with the best F1 on ``dev``. Names are linked from ``kb``'s anchors (default: the embedded kb);
+    ``features="entity"`` (mLUKE-E) gives them entity tokens, ``"word"`` (mLUKE-W) does not. ``settings``:
+    windowing and decoding (``QA_DEFAULTS``). An interrupted run continues when run again."""
+    started = time.perf_counter()
+    config = (config or FineTuneConfig()).check()
+    unknown = set(settings or {}) - set(QA_DEFAULTS)
+    if unknown:
+        raise OptionError(f"unknown QA settings {sorted(unknown)}; known: {sorted(QA_DEFAULTS)}")
+    qa_settings = {**QA_DEFAULTS, **(settings or {})}
+    output = check_output(output, overwrite=overwrite)
+    train_data, dev_data = read_squad(train, lang=lang), read_squad(dev, lang=lang)
+    bundle = open_model(model)
+    inputs = QaInputs(bundle.tokenizer, _index(kb, [lang]), qa_settings)
+    train_links = cached_links(train, train_data.examples, inputs.index, lang=lang)
+    dev_links = cached_links(dev, dev_data.examples, inputs.index, lang=lang)
+    rows = inputs.rows(train_data.examples, train_links, features, answers=True)
+    net = new_model(bundle, "qa", features, ["start", "end"], dropout=config.dropout,
+                    settings={"seed": config.seed, **qa_settings})
+    identity = {"task": "qa", "features": features, "model": str(model), "train": _stat(train), "dev": _stat(dev),
+                "settings": qa_settings}
+    work = output.with_name(output.name + ".work")
+
+    def dev_f1(m: Any) -> float:
+        return answer_dataset(m, inputs, dev_data.examples, dev_links, lang=lang)[0]["f1"]
+
+    tuner = FineTuner(net, rows, config=config, work=work, pad_id=bundle.tokenizer.pad_id, identity=identity,
+                      restart=restart, evaluate=dev_f1, collate_fn=collate_qa)
+    history = tuner.train(progress=progress)
+    save_transfer(net, bundle.tokenizer, output, overwrite=overwrite, extra={
+        "train": str(train), "dev": str(dev), "history": history, "config": asdict(config)})
+    shutil.rmtree(work, ignore_errors=True)
+    names = sum(len(v["question"]) + len(v["context"]) for v in train_links.values()) / max(1, len(train_links))
+    skipped = {f"train: {k}": v for k, v in train_data.skipped.items()} | {f"dev: {k}": v for k, v in dev_data.skipped.items()}
+    return QaFineTuneReport(output, features, len(train_data), len(dev_data), len(rows), names, history,
+                            time.perf_counter() - started, skipped)
+
+
+def _stat(path: str | os.PathLike[str]) -> dict[str, Any]:
+    st = Path(path).stat()
+    return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+@dataclass
+class QaReport(TableReport):
+    """Zero-shot QA scores: ``rows`` (dataset, lang = context language, question_lang, questions, exact_match,
+    f1, skipped) and, when asked for, MLQA's G-XLT F1 matrix ``gxlt`` keyed ``"c/q"``."""
+
+    features: str
+    model: str
+    rows: list[dict[str, Any]]
+    gxlt: dict[str, float] = field(default_factory=dict)
+    gxlt_langs: list[str] = field(default_factory=list)
+
+    def averages(self) -> dict[str, dict[str, float]]:
+        """Mean EM and F1 per dataset over its same-language rows."""
+        out: dict[str, dict[str, float]] = {}
+        for name in dict.fromkeys(r["dataset"] for r in self.rows):
+            mine = [r for r in self.rows if r["dataset"] == name and r["lang"] == r["question_lang"]]
+            if mine:
+                out[name] = {k: sum(r[k] for r in mine) / len(mine) for k in ("exact_match", "f1")}
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"features": self.features, "model": self.model, "languages": self.rows, "average": self.averages(),
+                "gxlt": {"langs": self.gxlt_langs, "f1": self.gxlt}}
+
+    def table(self) -> tuple[list[str], list[list[Any]]]:
+        """Columns and rows for printing (scores x100); each dataset's average after its rows."""
+        rows: list[list[Any]] = []
+        averages = self.averages()
+        for name in dict.fromkeys(r["dataset"] for r in self.rows):
+            mine = [r for r in self.rows if r["dataset"] == name and r["lang"] == r["question_lang"]]
+            rows += [[name, r["lang"], r["questions"], round(100 * r["exact_match"], 1), round(100 * r["f1"], 1)]
+                     for r in mine]
+            if name in averages:
+                rows.append([name, "average", sum(r["questions"] for r in mine),
+                             round(100 * averages[name]["exact_match"], 1), round(100 * averages[name]["f1"], 1)])
+        return ["dataset", "lang", "questions", "EM", "F1"], rows
+
+    def gxlt_table(self) -> tuple[list[str], list[list[Any]]]:
+        """The G-XLT F1 matrix (x100): a row per context language, a column per question language."""
+        scores = {tuple(k.split("/")): v for k, v in self.gxlt.items()}
+        return gxlt_matrix(scores, self.gxlt_langs)  # type: ignore[arg-type]
+
+
+def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[str] | None = None,
+                mlqa: str | os.PathLike[str] | None = None, langs: Sequence[str] | None = None, gxlt: bool = False,
+                split: str = "dev", kb: Any = None, link_source: LinkSource = "anchors", batch_size: int = 16,
+                progress: bool = True) -> QaReport:
+    """Score a fine-tuned QA model zero-shot on XQuAD (``xquad/xquad.{lang}.json``) and MLQA
+    (``mlqa/{split}-context-{c}-question-{q}.json``). ``langs``: the languages to read (default: those found;
+    for MLQA its seven). ``gxlt``: every MLQA context x question pair of those languages. ``link_source``:
+    ``"anchors"`` or ``"english"`` (XQuAD's English file, same ids, is the source; see
+    :mod:`probes.transfer.qa_linking`)."""
+    from tqdm import tqdm
+
+    from probes.transfer.qa_data import read_squad as read
+
+    if xquad is None and mlqa is None:
+        raise OptionError("nothing to evaluate: give an XQuAD folder, an MLQA folder, or both")
+    model, tokenizer = load_transfer(model_dir)
+    if model.task != "qa":
+        raise OptionError(f"{model_dir} was fine-tuned for {model.task!r}, not 'qa'")
+    settings = {k: int(model.settings.get(k, v)) for k, v in QA_DEFAULTS.items()}
+    jobs: list[tuple[str, Path, str, str, Path | None]] = []  # dataset, file, context lang, question lang, English file
+    if xquad is not None:
+        folder = Path(xquad)
+        found = sorted(p.name.split(".")[1] for p in folder.glob("xquad.*.json")) if langs is None else list(langs)
+        if not found:
+            raise OptionError(f"{folder}: no xquad.LANG.json files")
+        english = folder / "xquad.en.json"
+        jobs += [("xquad", folder / f"xquad.{lang}.json", lang, lang, english) for lang in found]
+    if mlqa is not None:
+        folder = Path(mlqa)
+        pick = list(langs) if langs is not None else [l for l in MLQA_LANGUAGES if mlqa_path(folder, l, l, split).is_file()]
+        if not pick:
+            raise OptionError(f"{folder}: no {split}-context-L-question-L.json files of MLQA's languages")
+        pairs = [(c, q) for c in pick for q in pick] if gxlt else [(lang, lang) for lang in pick]
+        jobs += [("mlqa", mlqa_path(folder, c, q, split), c, q, None) for c, q in pairs]
+    index = _index(kb, [lang for _, _, c, q, _ in jobs for lang in (c, q)])
+    inputs = QaInputs(tokenizer, index, settings)
+    rows, matrix = [], {}
+    english_examples: dict[Path, dict[str, QaExample]] = {}
+    for dataset, path, c, q, english_path in tqdm(jobs, desc="evaluate", unit="file", disable=not progress):
+        data = read_mlqa(path.parent, c, q, split=split) if dataset == "mlqa" else read(path, lang=c)
+        source: LinkSource = link_source if dataset == "xquad" else "anchors"
+        english = None
+        if source == "english" and english_path is not None:
+            if english_path not in english_examples:
+                english_examples[english_path] = {e.id: e for e in read(english_path, lang="en")}
+            english = english_examples[english_path]
+        links = cached_links(path, data.examples, index, lang=c, question_lang=q, source=source,
+                             english_path=english_path if source == "english" else None, english=english)
+        scores, _ = answer_dataset(model, inputs, data.examples, links, lang=c, batch_size=batch_size)
+        rows.append({"dataset": dataset, "lang": c, "question_lang": q, "questions": scores["questions"],
+                     "exact_match": scores["exact_match"], "f1": scores["f1"], "skipped": sum(data.skipped.values())})
+        if dataset == "mlqa" and gxlt:
+            matrix[f"{c}/{q}"] = scores["f1"]
+    gxlt_langs = list(dict.fromkeys(job[2] for job in jobs if job[0] == "mlqa")) if gxlt else []
+    return QaReport(model.features, str(model_dir), rows, matrix, gxlt_langs)
