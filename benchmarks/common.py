@@ -53,6 +53,8 @@ def base_shape_args(doc: str | None, script: str, measure: Any, count: str, defa
     ``measure(method, folder, n)``, prints its JSON line and returns ``None``; else ``(args, folder)``."""
     ap = benchmark_parser(doc, Path(script).parent / "work")
     ap.add_argument(count, type=int, default=default)
+    ap.add_argument("--bf16", action="store_true", help="also run every method with the model in bfloat16")
+    ap.add_argument("--out", type=Path, help="write every run's figures to this JSON file")
     args = ap.parse_args()
     folder = args.work / "mluke-base-random"
     if args.measure:

@@ -5,7 +5,8 @@ logits, plus the encoder-only ceiling and the time of ``mluke.load``.
 Shape: 12 layers, hidden 768, 250,004 words, 1,200,001 entities of 256 dims.
 Prompts: 16 pieces with one entity [MASK] over the <mask> piece, 100 candidate
 entities each, batch 32. Every method runs in its own fresh process (interleaved,
-twice) so its time and peak RSS are its own.
+twice) so its time and peak RSS are its own. ``--bf16`` adds each method with the model cast to
+bfloat16 (the transformers class too), to see the gain of the code and of the dtype apart.
 
     python benchmarks/model_scoring.py [--prompts 256] [--work benchmarks/work]
 """
@@ -75,6 +76,8 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
     import torch
 
     torch.set_num_threads(2)
+    bf16 = method.endswith("-bf16")
+    name, method = method, method.removesuffix("-bf16")
     t0 = time.perf_counter()
     if method == "transformers":
         from transformers import LukeForMaskedLM
@@ -86,6 +89,8 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
 
         model, tok, vocab = mluke.load(folder)
         mask_id = vocab.mask_id
+    if bf16:
+        model.to(torch.bfloat16)
     load_s = time.perf_counter() - t0
     batches = list(_batches(n_prompts, mask_id))
     checksum = 0.0
@@ -95,7 +100,7 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
         for inputs, cands in batches:
             if method == "transformers":
                 out = model(**inputs)
-                scores = torch.log_softmax(out.entity_logits[:, 0], -1).gather(1, cands)
+                scores = torch.log_softmax(out.entity_logits[:, 0].float(), -1).gather(1, cands)
                 _ = out.logits  # full word logits computed, as the forward does
             elif method == "encoder":
                 _, ents = model.encode(**inputs)
@@ -105,7 +110,7 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
                 scores = model.entity_scores(ents[:, 0], cands, normalize=(method == "ours"))
             checksum += float(scores.sum())
         elapsed = time.perf_counter() - t
-    return {"method": method, "load_s": load_s, "prompts_per_s": n_prompts / elapsed, "seconds": elapsed,
+    return {"method": name, "load_s": load_s, "prompts_per_s": n_prompts / elapsed, "seconds": elapsed,
             "peak_rss_mb": peak_rss_mb(), "checksum": checksum}
 
 
@@ -119,6 +124,8 @@ def main() -> None:
         make_checkpoint(folder)
         print(f"made {folder} in {time.perf_counter() - t:.0f} s", flush=True)
     methods = ["transformers", "ours", "ours-ranking", "encoder"]
+    if args.bf16:
+        methods += [f"{m}-bf16" for m in methods]
     results = run_interleaved(__file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats)
     best = best_runs(results, "prompts_per_s")
     base = best["transformers"]["prompts_per_s"]
@@ -128,9 +135,12 @@ def main() -> None:
              "ours": "mluke `entity_scores` (log-probs, full normaliser)",
              "ours-ranking": "mluke `entity_scores(normalize=False)` (ranking only)",
              "encoder": "encoder alone (ceiling)"}
+    names |= {f"{m}-bf16": f"{names[m]}, bf16" for m in list(names)}
     for m in methods:
         r = best[m]
         print(f"| {names[m]} | {r['prompts_per_s']:.1f} | {r['prompts_per_s'] / base:.1f}x | {r['peak_rss_mb']:.0f} | {r['load_s']:.1f} |")
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ shape with random weights, 100 candidates of 1-5 pieces, all in the entity vocab
 
 Ours runs with its default scores (log-probabilities over the candidates, no full-vocabulary
 normaliser needed) and with ``normalize="vocabulary"`` (MEP log-probabilities over the whole
-entity vocabulary); both must give the same top predictions.
+entity vocabulary); both must give the same top predictions. ``--bf16`` adds the same methods with the
+model cast to bfloat16 (``dtype="bf16"``; the reference too), and reports how many top predictions match fp32.
 
 Uses the random checkpoint made by ``benchmarks/model_scoring.py`` (run that first).
 Each method runs in its own fresh process, interleaved, twice.
@@ -47,7 +48,9 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
     from mluke.cloze import run_cloze
 
     torch.set_num_threads(2)
-    bundle = mluke.load(folder)
+    bf16 = method.endswith("-bf16")
+    method = method.removesuffix("-bf16")
+    bundle = mluke.open_model(folder, dtype="bf16" if bf16 else None)
     tok = bundle.tokenizer
     cands = _candidates(tok)
     subjects = [(f"Q{5000 + i}", f"Country {i}") for i in range(n_facts)]
@@ -63,6 +66,8 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
         from transformers import LukeForMaskedLM
 
         ref = LukeForMaskedLM.from_pretrained(folder).eval()
+        if bf16:
+            ref.to(torch.bfloat16)
         t = time.perf_counter()
         pieces = tok.encode_words([label for _, label in cands])
         scores = torch.full((len(subjects), len(cands)), float("-inf"))
@@ -73,14 +78,15 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
                 for start in range(0, len(subjects), 32):
                     batch = [template.fill(s, "<mask>" * n) for _, s in subjects[start:start + 32]]
                     enc = tok(batch)
-                    logp = torch.log_softmax(ref(**enc).logits, -1)
+                    logp = torch.log_softmax(ref(**enc).logits.float(), -1)
                     where = enc["input_ids"] == tok.mask_id
                     lp = logp[where].view(len(batch), n, -1)
                     got = torch.stack([lp[:, i, table[:, i]] for i in range(n)], -1).mean(-1)
                     scores[start:start + len(batch), idx] = got
         top = [cands[int(i)][0] for i in scores.argmax(1)]
     seconds = time.perf_counter() - t
-    return {"method": method, "facts_per_s": n_facts / seconds, "seconds": seconds, "top": top[:5]}
+    return {"method": method + ("-bf16" if bf16 else ""), "facts_per_s": n_facts / seconds, "seconds": seconds,
+            "top": top}
 
 
 def main() -> None:
@@ -91,8 +97,10 @@ def main() -> None:
     if not (folder / "entity_vocab.sqlite").exists():
         raise SystemExit(f"{folder} is missing: run benchmarks/model_scoring.py first")
     methods = ["reference", "entity", "entity-vocabulary"]
+    if args.bf16:
+        methods += [f"{m}-bf16" for m in methods]
     results = run_interleaved(__file__, methods, ["--facts", str(args.facts), "--work", str(args.work)], args.repeats)
-    tops = {json.dumps(r["top"]) for m in methods[1:] for r in results[m]}
+    tops = {json.dumps(r["top"]) for m in ("entity", "entity-vocabulary") for r in results[m]}
     if len(tops) != 1:
         raise SystemExit(f"the two score normalisations ranked differently: {tops}")
     best = best_runs(results, "facts_per_s")
@@ -100,12 +108,21 @@ def main() -> None:
     names = {"reference": "reference typed querying (word masks, 1 pass per length, full logits)",
              "entity": "`mluke.probe` entity mode, default scores (over the candidates)",
              "entity-vocabulary": "`mluke.probe` entity mode, `normalize=\"vocabulary\"` (full normaliser)"}
+    names |= {f"{m}-bf16": f"{names[m]}, bf16" for m in list(names)}
+    fp32_top = results["entity"][0]["top"]
+    for m in methods:
+        if m.startswith("entity") and m.endswith("-bf16"):
+            agree = sum(a == b for a, b in zip(fp32_top, results[m][0]["top"])) / len(fp32_top)
+            print(f"{m}: same top-1 as fp32 for {100 * agree:.1f}% of the facts")
     print("\n| method | facts/s | ratio |\n|---|---:|---:|")
     for m in methods:
         print(f"| {names[m]} | {best[m]['facts_per_s']:.2f} | {best[m]['facts_per_s'] / ref:.1f}x |")
     for i in range(args.repeats):
         print(f"round {i + 1}: " + ", ".join(f"{m} {results[m][i]['facts_per_s']:.2f}" for m in methods)
               + f" ({results['entity'][i]['facts_per_s'] / results['reference'][i]['facts_per_s']:.1f}x)")
+    if args.out:
+        args.out.write_text(json.dumps({m: [{k: v for k, v in r.items() if k != "top"} for r in rs]
+                                        for m, rs in results.items()}, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -189,17 +189,26 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
     return Mluke(model, tokenizer, vocab)
 
 
-def open_model(model: Mluke | tuple | str | os.PathLike[str] | None = None) -> Mluke:
+def open_model(model: Mluke | tuple | str | os.PathLike[str] | None = None, *, device: Any = None,
+               dtype: Any = None) -> Mluke:
     """The given model, or the default one: ``None`` is the embedded demo model (trained on first use,
     then cached); a loaded ``(model, tokenizer, entity_vocab)`` bundle is used as it is; a folder or hub
-    name is loaded with :func:`load`. Every call that takes ``model=`` goes through this."""
+    name is loaded with :func:`load`. Every call that takes ``model=`` goes through this.
+
+    ``device`` / ``dtype`` (see :mod:`mluke.devices`; ``None``: as it is) move and cast the model, in place
+    for a bundle that was passed in."""
+    from mluke.devices import place
+
     if model is None:
         from mluke.demo import demo_model
 
-        return load(demo_model())
-    if isinstance(model, (Mluke, tuple)):
-        return Mluke(*model)
-    return load(model)
+        bundle = load(demo_model())
+    elif isinstance(model, (Mluke, tuple)):
+        bundle = Mluke(*model)
+    else:
+        bundle = load(model)
+    place(bundle.model, device, dtype)
+    return bundle
 
 
 def save(bundle: Mluke | tuple, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:

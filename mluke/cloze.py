@@ -65,7 +65,7 @@ def probe(
     relation: str | None = None, mode: Mode = "entity", use_subject_entity: bool | None = None, top_k: int = 5,
     normalize: Normalize = "candidates", exclude_subject: bool = True,
     templates: Mapping[tuple[str, str], str] | str | Path | None = None, model: Any = None,
-    kb: EntityDB | str | Path | None = None, batch_size: int = 64,
+    kb: EntityDB | str | Path | None = None, batch_size: int = 64, device: Any = None, dtype: Any = None,
 ) -> ProbeResult:
     """Ask the model for the object of each subject of a cloze template (see module docs).
 
@@ -84,7 +84,9 @@ def probe(
     ``use_subject_entity``: default (``None``) as ``True``, the subject's entity
     over [X] where it is in the entity vocabulary; ``False``: [Y] only.
     ``exclude_subject``: a subject is never its own answer (a country among the
-    neighbours of countries); the notes say when this happened.
+    neighbours of countries); the notes say when this happened. ``device`` / ``dtype``: where and in
+    which precision the model runs (``"auto"``: a GPU when there is one; ``"bf16"``; see
+    :mod:`mluke.devices`); default: as the model is.
     """
     if mode not in ("entity", "word", "both"):
         raise MlukeError("{mode}: expected 'entity', 'word' or 'both'", options={"mode": option("mode", mode)})
@@ -118,7 +120,7 @@ def probe(
                                       "mode": option("mode", "entity")})
         notes.append(f"{describe(db, pid) if pid else 'this relation'} has no objects in the kb: answers come from the "
                      "model's whole entity vocabulary" + (" (word mode: single word pieces)" if mode != "entity" else ""))
-        return run_open(tpl, lang, subj, gold, model=open_model(model), relation=pid, mode=mode,
+        return run_open(tpl, lang, subj, gold, model=open_model(model, device=device, dtype=dtype), relation=pid, mode=mode,
                         use_subject_entity=use_subject_entity, top_k=top_k, exclude_subject=exclude_subject,
                         batch_size=batch_size, notes=notes, labels=lambda keys: _labels(db, keys, lang))
     cand_labels = db.labels(cand_keys, lang)
@@ -129,7 +131,7 @@ def probe(
     if not cand_keys:
         raise MlukeError(f"nothing to probe: no candidate{f' under {describe(db, pid)}' if pid else ''} has a "
                          f"{lang!r} label in {db.path}")
-    return run_cloze(tpl, lang, subj, [(k, cand_labels[k]) for k in cand_keys], gold, model=open_model(model), relation=pid,
+    return run_cloze(tpl, lang, subj, [(k, cand_labels[k]) for k in cand_keys], gold, model=open_model(model, device=device, dtype=dtype), relation=pid,
                      mode=mode, use_subject_entity=use_subject_entity, top_k=top_k, normalize=normalize,
                      exclude_subject=exclude_subject, batch_size=batch_size, notes=notes, gold_labels=cand_labels)
 

@@ -78,9 +78,9 @@ class Linker:
     """A model, a kb and a mention index, ready to link many texts (see module docs)."""
 
     def __init__(self, model: Any = None, kb: EntityDB | str | Path | None = None, *, index: Any = None,
-                 languages: list[str] | None = None) -> None:
+                 languages: list[str] | None = None, device: Any = None, dtype: Any = None) -> None:
         self.db = open_db(kb)
-        self.bundle = open_model(model)
+        self.bundle = open_model(model, device=device, dtype=dtype)
         self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
 
     def link(self, texts: str | list[str], lang: str, *, method: Method = "combined", prior_weight: float = 1.0,
@@ -175,7 +175,7 @@ class Linker:
         for n, (_, _, key) in enumerate(where):
             cand[n, :len(ids[key])] = torch.tensor([v for _, v in ids[key]])
         states = hidden[[r for r, _, _ in where], [s for _, s, _ in where]]
-        logits = model.entity_scores(states, cand, normalize=False)
+        logits = model.entity_scores(states, cand, normalize=False).float().cpu()
         lengths = torch.tensor([len(ids[key]) for _, _, key in where])
         logits = logits.masked_fill(torch.arange(width)[None, :] >= lengths[:, None], float("-inf"))
         logp = torch.log_softmax(logits, -1).tolist()
@@ -305,8 +305,8 @@ def _top_probability(rows: list[dict[str, Any]]) -> float:
 
 def link(texts: str | list[str], lang: str, *, kb: EntityDB | str | Path | None = None, model: Any = None,
          method: Method = "combined", prior_weight: float = 1.0, nil_threshold: float | None = None,
-         candidates: bool = False,
-         spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None) -> list[LinkedMention] | list[list[LinkedMention]]:
+         candidates: bool = False, spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None,
+         device: Any = None, dtype: Any = None) -> list[LinkedMention] | list[list[LinkedMention]]:
     """Link the entity mentions of one text (or a list of texts) in ``lang`` to kb entities.
 
     Defaults: the embedded kb and the demo model, like :func:`mluke.probe`. Returns, per
@@ -315,15 +315,16 @@ def link(texts: str | list[str], lang: str, *, kb: EntityDB | str | Path | None 
     ``method``: "combined" (model + prior, the default), "prior", "model", or
     "global" (combined, resolving mentions one at a time in order of confidence
     and feeding resolved entities back in). ``spans`` links given character spans
-    instead of detecting mentions. For many calls, build a :class:`Linker` once.
+    instead of detecting mentions. For many calls, build a :class:`Linker` once. ``device`` / ``dtype``:
+    where and in which precision the model runs (:mod:`mluke.devices`).
     """
-    return Linker(model, kb, languages=[lang]).link(texts, lang, method=method, prior_weight=prior_weight,
+    return Linker(model, kb, languages=[lang], device=device, dtype=dtype).link(texts, lang, method=method, prior_weight=prior_weight,
                                                      nil_threshold=nil_threshold, candidates=candidates, spans=spans)
 
 
 def link_file(source: str | Path, lang: str, *, kb: EntityDB | str | Path | None = None, model: Any = None,
               method: Method = "combined", prior_weight: float = 1.0, nil_threshold: float | None = None,
-              candidates: bool = False, progress: bool = True) -> LinkedTexts:
+              candidates: bool = False, progress: bool = True, device: Any = None, dtype: Any = None) -> LinkedTexts:
     """Link every line of a UTF-8 text file (``-``: standard input); what ``mluke link FILE`` does.
 
     A missing file, a folder or bytes that are not UTF-8 raise
@@ -331,7 +332,7 @@ def link_file(source: str | Path, lang: str, *, kb: EntityDB | str | Path | None
     """
     lines = read_lines(source, pipe_hint="mluke link -")
     check_methods([method])
-    results = Linker(model, kb, languages=[lang]).link(
+    results = Linker(model, kb, languages=[lang], device=device, dtype=dtype).link(
         lines, lang, method=method, prior_weight=prior_weight, nil_threshold=nil_threshold, candidates=candidates,
         progress=progress)
     return LinkedTexts(lines, results, lang, method)  # type: ignore[arg-type]

@@ -15,6 +15,8 @@ from torch import Tensor, nn
 from transformers import LukeConfig, LukeForMaskedLM
 from transformers.activations import gelu
 
+from mluke.devices import to_device
+
 #: Vocabulary rows per step of the full normaliser. On the 2-core development machine, for a
 #: 1.2M x 256 entity table, 8K rows were 10-14% faster than 32K at 64-128 prompts per call
 #: (their logits stay in the L2 cache) and the same at 8-32 prompts, where reading the table
@@ -48,7 +50,7 @@ class MlukeForMaskedLM(LukeForMaskedLM):
         """Run the encoder only: word states (batch x words x hidden) and entity states
         (batch x entities x hidden, or ``None`` without entity inputs)."""
         _check_entity_inputs(inputs)
-        out = self.luke(**inputs, return_dict=True)
+        out = self.luke(**to_device(inputs, self.device), return_dict=True)
         return out.last_hidden_state, out.entity_last_hidden_state
 
     def encode_entities(self, **inputs: Tensor) -> Tensor:
@@ -58,7 +60,7 @@ class MlukeForMaskedLM(LukeForMaskedLM):
 
         Equal to ``encode(**inputs)[1]`` up to float rounding; skips most of one layer's word work.
         """
-        return encode_entity_rows(self.luke, **inputs)
+        return encode_entity_rows(self.luke, **to_device(inputs, self.device))
 
     # -- entity prediction (MEP) ------------------------------------------------------------
     def entity_features(self, entity_hidden: Tensor) -> Tensor:
@@ -104,9 +106,11 @@ class MlukeForMaskedLM(LukeForMaskedLM):
             logits = torch.addmm(bias[start:stop].unsqueeze(-1), table[start:stop], ft).T  # (n, chunk)
             total = torch.logaddexp(total, torch.logsumexp(logits, dim=-1))
             if exclude is not None:
-                inside = exclude[(exclude >= start) & (exclude < stop)].to(m.device)
+                exclude = exclude.to(m.device)
+                inside = exclude[(exclude >= start) & (exclude < stop)]
                 logits[:, inside - start] = float("-inf")
             if row_exclude is not None:
+                row_exclude = row_exclude.to(m.device)
                 hit = (row_exclude >= start) & (row_exclude < stop)
                 logits[rows[hit], row_exclude[hit] - start] = float("-inf")
             top, ids = logits.topk(min(k, stop - start), dim=-1)
@@ -198,12 +202,14 @@ def _head_loss(head: nn.Module, hidden: Tensor, labels: Tensor) -> Tensor:
 
 def _candidate_scores(features: Tensor, table: Tensor, bias: Tensor, candidates: Tensor, normalize: bool,
                       chunk_size: int) -> Tensor:
-    """(n, d) features against candidate rows of ``table`` (+ bias) -> (n, c)."""
+    """(n, d) features against candidate rows of ``table`` (+ bias) -> (n, c), in float32 whatever the model's
+    precision (the few candidate rows cost nothing to upcast, and close candidates stay apart)."""
     candidates = candidates.to(features.device)
+    features, rows, offsets = features.float(), table[candidates].float(), bias[candidates].float()
     if candidates.dim() == 1:
-        scores = features @ table[candidates].T + bias[candidates]
+        scores = features @ rows.T + offsets
     else:
-        scores = torch.einsum("nd,ncd->nc", features, table[candidates]) + bias[candidates]
+        scores = torch.einsum("nd,ncd->nc", features, rows) + offsets
     if normalize:
         scores = scores - chunked_logsumexp(features, table, bias, chunk_size).unsqueeze(-1)
     return scores
@@ -217,10 +223,10 @@ def chunked_logsumexp(features: Tensor, table: Tensor, bias: Tensor, chunk_size:
     the few rows of a batch.
     """
     lead = features.shape[:-1]
-    ft = features.reshape(-1, features.shape[-1]).T.contiguous()
-    total = torch.full((ft.shape[1],), float("-inf"), dtype=features.dtype, device=features.device)
+    ft = features.reshape(-1, features.shape[-1]).T.contiguous().to(table.dtype)
+    total = torch.full((ft.shape[1],), float("-inf"), dtype=torch.float32, device=features.device)
     for start in range(0, table.shape[0], chunk_size):
         stop = start + chunk_size
-        logits = torch.addmm(bias[start:stop].unsqueeze(-1), table[start:stop], ft)
-        total = torch.logaddexp(total, torch.logsumexp(logits, dim=0))
+        logits = torch.addmm(bias[start:stop].unsqueeze(-1), table[start:stop], ft)  # the model's precision
+        total = torch.logaddexp(total, torch.logsumexp(logits.float(), dim=0))  # accumulated in float32
     return total.reshape(lead)

@@ -1,5 +1,6 @@
 """Batched cloze scoring with one model: MEP scores of candidate entities at an entity [MASK],
-and mLAMA's word-mask scores; what :func:`mluke.probe` ranks candidates with."""
+and mLAMA's word-mask scores; what :func:`mluke.probe` ranks candidates with. The model may sit on any
+device and in any precision; scores come back as float32 CPU tensors."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ class ClozeScorer:
             return torch.zeros(0, len(candidate_ids))
         hidden = self.mask_states(template, subjects, subject_ids)
         return torch.cat([self.model.entity_scores(hidden[i:i + NORMALIZER_ROWS], candidate_ids, normalize=normalize)
-                          for i in range(0, len(hidden), NORMALIZER_ROWS)])
+                          for i in range(0, len(hidden), NORMALIZER_ROWS)]).float().cpu()
 
     @torch.inference_mode()
     def entity_topk(self, template: Template, subjects: Sequence[str], k: int,
@@ -62,7 +63,8 @@ class ClozeScorer:
         parts = [self.model.entity_topk(hidden[i:i + NORMALIZER_ROWS], k, exclude=drop, row_exclude=own[i:i + NORMALIZER_ROWS])
                  for i in range(0, len(hidden), NORMALIZER_ROWS)]
         width = min(p[0].shape[1] for p in parts)
-        return torch.cat([p[0][:, :width] for p in parts]), torch.cat([p[1][:, :width] for p in parts])
+        return (torch.cat([p[0][:, :width] for p in parts]).float().cpu(),
+                torch.cat([p[1][:, :width] for p in parts]).cpu())
 
     @torch.inference_mode()
     def word_topk(self, template: Template, subjects: Sequence[str], k: int, *,
@@ -74,7 +76,7 @@ class ClozeScorer:
             batch = [template.fill(s, "<mask>") for s in subjects[start:start + self.batch_size]]
             enc = self.tokenizer(batch)
             words, _ = self.model.encode(**enc)
-            logp = self.model.word_scores(words[enc["input_ids"] == self.tokenizer.mask_id])
+            logp = self.model.word_scores(words[enc["input_ids"].to(words.device) == self.tokenizer.mask_id]).float().cpu()
             logp[:, list(exclude)] = float("-inf")
             top = logp.topk(k, dim=-1)
             scores.append(top.values)
@@ -113,12 +115,12 @@ class ClozeScorer:
                 batch = [template.fill(s, "<mask>" * n) for s in subjects[start:start + self.batch_size]]
                 enc = self.tokenizer(batch)
                 words, _ = self.model.encode(**enc)
-                where = enc["input_ids"] == mask_id
+                where = enc["input_ids"].to(words.device) == mask_id
                 h = words[where].view(len(batch), n, -1)
                 total = torch.zeros(len(batch), len(cands))
                 for i in range(n):
                     uniq, inverse = torch.unique(table[:, i], return_inverse=True)
-                    logp = self.model.word_scores(h[:, i], uniq)
+                    logp = self.model.word_scores(h[:, i], uniq).float().cpu()
                     total += logp[:, inverse]
                 scores[start:start + len(batch), cands] = total / n
         return scores

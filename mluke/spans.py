@@ -85,19 +85,20 @@ def _rows(tokenizer: Any, vocab: Any, texts: Sequence[str], spans: Sequence[Sequ
 def span_vectors(model: Any, texts: Sequence[str], spans: Sequence[Sequence[Span]], *,
                  features: SpanFeatures = "word", entities: Sequence[Sequence[Any]] | None = None, layer: int = -1,
                  normalize: bool = False, batch_size: int = 32, max_length: int = 512,
-                 progress: bool = False) -> np.ndarray:
+                 progress: bool = False, device: Any = None, dtype: Any = None) -> np.ndarray:
     """Vectors of the character ``spans`` of ``texts``: a float32 array (total spans x hidden size), the spans of
     text 0 first, in the order given.
 
     ``model``: anything :func:`mluke.open_model` takes (``None``: the demo model). ``entities``: per text, per
     span, an entity key (QID), a vocabulary id or ``None`` ([MASK]); used by the entity kinds only. ``layer``:
     0 is the embeddings, 1..L the layers, negative counts from the last (default: the last layer).
-    ``normalize``: L2-normalise each vector (cosine similarity becomes an inner product).
+    ``normalize``: L2-normalise each vector (cosine similarity becomes an inner product). ``device`` /
+    ``dtype``: where and in which precision the model runs (:mod:`mluke.devices`); vectors are float32.
     """
     from mluke.checkpoint import open_model
 
     _check(texts, spans, entities, features)
-    net, tokenizer, vocab = open_model(model)
+    net, tokenizer, vocab = open_model(model, device=device, dtype=dtype)
     if features != "word" and vocab is None:
         raise OptionError(f"features={features!r} needs a model with an entity vocabulary; this one has none")
     layers = net.config.num_hidden_layers

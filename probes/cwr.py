@@ -144,7 +144,8 @@ def read_mlqa_spans(folder: str | os.PathLike[str], langs: Sequence[str], *, spl
 
 
 def item_vectors(model: Any, items: Sequence[ParallelSpan], *, features: str = "word", layer: int = -1,
-                 entity_keys: bool = True, batch_size: int = 32, progress: bool = False) -> np.ndarray:
+                 entity_keys: bool = True, batch_size: int = 32, progress: bool = False, device: Any = None,
+                 dtype: Any = None) -> np.ndarray:
     """Unit-length vectors of each record's span (items x hidden), see :func:`mluke.spans.span_vectors`.
 
     For the entity kinds, every listed entity of the text gets an entity token, and so does the span itself:
@@ -160,7 +161,7 @@ def item_vectors(model: Any, items: Sequence[ParallelSpan], *, features: str = "
         refs.append([own, *(key for _, _, key in others)] if entity_keys else [None] * len(spans[-1]))
     vectors = span_vectors(model, [i.text for i in items], spans, features=features,  # type: ignore[arg-type]
                            entities=refs if features != "word" else None, layer=layer, normalize=True,
-                           batch_size=batch_size, progress=progress)
+                           batch_size=batch_size, progress=progress, device=device, dtype=dtype)
     first = np.cumsum([0, *(len(s) for s in spans[:-1])])
     return vectors[first]
 
@@ -206,7 +207,8 @@ class CwrReport(TableReport):
 
 def evaluate_cwr(model: Any, items: Sequence[ParallelSpan] | SpanSet, *, query_lang: str = "en",
                  langs: Sequence[str] | None = None, features: Sequence[str] = ("entity", "word"), layer: int = -1,
-                 entity_keys: bool = True, batch_size: int = 32, progress: bool = False) -> CwrReport:
+                 entity_keys: bool = True, batch_size: int = 32, progress: bool = False, device: Any = None,
+                 dtype: Any = None) -> CwrReport:
     """MRR of retrieving each ``query_lang`` span's translation among all spans of each other language
     (``entity_keys=False``: entity tokens are all [MASK], see :func:`item_vectors`)."""
     from mluke.checkpoint import open_model
@@ -222,10 +224,10 @@ def evaluate_cwr(model: Any, items: Sequence[ParallelSpan] | SpanSet, *, query_l
     if missing or not targets:
         raise OptionError(f"no spans in {', '.join(missing) or 'any language but the query language'}; "
                           f"languages: {', '.join(sorted(by_lang))}")
-    bundle = open_model(model)
+    bundle = open_model(model, device=device, dtype=dtype)
     wanted = [query_lang, *targets]
     vectors = {f: {lang: item_vectors(bundle, by_lang[lang], features=f, layer=layer, entity_keys=entity_keys,
-                                      batch_size=batch_size, progress=progress) for lang in wanted} for f in features}
+                                      batch_size=batch_size, progress=progress, device=device, dtype=dtype) for lang in wanted} for f in features}
     query_pos = {item.id: n for n, item in enumerate(by_lang[query_lang])}
     rows = []
     for lang in targets:

@@ -36,11 +36,17 @@ class Outcome:
     correct: bool
     random_p: float  # chance of a random candidate being correct
     most_common: bool  # the relation's most common object is correct
+    subject: str = ""
+    prediction: str | None = None  # the top-1 answer
 
 
 def evaluate_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = None, max_train_per_cell: int = 20,
-                  seed: int = 0, progress: bool = True) -> dict[str, Any]:
-    """Probe the demo model on its held-out and (a sample of) its training pairs; returns tables."""
+                  seed: int = 0, progress: bool = True, dtype: Any = None,
+                  outcomes: list[Outcome] | None = None) -> dict[str, Any]:
+    """Probe the demo model on its held-out and (a sample of) its training pairs; returns tables.
+
+    ``dtype``: the model's precision (e.g. ``"bf16"``); ``outcomes``: a list that receives every probed
+    (relation, language, subject, mode) with its top-1 answer (to compare two runs)."""
     from tqdm import tqdm
 
     import mluke
@@ -50,7 +56,7 @@ def evaluate_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     info = json.loads((model_dir / "demo.json").read_text(encoding="utf-8"))
     db = open_db(kb)
-    bundle = mluke.load(model_dir)
+    bundle = mluke.open_model(model_dir, dtype=dtype)
     rng = random.Random(seed)
     cells: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"held-out": set(), "train": set()})
     for f in info["heldout"]:
@@ -59,7 +65,7 @@ def evaluate_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = 
         cells[(f["property"], f["lang"])]["train"].add(f["subject"])
     most_common = {p: Counter(f["object"] for f in info["train"] if f["property"] == p).most_common(1)[0][0]
                    for p in {f["property"] for f in info["train"]}}
-    outcomes: list[Outcome] = []
+    outcomes = outcomes if outcomes is not None else []
     for (pid, lang), split in tqdm(sorted(cells.items()), desc="evaluate", disable=not progress):
         train = sorted(split["train"])
         train = rng.sample(train, min(max_train_per_cell, len(train)))
@@ -75,7 +81,8 @@ def evaluate_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = 
                 if not row.gold:
                     continue
                 outcomes.append(Outcome(pid, lang, which[row.subject], name, row.rank == 1,
-                                        len(row.gold) / max(1, n_cands), most_common.get(pid) in row.gold))
+                                        len(row.gold) / max(1, n_cands), most_common.get(pid) in row.gold,
+                                        row.subject, row.predictions[0].key if row.predictions else None))
     return summarise(outcomes, info)
 
 

@@ -147,7 +147,8 @@ class MlamaReport:
 
 def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str, ...] = ("en",), *,
                mode: str = "entity", use_subject_entity: bool = False, relations: list[str] | None = None,
-               exclude_subject: bool = True, batch_size: int = 64, progress: bool = True) -> MlamaReport:
+               exclude_subject: bool = True, batch_size: int = 64, progress: bool = True, device: Any = None,
+               dtype: Any = None) -> MlamaReport:
     """Typed querying on mLAMA for each language (what ``mluke eval-mlama`` does); see
     :func:`mluke.cloze.run_cloze` for the modes. ``model``: default the demo model.
 
@@ -159,7 +160,7 @@ def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str
     from mluke.cloze import run_cloze
     from probes.bias import language_bias
 
-    bundle = open_model(model)
+    bundle = open_model(model, device=device, dtype=dtype)
     p_at_1: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
     bias = []

@@ -73,7 +73,8 @@ def modularity(vectors: np.ndarray, communities: Sequence[Any], *, k: int = 3, w
 
 def modularity_by_language(model: Any, items: Sequence[Any], *, base: str = "en", langs: Sequence[str] | None = None,
                            features: Sequence[str] = ("entity-token", "word"), k: int = 3, layer: int = -1,
-                           entity_keys: bool = False, batch_size: int = 32) -> Any:
+                           entity_keys: bool = False, batch_size: int = 32, device: Any = None,
+                           dtype: Any = None) -> Any:
     """Modularity of ``base`` + one other language, for each other language and feature kind: a DataFrame with
     columns ``lang``, ``spans`` and one ``<features>`` column each.
 
@@ -87,7 +88,7 @@ def modularity_by_language(model: Any, items: Sequence[Any], *, base: str = "en"
     from mluke.checkpoint import open_model
     from probes.cwr import item_vectors
 
-    bundle = open_model(model)
+    bundle = open_model(model, device=device, dtype=dtype)
     by_lang: dict[str, list[Any]] = {}
     for item in items:
         by_lang.setdefault(item.lang, []).append(item)

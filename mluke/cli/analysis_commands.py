@@ -10,7 +10,7 @@ import typer
 
 from kb.errors import OptionError
 from kb.files import split_list, write_csv, write_json
-from mluke.cli.output import OverwriteOption, check_outputs, print_table, show_report, wrote
+from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, show_report, wrote
 
 app = typer.Typer(help="Build a FAISS index over span vectors and search it by cosine.", no_args_is_help=True)
 
@@ -49,6 +49,8 @@ def build(
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output folder if it exists.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    device: DeviceOption = None,
+    dtype: DtypeOption = None,
 ) -> None:
     """Embed every span of SPANS with the model and index the vectors, e.g.
     mluke index build spans.jsonl --features entity -o spans-index"""
@@ -58,7 +60,8 @@ def build(
 
     check_output(output, overwrite=overwrite, what=" (span index)")
     items = _spans(spans, mlqa_langs).items
-    vectors = item_vectors(model, items, features=features, layer=layer, batch_size=batch_size, progress=progress)
+    vectors = item_vectors(model, items, features=features, layer=layer, batch_size=batch_size, progress=progress,
+                           device=device, dtype=dtype)
     records = [{"text_id": i.id, "lang": i.lang, "span": list(i.span), "surface": i.surface, "text": i.text} for i in items]
     meta = {"model": model or "demo", "features": features, "layer": layer, "pooling": "mean" if features != "entity-token" else "entity token",
             "source": str(spans)}
@@ -117,6 +120,8 @@ def eval_cwr(
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write the report as JSON ('-' for stdout).")] = None,
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write the per-language table as CSV ('-' for stdout).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    device: DeviceOption = None,
+    dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Contextual word retrieval: find each query-language span's translation among all spans of each other
@@ -126,7 +131,7 @@ def eval_cwr(
     outputs = check_outputs(overwrite, json_out, csv_out)
     report = evaluate_cwr(model, _spans(spans, mlqa_langs), query_lang=query_lang, langs=split_list(langs),
                           features=split_list(features) or ["entity", "word"], layer=layer, batch_size=batch_size,
-                          progress=progress)
+                          progress=progress, device=device, dtype=dtype)
     show_report(report, f"contextual word retrieval from {query_lang} (MRR x100, layer {layer})", json_out=json_out, csv_out=csv_out, overwrite=overwrite,
                 outputs=outputs)
 

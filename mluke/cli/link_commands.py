@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb.files import split_list, write_csv, write_json
-from mluke.cli.output import OverwriteOption, check_outputs, print_table, wrote
+from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
 
 
 def link(
@@ -24,6 +24,8 @@ def link(
     jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="Write one JSON object per input line to this file ('-' for stdout); the terminal then shows a summary instead of every mention.")] = None,
     limit: Annotated[int, typer.Option(help="Mentions to print on the terminal (the rest are counted; --jsonl writes them all).")] = 50,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")] = True,
+    device: DeviceOption = None,
+    dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Link entity mentions in texts to the kb's entities (one text per line), e.g. mluke link --lang ja news.txt"""
@@ -31,7 +33,7 @@ def link(
 
     outputs = check_outputs(overwrite, jsonl)
     linked = link_file(source, lang, kb=db, model=model, method=method, prior_weight=prior_weight,  # type: ignore[arg-type]
-                       nil_threshold=nil_threshold, candidates=candidates, progress=progress)
+                       nil_threshold=nil_threshold, candidates=candidates, progress=progress, device=device, dtype=dtype)
     if jsonl:
         linked.to_jsonl(jsonl, overwrite=overwrite)
         if jsonl == "-":

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb.files import split_list, write_csv, write_json
-from mluke.cli.output import OverwriteOption, check_outputs, print_table, wrote
+from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
 
 
 def probe(
@@ -29,6 +29,8 @@ def probe(
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write the full result as JSON to this file ('-' for stdout).")] = None,
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per prediction (and mode) as CSV to this file ('-' for stdout).")] = None,
+    device: DeviceOption = None,
+    dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Ask the model which object each subject has, e.g. mluke probe "[X] is the capital of [Y]" --lang ja"""
@@ -37,7 +39,7 @@ def probe(
     outputs = check_outputs(overwrite, json_out, csv_out)
     result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
                  use_subject_entity=subject_entity, top_k=top_k, normalize=normalize,  # type: ignore[arg-type]
-                 exclude_subject=not keep_subject, templates=templates, model=model, kb=db)
+                 exclude_subject=not keep_subject, templates=templates, model=model, kb=db, device=device, dtype=dtype)
     if json_out:
         write_json(result.to_dict(), json_out, overwrite=overwrite)
     if csv_out:

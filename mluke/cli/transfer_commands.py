@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb.errors import OptionError
-from mluke.cli.output import OverwriteOption, check_outputs, print_table, show_report, wrote
+from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, show_report, wrote
 
 TaskArg = Annotated[str, typer.Argument(help="'ner' (span NER), 're' (relation extraction) or 'qa' (extractive QA).")]
 KbOption = Annotated[Optional[Path], typer.Option("--db", help="QA: entity database whose names are linked in questions and passages (default: the embedded kb).")]
@@ -32,6 +32,7 @@ def finetune(
     max_length: Annotated[int, typer.Option(help="QA: pieces per input window (question + passage).")] = 384,
     doc_stride: Annotated[int, typer.Option(help="QA: pieces between the starts of a passage's overlapping windows.")] = 128,
     db: KbOption = None,
+    device: DeviceOption = None,
     restart: Annotated[bool, typer.Option("--restart", help="Start over instead of continuing an interrupted run.")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output folder if it exists.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
@@ -51,13 +52,13 @@ def finetune(
 
         qa = finetune_qa(train, dev, output=output, features=features, model=model, kb=db, lang=lang or "en",
                          config=config, settings={"max_length": max_length, "doc_stride": doc_stride},
-                         overwrite=overwrite, restart=restart, progress=progress)
+                         overwrite=overwrite, restart=restart, progress=progress, device=device)
         print_table("epochs", ["epoch", "train loss", "dev F1"],
                     [[h["epoch"] + 1, f"{h['loss']:.4f}", f"{100 * h['dev']:.1f}"] for h in qa.history])
         typer.echo(qa.summary())
         return
     report = run(task, train, dev, output=output, features=features, model=model, lang=lang, config=config,  # type: ignore[arg-type]
-                 overwrite=overwrite, restart=restart, progress=progress)
+                 overwrite=overwrite, restart=restart, progress=progress, device=device)
     print_table("epochs", ["epoch", "train loss", "dev score"],
                 [[h["epoch"] + 1, f"{h['loss']:.4f}", f"{100 * h['dev']:.1f}"] for h in report.history])
     typer.echo(report.summary())
@@ -79,6 +80,8 @@ def evaluate(
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write the per-language table as CSV to this file ('-' for stdout).")] = None,
     gxlt_csv: Annotated[Optional[str], typer.Option("--gxlt-csv", help="qa: write the G-XLT matrix as CSV to this file ('-' for stdout).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    device: DeviceOption = None,
+    dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Evaluate a fine-tuned model zero-shot on test files in other languages: a table per language with the
@@ -91,7 +94,8 @@ def evaluate(
 
         outputs = check_outputs(overwrite, json_out, csv_out, gxlt_csv)
         qa = evaluate_qa(model_dir, xquad=xquad, mlqa=mlqa, langs=split_list(langs), gxlt=gxlt, split=split, kb=db,
-                         link_source=link_source, batch_size=batch_size, progress=progress)  # type: ignore[arg-type]
+                         link_source=link_source, batch_size=batch_size, progress=progress, device=device,  # type: ignore[arg-type]
+                         dtype=dtype)
         if gxlt_csv:
             write_csv(*qa.gxlt_table(), gxlt_csv, overwrite=overwrite)
         show_report(qa, f"qa zero-shot, {qa.features} features ({model_dir}; scores x100)", json_out=json_out,
@@ -109,6 +113,6 @@ def evaluate(
             raise OptionError(f"--test {item!r}: expected lang:path, e.g. de:de/test.txt")
         tests.append((lang, path))
     outputs = check_outputs(overwrite, json_out, csv_out)
-    report = run(task, model_dir, tests, batch_size=batch_size, progress=progress)  # type: ignore[arg-type]
+    report = run(task, model_dir, tests, batch_size=batch_size, progress=progress, device=device, dtype=dtype)  # type: ignore[arg-type]
     show_report(report, f"{report.task} zero-shot, {report.features} features ({model_dir}; scores x100)",
                 json_out=json_out, csv_out=csv_out, overwrite=overwrite, outputs=outputs)

@@ -82,7 +82,9 @@ class RunConfig:
     log_every: int = 10
     keep_checkpoints: int = 2
     tensorboard: bool = False
-    bf16: Literal["auto", "on", "off"] = "auto"  #: autocast on GPU
+    bf16: Literal["auto", "on", "off"] = "auto"  #: bf16 autocast on GPU ("auto" and "on": on when training on a GPU)
+    fp16: bool = False  #: fp16 autocast with a gradient scaler on GPU instead of bf16 (GPUs without bf16)
+    device: str = "auto"  #: "auto" (GPU LOCAL_RANK when CUDA is available), "cpu" or "cuda"
 
 
 @dataclass

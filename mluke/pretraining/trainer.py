@@ -2,7 +2,11 @@
 
 Run it with ``pretrain(config)`` (or ``mluke pretrain --config run.toml``); for
 several processes or GPUs start the same command under ``torchrun``: ranks
-read ``RANK``/``WORLD_SIZE`` and use NCCL on GPUs, gloo on CPUs.
+read ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``, use NCCL on GPUs (process
+``LOCAL_RANK`` of a node drives GPU ``LOCAL_RANK``) and gloo on CPUs. Every
+collective gets tensors on the model's device (NCCL takes no CPU tensors).
+Mixed precision on GPUs: bf16 autocast (``run.bf16``), or fp16 autocast with a
+gradient scaler (``run.fp16``).
 
 Exactness: every optimizer step consumes one global batch of
 ``optim.batch_size`` sequences drawn by :class:`LanguageSampler`; rank r takes
@@ -40,13 +44,23 @@ from mluke.pretraining.sampler import LanguageSampler
 STATE_FILE = "trainer_state.json"
 
 
-def _dist_info() -> tuple[int, int]:
+def _dist_info(device: str = "auto") -> tuple[int, int, torch.device]:
+    """(rank, world size, this process's device); starts the process group under torchrun.
+
+    ``device``: ``"auto"`` (GPU ``LOCAL_RANK`` when CUDA is available, else the CPU), ``"cpu"`` or ``"cuda"``.
+    """
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    use_cuda = torch.cuda.is_available() if device == "auto" else device.startswith("cuda")
+    if use_cuda and not torch.cuda.is_available():
+        raise MlukeError(f"run.device = {device!r}, but CUDA is not available here")
+    where = torch.device("cuda", local) if use_cuda else torch.device("cpu")
+    if use_cuda:
+        torch.cuda.set_device(where)
     if world > 1 and not dist.is_initialized():
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-        dist.init_process_group(backend)
-    return rank, world
+        dist.init_process_group("nccl" if use_cuda else "gloo")
+    return rank, world, where
 
 
 def _stage_at(stages: list[StageConfig], step: int) -> tuple[int, StageConfig, int]:
@@ -91,7 +105,7 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, *, model: MlukeForMaskedLM | None = None, progress: bool = True) -> None:
         self.config = config
-        self.rank, self.world = _dist_info()
+        self.rank, self.world, self.device = _dist_info(config.run.device)
         self.out = Path(config.run.output)
         self.progress = progress and self.rank == 0
         self.corpus = Corpus(config.data.corpus)
@@ -108,7 +122,6 @@ class Trainer:
                 f"batch_size {o.batch_size} must split into {self.world} process(es) x micro-batches of {o.micro_batch_size}"
             )
         self.accumulation = per_rank // o.micro_batch_size
-        self.device = torch.device("cuda", self.rank % torch.cuda.device_count()) if torch.cuda.is_available() else torch.device("cpu")
         self.model = model if model is not None else self._new_model()
         self.model.to(self.device)
         self.step = 0
@@ -117,6 +130,10 @@ class Trainer:
         self.scheduler: torch.optim.lr_scheduler.LambdaLR | None = None
         self.ddp: torch.nn.Module = _LossModule(self.model)
         self._tb = None
+        fp16 = config.run.fp16 and self.device.type == "cuda"
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=fp16)
+        self.autocast_dtype = torch.float16 if fp16 else torch.bfloat16
+        self.autocast = fp16 or (self.device.type == "cuda" and config.run.bf16 != "off")
 
     # -- construction and checkpoints -----------------------------------------------------
     def _new_model(self) -> MlukeForMaskedLM:
@@ -156,7 +173,7 @@ class Trainer:
             state = {k: v.detach().contiguous().cpu().clone() for k, v in self.model.state_dict().items()}
             save_file(state, str(tmp / "model.safetensors"))
             torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                        "torch_rng": torch.get_rng_state(),
+                        "scaler": self.scaler.state_dict(), "torch_rng": torch.get_rng_state(),
                         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
                        tmp / "optimizer.pt")
             (tmp / STATE_FILE).write_text(json.dumps({
@@ -185,10 +202,12 @@ class Trainer:
         self.sampler.load_state_dict(state["sampler"])
         index, _, in_stage = _stage_at(self.config.stages, self.step)
         self._enter_stage(index, 0)
-        extra = torch.load(last / "optimizer.pt", weights_only=True)
+        extra = torch.load(last / "optimizer.pt", weights_only=True, map_location="cpu")  # any device, any process count
         if state["stage"] == index:
             self.optimizer.load_state_dict(extra["optimizer"])
             self.scheduler.load_state_dict(extra["scheduler"])
+        if extra.get("scaler"):
+            self.scaler.load_state_dict(extra["scaler"])
         torch.set_rng_state(extra["torch_rng"])
         if torch.cuda.is_available() and extra["cuda_rng"]:
             torch.cuda.set_rng_state_all(extra["cuda_rng"])
@@ -215,37 +234,44 @@ class Trainer:
         t0 = time.perf_counter()
         micro = [collate(m, self.vocab, self.config.model.max_mention_length) for m in self._global_batch()]
         data_s = time.perf_counter() - t0
-        counts = torch.tensor([sum(int((b["labels"] != -100).sum()) for b in micro),
-                               sum(int((b["entity_labels"] != -100).sum()) for b in micro)], dtype=torch.float64)
-        if self.world > 1:
-            dist.all_reduce(counts)
-        n_words, n_ents = max(1.0, float(counts[0])), max(1.0, float(counts[1]))
+        counts = self._all_reduce([sum(int((b["labels"] != -100).sum()) for b in micro),
+                                   sum(int((b["entity_labels"] != -100).sum()) for b in micro)])
+        n_words, n_ents = max(1.0, counts[0]), max(1.0, counts[1])
         self.ddp.train()
-        use_bf16 = self.device.type == "cuda" and self.config.run.bf16 != "off"
-        sums = torch.zeros(2, dtype=torch.float64)
+        sums = torch.zeros(2, dtype=torch.float64, device=self.device)
         for i, batch in enumerate(micro):
             batch = {k: v.to(self.device) for k, v in batch.items()}
             sync = i == len(micro) - 1 or self.world == 1
             ctx = self.ddp.no_sync() if (self.world > 1 and not sync) else nullcontext()
-            with ctx, torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=use_bf16):
-                mlm, mep = self._losses(batch)
-                loss = (mlm / n_words + mep / n_ents) * self.world
-                loss.backward()
-            sums += torch.tensor([float(mlm.detach()), float(mep.detach())], dtype=torch.float64)
+            with ctx:
+                with torch.autocast(self.device.type, dtype=self.autocast_dtype, enabled=self.autocast):
+                    mlm, mep = self._losses(batch)
+                    loss = (mlm / n_words + mep / n_ents) * self.world
+                self.scaler.scale(loss).backward()
+            sums += torch.stack([mlm.detach(), mep.detach()]).to(torch.float64)
         if self.config.optim.max_grad_norm > 0:
+            self.scaler.unscale_(self.optimizer)
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.optim.max_grad_norm)
         lr = self.optimizer.param_groups[0]["lr"]
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        if self.world > 1:
-            dist.all_reduce(sums)
+        sums = self._all_reduce(sums)
         self.step += 1
         step_s = time.perf_counter() - t0
         tokens = sum(int(b["attention_mask"].sum()) for b in micro) * self.world
-        return {"step": self.step, "stage": stage.name, "lr": lr, "mlm_loss": float(sums[0]) / n_words,
-                "mep_loss": float(sums[1]) / n_ents, "loss": float(sums[0]) / n_words + float(sums[1]) / n_ents,
+        return {"step": self.step, "stage": stage.name, "lr": lr, "mlm_loss": sums[0] / n_words,
+                "mep_loss": sums[1] / n_ents, "loss": sums[0] / n_words + sums[1] / n_ents,
                 "tokens_per_s": tokens / step_s, "data_wait_share": data_s / step_s}
+
+    def _all_reduce(self, values: list[float] | torch.Tensor) -> list[float]:
+        """The sums over all processes of ``values``, as floats; the one place collectives run, always with a
+        tensor on the model's device (NCCL refuses CPU tensors)."""
+        tensor = torch.as_tensor(values, dtype=torch.float64).to(self.device)
+        if self.world > 1:
+            dist.all_reduce(tensor)
+        return [float(v) for v in tensor.tolist()]
 
     def _losses(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         labels, ent_labels = batch.pop("labels"), batch.pop("entity_labels")

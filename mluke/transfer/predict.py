@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from mluke.devices import model_device, to_device
 from mluke.transfer.inputs import Span, batches, collate, ner_rows, relation_rows
 from mluke.transfer.models import TransferModel
 
@@ -34,8 +35,9 @@ def predict_spans(model: TransferModel, tokenizer: Any, sentences: Sequence[Sequ
                     max_span_pieces=settings.get("max_span_pieces", 16), max_entities=settings.get("max_entities", 128))
     found: list[list[tuple[int, int, int, float]]] = [[] for _ in sentences]
     by_size = sorted(range(len(rows)), key=lambda i: (-len(rows[i].slots), -len(rows[i].ids)))  # less padding
+    device = model_device(model)
     for part in batches(rows, batch_size, order=by_size):
-        probs = torch.softmax(model(collate(part, pad_id=tokenizer.pad_id)), dim=-1)
+        probs = torch.softmax(model(to_device(collate(part, pad_id=tokenizer.pad_id), device)).float(), dim=-1).cpu()
         best, label = probs.max(dim=-1)
         for r, row in enumerate(part):
             for k, (n, i, j) in enumerate(row.items):
@@ -54,6 +56,7 @@ def predict_relations(model: TransferModel, tokenizer: Any, texts: Sequence[str]
     out: dict[int, str] = {}
     for k in range(0, len(rows), batch_size):
         part = by_size[k:k + batch_size]
-        best = model(collate([rows[i] for i in part], pad_id=tokenizer.pad_id)).argmax(-1).tolist()
+        batch = to_device(collate([rows[i] for i in part], pad_id=tokenizer.pad_id), model_device(model))
+        best = model(batch).argmax(-1).tolist()
         out.update((i, model.labels[b]) for i, b in zip(part, best))
     return [out[i] for i in range(len(rows))]

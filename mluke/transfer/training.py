@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from kb.errors import InputFormatError, OptionError, flag
 from kb.files import atomic_path
+from mluke.devices import model_device, to_device
 from mluke.transfer.inputs import Row, batches, collate
 from mluke.transfer.models import TransferModel
 
@@ -124,7 +125,7 @@ class FineTuner:
             torch.save(state, tmp)
 
     def _load(self) -> None:
-        state = torch.load(self.work / "state.pt", weights_only=False)
+        state = torch.load(self.work / "state.pt", weights_only=True, map_location=model_device(self.model))
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -154,7 +155,8 @@ class FineTuner:
                 while self.epoch < self.config.epochs:
                     self._epoch(bar, on_step)
         if (self.work / "best.pt").is_file():
-            self.model.load_state_dict(torch.load(self.work / "best.pt", weights_only=True))
+            self.model.load_state_dict(torch.load(self.work / "best.pt", weights_only=True,
+                                                  map_location=model_device(self.model)))
         return self.history
 
     def _epoch(self, bar: Any, on_step: Callable[[int], None] | None) -> None:
@@ -165,7 +167,7 @@ class FineTuner:
             self.history.append({"epoch": self.epoch, "losses": losses})
         skip = self.step_in_epoch * self.config.batch_size
         for part in batches(self.rows, self.config.batch_size, order=order[skip:]):
-            loss = self.model.loss(self.collate(part, pad_id=self.pad_id))
+            loss = self.model.loss(to_device(self.collate(part, pad_id=self.pad_id), model_device(self.model)))
             loss.backward()
             self.optimizer.step()
             self.scheduler.step()

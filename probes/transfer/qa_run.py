@@ -15,6 +15,7 @@ from typing import Any
 from kb.errors import OptionError
 from kb.files import check_output
 from mluke.checkpoint import open_model
+from mluke.devices import place
 from mluke.transfer import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
 from mluke.transfer.qa import LinkedName, collate_qa, predict_answers, qa_rows
 from probes.report import TableReport
@@ -99,11 +100,13 @@ class QaFineTuneReport:
 def finetune_qa(train: str | os.PathLike[str], dev: str | os.PathLike[str], *, output: str | os.PathLike[str],
                 features: str = "entity", model: Any = None, kb: Any = None, lang: str = "en",
                 config: FineTuneConfig | None = None, settings: dict[str, int] | None = None,
-                overwrite: bool = False, restart: bool = False, progress: bool = True) -> QaFineTuneReport:
+                overwrite: bool = False, restart: bool = False, progress: bool = True,
+                device: Any = None) -> QaFineTuneReport:
     """Fine-tune ``model`` (default: the demo model) for extractive QA on SQuAD-format ``train`` and keep the
     epoch with the best F1 on ``dev``. Names are linked from ``kb``'s anchors (default: the embedded kb);
     ``features="entity"`` (mLUKE-E) gives them entity tokens, ``"word"`` (mLUKE-W) does not. ``settings``:
-    windowing and decoding (``QA_DEFAULTS``). An interrupted run continues when run again."""
+    windowing and decoding (``QA_DEFAULTS``). An interrupted run continues when run again. ``device``: where
+    to train (``"auto"``: a GPU when there is one)."""
     started = time.perf_counter()
     config = (config or FineTuneConfig()).check()
     unknown = set(settings or {}) - set(QA_DEFAULTS)
@@ -117,8 +120,8 @@ def finetune_qa(train: str | os.PathLike[str], dev: str | os.PathLike[str], *, o
     train_links = cached_links(train, train_data.examples, inputs.index, lang=lang)
     dev_links = cached_links(dev, dev_data.examples, inputs.index, lang=lang)
     rows = inputs.rows(train_data.examples, train_links, features, answers=True)
-    net = new_model(bundle, "qa", features, ["start", "end"], dropout=config.dropout,
-                    settings={"seed": config.seed, **qa_settings})
+    net = place(new_model(bundle, "qa", features, ["start", "end"], dropout=config.dropout,
+                          settings={"seed": config.seed, **qa_settings}), device)
     identity = {"task": "qa", "features": features, "model": str(model), "train": _stat(train), "dev": _stat(dev),
                 "settings": qa_settings}
     work = output.with_name(output.name + ".work")
@@ -189,12 +192,12 @@ class QaReport(TableReport):
 def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[str] | None = None,
                 mlqa: str | os.PathLike[str] | None = None, langs: Sequence[str] | None = None, gxlt: bool = False,
                 split: str = "dev", kb: Any = None, link_source: LinkSource = "anchors", batch_size: int = 16,
-                progress: bool = True) -> QaReport:
+                progress: bool = True, device: Any = None, dtype: Any = None) -> QaReport:
     """Score a fine-tuned QA model zero-shot on XQuAD (``xquad/xquad.{lang}.json``) and MLQA
     (``mlqa/{split}-context-{c}-question-{q}.json``). ``langs``: the languages to read (default: those found;
     for MLQA its seven). ``gxlt``: every MLQA context x question pair of those languages. ``link_source``:
     ``"anchors"`` or ``"english"`` (XQuAD's English file, same ids, is the source; see
-    :mod:`probes.transfer.qa_linking`)."""
+    :mod:`probes.transfer.qa_linking`). ``device`` / ``dtype``: where and in which precision the model runs."""
     from tqdm import tqdm
 
     from probes.transfer.qa_data import read_squad as read
@@ -202,6 +205,7 @@ def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[s
     if xquad is None and mlqa is None:
         raise OptionError("nothing to evaluate: give an XQuAD folder, an MLQA folder, or both")
     model, tokenizer = load_transfer(model_dir)
+    place(model, device, dtype)
     if model.task != "qa":
         raise OptionError(f"{model_dir} was fine-tuned for {model.task!r}, not 'qa'")
     settings = {k: int(model.settings.get(k, v)) for k, v in QA_DEFAULTS.items()}

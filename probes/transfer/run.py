@@ -14,6 +14,7 @@ from typing import Any, Literal
 from kb.errors import OptionError, option
 from kb.files import check_output
 from mluke.checkpoint import open_model
+from mluke.devices import place
 from mluke.transfer import FineTuneConfig, FineTuner, load_transfer, new_model, predict_relations, predict_spans, save_transfer
 from mluke.transfer.inputs import ner_rows, relation_rows
 from probes.report import TableReport
@@ -85,14 +86,14 @@ class FineTuneReport:
 def finetune(task: Task, train: str | os.PathLike[str], dev: str | os.PathLike[str], *, output: str | os.PathLike[str],
              features: str = "entity", model: Any = None, lang: str | None = None,
              config: FineTuneConfig | None = None, overwrite: bool = False, restart: bool = False,
-             progress: bool = True) -> FineTuneReport:
+             progress: bool = True, device: Any = None) -> FineTuneReport:
     """Fine-tune ``model`` (default: the demo model) on ``train`` and keep the epoch best on ``dev``.
 
     ``task``: ``"ner"`` (CoNLL-2002/2003 or WikiANN files, see :func:`probes.transfer.ner_data.read_ner`)
     or ``"re"`` (KBP37 / RELX files, :func:`probes.transfer.re_data.read_re`). ``features``: ``"entity"``
     (mLUKE-E) or ``"word"`` (mLUKE-W). ``config``: the paper's settings by default. The model is written
     to ``output`` in the hub layout with its labels; an interrupted run continues when run again
-    (``restart=True`` starts over).
+    (``restart=True`` starts over). ``device``: where to train (``"auto"``: a GPU when there is one).
     """
     started = time.perf_counter()
     _check_task(task)
@@ -108,7 +109,7 @@ def finetune(task: Task, train: str | os.PathLike[str], dev: str | os.PathLike[s
         labels = (["no_relation"] if "no_relation" in seen else []) + [l for l in seen if l != "no_relation"]
     bundle = open_model(model)
     settings = {"seed": config.seed, "max_span_pieces": config.max_span_pieces, "max_entities": config.max_entities}
-    net = new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings)
+    net = place(new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings), device)
     tok = bundle.tokenizer
     index = {l: i for i, l in enumerate(labels)}
     if task == "ner":
@@ -161,12 +162,14 @@ class TransferReport(TableReport):
 
 def evaluate(task: Task, model_dir: str | os.PathLike[str],
              tests: Mapping[str, str | os.PathLike[str]] | Sequence[tuple[str, str | os.PathLike[str]]], *,
-             batch_size: int = 16, progress: bool = True) -> TransferReport:
-    """Score a fine-tuned model on test files, one per language (``{"de": "de/test.txt", ...}``)."""
+             batch_size: int = 16, progress: bool = True, device: Any = None, dtype: Any = None) -> TransferReport:
+    """Score a fine-tuned model on test files, one per language (``{"de": "de/test.txt", ...}``), on
+    ``device`` in ``dtype`` (:mod:`mluke.devices`)."""
     from tqdm import tqdm
 
     _check_task(task)
     model, tok = load_transfer(model_dir)
+    place(model, device, dtype)
     if model.task != task:
         raise OptionError(f"{model_dir} was fine-tuned for {model.task!r}, not {task!r}")
     pairs = list(tests.items()) if isinstance(tests, Mapping) else list(tests)

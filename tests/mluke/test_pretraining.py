@@ -311,6 +311,110 @@ def test_two_processes_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp
     assert max(float((a[k] - two[k]).abs().max()) for k in two) < 1e-5
 
 
+def test_every_collective_gets_a_tensor_on_the_model_device(corpus_dir, xlmr_dir, tmp_path, monkeypatch):
+    """NCCL refuses CPU tensors: a collective built without the model's device would crash on GPUs. The
+    "meta" device stands in for a GPU here: a tensor left on the CPU is caught."""
+    from mluke.pretraining import trainer as trainer_module
+
+    trainer = Trainer(_config(corpus_dir, xlmr_dir, tmp_path / "run"), progress=False)
+    seen = []
+
+    class Reduced(Exception):
+        pass
+
+    def all_reduce(tensor, *args, **kwargs):
+        seen.append(tensor.device)
+        raise Reduced
+
+    monkeypatch.setattr(trainer_module.dist, "all_reduce", all_reduce)
+    trainer._enter_stage(0, 0)  # before pretending to have two processes (no DDP wrapper then)
+    trainer.world, trainer.device = 2, torch.device("meta")
+    with pytest.raises(Reduced):
+        trainer.train_step()  # the first collective: the global counts of masked words and entities
+    with pytest.raises(Reduced):
+        trainer._all_reduce(torch.ones(2))  # the loss sums, computed on the model's device, go the same way
+    assert seen == [torch.device("meta")] * 2
+    calls = []
+    monkeypatch.setattr(trainer_module.dist, "all_reduce", lambda tensor, *a, **k: calls.append(tensor.device))
+    trainer.device = torch.device("cpu")
+    trainer.train_step()
+    assert calls == [torch.device("cpu")] * 2  # one step: counts, then loss sums; nothing else is reduced
+
+
+def test_a_run_resumes_with_another_number_of_processes(corpus_dir, xlmr_dir, tmp_path):
+    """Three steps in one process, then the same run continued by two processes under torchrun: the same
+    parameters as one process all the way (the global batch and its masks do not depend on the world size)."""
+    straight = Trainer(_config(corpus_dir, xlmr_dir, tmp_path / "a", batch=8, micro=4, steps=(2, 3)), progress=False)
+    straight.train()
+    config = _config(corpus_dir, xlmr_dir, tmp_path / "b", batch=8, micro=4, steps=(2, 3))
+    first = Trainer(config, progress=False)
+    first.train(max_steps=3)
+    first.save_checkpoint()
+    (tmp_path / "b.toml").write_text(config.to_toml())
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", port,
+                           "-m", "mluke", "pretrain", "--config", str(tmp_path / "b.toml"), "--no-progress"],
+                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from safetensors.torch import load_file
+
+    last = sorted((tmp_path / "b" / "checkpoints").glob("step-*"))[-1]
+    state = json.loads((last / "trainer_state.json").read_text())
+    assert state["world_size"] == 2 and state["step"] == 5
+    resumed = load_file(str(last / "model.safetensors"))
+    a = _params(straight.model)
+    assert max(float((a[k] - resumed[k]).abs().max()) for k in resumed) < 1e-5
+
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (no GPU here)")
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+def test_pretraining_on_the_gpu(corpus_dir, xlmr_dir, tmp_path, precision):
+    """fp32 on the GPU gives the CPU's parameters (up to float error); bf16 and fp16 (with its scaler) train."""
+    cpu_config = _config(corpus_dir, xlmr_dir, tmp_path / "cpu")
+    cpu_config.run.device = "cpu"
+    cpu = Trainer(cpu_config, progress=False)
+    cpu.train()
+    config = _config(corpus_dir, xlmr_dir, tmp_path / precision)
+    config.run.device, config.run.bf16, config.run.fp16 = "cuda", "on" if precision == "bf16" else "off", precision == "fp16"
+    gpu = Trainer(config, progress=False)
+    assert gpu.device.type == "cuda"
+    gpu.train()
+    log = [json.loads(line) for line in (tmp_path / precision / "log.jsonl").read_text().splitlines()]
+    assert all(np.isfinite(r["loss"]) for r in log)
+    if precision == "fp32":
+        a, b = _params(cpu.model), _params(gpu.model)
+        assert max(float((a[k] - b[k].cpu()).abs().max()) for k in a) < 1e-4
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="two-process NCCL needs two GPUs (NCCL refuses two ranks on one GPU)")
+def test_two_gpus_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp_path):
+    single = _config(corpus_dir, xlmr_dir, tmp_path / "one", batch=8, micro=4, steps=(1, 2))
+    single.run.bf16 = "off"
+    one = Trainer(single, progress=False)
+    one.train()
+    ddp = _config(corpus_dir, xlmr_dir, tmp_path / "two", batch=8, micro=4, steps=(1, 2))
+    ddp.run.bf16 = "off"
+    (tmp_path / "two.toml").write_text(ddp.to_toml())
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "mluke",
+                           "pretrain", "--config", str(tmp_path / "two.toml"), "--no-progress"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from safetensors.torch import load_file
+
+    two = load_file(str(sorted((tmp_path / "two" / "checkpoints").glob("step-*"))[-1] / "model.safetensors"))
+    a = _params(one.model)
+    assert max(float((a[k].cpu() - two[k]).abs().max()) for k in two) < 1e-4
+
+
 def test_bad_batch_split(corpus_dir, xlmr_dir, tmp_path):
     with pytest.raises(mluke.MlukeError, match="must split"):
         Trainer(_config(corpus_dir, xlmr_dir, tmp_path / "x", batch=6, micro=4), progress=False)
