@@ -68,6 +68,8 @@ def eval_mlama(
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write P@1 per relation, macro averages and language bias as JSON ('-' for stdout).")] = None,
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    device: DeviceOption = None,
+    dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias."""
@@ -76,7 +78,7 @@ def eval_mlama(
     outputs = check_outputs(overwrite, json_out, csv_out)
     report = run(folder, model, split_list(langs) or [], mode=mode,
                             use_subject_entity=subject_entity, exclude_subject=not keep_subject,
-                            relations=split_list(relations), progress=progress)
+                            relations=split_list(relations), progress=progress, device=device, dtype=dtype)
     if json_out:
         write_json(report.to_dict(), json_out, overwrite=overwrite)
     if csv_out:

@@ -63,3 +63,19 @@ def test_place_moves_and_casts_in_place(tiny_demo):
     model = mluke.load(tiny_demo).model
     assert place(model, "cpu", "bf16") is model and next(model.parameters()).dtype == torch.bfloat16
     assert place(model) is model and next(model.parameters()).dtype == torch.bfloat16
+
+
+def test_cli_device_and_dtype(tiny_demo, embedded_db_path):
+    from typer.testing import CliRunner
+
+    from mluke.cli import app
+
+    runner = CliRunner()
+    args = ["probe", "[X] is the capital of [Y].", "--model", str(tiny_demo), "--db", str(embedded_db_path), "--limit", "2"]
+    res = runner.invoke(app, [*args, "--device", "auto", "--dtype", "bf16"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, [*args, "--dtype", "int4"])
+    assert res.exit_code == 1 and "expected one of" in str(res.exception)
+    if not torch.cuda.is_available():
+        res = runner.invoke(app, [*args, "--device", "cuda"])
+        assert res.exit_code == 1 and "CUDA is not available" in str(res.exception)

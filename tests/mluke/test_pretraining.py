@@ -284,29 +284,33 @@ def test_accumulation_equals_a_bigger_micro_batch(corpus_dir, xlmr_dir, tmp_path
     assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
 
 
+def _torchrun(config: TrainConfig, toml: Path) -> tuple[dict, dict[str, torch.Tensor]]:
+    """Run ``config`` in two processes under torchrun (a free port, so parallel runs do not collide);
+    returns the last checkpoint's trainer state and parameters."""
+    import socket
+
+    from safetensors.torch import load_file
+
+    toml.write_text(config.to_toml())
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", port,
+                           "-m", "mluke", "pretrain", "--config", str(toml), "--no-progress"],
+                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    last = sorted((Path(config.run.output) / "checkpoints").glob("step-*"))[-1]
+    return json.loads((last / "trainer_state.json").read_text()), load_file(str(last / "model.safetensors"))
+
+
 def test_two_processes_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp_path):
     single = _config(corpus_dir, xlmr_dir, tmp_path / "one", batch=8, micro=4, steps=(1, 2))
     one = Trainer(single, progress=False)
     one.train()
     one.save_checkpoint()
-    ddp = _config(corpus_dir, xlmr_dir, tmp_path / "two", batch=8, micro=4, steps=(1, 2))
-    (tmp_path / "two.toml").write_text(ddp.to_toml())
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    import socket
-
-    with socket.socket() as sock:  # a free port, so parallel test runs do not collide
-        sock.bind(("127.0.0.1", 0))
-        port = str(sock.getsockname()[1])
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", port,
-                           "-m", "mluke", "pretrain", "--config", str(tmp_path / "two.toml"), "--no-progress"],
-                          capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    from safetensors.torch import load_file
-
-    last = sorted((tmp_path / "two" / "checkpoints").glob("step-*"))[-1]
-    state = json.loads((last / "trainer_state.json").read_text())
+    state, two = _torchrun(_config(corpus_dir, xlmr_dir, tmp_path / "two", batch=8, micro=4, steps=(1, 2)),
+                           tmp_path / "two.toml")
     assert state["world_size"] == 2 and state["step"] == 3
-    two = load_file(str(last / "model.safetensors"))
     a = _params(one.model)
     assert max(float((a[k] - two[k]).abs().max()) for k in two) < 1e-5
 
@@ -350,22 +354,8 @@ def test_a_run_resumes_with_another_number_of_processes(corpus_dir, xlmr_dir, tm
     first = Trainer(config, progress=False)
     first.train(max_steps=3)
     first.save_checkpoint()
-    (tmp_path / "b.toml").write_text(config.to_toml())
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = str(sock.getsockname()[1])
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", port,
-                           "-m", "mluke", "pretrain", "--config", str(tmp_path / "b.toml"), "--no-progress"],
-                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    from safetensors.torch import load_file
-
-    last = sorted((tmp_path / "b" / "checkpoints").glob("step-*"))[-1]
-    state = json.loads((last / "trainer_state.json").read_text())
+    state, resumed = _torchrun(config, tmp_path / "b.toml")
     assert state["world_size"] == 2 and state["step"] == 5
-    resumed = load_file(str(last / "model.safetensors"))
     a = _params(straight.model)
     assert max(float((a[k] - resumed[k]).abs().max()) for k in resumed) < 1e-5
 
@@ -403,14 +393,8 @@ def test_two_gpus_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp_path
     one.train()
     ddp = _config(corpus_dir, xlmr_dir, tmp_path / "two", batch=8, micro=4, steps=(1, 2))
     ddp.run.bf16 = "off"
-    (tmp_path / "two.toml").write_text(ddp.to_toml())
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "mluke",
-                           "pretrain", "--config", str(tmp_path / "two.toml"), "--no-progress"],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    from safetensors.torch import load_file
-
-    two = load_file(str(sorted((tmp_path / "two" / "checkpoints").glob("step-*"))[-1] / "model.safetensors"))
+    state, two = _torchrun(ddp, tmp_path / "two.toml")  # NCCL: run.device is "auto", so each rank takes its GPU
+    assert state["world_size"] == 2
     a = _params(one.model)
     assert max(float((a[k].cpu() - two[k]).abs().max()) for k in two) < 1e-4
 
