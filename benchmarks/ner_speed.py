@@ -389,7 +389,7 @@ def main() -> None:
     runs = results["transformers"] + results["transformers-sorted"] + results["ours-E"]
     ref = runs[0]
     bad = [(r["method"], k) for r in runs for k, (a, b) in enumerate(zip(r["argmax"], ref["argmax"])) if a != b]
-    logits = [torch.load(r["logits_file"]) for r in runs]
+    logits = [torch.load(r["logits_file"], weights_only=True) for r in runs]  # tensors only
     diff = max(float((l - logits[0]).abs().max()) for l in logits)
     for r in runs:
         os.unlink(r["logits_file"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import glob
 import json
 import os
 import re
@@ -43,6 +44,17 @@ def temporary_name(path: Path, tag: str = "partial") -> Path:
     return path.with_name(f"{path.name}.{tag}-{os.getpid()}")
 
 
+def remove_temporaries(path: Path) -> None:
+    """Remove what interrupted writes of ``path`` left (:func:`temporary_name`: ``<name>.<tag>-<pid>``).
+
+    Only for a caller that knows nothing else is writing ``path`` now (e.g. it holds a lock)."""
+    prefix = f"{path.name}."
+    for tmp in path.parent.glob(glob.escape(prefix) + "*-*"):
+        tag, _, pid = tmp.name[len(prefix):].rpartition("-")
+        if tag in ("partial", "old") and pid.isdigit():
+            remove(tmp)
+
+
 def remove(path: Path) -> None:
     """Remove a file or a folder tree, if it exists."""
     if path.is_dir() and not path.is_symlink():
@@ -60,6 +72,26 @@ def replace(tmp: Path, path: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.replace(tmp, path)
+
+
+def publish(tmp: Path, path: Path, *, overwrite: bool = False) -> None:
+    """Rename the finished file ``tmp`` to ``path``. Without ``overwrite``, a ``path`` that appeared while
+    ``tmp`` was written (another process wrote it) is kept and :class:`OutputExistsError` raised: the new
+    name is made a hard link first, which fails if it exists, instead of a rename, which would replace it."""
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise OutputExistsError(f"{path} appeared while this one was being written (another process wrote it); "
+                                "it is left as it is; pass {overwrite} to replace it",
+                                options={"overwrite": flag("overwrite")}) from None
+    except OSError:  # a file system without hard links
+        check_output(path)
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
 
 
 @contextlib.contextmanager
@@ -139,6 +171,14 @@ def _looks_like_text(source: str) -> bool:
     return len(source.split()) >= 3 or bool(re.search(r"[.!?。！？।]$", source))
 
 
+def is_plain_name(name: object) -> bool:
+    """Whether ``name``, read from a data file (a manifest, a metadata file), is one file or folder name
+    that stays inside the folder it is joined to: a non-empty str with no folder part (``/``, ``\\``),
+    not ``.`` or ``..``, not absolute, without NUL. Joining anything else could reach other files."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and not any(c in name for c in "/\\\x00")
+            and Path(name).name == name)
+
+
 def file_bytes(path: str | os.PathLike[str], *, expected: str) -> bytes:
     """The bytes of an input file; a missing file, a folder or an unreadable file is an
     :class:`InputFormatError` naming it (``expected`` says what the folder should have been)."""
@@ -153,8 +193,58 @@ def file_bytes(path: str | os.PathLike[str], *, expected: str) -> bytes:
         raise InputFormatError(f"{path}: unreadable ({exc.strerror or exc})") from None
 
 
+def iter_lines(source: str | os.PathLike[str], *, pipe_hint: str | None = None) -> Iterator[str]:
+    """The lines of a UTF-8 text file, or of standard input for ``-``, read one at a time.
+
+    The same lines as ``text.splitlines()`` of the whole text (a leading byte-order mark
+    dropped), holding one line in memory at a time. The source is checked at once
+    (a missing file, a folder, or text given where a path belongs raise
+    :class:`InputFormatError` naming it; see :func:`read_lines`); bytes that are
+    not UTF-8 raise it, naming the line, when the iteration reaches them.
+    """
+    if str(source) == "-":
+        stream: Any = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else (
+            line.encode("utf-8") for line in sys.stdin)
+        return _decoded_lines(stream, "standard input", None)
+    if pipe_hint and not Path(source).exists() and _looks_like_text(str(source)):
+        raise InputFormatError(f"{str(source)!r} is not a file: this command reads a file with one text "
+                               f"per line; to give text directly, pipe it in: echo {str(source)!r} | {pipe_hint}")
+    path = Path(source)
+    if not path.exists():
+        raise InputFormatError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputFormatError(f"{path}: is a folder; expected a text file with one text per line")
+    try:
+        f = path.open("rb")
+    except OSError as exc:
+        raise InputFormatError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    return _decoded_lines(f, str(path), f)
+
+
+def _decoded_lines(raw: Iterable[bytes], name: str, owned: IO[bytes] | None) -> Iterator[str]:
+    """Decode ``raw`` (byte lines ending in ``\n``) as :func:`iter_lines` says; closes ``owned`` at the end."""
+    try:
+        for number, data in enumerate(raw, 1):
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputFormatError(
+                    f"{name}, line {number}: bytes that are not UTF-8 ({data[exc.start:exc.start + 4]!r}); "
+                    "expected UTF-8 text (convert it first, e.g. with iconv -t UTF-8)"
+                ) from None
+            if number == 1:
+                text = text.removeprefix("\ufeff")
+            # a byte line ends at \n only; splitlines() also ends lines at \r, \v, \x85, \u2028, ...
+            lines = text.splitlines()
+            del data, text  # one copy of a long line, not three, while the caller works on it
+            yield from lines
+    finally:
+        if owned is not None:
+            owned.close()
+
+
 def read_lines(source: str | os.PathLike[str], *, pipe_hint: str | None = None) -> list[str]:
-    """The lines of a UTF-8 text file, or of standard input for ``-``.
+    """The lines of a UTF-8 text file, or of standard input for ``-`` (all of them; see :func:`iter_lines`).
 
     A missing file, a folder, or bytes that are not UTF-8 raise
     :class:`InputFormatError` naming the file (and the line of the bad bytes).
@@ -162,21 +252,4 @@ def read_lines(source: str | os.PathLike[str], *, pipe_hint: str | None = None) 
     command that reads standard input (``"mluke link -"``), the error says how
     to pipe the text in.
     """
-    if str(source) == "-":
-        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
-        name = "standard input"
-    else:
-        if pipe_hint and not Path(source).exists() and _looks_like_text(str(source)):
-            raise InputFormatError(f"{str(source)!r} is not a file: this command reads a file with one text "
-                                   f"per line; to give text directly, pipe it in: echo {str(source)!r} | {pipe_hint}")
-        data = file_bytes(source, expected="a text file with one text per line")
-        name = str(source)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputFormatError(
-            f"{name}, line {line}: bytes that are not UTF-8 ({data[exc.start:exc.start + 4]!r}); "
-            "expected UTF-8 text (convert it first, e.g. with iconv -t UTF-8)"
-        ) from None
-    return text.removeprefix("\ufeff").splitlines()
+    return list(iter_lines(source, pipe_hint=pipe_hint))

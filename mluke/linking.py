@@ -20,16 +20,29 @@
 
 Long texts are cut into windows of about ``window_chars`` characters at spaces
 or sentence ends; every window is encoded once with all its mentions.
+
+Streams (:meth:`Linker.link_iter`, :func:`iter_link_file`, what ``mluke link``
+runs) link a few hundred texts at a time and hand each text's mentions on as soon
+as they are decided, so memory stays flat however long the input: a text longer
+than ``chunk_chars`` is linked in segments of ``segment_windows`` windows (its
+mentions detected chunk by chunk, :meth:`kb.mentions.MentionIndex.iter_detect`),
+with the same windows and mentions as one :meth:`Linker.link` call, hence the same
+results (scores may differ in the last bits of float32: a batch pads its windows
+to its longest, and other batches hold other windows).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
 import re
+import sys
 import warnings
 from bisect import bisect_left
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, Literal
 
@@ -39,19 +52,28 @@ from tqdm import tqdm
 from kb import open_db
 from kb.db import EntityDB, chunked
 from kb.errors import MlukeError, OptionError, TextInputError, option
-from kb.files import read_lines
+from kb.files import iter_lines, output
 from kb.languages import check_language
 from kb.mentions import MentionIndex
 from mluke.checkpoint import open_model
-from mluke.results import LinkedMention, LinkedTexts
+from mluke.results import LinkedLine, LinkedMention, LinkedTexts, LinkTally
 
 Method = Literal["combined", "prior", "model", "global"]
 METHODS = ("combined", "prior", "model", "global")
 
+#: Streams link up to this many texts per :meth:`Linker.link` call ...
+CHUNK_TEXTS = 256
+#: ... and at most this many characters; a longer text is linked alone, in segments.
+CHUNK_CHARS = 1 << 16
+#: Windows per segment of a long text.
+SEGMENT_WINDOWS = 64
+#: Segments of a long text between two returns of freed memory to the system (:func:`_trim_heap`).
+TRIM_EVERY = 4
 
-def _windows(text: str, size: int) -> list[tuple[int, int]]:
+
+def _iter_windows(text: str, size: int) -> Iterator[tuple[int, int]]:
     """Cut ``text`` into spans of about ``size`` characters, preferring sentence ends, then spaces."""
-    out, pos, n = [], 0, len(text)
+    pos, n = 0, len(text)
     while pos < n:
         end = min(n, pos + size)
         if end < n:
@@ -59,9 +81,12 @@ def _windows(text: str, size: int) -> list[tuple[int, int]]:
             cut = max((m.end() for m in re.finditer(r"[.!?。！？]\s*|\s+", tail)), default=0)
             if cut > size // 2:
                 end = pos + cut
-        out.append((pos, end))
+        yield pos, end
         pos = end
-    return out
+
+
+def _windows(text: str, size: int) -> list[tuple[int, int]]:
+    return list(_iter_windows(text, size))
 
 
 @dataclass
@@ -105,19 +130,98 @@ class Linker:
             if len(given) != len(batch):
                 raise MlukeError(f"spans: {len(given)} lists for {len(batch)} texts; give one list of spans per text")
             mentions = [self.index.mentions_at(t, s, lang, row=i) for i, (t, s) in enumerate(zip(batch, given))]
+        results = self._resolve(batch, mentions, lang, method, prior_weight, nil_threshold, candidates, window_chars,
+                                batch_size, progress)
+        return results[0] if single else results
+
+    def link_iter(self, texts: Iterable[str], lang: str, *, method: Method = "combined", prior_weight: float = 1.0,
+                  nil_threshold: float | None = None, candidates: bool = False, window_chars: int = 1000,
+                  batch_size: int = 16, chunk_texts: int = CHUNK_TEXTS, chunk_chars: int = CHUNK_CHARS,
+                  segment_windows: int = SEGMENT_WINDOWS, advance: Callable[[int], Any] | None = None,
+                  ) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
+        """:meth:`link` over a stream of texts, in memory that does not grow with it: ``(text, mentions)``
+        per text, in order, as soon as its chunk is linked.
+
+        Texts are read and linked ``chunk_texts`` at a time (and at most
+        ``chunk_chars`` characters); their mentions come as lists. A text longer
+        than ``chunk_chars`` is linked on its own, ``segment_windows`` windows at
+        a time, and its mentions come as an iterator that links it as it is read
+        (once; it holds one segment's mentions at a time). The results are those of
+        :meth:`link` on the same texts (up to the last bits of float32 scores, see the
+        module docs). ``advance(n)`` is called with the number of
+        characters of each chunk or segment done (a progress bar's ``update``).
+        The language and method are checked at once; texts that are not str raise
+        :class:`TextInputError` when reached.
+        """
+        check_language(lang, self.db.languages)
+        check_methods([method])
+        if min(chunk_texts, chunk_chars, segment_windows, window_chars, batch_size) < 1:
+            raise OptionError("chunk_texts, chunk_chars, segment_windows, window_chars and batch_size must be at least 1")
+        options = (method, prior_weight, nil_threshold, candidates, window_chars, batch_size)
+        return self._stream(iter(texts), lang, options, chunk_texts, chunk_chars, segment_windows, advance or _ignore)
+
+    def _stream(self, texts: Iterator[str], lang: str, options: tuple[Any, ...], chunk_texts: int, chunk_chars: int,
+                segment_windows: int, advance: Callable[[int], Any]) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
+        chunk: list[str] = []
+        size = 0
+        for row, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TextInputError(f"link() takes a text (str) or a list of texts; item {row} is {type(text).__name__}")
+            long = len(text) > chunk_chars
+            if chunk and (long or len(chunk) == chunk_texts or size + len(text) > chunk_chars):
+                yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, *options))
+                advance(size)
+                chunk, size = [], 0
+            if long:
+                yield text, self._segments(text, lang, options, segment_windows, advance)
+            else:
+                chunk.append(text)
+                size += len(text)
+        if chunk:
+            yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, *options))
+            advance(size)
+
+    def _segments(self, text: str, lang: str, options: tuple[Any, ...], segment_windows: int,
+                  advance: Callable[[int], Any]) -> Iterator[LinkedMention]:
+        """The linked mentions of one long text, ``segment_windows`` windows at a time.
+
+        The windows are those :meth:`link` cuts and the mentions those it detects
+        (in order, chunk by chunk); a segment takes the mentions that start in it,
+        and one that runs past its end runs past its last window too, so it keeps
+        its prior only either way.
+        """
+        found = self.index.iter_detect(text, lang)
+        pending = next(found, None)
+        windows = _iter_windows(text, options[4])
+        done = segments = 0
+        while group := list(islice(windows, segment_windows)):
+            end, part = group[-1][1], []
+            while pending is not None and pending.start < end:
+                part.append(pending)
+                pending = next(found, None)
+            yield from self._resolve([text], [part], lang, *options, windows=[group])[0]
+            advance(end - done)
+            done, segments = end, segments + 1
+            if segments % TRIM_EVERY == 0:
+                _trim_heap()
+
+    def _resolve(self, texts: list[str], mentions: list[list[Any]], lang: str, method: Method, prior_weight: float,
+                 nil_threshold: float | None, candidates: bool, window_chars: int, batch_size: int,
+                 progress: bool = False, windows: list[list[tuple[int, int]]] | None = None) -> list[list[LinkedMention]]:
+        """Score and decide the detected (or given) ``mentions`` of ``texts``; ``windows``: each text's
+        windows to encode (default: all of it, cut every ``window_chars`` characters)."""
         scores: dict[tuple[int, int], dict[str, float]] = {}
         if method != "prior":
             ids = self._candidate_ids(mentions)
-            jobs = self._jobs(batch, mentions, ids, window_chars)
+            jobs = self._jobs(texts, mentions, ids, window_chars, windows)
             with tqdm(total=len(jobs), desc="linking", unit="windows", disable=not progress or len(jobs) <= batch_size,
                       mininterval=0.5, dynamic_ncols=True) as bar:
                 if method == "global":
-                    scores = self._score_global(batch, mentions, ids, jobs, prior_weight, nil_threshold, batch_size, bar)
+                    scores = self._score_global(texts, mentions, ids, jobs, prior_weight, nil_threshold, batch_size, bar)
                 else:
-                    scores = self._score(batch, mentions, ids, jobs, batch_size, bar)
-        results = [[self._decide(m, scores.get((t, i)), lang, method, prior_weight, nil_threshold, candidates)
-                    for i, m in enumerate(found)] for t, found in enumerate(mentions)]
-        return results[0] if single else results
+                    scores = self._score(texts, mentions, ids, jobs, batch_size, bar)
+        return [[self._decide(m, scores.get((t, i)), lang, method, prior_weight, nil_threshold, candidates)
+                 for i, m in enumerate(found)] for t, found in enumerate(mentions)]
 
     def _candidate_ids(self, mentions: list[list[Any]]) -> dict[tuple[int, int], list[tuple[str, int]]]:
         """(text, mention) -> [(key, entity vocabulary id)] of the candidates the model knows."""
@@ -134,14 +238,15 @@ class Linker:
         return out
 
     def _jobs(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], Any],
-              window_chars: int) -> list[_Job]:
-        """Windows of each text with the scorable mentions inside them (linear in the number of mentions)."""
+              window_chars: int, windows: list[list[tuple[int, int]]] | None = None) -> list[_Job]:
+        """Windows of each text (``windows[t]``, else all of it) with the scorable mentions inside them
+        (linear in the number of mentions)."""
         limit = self.bundle[1].max_entity_length
         jobs = []
         for t, text in enumerate(texts):
             order = sorted((i for i in range(len(mentions[t])) if (t, i) in ids), key=lambda i: mentions[t][i].start)
             starts = [mentions[t][i].start for i in order]
-            for a, b in _windows(text, window_chars) if order else []:
+            for a, b in (windows[t] if windows is not None else _iter_windows(text, window_chars)) if order else ():
                 lo, hi = bisect_left(starts, a), bisect_left(starts, b)
                 inside = [i for i in order[lo:hi] if mentions[t][i].end <= b]
                 jobs += [_Job(t, a, b, inside[k:k + limit]) for k in range(0, len(inside), limit)]
@@ -260,6 +365,33 @@ def check_methods(methods: Iterable[str], name: str = "method") -> tuple[str, ..
     return chosen
 
 
+def _ignore(_: int) -> None:
+    pass
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim  # glibc
+    except (OSError, AttributeError):  # another C library: nothing to do
+        return None
+
+
+def _trim_heap() -> None:
+    """Return the memory the allocator holds freed to the system (glibc only; elsewhere nothing).
+
+    A long text's segments allocate and free tensors and lists of many sizes; glibc keeps
+    the freed memory, fragmented, and the resident size crept from 0.7 to 0.9 GB over a
+    10 MB line with the live objects flat (``benchmarks/link_memory.py``). Every few
+    segments this keeps it at the working set of one segment.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
 def _text_list(texts: Any) -> list[str]:
     """``texts`` as a list of strings, or a :class:`TextInputError` saying what linking takes."""
     what = "link() takes a text (str) or a list of texts"
@@ -322,17 +454,74 @@ def link(texts: str | list[str], lang: str, *, kb: EntityDB | str | Path | None 
                                                      nil_threshold=nil_threshold, candidates=candidates, spans=spans)
 
 
+def iter_link_file(source: str | Path, lang: str, *, kb: EntityDB | str | Path | None = None, model: Any = None,
+                   method: Method = "combined", prior_weight: float = 1.0, nil_threshold: float | None = None,
+                   candidates: bool = False, progress: bool = True, device: Any = None, dtype: Any = None,
+                   linker: Linker | None = None, chunk_texts: int = CHUNK_TEXTS,
+                   chunk_chars: int = CHUNK_CHARS) -> Iterator[LinkedLine]:
+    """Link every line of a UTF-8 text file (``-``: standard input) as a stream: a :class:`LinkedLine`
+    (line number, text, mentions) per line, in order, in memory that does not grow with the input
+    (see :meth:`Linker.link_iter`; the mentions of a line longer than ``chunk_chars`` come as an
+    iterator, read once). What ``mluke link FILE`` runs; :func:`write_linked` writes the stream as JSON lines.
+
+    Before any model is loaded: a missing file, a folder, or (for a file) bytes that are
+    not UTF-8 raise :class:`kb.errors.InputFormatError` naming the file and line; the
+    file is read once for that and once as it is linked. Standard input is read as
+    it is linked, so a bad line there stops the stream when it is reached.
+    ``linker``: a :class:`Linker` to use instead of building one from ``model``/``kb``.
+    ``progress``: a progress bar over the characters linked (after a second).
+    """
+    lines = iter_lines(source, pipe_hint="mluke link -")
+    check_methods([method])
+    total = None
+    if str(source) != "-":
+        total = sum(map(len, lines))  # checks every line's bytes now
+        lines = iter_lines(source)
+    if linker is None:
+        linker = Linker(model, kb, languages=[lang], device=device, dtype=dtype)
+    bar = tqdm(total=total, desc="linking", unit="char", unit_scale=True, disable=not progress, delay=1.0,
+               mininterval=0.5, dynamic_ncols=True)
+    stream = linker.link_iter(lines, lang, method=method, prior_weight=prior_weight, nil_threshold=nil_threshold,
+                              candidates=candidates, chunk_texts=chunk_texts, chunk_chars=chunk_chars, advance=bar.update)
+    return _numbered(stream, bar)
+
+
+def _numbered(stream: Iterator[tuple[str, Iterable[LinkedMention]]], bar: Any) -> Iterator[LinkedLine]:
+    with bar:
+        for number, (text, mentions) in enumerate(stream, 1):
+            yield LinkedLine(number, text, mentions)
+
+
+def write_linked(stream: Iterable[LinkedLine], dest: str | Path, *, overwrite: bool = False,
+                 tally: LinkTally | None = None) -> LinkTally:
+    """Write a stream of linked lines (:func:`iter_link_file`) as JSON lines, each as soon as it is
+    linked, to ``dest`` (``-``: standard output); the same lines as :meth:`LinkedTexts.to_jsonl`.
+
+    A file is written under a temporary name next to ``dest`` and renamed when the stream ends,
+    so a run that fails or is interrupted leaves no file at ``dest`` (and an existing one, with
+    ``overwrite``, as it was). Returns the counts (:class:`LinkTally`, or ``tally`` filled in).
+    """
+    tally = tally if tally is not None else LinkTally()
+    with output(dest, overwrite=overwrite) as f:
+        for item in stream:
+            f.writelines(tally.count(item).jsonl())
+    return tally
+
+
 def link_file(source: str | Path, lang: str, *, kb: EntityDB | str | Path | None = None, model: Any = None,
               method: Method = "combined", prior_weight: float = 1.0, nil_threshold: float | None = None,
               candidates: bool = False, progress: bool = True, device: Any = None, dtype: Any = None) -> LinkedTexts:
-    """Link every line of a UTF-8 text file (``-``: standard input); what ``mluke link FILE`` does.
+    """Link every line of a UTF-8 text file (``-``: standard input), all held in memory (for a
+    stream, :func:`iter_link_file`).
 
     A missing file, a folder or bytes that are not UTF-8 raise
-    :class:`kb.errors.InputFormatError` naming the file and line, before any model is loaded.
+    :class:`kb.errors.InputFormatError` naming the file and line, before any model is loaded
+    (for a file; standard input is read as it is linked).
     """
-    lines = read_lines(source, pipe_hint="mluke link -")
-    check_methods([method])
-    results = Linker(model, kb, languages=[lang], device=device, dtype=dtype).link(
-        lines, lang, method=method, prior_weight=prior_weight, nil_threshold=nil_threshold, candidates=candidates,
-        progress=progress)
-    return LinkedTexts(lines, results, lang, method)  # type: ignore[arg-type]
+    texts, mentions = [], []
+    for item in iter_link_file(source, lang, kb=kb, model=model, method=method, prior_weight=prior_weight,
+                               nil_threshold=nil_threshold, candidates=candidates, progress=progress, device=device,
+                               dtype=dtype):
+        texts.append(item.text)
+        mentions.append(list(item.mentions))
+    return LinkedTexts(texts, mentions, lang, method)

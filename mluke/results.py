@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -157,16 +159,81 @@ class LinkedTexts:
 
     def summary(self) -> dict[str, int]:
         """Counts: texts, mentions, linked mentions, NIL mentions, distinct entities."""
-        found = [m for ms in self.mentions for m in ms]
-        linked = [m for m in found if not m.nil]
-        return {"texts": len(self.texts), "mentions": len(found), "linked": len(linked), "nil": len(found) - len(linked),
-                "entities": len({m.key for m in linked})}
+        tally = LinkTally()
+        for i, (text, found) in enumerate(zip(self.texts, self.mentions)):
+            tally.add(LinkedLine(i + 1, text, found))
+        return tally.summary()
 
     def rows(self) -> list[list[Any]]:
         """One table row per mention: line, surface, entity (or NIL), titles, score, prior."""
-        return [[i + 1, m.surface, m.key or "NIL", m.title or "", m.title_en or "", f"{m.score:.2f}", f"{m.prior:.2f}"]
-                for i, found in enumerate(self.mentions) for m in found]
+        return [mention_row(i + 1, m) for i, found in enumerate(self.mentions) for m in found]
 
     def to_jsonl(self, path: str | Path, *, overwrite: bool = False) -> None:
         """Write :meth:`records` as JSON lines to ``path`` (``-``: standard output)."""
         write_jsonl(self.records(), path, overwrite=overwrite)
+
+
+#: The columns of :func:`mention_row` (``{lang}``: the texts' language).
+MENTION_COLUMNS = ("line", "mention", "entity", "title ({lang})", "title (en)", "score", "prior")
+
+
+def mention_row(line: int, m: LinkedMention) -> list[Any]:
+    """A mention as a table row: line, surface, entity (or NIL), titles, score, prior."""
+    return [line, m.surface, m.key or "NIL", m.title or "", m.title_en or "", f"{m.score:.2f}", f"{m.prior:.2f}"]
+
+
+@dataclass
+class LinkedLine:
+    """One text of a stream (:func:`mluke.linking.iter_link_file`): its line number (from 1), the text and
+    its mentions, a list or, for a long text, an iterator that links it as it is read (once)."""
+
+    line: int
+    text: str
+    mentions: Iterable[LinkedMention]
+
+    def jsonl(self) -> Iterator[str]:
+        """The line's JSON object and newline, as :meth:`LinkedTexts.to_jsonl` writes it, in pieces: one per
+        mention, so a text with a million mentions is written without holding them."""
+        yield '{"line": %d, "text": "' % self.line
+        for k in range(0, len(self.text), 1 << 20):  # escaped a slice at a time: the same characters
+            yield json.dumps(self.text[k:k + (1 << 20)], ensure_ascii=False)[1:-1]
+        yield '", "mentions": ['
+        for k, m in enumerate(self.mentions):
+            yield (", " if k else "") + json.dumps(m.to_dict(), ensure_ascii=False)
+        yield "]}\n"
+
+
+class LinkTally:
+    """Running counts over a stream of linked lines (those of :meth:`LinkedTexts.summary`) and the
+    table rows of its first ``keep`` mentions; memory grows only with the distinct entities."""
+
+    def __init__(self, keep: int = 0) -> None:
+        self.keep = keep
+        self.texts = self.mentions = self.linked = 0
+        self.entities: set[str] = set()
+        self.rows: list[list[Any]] = []  #: :func:`mention_row` of the first ``keep`` mentions
+
+    def count(self, item: LinkedLine) -> LinkedLine:
+        """``item``, its mentions counted as they are read."""
+        self.texts += 1
+        return LinkedLine(item.line, item.text, self._counted(item.line, item.mentions))
+
+    def add(self, item: LinkedLine) -> None:
+        """Count ``item`` and its mentions now."""
+        for _ in self.count(item).mentions:
+            pass
+
+    def _counted(self, line: int, mentions: Iterable[LinkedMention]) -> Iterator[LinkedMention]:
+        for m in mentions:
+            self.mentions += 1
+            if not m.nil:
+                self.linked += 1
+                self.entities.add(m.key)  # type: ignore[arg-type]
+            if len(self.rows) < self.keep:
+                self.rows.append(mention_row(line, m))
+            yield m
+
+    def summary(self) -> dict[str, int]:
+        """Counts: texts, mentions, linked mentions, NIL mentions, distinct entities."""
+        return {"texts": self.texts, "mentions": self.mentions, "linked": self.linked,
+                "nil": self.mentions - self.linked, "entities": len(self.entities)}

@@ -8,16 +8,17 @@ Layout written by the Mewsli-9 extraction script (Botha et al., 2020)::
 
 Both TSV files have a header row; columns are found by name. ``position`` and
 ``length`` count Unicode characters of the clean text. Rows that cannot be used
-(a bad integer, a wrong number of fields, a span outside the text or not
-matching the mention, an unknown document, a document without text file) are
-counted and skipped, never fatal; :class:`LinkingSet` keeps the counts and the
-first few examples (``file:line: reason``). A missing TSV file, a missing
-column or a folder without language folders is a :class:`kb.InputFormatError`.
+(bytes that are not UTF-8, a bad integer, a wrong number of fields, a span outside
+the text or not matching the mention, a bad or unknown document id, a document
+without text file) are counted and skipped, never fatal; :class:`LinkingSet` keeps
+the counts and the first few examples (``file:line: reason``). A missing TSV file,
+a missing column or a folder without language folders is a :class:`kb.InputFormatError`.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from probes.reading import Skips
 #: Columns the reader needs (others are ignored).
 DOC_COLUMNS = ("docid",)
 MENTION_COLUMNS = ("docid", "position", "length", "mention", "qid")
+#: The characters ``errors="surrogateescape"`` decodes bytes that are not UTF-8 to.
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
 
 
 @dataclass(frozen=True)
@@ -124,8 +127,10 @@ def _language_folders(folder: Path, languages: Sequence[str] | None) -> list[Pat
 
 
 def _rows(path: Path, required: Sequence[str], skips: Skips) -> Iterator[tuple[int, dict[str, str]]]:
-    """(line number, {column: value}) for every well-formed data row of a TSV file with a header row."""
-    with path.open(encoding="utf-8-sig", newline="") as f:
+    """(line number, {column: value}) for every well-formed data row of a TSV file with a header row.
+
+    A row with bytes that are not UTF-8 is skipped like any other bad row (the rest of the file is read)."""
+    with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
         reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         try:
             header = next(reader)
@@ -134,6 +139,8 @@ def _rows(path: Path, required: Sequence[str], skips: Skips) -> Iterator[tuple[i
         except csv.Error as exc:
             raise InputFormatError(f"{path}, line 1: unreadable header ({exc})") from None
         header = [h.strip() for h in header]
+        if _NOT_UTF8.search("".join(header)):
+            raise InputFormatError(f"{path}, line 1: the header row has bytes that are not UTF-8")
         missing = [c for c in required if c not in header]
         if missing:
             raise InputFormatError(f"{path}: no column {', '.join(map(repr, missing))} in the header row "
@@ -148,6 +155,9 @@ def _rows(path: Path, required: Sequence[str], skips: Skips) -> Iterator[tuple[i
                 continue
             if not row:
                 continue
+            if _NOT_UTF8.search("\t".join(row)):
+                skips.add(path, reader.line_num, "bytes that are not UTF-8")
+                continue
             if len(row) != len(header):
                 skips.add(path, reader.line_num, "wrong number of fields", f"{len(row)} instead of {len(header)}")
                 continue
@@ -161,7 +171,7 @@ def _read_language(folder: Path, skips: Skips) -> list[LinkDoc]:
     no_text: set[str] = set()
     for line, row in _rows(docs_path, DOC_COLUMNS, skips):
         docid = row["docid"].strip()
-        if not docid or Path(docid).name != docid or docid in (".", ".."):
+        if not docid or Path(docid).name != docid or docid in (".", "..") or "\x00" in docid:
             skips.add(docs_path, line, "bad docid", repr(docid))
             continue
         if docid in texts or docid in no_text:

@@ -18,6 +18,7 @@ data is CC BY-NC: it is never shipped with mluke.
 
 from __future__ import annotations
 
+import io
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Any
 
 from kb.db import Template, parse_template
 from kb.errors import InputFormatError
+from kb.files import is_plain_name
 
 #: Skipped like in the reference evaluation: objects are dates, not entities.
 DATE_RELATIONS = frozenset({"date_of_birth", "date_of_death", "P569", "P570", "P571", "P577", "P580", "P582", "P585"})
@@ -44,16 +46,23 @@ class MlamaRelation:
     object_labels: dict[str, str] = field(default_factory=dict)  # obj_uri -> label
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+def _read_jsonl(path: Path) -> list[tuple[int, Any]]:
+    """``(line number, value)`` of each non-blank line; bytes that are not UTF-8 or a line that is
+    not JSON are an :class:`InputFormatError` naming the line."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputFormatError(f"{path}, line {line}: bytes that are not UTF-8 ({exc.reason})") from None
     rows = []
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputFormatError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
+    for lineno, line in enumerate(io.StringIO(text, newline=None), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((lineno, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
     return rows
 
 
@@ -64,14 +73,32 @@ def _candidate_files(root: Path, lang: str) -> dict[str, list[str]]:
         if path.is_file():
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
+            except UnicodeDecodeError as exc:
+                raise InputFormatError(f"{path}: bytes that are not UTF-8 at byte {exc.start}") from None
             except json.JSONDecodeError as exc:
                 raise InputFormatError(f"{path}: not valid JSON ({exc})") from None
+            if not isinstance(data, dict):
+                raise InputFormatError(f"{path}: a JSON {type(data).__name__}; expected an object of relations, "
+                                       "{\"P19\": {\"objects\": [...]}, ...}")
             for rel, value in data.items():
                 objects = value.get("objects") if isinstance(value, dict) else None
                 if not isinstance(objects, list):
                     raise InputFormatError(f"{path}: relation {rel!r} should map to {{\"objects\": [...]}}")
                 out[rel] = [str(o) for o in objects]
     return out
+
+
+def _check_fact(fact: Any, path: Path, line: int) -> None:
+    """A fact is an object whose subject and object URIs and labels are strings (an :class:`InputFormatError` if not)."""
+    expected = "expected sub_label, obj_label, sub_uri, obj_uri"
+    if not isinstance(fact, dict):
+        raise InputFormatError(f"{path}, line {line}: a JSON {type(fact).__name__}, not an object; {expected}")
+    for key in ("sub_uri", "obj_uri", "sub_label", "obj_label"):
+        if key not in fact:
+            raise InputFormatError(f"{path}, line {line}: missing {key!r}; {expected}")
+        if not isinstance(fact[key], str):
+            raise InputFormatError(f"{path}, line {line}: {key!r} is a JSON {type(fact[key]).__name__}, "
+                                   "expected a string")
 
 
 def find_root(path: str | Path) -> tuple[Path, Path]:
@@ -86,7 +113,11 @@ def find_root(path: str | Path) -> tuple[Path, Path]:
 
 
 def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) -> list[MlamaRelation]:
-    """Every (non-date) relation of ``lang`` with its template, facts and candidates."""
+    """Every (non-date) relation of ``lang`` with its template, facts and candidates.
+
+    A record that cannot be read (bytes that are not UTF-8, a line that is not JSON, a template
+    without its strings, a fact without its four string fields) is an :class:`InputFormatError`
+    naming its file and line."""
     root, data = find_root(path)
     folder = data / lang
     if not (folder / "templates.jsonl").is_file():
@@ -94,10 +125,14 @@ def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) 
         raise InputFormatError(f"{folder}: no templates.jsonl; languages here: {', '.join(have)}")
     candidates = _candidate_files(root, lang)
     out = []
-    for i, row in enumerate(_read_jsonl(folder / "templates.jsonl"), 1):
-        rel = row.get("relation")
-        if not rel or "template" not in row:
-            raise InputFormatError(f"{folder / 'templates.jsonl'}, entry {i}: expected 'relation' and 'template'")
+    for i, row in _read_jsonl(folder / "templates.jsonl"):
+        rel = row.get("relation") if isinstance(row, dict) else None
+        if not rel or not isinstance(rel, str) or not isinstance(row.get("template"), str):
+            raise InputFormatError(f"{folder / 'templates.jsonl'}, line {i}: expected an object with the strings "
+                                   "'relation' and 'template'")
+        if not is_plain_name(f"{rel}.jsonl"):  # it names the facts file, <rel>.jsonl
+            raise InputFormatError(f"{folder / 'templates.jsonl'}, line {i}: relation {rel!r} is not a file name "
+                                   "inside the language folder")
         if rel in DATE_RELATIONS or (relations and rel not in relations):
             continue
         facts_path = folder / f"{rel}.jsonl"
@@ -107,13 +142,11 @@ def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) 
         subjects: dict[str, str] = {}
         gold: dict[str, set[str]] = defaultdict(set)
         object_labels: dict[str, str] = {}
-        for j, fact in enumerate(_read_jsonl(facts_path), 1):
-            try:
-                s, o = fact["sub_uri"], fact["obj_uri"]
-                subjects.setdefault(s, fact["sub_label"])
-                object_labels.setdefault(o, fact["obj_label"])
-            except KeyError as exc:
-                raise InputFormatError(f"{facts_path}, line {j}: missing {exc}; expected sub_label, obj_label, sub_uri, obj_uri") from None
+        for j, fact in _read_jsonl(facts_path):
+            _check_fact(fact, facts_path, j)
+            s, o = fact["sub_uri"], fact["obj_uri"]
+            subjects.setdefault(s, fact["sub_label"])
+            object_labels.setdefault(o, fact["obj_label"])
             gold[s].add(o)
         by_label = {label: uri for uri, label in object_labels.items()}
         labels = candidates.get(rel) or sorted(set(object_labels.values()))

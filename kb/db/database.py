@@ -11,13 +11,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kb.db import schema
-from kb.db.sqlite import SqliteStore, atomic_build, chunked
+from kb.db.sqlite import SqliteStore, atomic_build, chunked, open_for_update
 from kb.db.templates import Template, parse_template
 from kb.db.titles import normalize_title
 from kb.db.writer import EntityDBWriter
@@ -105,7 +104,7 @@ class EntityDB(SqliteStore):
         """Change an existing database file in place, in one transaction: everything the block
         writes, or nothing if it raises; the statistics are recomputed at the end."""
         cls(path).close()  # refuses anything but a complete database of this version
-        conn = sqlite3.connect(path, isolation_level=None)
+        conn = open_for_update(path)  # WAL mode: readers go on reading meanwhile (see kb.db.sqlite)
         try:
             conn.execute("BEGIN IMMEDIATE")
             writer = EntityDBWriter(conn)
@@ -160,21 +159,28 @@ class EntityDB(SqliteStore):
         return check_language(lang, self.languages)
 
     def entity(self, key: str) -> Entity:
-        """All titles, labels and aliases of ``key``; raises :class:`NotFoundError` if absent."""
-        kind_row = self._conn.execute("SELECT kind FROM entities WHERE key = ?", (key,)).fetchone()
-        if kind_row is None:
+        """All titles, labels and aliases of ``key``; raises :class:`NotFoundError` if absent.
+
+        One statement reads them all, so they come from one state of the file even while
+        :func:`kb.add_entities` replaces them in another process."""
+        rows = self._conn.execute(
+            "SELECT 0, kind, NULL, NULL FROM entities WHERE key = ?1 "
+            "UNION ALL SELECT 1, lang, title, NULL FROM titles WHERE entity = ?1 "
+            "UNION ALL SELECT 2, lang, name, kind FROM names WHERE entity = ?1 ORDER BY 1, 2, 3", (key,)
+        ).fetchall()
+        if not rows or rows[0][0] != 0:
             raise NotFoundError(f"no entity {key!r} in {self.path}")
-        titles = dict(self._conn.execute("SELECT lang, title FROM titles WHERE entity = ? ORDER BY lang", (key,)))
+        titles: dict[str, str] = {}
         labels: dict[str, str] = {}
         aliases: dict[str, list[str]] = {}
-        for lang, name, kind in self._conn.execute(
-            "SELECT lang, name, kind FROM names WHERE entity = ? ORDER BY lang, name", (key,)
-        ):
-            if kind == "label":
+        for part, lang, name, kind in rows[1:]:
+            if part == 1:
+                titles[lang] = name
+            elif kind == "label":
                 labels[lang] = name
             else:
                 aliases.setdefault(lang, []).append(name)
-        return Entity(key, kind_row[0], titles, labels, {k: tuple(v) for k, v in aliases.items()})
+        return Entity(key, rows[0][1], titles, labels, {k: tuple(v) for k, v in aliases.items()})
 
     def get(self, key: str) -> Entity | None:
         """Like :meth:`entity` but returns ``None`` for an unknown key."""

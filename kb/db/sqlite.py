@@ -2,8 +2,32 @@
 
 Every mluke SQLite file has a ``meta`` table with at least ``format`` (what the
 file is), ``format_version`` and ``complete`` ("1" once a build finished).
-Builds write to ``<name>.partial`` and are renamed into place only when
+Builds write to ``<name>.partial-<pid>`` and are renamed into place only when
 complete, so an interrupted build never leaves a file that looks finished.
+
+Journal modes and concurrent use:
+
+- a build writes its temporary file with no journal at all (``journal_mode =
+  OFF``): nobody else sees that file, and a killed build leaves only a temporary
+  file, which is never read;
+- a finished file is published in the default rollback-journal mode, which
+  SQLite can read from a folder the reader cannot write (a shared, read-only
+  copy of a knowledge base), where a WAL-mode file could not be opened;
+- a file changed in place (:func:`open_for_update`: ``mluke kb add`` and
+  ``add-templates``) is switched to WAL mode, persistently. In rollback mode a
+  writer waits until no reader is reading and then blocks new readers until it
+  has committed, so one long read (streaming all titles, say) can make other
+  readers fail with "database is locked". In WAL mode readers never wait for
+  the writer nor the writer for readers: each read sees the last committed
+  state. Such a file has ``-wal`` and ``-shm`` files next to it while in use,
+  and needs a writable folder to be read (copy it elsewhere, or convert it back
+  with ``PRAGMA journal_mode = DELETE``, to read it from a read-only one);
+- every connection waits up to :data:`BUSY_TIMEOUT` seconds for a lock (the
+  switch to WAL waits for the readers of the moment; one writer waits for
+  another) instead of failing at once.
+
+One method call of a reader reads one consistent state: the look-ups that need
+several queries run them in one statement (see :meth:`kb.EntityDB.entity`).
 """
 
 from __future__ import annotations
@@ -18,9 +42,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kb.errors import InputFormatError, SchemaVersionError
-from kb.files import check_output, temporary_name
+from kb.files import check_output, publish, temporary_name
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+#: Seconds a connection waits for a lock held by another one before failing with "database is locked".
+BUSY_TIMEOUT = 60.0
 
 
 def _check_is_sqlite(path: Path, what: str) -> None:
@@ -45,11 +71,18 @@ def open_readonly(path: str | os.PathLike[str], *, fmt: str, version: int, what:
     """
     path = Path(path)
     _check_is_sqlite(path, what)
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                           timeout=BUSY_TIMEOUT)
     try:
         rows = conn.execute("SELECT key, value FROM meta").fetchall()
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if _is_wal(path) and not os.access(path.parent, os.W_OK):
+            raise InputFormatError(
+                f"{path}: was changed in place (e.g. by `mluke kb add`), which puts it in WAL mode, and SQLite "
+                f"cannot read a WAL-mode file from a folder it cannot write ({path.parent}); copy it to a "
+                "writable folder, or convert it where it was written: sqlite3 FILE 'PRAGMA journal_mode = DELETE'"
+            ) from None
         raise InputFormatError(f"{path}: an SQLite file but not {what} ({exc})") from None
     meta = dict(rows)
     if meta.get("format") != fmt:
@@ -70,6 +103,25 @@ def open_readonly(path: str | os.PathLike[str], *, fmt: str, version: int, what:
     return conn, meta
 
 
+def _is_wal(path: Path) -> bool:
+    """Whether the file's header says WAL mode (file format versions 2)."""
+    with path.open("rb") as f:
+        head = f.read(20)
+    return head[18:20] == b"\x02\x02"
+
+
+def open_for_update(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """A connection (autocommit; begin transactions explicitly) that changes a finished file in place,
+    after switching it to WAL mode (see the module docs)."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def _tune_for_bulk_writes(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode = OFF")
     conn.execute("PRAGMA synchronous = OFF")
@@ -84,10 +136,11 @@ def atomic_build(
 ) -> Iterator[sqlite3.Connection]:
     """Create a new mluke SQLite file at ``path`` atomically.
 
-    Yields a connection to ``<path>.partial`` with ``schema`` applied. On a clean
+    Yields a connection to ``<path>.partial-<pid>`` with ``schema`` applied. On a clean
     exit the ``meta`` rows are written, the transaction committed and the file
     renamed to ``path``; on an exception the partial file is deleted. An
-    existing ``path`` is never replaced unless ``overwrite`` is true.
+    existing ``path`` is never replaced unless ``overwrite`` is true, not even one
+    that another process wrote while this one was building (:func:`kb.files.publish`).
     """
     path = check_output(path, overwrite=overwrite)
     tmp = temporary_name(path)  # one name per process: two builds of one file never share it
@@ -110,7 +163,10 @@ def atomic_build(
         conn.execute("PRAGMA analysis_limit = 1000")  # sampled statistics: enough for the planner, O(1) per index
         conn.execute("ANALYZE")
         conn.close()
-        os.replace(tmp, path)
+        if overwrite:  # a journal or WAL left by a killed writer of the file replaced is not the new file's
+            for suffix in ("-journal", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        publish(tmp, path, overwrite=overwrite)
     except BaseException:
         conn.close()
         tmp.unlink(missing_ok=True)

@@ -51,7 +51,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from math import isnan
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -386,20 +386,34 @@ class MentionIndex(CandidateGenerator):
             raise TextInputError(f"detect() expects a str, got {type(text).__name__}")
         idx = self._lang(lang)
         threshold = self._threshold(min_link_probability)
-        n = len(text)
-        if n <= CHUNK_CHARS:
+        if len(text) <= CHUNK_CHARS:
             return detect_in(idx, text, 0, threshold)
-        out: list[Mention] = []
-        pos = 0
+        return [m for found in self._chunks(idx, text, threshold) for m in found]
+
+    def iter_detect(self, text: str, lang: str, *, min_link_probability: float | None = None) -> Iterator[Mention]:
+        """:meth:`detect`, one mention at a time: the same mentions in the same order, holding one
+        chunk of :data:`CHUNK_CHARS` characters' mentions at a time (for texts of any length).
+        The text and language are checked at once, not at the first mention."""
+        if not isinstance(text, str):
+            raise TextInputError(f"detect() expects a str, got {type(text).__name__}")
+        idx = self._lang(lang)
+        threshold = self._threshold(min_link_probability)
+        if len(text) <= CHUNK_CHARS:
+            return iter(detect_in(idx, text, 0, threshold))
+        return (m for found in self._chunks(idx, text, threshold) for m in found)
+
+    @staticmethod
+    def _chunks(idx: CompiledLanguage, text: str, threshold: float | None) -> Iterator[list[Mention]]:
+        """The mentions of a long ``text``, one chunk of about :data:`CHUNK_CHARS` characters at a time."""
+        n, pos = len(text), 0
         while pos < n:
             end = n if n - pos <= CHUNK_CHARS else safe_cut(text, pos + CHUNK_CHARS)
             window = n if end == n else min(n, end + idx.overlap)
             found = detect_in(idx, text[pos:window], pos, threshold)
             if end < n:
                 found = [m for m in found if m.start < end]
-            out += found
+            yield found
             pos = max(end, found[-1].end) if found else end
-        return out
 
     def detect_batch(self, texts: Iterable[str], lang: str, *,
                      min_link_probability: float | None = None) -> list[list[Mention]]:

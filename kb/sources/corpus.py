@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from kb.errors import InputFormatError
-from kb.files import atomic_text
+from kb.files import atomic_text, is_plain_name
 
 FORMAT = "mluke-wiki-corpus"
 FORMAT_VERSION = 1
@@ -104,7 +104,12 @@ class WikiCorpus:
         """The part files of one language, in order."""
         if lang not in self.manifest["languages"]:
             raise InputFormatError(f"{self.path}: no language {lang!r} (it has: {', '.join(self.languages)})")
-        return [self.path / lang / name for name in self.manifest["languages"][lang]["parts"]]
+        names = self.manifest["languages"][lang]["parts"]
+        bad = next((n for n in [lang, *names] if not is_plain_name(n)), None)
+        if bad is not None:  # a manifest naming ../x or /x would have us read files outside the corpus
+            raise InputFormatError(f"{self.path / 'manifest.json'}: {bad!r} of language {lang!r} is not a file name "
+                                   "inside the corpus folder")
+        return [self.path / lang / name for name in names]
 
     def pages(self, lang: str) -> Iterator[CorpusPage]:
         """Stream the articles of ``lang`` in dump order."""

@@ -146,25 +146,32 @@ class DumpStream:
 
 
 def iter_blocks(stream: DumpStream, size: int, sep: bytes = b"\n") -> Iterator[tuple[int, bytes]]:
-    """Yield ``(offset, block)``: pieces of about ``size`` bytes that end just after a ``sep``
-    (the last one may not), where ``offset`` is the block's start in the decompressed stream."""
-    carry = b""
+    """Yield ``(offset, block)``: pieces of at least ``size`` bytes that end just after the first ``sep``
+    from there on (the last one may not), where ``offset`` is the block's start in the decompressed stream.
+
+    Where a block ends depends only on where it starts (as in :func:`iter_ranges`), not on how the
+    stream was read: a build that resumes at a block's start cuts the rest exactly as an
+    uninterrupted one did, so it writes the same bytes."""
+    buf = bytearray()
     start = stream.offset
+    scan = size  # no block end in buf before this index
     while True:
         data = stream.read(size)
+        buf += data
+        while len(buf) > scan:
+            cut = buf.find(sep, scan)
+            if cut < 0:
+                scan = max(size, len(buf) - len(sep) + 1)
+                break
+            cut += len(sep)
+            yield start, bytes(buf[:cut])
+            del buf[:cut]
+            start += cut
+            scan = size
         if not data:
-            if carry:
-                yield start, carry
+            if buf:
+                yield start, bytes(buf)
             return
-        data = carry + data if carry else data
-        cut = data.rfind(sep)
-        if cut < 0:
-            carry = data
-            continue
-        cut += len(sep)
-        block, carry = data[:cut], data[cut:]
-        yield start, block
-        start += len(block)
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,21 @@ language). Stages, each resumable and committed per chunk (:mod:`kb.sources.stag
 3. assembly: the staged rows are written in key order into a new database
    (``<output>.partial-<pid>``, renamed when complete; secondary indexes are built
    after loading), the corpus folder is moved into place, the work folder removed.
+
+A build may be killed at any moment and continues when re-run. Its two outputs
+cannot appear in one rename, so the corpus is moved into place first (after
+noting so in the work folder) and the database last: the database is what says
+that a build is complete. A re-run of a build that was killed between the two
+takes the corpus it finds at the noted place as its own. Temporary files that a
+killed build left (``<output>.partial-<pid>``) are removed by the next build of
+the same output, which holds the work folder's lock (see :mod:`kb.sources.staging`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
 import re
 import shutil
@@ -33,8 +43,8 @@ from kb.db import schema
 from kb.db.schema import check_pid
 from kb.db.sqlite import atomic_build, attach
 from kb.db.writer import EntityDBWriter
-from kb.errors import InputFormatError, UnknownLanguageError
-from kb.files import check_output, remove
+from kb.errors import InputFormatError, OutputExistsError, UnknownLanguageError
+from kb.files import atomic_text, check_output, remove, remove_temporaries, temporary_name
 from kb.languages import MLUKE_LANGUAGES, check_languages
 from kb.sources.corpus import write_manifest
 from kb.sources.decompress import (
@@ -186,7 +196,7 @@ def build_from_dumps(
     props = tuple(dict.fromkeys(check_pid(p) for p in properties))
     corpus_path = Path(corpus) if corpus is not None else _default_corpus(output)
     check_output(output, overwrite=overwrite)
-    if keep_corpus:
+    if keep_corpus and (restart or not _corpus_placed(WorkDir.folder(output), corpus_path)):
         check_output(corpus_path, overwrite=overwrite)
     wd_path = Path(wikidata)
     detect_compression(wd_path)  # fails early, naming the file, if it is missing
@@ -209,39 +219,47 @@ def build_from_dumps(
         "languages": list(langs), "properties": list(props), "all_items": all_items,
         "max_surfaces": max_surfaces, "chunk_bytes": chunk_bytes, "pages_per_part": pages_per_part,
     }
-    work = WorkDir(output, params, restart=restart)
-    report = BuildReport(output, corpus_path if keep_corpus else None, notes=list(work.notes))
-    notify = on_stage or (lambda name: None)
-    opts = WikidataOptions(langs, props, all_items)
+    with WorkDir(output, params, restart=restart) as work:
+        try:  # again, holding the lock: a build of the same output that held it until now may have finished
+            check_output(output, overwrite=overwrite)
+        except OutputExistsError:
+            if not work.resumed:
+                work.remove()
+            raise
+        for path in (output, corpus_path, work.path):  # what killed builds of this output left: none runs now
+            remove_temporaries(path)
+        report = BuildReport(output, corpus_path if keep_corpus else None, notes=list(work.notes))
+        notify = on_stage or (lambda name: None)
+        opts = WikidataOptions(langs, props, all_items)
 
-    wd_conn = connect_staging(work.file("wikidata.sqlite"), WIKIDATA_SCHEMA)
-    try:
-        stage = Stage(wd_conn, "wikidata")
-        if stage.resumed:
-            report.resumed.append("wikidata")
-        with _bar(progress, "wikidata", "items") as bar, _failures(work, "wikidata"):
-            stage = read_wikidata(wd_path, wd_conn, opts, workers=workers, chunk_bytes=chunk_bytes,
-                                  progress=bar.update)
-        report.wikidata = {**stage.counts, "malformed_examples": wd_conn.execute(
-            "SELECT line, message FROM malformed ORDER BY line LIMIT 10").fetchall()}
-        report.wikidata.pop("array_end", None)
-    finally:
-        wd_conn.close()
-    notify("wikidata")
+        wd_conn = connect_staging(work.file("wikidata.sqlite"), WIKIDATA_SCHEMA)
+        try:
+            stage = Stage(wd_conn, "wikidata")
+            if stage.resumed:
+                report.resumed.append("wikidata")
+            with _bar(progress, "wikidata", "items") as bar, _failures(work, "wikidata"):
+                stage = read_wikidata(wd_path, wd_conn, opts, workers=workers, chunk_bytes=chunk_bytes,
+                                      progress=bar.update)
+            report.wikidata = {**stage.counts, "malformed_examples": wd_conn.execute(
+                "SELECT line, message FROM malformed ORDER BY line LIMIT 10").fetchall()}
+            report.wikidata.pop("array_end", None)
+        finally:
+            wd_conn.close()
+        notify("wikidata")
 
-    corpus_work = work.file("corpus")
-    for lang, (path, info) in sorted(sites.items()):
-        report.wikipedia[lang] = _build_language(
-            path, info, work, corpus_work, report, workers=workers, chunk_bytes=chunk_bytes,
-            max_surfaces=max_surfaces, pages_per_part=pages_per_part, progress=progress, notify=notify,
-        )
+        corpus_work = work.file("corpus")
+        for lang, (path, info) in sorted(sites.items()):
+            report.wikipedia[lang] = _build_language(
+                path, info, work, corpus_work, report, workers=workers, chunk_bytes=chunk_bytes,
+                max_surfaces=max_surfaces, pages_per_part=pages_per_part, progress=progress, notify=notify,
+            )
 
-    with atomic_build(output, fmt=schema.FORMAT, version=schema.FORMAT_VERSION, schema=schema.TABLES,
-                      overwrite=overwrite, provenance=_provenance(params)) as conn:
-        _assemble(conn, work, sorted(sites), opts, report)
-        if keep_corpus:
-            _place_corpus(corpus_work, corpus_path, output, report, overwrite)
-    work.remove()
+        with atomic_build(output, fmt=schema.FORMAT, version=schema.FORMAT_VERSION, schema=schema.TABLES,
+                          overwrite=overwrite, provenance=_provenance(params)) as conn:
+            _assemble(conn, work, sorted(sites), opts, report)
+            if keep_corpus:
+                _place_corpus(work, corpus_work, corpus_path, output, report, overwrite)
+        work.remove()
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -354,7 +372,24 @@ def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: W
     writer.finish()
 
 
-def _place_corpus(corpus_work: Path, corpus_path: Path, output: Path, report: BuildReport, overwrite: bool) -> None:
+_PLACED = "corpus-placed.json"
+
+
+def _corpus_placed(work: Path, corpus_path: Path) -> bool:
+    """Whether an earlier run of the build whose work folder is ``work`` moved its corpus to ``corpus_path``
+    (and was then stopped before its database was in place)."""
+    try:
+        noted = json.loads((work / _PLACED).read_text(encoding="utf-8"))["path"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return noted == str(corpus_path.resolve()) and corpus_path.is_dir()
+
+
+def _place_corpus(work: WorkDir, corpus_work: Path, corpus_path: Path, output: Path, report: BuildReport,
+                  overwrite: bool) -> None:
+    """Move the finished corpus to ``corpus_path`` (in one rename; see the module docs)."""
+    if _corpus_placed(work.path, corpus_path):
+        return
     corpus_work.mkdir(exist_ok=True)
     write_manifest(corpus_work, {
         "database": output.name,
@@ -364,4 +399,14 @@ def _place_corpus(corpus_work: Path, corpus_path: Path, output: Path, report: Bu
     })
     check_output(corpus_path, overwrite=overwrite)
     remove(corpus_path)
-    shutil.move(str(corpus_work), str(corpus_path))
+    with atomic_text(work.file(_PLACED), overwrite=True) as f:  # before the rename: see _corpus_placed
+        f.write(json.dumps({"path": str(corpus_path.resolve())}))
+    try:
+        os.rename(corpus_work, corpus_path)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        tmp = temporary_name(corpus_path)  # another file system: copy, then rename there
+        remove(tmp)
+        shutil.copytree(corpus_work, tmp)
+        os.rename(tmp, corpus_path)

@@ -9,12 +9,27 @@ folder, checks that inputs and options are the same, skips finished stages and
 continues unfinished ones from their last commit. Because chunks are processed
 and committed in input order, the result is the same as an uninterrupted run.
 The folder is deleted once the database is complete.
+
+Interruptions at any moment (``kill -9`` included) and concurrent builds:
+
+- a build holds an exclusive lock (``lockf``) on the file ``lock`` in its work
+  folder for as long as it runs, so a second build of the same output fails at
+  once with a clear error instead of writing into the same staging files; the
+  kernel drops the lock of a killed process, so a lock never outlives its build
+  (no lock on systems without ``fcntl``);
+- ``params.json`` is written (atomically) before any stage file, so a folder that
+  holds nothing else than temporary files is one whose build was killed right
+  after creating it, and is started afresh;
+- it is removed by renaming it away first (``<name>.old-<pid>``), so it is never
+  seen half deleted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -22,8 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb.errors import InputFormatError, flag
-from kb.files import atomic_text
+from kb.errors import InputFormatError, MlukeError, flag
+from kb.files import atomic_text, remove, temporary_name
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX: no lock
+    fcntl = None  # type: ignore[assignment]
 
 _STATE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS state(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -133,26 +153,52 @@ class WorkDir:
     """
 
     def __init__(self, output: Path, params: dict[str, Any], *, restart: bool = False) -> None:
-        self.path = output.with_name(output.name + ".build")
+        self.path = self.folder(output)
         self.params = params
         self.notes: list[str] = []
-        if self.path.exists() and restart:
-            shutil.rmtree(self.path)
-        self.resumed = self.path.exists()
-        if not self.resumed:
-            self.path.mkdir()
-        else:
+        self._lock = _lock_folder(self.path, output)
+        try:
             old = self._read_json("params.json")
-            if old != json.loads(json.dumps(params)):
+            held = [p for p in self.path.iterdir() if p.name != _LOCK and ".partial-" not in p.name]
+            self.resumed = not restart and bool(held)
+            if not self.resumed:  # new, restarted, or killed before it wrote anything: start afresh
+                for child in self.path.iterdir():
+                    if child.name != _LOCK:
+                        remove(child)
+            elif old != json.loads(json.dumps(params)):
                 self._reconcile(old, params)
-        self._write_json("params.json", params)
+            self._write_json("params.json", params)
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def folder(output: Path) -> Path:
+        """The work folder of a build of ``output``."""
+        return output.with_name(output.name + ".build")
+
+    def close(self) -> None:
+        """Release the lock (the folder stays, for a later run to continue)."""
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def __enter__(self) -> WorkDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- files -------------------------------------------------------------------------
     def file(self, name: str) -> Path:
         return self.path / name
 
     def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Delete the folder (renamed away first, so that it is never seen half deleted) and release the lock."""
+        trash = temporary_name(self.path, "old")
+        os.rename(self.path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+        self.close()
 
     def _read_json(self, name: str) -> Any:
         path = self.file(name)
@@ -234,6 +280,41 @@ class WorkDir:
                 state = f"{'read, counting' if main[1] else 'reading'}, at line {main[0]:,}"
             out.append(f"the {_stage_name(name)} stage ({state})")
         return out
+
+
+_LOCK = "lock"
+
+
+def _lock_folder(path: Path, output: Path) -> int | None:
+    """Create the work folder ``path`` if needed and lock its lock file; returns the descriptor that holds
+    the lock. A POSIX record lock: held by this process only (not by the worker processes it forks) and
+    dropped by the kernel when it ends, however it ends.
+
+    Raises if another build holds it. Tries again when the folder was meanwhile renamed away by a build
+    that finished (see :meth:`WorkDir.remove`)."""
+    while True:
+        with contextlib.suppress(FileExistsError):
+            path.mkdir()
+        if fcntl is None:
+            return None
+        try:
+            fd = os.open(path / _LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+            raise MlukeError(f"{output}: another build of this database is running (it holds {path}); "
+                             "wait for it to finish, or stop it and run this build again to continue it") from None
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(path / _LOCK)):
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
 
 
 def _stage_name(name: str) -> str:

@@ -243,7 +243,6 @@ def extract(entity: WikidataEntity, opts: WikidataOptions, rows: Rows) -> None:
     if entity.type != "item":
         rows.count("other_entities")
         return
-    rows.count("items")
     key = entity.id
     layout = opts.layout
     titles = []
@@ -253,8 +252,18 @@ def extract(entity: WikidataEntity, opts: WikidataOptions, rows: Rows) -> None:
             if link is not None and link.title:
                 titles.append((lang, canonical_title(link.title)))
     if not titles and not opts.all_items:
+        rows.count("items")
         rows.count("skipped_items")
         return
+    # The claims' values are decoded first (they may fail: a malformed line), so that a malformed
+    # line adds no rows and no counts at all.
+    facts: list[tuple[str, str, str]] = []
+    claims = entity.claims
+    if not isinstance(claims, list):
+        for pid, statements in zip(layout.properties, astuple(claims)):
+            if statements:
+                facts.extend((key, pid, obj) for obj in dict.fromkeys(_item_values(statements)))
+    rows.count("items")
     rows.count("kept_items")
     rows.count("sitelinks", len(titles))
     rows.entities.append((key, "item"))
@@ -267,11 +276,7 @@ def extract(entity: WikidataEntity, opts: WikidataOptions, rows: Rows) -> None:
         for lang, values in zip(layout.languages, astuple(aliases)):
             if values:
                 rows.aliases[lang].extend((a.value, key) for a in values if a.value)
-    claims = entity.claims
-    if not isinstance(claims, list):
-        for pid, statements in zip(layout.properties, astuple(claims)):
-            if statements:
-                rows.facts.extend((key, pid, obj) for obj in dict.fromkeys(_item_values(statements)))
+    rows.facts.extend(facts)
 
 
 #: At most this many malformed lines are reported per chunk (all are counted).

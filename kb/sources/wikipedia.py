@@ -145,11 +145,19 @@ def _page_fields(page: ET.Element) -> tuple[str, str, int, str | None, str]:
             for sub in el:
                 if sub.tag == "text":
                     text = sub.text or ""
-    return title, ns, int(pid or 0), redirect, text
+    try:
+        page_id = int(pid or 0)
+    except ValueError:
+        raise ValueError(f"<id> is {pid!r}, not a number") from None
+    return title, ns, page_id, redirect, text
 
 
 def read_pages(block: bytes, lang: str, namespaces: dict[str, int]) -> ReadResult:
-    """Parse the ``<page>`` elements in ``block`` (a worker task of step 1)."""
+    """Parse the ``<page>`` elements in ``block`` (a worker task of step 1).
+
+    A page that is not well-formed XML, has a non-numeric ``<id>`` or is cut short (no
+    ``</page>`` before the next ``<page>`` or the block's end) is counted and reported as
+    malformed; the pages around it are read."""
     rules = _rules(lang, tuple(sorted(namespaces.items())))
     res = ReadResult()
     counts: Counter[str] = Counter()
@@ -158,13 +166,19 @@ def read_pages(block: bytes, lang: str, namespaces: dict[str, int]) -> ReadResul
     pos = block.find(b"<page>")
     while pos >= 0:
         end = block.find(b"</page>", pos)
-        if end < 0:
-            break
+        cut = block.find(b"<page>", pos + 6, end if end >= 0 else len(block))
+        if end < 0 or cut >= 0:  # no </page> before the next page or the end: this one is cut short
+            counts["malformed_pages"] += 1
+            if len(res.malformed) < 5:
+                head = block[pos:min(pos + 80, cut if cut >= 0 else len(block))]
+                res.malformed.append(f"no </page> (the page is cut short) in <page> starting {head!r}")
+            pos = cut
+            continue
         raw = block[pos:end + 7]
         pos = block.find(b"<page>", end)
         try:
             title, ns, pid, redirect, wikitext = _page_fields(ET.fromstring(raw))
-        except ET.ParseError as exc:
+        except (ET.ParseError, ValueError) as exc:
             counts["malformed_pages"] += 1
             if len(res.malformed) < 5:
                 res.malformed.append(f"{exc} in <page> starting {raw[:80]!r}")
@@ -292,7 +306,7 @@ def _automaton(staging: str, part: int) -> Any:
     import ahocorasick
 
     auto = ahocorasick.Automaton()
-    conn = sqlite3.connect(f"file:{staging}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{Path(staging).resolve().as_uri()}?mode=ro", uri=True)  # escaped: a # or ? in the path
     try:
         for (surface,) in conn.execute("SELECT surface FROM surface_set WHERE part = ?", (part,)):
             auto.add_word(surface, surface)
@@ -344,7 +358,7 @@ def count_pages(raw: str, start: int, size: int, staging: str, lang: str, part: 
         data = gzip.decompress(f.read(size))
     pages = [orjson.loads(line) for line in data.splitlines()]
     auto = _automaton(staging, part)
-    conn = sqlite3.connect(f"file:{staging}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{Path(staging).resolve().as_uri()}?mode=ro", uri=True)  # escaped: a # or ? in the path
     try:
         targets = sorted({t for p in pages for _, _, t in p["links"]})
         resolved = _lookup(conn, "SELECT title, entity, final FROM resolved WHERE title IN ({})", targets)

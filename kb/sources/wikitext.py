@@ -66,7 +66,10 @@ _DROP_TAGS = ("ref|references|math|chem|ce|score|timeline|gallery|syntaxhighligh
               "|templatedata|templatestyles|imagemap|hiero|inputbox|categorytree|indicator|section|charinsert"
               "|pre|code|noinclude|includeonly|onlyinclude")
 _COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_NOWIKI_RE = re.compile(r"<nowiki\s*>(.*?)</nowiki\s*>|<nowiki\s*/>", re.DOTALL | re.IGNORECASE)
+# The page's own characters of the placeholder plane (private use, group 2) are saved like
+# <nowiki> contents, so that none of them is taken for a placeholder when the pieces are put back.
+_NOWIKI_RE = re.compile(r"<nowiki\s*>(.*?)</nowiki\s*>|<nowiki\s*/>|([\U000f0000-\U000ffffd])",
+                        re.DOTALL | re.IGNORECASE)
 _DROP_TAG_RE = re.compile(
     rf"<({_DROP_TAGS})(?:\s[^>]*?)?/>|<({_DROP_TAGS})(?:\s[^>]*)?>.*?</\2\s*>", re.DOTALL | re.IGNORECASE
 )
@@ -182,9 +185,10 @@ def _strip_balanced(text: str, toks: list[tuple[int, int, bool, int]], unclosed_
 
 def _protect_nowiki(text: str, saved: list[str]) -> str:
     def keep(m: re.Match[str]) -> str:
-        if m.group(1) is None:
+        piece = m.group(1) if m.group(2) is None else m.group(2)
+        if piece is None:
             return ""
-        saved.append(m.group(1))
+        saved.append(piece)
         return chr(_PLACEHOLDER_BASE + len(saved) - 1) if len(saved) < 0xFFFD else ""
 
     return _NOWIKI_RE.sub(keep, text)
@@ -194,6 +198,11 @@ def _restore(text: str, saved: list[str]) -> str:
     """Decode HTML entities and put ``<nowiki>`` contents back (both change lengths: done per piece)."""
     if "&" in text:
         text = html.unescape(text)
+    return _put_back(text, saved)
+
+
+def _put_back(text: str, saved: list[str]) -> str:
+    """Put the saved pieces back in place of their placeholders."""
     if saved and _PLACEHOLDER_RE.search(text):
         text = _PLACEHOLDER_RE.sub(lambda m: saved[ord(m.group()) - _PLACEHOLDER_BASE], text)
     return text
@@ -333,7 +342,7 @@ def _read_links(text: str, rules: LinkRules, saved: list[str],
         nested = j - 1 > k
         k = j
         target, sep, anchor = text[stop:close_start].partition("|")
-        kind, title = classify_target(rules, target)
+        kind, title = classify_target(rules, _put_back(target, saved))
         if kind == "hidden":
             continue
         if nested:  # links inside an anchor: keep their text only

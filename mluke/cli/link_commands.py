@@ -1,5 +1,5 @@
-"""``mluke link`` and ``mluke eval-link``: thin wrappers over :func:`mluke.linking.link_file` and
-:func:`probes.eval_link`."""
+"""``mluke link`` and ``mluke eval-link``: thin wrappers over :func:`mluke.linking.iter_link_file` (a
+stream: memory does not grow with the input) and :func:`probes.eval_link`."""
 
 from __future__ import annotations
 
@@ -29,23 +29,27 @@ def link(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Link entity mentions in texts to the kb's entities (one text per line), e.g. mluke link --lang ja news.txt"""
-    from mluke.linking import link_file
+    from mluke.linking import iter_link_file, write_linked
+    from mluke.results import MENTION_COLUMNS, LinkTally
 
     outputs = check_outputs(overwrite, jsonl)
-    linked = link_file(source, lang, kb=db, model=model, method=method, prior_weight=prior_weight,  # type: ignore[arg-type]
-                       nil_threshold=nil_threshold, candidates=candidates, progress=progress, device=device, dtype=dtype)
-    if jsonl:
-        linked.to_jsonl(jsonl, overwrite=overwrite)
+    stream = iter_link_file(source, lang, kb=db, model=model, method=method, prior_weight=prior_weight,  # type: ignore[arg-type]
+                            nil_threshold=nil_threshold, candidates=candidates, progress=progress, device=device,
+                            dtype=dtype)
+    if jsonl:  # each line written as soon as it is linked
+        tally = write_linked(stream, jsonl, overwrite=overwrite)
         if jsonl == "-":
             return
-        counts = linked.summary()
+        counts = tally.summary()
         print_table(f"linked {source} ({lang}, {method})", list(counts), [list(counts.values())])
         wrote(outputs)
         return
-    rows = linked.rows()
-    print_table(None, ["line", "mention", "entity", f"title ({lang})", "title (en)", "score", "prior"], rows[:limit])
-    if len(rows) > limit:
-        typer.echo(f"... and {len(rows) - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)")
+    tally = LinkTally(keep=limit)  # counts, and the rows of the first --limit mentions
+    for item in stream:
+        tally.add(item)
+    print_table(None, [c.format(lang=lang) for c in MENTION_COLUMNS], tally.rows)
+    if tally.mentions > limit:
+        typer.echo(f"... and {tally.mentions - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)")
 
 
 def eval_link(

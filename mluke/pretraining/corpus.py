@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from kb.errors import InputFormatError, OptionError, option
-from kb.files import check_output, remove, replace, temporary_name
+from kb.files import check_output, is_plain_name, remove, replace, temporary_name
 from kb.vocab import EntityVocab
 from mluke.tokenizer import MlukeTokenizer, encode_with_spans
 
@@ -321,6 +321,9 @@ class Corpus:
         self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if self.meta.get("format") != FORMAT or self.meta.get("format_version") != FORMAT_VERSION:
             raise InputFormatError(f"{meta_path}: not a {FORMAT} v{FORMAT_VERSION} corpus")
+        bad = next((lang for lang in self.meta["languages"] if not is_plain_name(lang)), None)
+        if bad is not None:  # each language is a folder of the corpus: ../x or /x would reach other files
+            raise InputFormatError(f"{meta_path}: language {bad!r} is not a folder name inside the corpus")
         self.shards = {lang: LanguageShard(self.path / lang, lang, c) for lang, c in sorted(self.meta["languages"].items())}
 
     @property

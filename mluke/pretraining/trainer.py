@@ -16,6 +16,12 @@ divided by the global numbers of masked words and entities, so the gradient is
 the same whatever the number of processes or accumulation steps. Checkpoints
 hold the model, optimizer, scheduler, sampler position and torch RNG states;
 resuming gives the same parameters as never having stopped.
+
+Interruptions (``kill -9`` included): a checkpoint is written under a temporary
+name and renamed when complete, and an old one is renamed away before it is
+deleted, so ``checkpoints/step-N`` is always complete; training drops the log
+records of the steps after the one it starts from (they are done again) and
+removes what killed runs left half written.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import torch
 import torch.distributed as dist
 
 from kb.errors import MlukeError
-from kb.files import atomic_path
+from kb.files import atomic_path, atomic_text, remove, temporary_name
 from mluke.model import MlukeForMaskedLM
 from mluke.pretraining.batching import Vocabulary, collate, mask_example
 from mluke.pretraining.config import StageConfig, TrainConfig
@@ -181,8 +187,18 @@ class Trainer:
                 "config": self.config.to_dict(), "world_size": self.world,
             }, indent=1))
         for old in self.checkpoints()[: -self.config.run.keep_checkpoints]:
-            shutil.rmtree(old, ignore_errors=True)
+            trash = temporary_name(old, "old")  # renamed first: never a half-deleted checkpoint under its name
+            old.rename(trash)
+            shutil.rmtree(trash, ignore_errors=True)
         return final
+
+    def _remove_leftovers(self) -> None:
+        """Remove what runs killed while writing left in the run folder: half-written (or half-deleted)
+        checkpoints and exported models, under temporary names (one run per folder at a time)."""
+        for path in [*(self.out / "checkpoints").glob("step-*.*-*"), *self.out.glob("model.*-*")]:
+            tag, _, pid = path.name.rpartition(".")[2].rpartition("-")
+            if tag in ("partial", "old") and pid.isdigit():
+                remove(path)
 
     def resume(self) -> bool:
         """Continue from the newest checkpoint in the run folder, if there is one."""
@@ -286,6 +302,8 @@ class Trainer:
         stop = total if max_steps is None else min(total, self.step + max_steps)
         if self.rank == 0:
             self.out.mkdir(parents=True, exist_ok=True)
+            self._remove_leftovers()
+            _cut_log(self.out / "log.jsonl", self.step)  # records of steps this run does (again)
         log = (self.out / "log.jsonl").open("a") if self.rank == 0 else None
         if self.rank == 0:
             (self.out / "config.toml").write_text(self.config.to_toml())
@@ -326,6 +344,22 @@ class Trainer:
             save((self.model.cpu(), self.tokenizer, self.tokenizer.entity_vocab), directory, overwrite=overwrite)
             self.model.to(self.device)
         return directory
+
+
+def _cut_log(path: Path, step: int) -> None:
+    """Keep the log records of the steps up to ``step`` (a run that starts there does the later ones again)."""
+    if not path.is_file():
+        return
+    keep = []
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            if not line.endswith("\n") or json.loads(line)["step"] > step:  # (a line cut short by a kill)
+                break
+        except (ValueError, KeyError, TypeError):
+            break
+        keep.append(line)
+    with atomic_text(path, overwrite=True) as f:
+        f.write("".join(keep))
 
 
 class _LossModule(torch.nn.Module):

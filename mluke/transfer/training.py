@@ -5,7 +5,9 @@ epoch, the best epoch's weights kept; seeded, deterministic on CPU, and resumabl
 Resuming: a work folder holds the run's settings and, every ``save_every`` steps and after every epoch,
 the model, optimizer, scheduler and random-number states with the position in the data (the order of
 each epoch is a permutation seeded by ``(seed, epoch)``). Re-running the same run continues from there and
-ends with the same weights, bit for bit, as a run that was never interrupted.
+ends with the same weights, bit for bit, as a run that was never interrupted. Every file of the work
+folder is written under a temporary name and renamed when complete, so a run may be killed at any moment
+(a work folder that holds nothing else than temporary files is that of a run killed as it started).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import torch
 from tqdm import tqdm
 
 from kb.errors import InputFormatError, OptionError, flag
-from kb.files import atomic_path
+from kb.files import atomic_path, atomic_text
 from mluke.devices import model_device, to_device
 from mluke.transfer.inputs import Row, batches, collate
 from mluke.transfer.models import TransferModel
@@ -101,7 +103,8 @@ class FineTuner:
     def _start(self, identity: dict[str, Any], restart: bool) -> None:
         stamp = self.work / "run.json"
         text = json.dumps({"identity": identity, "config": asdict(self.config)}, sort_keys=True, ensure_ascii=False)
-        if self.work.exists() and restart:
+        killed_at_start = self.work.is_dir() and all(".partial-" in p.name for p in self.work.iterdir())
+        if self.work.exists() and (restart or killed_at_start):  # (a folder of temporary files only)
             import shutil
 
             shutil.rmtree(self.work)
@@ -114,7 +117,8 @@ class FineTuner:
                 self._load()
         else:
             self.work.mkdir(parents=True)
-            stamp.write_text(text, encoding="utf-8")
+            with atomic_text(stamp) as f:
+                f.write(text)
 
     # -- resumable state -----------------------------------------------------------------------------
     def _save(self) -> None:

@@ -211,7 +211,7 @@ def read_squad(path: str | os.PathLike[str], *, lang: str | None = None, questio
             if not isinstance(context, str):
                 skips.add(path, f"article {i} paragraph {j}", "paragraph without a string context")
                 continue
-            qas = paragraph.get("qas", [])
+            qas = paragraph.get("qas")  # a missing list is reported too: its questions would vanish unseen
             if not isinstance(qas, list):
                 skips.add(path, f"article {i} paragraph {j}", "qas not a list", type(qas).__name__)
                 continue
