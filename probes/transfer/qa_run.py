@@ -30,8 +30,8 @@ QA_DEFAULTS = {"max_length": 384, "doc_stride": 128, "max_query_length": 64, "ma
 
 @dataclass
 class QaInputs:
-    """Everything needed to turn examples into rows: the tokenizer, its entity vocabulary, the mention index
-    and the kb, with the input settings (``QA_DEFAULTS``)."""
+    """Everything needed to turn examples into rows: the tokenizer (with the entity vocabulary that gives
+    linked entities their ids), the mention index, and the input settings (``QA_DEFAULTS``)."""
 
     tokenizer: Any
     index: Any
