@@ -179,18 +179,28 @@ def is_plain_name(name: object) -> bool:
             and Path(name).name == name)
 
 
-def file_bytes(path: str | os.PathLike[str], *, expected: str) -> bytes:
-    """The bytes of an input file; a missing file, a folder or an unreadable file is an
+def _open_input(path: Path, expected: str) -> IO[bytes]:
+    """``path`` opened for reading bytes; a missing file, a folder or an unreadable file is an
     :class:`InputFormatError` naming it (``expected`` says what the folder should have been)."""
-    path = Path(path)
     if not path.exists():
         raise InputFormatError(f"{path}: no such file")
     if path.is_dir():
         raise InputFormatError(f"{path}: is a folder; expected {expected}")
     try:
-        return path.read_bytes()
+        return path.open("rb")
     except OSError as exc:
         raise InputFormatError(f"{path}: unreadable ({exc.strerror or exc})") from None
+
+
+def file_bytes(path: str | os.PathLike[str], *, expected: str) -> bytes:
+    """The bytes of an input file; a missing file, a folder or an unreadable file is an
+    :class:`InputFormatError` naming it (``expected`` says what the folder should have been)."""
+    path = Path(path)
+    with _open_input(path, expected) as f:
+        try:
+            return f.read()
+        except OSError as exc:
+            raise InputFormatError(f"{path}: unreadable ({exc.strerror or exc})") from None
 
 
 def iter_lines(source: str | os.PathLike[str], *, pipe_hint: str | None = None) -> Iterator[str]:
@@ -210,14 +220,7 @@ def iter_lines(source: str | os.PathLike[str], *, pipe_hint: str | None = None) 
         raise InputFormatError(f"{str(source)!r} is not a file: this command reads a file with one text "
                                f"per line; to give text directly, pipe it in: echo {str(source)!r} | {pipe_hint}")
     path = Path(source)
-    if not path.exists():
-        raise InputFormatError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputFormatError(f"{path}: is a folder; expected a text file with one text per line")
-    try:
-        f = path.open("rb")
-    except OSError as exc:
-        raise InputFormatError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    f = _open_input(path, "a text file with one text per line")
     return _decoded_lines(f, str(path), f)
 
 

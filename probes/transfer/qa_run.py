@@ -200,8 +200,6 @@ def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[s
     :mod:`probes.transfer.qa_linking`). ``device`` / ``dtype``: where and in which precision the model runs."""
     from tqdm import tqdm
 
-    from probes.transfer.qa_data import read_squad as read
-
     if xquad is None and mlqa is None:
         raise OptionError("nothing to evaluate: give an XQuAD folder, an MLQA folder, or both")
     model, tokenizer = load_transfer(model_dir)
@@ -229,12 +227,12 @@ def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[s
     rows, matrix = [], {}
     english_examples: dict[Path, dict[str, QaExample]] = {}
     for dataset, path, c, q, english_path in tqdm(jobs, desc="evaluate", unit="file", disable=not progress):
-        data = read_mlqa(path.parent, c, q, split=split) if dataset == "mlqa" else read(path, lang=c)
+        data = read_mlqa(path.parent, c, q, split=split) if dataset == "mlqa" else read_squad(path, lang=c)
         source: LinkSource = link_source if dataset == "xquad" else "anchors"
         english = None
         if source == "english" and english_path is not None:
             if english_path not in english_examples:
-                english_examples[english_path] = {e.id: e for e in read(english_path, lang="en")}
+                english_examples[english_path] = {e.id: e for e in read_squad(english_path, lang="en")}
             english = english_examples[english_path]
         links = cached_links(path, data.examples, index, lang=c, question_lang=q, source=source,
                              english_path=english_path if source == "english" else None, english=english)
