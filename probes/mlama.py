@@ -182,7 +182,7 @@ def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) 
     out = []
     for rel, template in templates:
         facts_path = folder / f"{rel}.jsonl"
-        uris = _has_uris(read[rel])
+        uris = _has_uris(read[rel]) or not read[rel]  # an empty file has nothing to match
         if not uris and label_qids is None:
             label_qids = _label_qids(folder, all_relations, read)  # files without QIDs add nothing
         subjects: dict[str, str] = {}
