@@ -13,9 +13,9 @@ relations) keeps them all. The Google-RE relations (``place_of_birth.jsonl``,
 ``place_of_death.jsonl``) have labels only: a label is given the QID it has in the
 language's other relation files when that QID is the only one it has there;
 the others stay labels (a subject keyed ``label:<sub_label>``, an object scored
-with word masks), and :attr:`MlamaRelation.note` says how many were matched. Candidates come from the object files; a candidate
-label is mapped to the QID it has in that language's facts (labels with no QID
-are kept as word-only candidates). Relations about dates are skipped, as in the
+with word masks), and :attr:`MlamaRelation.note` says how many were matched.
+Candidates come from the object files; a candidate label is mapped to the QID it
+has in that language's facts (labels with no QID are kept as word-only candidates). Relations about dates are skipped, as in the
 reference evaluation. P@1 is macro-averaged over relations per language. The
 data is CC BY-NC: it is never shipped with mluke.
 """
@@ -44,8 +44,8 @@ class MlamaRelation:
     lang: str
     relation: str
     template: Template
-    subjects: dict[str, str]  # sub_uri -> sub_label
-    gold: dict[str, set[str]]  # sub_uri -> obj_uris
+    subjects: dict[str, str]  # sub_uri (or "label:" + sub_label, Google-RE) -> sub_label
+    gold: dict[str, set[str]]  # subject key -> obj_uris (or obj_labels of objects without QID)
     candidates: list[tuple[str | None, str]]  # (obj_uri or None, label)
     object_labels: dict[str, str] = field(default_factory=dict)  # obj_uri -> label
     note: str = ""  # how a relation without URIs (Google-RE) was matched by label; "" otherwise
