@@ -13,10 +13,10 @@ break is quoted and its quotes are doubled, so the mention ``"Bugün."`` is writ
 text. ``text_md5`` is the MD5 of the text file's UTF-8 bytes, as the extraction script
 computes it: a document whose text does not match is kept (each of its mentions is still
 checked against the text) and counted under "text does not match text_md5", with the file,
-line and document id. Rows that cannot be used
-(bytes that are not UTF-8, an unclosed quote, a bad integer, a wrong number of fields, a span outside
-the text or not matching the mention, a bad or unknown document id, a document
-without text file) are counted and skipped, never fatal; :class:`LinkingSet` keeps
+line and document id. Rows that cannot be used (bytes that are not UTF-8, an unclosed
+quote, a bad integer, a wrong number of fields, a span outside the text or not matching
+the mention, a bad or unknown document id, a document without text file) are counted
+and skipped, never fatal; :class:`LinkingSet` keeps
 the counts and the first few examples (``file:line: reason``). A missing TSV file,
 a missing column or a folder without language folders is a :class:`kb.InputFormatError`.
 """
@@ -73,7 +73,8 @@ class LinkingSet:
     Iterating over it (or ``len``) goes over :attr:`docs`. ``skipped`` maps a
     reason ("bad integer", "mention does not match the text", ...) to how many
     records it skipped (and "text does not match text_md5" to the documents kept although
-    their text is not the official one); ``examples`` are the first few as ``file:line: reason (detail)``.
+    their text is not the official one); ``examples`` are the first few as
+    ``file:line: reason (detail)``.
     """
 
     docs: tuple[LinkDoc, ...]
