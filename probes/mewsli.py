@@ -6,11 +6,17 @@ Layout written by the Mewsli-9 extraction script (Botha et al., 2020)::
     dataset/<lang>/mentions.tsv   docid  position  length  mention  url  lang  qid  qid_in_refs  freq_bin
     dataset/<lang>/text/<docid>   the clean text of one document (UTF-8)
 
-Both TSV files have a header row; columns are found by name. ``position`` and
-``length`` count Unicode characters of the clean text. Rows that cannot be used
-(bytes that are not UTF-8, a bad integer, a wrong number of fields, a span outside
-the text or not matching the mention, a bad or unknown document id, a document
-without text file) are counted and skipped, never fatal; :class:`LinkingSet` keeps
+Both TSV files are written by pandas (``DataFrame.to_csv(sep="\\t")``): a header row
+(columns are found by name), and CSV quoting: a field holding a tab, a quote or a line
+break is quoted and its quotes are doubled, so the mention ``"Bugün."`` is written
+``\"\"\"Bugün.\"\"\"``. ``position`` and ``length`` count Unicode characters of the clean
+text. ``text_md5`` is the MD5 of the text file's UTF-8 bytes, as the extraction script
+computes it: a document whose text does not match is kept (each of its mentions is still
+checked against the text) and counted under "text does not match text_md5", with the file,
+line and document id. Rows that cannot be used (bytes that are not UTF-8, an unclosed
+quote, a bad integer, a wrong number of fields, a span outside the text or not matching
+the mention, a bad or unknown document id, a document without text file) are counted
+and skipped, never fatal; :class:`LinkingSet` keeps
 the counts and the first few examples (``file:line: reason``). A missing TSV file,
 a missing column or a folder without language folders is a :class:`kb.InputFormatError`.
 """
@@ -18,6 +24,7 @@ a missing column or a folder without language folders is a :class:`kb.InputForma
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -30,6 +37,8 @@ from probes.reading import Skips
 #: Columns the reader needs (others are ignored).
 DOC_COLUMNS = ("docid",)
 MENTION_COLUMNS = ("docid", "position", "length", "mention", "qid")
+#: The reason under which a document whose text is not the one of ``text_md5`` is counted (it is kept).
+TEXT_MD5_MISMATCH = "text does not match text_md5"
 #: The characters ``errors="surrogateescape"`` decodes bytes that are not UTF-8 to.
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")
 
@@ -63,7 +72,9 @@ class LinkingSet:
 
     Iterating over it (or ``len``) goes over :attr:`docs`. ``skipped`` maps a
     reason ("bad integer", "mention does not match the text", ...) to how many
-    records it skipped; ``examples`` are the first few as ``file:line: reason (detail)``.
+    records it skipped (and "text does not match text_md5" to the documents kept although
+    their text is not the official one); ``examples`` are the first few as
+    ``file:line: reason (detail)``.
     """
 
     docs: tuple[LinkDoc, ...]
@@ -126,42 +137,77 @@ def _language_folders(folder: Path, languages: Sequence[str] | None) -> list[Pat
     return found
 
 
+#: A quoted field may hold line breaks (pandas quotes such a field); a record whose quote is still open
+#: after this many lines is reported as one unreadable line and reading goes on at the next line.
+MAX_RECORD_LINES = 16
+
+
+def _parse_record(text: str) -> list[str]:
+    return next(csv.reader([text], delimiter="\t", strict=True))
+
+
+def _records(path: Path, lines: list[str], skips: Skips, first: int, width: int) -> Iterator[tuple[int, list[str]]]:
+    """(line number of its first line, ``lines[0]`` being line ``first``; fields) of each record, read as
+    pandas' ``to_csv(sep="\\t")`` writes it: fields holding a tab, a quote or a line break are quoted, quotes
+    inside doubled (``\"\"\"Bugün.\"\"\"``).
+
+    A record that spans lines (a quoted line break) is taken only when it parses into ``width`` fields;
+    otherwise its first line is reported as an unreadable row (an unclosed quote) and reading goes on at
+    the next line, so that a stray ``"`` costs one line, not the rest of the file."""
+    i = 0
+    while i < len(lines):
+        end = i + 1
+        fields: list[str] | None = None
+        while True:
+            try:
+                fields = _parse_record("".join(lines[i:end]))
+            except csv.Error as exc:
+                if "unexpected end of data" in str(exc) and end < len(lines) and end - i < MAX_RECORD_LINES:
+                    end += 1  # perhaps a quoted field that holds a line break
+                    continue
+                fields = None
+                detail = "unclosed quote" if "unexpected end of data" in str(exc) else str(exc)
+            if fields is not None and end > i + 1 and len(fields) != width:
+                fields, detail = None, "unclosed quote"
+            break
+        if fields is None:
+            skips.add(path, first + i, "unreadable row", detail)
+            i += 1
+            continue
+        yield first + i, fields
+        i = end
+
+
 def _rows(path: Path, required: Sequence[str], skips: Skips) -> Iterator[tuple[int, dict[str, str]]]:
-    """(line number, {column: value}) for every well-formed data row of a TSV file with a header row.
+    """(line number, {column: value}) for every well-formed data row of a TSV file with a header row,
+    written by pandas as the Mewsli-9 scripts do (quoting: see :func:`_records`).
 
     A row with bytes that are not UTF-8 is skipped like any other bad row (the rest of the file is read)."""
     with path.open(encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
-        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise InputFormatError(f"{path}: empty file; expected a header row with {', '.join(required)}") from None
-        except csv.Error as exc:
-            raise InputFormatError(f"{path}, line 1: unreadable header ({exc})") from None
-        header = [h.strip() for h in header]
-        if _NOT_UTF8.search("".join(header)):
-            raise InputFormatError(f"{path}, line 1: the header row has bytes that are not UTF-8")
-        missing = [c for c in required if c not in header]
-        if missing:
-            raise InputFormatError(f"{path}: no column {', '.join(map(repr, missing))} in the header row "
-                                f"(found {', '.join(header)}); expected at least {', '.join(required)}")
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as exc:
-                skips.add(path, reader.line_num, "unreadable row", str(exc))
-                continue
-            if not row:
-                continue
-            if _NOT_UTF8.search("\t".join(row)):
-                skips.add(path, reader.line_num, "bytes that are not UTF-8")
-                continue
-            if len(row) != len(header):
-                skips.add(path, reader.line_num, "wrong number of fields", f"{len(row)} instead of {len(header)}")
-                continue
-            yield reader.line_num, dict(zip(header, row))
+        lines = list(f)  # split at \n, \r\n or \r only, line ends kept (a quoted field may hold them)
+    if not lines:
+        raise InputFormatError(f"{path}: empty file; expected a header row with {', '.join(required)}")
+    try:
+        header = _parse_record(lines[0])
+    except csv.Error as exc:
+        raise InputFormatError(f"{path}, line 1: unreadable header ({exc})") from None
+    header = [h.strip() for h in header]
+    if _NOT_UTF8.search("".join(header)):
+        raise InputFormatError(f"{path}, line 1: the header row has bytes that are not UTF-8")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise InputFormatError(f"{path}: no column {', '.join(map(repr, missing))} in the header row "
+                            f"(found {', '.join(header)}); expected at least {', '.join(required)}")
+    for line, row in _records(path, lines[1:], skips, first=2, width=len(header)):
+        if not row or row == [""]:
+            continue
+        if _NOT_UTF8.search("\t".join(row)):
+            skips.add(path, line, "bytes that are not UTF-8")
+            continue
+        if len(row) != len(header):
+            skips.add(path, line, "wrong number of fields", f"{len(row)} instead of {len(header)}")
+            continue
+        yield line, dict(zip(header, row))
 
 
 def _read_language(folder: Path, skips: Skips) -> list[LinkDoc]:
@@ -179,8 +225,12 @@ def _read_language(folder: Path, skips: Skips) -> list[LinkDoc]:
             continue
         text_path = folder / "text" / docid
         try:
-            with text_path.open(encoding="utf-8", newline="") as f:  # newline="": offsets count every character
-                texts[docid] = f.read()
+            raw = text_path.read_bytes()
+            texts[docid] = raw.decode("utf-8")  # as bytes: offsets count every character, "\r" included
+            expected, found = row.get("text_md5", "").strip().lower(), hashlib.md5(raw).hexdigest()
+            if expected and found != expected:
+                skips.add(docs_path, line, TEXT_MD5_MISMATCH,
+                          f"document {docid}: {text_path} has MD5 {found}, docs.tsv says {expected}")
         except FileNotFoundError:
             no_text.add(docid)
             skips.add(docs_path, line, "document without text file", str(text_path))

@@ -9,9 +9,13 @@ Layout (Kassner et al., 2021)::
 
 Subjects and gold objects are entities identified by their QIDs (``sub_uri``,
 ``obj_uri``), not by label strings; a subject with several objects (N-M
-relations) keeps them all. Candidates come from the object files; a candidate
-label is mapped to the QID it has in that language's facts (labels with no QID
-are kept as word-only candidates). Relations about dates are skipped, as in the
+relations) keeps them all. The Google-RE relations (``place_of_birth.jsonl``,
+``place_of_death.jsonl``) have labels only: a label is given the QID it has in the
+language's other relation files when that QID is the only one it has there;
+the others stay labels (a subject keyed ``label:<sub_label>``, an object scored
+with word masks), and :attr:`MlamaRelation.note` says how many were matched.
+Candidates come from the object files; a candidate label is mapped to the QID it
+has in that language's facts (labels with no QID are kept as word-only candidates). Relations about dates are skipped, as in the
 reference evaluation. P@1 is macro-averaged over relations per language. The
 data is CC BY-NC: it is never shipped with mluke.
 """
@@ -40,10 +44,14 @@ class MlamaRelation:
     lang: str
     relation: str
     template: Template
-    subjects: dict[str, str]  # sub_uri -> sub_label
-    gold: dict[str, set[str]]  # sub_uri -> obj_uris
+    subjects: dict[str, str]  # sub_uri (or "label:" + sub_label, Google-RE) -> sub_label
+    gold: dict[str, set[str]]  # subject key -> obj_uris (or obj_labels of objects without QID)
     candidates: list[tuple[str | None, str]]  # (obj_uri or None, label)
     object_labels: dict[str, str] = field(default_factory=dict)  # obj_uri -> label
+    note: str = ""  # how a relation without URIs (Google-RE) was matched by label; "" otherwise
+
+#: The key of a subject that has no QID (a Google-RE subject whose label matched none).
+LABEL_KEY = "label:"
 
 
 def _read_jsonl(path: Path) -> list[tuple[int, Any]]:
@@ -88,12 +96,14 @@ def _candidate_files(root: Path, lang: str) -> dict[str, list[str]]:
     return out
 
 
-def _check_fact(fact: Any, path: Path, line: int) -> None:
-    """A fact is an object whose subject and object URIs and labels are strings (an :class:`InputFormatError` if not)."""
-    expected = "expected sub_label, obj_label, sub_uri, obj_uri"
+def _check_fact(fact: Any, path: Path, line: int, uris: bool = True) -> None:
+    """A fact is an object whose subject and object URIs (``uris``; not in Google-RE files) and labels are
+    strings (an :class:`InputFormatError` if not)."""
+    expected = "expected sub_label, obj_label, sub_uri, obj_uri" if uris else \
+        "expected sub_label, obj_label (a file without sub_uri / obj_uri, the Google-RE layout)"
     if not isinstance(fact, dict):
         raise InputFormatError(f"{path}, line {line}: a JSON {type(fact).__name__}, not an object; {expected}")
-    for key in ("sub_uri", "obj_uri", "sub_label", "obj_label"):
+    for key in ("sub_uri", "obj_uri", "sub_label", "obj_label") if uris else ("sub_label", "obj_label"):
         if key not in fact:
             raise InputFormatError(f"{path}, line {line}: missing {key!r}; {expected}")
         if not isinstance(fact[key], str):
@@ -112,19 +122,47 @@ def find_root(path: str | Path) -> tuple[Path, Path]:
     raise InputFormatError(f"{path}: no <lang>/templates.jsonl inside; expected the mLAMA 1.1 layout (mlama1.1/<lang>/...)")
 
 
+def _has_uris(rows: list[tuple[int, Any]]) -> bool:
+    """Whether a facts file carries QIDs (T-REx layout); Google-RE files have none in any record."""
+    return any(isinstance(f, dict) and ("sub_uri" in f or "obj_uri" in f) for _, f in rows)
+
+
+def _label_qids(folder: Path, relations: list[str], read: dict[str, list[tuple[int, Any]]]) -> dict[str, str]:
+    """Label -> QID over the subjects and objects of the language's facts files that carry QIDs, for the
+    labels that have a single QID there. A file that cannot be read contributes nothing (it is reported
+    when it is evaluated)."""
+    qids: dict[str, set[str]] = defaultdict(set)
+    for rel in relations:
+        if rel not in read:
+            try:
+                read[rel] = _read_jsonl(folder / f"{rel}.jsonl") if (folder / f"{rel}.jsonl").is_file() else []
+            except InputFormatError:
+                read[rel] = []
+        for _, fact in read[rel]:
+            if not isinstance(fact, dict):
+                continue
+            for uri, label in (("sub_uri", "sub_label"), ("obj_uri", "obj_label")):
+                if isinstance(fact.get(uri), str) and isinstance(fact.get(label), str):
+                    qids[fact[label]].add(fact[uri])
+    return {label: next(iter(found)) for label, found in qids.items() if len(found) == 1}
+
+
 def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) -> list[MlamaRelation]:
     """Every (non-date) relation of ``lang`` with its template, facts and candidates.
 
     A record that cannot be read (bytes that are not UTF-8, a line that is not JSON, a template
-    without its strings, a fact without its four string fields) is an :class:`InputFormatError`
-    naming its file and line."""
+    without its strings, a fact without its four string fields, or without its two labels in a
+    Google-RE file) is an :class:`InputFormatError` naming its file and line. Google-RE files (no
+    ``sub_uri`` / ``obj_uri``) are matched by label (see the module docs) and never stop the other
+    relations of the language."""
     root, data = find_root(path)
     folder = data / lang
     if not (folder / "templates.jsonl").is_file():
         have = sorted(d.name for d in data.iterdir() if (d / "templates.jsonl").is_file())
         raise InputFormatError(f"{folder}: no templates.jsonl; languages here: {', '.join(have)}")
     candidates = _candidate_files(root, lang)
-    out = []
+    templates: list[tuple[str, Template]] = []
+    all_relations: list[str] = []
     for i, row in _read_jsonl(folder / "templates.jsonl"):
         rel = row.get("relation") if isinstance(row, dict) else None
         if not rel or not isinstance(rel, str) or not isinstance(row.get("template"), str):
@@ -133,27 +171,51 @@ def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) 
         if not is_plain_name(f"{rel}.jsonl"):  # it names the facts file, <rel>.jsonl
             raise InputFormatError(f"{folder / 'templates.jsonl'}, line {i}: relation {rel!r} is not a file name "
                                    "inside the language folder")
+        all_relations.append(rel)
         if rel in DATE_RELATIONS or (relations and rel not in relations):
             continue
-        facts_path = folder / f"{rel}.jsonl"
-        if not facts_path.is_file():
+        if not (folder / f"{rel}.jsonl").is_file():
             continue
-        template = parse_template(row["template"], where=f"{folder / 'templates.jsonl'} ({rel})")
+        templates.append((rel, parse_template(row["template"], where=f"{folder / 'templates.jsonl'} ({rel})")))
+    read: dict[str, list[tuple[int, Any]]] = {rel: _read_jsonl(folder / f"{rel}.jsonl") for rel, _ in templates}
+    label_qids: dict[str, str] | None = None
+    out = []
+    for rel, template in templates:
+        facts_path = folder / f"{rel}.jsonl"
+        uris = _has_uris(read[rel]) or not read[rel]  # an empty file has nothing to match
+        if not uris and label_qids is None:
+            label_qids = _label_qids(folder, all_relations, read)  # files without QIDs add nothing
         subjects: dict[str, str] = {}
         gold: dict[str, set[str]] = defaultdict(set)
         object_labels: dict[str, str] = {}
-        for j, fact in _read_jsonl(facts_path):
-            _check_fact(fact, facts_path, j)
-            s, o = fact["sub_uri"], fact["obj_uri"]
+        label_only: set[str] = set()  # gold objects kept as labels (Google-RE, no QID found)
+        for j, fact in read[rel]:
+            _check_fact(fact, facts_path, j, uris)
+            if uris:
+                s, o, qid = fact["sub_uri"], fact["obj_uri"], None
+            else:
+                s = (label_qids or {}).get(fact["sub_label"], LABEL_KEY + fact["sub_label"])
+                qid = (label_qids or {}).get(fact["obj_label"])
+                o = qid if qid is not None else fact["obj_label"]
+                if qid is None:
+                    label_only.add(o)
             subjects.setdefault(s, fact["sub_label"])
-            object_labels.setdefault(o, fact["obj_label"])
+            if uris or qid is not None:
+                object_labels.setdefault(o, fact["obj_label"])
             gold[s].add(o)
-        by_label = {label: uri for uri, label in object_labels.items()}
-        labels = candidates.get(rel) or sorted(set(object_labels.values()))
+        by_label = {**({} if uris else (label_qids or {})), **{label: uri for uri, label in object_labels.items()}}
+        labels = candidates.get(rel) or sorted(set(object_labels.values()) | label_only)
         cands = [(by_label.get(label), label) for label in dict.fromkeys(labels)]
-        known = {k for k, _ in cands}
+        known = {k if k is not None else label for k, label in cands}
         cands += [(uri, label) for uri, label in sorted(object_labels.items()) if uri not in known]
-        out.append(MlamaRelation(lang, rel, template, subjects, dict(gold), cands, object_labels))
+        cands += [(None, label) for label in sorted(label_only) if label not in known]
+        note = ""
+        if not uris:
+            matched_s = sum(not k.startswith(LABEL_KEY) for k in subjects)
+            note = (f"{lang}/{rel}: no sub_uri/obj_uri (Google-RE layout); matched by label to the QIDs of the "
+                    f"language's other relations: {matched_s} of {len(subjects)} subjects, {len(object_labels)} of "
+                    f"{len(object_labels) + len(label_only)} objects (the rest kept as labels, scored with word masks)")
+        out.append(MlamaRelation(lang, rel, template, subjects, dict(gold), cands, object_labels, note))
     return out
 
 
@@ -165,6 +227,7 @@ class MlamaReport:
     counts: dict[str, dict[str, int]]  # lang -> relation -> subjects
     bias: list[dict[str, Any]]
     mode: str
+    notes: list[str] = field(default_factory=list)  # one line per relation read by label (Google-RE)
 
     @property
     def macro(self) -> dict[str, float]:
@@ -175,7 +238,8 @@ class MlamaReport:
                 for lang, rels in self.p_at_1.items() for rel, p in rels.items()]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "macro_p_at_1": self.macro, "relations": self.rows(), "language_bias": self.bias}
+        return {"mode": self.mode, "macro_p_at_1": self.macro, "relations": self.rows(), "language_bias": self.bias,
+                "notes": self.notes}
 
 
 def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str, ...] = ("en",), *,
@@ -205,4 +269,5 @@ def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str
         p_at_1.setdefault(lang, {})[rel.relation] = result.metrics["P@1"]
         counts.setdefault(lang, {})[rel.relation] = result.metrics["with_gold"]
         bias.append(language_bias(result))
-    return MlamaReport(p_at_1, counts, bias, mode + ("+subject" if use_subject_entity else ""))
+    notes = [rel.note for _, rel in work if rel.note]
+    return MlamaReport(p_at_1, counts, bias, mode + ("+subject" if use_subject_entity else ""), notes)

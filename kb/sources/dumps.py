@@ -96,6 +96,7 @@ class BuildReport:
     resumed: list[str] = field(default_factory=list)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    all_items: bool = False  # the build kept items without a Wikipedia article (what a dropped fact means)
 
     def summary(self) -> str:
         """A few human-readable lines (what ``mluke kb build`` prints)."""
@@ -107,6 +108,12 @@ class BuildReport:
             f"Wikipedia article in the chosen languages; {wd.get('malformed', 0):,} malformed lines"
         )]
         lines += [f"  malformed line {n}: {msg}" for n, msg in wd.get("malformed_examples", [])]
+        if "facts" in wd:
+            lines.append(f"wikidata facts: kept {wd['facts']:,}; dropped {wd.get('facts_without_object', 0):,} "
+                         "claims whose object is not in the database (" + (
+                             "not in the dump: a partial dump?)" if self.all_items else
+                             "not in the dump, e.g. a partial dump, or an item skipped for want of a Wikipedia "
+                             "article; all_items=True keeps those)"))
         for lang, c in self.wikipedia.items():
             lines.append(
                 f"{lang}wiki: {c.get('articles', 0):,} articles, {c.get('redirects', 0):,} redirects, "
@@ -228,7 +235,7 @@ def build_from_dumps(
             raise
         for path in (output, corpus_path, work.path):  # what killed builds of this output left: none runs now
             remove_temporaries(path)
-        report = BuildReport(output, corpus_path if keep_corpus else None, notes=list(work.notes))
+        report = BuildReport(output, corpus_path if keep_corpus else None, notes=list(work.notes), all_items=all_items)
         notify = on_stage or (lambda name: None)
         opts = WikidataOptions(langs, props, all_items)
 
@@ -345,6 +352,12 @@ def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: W
     q("DROP TABLE temp.twice")
     q(f"""INSERT OR IGNORE INTO facts SELECT subject, property, object FROM {staged('facts')}
          WHERE object IN (SELECT key FROM entities) ORDER BY property, subject, object""")
+    # A claim whose object is not an entity of the database (not in the dump: a partial dump; or an item
+    # skipped for want of a Wikipedia article) makes no fact: counted, so that the summary says so.
+    report.wikidata["facts"] = q("SELECT COUNT(*) FROM facts").fetchone()[0]
+    report.wikidata["facts_without_object"] = q(
+        f"""SELECT COUNT(*) FROM (SELECT DISTINCT subject, property, object FROM {staged('facts')}
+            WHERE object NOT IN (SELECT key FROM entities))""").fetchone()[0]
     q(f"INSERT OR IGNORE INTO properties SELECT pid, datatype FROM {staged('properties')} ORDER BY pid, seq")
     q(f"INSERT OR IGNORE INTO property_labels SELECT pid, lang, label FROM {staged('property_labels')} "
       "ORDER BY pid, lang, seq")

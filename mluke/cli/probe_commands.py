@@ -93,6 +93,8 @@ def eval_mlama(
     print_table("language bias: most common false positive", ["lang", "relation", "wrong", "top false positive", "share"],
                 [[b["lang"], b["relation"], b["false_predictions"], b["top_false_positive"] or "-", f"{100 * b['share']:.0f}%"]
                  for b in report.bias])
+    for note in report.notes:
+        typer.echo(f"note: {note}")
     wrote(outputs)
 
 

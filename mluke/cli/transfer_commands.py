@@ -74,6 +74,7 @@ def evaluate(
     gxlt: Annotated[bool, typer.Option("--gxlt", help="qa: every MLQA context x question language pair, printed as the G-XLT F1 matrix.")] = False,
     split: Annotated[str, typer.Option(help="qa: MLQA split, 'dev' or 'test'.")] = "dev",
     link_source: Annotated[str, typer.Option("--link-source", help="qa: 'anchors' (names of the kb in each language) or 'english' (XQuAD: only entities of the English source, read from xquad.en.json).")] = "anchors",
+    scorer: Annotated[Optional[str], typer.Option("--scorer", help="qa: answer normalisation, 'squad' (SQuAD v1.1), 'mlqa' (MLQA's, per context language) or 'mlqa-fixed' (MLQA's with its Arabic bug fixed); default: the official one of each data set (squad for XQuAD, mlqa for MLQA).")] = None,
     db: KbOption = None,
     batch_size: Annotated[int, typer.Option(help="Input rows per forward pass.")] = 16,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write every score (per type too) as JSON to this file ('-' for stdout).")] = None,
@@ -95,7 +96,7 @@ def evaluate(
         outputs = check_outputs(overwrite, json_out, csv_out, gxlt_csv)
         qa = evaluate_qa(model_dir, xquad=xquad, mlqa=mlqa, langs=split_list(langs), gxlt=gxlt, split=split, kb=db,
                          link_source=link_source, batch_size=batch_size, progress=progress, device=device,  # type: ignore[arg-type]
-                         dtype=dtype)
+                         dtype=dtype, scorer=scorer)  # type: ignore[arg-type]
         if gxlt_csv:
             write_csv(*qa.gxlt_table(), gxlt_csv, overwrite=overwrite)
         show_report(qa, f"qa zero-shot, {qa.features} features ({model_dir}; scores x100)", json_out=json_out,

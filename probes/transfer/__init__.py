@@ -5,7 +5,8 @@ word features (mLUKE-W).
   :class:`FineTuneReport`, :class:`TransferReport`; for QA :func:`finetune_qa` / :func:`evaluate_qa`
   (:class:`QaFineTuneReport`, :class:`QaReport` with the G-XLT matrix);
 - QA data: :func:`read_squad`, :func:`read_xquad`, :func:`read_mlqa`, :func:`write_squad`; entity-linked input
-  (:mod:`probes.transfer.qa_linking`); MLQA-style scores :func:`qa_scores` (:mod:`probes.transfer.qa_metrics`);
+  (:mod:`probes.transfer.qa_linking`); scores under the official SQuAD v1.1 or MLQA rules :func:`qa_scores`
+  (:mod:`probes.transfer.qa_metrics`);
 - :func:`read_ner` (CoNLL-2002/2003, WikiANN) and :func:`read_re` (KBP37, RELX) with their writers;
 - :func:`ner_scores` (seqeval span F1) and :func:`re_scores` (macro F1 over relation types);
 - :mod:`probes.transfer.miniature` and :mod:`probes.transfer.qa_miniature` — cross-lingual sets made from the

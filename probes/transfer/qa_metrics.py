@@ -1,21 +1,28 @@
-"""Extractive-QA scores (exact match, token F1) with MLQA's per-language answer normalisation,
-and MLQA's G-XLT table (context language x question language).
+"""Extractive-QA scores (exact match, token F1) under the official scorers of the data sets, and
+MLQA's G-XLT table (context language x question language).
 
-Normalisation (our implementation of what MLQA's official evaluation does): lower-case; drop
-punctuation, i.e. every character of a Unicode category ``P*`` (``،``, ``؟``, ``।``, ``。`` ...)
-plus :data:`string.punctuation` (which adds ``$``, ``+``, ``^`` ...); drop the language's articles
-(:data:`ARTICLES`) as whole words; fix whitespace. Only MLQA's seven languages have rules: en, es,
-de and vi article lists; ar strips a token-initial ``ال`` (MLQA's regex ``\\sال^|ال`` aims at the
-definite article; we remove it from the start of each whitespace token only); hi and zh have none.
-Every other language keeps its articles, so French "la" is a token, as MLQA would score it.
+Two scorers, each our own implementation of an official evaluation script's rules:
 
-Tokens are whitespace-separated, except in zh (MLQA) and, our extension since MLQA has neither,
-ja and th: "mixed segmentation" makes every CJK character (Han, kana) or Thai character a token,
-while runs of other characters are split on whitespace. The normalised zh answer is thus the
-characters joined by spaces ("北京市" -> "北 京 市"), so EM ignores spacing between them, as in MLQA.
+``"squad"`` -- SQuAD v1.1's ``evaluate-v1.1.py``, which XQuAD's authors use in every language:
+lower-case; drop the characters of :data:`string.punctuation` (ASCII only: ``“`` ``”`` ``…`` ``،``
+stay); drop ``a``, ``an``, ``the`` as whole words (``re``'s Unicode ``\\b``); split on whitespace.
+The language is not used.
 
-Per question, EM (1.0/0.0) and bag-of-tokens F1 (0.0 when no token is shared) are maxima over the
-gold answers. Scores are fractions in [0, 1]; callers multiply by 100.
+``"mlqa"`` -- MLQA's ``mlqa_evaluation_v1.py`` for its seven languages (ar de en es hi vi zh), scored
+in the *context* language: lower-case; drop every character of a Unicode category ``P*`` and of
+:data:`string.punctuation`; drop the language's articles (:data:`ARTICLES`: whole words for en, es,
+de, vi; none for hi, zh); then split on whitespace, except zh, whose "mixed segmentation" makes each
+character of ``[\\u4e00-\\u9fa5]`` a token and splits the rest on whitespace (kana, Hangul and CJK
+characters outside that range are not split). Other languages are refused, as by the script.
+Arabic follows the script's regex ``'\\sال^|ال'``: its first branch can never match (``^`` after
+three characters), so *every* ``ال`` in the text is replaced by a space, also inside words
+(``العالم`` -> ``ع م``). That is a bug, but published MLQA numbers were computed with it, so
+``"mlqa"`` keeps it; ``"mlqa-fixed"`` is the same scorer with the article removed only at the start
+of a whitespace token, as the regex intends.
+
+Per question, EM (1.0/0.0) and bag-of-tokens F1 (0.0 when no token is shared, also when both are
+empty) are maxima over the gold answers; a question without a prediction scores 0, as in both
+scripts. Scores are fractions in [0, 1]; callers multiply by 100.
 """
 
 from __future__ import annotations
@@ -25,25 +32,31 @@ import string
 import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from kb.errors import OptionError
 
-#: Language -> regex alternation of the articles MLQA removes (as whole words, after lower-casing).
-#: ar is handled apart (a token-initial "ال"); hi, zh and every other language have no articles.
+Scorer = Literal["squad", "mlqa", "mlqa-fixed"]
+#: The scorers, in the order the CLI lists them.
+SCORERS: tuple[str, ...] = ("squad", "mlqa", "mlqa-fixed")
+
+#: Language -> regex alternation of the articles MLQA's script removes as whole words (after
+#: lower-casing); ar is the script's ``ال`` rule (see the module docs); hi and zh have none.
 ARTICLES: dict[str, str] = {
     "en": "a|an|the",
     "es": "un|una|unos|unas|el|la|los|las",
-    "de": "ein|eine|einer|eines|einem|einen|der|die|das|des|dem|den",
+    "de": "ein|eine|einen|einem|eines|einer|der|die|das|den|dem|des",
     "vi": "của|là|cái|chiếc|những",
     "ar": "ال",
 }
+#: The languages MLQA's script scores (any other raises there, and here under the MLQA scorers).
+MLQA_SCORED = ("ar", "de", "en", "es", "hi", "vi", "zh")
 
-_ARTICLE_RES = {lang: re.compile(rf"\b(?:{alternation})\b") for lang, alternation in ARTICLES.items() if lang != "ar"}
+_SQUAD_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+_MLQA_ARTICLES = {lang: re.compile(rf"\b(?:{alternation})\b") for lang, alternation in ARTICLES.items() if lang != "ar"}
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
-_CJK = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
-_THAI = re.compile("[\u0e00-\u0e7f]")
-#: Languages tokenised by mixed segmentation, and which characters become tokens of their own.
-_SEGMENTED = {"zh": _CJK, "ja": _CJK, "th": _THAI}
+#: MLQA's mixed segmentation splits off only this range (CJK Unified Ideographs as of Unicode 1.1-3.0).
+_MLQA_HAN = re.compile("[\u4e00-\u9fa5]")
 
 
 def _base(lang: str) -> str:
@@ -51,45 +64,63 @@ def _base(lang: str) -> str:
     return re.split(r"[-_]", lang.strip().lower(), maxsplit=1)[0]
 
 
-def _is_punctuation(char: str) -> bool:
+def check_scorer(scorer: str, lang: str | None = None) -> None:
+    """Raise :class:`OptionError` for an unknown scorer, or an MLQA scorer asked for a language that
+    MLQA's script does not score."""
+    if scorer not in SCORERS:
+        raise OptionError(f"unknown QA scorer {scorer!r}; choose one of {', '.join(SCORERS)}")
+    if lang is not None and scorer != "squad" and _base(lang) not in MLQA_SCORED:
+        raise OptionError(f"the {scorer} scorer has rules only for MLQA's languages ({' '.join(MLQA_SCORED)}), "
+                          f"not {lang!r}; use scorer 'squad' (SQuAD v1.1 rules, as XQuAD's authors do)")
+
+
+def _is_unicode_punctuation(char: str) -> bool:
     return char in _ASCII_PUNCTUATION or unicodedata.category(char).startswith("P")
 
 
-def _tokenize(text: str, lang: str) -> list[str]:
-    """Whitespace tokens, or mixed segmentation for zh/ja/th (see the module docs)."""
-    single = _SEGMENTED.get(lang)
-    if single is None:
-        return text.split()
+def _mixed_segmentation(text: str) -> list[str]:
+    """MLQA's zh tokens: each character of ``[\\u4e00-\\u9fa5]`` alone, the runs between them split
+    on whitespace."""
     tokens: list[str] = []
-    run: list[str] = []
-    for char in text:
-        if single.match(char):
-            tokens.extend("".join(run).split())
-            run = []
-            tokens.append(char)
-        else:
-            run.append(char)
-    tokens.extend("".join(run).split())
+    start = 0
+    for match in _MLQA_HAN.finditer(text):
+        tokens.extend(text[start:match.start()].split())
+        tokens.append(match.group())
+        start = match.end()
+    tokens.extend(text[start:].split())
     return tokens
 
 
-def normalize_answer(text: str, lang: str) -> str:
-    """``text`` lower-cased, without punctuation and articles, its tokens joined by single spaces.
+def _squad_normalize(text: str) -> str:
+    text = "".join(char for char in text.lower() if char not in _ASCII_PUNCTUATION)
+    return " ".join(_SQUAD_ARTICLES.sub(" ", text).split())
 
-    This is the string exact match compares; see the module docs for the per-language rules.
-    """
-    lang = _base(lang)
-    text = "".join(char for char in text.lower() if not _is_punctuation(char))
+
+def _mlqa_normalize(text: str, lang: str, fixed: bool) -> str:
+    text = "".join(char for char in text.lower() if not _is_unicode_punctuation(char))
     if lang == "ar":
-        text = " ".join(token[2:] if token.startswith("ال") else token for token in text.split())
-    elif lang in _ARTICLE_RES:
-        text = _ARTICLE_RES[lang].sub(" ", text)
-    return " ".join(_tokenize(text, lang))
+        if fixed:  # the article only where a token starts
+            text = " ".join(token[2:] if token.startswith("ال") else token for token in text.split())
+        else:  # official: every "ال", also inside words (the script's first regex branch never matches)
+            text = text.replace("ال", " ")
+    elif lang in _MLQA_ARTICLES:
+        text = _MLQA_ARTICLES[lang].sub(" ", text)
+    tokens = _mixed_segmentation(text) if lang == "zh" else text.split()
+    return " ".join(tokens)
 
 
-def answer_tokens(text: str, lang: str) -> list[str]:
+def normalize_answer(text: str, lang: str, scorer: Scorer = "squad") -> str:
+    """``text`` as ``scorer`` compares it: lower-cased, without punctuation and articles, its tokens
+    joined by single spaces (see the module docs for each scorer's rules)."""
+    check_scorer(scorer, lang)
+    if scorer == "squad":
+        return _squad_normalize(text)
+    return _mlqa_normalize(text, _base(lang), fixed=scorer == "mlqa-fixed")
+
+
+def answer_tokens(text: str, lang: str, scorer: Scorer = "squad") -> list[str]:
     """The tokens of the normalised answer: the bag that F1 counts."""
-    return normalize_answer(text, lang).split()
+    return normalize_answer(text, lang, scorer).split()
 
 
 def _check_golds(golds: Sequence[str]) -> None:
@@ -99,11 +130,11 @@ def _check_golds(golds: Sequence[str]) -> None:
         raise OptionError("a question needs at least one gold answer")
 
 
-def exact_match(prediction: str, golds: Sequence[str], lang: str) -> float:
+def exact_match(prediction: str, golds: Sequence[str], lang: str, scorer: Scorer = "squad") -> float:
     """1.0 if the normalised prediction equals some normalised gold answer, else 0.0."""
     _check_golds(golds)
-    predicted = normalize_answer(prediction, lang)
-    return float(any(predicted == normalize_answer(gold, lang) for gold in golds))
+    predicted = normalize_answer(prediction, lang, scorer)
+    return float(any(predicted == normalize_answer(gold, lang, scorer) for gold in golds))
 
 
 def _token_f1(predicted: list[str], gold: list[str]) -> float:
@@ -114,20 +145,23 @@ def _token_f1(predicted: list[str], gold: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def f1_score(prediction: str, golds: Sequence[str], lang: str) -> float:
+def f1_score(prediction: str, golds: Sequence[str], lang: str, scorer: Scorer = "squad") -> float:
     """The best token-overlap F1 of the prediction against any of the gold answers."""
     _check_golds(golds)
-    predicted = answer_tokens(prediction, lang)
-    return max(_token_f1(predicted, answer_tokens(gold, lang)) for gold in golds)
+    predicted = answer_tokens(prediction, lang, scorer)
+    return max(_token_f1(predicted, answer_tokens(gold, lang, scorer)) for gold in golds)
 
 
-def qa_scores(predictions: Mapping[str, str], golds: Mapping[str, Sequence[str]], lang: str) -> dict:
-    """Mean EM and F1 over the questions in ``golds`` (fractions in [0, 1]).
+def qa_scores(predictions: Mapping[str, str], golds: Mapping[str, Sequence[str]], lang: str,
+              scorer: Scorer = "squad") -> dict:
+    """Mean EM and F1 over the questions in ``golds`` (fractions in [0, 1]) under ``scorer``
+    (``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``; MLQA's are per ``lang``, the context language).
 
-    Returns ``exact_match``, ``f1``, ``questions`` (number of gold questions) and ``missing``
-    (gold questions without a prediction; they score 0, as in MLQA). Predictions for ids that
-    are not in ``golds`` are ignored.
+    Returns ``exact_match``, ``f1``, ``questions`` (number of gold questions), ``missing`` (gold
+    questions without a prediction; they score 0, as in the official scripts) and ``scorer``.
+    Predictions for ids that are not in ``golds`` are ignored.
     """
+    check_scorer(scorer, lang)
     if not golds:
         raise OptionError("no gold questions to score")
     em = f1 = 0.0
@@ -137,10 +171,10 @@ def qa_scores(predictions: Mapping[str, str], golds: Mapping[str, Sequence[str]]
             _check_golds(answers)
             missing += 1
             continue
-        em += exact_match(predictions[qid], answers, lang)
-        f1 += f1_score(predictions[qid], answers, lang)
+        em += exact_match(predictions[qid], answers, lang, scorer)
+        f1 += f1_score(predictions[qid], answers, lang, scorer)
     n = len(golds)
-    return {"exact_match": em / n, "f1": f1 / n, "questions": n, "missing": missing}
+    return {"exact_match": em / n, "f1": f1 / n, "questions": n, "missing": missing, "scorer": scorer}
 
 
 def gxlt_matrix(scores: Mapping[tuple[str, str], float],

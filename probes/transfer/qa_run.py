@@ -21,7 +21,7 @@ from mluke.transfer.qa import LinkedName, collate_qa, predict_answers, qa_rows
 from probes.report import TableReport
 from probes.transfer.qa_data import QaExample, mlqa_path, read_mlqa, read_squad
 from probes.transfer.qa_linking import Link, LinkSource, cached_links
-from probes.transfer.qa_metrics import gxlt_matrix, qa_scores
+from probes.transfer.qa_metrics import Scorer, check_scorer, gxlt_matrix, qa_scores
 
 #: MLQA's languages, the G-XLT matrix's rows and columns.
 MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")
@@ -66,14 +66,14 @@ def _index(db: Any, langs: Sequence[str]) -> Any:
 
 
 def answer_dataset(model: Any, inputs: QaInputs, examples: Sequence[QaExample], links: dict[str, dict[str, list[Link]]],
-                   *, lang: str, batch_size: int = 16) -> tuple[dict[str, Any], dict[str, str]]:
-    """Scores (:func:`probes.transfer.qa_metrics.qa_scores`, in ``lang``'s normalisation) and the predicted
-    answer of every example."""
+                   *, lang: str, scorer: Scorer = "squad", batch_size: int = 16) -> tuple[dict[str, Any], dict[str, str]]:
+    """Scores (:func:`probes.transfer.qa_metrics.qa_scores` under ``scorer``, in ``lang``'s rules for MLQA's)
+    and the predicted answer of every example."""
     rows = inputs.rows(examples, links, model.features)
     found = predict_answers(model, inputs.tokenizer, rows, [e.context for e in examples], batch_size=batch_size,
                             max_answer_length=inputs.settings["max_answer_length"])
     predictions = {e.id: text for e, (text, _) in zip(examples, found)}
-    return qa_scores(predictions, {e.id: e.answer_texts for e in examples}, lang), predictions
+    return qa_scores(predictions, {e.id: e.answer_texts for e in examples}, lang, scorer), predictions
 
 
 @dataclass
@@ -149,7 +149,7 @@ def _stat(path: str | os.PathLike[str]) -> dict[str, Any]:
 @dataclass
 class QaReport(TableReport):
     """Zero-shot QA scores: ``rows`` (dataset, lang = context language, question_lang, questions, exact_match,
-    f1, skipped) and, when asked for, MLQA's G-XLT F1 matrix ``gxlt`` keyed ``"c/q"``."""
+    f1, scorer, skipped) and, when asked for, MLQA's G-XLT F1 matrix ``gxlt`` keyed ``"c/q"``."""
 
     features: str
     model: str
@@ -176,12 +176,13 @@ class QaReport(TableReport):
         averages = self.averages()
         for name in dict.fromkeys(r["dataset"] for r in self.rows):
             mine = [r for r in self.rows if r["dataset"] == name and r["lang"] == r["question_lang"]]
-            rows += [[name, r["lang"], r["questions"], round(100 * r["exact_match"], 1), round(100 * r["f1"], 1)]
-                     for r in mine]
+            rows += [[name, r["lang"], r["questions"], round(100 * r["exact_match"], 1), round(100 * r["f1"], 1),
+                      r.get("scorer", "")] for r in mine]
             if name in averages:
                 rows.append([name, "average", sum(r["questions"] for r in mine),
-                             round(100 * averages[name]["exact_match"], 1), round(100 * averages[name]["f1"], 1)])
-        return ["dataset", "lang", "questions", "EM", "F1"], rows
+                             round(100 * averages[name]["exact_match"], 1), round(100 * averages[name]["f1"], 1),
+                             "/".join(dict.fromkeys(r.get("scorer", "") for r in mine))])
+        return ["dataset", "lang", "questions", "EM", "F1", "scorer"], rows
 
     def gxlt_table(self) -> tuple[list[str], list[list[Any]]]:
         """The G-XLT F1 matrix (x100): a row per context language, a column per question language."""
@@ -192,21 +193,21 @@ class QaReport(TableReport):
 def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[str] | None = None,
                 mlqa: str | os.PathLike[str] | None = None, langs: Sequence[str] | None = None, gxlt: bool = False,
                 split: str = "dev", kb: Any = None, link_source: LinkSource = "anchors", batch_size: int = 16,
-                progress: bool = True, device: Any = None, dtype: Any = None) -> QaReport:
+                progress: bool = True, device: Any = None, dtype: Any = None,
+                scorer: Scorer | None = None) -> QaReport:
     """Score a fine-tuned QA model zero-shot on XQuAD (``xquad/xquad.{lang}.json``) and MLQA
     (``mlqa/{split}-context-{c}-question-{q}.json``). ``langs``: the languages to read (default: those found;
     for MLQA its seven). ``gxlt``: every MLQA context x question pair of those languages. ``link_source``:
     ``"anchors"`` or ``"english"`` (XQuAD's English file, same ids, is the source; see
-    :mod:`probes.transfer.qa_linking`). ``device`` / ``dtype``: where and in which precision the model runs."""
+    :mod:`probes.transfer.qa_linking`). ``device`` / ``dtype``: where and in which precision the model runs.
+    ``scorer``: the answer normalisation (:mod:`probes.transfer.qa_metrics`); default: each data set's official
+    one, ``"squad"`` (SQuAD v1.1) for XQuAD and ``"mlqa"`` (per context language) for MLQA and G-XLT."""
     from tqdm import tqdm
 
     if xquad is None and mlqa is None:
         raise OptionError("nothing to evaluate: give an XQuAD folder, an MLQA folder, or both")
-    model, tokenizer = load_transfer(model_dir)
-    place(model, device, dtype)
-    if model.task != "qa":
-        raise OptionError(f"{model_dir} was fine-tuned for {model.task!r}, not 'qa'")
-    settings = {k: int(model.settings.get(k, v)) for k, v in QA_DEFAULTS.items()}
+    if scorer is not None:
+        check_scorer(scorer)
     jobs: list[tuple[str, Path, str, str, Path | None]] = []  # dataset, file, context lang, question lang, English file
     if xquad is not None:
         folder = Path(xquad)
@@ -222,6 +223,14 @@ def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[s
             raise OptionError(f"{folder}: no {split}-context-L-question-L.json files of MLQA's languages")
         pairs = [(c, q) for c in pick for q in pick] if gxlt else [(lang, lang) for lang in pick]
         jobs += [("mlqa", mlqa_path(folder, c, q, split), c, q, None) for c, q in pairs]
+    official: dict[str, Scorer] = {"xquad": "squad", "mlqa": "mlqa"}
+    for dataset, _, c, _, _ in jobs:  # refuse a scorer/language mismatch before any model work
+        check_scorer(scorer or official[dataset], c)
+    model, tokenizer = load_transfer(model_dir)
+    place(model, device, dtype)
+    if model.task != "qa":
+        raise OptionError(f"{model_dir} was fine-tuned for {model.task!r}, not 'qa'")
+    settings = {k: int(model.settings.get(k, v)) for k, v in QA_DEFAULTS.items()}
     index = _index(kb, [lang for _, _, c, q, _ in jobs for lang in (c, q)])
     inputs = QaInputs(tokenizer, index, settings)
     rows, matrix = [], {}
@@ -236,9 +245,11 @@ def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[s
             english = english_examples[english_path]
         links = cached_links(path, data.examples, index, lang=c, question_lang=q, source=source,
                              english_path=english_path if source == "english" else None, english=english)
-        scores, _ = answer_dataset(model, inputs, data.examples, links, lang=c, batch_size=batch_size)
+        scores, _ = answer_dataset(model, inputs, data.examples, links, lang=c, scorer=scorer or official[dataset],
+                                   batch_size=batch_size)
         rows.append({"dataset": dataset, "lang": c, "question_lang": q, "questions": scores["questions"],
-                     "exact_match": scores["exact_match"], "f1": scores["f1"], "skipped": sum(data.skipped.values())})
+                     "exact_match": scores["exact_match"], "f1": scores["f1"], "scorer": scores["scorer"],
+                     "skipped": sum(data.skipped.values())})
         if dataset == "mlqa" and gxlt:
             matrix[f"{c}/{q}"] = scores["f1"]
     gxlt_langs = list(dict.fromkeys(job[2] for job in jobs if job[0] == "mlqa")) if gxlt else []

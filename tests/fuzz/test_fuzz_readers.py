@@ -18,6 +18,7 @@ from __future__ import annotations
 import bz2
 import copy
 import gzip
+import hashlib
 import json
 import re
 import tempfile
@@ -434,6 +435,9 @@ def mewsli_folders(draw: st.DrawFn) -> tuple[dict[str, str], list[tuple[str, int
 
 
 def _mention_row(docid: str, start: int, end: int, surface: str, qid: str) -> bytes:
+    """A mentions.tsv row as pandas writes it: a surface holding a quote is quoted, its quotes doubled."""
+    if '"' in surface:
+        surface = '"' + surface.replace('"', '""') + '"'
     return f"{docid}\t{start}\t{end - start}\t{surface}\thttps://en.wikipedia.org/wiki/X\ten\t{qid}\t1\t3".encode()
 
 
@@ -467,7 +471,8 @@ def test_mewsli_bad_row_is_skipped_where_it_is(data, target, kind):
     from probes.mewsli import read_mewsli
 
     texts, mentions = data.draw(mewsli_folders(), label="dataset")
-    docs_rows = [f"{d}\t{d} title\t1\t2\thttps://en.wikipedia.org/wiki/{d}\tabc".encode() for d in texts]
+    docs_rows = [f"{d}\t{d} title\t1\t2\thttps://en.wikipedia.org/wiki/{d}\t{hashlib.md5(t.encode()).hexdigest()}".encode()
+                 for d, t in texts.items()]
     mention_rows = [_mention_row(*m) for m in mentions]
     text_bytes = {d: t.encode() for d, t in texts.items()}
     assume(mentions or target != "mentions.tsv")

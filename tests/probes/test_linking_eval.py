@@ -1,5 +1,6 @@
 """probes.linking_eval on a small hand-written folder in the Mewsli-9 layout (never the real data)."""
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -46,7 +47,8 @@ def write_mewsli(dataset: Path) -> Path:
         (folder / "text").mkdir(parents=True)
         docs_tsv, mentions_tsv = [DOCS_HEADER], [MENTIONS_HEADER]
         for docid, text, mentions in docs:
-            docs_tsv.append(f"{docid}\t{docid} title\t1\t2\thttps://{lang}.wikipedia.org/wiki/{docid}\tabc\n")
+            md5 = hashlib.md5((text or "").encode("utf-8")).hexdigest()
+            docs_tsv.append(f"{docid}\t{docid} title\t1\t2\thttps://{lang}.wikipedia.org/wiki/{docid}\t{md5}\n")
             pos = 0
             for surface, key in mentions:
                 pos = text.index(surface, pos) if text is not None else 0

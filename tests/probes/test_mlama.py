@@ -66,3 +66,63 @@ def test_language_bias_counts_the_top_false_positive():
     bias = language_bias(result)
     assert bias["false_predictions"] == 3 and bias["top_false_positive"] == "PARIS" and bias["share"] == pytest.approx(2 / 3)
     assert language_bias(ProbeResult("t", "fr", None, "word", False, 1, [_row("d", "w", "w")]))["share"] == 0.0
+
+
+def _google_re(mlama_dir):
+    """Add mLAMA's Google-RE layout to the fixture: place_of_birth.jsonl with labels only, its candidates in
+    GoogleRE_objects/en.json, and a T-REx relation in which "Springfield" has two QIDs."""
+    en = mlama_dir / "mlama1.1" / "en"
+    with (en / "templates.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"relation": "place_of_birth", "template": "[X] was born in [Y] ."}) + "\n")
+        f.write(json.dumps({"relation": "P131", "template": "[X] is located in [Y] ."}) + "\n")
+    rows = [{"sub_label": "France", "obj_label": "Paris", "lineid": 1, "uuid": "a"},
+            {"sub_label": "Alice Example", "obj_label": "Tokyo", "lineid": 2, "uuid": "b"},
+            {"sub_label": "Bob", "obj_label": "Springfield", "lineid": 3, "uuid": "c"}]
+    (en / "place_of_birth.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    trex = [{"sub_uri": "Q900", "sub_label": "Springfield", "obj_uri": "Q1", "obj_label": "Illinois"},
+            {"sub_uri": "Q901", "sub_label": "Springfield", "obj_uri": "Q2", "obj_label": "Massachusetts"}]
+    (en / "P131.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trex), encoding="utf-8")
+    (mlama_dir / "GoogleRE_objects").mkdir()
+    (mlama_dir / "GoogleRE_objects" / "en.json").write_text(json.dumps(
+        {"place_of_birth": {"objects": ["Paris", "Tokyo", "Springfield", "Berlin"]}}))
+    return en
+
+
+def test_google_re_relations_are_matched_by_label_and_keep_the_language(mlama_dir):
+    _google_re(mlama_dir)
+    rels = {r.relation: r for r in read_mlama(mlama_dir, "en")}
+    assert set(rels) == {"P36", "P47", "P131", "place_of_birth"}  # the other relations are all still there
+    pob = rels["place_of_birth"]
+    # France, Paris, Tokyo have one QID in P36/P47; Alice and Bob none; Springfield two (P131): kept as labels
+    assert pob.subjects == {FRANCE: "France", "label:Alice Example": "Alice Example", "label:Bob": "Bob"}
+    assert pob.gold == {FRANCE: {PARIS}, "label:Alice Example": {TOKYO}, "label:Bob": {"Springfield"}}
+    assert pob.candidates == [(PARIS, "Paris"), (TOKYO, "Tokyo"), (None, "Springfield"), (BERLIN, "Berlin")]
+    assert pob.note == ("en/place_of_birth: no sub_uri/obj_uri (Google-RE layout); matched by label to the QIDs of "
+                        "the language's other relations: 1 of 3 subjects, 2 of 3 objects (the rest kept as labels, "
+                        "scored with word masks)")
+    assert rels["P36"].note == ""
+
+
+def test_google_re_file_errors_name_the_file_and_line(mlama_dir):
+    en = _google_re(mlama_dir)
+    with (en / "place_of_birth.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"sub_label": "Carol"}) + "\n")
+    with pytest.raises(kb.KbFormatError, match=r"place_of_birth.jsonl, line 4: missing 'obj_label'; .*Google-RE"):
+        read_mlama(mlama_dir, "en")
+    # in a file with QIDs, a fact without one is still an error
+    (en / "place_of_birth.jsonl").unlink()
+    with (en / "P36.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"sub_label": "Spain", "obj_label": "Madrid", "obj_uri": "Q2807"}) + "\n")
+    with pytest.raises(kb.KbFormatError, match=r"P36.jsonl, line 4: missing 'sub_uri'"):
+        read_mlama(mlama_dir, "en")
+
+
+def test_evaluate_mlama_with_a_google_re_relation(mlama_dir, tiny_demo, tmp_path):
+    _google_re(mlama_dir)
+    res = CliRunner().invoke(app, ["eval-mlama", str(mlama_dir), "--model", str(tiny_demo), "--langs", "en",
+                                   "--relations", "P36,place_of_birth", "--json", str(tmp_path / "r.json"),
+                                   "--no-progress"])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert {r["relation"]: r["subjects"] for r in data["relations"]} == {"P36": 3, "place_of_birth": 3}
+    assert len(data["notes"]) == 1 and "note: en/place_of_birth: no sub_uri/obj_uri" in res.output

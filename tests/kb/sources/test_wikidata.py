@@ -81,6 +81,30 @@ def test_report_counts_items_sitelinks_skipped_and_malformed_lines(built):
         assert db.provenance["languages"] == list(LANGS) and db.provenance["builder"] == "kb.build_from_dumps"
 
 
+def test_claims_whose_object_is_not_in_the_database_are_counted_and_said(built, tmp_path):
+    path, report = built
+    # Q17 P31 Q6256: Q6256 is not in the dump (a partial dump); the other four claims make facts
+    assert report.wikidata["facts"] == 4 and report.wikidata["facts_without_object"] == 1
+    assert ("wikidata facts: kept 4; dropped 1 claims whose object is not in the database (not in the dump, "
+            "e.g. a partial dump, or an item skipped for want of a Wikipedia article; all_items=True keeps those)"
+            ) in report.summary()
+    with kb.EntityDB(path) as db:
+        assert len(list(db.facts())) == 4
+        assert db.sources()[0]["facts_without_object"] == 1  # also in the database's provenance
+    # an object that is an item without a Wikipedia article: dropped unless all_items keeps it
+    entities = wikidata_entities()
+    q17 = next(e for e in entities if e.get("id") == "Q17")
+    q17["claims"]["P36"].append({**q17["claims"]["P36"][0], "mainsnak": {
+        **q17["claims"]["P36"][0]["mainsnak"], "datavalue": {
+            "value": {"entity-type": "item", "numeric-id": 300, "id": "Q300"}, "type": "wikibase-entityid"}}})
+    dump = tmp_path / "dump.json"
+    dump.write_bytes(b"[\n" + b",\n".join(json.dumps(e, ensure_ascii=False).encode() for e in entities) + b"\n]\n")
+    assert _build(tmp_path, dump).wikidata["facts_without_object"] == 2  # Q6256 and the skipped Q300
+    kept = _build(tmp_path, dump, name="all.sqlite", all_items=True)
+    assert kept.wikidata["facts_without_object"] == 1 and kept.wikidata["facts"] == 5
+    assert "(not in the dump: a partial dump?)" in kept.summary()
+
+
 @pytest.mark.parametrize("compression", ["bz2", "gzip"])
 @pytest.mark.parametrize("external", [True, False], ids=["lbzip2-pigz", "python"])
 def test_compressed_dumps_give_the_same_database(tmp_path, built, compression, external, monkeypatch):

@@ -145,12 +145,27 @@ def test_finetune_and_evaluate_with_gxlt(tiny_demo, embedded_db, tmp_path):
     assert {(r["dataset"], r["lang"], r["question_lang"]) for r in result.rows} >= {("xquad", "ja", "ja"),
                                                                                     ("mlqa", "de", "en")}
     assert all(0 <= r["f1"] <= 1 and r["questions"] == 12 for r in result.rows)
+    # each data set's official scorer by default: SQuAD v1.1 for XQuAD (ja too), MLQA's for MLQA
+    assert {r["scorer"] for r in result.rows if r["dataset"] == "xquad"} == {"squad"}
+    assert {r["scorer"] for r in result.rows if r["dataset"] == "mlqa"} == {"mlqa"}
+    assert result.table()[0][-1] == "scorer"
     columns, rows = result.gxlt_table()
     assert columns[1:] == ["en", "de"] and [r[0] for r in rows] == ["en", "de", "average"]
     english = evaluate_qa(out, xquad=data / "xquad", link_source="english", kb=embedded_db, progress=False)
     assert len(english.rows) == 3
     with pytest.raises(mluke.MlukeError, match="nothing to evaluate"):
         evaluate_qa(out)
+    with pytest.raises(mluke.MlukeError, match="'ja'.*use scorer 'squad'"):  # MLQA's rules know no Japanese
+        evaluate_qa(out, xquad=data / "xquad", scorer="mlqa", kb=embedded_db, progress=False)
+
+
+def test_evaluate_qa_checks_the_scorer_before_loading_the_model(tmp_path):
+    (tmp_path / "xquad").mkdir()
+    (tmp_path / "xquad" / "xquad.th.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(mluke.MlukeError, match="unknown QA scorer 'official'"):
+        evaluate_qa(tmp_path / "no-model", xquad=tmp_path / "xquad", scorer="official")  # type: ignore[arg-type]
+    with pytest.raises(mluke.MlukeError, match="'th'"):
+        evaluate_qa(tmp_path / "no-model", xquad=tmp_path / "xquad", scorer="mlqa-fixed")
 
 
 def test_cli_finetune_and_evaluate_qa(tiny_demo, embedded_db, embedded_db_path, tmp_path):
@@ -165,11 +180,13 @@ def test_cli_finetune_and_evaluate_qa(tiny_demo, embedded_db, embedded_db_path, 
     assert "dev F1" in res.output and "kept epoch 1" in res.output
     res = runner.invoke(app, ["evaluate", "qa", str(out), "--xquad", str(data / "xquad"), "--mlqa", str(data / "mlqa"),
                               "--split", "test", "--gxlt", "--db", str(embedded_db_path), "--gxlt-csv",
-                              str(tmp_path / "g.csv"), "--json", str(tmp_path / "r.json"), "--no-progress"])
+                              str(tmp_path / "g.csv"), "--json", str(tmp_path / "r.json"), "--no-progress",
+                              "--scorer", "mlqa-fixed"])
     assert res.exit_code == 0, res.output
     assert "G-XLT" in res.output and "average" in res.output
     matrix = list(csv.reader((tmp_path / "g.csv").open(encoding="utf-8")))
     assert matrix[0][1:] == ["en", "de"] and len(matrix) == 4
     saved = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert saved["features"] == "word" and set(saved["gxlt"]["f1"]) == {"en/en", "en/de", "de/en", "de/de"}
+    assert {row["scorer"] for row in saved["languages"]} == {"mlqa-fixed"}
     assert read_squad(data / "dev.en.json").examples and read_xquad(data / "xquad", ["de"])["de"].examples
