@@ -9,14 +9,16 @@ What it does, in this order, with a few C-speed regular expressions and one
 Python-level loop per link:
 
 - drops comments, templates and parser functions (``{{...}}``, ``{{{...}}}``,
-  nested to any depth), tables (``{| ... |}``), and tags whose content is not
-  prose: ``<ref>``, ``<math>``, ``<gallery>``, ``<syntaxhighlight>``...;
+  nested to any depth), tables (``{| ... |}``, also indented: ``:{| ... |}``),
+  and tags whose content is not prose (:data:`DROPPED_TAGS`): ``<ref>``, ``<math>``,
+  ``<gallery>``, ``<syntaxhighlight>``...;
   keeps the content of ``<nowiki>`` literally (never parsed as markup);
 - drops file/image/media and category links (with nested links in captions)
   and interlanguage links, using the namespace names of the dump's own
   ``<siteinfo>`` plus the canonical English ones that MediaWiki accepts everywhere;
 - keeps the anchor text of other links: ``[[T]]``, ``[[T|a]]``, ``[[T#s|a]]``,
-  ``[[T]]suffix`` (the link trail joins the anchor), the pipe trick ``[[T (x)|]]``;
+  ``[[T]]suffix`` (the link trail joins the anchor: the letters of MediaWiki's ``$linkTrail``
+  for the language, see :data:`LINK_TRAILS`; ``<nowiki/>`` ends it), the pipe trick ``[[T (x)|]]``;
   links into other namespaces (``[[Help:X|x]]``), section links (``[[#s]]``) and
   inter-wiki links (``[[:fr:X]]``, ``[[wikt:x]]``) stay as text but are not
   article links;
@@ -56,15 +58,49 @@ CANONICAL_NAMESPACES: dict[str, int] = {
 HIDDEN_LINK_NAMESPACES = frozenset({-2, 6, 14})
 
 # Wikipedia language editions (interlanguage link prefixes) and sister-project interwiki prefixes.
-_WIKI_LANGS = frozenset(["aa", "ab", "ace", "ady", "af", "ak", "als", "alt", "am", "ami", "an", "ang", "anp", "ar", "arc", "ary", "arz", "as", "ast", "atj", "av", "avk", "awa", "ay", "az", "azb", "ba", "ban", "bar", "bat-smg", "bbc", "bcl", "bdr", "be", "be-tarask", "be-x-old", "bew", "bg", "bh", "bi", "bjn", "blk", "bm", "bn", "bo", "bpy", "br", "bs", "btm", "bug", "bxr", "ca", "cbk-zam", "cdo", "ce", "ceb", "ch", "cho", "chr", "chy", "ckb", "co", "cr", "crh", "cs", "csb", "cu", "cv", "cy", "da", "dag", "de", "dga", "din", "diq", "dsb", "dtp", "dty", "dv", "dz", "ee", "el", "eml", "en", "eo", "es", "et", "eu", "ext", "fa", "fat", "ff", "fi", "fiu-vro", "fj", "fo", "fon", "fr", "frp", "frr", "fur", "fy", "ga", "gag", "gan", "gcr", "gd", "gl", "glk", "gn", "gom", "gor", "got", "gpe", "gsw", "gu", "guc", "gur", "guw", "gv", "ha", "hak", "haw", "he", "hi", "hif", "ho", "hr", "hsb", "ht", "hu", "hy", "hyw", "hz", "ia", "iba", "id", "ie", "ig", "igl", "ii", "ik", "ilo", "inh", "io", "is", "it", "iu", "ja", "jam", "jbo", "jv", "ka", "kaa", "kab", "kbd", "kbp", "kcg", "kg", "kge", "ki", "kj", "kk", "kl", "km", "kn", "knc", "ko", "koi", "kr", "krc", "ks", "ksh", "ku", "kus", "kv", "kw", "ky", "la", "lad", "lb", "lbe", "lez", "lfn", "lg", "li", "lij", "lld", "lmo", "ln", "lo", "lrc", "lt", "ltg", "lv", "lzh", "mad", "mai", "map-bms", "mdf", "mg", "mh", "mhr", "mi", "min", "mk", "ml", "mn", "mni", "mnw", "mo", "mos", "mr", "mrj", "ms", "mt", "mus", "mwl", "my", "myv", "mzn", "na", "nah", "nap", "nds", "nds-nl", "ne", "new", "ng", "nia", "nl", "nn", "no", "nov", "nqo", "nr", "nrm", "nso", "nup", "nv", "ny", "oc", "olo", "om", "or", "os", "pa", "pag", "pam", "pap", "pcd", "pcm", "pdc", "pfl", "pi", "pih", "pl", "pms", "pnb", "pnt", "ps", "pt", "pwn", "qu", "rki", "rm", "rmy", "rn", "ro", "roa-rup", "roa-tara", "rsk", "ru", "rue", "rup", "rw", "sa", "sah", "sat", "sc", "scn", "sco", "sd", "se", "sg", "sgs", "sh", "shi", "shn", "si", "simple", "sk", "skr", "sl", "sm", "smn", "sn", "so", "sq", "sr", "srn", "ss", "st", "stq", "su", "sv", "sw", "syl", "szl", "szy", "ta", "tay", "tcy", "tdd", "te", "tet", "tg", "th", "ti", "tig", "tk", "tl", "tly", "tn", "to", "tpi", "tr", "trv", "ts", "tt", "tum", "tw", "ty", "tyv", "udm", "ug", "uk", "ur", "uz", "ve", "vec", "vep", "vi", "vls", "vo", "vro", "wa", "war", "wo", "wuu", "xal", "xh", "xmf", "yi", "yo", "yue", "za", "zea", "zgh", "zh", "zh-classical", "zh-min-nan", "zh-yue", "zu"])
-_INTERWIKI = frozenset(["b", "c", "commons", "d", "m", "mw", "meta", "n", "q", "s", "species", "v", "voy", "w", "wikt", "wikibooks", "wikidata", "wikimedia", "wikinews", "wikipedia", "wikiquote", "wikisource", "wikispecies", "wikiversity", "wikivoyage", "wiktionary", "foundation", "wmf", "phab", "mediawikiwiki", "outreach", "incubator"])
-#: Languages written without spaces between words: no link trail, no word-boundary test.
+_WIKI_LANGS = frozenset("""
+aa ab ace ady af ak als alt am ami an ang anp ar arc ary arz as ast atj av avk awa ay az azb ba ban
+bar bat-smg bbc bcl bdr be be-tarask be-x-old bew bg bh bi bjn blk bm bn bo bpy br bs btm bug bxr ca
+cbk-zam cdo ce ceb ch cho chr chy ckb co cr crh cs csb cu cv cy da dag de dga din diq dsb dtp dty dv
+dz ee el eml en eo es et eu ext fa fat ff fi fiu-vro fj fo fon fr frp frr fur fy ga gag gan gcr gd
+gl glk gn gom gor got gpe gsw gu guc gur guw gv ha hak haw he hi hif ho hr hsb ht hu hy hyw hz ia
+iba id ie ig igl ii ik ilo inh io is it iu ja jam jbo jv ka kaa kab kbd kbp kcg kg kge ki kj kk kl
+km kn knc ko koi kr krc ks ksh ku kus kv kw ky la lad lb lbe lez lfn lg li lij lld lmo ln lo lrc lt
+ltg lv lzh mad mai map-bms mdf mg mh mhr mi min mk ml mn mni mnw mo mos mr mrj ms mt mus mwl my myv
+mzn na nah nap nds nds-nl ne new ng nia nl nn no nov nqo nr nrm nso nup nv ny oc olo om or os pa pag
+pam pap pcd pcm pdc pfl pi pih pl pms pnb pnt ps pt pwn qu rki rm rmy rn ro roa-rup roa-tara rsk ru
+rue rup rw sa sah sat sc scn sco sd se sg sgs sh shi shn si simple sk skr sl sm smn sn so sq sr srn
+ss st stq su sv sw syl szl szy ta tay tcy tdd te tet tg th ti tig tk tl tly tn to tpi tr trv ts tt
+tum tw ty tyv udm ug uk ur uz ve vec vep vi vls vo vro wa war wo wuu xal xh xmf yi yo yue za zea zgh
+zh zh-classical zh-min-nan zh-yue zu
+""".split())
+_INTERWIKI = frozenset("""
+b c commons d m mw meta n q s species v voy w wikt wikibooks wikidata wikimedia wikinews wikipedia
+wikiquote wikisource wikispecies wikiversity wikivoyage wiktionary foundation wmf phab mediawikiwiki
+outreach incubator
+""".split())
+#: Languages written without spaces between words: no word-boundary test, and no link trail
+#: unless :data:`LINK_TRAILS` gives MediaWiki's.
 NO_SPACE_LANGUAGES = frozenset({"ja", "zh", "th", "km", "lo", "my", "bo", "dz", "zh-yue", "yue", "wuu", "gan",
                                 "zh-classical", "lzh", "zh-min-nan"})
+_ARABIC_MARKS = "\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed"
+#: The letters of a link trail (``[[Japan]]ese``), as MediaWiki's ``$linkTrail`` of
+#: ``languages/messages/Messages{Xx}.php`` has them, for the languages checked against it
+#: (zh inherits English's). Other languages: any run of letters (``[^\W\d_]+``), or none for
+#: :data:`NO_SPACE_LANGUAGES`.
+LINK_TRAILS: dict[str, str] = {
+    "en": "a-z",
+    "de": "äöüßa-z",
+    "ru": "a-zабвгдеёжзийклмнопрстуфхцчшщъыьэюя",
+    "ar": "a-zء-يچ" + _ARABIC_MARKS,
+    "zh": "a-z",
+}
 
 _DROP_TAGS = ("ref|references|math|chem|ce|score|timeline|gallery|syntaxhighlight|source|graph|mapframe|maplink"
               "|templatedata|templatestyles|imagemap|hiero|inputbox|categorytree|indicator|section|charinsert"
               "|pre|code|noinclude|includeonly|onlyinclude")
+#: Tags whose content is dropped (not prose), as documented above.
+DROPPED_TAGS = frozenset(_DROP_TAGS.split("|"))
 _COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # The page's own characters of the placeholder plane (private use, group 2) are saved like
 # <nowiki> contents, so that none of them is taken for a placeholder when the pieces are put back.
@@ -106,7 +142,10 @@ class LinkRules:
         names = dict(CANONICAL_NAMESPACES)
         names.update({_fold(k): v for k, v in self.namespaces.items() if k})
         object.__setattr__(self, "_names", names)
-        trail = "" if self.lang in NO_SPACE_LANGUAGES else r"[^\W\d_]+"
+        if self.lang in LINK_TRAILS:
+            trail = f"[{LINK_TRAILS[self.lang]}]+"
+        else:
+            trail = "" if self.lang in NO_SPACE_LANGUAGES else r"[^\W\d_]+"
         object.__setattr__(self, "_trail_re", re.compile(trail) if trail else None)
 
     def prefix_kind(self, prefix: str) -> str | None:
@@ -128,13 +167,17 @@ def _fold(name: str) -> str:
 
 def _tokens(text: str, open_re: re.Pattern[str], close_re: re.Pattern[str] | None,
             is_open: Callable[[str], bool] | None = None) -> list[tuple[int, int, bool, int]]:
-    """``(start, end, is_opener, levels)`` of the tokens in ``text``, in order. With one
-    pattern, ``is_open`` tells the openers; a run of brackets counts one level per pair."""
-    toks = [(m.start(), m.end(), True if close_re is not None else is_open(m.group()),  # type: ignore[misc]
-             max(1, (m.end() - m.start()) // 2)) for m in open_re.finditer(text)]
-    if close_re is not None:
-        toks.extend((m.start(), m.end(), False, (m.end() - m.start()) // 2) for m in close_re.finditer(text))
-        toks.sort()
+    """``(start, end, is_opener, levels)`` of the tokens in ``text``, in order.
+
+    With two patterns, a run of brackets counts one level per pair. With one
+    pattern, ``is_open`` tells the openers and every token is one
+    level: ``\n:{|`` (a colon-indented table) opens one table, not two.
+    """
+    if close_re is None:
+        return [(m.start(), m.end(), is_open(m.group()), 1) for m in open_re.finditer(text)]  # type: ignore[misc]
+    toks = [(m.start(), m.end(), True, max(1, (m.end() - m.start()) // 2)) for m in open_re.finditer(text)]
+    toks.extend((m.start(), m.end(), False, (m.end() - m.start()) // 2) for m in close_re.finditer(text))
+    toks.sort()
     return toks
 
 
@@ -185,9 +228,9 @@ def _strip_balanced(text: str, toks: list[tuple[int, int, bool, int]], unclosed_
 
 def _protect_nowiki(text: str, saved: list[str]) -> str:
     def keep(m: re.Match[str]) -> str:
-        piece = m.group(1) if m.group(2) is None else m.group(2)
-        if piece is None:
-            return ""
+        # ``<nowiki/>`` saves an empty piece: its placeholder still ends a link trail
+        # (``[[T]]<nowiki/>s`` shows ``T`` as the anchor) and a line-start marker, as in MediaWiki.
+        piece = m.group(2) if m.group(2) is not None else (m.group(1) or "")
         saved.append(piece)
         return chr(_PLACEHOLDER_BASE + len(saved) - 1) if len(saved) < 0xFFFD else ""
 
