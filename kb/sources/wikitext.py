@@ -123,6 +123,7 @@ _BLANK_LINES_RE = re.compile(r"\n[ \t\u00a0]*\n[ \t\u00a0\n]*")
 _SPACES_RE = re.compile(r"  +")
 _LINK_OPEN_RE = re.compile(r"\[\[")
 _LINK_CLOSE_RE = re.compile(r"\]\]")
+_LINK_END_RE = re.compile(r"\]\](?=<|'')")
 _PLACEHOLDER_RE = re.compile("[\U000f0000-\U000ffffd]")
 _PLACEHOLDER_BASE = 0xF0000
 
@@ -237,6 +238,23 @@ def _protect_nowiki(text: str, saved: list[str]) -> str:
     return _NOWIKI_RE.sub(keep, text)
 
 
+def _end_link_trails(text: str, saved: list[str]) -> str:
+    """Put an empty placeholder after every ``]]`` that a tag or a quote run follows.
+
+    MediaWiki reads a link trail before it renders quotes and tags, so ``'''[[T]]'''s``,
+    ``[[T]]<ref>..</ref>s`` and ``[[T]]<br>s`` show ``T`` as the anchor; removing the
+    markup first would join ``s`` to it. The placeholder stops the trail and is put
+    back as nothing. (Comments are removed before this: ``[[T]]<!-- -->s`` is ``Ts``.)
+    """
+    def mark(m: re.Match[str]) -> str:
+        if len(saved) >= 0xFFFD - 1:
+            return "]]"
+        saved.append("")
+        return "]]" + chr(_PLACEHOLDER_BASE + len(saved) - 1)
+
+    return _LINK_END_RE.sub(mark, text)
+
+
 def _restore(text: str, saved: list[str]) -> str:
     """Decode HTML entities and put ``<nowiki>`` contents back (both change lengths: done per piece)."""
     if "&" in text:
@@ -257,11 +275,14 @@ def strip_markup(wikitext: str, saved: list[str]) -> str:
     ``<nowiki>`` contents are replaced by placeholders appended to ``saved``.
     """
     text = "\n" + wikitext  # line-start patterns look for "\n"
+    if "<!--" in text:
+        text = _COMMENT_RE.sub("", text)
+    # Placeholders are made below; the page's own characters of their plane are saved first.
+    if ("nowiki" in text and "<" in text) or _PLACEHOLDER_RE.search(text):
+        text = _protect_nowiki(text, saved)
+    if "]]" in text and ("<" in text or "''" in text):
+        text = _end_link_trails(text, saved)
     if "<" in text:
-        if "<!--" in text:
-            text = _COMMENT_RE.sub("", text)
-        if "nowiki" in text:
-            text = _protect_nowiki(text, saved)
         text = _DROP_TAG_RE.sub("", text)
     if "{{" in text or "}}" in text:
         text = _strip_balanced(text, _tokens(text, _OPEN_BRACES_RE, _CLOSE_BRACES_RE), unclosed_to_end=False)

@@ -123,7 +123,8 @@ def documents(draw: st.DrawFn, rules: LinkRules) -> Doc:
             }[form]
             title = normalize_title(f"{target} ({section})" if form == "pipe trick" else target)
             trail = draw(st.one_of(st.just(""), _LETTERS))  # letters right after a link join its anchor
-            doc.add(markup + trail, shown + trail, (shown + trail if trail_joins else shown, title))
+            joins = trail_joins and form != "bold"  # ''' after ]] ends the trail, as in MediaWiki
+            doc.add(markup + trail, shown + trail, (shown + trail if joins else shown, title))
     return doc
 
 
