@@ -123,8 +123,12 @@ _BLANK_LINES_RE = re.compile(r"\n[ \t\u00a0]*\n[ \t\u00a0\n]*")
 _SPACES_RE = re.compile(r"  +")
 _LINK_OPEN_RE = re.compile(r"\[\[")
 _LINK_CLOSE_RE = re.compile(r"\]\]")
-_LINK_END_RE = re.compile(r"\]\](?=<|'')")
-_PLACEHOLDER_RE = re.compile("[\U000f0000-\U000ffffd]")
+_LINK_END_RE = re.compile(r"\]\](?=<|''|\{\{)")
+_PLACEHOLDER_RE = re.compile("[\U000f0000-\U000ffffc]")
+# Ends a link trail where markup was removed (``<nowiki/>``, quotes or a tag right after ``]]``);
+# the last code point of the placeholder plane, never an index into the saved pieces.
+_TRAIL_STOP = "\U000ffffd"
+_PLANE_RE = re.compile("[\U000f0000-\U000ffffd]")
 _PLACEHOLDER_BASE = 0xF0000
 
 
@@ -229,34 +233,31 @@ def _strip_balanced(text: str, toks: list[tuple[int, int, bool, int]], unclosed_
 
 def _protect_nowiki(text: str, saved: list[str]) -> str:
     def keep(m: re.Match[str]) -> str:
-        # ``<nowiki/>`` saves an empty piece: its placeholder still ends a link trail
-        # (``[[T]]<nowiki/>s`` shows ``T`` as the anchor) and a line-start marker, as in MediaWiki.
-        piece = m.group(2) if m.group(2) is not None else (m.group(1) or "")
+        piece = m.group(2) if m.group(2) is not None else m.group(1)
+        if piece is None:  # <nowiki/> still ends a link trail and a line-start marker, as in MediaWiki
+            return _TRAIL_STOP
         saved.append(piece)
         return chr(_PLACEHOLDER_BASE + len(saved) - 1) if len(saved) < 0xFFFD else ""
 
     return _NOWIKI_RE.sub(keep, text)
 
 
-def _end_link_trails(text: str, saved: list[str]) -> str:
-    """Put an empty placeholder after every ``]]`` that a tag or a quote run follows.
+def _end_link_trails(text: str) -> str:
+    """Put a trail stop after every ``]]`` that a tag, a quote run or a template follows.
 
     MediaWiki reads a link trail before it renders quotes and tags, so ``'''[[T]]'''s``,
     ``[[T]]<ref>..</ref>s`` and ``[[T]]<br>s`` show ``T`` as the anchor; removing the
-    markup first would join ``s`` to it. The placeholder stops the trail and is put
-    back as nothing. (Comments are removed before this: ``[[T]]<!-- -->s`` is ``Ts``.)
+    markup first would join ``s`` to it. A template right after a link (``{{sfn|..}}``,
+    ``{{'s}}``, ``{{nbsp}}``) almost always expands to something that is not a letter,
+    so it ends the trail too. The stop is removed with the placeholders. (Comments are removed before this: ``[[T]]<!-- -->s`` is ``Ts``.)
     """
-    def mark(m: re.Match[str]) -> str:
-        if len(saved) >= 0xFFFD - 1:
-            return "]]"
-        saved.append("")
-        return "]]" + chr(_PLACEHOLDER_BASE + len(saved) - 1)
-
-    return _LINK_END_RE.sub(mark, text)
+    return _LINK_END_RE.sub("]]" + _TRAIL_STOP, text)
 
 
 def _restore(text: str, saved: list[str]) -> str:
     """Decode HTML entities and put ``<nowiki>`` contents back (both change lengths: done per piece)."""
+    if _TRAIL_STOP in text:
+        text = text.replace(_TRAIL_STOP, "")
     if "&" in text:
         text = html.unescape(text)
     return _put_back(text, saved)
@@ -278,10 +279,10 @@ def strip_markup(wikitext: str, saved: list[str]) -> str:
     if "<!--" in text:
         text = _COMMENT_RE.sub("", text)
     # Placeholders are made below; the page's own characters of their plane are saved first.
-    if ("nowiki" in text and "<" in text) or _PLACEHOLDER_RE.search(text):
+    if ("nowiki" in text and "<" in text) or _PLANE_RE.search(text):
         text = _protect_nowiki(text, saved)
-    if "]]" in text and ("<" in text or "''" in text):
-        text = _end_link_trails(text, saved)
+    if "]]" in text and ("<" in text or "''" in text or "{{" in text):
+        text = _end_link_trails(text)
     if "<" in text:
         text = _DROP_TAG_RE.sub("", text)
     if "{{" in text or "}}" in text:
@@ -383,7 +384,7 @@ def _read_links(text: str, rules: LinkRules, saved: list[str],
         start, stop, is_open = tokens[k]
         if i < start:
             before = text[i:start]
-            if saved or "&" in before:
+            if saved or "&" in before or _TRAIL_STOP in before:
                 before = _restore(before, saved)
             if before[:1] == " " and pieces and pieces[-1][-1:] == " ":
                 before = before[1:]  # a dropped link leaves no double space
@@ -412,10 +413,10 @@ def _read_links(text: str, rules: LinkRules, saved: list[str],
         if nested:  # links inside an anchor: keep their text only
             inner = anchor if sep else target
             shown = (_read_links(inner, rules, saved, level + 1)[0] if level < 8
-                     else inner.replace("[[", "").replace("]]", ""))
+                     else _restore(inner.replace("[[", "").replace("]]", ""), saved))
         else:
             shown = anchor if sep and anchor and not anchor.isspace() else _display(target, anchor if sep else None)
-            if saved or "&" in shown:
+            if saved or "&" in shown or _TRAIL_STOP in shown:
                 shown = _restore(shown, saved)
         if trail_match is not None:
             tm = trail_match(text, i)
@@ -432,5 +433,5 @@ def _read_links(text: str, rules: LinkRules, saved: list[str],
     rest = text[i:]
     if rest[:1] == " " and pieces and pieces[-1][-1:] == " ":
         rest = rest[1:]
-    pieces.append(_restore(rest, saved) if saved or "&" in rest else rest)
+    pieces.append(_restore(rest, saved) if saved or "&" in rest or _TRAIL_STOP in rest else rest)
     return "".join(pieces), links

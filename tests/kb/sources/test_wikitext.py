@@ -37,6 +37,7 @@ def test_an_unclosed_indented_table_still_runs_to_the_end():
     ("x [[Target]]<ref>note</ref>s y", "x Targets y", "Target"),
     ("x [[Target]]<br />s y", "x Targets y", "Target"),
     ("x [[Target]]<nowiki>s</nowiki> y", "x Targets y", "Target"),
+    ("x [[Target]]{{sfn|Smith|2001}}s y", "x Targets y", "Target"),
     ("x [[Target]]<!-- c -->s y", "x Targets y", "Targets"),  # comments go before MediaWiki reads trails
     ("x [[Target]]s y", "x Targets y", "Targets"),
 ])

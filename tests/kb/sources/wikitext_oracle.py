@@ -226,7 +226,7 @@ class PageGenerator:
         """One link as editors write them: plain, piped, sectioned, lower-case first letter,
         underscores, with a trail, a trail cut by <nowiki/>, a formatted label, the pipe trick."""
         r, t = self.rng, self.title()
-        form = r.randrange(16)
+        form = r.randrange(17)
         if form == 0:
             return f"[[{t}]]"
         if form == 1:
@@ -258,6 +258,8 @@ class PageGenerator:
             return f"[[{t}]]<!-- {self.words(1, 2)} -->{trail}"
         if form == 14:
             return f"[[{t}]]<br />{trail}"
+        if form == 15:
+            return f"[[{t}]]{{{{sfn|{self.words(1, 1)}|2001}}}}{trail}"
         return f"[[{t}|{self.words(1, 2)}]]{trail}"
 
     def sentence(self) -> str:
