@@ -327,7 +327,8 @@ class MlukeTokenizer:
                 continue
             e2 = min(e, n_ids, s + self.max_mention_length)
             positions = list(range(s + offset, e2 + offset))
-            out.append((first_index + k, eid, (s + offset, e2 + offset), positions + [-1] * (self.max_mention_length - len(positions)), e2 < e))
+            padded = positions + [-1] * (self.max_mention_length - len(positions))
+            out.append((first_index + k, eid, (s + offset, e2 + offset), padded, e2 < e))
         return out
 
     def _assemble(self, examples: list[_Example], pairs: list[_Example] | None, truncation: bool, max_length: int,
@@ -353,7 +354,8 @@ class MlukeTokenizer:
                 if pair is None:
                     keep_a, keep_b = max_entity_length, 0
                 else:
-                    keep_a, keep_b = _longest_first(len(found_a), len(found_b), len(found_a) + len(found_b) - max_entity_length)
+                    excess = len(found_a) + len(found_b) - max_entity_length
+                    keep_a, keep_b = _longest_first(len(found_a), len(found_b), excess)
                 found_a, found_b = found_a[:keep_a], found_b[:keep_b]
             found = found_a + found_b
             kept = [k for k, *_ in found]

@@ -249,7 +249,8 @@ def _end_link_trails(text: str) -> str:
     ``[[T]]<ref>..</ref>s`` and ``[[T]]<br>s`` show ``T`` as the anchor; removing the
     markup first would join ``s`` to it. A template right after a link (``{{sfn|..}}``,
     ``{{'s}}``, ``{{nbsp}}``) almost always expands to something that is not a letter,
-    so it ends the trail too. The stop is removed with the placeholders. (Comments are removed before this: ``[[T]]<!-- -->s`` is ``Ts``.)
+    so it ends the trail too. The stop is removed with the placeholders. (Comments are
+    removed before this: ``[[T]]<!-- -->s`` is ``Ts``, as in MediaWiki.)
     """
     return _LINK_END_RE.sub("]]" + _TRAIL_STOP, text)
 
@@ -278,7 +279,7 @@ def strip_markup(wikitext: str, saved: list[str]) -> str:
     text = "\n" + wikitext  # line-start patterns look for "\n"
     if "<!--" in text:
         text = _COMMENT_RE.sub("", text)
-    # Placeholders are made below; the page's own characters of their plane are saved first.
+    # Placeholders and trail stops are made below: the page's own characters of their plane are saved first.
     if ("nowiki" in text and "<" in text) or _PLANE_RE.search(text):
         text = _protect_nowiki(text, saved)
     if "]]" in text and ("<" in text or "''" in text or "{{" in text):
