@@ -50,10 +50,12 @@ class MlukeEncoding(dict):
     Keys: ``input_ids``, ``attention_mask`` (batch x words); ``entity_ids``,
     ``entity_attention_mask`` (batch x entities); ``entity_position_ids`` (batch x
     entities x max_mention_length, padded with -1); for span classification also
-    ``entity_start_positions`` and ``entity_end_positions``.
+    ``entity_start_positions`` and ``entity_end_positions``; with
+    ``return_token_type_ids=True``, ``token_type_ids`` and ``entity_token_type_ids`` (zeros).
 
     Attributes, one list per text: ``offsets`` (character span of each word
-    position, ``(0, 0)`` for special tokens), ``entity_token_spans`` (word
+    position, ``(0, 0)`` for special tokens; for a pair, positions of the second
+    text have offsets into ``text_pair``), ``entity_token_spans`` (word
     positions ``[start, end)`` of each kept entity), ``kept_entities`` (index of
     each kept entity among the given spans), ``dropped_entities`` and
     ``clipped_entities`` (indices), ``unknown_entities`` (indices of entities
