@@ -86,13 +86,14 @@ NO_SPACE_LANGUAGES = frozenset({"ja", "zh", "th", "km", "lo", "my", "bo", "dz", 
 _ARABIC_MARKS = "\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed"
 #: The letters of a link trail (``[[Japan]]ese``), as MediaWiki's ``$linkTrail`` of
 #: ``languages/messages/Messages{Xx}.php`` has them, for the languages checked against it
-#: (zh inherits English's). Other languages: any run of letters (``[^\W\d_]+``), or none for
+#: (ja and zh define none and inherit English's). Other languages: any run of letters (``[^\W\d_]+``), or none for
 #: :data:`NO_SPACE_LANGUAGES`.
 LINK_TRAILS: dict[str, str] = {
     "en": "a-z",
     "de": "äöüßa-z",
     "ru": "a-zабвгдеёжзийклмнопрстуфхцчшщъыьэюя",
     "ar": "a-zء-يچ" + _ARABIC_MARKS,
+    "ja": "a-z",
     "zh": "a-z",
 }
 

@@ -61,6 +61,7 @@ def test_nowiki_at_line_start_keeps_the_list_marker():
     ("zh", "[[東京]]abc", "東京abc"),
     ("zh", "[[東京]]都", "東京"),
     ("ja", "[[東京]]は", "東京"),
+    ("ja", "[[東京]]abc", "東京abc"),  # MessagesJa.php has no $linkTrail: English's applies
     ("fr", "[[Paris]]ien", "Parisien"),  # no MediaWiki table here: any letters, as before
 ])
 def test_link_trails_follow_mediawikis_letters(lang, page, anchor):

@@ -40,13 +40,13 @@ from kb.sources.wikitext import DROPPED_TAGS, LinkRules, parse_wikitext
 
 # -- MediaWiki's facts for the five languages of the pages ---------------------------------
 _AR_MARKS = "\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed"
-#: $linkTrail of MessagesEn/De/Ru/Ar.php; ja: the pages never put Latin letters after a link.
+#: $linkTrail of MessagesEn/De/Ru/Ar.php; MessagesJa.php has none, so English's.
 MEDIAWIKI_TRAILS = {
     "en": re.compile("[a-z]+"),
     "de": re.compile("[äöüßa-z]+"),
     "ru": re.compile("[a-zабвгдеёжзийклмнопрстуфхцчшщъыьэюя]+"),
     "ar": re.compile(f"[a-zء-يچ{_AR_MARKS}]+"),
-    "ja": None,
+    "ja": re.compile("[a-z]+"),
 }
 #: Local namespace names, as a dump's <siteinfo> gives them (lower-case name -> number).
 SITE_NAMESPACES = {
