@@ -253,8 +253,11 @@ class MlukeTokenizer:
         """
         single = isinstance(text, str)
         texts = [text] if single else list(text)
-        if text_pair is None and entities is None and _is_texts(entity_spans, single):
-            text_pair, entity_spans = entity_spans, None  # tok(text, text_pair)
+        if _is_texts(entity_spans, single):  # tok(text, text_pair)
+            if text_pair is not None or entities is not None:
+                raise MlukeError("the second argument is a pair text: give entities by keyword "
+                                 "(entity_spans=, entities=, entity_spans_pair=, entities_pair=)")
+            text_pair, entity_spans = entity_spans, None
         max_length = max_length or self.max_length
         max_entity_length = max_entity_length or self.max_entity_length
         spans_b = _batchify(entity_spans, single, len(texts), "entity_spans")
