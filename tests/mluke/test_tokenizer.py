@@ -201,8 +201,6 @@ def test_truncation_drops_and_clips_and_says_so(tiny_checkpoint):
     with pytest.warns(EntityTruncationWarning):
         long = tok(text, entity_spans=[(0, len(text))], return_tensors=None)  # 41 pieces > 30
     assert long.clipped_entities == [[0]] and -1 not in long["entity_position_ids"][0][0]
-    with pytest.raises(MlukeError, match="give entities by keyword"):
-        xlmr_tok("Tokyo is big.", "Japan.", [None])
     with pytest.raises(MlukeError, match="pass truncation=True"):
         tok(text, max_length=20, truncation=False)
     with pytest.warns(EntityTruncationWarning, match="max_entity_length=1"):
@@ -390,6 +388,8 @@ def test_pair_errors(xlmr_tok):
         xlmr_tok(["a", "b"], text_pair=["c"])
     with pytest.raises(MlukeError, match="text_pair 0, entity span 0"):
         xlmr_tok("Tokyo", text_pair="Japan", entity_spans_pair=[(0, 50)])
+    with pytest.raises(MlukeError, match="give entities by keyword"):
+        xlmr_tok("Tokyo is big.", "Japan.", [None])
     with pytest.raises(MlukeError, match="give entities by keyword"):
         xlmr_tok("Tokyo is big.", "Japan.", [None])
     with pytest.raises(MlukeError, match="pass truncation=True"):
