@@ -50,10 +50,12 @@ class MlukeEncoding(dict):
     Keys: ``input_ids``, ``attention_mask`` (batch x words); ``entity_ids``,
     ``entity_attention_mask`` (batch x entities); ``entity_position_ids`` (batch x
     entities x max_mention_length, padded with -1); for span classification also
-    ``entity_start_positions`` and ``entity_end_positions``.
+    ``entity_start_positions`` and ``entity_end_positions``; with
+    ``return_token_type_ids=True``, ``token_type_ids`` and ``entity_token_type_ids`` (zeros).
 
     Attributes, one list per text: ``offsets`` (character span of each word
-    position, ``(0, 0)`` for special tokens), ``entity_token_spans`` (word
+    position, ``(0, 0)`` for special tokens; for a pair, positions of the second
+    text have offsets into ``text_pair``), ``entity_token_spans`` (word
     positions ``[start, end)`` of each kept entity), ``kept_entities`` (index of
     each kept entity among the given spans), ``dropped_entities`` and
     ``clipped_entities`` (indices), ``unknown_entities`` (indices of entities
@@ -214,18 +216,22 @@ class MlukeTokenizer:
     def __call__(
         self,
         text: str | Sequence[str],
-        entity_spans: Sequence[Span] | Sequence[Sequence[Span]] | None = None,
+        entity_spans: Sequence[Span] | Sequence[Sequence[Span]] | str | Sequence[str] | None = None,
         entities: Sequence[EntityRef] | Sequence[Sequence[EntityRef]] | None = None,
         *,
+        text_pair: str | Sequence[str] | None = None,
+        entity_spans_pair: Sequence[Span] | Sequence[Sequence[Span]] | None = None,
+        entities_pair: Sequence[EntityRef] | Sequence[Sequence[EntityRef]] | None = None,
         lang: str | None = None,
         task: Task | None = None,
         padding: bool | Literal["longest", "max_length"] = True,
         truncation: bool = True,
         max_length: int | None = None,
         max_entity_length: int | None = None,
+        return_token_type_ids: bool = False,
         return_tensors: Literal["pt"] | None = "pt",
     ) -> MlukeEncoding:
-        """Encode one text or a batch.
+        """Encode one text or a batch, or pairs of texts.
 
         ``entity_spans``: character ``(start, end)`` spans per text. ``entities``:
         what each span refers to (see :data:`EntityRef`); without it every span
@@ -234,15 +240,36 @@ class MlukeTokenizer:
         entities outside are dropped, entities partly outside or longer than
         ``max_mention_length`` pieces are clipped, and an
         :class:`EntityTruncationWarning` says so.
+
+        Pairs, as transformers' ``MLukeTokenizer`` (``task=None`` only): ``text_pair``
+        (also the second positional argument, ``tok(text, text_pair)``), with its own
+        ``entity_spans_pair``/``entities_pair``, gives ``<s> A </s></s> B </s>``; the
+        entities of B follow those of A (index ``len(entity_spans) + k``), positions of B
+        have offsets into ``text_pair``, and truncation is transformers' ``longest_first``
+        on the words and on the entities. ``padding="max_length"`` pads the words to
+        ``max_length`` and the entity arrays to ``max_entity_length``.
+        ``return_token_type_ids``: ``token_type_ids`` (and ``entity_token_type_ids``), all
+        zeros, as XLM-R has no segment embeddings.
         """
         single = isinstance(text, str)
         texts = [text] if single else list(text)
-        spans_b = _batchify(entity_spans, single, len(texts), "entity_spans")
-        ents_b = _batchify(entities, single, len(texts), "entities")
+        if _is_texts(entity_spans, single):  # tok(text, text_pair)
+            if text_pair is not None or entities is not None:
+                raise MlukeError("the second argument is a pair text: give entities by keyword "
+                                 "(entity_spans=, entities=, entity_spans_pair=, entities_pair=)")
+            text_pair, entity_spans = entity_spans, None
         max_length = max_length or self.max_length
         max_entity_length = max_entity_length or self.max_entity_length
+        spans_b = _batchify(entity_spans, single, len(texts), "entity_spans")
+        ents_b = _batchify(entities, single, len(texts), "entities")
         examples = self._examples(texts, spans_b, ents_b, lang, task)
-        enc = self._assemble(examples, truncation, max_length, max_entity_length, padding, task)
+        pairs = None
+        if text_pair is not None:
+            pairs = self._pair_examples(text_pair, single, len(texts), entity_spans_pair, entities_pair, lang, task)
+        elif entity_spans_pair is not None or entities_pair is not None:
+            raise MlukeError("entity_spans_pair/entities_pair given without text_pair")
+        enc = self._assemble(examples, pairs, truncation, max_length, max_entity_length, padding, task,
+                             return_token_type_ids)
         if return_tensors == "pt":
             import torch
 
@@ -252,10 +279,25 @@ class MlukeTokenizer:
             raise MlukeError(f"return_tensors={return_tensors!r}: expected 'pt' or None")
         return enc
 
-    def _examples(self, texts: list[str], spans_b: list[Any], ents_b: list[Any], lang: str | None, task: Task | None) -> list[_Example]:
+    def _pair_examples(self, text_pair: Any, single: bool, n: int, spans: Any, ents: Any, lang: str | None,
+                       task: Task | None) -> list[_Example]:
+        if task is not None:
+            raise MlukeError(f"text_pair is not supported with task {task!r} (only task=None), as in transformers")
+        if single != isinstance(text_pair, str) or (not single and not _is_texts(text_pair, False)):
+            kind = "a string" if single else "a list of strings"
+            raise MlukeError(f"text_pair: expected {kind} (one per text), got {type(text_pair).__name__}")
+        pair_texts = [text_pair] if single else list(text_pair)
+        if len(pair_texts) != n:
+            raise MlukeError(f"text_pair: {len(pair_texts)} texts for {n} texts; give one pair text per text")
+        spans_b = _batchify(spans, single, n, "entity_spans_pair")
+        ents_b = _batchify(ents, single, n, "entities_pair")
+        return self._examples(pair_texts, spans_b, ents_b, lang, None, name="text_pair")
+
+    def _examples(self, texts: list[str], spans_b: list[Any], ents_b: list[Any], lang: str | None, task: Task | None,
+                  name: str = "text") -> list[_Example]:
         checked = []
         for i, (t, spans) in enumerate(zip(texts, spans_b)):
-            spans = [_check_span(s, t, i, j) for j, s in enumerate(spans or [])]
+            spans = [_check_span(s, t, i, j, name) for j, s in enumerate(spans or [])]
             _check_task(task, spans, i)
             checked.append(spans)
         examples = []
@@ -267,8 +309,11 @@ class MlukeTokenizer:
                 ids, offsets, spans = self._mark(ids, offsets, spans, task)
                 refs = [MASK] if task == "entity_classification" else [MASK, MASK2]
             if refs is not None and len(refs) != len(spans):
-                raise MlukeError(f"text {i}: {len(refs)} entities for {len(spans)} entity spans; give one per span")
-            entity_ids, unknown = self.entity_ids(refs, lang) if refs is not None else ([self._vocab().mask_id] * len(spans), [])
+                raise MlukeError(f"{name} {i}: {len(refs)} entities for {len(spans)} entity spans; give one per span")
+            if refs is not None:
+                entity_ids, unknown = self.entity_ids(refs, lang)
+            else:  # no vocabulary needed when there are no spans
+                entity_ids, unknown = ([self._vocab().mask_id] * len(spans) if spans else []), []
             examples.append(_Example(ids, offsets, spans, entity_ids, list(range(len(spans))), unknown))
         return examples
 
@@ -277,41 +322,63 @@ class MlukeTokenizer:
         markers = [self.ent_id] if task == "entity_classification" else [self.ent_id, self.ent2_id]
         return insert_markers(ids, offsets, spans, markers)
 
-    def _assemble(self, examples: list[_Example], truncation: bool, max_length: int, max_entity_length: int,
-                  padding: bool | str, task: Task | None) -> MlukeEncoding:
+    def _entities_in(self, ex: _Example, n_ids: int, offset: int,
+                     first_index: int) -> list[tuple[int, int, Span, list[int], bool]]:
+        """The entities of ``ex`` whose span starts within its first ``n_ids`` pieces: ``(index, id,
+        word positions in the row, position ids, clipped)``; the row starts ``offset`` pieces before ``ex``."""
+        out = []
+        for k, ((s, e), eid) in enumerate(zip(ex.spans, ex.entity_ids)):
+            if s >= n_ids or e <= s:
+                continue
+            e2 = min(e, n_ids, s + self.max_mention_length)
+            positions = list(range(s + offset, e2 + offset))
+            padded = positions + [-1] * (self.max_mention_length - len(positions))
+            out.append((first_index + k, eid, (s + offset, e2 + offset), padded, e2 < e))
+        return out
+
+    def _assemble(self, examples: list[_Example], pairs: list[_Example] | None, truncation: bool, max_length: int,
+                  max_entity_length: int, padding: bool | str, task: Task | None,
+                  return_token_type_ids: bool = False) -> MlukeEncoding:
         enc = MlukeEncoding()
         enc.offsets, enc.entity_token_spans, enc.kept_entities = [], [], []
         enc.dropped_entities, enc.clipped_entities, enc.unknown_entities = [], [], []
         rows_ids, rows_ent, rows_pos = [], [], []
-        limit = max_length - 2
         for i, ex in enumerate(examples):
-            ids, offsets = ex.ids, ex.offsets
-            if len(ids) > limit:
+            pair = pairs[i] if pairs is not None else None
+            n_a, n_b = len(ex.ids), len(pair.ids) if pair is not None else 0
+            limit = max_length - (4 if pair is not None else 2)
+            if n_a + n_b > limit:
                 if not truncation:
-                    raise MlukeError(f"text {i} has {len(ids) + 2} pieces, more than max_length={max_length}; pass truncation=True")
-                ids, offsets = ids[:limit], offsets[:limit]
-            kept, dropped, clipped, pos_rows, ent_ids, tok_spans = [], [], [], [], [], []
-            for k, ((s, e), eid) in enumerate(zip(ex.spans, ex.entity_ids)):
-                if s >= len(ids) or e <= s or len(kept) >= max_entity_length:
-                    dropped.append(k)
-                    continue
-                e2 = min(e, len(ids), s + self.max_mention_length)
-                if e2 < e:
-                    clipped.append(k)
-                kept.append(k)
-                ent_ids.append(eid)
-                tok_spans.append((s + 1, e2 + 1))
-                positions = list(range(s + 1, e2 + 1))
-                pos_rows.append(positions + [-1] * (self.max_mention_length - len(positions)))
-            rows_ids.append([self.bos_id, *ids, self.eos_id])
-            enc.offsets.append([(0, 0), *offsets, (0, 0)])
-            rows_ent.append(ent_ids)
-            rows_pos.append(pos_rows)
-            enc.entity_token_spans.append(tok_spans)
+                    raise MlukeError(f"text {i} has {n_a + n_b + max_length - limit} pieces, more than "
+                                     f"max_length={max_length}; pass truncation=True")
+                n_a, n_b = _longest_first(n_a, n_b, n_a + n_b - limit) if pair is not None else (limit, 0)
+            # entities (A's, then B's), then the entity limit: A's first N, or longest_first for a pair
+            found_a = self._entities_in(ex, n_a, 1, 0)
+            found_b = self._entities_in(pair, n_b, n_a + 3, len(ex.spans)) if pair is not None else []
+            if len(found_a) + len(found_b) > max_entity_length:
+                if pair is None:
+                    keep_a, keep_b = max_entity_length, 0
+                else:
+                    excess = len(found_a) + len(found_b) - max_entity_length
+                    keep_a, keep_b = _longest_first(len(found_a), len(found_b), excess)
+                found_a, found_b = found_a[:keep_a], found_b[:keep_b]
+            found = found_a + found_b
+            kept = [k for k, *_ in found]
+            n_given = len(ex.spans) + (len(pair.spans) if pair is not None else 0)
+            unknown = set(ex.unknown) | ({len(ex.spans) + k for k in pair.unknown} if pair is not None else set())
+            rows_ent.append([eid for _, eid, *_ in found])
+            rows_pos.append([pos for *_, pos, _ in found])
+            enc.entity_token_spans.append([span for _, _, span, _, _ in found])
             enc.kept_entities.append(kept)
-            enc.dropped_entities.append(dropped)
-            enc.clipped_entities.append(clipped)
-            enc.unknown_entities.append([k for k in ex.unknown if k in kept])
+            enc.dropped_entities.append(sorted(set(range(n_given)) - set(kept)))
+            enc.clipped_entities.append([k for k, _, _, _, clipped in found if clipped])
+            enc.unknown_entities.append([k for k in kept if k in unknown])
+            if pair is None:
+                rows_ids.append([self.bos_id, *ex.ids[:n_a], self.eos_id])
+                enc.offsets.append([(0, 0), *ex.offsets[:n_a], (0, 0)])
+            else:
+                rows_ids.append([self.bos_id, *ex.ids[:n_a], self.eos_id, self.eos_id, *pair.ids[:n_b], self.eos_id])
+                enc.offsets.append([(0, 0), *ex.offsets[:n_a], (0, 0), (0, 0), *pair.offsets[:n_b], (0, 0)])
         n_dropped = sum(map(len, enc.dropped_entities))
         n_clipped = sum(map(len, enc.clipped_entities))
         if n_dropped or n_clipped:
@@ -326,16 +393,33 @@ class MlukeTokenizer:
             raise MlukeError("texts of different lengths need padding=True to form a batch")
         enc["input_ids"] = [r + [self.pad_id] * (width - len(r)) for r in rows_ids]
         enc["attention_mask"] = [[1] * len(r) + [0] * (width - len(r)) for r in rows_ids]
+        if return_token_type_ids:
+            enc["token_type_ids"] = [[0] * width for _ in rows_ids]
         if any(rows_ent) or task is not None:
             vocab = self._vocab()
-            n = max(1, max(map(len, rows_ent)))
+            n = max_entity_length if padding == "max_length" else max(1, max(map(len, rows_ent)))
             enc["entity_ids"] = [r + [vocab.pad_id] * (n - len(r)) for r in rows_ent]
             enc["entity_attention_mask"] = [[1] * len(r) + [0] * (n - len(r)) for r in rows_ent]
             enc["entity_position_ids"] = [p + [[-1] * self.max_mention_length] * (n - len(p)) for p in rows_pos]
+            if return_token_type_ids:
+                enc["entity_token_type_ids"] = [[0] * n for _ in rows_ent]
             if task == "entity_span_classification":
                 enc["entity_start_positions"] = [[s for s, _ in sp] + [0] * (n - len(sp)) for sp in enc.entity_token_spans]
                 enc["entity_end_positions"] = [[e - 1 for _, e in sp] + [0] * (n - len(sp)) for sp in enc.entity_token_spans]
         return enc
+
+
+def _longest_first(len_a: int, len_b: int, remove: int) -> tuple[int, int]:
+    """Lengths kept of a pair when ``remove`` items must go, by transformers' ``longest_first`` rule:
+    the longer one loses up to the difference first; the rest is split in two, the first sequence
+    losing the smaller half (the larger one if it was the longer)."""
+    first = min(abs(len_a - len_b), remove)
+    rest = remove - first
+    if len_a > len_b:
+        cut_a, cut_b = first + rest // 2, rest - rest // 2
+    else:
+        cut_a, cut_b = rest // 2, first + rest - rest // 2
+    return max(0, len_a - cut_a), max(0, len_b - cut_b)
 
 
 def encode_with_spans(words: Tokenizer, texts: Sequence[str], spans: Sequence[Sequence[Span]]
@@ -393,6 +477,13 @@ def insert_markers(ids: list[int], offsets: list[tuple[int, int]], spans: Sequen
     return ids, offsets, new_spans
 
 
+def _is_texts(value: Any, single: bool) -> bool:
+    """Whether ``value`` is a text (``single``) or a non-empty list of texts (a batch): a pair text, not spans."""
+    if single:
+        return isinstance(value, str)
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
+
+
 def _batchify(value: Any, single: bool, n: int, name: str) -> list[Any]:
     if value is None:
         return [None] * n
@@ -404,13 +495,13 @@ def _batchify(value: Any, single: bool, n: int, name: str) -> list[Any]:
     return [None if v is None else list(v) for v in value]
 
 
-def _check_span(span: Any, text: str, i: int, j: int) -> Span:
+def _check_span(span: Any, text: str, i: int, j: int, name: str = "text") -> Span:
     try:
         a, b = int(span[0]), int(span[1])
     except (TypeError, ValueError, IndexError):
-        raise MlukeError(f"text {i}, entity span {j}: {span!r} is not a (start, end) pair of character offsets") from None
+        raise MlukeError(f"{name} {i}, entity span {j}: {span!r} is not a (start, end) pair of character offsets") from None
     if not 0 <= a < b <= len(text):
-        raise MlukeError(f"text {i}, entity span {j}: ({a}, {b}) is not a non-empty span inside the text (length {len(text)})")
+        raise MlukeError(f"{name} {i}, entity span {j}: ({a}, {b}) is not a non-empty span inside the {name} (length {len(text)})")
     return a, b
 
 

@@ -48,19 +48,21 @@ def from_sentencepiece(spm_path: str | Path) -> Tokenizer:
 
 
 def _mark_special_tokens(tok: Tokenizer) -> None:
-    """Make ``<mask>`` (left-stripping, as XLM-R has it), ``<ent>`` and ``<ent2>`` special added tokens."""
+    """Make the specials, ``<ent>`` and ``<ent2>`` left-stripping special added tokens.
+
+    Left-stripping: whitespace before a special token written in the text makes no piece,
+    as with the sentencepiece model mLUKE was trained with (the slow XLM-R and mLUKE
+    tokenizers encode the text between special tokens on its own, and sentencepiece drops
+    whitespace at its ends): ``"to <unk>, such"`` -> ``▁to <unk> ▁ , ▁such``, not
+    ``▁to ▁ <unk> ...``. XLM-R's ``tokenizer.json`` has this for ``<mask>`` only, so
+    transformers' fast tokenizer adds a ``▁`` (id 6) before ``<s>``, ``</s>``, ``<unk>``.
+    """
     vocab_size = tok.get_vocab_size(with_added_tokens=False)
     mask_id = tok.token_to_id(MASK)
     if mask_id is None:
         raise InputFormatError("the word vocabulary has no <mask> piece; not an XLM-R tokenizer")
-    tok.add_special_tokens([
-        AddedToken(BOS, special=True, normalized=False), AddedToken(PAD, special=True, normalized=False),
-        AddedToken(EOS, special=True, normalized=False), AddedToken(UNK, special=True, normalized=False),
-        AddedToken(MASK, lstrip=True, special=True, normalized=False),
-    ])
-    for token in (ENT, ENT2):
-        if tok.token_to_id(token) is None:
-            tok.add_special_tokens([AddedToken(token, special=True, normalized=False)])
+    tok.add_special_tokens([AddedToken(t, lstrip=True, special=True, normalized=False)
+                            for t in (BOS, PAD, EOS, UNK, MASK, ENT, ENT2)])
     expected = {MASK: vocab_size - 1, ENT: vocab_size, ENT2: vocab_size + 1}
     got = {t: tok.token_to_id(t) for t in expected}
     if got != expected:

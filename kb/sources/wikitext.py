@@ -9,14 +9,16 @@ What it does, in this order, with a few C-speed regular expressions and one
 Python-level loop per link:
 
 - drops comments, templates and parser functions (``{{...}}``, ``{{{...}}}``,
-  nested to any depth), tables (``{| ... |}``), and tags whose content is not
-  prose: ``<ref>``, ``<math>``, ``<gallery>``, ``<syntaxhighlight>``...;
+  nested to any depth), tables (``{| ... |}``, also indented: ``:{| ... |}``),
+  and tags whose content is not prose (:data:`DROPPED_TAGS`): ``<ref>``, ``<math>``,
+  ``<gallery>``, ``<syntaxhighlight>``...;
   keeps the content of ``<nowiki>`` literally (never parsed as markup);
 - drops file/image/media and category links (with nested links in captions)
   and interlanguage links, using the namespace names of the dump's own
   ``<siteinfo>`` plus the canonical English ones that MediaWiki accepts everywhere;
 - keeps the anchor text of other links: ``[[T]]``, ``[[T|a]]``, ``[[T#s|a]]``,
-  ``[[T]]suffix`` (the link trail joins the anchor), the pipe trick ``[[T (x)|]]``;
+  ``[[T]]suffix`` (the link trail joins the anchor: the letters of MediaWiki's ``$linkTrail``
+  for the language, see :data:`LINK_TRAILS`; ``<nowiki/>`` ends it), the pipe trick ``[[T (x)|]]``;
   links into other namespaces (``[[Help:X|x]]``), section links (``[[#s]]``) and
   inter-wiki links (``[[:fr:X]]``, ``[[wikt:x]]``) stay as text but are not
   article links;
@@ -56,15 +58,50 @@ CANONICAL_NAMESPACES: dict[str, int] = {
 HIDDEN_LINK_NAMESPACES = frozenset({-2, 6, 14})
 
 # Wikipedia language editions (interlanguage link prefixes) and sister-project interwiki prefixes.
-_WIKI_LANGS = frozenset(["aa", "ab", "ace", "ady", "af", "ak", "als", "alt", "am", "ami", "an", "ang", "anp", "ar", "arc", "ary", "arz", "as", "ast", "atj", "av", "avk", "awa", "ay", "az", "azb", "ba", "ban", "bar", "bat-smg", "bbc", "bcl", "bdr", "be", "be-tarask", "be-x-old", "bew", "bg", "bh", "bi", "bjn", "blk", "bm", "bn", "bo", "bpy", "br", "bs", "btm", "bug", "bxr", "ca", "cbk-zam", "cdo", "ce", "ceb", "ch", "cho", "chr", "chy", "ckb", "co", "cr", "crh", "cs", "csb", "cu", "cv", "cy", "da", "dag", "de", "dga", "din", "diq", "dsb", "dtp", "dty", "dv", "dz", "ee", "el", "eml", "en", "eo", "es", "et", "eu", "ext", "fa", "fat", "ff", "fi", "fiu-vro", "fj", "fo", "fon", "fr", "frp", "frr", "fur", "fy", "ga", "gag", "gan", "gcr", "gd", "gl", "glk", "gn", "gom", "gor", "got", "gpe", "gsw", "gu", "guc", "gur", "guw", "gv", "ha", "hak", "haw", "he", "hi", "hif", "ho", "hr", "hsb", "ht", "hu", "hy", "hyw", "hz", "ia", "iba", "id", "ie", "ig", "igl", "ii", "ik", "ilo", "inh", "io", "is", "it", "iu", "ja", "jam", "jbo", "jv", "ka", "kaa", "kab", "kbd", "kbp", "kcg", "kg", "kge", "ki", "kj", "kk", "kl", "km", "kn", "knc", "ko", "koi", "kr", "krc", "ks", "ksh", "ku", "kus", "kv", "kw", "ky", "la", "lad", "lb", "lbe", "lez", "lfn", "lg", "li", "lij", "lld", "lmo", "ln", "lo", "lrc", "lt", "ltg", "lv", "lzh", "mad", "mai", "map-bms", "mdf", "mg", "mh", "mhr", "mi", "min", "mk", "ml", "mn", "mni", "mnw", "mo", "mos", "mr", "mrj", "ms", "mt", "mus", "mwl", "my", "myv", "mzn", "na", "nah", "nap", "nds", "nds-nl", "ne", "new", "ng", "nia", "nl", "nn", "no", "nov", "nqo", "nr", "nrm", "nso", "nup", "nv", "ny", "oc", "olo", "om", "or", "os", "pa", "pag", "pam", "pap", "pcd", "pcm", "pdc", "pfl", "pi", "pih", "pl", "pms", "pnb", "pnt", "ps", "pt", "pwn", "qu", "rki", "rm", "rmy", "rn", "ro", "roa-rup", "roa-tara", "rsk", "ru", "rue", "rup", "rw", "sa", "sah", "sat", "sc", "scn", "sco", "sd", "se", "sg", "sgs", "sh", "shi", "shn", "si", "simple", "sk", "skr", "sl", "sm", "smn", "sn", "so", "sq", "sr", "srn", "ss", "st", "stq", "su", "sv", "sw", "syl", "szl", "szy", "ta", "tay", "tcy", "tdd", "te", "tet", "tg", "th", "ti", "tig", "tk", "tl", "tly", "tn", "to", "tpi", "tr", "trv", "ts", "tt", "tum", "tw", "ty", "tyv", "udm", "ug", "uk", "ur", "uz", "ve", "vec", "vep", "vi", "vls", "vo", "vro", "wa", "war", "wo", "wuu", "xal", "xh", "xmf", "yi", "yo", "yue", "za", "zea", "zgh", "zh", "zh-classical", "zh-min-nan", "zh-yue", "zu"])
-_INTERWIKI = frozenset(["b", "c", "commons", "d", "m", "mw", "meta", "n", "q", "s", "species", "v", "voy", "w", "wikt", "wikibooks", "wikidata", "wikimedia", "wikinews", "wikipedia", "wikiquote", "wikisource", "wikispecies", "wikiversity", "wikivoyage", "wiktionary", "foundation", "wmf", "phab", "mediawikiwiki", "outreach", "incubator"])
-#: Languages written without spaces between words: no link trail, no word-boundary test.
+_WIKI_LANGS = frozenset("""
+aa ab ace ady af ak als alt am ami an ang anp ar arc ary arz as ast atj av avk awa ay az azb ba ban
+bar bat-smg bbc bcl bdr be be-tarask be-x-old bew bg bh bi bjn blk bm bn bo bpy br bs btm bug bxr ca
+cbk-zam cdo ce ceb ch cho chr chy ckb co cr crh cs csb cu cv cy da dag de dga din diq dsb dtp dty dv
+dz ee el eml en eo es et eu ext fa fat ff fi fiu-vro fj fo fon fr frp frr fur fy ga gag gan gcr gd
+gl glk gn gom gor got gpe gsw gu guc gur guw gv ha hak haw he hi hif ho hr hsb ht hu hy hyw hz ia
+iba id ie ig igl ii ik ilo inh io is it iu ja jam jbo jv ka kaa kab kbd kbp kcg kg kge ki kj kk kl
+km kn knc ko koi kr krc ks ksh ku kus kv kw ky la lad lb lbe lez lfn lg li lij lld lmo ln lo lrc lt
+ltg lv lzh mad mai map-bms mdf mg mh mhr mi min mk ml mn mni mnw mo mos mr mrj ms mt mus mwl my myv
+mzn na nah nap nds nds-nl ne new ng nia nl nn no nov nqo nr nrm nso nup nv ny oc olo om or os pa pag
+pam pap pcd pcm pdc pfl pi pih pl pms pnb pnt ps pt pwn qu rki rm rmy rn ro roa-rup roa-tara rsk ru
+rue rup rw sa sah sat sc scn sco sd se sg sgs sh shi shn si simple sk skr sl sm smn sn so sq sr srn
+ss st stq su sv sw syl szl szy ta tay tcy tdd te tet tg th ti tig tk tl tly tn to tpi tr trv ts tt
+tum tw ty tyv udm ug uk ur uz ve vec vep vi vls vo vro wa war wo wuu xal xh xmf yi yo yue za zea zgh
+zh zh-classical zh-min-nan zh-yue zu
+""".split())
+_INTERWIKI = frozenset("""
+b c commons d m mw meta n q s species v voy w wikt wikibooks wikidata wikimedia wikinews wikipedia
+wikiquote wikisource wikispecies wikiversity wikivoyage wiktionary foundation wmf phab mediawikiwiki
+outreach incubator
+""".split())
+#: Languages written without spaces between words: no word-boundary test, and no link trail
+#: unless :data:`LINK_TRAILS` gives MediaWiki's.
 NO_SPACE_LANGUAGES = frozenset({"ja", "zh", "th", "km", "lo", "my", "bo", "dz", "zh-yue", "yue", "wuu", "gan",
                                 "zh-classical", "lzh", "zh-min-nan"})
+_ARABIC_MARKS = "\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed"
+#: The letters of a link trail (``[[Japan]]ese``), as MediaWiki's ``$linkTrail`` of
+#: ``languages/messages/Messages{Xx}.php`` has them, for the languages checked against it
+#: (ja and zh define none and inherit English's). Other languages: any run of letters (``[^\W\d_]+``), or none for
+#: :data:`NO_SPACE_LANGUAGES`.
+LINK_TRAILS: dict[str, str] = {
+    "en": "a-z",
+    "de": "äöüßa-z",
+    "ru": "a-zабвгдеёжзийклмнопрстуфхцчшщъыьэюя",
+    "ar": "a-zء-يچ" + _ARABIC_MARKS,
+    "ja": "a-z",
+    "zh": "a-z",
+}
 
 _DROP_TAGS = ("ref|references|math|chem|ce|score|timeline|gallery|syntaxhighlight|source|graph|mapframe|maplink"
               "|templatedata|templatestyles|imagemap|hiero|inputbox|categorytree|indicator|section|charinsert"
               "|pre|code|noinclude|includeonly|onlyinclude")
+#: Tags whose content is dropped (not prose), as documented above.
+DROPPED_TAGS = frozenset(_DROP_TAGS.split("|"))
 _COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # The page's own characters of the placeholder plane (private use, group 2) are saved like
 # <nowiki> contents, so that none of them is taken for a placeholder when the pieces are put back.
@@ -87,7 +124,12 @@ _BLANK_LINES_RE = re.compile(r"\n[ \t\u00a0]*\n[ \t\u00a0\n]*")
 _SPACES_RE = re.compile(r"  +")
 _LINK_OPEN_RE = re.compile(r"\[\[")
 _LINK_CLOSE_RE = re.compile(r"\]\]")
-_PLACEHOLDER_RE = re.compile("[\U000f0000-\U000ffffd]")
+_LINK_END_RE = re.compile(r"\]\](?=<|''|\{\{)")
+_PLACEHOLDER_RE = re.compile("[\U000f0000-\U000ffffc]")
+# Ends a link trail where markup was removed (``<nowiki/>``, quotes or a tag right after ``]]``);
+# the last code point of the placeholder plane, never an index into the saved pieces.
+_TRAIL_STOP = "\U000ffffd"
+_PLANE_RE = re.compile("[\U000f0000-\U000ffffd]")
 _PLACEHOLDER_BASE = 0xF0000
 
 
@@ -106,7 +148,10 @@ class LinkRules:
         names = dict(CANONICAL_NAMESPACES)
         names.update({_fold(k): v for k, v in self.namespaces.items() if k})
         object.__setattr__(self, "_names", names)
-        trail = "" if self.lang in NO_SPACE_LANGUAGES else r"[^\W\d_]+"
+        if self.lang in LINK_TRAILS:
+            trail = f"[{LINK_TRAILS[self.lang]}]+"
+        else:
+            trail = "" if self.lang in NO_SPACE_LANGUAGES else r"[^\W\d_]+"
         object.__setattr__(self, "_trail_re", re.compile(trail) if trail else None)
 
     def prefix_kind(self, prefix: str) -> str | None:
@@ -128,13 +173,17 @@ def _fold(name: str) -> str:
 
 def _tokens(text: str, open_re: re.Pattern[str], close_re: re.Pattern[str] | None,
             is_open: Callable[[str], bool] | None = None) -> list[tuple[int, int, bool, int]]:
-    """``(start, end, is_opener, levels)`` of the tokens in ``text``, in order. With one
-    pattern, ``is_open`` tells the openers; a run of brackets counts one level per pair."""
-    toks = [(m.start(), m.end(), True if close_re is not None else is_open(m.group()),  # type: ignore[misc]
-             max(1, (m.end() - m.start()) // 2)) for m in open_re.finditer(text)]
-    if close_re is not None:
-        toks.extend((m.start(), m.end(), False, (m.end() - m.start()) // 2) for m in close_re.finditer(text))
-        toks.sort()
+    """``(start, end, is_opener, levels)`` of the tokens in ``text``, in order.
+
+    With two patterns, a run of brackets counts one level per pair. With one
+    pattern, ``is_open`` tells the openers and every token is one
+    level: ``\n:{|`` (a colon-indented table) opens one table, not two.
+    """
+    if close_re is None:
+        return [(m.start(), m.end(), is_open(m.group()), 1) for m in open_re.finditer(text)]  # type: ignore[misc]
+    toks = [(m.start(), m.end(), True, max(1, (m.end() - m.start()) // 2)) for m in open_re.finditer(text)]
+    toks.extend((m.start(), m.end(), False, (m.end() - m.start()) // 2) for m in close_re.finditer(text))
+    toks.sort()
     return toks
 
 
@@ -185,17 +234,32 @@ def _strip_balanced(text: str, toks: list[tuple[int, int, bool, int]], unclosed_
 
 def _protect_nowiki(text: str, saved: list[str]) -> str:
     def keep(m: re.Match[str]) -> str:
-        piece = m.group(1) if m.group(2) is None else m.group(2)
-        if piece is None:
-            return ""
+        piece = m.group(2) if m.group(2) is not None else m.group(1)
+        if piece is None:  # <nowiki/> still ends a link trail and a line-start marker, as in MediaWiki
+            return _TRAIL_STOP
         saved.append(piece)
         return chr(_PLACEHOLDER_BASE + len(saved) - 1) if len(saved) < 0xFFFD else ""
 
     return _NOWIKI_RE.sub(keep, text)
 
 
+def _end_link_trails(text: str) -> str:
+    """Put a trail stop after every ``]]`` that a tag, a quote run or a template follows.
+
+    MediaWiki reads a link trail before it renders quotes and tags, so ``'''[[T]]'''s``,
+    ``[[T]]<ref>..</ref>s`` and ``[[T]]<br>s`` show ``T`` as the anchor; removing the
+    markup first would join ``s`` to it. A template right after a link (``{{sfn|..}}``,
+    ``{{'s}}``, ``{{nbsp}}``) almost always expands to something that is not a letter,
+    so it ends the trail too. The stop is removed with the placeholders. (Comments are
+    removed before this: ``[[T]]<!-- -->s`` is ``Ts``, as in MediaWiki.)
+    """
+    return _LINK_END_RE.sub("]]" + _TRAIL_STOP, text)
+
+
 def _restore(text: str, saved: list[str]) -> str:
     """Decode HTML entities and put ``<nowiki>`` contents back (both change lengths: done per piece)."""
+    if _TRAIL_STOP in text:
+        text = text.replace(_TRAIL_STOP, "")
     if "&" in text:
         text = html.unescape(text)
     return _put_back(text, saved)
@@ -214,11 +278,14 @@ def strip_markup(wikitext: str, saved: list[str]) -> str:
     ``<nowiki>`` contents are replaced by placeholders appended to ``saved``.
     """
     text = "\n" + wikitext  # line-start patterns look for "\n"
+    if "<!--" in text:
+        text = _COMMENT_RE.sub("", text)
+    # Placeholders and trail stops are made below: the page's own characters of their plane are saved first.
+    if ("nowiki" in text and "<" in text) or _PLANE_RE.search(text):
+        text = _protect_nowiki(text, saved)
+    if "]]" in text and ("<" in text or "''" in text or "{{" in text):
+        text = _end_link_trails(text)
     if "<" in text:
-        if "<!--" in text:
-            text = _COMMENT_RE.sub("", text)
-        if "nowiki" in text:
-            text = _protect_nowiki(text, saved)
         text = _DROP_TAG_RE.sub("", text)
     if "{{" in text or "}}" in text:
         text = _strip_balanced(text, _tokens(text, _OPEN_BRACES_RE, _CLOSE_BRACES_RE), unclosed_to_end=False)
@@ -319,7 +386,7 @@ def _read_links(text: str, rules: LinkRules, saved: list[str],
         start, stop, is_open = tokens[k]
         if i < start:
             before = text[i:start]
-            if saved or "&" in before:
+            if saved or "&" in before or _TRAIL_STOP in before:
                 before = _restore(before, saved)
             if before[:1] == " " and pieces and pieces[-1][-1:] == " ":
                 before = before[1:]  # a dropped link leaves no double space
@@ -348,10 +415,10 @@ def _read_links(text: str, rules: LinkRules, saved: list[str],
         if nested:  # links inside an anchor: keep their text only
             inner = anchor if sep else target
             shown = (_read_links(inner, rules, saved, level + 1)[0] if level < 8
-                     else inner.replace("[[", "").replace("]]", ""))
+                     else _restore(inner.replace("[[", "").replace("]]", ""), saved))
         else:
             shown = anchor if sep and anchor and not anchor.isspace() else _display(target, anchor if sep else None)
-            if saved or "&" in shown:
+            if saved or "&" in shown or _TRAIL_STOP in shown:
                 shown = _restore(shown, saved)
         if trail_match is not None:
             tm = trail_match(text, i)
@@ -368,5 +435,5 @@ def _read_links(text: str, rules: LinkRules, saved: list[str],
     rest = text[i:]
     if rest[:1] == " " and pieces and pieces[-1][-1:] == " ":
         rest = rest[1:]
-    pieces.append(_restore(rest, saved) if saved or "&" in rest else rest)
+    pieces.append(_restore(rest, saved) if saved or "&" in rest or _TRAIL_STOP in rest else rest)
     return "".join(pieces), links

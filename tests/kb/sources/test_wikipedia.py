@@ -50,7 +50,7 @@ def test_wikitext_to_text_and_links(wikitext, plain, links):
     assert _links(wikitext) == (plain, links)
 
 
-def test_wikitext_uses_the_dumps_namespaces_and_no_trail_in_japanese():
+def test_wikitext_uses_the_dumps_namespaces_and_no_kana_trail_in_japanese():
     text = "[[ファイル:x.png|thumb|[[東京]]]][[東京都]]は[[日本]]語"
     assert _links(text, JA) == ("東京都は日本語", [("東京都", "東京都"), ("日本", "日本")])
     assert _links("[[ファイル:x.png]] y") == ("ファイル:x.png y", [("ファイル:x.png", "ファイル:x.png")])
