@@ -464,3 +464,21 @@ def test_a_cached_demo_from_another_tokenizer_is_refused(tmp_path, recorded):
     for fine in (demo.TOKENIZER_RECORD, "xlmr-pruned"):  # this one, recorded now or before its hash was
         (folder / "demo.json").write_text(json.dumps({"tokenizer": fine}))
         assert demo.train_demo(folder, preset="tiny", progress=False) == folder
+
+
+def test_tensorboard_is_an_optional_extra_checked_before_training(corpus_dir, xlmr_dir, tmp_path, monkeypatch):
+    """``run.tensorboard = true`` without the package: a clear error naming the extra, before any step."""
+    import importlib.util
+
+    config = _config(corpus_dir, xlmr_dir, tmp_path / "run")
+    config.run.tensorboard = True
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboard" else real(name, *a))
+    with pytest.raises(mluke.MlukeError, match=re.escape("pip install 'mluke[tensorboard]'")):
+        Trainer(config, progress=False)
+    assert not (tmp_path / "run").exists()
+    monkeypatch.undo()
+    if importlib.util.find_spec("tensorboard") is not None:  # installed: the events file is written
+        trainer = Trainer(config, progress=False)
+        trainer.train(max_steps=1)
+        assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
