@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv-floor with the declared floors of torch, transformers, tokenizers and numpy (the ">=" versions
-# in pyproject.toml, installed exactly) and run the model, tokenizer and checkpoint tests there.
+# in pyproject.toml, installed exactly) and run the model, tokenizer, checkpoint and probe tests there.
 # Everything else resolves as in .venv. Called by .ci/run after the main test run; pass pytest options
 # (e.g. -x) as arguments.
 set -euo pipefail
@@ -39,4 +39,11 @@ for line in open(sys.argv[1]):
         sys.exit(f"{name} {got} installed, the floor is {want}")
     print(f"floor: {name} {got}")
 PY
-$VENV/bin/python -m pytest -q -p no:cacheprovider "$@" tests/mluke/test_checkpoint.py tests/mluke/test_tokenizer.py
+# the model and checkpoint (test_checkpoint), the tokenizer, and the probe through the library on the tiny
+# demo model, which is pretrained here first (its CLI tests, minutes on 2 cores, run in the main environment)
+P=tests/mluke/test_probe.py
+$VENV/bin/python -m pytest -q -p no:cacheprovider "$@" tests/mluke/test_checkpoint.py tests/mluke/test_tokenizer.py \
+  $P::test_demo_folder_is_a_checkpoint_with_heldout_pairs $P::test_entity_scores_are_mep_log_probabilities \
+  $P::test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join $P::test_a_subject_is_left_out_of_its_own_ranking \
+  $P::test_word_scores_are_mean_piece_log_probabilities $P::test_outputs $P::test_bad_input \
+  $P::test_open_vocabulary_answers_rank_the_whole_entity_vocabulary $P::test_no_gold_answers_gives_no_metrics
