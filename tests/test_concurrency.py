@@ -224,7 +224,7 @@ def test_a_database_that_appeared_meanwhile_is_not_replaced(tmp_path):
 
 
 #: Run in `mluke kb add` before main(): a page cache of a few pages, so that its transaction writes pages to
-#: the log as it goes (not all at its commit), and a 2 ms pause per SQL statement: the window between its
+#: the log as it goes (not all at its commit), and a 10 ms pause per SQL statement: the window between its
 #: first page in the log and its commit frame becomes wide enough for the test to kill inside it. Neither
 #: changes what the command writes.
 SLOW_COMMIT = """
@@ -234,7 +234,7 @@ _open = _database.open_for_update
 def _slow_open(path):
     conn = _open(path)
     conn.execute("PRAGMA cache_size = 2")
-    conn.set_trace_callback(lambda _sql: time.sleep(0.002))
+    conn.set_trace_callback(lambda _sql: time.sleep(0.01))
     return conn
 _database.open_for_update = _slow_open
 """
