@@ -110,3 +110,16 @@ def test_every_third_party_import_of_the_library_is_declared():
             elif not any(_distribution_key(d) in declared for d in dists):
                 missing.append(f"{_module(path)} imports {name} ({', '.join(dists)}), not declared in pyproject.toml")
     assert not missing, "\n".join(sorted(set(missing)))
+
+
+def test_the_floor_environment_installs_what_pyproject_and_readme_declare():
+    """scripts/setup_floor.sh installs the ``>=`` floors of these four from pyproject.toml; README states them."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    script = (ROOT / "scripts" / "setup_floor.sh").read_text(encoding="utf-8")
+    for name in ("torch", "transformers", "tokenizers", "numpy"):
+        floor = re.search(rf'^\s*"{name}>=([0-9][0-9.]*)"', pyproject, re.M)
+        assert floor, f"pyproject.toml: no {name}>=X floor"
+        assert f"`{name}>={floor.group(1)}`" in readme, f"README does not state {name}>={floor.group(1)}"
+        assert f'"{name}"' in script
+    assert "bash scripts/setup_floor.sh" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
