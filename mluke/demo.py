@@ -240,8 +240,7 @@ def _check_cached_tokenizer(folder: Path) -> None:
     if recorded == "xlmr-pruned":  # demo v4 before the hash was recorded: always built from TOKENIZER_PACKAGE
         return
     if recorded != TOKENIZER_RECORD:
-        shown = repr(recorded).replace("{", "{{").replace("}", "}}")  # the message's {names} are options
-        raise MlukeError(f"{folder}: this demo model was trained with the tokenizer {shown}, not the XLM-R "
+        raise MlukeError(f"{folder}: this demo model was trained with the tokenizer {recorded!r}, not the XLM-R "
                          f"tokenizer of {TOKENIZER_PACKAGE}; retrain it with {{overwrite}}",
                          options={"overwrite": flag("overwrite")})
 

@@ -459,8 +459,9 @@ def test_a_cached_demo_from_another_tokenizer_is_refused(tmp_path, recorded):
     folder = tmp_path / "demo"
     folder.mkdir()
     (folder / "demo.json").write_text(json.dumps({"tokenizer": recorded}))
-    with pytest.raises(MlukeError, match="trained with the tokenizer .* retrain it with overwrite=True"):
+    with pytest.raises(MlukeError, match="trained with the tokenizer .* retrain it with overwrite=True") as error:
         demo.train_demo(folder, preset="tiny", progress=False)
+    assert repr(recorded) in str(error.value) and "--overwrite" in error.value.for_cli()
     for fine in (demo.TOKENIZER_RECORD, "xlmr-pruned"):  # this one, recorded now or before its hash was
         (folder / "demo.json").write_text(json.dumps({"tokenizer": fine}))
         assert demo.train_demo(folder, preset="tiny", progress=False) == folder
