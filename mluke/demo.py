@@ -233,6 +233,16 @@ def _pruned_xlmr_tokenizer(texts: list[str], folder: Path) -> None:
     (folder / "tokenizer.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
 
+def _library_versions() -> dict[str, str]:
+    """Versions that shape the trained demo: the random start differs between transformers 4.x and 5.x
+    (their weight initialisation draws differently from the same seed), so two demos agree only with both."""
+    import tokenizers
+    import torch
+    import transformers
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
+
+
 def _check_cached_tokenizer(folder: Path) -> None:
     """Refuse a cached demo trained with another tokenizer than :data:`TOKENIZER_RECORD` (say, by an older
     mluke that fell back to a sentencepiece model): it would answer differently from everyone else's."""
@@ -315,7 +325,7 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
             trainer.export(tmp_out)
             (tmp_out / "demo.json").write_text(json.dumps({
                 "demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)},
-                "tokenizer": TOKENIZER_RECORD, "relations": list(DEMO_RELATIONS), "documents": len(docs), "steps": steps,
+                "tokenizer": TOKENIZER_RECORD, "libraries": _library_versions(), "relations": list(DEMO_RELATIONS), "documents": len(docs), "steps": steps,
                 "seconds": round(time.perf_counter() - started, 1), "heldout": heldout, "train": data.train,
                 "linking": data.linking,
             }, ensure_ascii=False, indent=1), encoding="utf-8")
