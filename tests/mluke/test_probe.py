@@ -3,10 +3,12 @@ import math
 
 import pytest
 import torch
+import transformers
 
 import mluke
 from kb.db.templates import parse_template
 from mluke.cloze import probe
+from mluke.demo import TOKENIZER_RECORD
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +25,8 @@ def bundle(tiny_demo):
 
 def test_demo_folder_is_a_checkpoint_with_heldout_pairs(tiny_demo, bundle):
     info = json.loads((tiny_demo / "demo.json").read_text())
-    assert info["heldout"] and info["train"] and info["tokenizer"] == "xlmr-pruned"
+    assert info["heldout"] and info["train"] and info["tokenizer"] == TOKENIZER_RECORD
+    assert info["libraries"]["transformers"] == transformers.__version__ and info["libraries"]["torch"] == torch.__version__
     train_pairs = {(f["property"], f["subject"], f["object"], f["lang"]) for f in info["train"]}
     for f in info["heldout"]:
         assert (f["property"], f["subject"], f["object"], f["lang"]) not in train_pairs
