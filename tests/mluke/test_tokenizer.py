@@ -258,8 +258,12 @@ def test_save_and_reload_gives_the_same_encoding(tiny_checkpoint, tmp_path):
 @pytest.fixture(scope="session")
 def hf_mluke(xlmr_json, tmp_path_factory):
     """transformers' own MLukeTokenizer on the real XLM-R tokenizer.json and the same entity vocabulary."""
+    import transformers
     from transformers import MLukeTokenizer as HfMLukeTokenizer
 
+    if int(transformers.__version__.split(".")[0]) < 5:
+        pytest.skip("transformers 4.x's MLukeTokenizer reads only sentencepiece.bpe.model, not an XLM-R tokenizer.json: "
+                    "these comparisons run with transformers 5.x")
     folder = tmp_path_factory.mktemp("hf_mluke")
     shutil.copy(xlmr_json, folder / "tokenizer.json")
     (folder / "entity_vocab.json").write_text(json.dumps(
