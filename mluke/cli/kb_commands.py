@@ -21,6 +21,7 @@ from mluke.cli.output import OverwriteOption, check_outputs, print_table
 app = typer.Typer(
     help="Build, inspect and query the inter-language entity database (kb) and the entity vocabulary.",
     no_args_is_help=True,
+    rich_markup_mode=None,  # plain help: no <bool> after flags, no boxes squeezing the text at 80 columns
 )
 
 DbArg = Annotated[

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb.files import split_list, write_csv, write_json
+from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
 
 
@@ -36,6 +37,12 @@ def probe(
     """Ask the model which object each subject has, e.g. mluke probe "[X] is the capital of [Y]" --lang ja"""
     from mluke.cloze import probe as run
 
+    checks.languages("--lang", [lang], checks.db_languages(db), str(db or "the embedded kb"))
+    checks.choice("--mode", mode, ["entity", "word", "both"])
+    checks.choice("--normalize", normalize, ["candidates", "vocabulary"])
+    checks.at_least("--top-k", top_k, 1)
+    checks.at_least("--limit", limit, 0)
+    checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
     result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
                  use_subject_entity=subject_entity, top_k=top_k, normalize=normalize,  # type: ignore[arg-type]
@@ -75,6 +82,8 @@ def eval_mlama(
     """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias."""
     from probes import eval_mlama as run
 
+    checks.choice("--mode", mode, ["entity", "word"])
+    checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
     report = run(folder, model, split_list(langs) or [], mode=mode,
                             use_subject_entity=subject_entity, exclude_subject=not keep_subject,
@@ -108,6 +117,7 @@ def eval_demo(
     held-out ambiguous-city sentences with each linking method (accuracy x 100 per language)."""
     from probes import eval_demo as run
 
+    checks.at_least("--train-sample", train_sample, 1)
     outputs = check_outputs(overwrite, json_out)
     report = run(model, max_train_per_cell=train_sample, progress=progress)
     if json_out:
