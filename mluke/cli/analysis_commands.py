@@ -33,7 +33,7 @@ def _spans(spans: Path, mlqa_langs: str | None) -> Any:
     return data
 
 
-@app.command("build")
+@app.command("build", short_help="Embed every span of a spans file and index the vectors.")
 def build(
     spans: SpansArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="Folder to write the index to (index.faiss, meta.json, items.jsonl).")],
@@ -57,12 +57,9 @@ def build(
     """Embed every span of SPANS with the model and index the vectors, e.g.
     mluke index build spans.jsonl --features entity -o spans-index"""
     from kb.files import check_output
-    from probes.cwr import item_vectors
-    from mluke.spans import FEATURES
-    from probes.retrieval import KINDS, build_index
 
-    checks.choice("--features", features, FEATURES)
-    checks.choice("--kind", kind, KINDS)
+    checks.choice("--features", features, checks.SPAN_FEATURES)
+    checks.choice("--kind", kind, checks.INDEX_KINDS)
     for flag, value in (("--hnsw-m", hnsw_m), ("--ef-construction", ef_construction), ("--ef-search", ef_search),
                         ("--nlist", nlist), ("--pq-m", pq_m), ("--nprobe", nprobe), ("--batch-size", batch_size)):
         checks.at_least(flag, value, 1)
@@ -72,6 +69,9 @@ def build(
                           f"{', '.join(str(m) for m in (64, 32, 16, 8, 4) if size % m == 0)})")
     checks.device(device, dtype)
     check_output(output, overwrite=overwrite, what=" (span index)")
+    from probes.cwr import item_vectors
+    from probes.retrieval import build_index
+
     items = _spans(spans, mlqa_langs).items
     vectors = item_vectors(model, items, features=features, layer=layer, batch_size=batch_size, progress=progress,
                            device=device, dtype=dtype)
@@ -84,7 +84,7 @@ def build(
     typer.echo(f"indexed {len(index):,} spans ({features} features, layer {layer}, {kind}) in {output}")
 
 
-@app.command("search")
+@app.command("search", short_help="The spans nearest to a query span by cosine.")
 def search(
     index_dir: Annotated[Path, typer.Argument(metavar="INDEX", help="A folder written by `mluke index build`.")],
     text: Annotated[str, typer.Option("--text", help="The text holding the query span.")],
@@ -142,13 +142,12 @@ def eval_cwr(
 ) -> None:
     """Contextual word retrieval: find each query-language span's translation among all spans of each other
     language; mean reciprocal rank per language and feature kind (x100), e.g. mluke eval-cwr spans.jsonl"""
-    from mluke.spans import FEATURES
-    from probes.cwr import evaluate_cwr
-
-    checks.choices("--features", split_list(features) or [], FEATURES)
+    checks.choices("--features", split_list(features) or [], checks.SPAN_FEATURES)
     checks.at_least("--batch-size", batch_size, 1)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
+    from probes.cwr import evaluate_cwr
+
     report = evaluate_cwr(model, _spans(spans, mlqa_langs), query_lang=query_lang, langs=split_list(langs),
                           features=split_list(features) or ["entity", "word"], layer=layer, batch_size=batch_size,
                           progress=progress, device=device, dtype=dtype)
@@ -172,10 +171,8 @@ def modularity(
     """Modularity of the k-NN graph of span features, communities = languages (lower: more
     language-agnostic), for the base language paired with each other one, e.g. mluke modularity spans.jsonl"""
     from kb.languages import MLUKE_LANGUAGES
-    from mluke.spans import FEATURES
-    from probes.modularity import modularity_by_language
 
-    kinds = checks.choices("--features", split_list(features) or ["entity-token", "word"], FEATURES)
+    kinds = checks.choices("--features", split_list(features) or ["entity-token", "word"], checks.SPAN_FEATURES)
     checks.languages("--base", [base], MLUKE_LANGUAGES, "mLUKE")
     others = [lang for lang in checks.languages("--langs", split_list(langs) or [], MLUKE_LANGUAGES, "mLUKE") if lang != base]
     if langs is not None and not others:
@@ -183,6 +180,8 @@ def modularity(
                           "(each is paired with the base)")
     checks.at_least("-k", k, 1)
     outputs = check_outputs(overwrite, json_out, csv_out)
+    from probes.modularity import modularity_by_language
+
     frame = modularity_by_language(model, _spans(spans, mlqa_langs).items, base=base, langs=split_list(langs),
                                    features=kinds, k=k, layer=layer)
     if json_out:

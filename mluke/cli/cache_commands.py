@@ -18,7 +18,7 @@ def _size(n: int) -> str:
     return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n / 1e3:,.1f} kB"
 
 
-@app.command("info")
+@app.command("info", short_help="List the cache's entries, their sizes and whether they are used.")
 def info() -> None:
     """List the cache's entries (embedded kb, mention indexes, demo models, interrupted trainings) with their
     size and whether they are still used."""
@@ -34,7 +34,7 @@ def info() -> None:
                "`mluke cache clean` removes them")
 
 
-@app.command("clean")
+@app.command("clean", short_help="Remove unused cache entries (--all: everything not running).")
 def clean(
     everything: Annotated[bool, typer.Option("--all", help="Also remove what is in use (the embedded kb, the demo models, mention indexes, resumable trainings); each is rebuilt when next needed.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be removed.")] = False,

@@ -14,6 +14,15 @@ from pathlib import Path
 
 from kb.errors import OptionError
 
+# The accepted values of options, kept here so that checking them imports no model code (transformers takes
+# seconds to import); tests/mluke/test_cli_checks.py checks each against the library's own constant.
+PRESETS = ("demo", "tiny")  #: mluke.demo.PRESETS
+DEMO_HIDDEN_SIZE = 128  #: mluke.demo.PRESETS["demo"].hidden_size
+LINK_METHODS = ("combined", "prior", "model", "global")  #: mluke.linking.METHODS
+SPAN_FEATURES = ("word", "entity", "entity-token")  #: mluke.spans.FEATURES
+INDEX_KINDS = ("flat", "hnsw", "ivfpq")  #: probes.retrieval.KINDS
+MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")  #: probes.transfer.qa_run.MLQA_LANGUAGES
+
 
 def choice(flag: str, value: str, choices: Sequence[str]) -> str:
     """``value`` if it is one of ``choices``; otherwise an error listing them."""
@@ -76,18 +85,14 @@ def languages(flag: str, values: Iterable[str], allowed: Sequence[str], where: s
 def preset(value: str | None) -> None:
     """``--preset``: one of the demo presets."""
     if value is not None:
-        from mluke.demo import PRESETS
-
-        choice("--preset", value, list(PRESETS))
+        choice("--preset", value, PRESETS)
 
 
 def hidden_size(model: str | None) -> int | None:
     """The model's vector size, read from its config.json without loading it (the demo model's when
     ``model`` is None); None when it cannot be known yet (a hub name)."""
     if model is None:
-        from mluke.demo import PRESETS
-
-        return PRESETS["demo"].hidden_size
+        return DEMO_HIDDEN_SIZE
     config = Path(model) / "config.json"
     if not config.is_file():
         return None

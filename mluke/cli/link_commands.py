@@ -30,15 +30,14 @@ def link(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Link entity mentions in texts to the kb's entities (one text per line), e.g. mluke link --lang ja news.txt"""
-    from mluke.linking import iter_link_file, write_linked
-    from mluke.linking import METHODS
-    from mluke.results import MENTION_COLUMNS, LinkTally
-
     checks.languages("--lang", [lang], checks.db_languages(db), str(db or "the embedded kb"))
-    checks.choice("--method", method, METHODS)
+    checks.choice("--method", method, checks.LINK_METHODS)
     checks.at_least("--limit", limit, 0)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, jsonl)
+    from mluke.linking import iter_link_file, write_linked
+    from mluke.results import MENTION_COLUMNS, LinkTally
+
     stream = iter_link_file(source, lang, kb=db, model=model, method=method, prior_weight=prior_weight,  # type: ignore[arg-type]
                             nil_threshold=nil_threshold, candidates=candidates, progress=progress, device=device,
                             dtype=dtype)
@@ -76,11 +75,10 @@ def eval_link(
 
     Example: mluke eval-link path/to/mewsli-9/output/dataset --langs ja,de --methods prior,combined --db kb.sqlite --model path/to/mluke-base
     """
+    checks.choices("--methods", split_list(methods) or [], checks.LINK_METHODS)
     from probes import eval_link as run
-    from mluke.linking import METHODS
     from probes.linking_eval import METRIC_COLUMNS
 
-    checks.choices("--methods", split_list(methods) or [], METHODS)
     outputs = check_outputs(overwrite, json_out, csv_out)
     report = run(folder, langs=split_list(langs), methods=split_list(methods) or [], model=model, kb=db,
                  end_to_end=end_to_end, nil_threshold=nil_threshold, progress=progress)

@@ -29,11 +29,11 @@ def pretrain(
     Several processes or GPUs: start the same command under torchrun, e.g.
     torchrun --nproc_per_node 8 -m mluke pretrain --config run.toml
     """
+    checks.preset(preset)
+    checks.at_least("--max-steps", max_steps, 1)
     from mluke.pretraining import TrainConfig
     from mluke.pretraining import pretrain as run
 
-    checks.preset(preset)
-    checks.at_least("--max-steps", max_steps, 1)
     if print_config:
         typer.echo(TrainConfig().to_toml())
         return
@@ -60,9 +60,9 @@ def corpus(
 ) -> None:
     """Build the pretraining corpus (sentences, word pieces, entity links packed into sequences)
     from the page texts of a dump build, e.g. mluke corpus kb.corpus --tokenizer xlmr/ --vocab vocab.sqlite -o corpus"""
+    checks.choice("--unknown-links", unknown_links, ["drop", "unk"])
     from mluke.pretraining import build_wiki_corpus
 
-    checks.choice("--unknown-links", unknown_links, ["drop", "unk"])
     meta = build_wiki_corpus(pages, tokenizer, vocab, output, languages=split_list(languages), unknown_links=unknown_links,  # type: ignore[arg-type]
                              keep_without_entities=keep_without_entities, overwrite=overwrite, progress=progress)
     print_table(f"wrote {output}", ["lang", "sequences", "words", "entities"],

@@ -45,9 +45,6 @@ def finetune(
 
     Dev scores are computed after every epoch; an interrupted run continues when the command is run again.
     """
-    from mluke.transfer import FineTuneConfig
-    from probes.transfer import finetune as run
-
     checks.choice("TASK", task, TASKS)
     checks.choice("--features", features, ["entity", "word"])
     checks.at_least("--epochs", epochs, 1)
@@ -57,6 +54,9 @@ def finetune(
     checks.at_least("--max-length", max_length, 16)
     checks.at_least("--doc-stride", doc_stride, 1)
     checks.device(device)
+    from mluke.transfer import FineTuneConfig
+    from probes.transfer import finetune as run
+
     config = FineTuneConfig(learning_rate=learning_rate, batch_size=batch_size, epochs=epochs, seed=seed,
                             max_span_pieces=max_span_pieces)
     if task == "qa":
@@ -142,8 +142,6 @@ def evaluate(
 def _check_qa_sets(xquad: Path | None, mlqa: Path | None, langs: list[str] | None, gxlt: bool, split: str,
                    link_source: str) -> None:
     """The QA evaluation's options, before the model is loaded: a data set given, MLQA languages, --gxlt with --mlqa."""
-    from probes.transfer.qa_run import MLQA_LANGUAGES
-
     if xquad is None and mlqa is None:
         raise OptionError("evaluate qa needs --xquad FOLDER and/or --mlqa FOLDER")
     if gxlt and mlqa is None:
@@ -151,4 +149,4 @@ def _check_qa_sets(xquad: Path | None, mlqa: Path | None, langs: list[str] | Non
     checks.choice("--split", split, ["dev", "test"])
     checks.choice("--link-source", link_source, ["anchors", "english"])
     if mlqa is not None and xquad is None and langs:
-        checks.languages("--langs", langs, MLQA_LANGUAGES, "MLQA")
+        checks.languages("--langs", langs, checks.MLQA_LANGUAGES, "MLQA")
