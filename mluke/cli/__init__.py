@@ -76,6 +76,3 @@ def main() -> None:
     except MlukeError as exc:
         typer.echo(f"error: {exc.for_cli()}", err=True)
         sys.exit(1)
-    except KeyboardInterrupt:  # what was interrupted said what it kept (e.g. the demo training's checkpoint)
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
