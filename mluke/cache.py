@@ -128,5 +128,7 @@ def _locked(lock_file: Path) -> bool:
     """True if a process holds the lock of ``lock_file`` (see :func:`mluke.demo.demo_lock`)."""
     from mluke.demo import try_demo_lock
 
+    if not lock_file.exists():  # no process ever took it (and looking does not create it)
+        return False
     with try_demo_lock(lock_file.with_name(lock_file.name[:-len(".lock")])) as held:
         return not held
