@@ -167,7 +167,7 @@ def vocab(
 def vocab_import(
     source: Annotated[Path, typer.Argument(help="entity_vocab.json (Hugging Face layout) or entity_vocab.jsonl (luke layout).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Vocabulary file to write (SQLite).")],
-    layout: Annotated[str, typer.Option(help="'hf' ({\"en:Tokyo\": 5, ...}) or 'jsonl' (one {\"id\", \"entities\", \"count\"} per line).")] = "hf",
+    layout: Annotated[Optional[str], typer.Option(help="'hf' ({\"en:Tokyo\": 5, ...}) or 'jsonl' (one {\"id\", \"entities\", \"count\"} per line); default: read from the file.")] = None,
     db: Annotated[Optional[str], typer.Option("--db", help="Entity database used to attach entity keys (QIDs) to the ids.")] = None,
     default_lang: Annotated[Optional[str], typer.Option(help="Language of unprefixed titles (monolingual LUKE vocabularies).")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
