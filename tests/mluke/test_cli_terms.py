@@ -41,3 +41,13 @@ def test_vocab_import_reads_the_layout_from_the_file(tmp_path):
     assert "no language prefix" in message and "pass --default-lang en" in message and "default_lang" not in message
     res = runner.invoke(app, ["kb", "vocab-import", str(plain), "-o", str(tmp_path / "p.sqlite"), "--default-lang", "en"])
     assert res.exit_code == 0, res.output
+
+
+def test_a_text_file_given_as_the_wikidata_dump_is_not_called_truncated(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("shopping list\nmilk, eggs\n", encoding="utf-8")
+    res = runner.invoke(app, ["kb", "build", "--wikidata", str(notes), "-o", str(tmp_path / "kb.sqlite"),
+                              "--workers", "1", "--quiet"])
+    message = res.exception.for_cli()
+    assert "not a Wikidata JSON dump" in message and "line 1:" in message
+    assert "truncated" not in message and not (tmp_path / "kb.sqlite").exists()
