@@ -4,7 +4,7 @@ stream: memory does not grow with the input) and :func:`probes.eval_link`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -47,14 +47,26 @@ def link(
             return
         counts = tally.summary()
         print_table(f"linked {source} ({lang}, {method})", list(counts), [list(counts.values())])
+        _say_if_nothing_found(tally, source, lang)
         wrote(outputs)
         return
     tally = LinkTally(keep=limit)  # counts, and the rows of the first --limit mentions
     for item in stream:
         tally.add(item)
     print_table(None, [c.format(lang=lang) for c in MENTION_COLUMNS], tally.rows)
+    _say_if_nothing_found(tally, source, lang)
     if tally.mentions > limit:
         typer.echo(f"... and {tally.mentions - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)")
+
+
+def _say_if_nothing_found(tally: Any, source: str, lang: str) -> None:
+    """A note under an empty table: an empty input, or texts where no kb name of ``lang`` occurs (often
+    texts in another language than ``--lang``)."""
+    if not tally.texts:
+        typer.echo(f"note: {'standard input' if source == '-' else source} holds no text to link")
+    elif not tally.mentions:
+        typer.echo(f"note: no {lang!r} name of the kb occurs in the {tally.texts:,} text(s); texts in another "
+                   f"language need --lang (e.g. --lang ja)")
 
 
 def eval_link(

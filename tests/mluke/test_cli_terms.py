@@ -51,3 +51,18 @@ def test_a_text_file_given_as_the_wikidata_dump_is_not_called_truncated(tmp_path
     message = res.exception.for_cli()
     assert "not a Wikidata JSON dump" in message and "line 1:" in message
     assert "truncated" not in message and not (tmp_path / "kb.sqlite").exists()
+
+
+def test_link_says_why_its_table_is_empty(tmp_path, tiny_demo, embedded_db_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    japanese = tmp_path / "ja.txt"
+    japanese.write_text("東京は日本の首都です。\n", encoding="utf-8")
+    base = ["--model", str(tiny_demo), "--db", str(embedded_db_path), "--no-progress"]
+    res = runner.invoke(app, ["link", str(empty), *base])
+    assert res.exit_code == 0 and f"note: {empty} holds no text to link" in res.output, res.output
+    res = runner.invoke(app, ["link", str(japanese), *base])
+    assert res.exit_code == 0 and "no 'en' name of the kb occurs in the 1 text(s)" in res.output
+    assert "--lang" in res.output
+    res = runner.invoke(app, ["link", str(japanese), "--lang", "ja", *base])
+    assert res.exit_code == 0 and "note:" not in res.output and "東京" in res.output
