@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import open_db
 from kb.cache import cache_dir
@@ -39,8 +39,9 @@ from kb.errors import OptionError, OutputExistsError, flag
 from kb.files import atomic_path, remove, remove_temporaries
 from kb.languages import MLUKE_LANGUAGES
 from kb.vocab import EntityVocab
-from mluke.pretraining.config import StageConfig, TrainConfig
-from mluke.pretraining.corpus import Document
+
+if TYPE_CHECKING:  # imported where used: the lock and the names here are read without torch (mluke cache info)
+    from mluke.pretraining.corpus import Document
 
 try:
     import fcntl
@@ -146,6 +147,8 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
     ambiguous give linking test sentences: "<city> is located in <country>" with
     both mentions and their gold entities.
     """
+    from mluke.pretraining.corpus import Document
+
     rng = random.Random(preset.seed)
     docs, heldout, train, linking = [], [], [], []
     templates = {(p, l): db.template(p, l) for p in DEMO_RELATIONS for l in preset.languages}
@@ -311,6 +314,7 @@ def try_demo_lock(out_dir: Path) -> Iterator[bool]:
 
 def _train_locked(out_dir: Path, p: DemoPreset, db: EntityDB | None, progress: bool) -> Path:
     """The training itself; the caller holds :func:`demo_lock`, so the work folder is this process's alone."""
+    from mluke.pretraining.config import StageConfig, TrainConfig
     from mluke.pretraining.trainer import Trainer
 
     started = time.perf_counter()
