@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb.db.sqlite import SqliteStore, atomic_build, chunked
 from kb.db.titles import normalize_title
-from kb.errors import InputFormatError, NotFoundError, OptionError, option
+from kb.errors import InputFormatError, NotFoundError, Option, OptionError, option
 from kb.files import atomic_text
 from kb.languages import check_languages
 
@@ -262,10 +262,13 @@ class EntityVocab(SqliteStore):
         return cls._write(path, rows(), overwrite=overwrite, provenance=provenance)
 
     @classmethod
-    def import_file(cls, source: str | os.PathLike[str], path: str | os.PathLike[str], *, layout: str = "hf",
+    def import_file(cls, source: str | os.PathLike[str], path: str | os.PathLike[str], *, layout: str | None = None,
                     db: EntityDB | None = None, default_lang: str | None = None, overwrite: bool = False) -> EntityVocab:
         """Import a vocabulary file in the ``"hf"`` layout (:meth:`import_hf`) or the luke ``"jsonl"`` one
-        (:meth:`import_jsonl`), keeping its ids: what ``mluke kb vocab-import`` does."""
+        (:meth:`import_jsonl`), keeping its ids: what ``mluke kb vocab-import`` does. ``layout=None`` reads
+        it from the file: one JSON object per line with ``"entities"`` is ``"jsonl"``, anything else ``"hf"``."""
+        if layout is None:
+            layout = vocab_layout(source)
         if layout == "hf":
             return cls.import_hf(source, path, db=db, default_lang=default_lang, overwrite=overwrite)
         if layout == "jsonl":
@@ -309,7 +312,8 @@ class EntityVocab(SqliteStore):
                 else:
                     raise InputFormatError(
                         f"{json_path}: key {raw_key!r} has no language prefix; expected 'lang:title' keys "
-                        "as in mLUKE's entity_vocab.json (for a monolingual LUKE vocabulary pass default_lang)"
+                        "as in mLUKE's entity_vocab.json (for a monolingual LUKE vocabulary pass {default_lang})",
+                        options={"default_lang": Option("default_lang='en'", "--default-lang en")},
                     )
                 if len(names) >= 50_000:
                     _insert_pairs(conn, entries, names, path)
@@ -383,6 +387,21 @@ class EntityVocab(SqliteStore):
                 ents = [[e.special, l] for l in langs] if e.special else [[t, l] for l, t in e.names]
                 yield json.dumps({"id": e.id, "entities": ents, "count": e.count}, ensure_ascii=False)
         return _write_text(jsonl_path, lines(), overwrite=overwrite, head="", sep="\n", tail="\n")
+
+
+def vocab_layout(source: str | os.PathLike[str]) -> str:
+    """``"jsonl"`` if the file's first line is a whole luke vocabulary record (``{"id": .., "entities": ..}``),
+    else ``"hf"`` (one JSON object over the whole file, whose first line is not a whole object)."""
+    try:
+        with open(source, "rb") as f:
+            first = f.readline(1 << 20).strip()
+    except OSError:
+        return "hf"  # the importer names the missing or unreadable file
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return "hf"
+    return "jsonl" if isinstance(record, dict) and "entities" in record else "hf"
 
 
 _layout_message = "{layout}: expected 'hf' (entity_vocab.json of transformers) or 'jsonl' (the luke layout)"

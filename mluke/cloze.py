@@ -50,7 +50,7 @@ from kb import open_db
 from kb.db import EntityDB, Template
 from kb.db.relations import describe, match_relation, no_match_error
 from kb.db.templates import read_templates
-from kb.errors import MlukeError, Option, option
+from kb.errors import MlukeError, Option, OptionError, option
 from kb.languages import check_language
 from mluke.checkpoint import open_model
 from mluke.results import Prediction, ProbeResult, SubjectResult
@@ -136,6 +136,21 @@ def probe(
                      exclude_subject=exclude_subject, batch_size=batch_size, notes=notes, gold_labels=cand_labels)
 
 
+def check_prompt_lengths(tokenizer: Any, template: Template, subjects: Sequence[str], answer_pieces: int) -> None:
+    """An error naming the subject whose prompt (with ``answer_pieces`` masks at [Y]) is longer than the
+    model reads: cut to fit, it would lose its [Y] and the scores would mean nothing."""
+    limit = tokenizer.max_length
+    for label in subjects:
+        text = template.fill(label, "")
+        if len(text) + answer_pieces + 3 <= limit:  # a piece holds at least one character (or a word start)
+            continue
+        n = len(tokenizer.encode_words([text])[0]) + answer_pieces + 2
+        if n > limit:
+            shown = repr(label[:40]) + (f"... ({len(label.split()):,} words)" if len(label) > 40 else "")
+            raise OptionError(f"{{subject}} {shown} makes the prompt {n:,} word pieces long, but the model reads at "
+                              f"most {limit:,}; shorten it", options={"subject": Option("subject", "--subject")})
+
+
 def _subjects(db: EntityDB, items: list[str], lang: str, notes: list[str]) -> list[tuple[str | None, str]]:
     """(key, label in ``lang``) per subject: kb entities by key or name; free text in no kb keeps its words
     (key ``None``); a kb entity without a ``lang`` label is skipped (counted in the notes)."""
@@ -204,6 +219,7 @@ def run_cloze(
     labels_x = [label for _, label in subjects]
     labels_y = [label for _, label in candidates]
     pieces = scorer.candidate_pieces(labels_y)
+    check_prompt_lengths(bundle.tokenizer, template, labels_x, max((len(p) for p in pieces), default=1))
     position = {k: c for c, (k, _) in enumerate(candidates) if k is not None}
     own = [(i, position[s]) for i, (s, _) in enumerate(subjects) if s in position] if exclude_subject else []
     if own:
@@ -266,6 +282,7 @@ def run_open(
     bundle = open_model(model)
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=batch_size)
     labels_x = [label for _, label in subjects]
+    check_prompt_lengths(bundle.tokenizer, template, labels_x, 1)
     results: dict[str, ProbeResult] = {}
     for m in (("entity", "word") if mode == "both" else (mode,)):
         subj_ids: list[int | None] = [None] * len(subjects)

@@ -24,6 +24,7 @@ usual two stages. The result is cached in ``$MLUKE_HOME/demo-model-v<N>``.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import sys
@@ -32,17 +33,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import open_db
 from kb.cache import cache_dir
 from kb.db import EntityDB
-from kb.errors import MlukeError, flag
-from kb.files import atomic_path
+from kb.errors import MlukeError, OptionError, OutputExistsError, flag
+from kb.files import atomic_path, remove, remove_temporaries
 from kb.languages import MLUKE_LANGUAGES
 from kb.vocab import EntityVocab
-from mluke.pretraining.config import StageConfig, TrainConfig
-from mluke.pretraining.corpus import Document
+
+if TYPE_CHECKING:  # imported where used: the lock and the names here are read without torch (mluke cache info)
+    from mluke.pretraining.corpus import Document
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on POSIX: no lock
+    fcntl = None  # type: ignore[assignment]
 
 DEMO_VERSION = 4
 DEMO_RELATIONS = ("P30", "P36", "P1376", "P37", "P38", "P47", "P17")
@@ -150,6 +157,8 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
     ambiguous give linking test sentences: "<city> is located in <country>" with
     both mentions and their gold entities.
     """
+    from mluke.pretraining.corpus import Document
+
     rng = random.Random(preset.seed)
     docs, heldout, train, linking = [], [], [], []
     templates = {(p, l): db.template(p, l) for p in DEMO_RELATIONS for l in preset.languages}
@@ -257,82 +266,183 @@ def _check_cached_tokenizer(folder: Path) -> None:
 
 def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = "demo", db: EntityDB | None = None,
                progress: bool = True, overwrite: bool = False) -> Path:
-    """Pretrain the demo model into ``out_dir`` (default: the cache) and return the folder."""
+    """Pretrain the demo model into ``out_dir`` (default: the cache) and return the folder.
+
+    One process trains a given folder at a time: the others wait for it (saying so) and then use its
+    model. Training works in ``<out_dir>.work``; an interrupted run (Ctrl-C, a crash, ``kill``) leaves
+    its last checkpoint there and the next call resumes from it.
+    """
+    p = resolve_preset(preset)
+    out_dir = Path(out_dir) if out_dir is not None else demo_path(preset if isinstance(preset, str) else "custom")
+    if _finished(out_dir, overwrite):
+        return out_dir
+    with demo_lock(out_dir):
+        if _finished(out_dir, overwrite):  # another process finished it while this one waited
+            return out_dir
+        return _train_locked(out_dir, p, db, progress)
+
+
+def resolve_preset(preset: str | DemoPreset) -> DemoPreset:
+    """The preset named ``preset`` (or ``preset`` itself); an unknown name is an error that lists the known ones."""
+    if isinstance(preset, DemoPreset):
+        return preset
+    if preset not in PRESETS:
+        raise OptionError(f"unknown demo preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    return PRESETS[preset]
+
+
+def _finished(out_dir: Path, overwrite: bool) -> bool:
+    """True if ``out_dir`` holds a finished demo model to keep; an error if it holds something else."""
+    if not out_dir.exists() or overwrite:
+        return False
+    if (out_dir / "demo.json").is_file():
+        _check_cached_tokenizer(out_dir)
+        return True
+    raise OutputExistsError(f"{out_dir} exists but holds no finished demo model; pass {{overwrite}} to replace it",
+                            options={"overwrite": flag("overwrite")})
+
+
+@contextmanager
+def demo_lock(out_dir: Path) -> Iterator[None]:
+    """Hold the lock on training ``out_dir`` (the file ``<out_dir>.lock``) for the block.
+
+    A second process waits until the first one ends, printing why it waits. The lock is the
+    kernel's (``flock``): it goes with the process that holds it, even one killed with ``kill -9``,
+    so a stale lock file never blocks anyone; the file itself is left in place.
+    """
+    lock_file = out_dir.with_name(out_dir.name + ".lock")
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                print(f"Another process is training the demo model into {out_dir}; waiting for it to finish "
+                      "(this process then uses its model) ...", file=sys.stderr, flush=True)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@contextmanager
+def try_demo_lock(out_dir: Path) -> Iterator[bool]:
+    """Take the lock of :func:`demo_lock` if no process holds it, without waiting; yields whether it was taken."""
+    lock_file = out_dir.with_name(out_dir.name + ".lock")
+    if fcntl is None:  # pragma: no cover - no locks: assume a process may be using it
+        yield False
+        return
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _train_locked(out_dir: Path, p: DemoPreset, db: EntityDB | None, progress: bool) -> Path:
+    """The training itself; the caller holds :func:`demo_lock`, so the work folder is this process's alone."""
+    from mluke.pretraining.config import StageConfig, TrainConfig
+    from mluke.pretraining.trainer import Trainer
+
+    started = time.perf_counter()
+    db = open_db(db)
+    work = out_dir.with_name(out_dir.name + ".work")
+    plan = {"demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)}, "db": str(db.path),
+            "tokenizer": TOKENIZER_RECORD}
+    prepared = _prepared(work, plan)
+    remove_temporaries(out_dir)  # what an export killed half way left (no other process writes it: we hold the lock)
+    if progress and prepared is None:
+        took = f"about {p.minutes:.0f} minutes" if p.minutes >= 1 else "under a minute"
+        print(f"Training the demo model once ({took} on 2 CPU cores); it is kept in {out_dir} and later runs start "
+                  "at once.", file=sys.stderr, flush=True)
+    data = demo_documents(db, p)
+    docs, heldout = data.docs, data.heldout
+    if prepared is None:
+        remove(work)  # a work folder of other settings, or one killed while preparing (no process holds it)
+        work.mkdir(parents=True)
+        _prepare(work, data, db, p, progress)
+        (work / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+    steps = max(2, int(p.epochs * len(docs) / p.batch_size))
+    stage1 = max(1, int(steps * p.stage1_share))
+    config = TrainConfig()
+    config.model.xlmr = str(work / "xlmr-init")
+    config.model.entity_emb_size = p.entity_emb_size
+    config.data.corpus = str(work / "corpus")
+    config.optim.batch_size = config.optim.micro_batch_size = p.batch_size
+    config.optim.dropout = p.dropout
+    config.masking.entity_prob = p.entity_prob
+    config.masking.mention_word_prob = p.mention_word_prob
+    config.masking.mention_single_mask = p.mention_single_mask
+    config.masking.entity_drop_prob = p.entity_drop_prob
+    config.run.output = str(work / "run")
+    config.run.seed = p.seed
+    config.run.save_every = max(50, steps // 10)
+    config.run.log_every = 25
+    config.stages = [StageConfig("new-parameters", stage1, p.learning_rate, max(1, stage1 // 10), "new"),
+                     StageConfig("all-parameters", steps - stage1, p.learning_rate / 2, max(1, steps // 20), "all")]
+    with transformers_bars(False):  # loading the random start is no news to the user
+        trainer = Trainer(config, progress=progress)
+    if trainer.resume():
+        print(f"Resuming the demo model's training at step {trainer.step:,} of {steps:,} (from the checkpoint in "
+              f"{work / 'run'}).", file=sys.stderr, flush=True)
+    try:
+        trainer.train()
+    except KeyboardInterrupt:
+        print(f"\nInterrupted at step {trainer.step:,} of {steps:,}; the checkpoint is kept in {work / 'run'} and the "
+              "next run resumes from it.", file=sys.stderr, flush=True)
+        raise
+    with atomic_path(out_dir, overwrite=True) as tmp_out:
+        trainer.export(tmp_out)
+        (tmp_out / "demo.json").write_text(json.dumps({
+            "demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)},
+            "tokenizer": TOKENIZER_RECORD, "libraries": _library_versions(), "relations": list(DEMO_RELATIONS),
+            "documents": len(docs), "steps": steps,
+            "seconds": round(time.perf_counter() - started, 1), "heldout": heldout, "train": data.train,
+            "linking": data.linking,
+        }, ensure_ascii=False, indent=1), encoding="utf-8")
+        shutil.copyfile(work / "run" / "log.jsonl", tmp_out / "train_log.jsonl")
+    remove(work)
+    return out_dir
+
+
+def _prepared(work: Path, plan: dict[str, Any]) -> dict[str, Any] | None:
+    """The plan of an earlier run's work folder if it finished preparing under the same settings, else None."""
+    try:
+        done = json.loads((work / "plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return done if {k: done.get(k) for k in plan} == json.loads(json.dumps(plan)) else None
+
+
+def _prepare(work: Path, data: DemoData, db: EntityDB, p: DemoPreset, progress: bool) -> None:
+    """Write the tokenizer, entity vocabulary, corpus and random initial model into ``work``."""
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
     from mluke.pretraining.corpus import build_corpus
-    from mluke.pretraining.trainer import Trainer
     from mluke.tokenizer import MlukeTokenizer
 
-    p = PRESETS[preset] if isinstance(preset, str) else preset
-    out_dir = Path(out_dir) if out_dir is not None else demo_path(preset if isinstance(preset, str) else "custom")
-    if out_dir.exists() and not overwrite:
-        if (out_dir / "demo.json").is_file():
-            _check_cached_tokenizer(out_dir)
-            return out_dir
-        raise MlukeError(f"{out_dir} exists but holds no finished demo model; pass {{overwrite}} to replace it",
-                         options={"overwrite": flag("overwrite")})
-    started = time.perf_counter()
-    if progress:
-        took = f"about {p.minutes:.0f} minutes" if p.minutes >= 1 else "under a minute"
-        print(f"Training the demo model once ({took} on 2 CPU cores); it is kept in {out_dir} and later runs start "
-              "at once.", file=sys.stderr, flush=True)
-    db = open_db(db)
-    work = out_dir.with_name(out_dir.name + ".work")
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    try:
-        data = demo_documents(db, p)
-        docs, heldout = data.docs, data.heldout
-        tok_dir = work / "tokenizer"
-        _pruned_xlmr_tokenizer([d.text for d in docs], tok_dir)
-        keys = sorted({k for d in docs for _, _, k in d.links} | {f["object"] for f in heldout} | {f["subject"] for f in heldout}
-                      | {k for item in data.linking for _, _, k in item["mentions"]})
-        vocab = EntityVocab.for_entities(db, keys, work / "entity_vocab.sqlite")
-        tokenizer = MlukeTokenizer.from_pretrained(tok_dir, entity_vocab=vocab)
-        build_corpus(docs, tokenizer, vocab, work / "corpus", split=False, progress=progress)
-        xc = XLMRobertaConfig(vocab_size=tokenizer.vocab_size - 2, hidden_size=p.hidden_size, num_hidden_layers=p.layers,
-                              num_attention_heads=p.heads, intermediate_size=4 * p.hidden_size, max_position_embeddings=514,
-                              type_vocab_size=1, layer_norm_eps=1e-5, bos_token_id=0, pad_token_id=1, eos_token_id=2)
-        import torch
+    docs, heldout = data.docs, data.heldout
+    tok_dir = work / "tokenizer"
+    _pruned_xlmr_tokenizer([d.text for d in docs], tok_dir)
+    keys = sorted({k for d in docs for _, _, k in d.links} | {f["object"] for f in heldout} | {f["subject"] for f in heldout}
+                  | {k for item in data.linking for _, _, k in item["mentions"]})
+    vocab = EntityVocab.for_entities(db, keys, work / "entity_vocab.sqlite")
+    tokenizer = MlukeTokenizer.from_pretrained(tok_dir, entity_vocab=vocab)
+    build_corpus(docs, tokenizer, vocab, work / "corpus", split=False, progress=progress)
+    xc = XLMRobertaConfig(vocab_size=tokenizer.vocab_size - 2, hidden_size=p.hidden_size, num_hidden_layers=p.layers,
+                          num_attention_heads=p.heads, intermediate_size=4 * p.hidden_size, max_position_embeddings=514,
+                          type_vocab_size=1, layer_norm_eps=1e-5, bos_token_id=0, pad_token_id=1, eos_token_id=2)
+    import torch
 
-        torch.manual_seed(p.seed)
-        with transformers_bars(False):
-            XLMRobertaForMaskedLM(xc).save_pretrained(work / "xlmr-init")
-        steps = max(2, int(p.epochs * len(docs) / p.batch_size))
-        stage1 = max(1, int(steps * p.stage1_share))
-        config = TrainConfig()
-        config.model.xlmr = str(work / "xlmr-init")
-        config.model.entity_emb_size = p.entity_emb_size
-        config.data.corpus = str(work / "corpus")
-        config.optim.batch_size = config.optim.micro_batch_size = p.batch_size
-        config.optim.dropout = p.dropout
-        config.masking.entity_prob = p.entity_prob
-        config.masking.mention_word_prob = p.mention_word_prob
-        config.masking.mention_single_mask = p.mention_single_mask
-        config.masking.entity_drop_prob = p.entity_drop_prob
-        config.run.output = str(work / "run")
-        config.run.seed = p.seed
-        config.run.save_every = max(50, steps // 10)
-        config.run.log_every = 25
-        config.stages = [StageConfig("new-parameters", stage1, p.learning_rate, max(1, stage1 // 10), "new"),
-                         StageConfig("all-parameters", steps - stage1, p.learning_rate / 2, max(1, steps // 20), "all")]
-        with transformers_bars(False):  # loading the random start is no news to the user
-            trainer = Trainer(config, progress=progress)
-        trainer.resume()
-        trainer.train()
-        with atomic_path(out_dir, overwrite=True) as tmp_out:
-            trainer.export(tmp_out)
-            (tmp_out / "demo.json").write_text(json.dumps({
-                "demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)},
-                "tokenizer": TOKENIZER_RECORD, "libraries": _library_versions(), "relations": list(DEMO_RELATIONS), "documents": len(docs), "steps": steps,
-                "seconds": round(time.perf_counter() - started, 1), "heldout": heldout, "train": data.train,
-                "linking": data.linking,
-            }, ensure_ascii=False, indent=1), encoding="utf-8")
-            shutil.copyfile(work / "run" / "log.jsonl", tmp_out / "train_log.jsonl")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return out_dir
+    torch.manual_seed(p.seed)
+    with transformers_bars(False):
+        XLMRobertaForMaskedLM(xc).save_pretrained(work / "xlmr-init")
 
 
 @contextmanager

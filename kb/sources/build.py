@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb.errors import Option, OptionError, flag
+from kb.errors import Option, OptionError, OutputExistsError, flag
 
 _OPTIONS = {"embedded": flag("embedded"), "wikidata": Option("wikidata=", "--wikidata"),
             "wikipedia": Option("wikipedia=", "--wikipedia"), "output": Option("output=", "-o/--output")}
@@ -23,9 +23,13 @@ class EmbeddedReport:
     entities: int
     facts: int
     languages: int
+    kept: bool = False  #: the cached embedded kb already had these settings and was left as it was
 
     def summary(self) -> str:
-        return f"wrote {self.output}: {self.entities:,} entities, {self.facts:,} facts, {self.languages} languages"
+        counts = f"{self.entities:,} entities, {self.facts:,} facts, {self.languages} languages"
+        if self.kept:
+            return f"kept {self.output} (already built with these settings: {counts}); --overwrite rebuilds it"
+        return f"wrote {self.output}: {counts}"
 
 
 def build(output: str | os.PathLike[str] | None = None, *, embedded: bool = False,
@@ -38,6 +42,7 @@ def build(output: str | os.PathLike[str] | None = None, *, embedded: bool = Fals
     cache file the library uses, which is refreshed) or one from the Wikidata dump and Wikipedia dumps
     (``wikidata=``; see :func:`kb.build_from_dumps` for the options). Returns a report with ``summary()``.
     """
+    from kb.cache import remove_orphaned_indexes
     from kb.languages import MLUKE_LANGUAGES
     from kb.sources.dumps import build_from_dumps
     from kb.sources.embedded import (
@@ -65,10 +70,23 @@ def build(output: str | os.PathLike[str] | None = None, *, embedded: bool = Fals
     if not embedded:
         raise OptionError("nothing to build from: pass {embedded} for the built-in knowledge base, or {wikidata} "
                           "(and {wikipedia} dumps) with {output}", options=_OPTIONS)
-    path = Path(output) if output is not None else embedded_path()
-    build_embedded(path, overwrite=overwrite or output is None, languages=langs,  # the cache file is ours to refresh
-                   min_city_population=DEFAULT_MIN_CITY_POPULATION if min_city_population is None else min_city_population)
     from kb.db.database import EntityDB
 
+    path = Path(output) if output is not None else embedded_path()
+    population = DEFAULT_MIN_CITY_POPULATION if min_city_population is None else min_city_population
+    if output is None and path.exists() and not overwrite:
+        # the cached kb other processes may be using (and mention indexes were built for): kept when it has
+        # these settings, replaced only on request
+        with EntityDB(path) as db:
+            made = db.provenance
+            if made.get("languages") == list(langs) and made.get("min_city_population") == population:
+                return EmbeddedReport(path, len(db), db.stats["facts"], len(db.languages), kept=True)
+        raise OutputExistsError(f"the cached embedded kb {path} was built with other settings (languages "
+                                f"{','.join(made.get('languages') or [])}, min city population "
+                                f"{made.get('min_city_population')}); pass {{overwrite}} to rebuild it (the mention "
+                                "indexes built for it are then deleted, as unused), or {output} to build elsewhere", options={**_OPTIONS, "overwrite": flag("overwrite")})
+    build_embedded(path, overwrite=overwrite, languages=langs, min_city_population=population)
+    if output is None:
+        remove_orphaned_indexes()  # those of the cached kb it replaced
     with EntityDB(path) as db:
         return EmbeddedReport(path, len(db), db.stats["facts"], len(db.languages))

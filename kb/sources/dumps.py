@@ -154,6 +154,8 @@ def read_wikidata(path: Path, conn: sqlite3.Connection, opts: WikidataOptions, *
     with DumpStream(path, threads=workers) as stream:
         for k, rows in enumerate(ordered_map(parse_chunk, tasks(stream), workers)):
             first = stage.line
+            if stage.chunks == 0 and rows.counts.get("lines", 0) and rows.counts.get("lines") == rows.counts.get("malformed"):
+                raise InputFormatError(_not_a_dump(path, [(first + n, msg) for n, msg in rows.malformed]))
             with stage.chunk(offset=ends[k], line=first + rows.lines, counts=rows.counts):
                 conn.executemany(insert, [(table, lang, data) for (table, lang), data in rows.tables.items()])
                 append_rows(conn, {"malformed": [(first + n, msg) for n, msg in rows.malformed]})
@@ -166,6 +168,14 @@ def read_wikidata(path: Path, conn: sqlite3.Connection, opts: WikidataOptions, *
     conn.execute("CREATE INDEX IF NOT EXISTS s_rows_by_table ON s_rows(tbl, lang)")
     stage.finish()
     return stage
+
+
+def _not_a_dump(path: Path, malformed: list[tuple[int, str]]) -> str:
+    """The error for a file whose first block holds no Wikidata entity at all (not a truncated dump)."""
+    example = f"; line {malformed[0][0]}: {malformed[0][1]}" if malformed else ""
+    return (f"{path}: not a Wikidata JSON dump: no line of its first block is a JSON entity (expected "
+            "latest-all.json(.bz2|.gz): a JSON array with one entity per line, '[', "
+            "'{\"type\":\"item\",\"id\":\"Q17\",...},', ..., ']')" + example)
 
 
 def _default_corpus(output: Path) -> Path:

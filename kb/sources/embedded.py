@@ -32,6 +32,7 @@ from kb.db.database import EntityDB
 from kb.db.schema import FORMAT_VERSION
 from kb.db.titles import normalize_title
 from kb.db.writer import EntityDBWriter
+from kb.errors import OutputExistsError
 from kb.languages import MLUKE_LANGUAGES, check_languages
 from kb.sources.city_names import LATIN_LANGS, CityNames, ascii_spelling, choose, fold
 from kb.sources.relation_table import write_relations
@@ -271,7 +272,10 @@ def default_db() -> EntityDB:
     """The embedded knowledge base, built into the cache on first use and reused after."""
     path = embedded_path()
     if not path.exists():
-        build_embedded(path, overwrite=True)
+        try:
+            build_embedded(path)
+        except OutputExistsError:  # another process built it meanwhile: use that one, which it may be reading
+            pass
     return EntityDB(path)
 
 

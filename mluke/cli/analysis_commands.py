@@ -10,9 +10,11 @@ import typer
 
 from kb.errors import OptionError
 from kb.files import split_list, write_csv, write_json
+from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, show_report, wrote
 
-app = typer.Typer(help="Build a FAISS index over span vectors and search it by cosine.", no_args_is_help=True)
+app = typer.Typer(help="Build a FAISS index over span vectors and search it by cosine.", no_args_is_help=True,
+                  rich_markup_mode=None)  # plain help (see mluke.cli.app)
 
 SpansArg = Annotated[Path, typer.Argument(metavar="SPANS", help="A parallel-spans JSONL file (see `mluke parallel-spans`) or an MLQA folder (with --mlqa-langs).")]
 MlqaOption = Annotated[Optional[str], typer.Option("--mlqa-langs", help="SPANS is an MLQA folder: comma-separated languages whose dev-context-L-question-L.json files to read.")]
@@ -31,7 +33,7 @@ def _spans(spans: Path, mlqa_langs: str | None) -> Any:
     return data
 
 
-@app.command("build")
+@app.command("build", short_help="Embed every span of a spans file and index the vectors.")
 def build(
     spans: SpansArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="Folder to write the index to (index.faiss, meta.json, items.jsonl).")],
@@ -55,10 +57,21 @@ def build(
     """Embed every span of SPANS with the model and index the vectors, e.g.
     mluke index build spans.jsonl --features entity -o spans-index"""
     from kb.files import check_output
+
+    checks.choice("--features", features, checks.SPAN_FEATURES)
+    checks.choice("--kind", kind, checks.INDEX_KINDS)
+    for flag, value in (("--hnsw-m", hnsw_m), ("--ef-construction", ef_construction), ("--ef-search", ef_search),
+                        ("--nlist", nlist), ("--pq-m", pq_m), ("--nprobe", nprobe), ("--batch-size", batch_size)):
+        checks.at_least(flag, value, 1)
+    size = checks.hidden_size(model)
+    if pq_m is not None and size is not None and size % pq_m:
+        raise OptionError(f"--pq-m {pq_m}: must divide the model's vector size {size} (e.g. "
+                          f"{', '.join(str(m) for m in (64, 32, 16, 8, 4) if size % m == 0)})")
+    checks.device(device, dtype)
+    check_output(output, overwrite=overwrite, what=" (span index)")
     from probes.cwr import item_vectors
     from probes.retrieval import build_index
 
-    check_output(output, overwrite=overwrite, what=" (span index)")
     items = _spans(spans, mlqa_langs).items
     vectors = item_vectors(model, items, features=features, layer=layer, batch_size=batch_size, progress=progress,
                            device=device, dtype=dtype)
@@ -71,7 +84,7 @@ def build(
     typer.echo(f"indexed {len(index):,} spans ({features} features, layer {layer}, {kind}) in {output}")
 
 
-@app.command("search")
+@app.command("search", short_help="The spans nearest to a query span by cosine.")
 def search(
     index_dir: Annotated[Path, typer.Argument(metavar="INDEX", help="A folder written by `mluke index build`.")],
     text: Annotated[str, typer.Option("--text", help="The text holding the query span.")],
@@ -88,6 +101,9 @@ def search(
     from probes.retrieval import SpanIndex
 
     outputs = check_outputs(overwrite, json_out)
+    if not index_dir.is_dir():
+        raise OptionError(f"{index_dir}: not an index folder; INDEX is the folder `mluke index build -o FOLDER` wrote "
+                          "(build one from a spans file first)")
     index = SpanIndex.load(index_dir)
     start, sep, end = (span or f"0:{len(text)}").partition(":")
     if not sep or not start.isdigit() or not end.isdigit():
@@ -126,9 +142,12 @@ def eval_cwr(
 ) -> None:
     """Contextual word retrieval: find each query-language span's translation among all spans of each other
     language; mean reciprocal rank per language and feature kind (x100), e.g. mluke eval-cwr spans.jsonl"""
+    checks.choices("--features", split_list(features) or [], checks.SPAN_FEATURES)
+    checks.at_least("--batch-size", batch_size, 1)
+    checks.device(device, dtype)
+    outputs = check_outputs(overwrite, json_out, csv_out)
     from probes.cwr import evaluate_cwr
 
-    outputs = check_outputs(overwrite, json_out, csv_out)
     report = evaluate_cwr(model, _spans(spans, mlqa_langs), query_lang=query_lang, langs=split_list(langs),
                           features=split_list(features) or ["entity", "word"], layer=layer, batch_size=batch_size,
                           progress=progress, device=device, dtype=dtype)
@@ -151,10 +170,18 @@ def modularity(
 ) -> None:
     """Modularity of the k-NN graph of span features, communities = languages (lower: more
     language-agnostic), for the base language paired with each other one, e.g. mluke modularity spans.jsonl"""
+    from kb.languages import MLUKE_LANGUAGES
+
+    kinds = checks.choices("--features", split_list(features) or ["entity-token", "word"], checks.SPAN_FEATURES)
+    checks.languages("--base", [base], MLUKE_LANGUAGES, "mLUKE")
+    others = [lang for lang in checks.languages("--langs", split_list(langs) or [], MLUKE_LANGUAGES, "mLUKE") if lang != base]
+    if langs is not None and not others:
+        raise OptionError(f"--langs {langs}: name at least one language besides the base language {base} "
+                          "(each is paired with the base)")
+    checks.at_least("-k", k, 1)
+    outputs = check_outputs(overwrite, json_out, csv_out)
     from probes.modularity import modularity_by_language
 
-    outputs = check_outputs(overwrite, json_out, csv_out)
-    kinds = split_list(features) or ["entity-token", "word"]
     frame = modularity_by_language(model, _spans(spans, mlqa_langs).items, base=base, langs=split_list(langs),
                                    features=kinds, k=k, layer=layer)
     if json_out:

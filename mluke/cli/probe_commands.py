@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kb.files import split_list, write_csv, write_json
+from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
 
 
@@ -34,9 +35,15 @@ def probe(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Ask the model which object each subject has, e.g. mluke probe "[X] is the capital of [Y]" --lang ja"""
+    checks.languages("--lang", [lang], checks.db_languages(db), str(db or "the embedded kb"))
+    checks.choice("--mode", mode, ["entity", "word", "both"])
+    checks.choice("--normalize", normalize, ["candidates", "vocabulary"])
+    checks.at_least("--top-k", top_k, 1)
+    checks.at_least("--limit", limit, 0)
+    checks.device(device, dtype)
+    outputs = check_outputs(overwrite, json_out, csv_out)
     from mluke.cloze import probe as run
 
-    outputs = check_outputs(overwrite, json_out, csv_out)
     result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
                  use_subject_entity=subject_entity, top_k=top_k, normalize=normalize,  # type: ignore[arg-type]
                  exclude_subject=not keep_subject, templates=templates, model=model, kb=db, device=device, dtype=dtype)
@@ -73,9 +80,11 @@ def eval_mlama(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias."""
+    checks.choice("--mode", mode, ["entity", "word"])
+    checks.device(device, dtype)
+    outputs = check_outputs(overwrite, json_out, csv_out)
     from probes import eval_mlama as run
 
-    outputs = check_outputs(overwrite, json_out, csv_out)
     report = run(folder, model, split_list(langs) or [], mode=mode,
                             use_subject_entity=subject_entity, exclude_subject=not keep_subject,
                             relations=split_list(relations), progress=progress, device=device, dtype=dtype)
@@ -108,9 +117,10 @@ def eval_demo(
     """Probe the demo model on held-out and training (fact, language) pairs in word, entity [Y] and
     entity [X]&[Y] modes, beside random and most-common-answer baselines (P@1 x 100); then link its
     held-out ambiguous-city sentences with each linking method (accuracy x 100 per language)."""
+    checks.at_least("--train-sample", train_sample, 1)
+    outputs = check_outputs(overwrite, json_out)
     from probes import eval_demo as run
 
-    outputs = check_outputs(overwrite, json_out)
     report = run(model, max_train_per_cell=train_sample, progress=progress)
     if json_out:
         write_json(report.to_dict(), json_out, overwrite=overwrite)

@@ -10,12 +10,13 @@ import typer
 
 from kb.errors import MlukeError
 from kb.files import split_list
+from mluke.cli import checks
 from mluke.cli.output import print_table
 
 
 def pretrain(
     config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML run configuration (see `mluke pretrain --print-config` for the paper's recipe).")] = None,
-    preset: Annotated[Optional[str], typer.Option(help="'demo': train the small embedded demo model end to end, no download needed.")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="Train the embedded demo model end to end, no download needed: 'demo' (the one the library uses, about 6 minutes) or 'tiny' (a seconds-long miniature, for tests).")] = None,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="With --preset: where to put the model (default: the cache the library uses).")] = None,
     resume: Annotated[bool, typer.Option("--resume/--no-resume", help="Continue from the newest checkpoint in the run folder.")] = True,
     max_steps: Annotated[Optional[int], typer.Option(help="Stop after this many more steps (the run can be resumed later).")] = None,
@@ -28,6 +29,8 @@ def pretrain(
     Several processes or GPUs: start the same command under torchrun, e.g.
     torchrun --nproc_per_node 8 -m mluke pretrain --config run.toml
     """
+    checks.preset(preset)
+    checks.at_least("--max-steps", max_steps, 1)
     from mluke.pretraining import TrainConfig
     from mluke.pretraining import pretrain as run
 
@@ -57,6 +60,7 @@ def corpus(
 ) -> None:
     """Build the pretraining corpus (sentences, word pieces, entity links packed into sequences)
     from the page texts of a dump build, e.g. mluke corpus kb.corpus --tokenizer xlmr/ --vocab vocab.sqlite -o corpus"""
+    checks.choice("--unknown-links", unknown_links, ["drop", "unk"])
     from mluke.pretraining import build_wiki_corpus
 
     meta = build_wiki_corpus(pages, tokenizer, vocab, output, languages=split_list(languages), unknown_links=unknown_links,  # type: ignore[arg-type]

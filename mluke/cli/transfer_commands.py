@@ -10,9 +10,11 @@ from typing import Annotated, Optional
 import typer
 
 from kb.errors import OptionError
+from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, show_report, wrote
 
-TaskArg = Annotated[str, typer.Argument(help="'ner' (span NER), 're' (relation extraction) or 'qa' (extractive QA).")]
+TASKS = ("ner", "re", "qa")
+TaskArg = Annotated[str, typer.Argument(metavar="TASK", help="'ner' (span NER), 're' (relation extraction) or 'qa' (extractive QA).")]
 KbOption = Annotated[Optional[Path], typer.Option("--db", help="QA: entity database whose names are linked in questions and passages (default: the embedded kb).")]
 
 
@@ -37,11 +39,21 @@ def finetune(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output folder if it exists.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
 ) -> None:
-    """Fine-tune mLUKE for NER or relation extraction with entity or word features, e.g.
+    """Fine-tune mLUKE for NER, relation extraction or extractive QA with entity or word features, e.g.
     mluke finetune ner --train en/train.txt --dev en/dev.txt --features entity -o ner-e
+    (TASK: ner, re or qa; qa reads SQuAD 1.1 JSON).
 
     Dev scores are computed after every epoch; an interrupted run continues when the command is run again.
     """
+    checks.choice("TASK", task, TASKS)
+    checks.choice("--features", features, ["entity", "word"])
+    checks.at_least("--epochs", epochs, 1)
+    checks.positive("--learning-rate", learning_rate)
+    checks.at_least("--batch-size", batch_size, 1)
+    checks.at_least("--max-span-pieces", max_span_pieces, 1)
+    checks.at_least("--max-length", max_length, 16)
+    checks.at_least("--doc-stride", doc_stride, 1)
+    checks.device(device)
     from mluke.transfer import FineTuneConfig
     from probes.transfer import finetune as run
 
@@ -90,6 +102,15 @@ def evaluate(
     mluke evaluate qa qa-e --xquad xquad/ --mlqa mlqa/ --gxlt"""
     from kb.files import split_list, write_csv
 
+    checks.choice("TASK", task, TASKS)
+    checks.at_least("--batch-size", batch_size, 1)
+    checks.device(device, dtype)
+    if task == "qa":
+        _check_qa_sets(xquad, mlqa, split_list(langs), gxlt, split, link_source)
+    elif xquad or mlqa or gxlt or gxlt_csv:
+        raise OptionError("--xquad, --mlqa, --gxlt and --gxlt-csv are for `evaluate qa`; ner and re take --test lang:path")
+    elif not test:
+        raise OptionError(f"evaluate {task} needs at least one --test lang:path, e.g. --test de:de/test.txt")
     if task == "qa":
         from probes.transfer import evaluate_qa
 
@@ -117,3 +138,16 @@ def evaluate(
     report = run(task, model_dir, tests, batch_size=batch_size, progress=progress, device=device, dtype=dtype)  # type: ignore[arg-type]
     show_report(report, f"{report.task} zero-shot, {report.features} features ({model_dir}; scores x100)",
                 json_out=json_out, csv_out=csv_out, overwrite=overwrite, outputs=outputs)
+
+
+def _check_qa_sets(xquad: Path | None, mlqa: Path | None, langs: list[str] | None, gxlt: bool, split: str,
+                   link_source: str) -> None:
+    """The QA evaluation's options, before the model is loaded: a data set given, MLQA languages, --gxlt with --mlqa."""
+    if xquad is None and mlqa is None:
+        raise OptionError("evaluate qa needs --xquad FOLDER and/or --mlqa FOLDER")
+    if gxlt and mlqa is None:
+        raise OptionError("--gxlt reads every MLQA context x question language pair: it needs --mlqa FOLDER")
+    checks.choice("--split", split, ["dev", "test"])
+    checks.choice("--link-source", link_source, ["anchors", "english"])
+    if mlqa is not None and xquad is None and langs:
+        checks.languages("--langs", langs, checks.MLQA_LANGUAGES, "MLQA")

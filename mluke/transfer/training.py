@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from kb.errors import InputFormatError, OptionError, flag
+from kb.errors import InputFormatError, Option, OptionError, flag
 from kb.files import atomic_path, atomic_text
 from mluke.devices import model_device, to_device
 from mluke.transfer.inputs import Row, batches, collate
@@ -98,6 +99,7 @@ class FineTuner:
         self.history: list[dict[str, Any]] = []
         self.best: tuple[float, int] | None = None  # (dev score, epoch)
         self.rng_state = None
+        self.resumed = False  #: continued an interrupted run (:meth:`train` says so)
         self._start(identity, restart)
 
     def _start(self, identity: dict[str, Any], restart: bool) -> None:
@@ -110,11 +112,13 @@ class FineTuner:
             shutil.rmtree(self.work)
         if self.work.exists():
             if not stamp.is_file() or stamp.read_text(encoding="utf-8") != text:
-                raise InputFormatError(f"{self.work}: holds an interrupted fine-tuning run with other data or settings; "
-                                       "re-run it with the same ones to continue, or pass {restart} to start over",
-                                       options={"restart": flag("restart")})
+                changed, options = _changes(stamp, json.loads(text))
+                raise InputFormatError(f"{self.work}: holds an interrupted fine-tuning run with other data or settings"
+                                       f"{changed}; re-run it with the same ones to continue, or pass {{restart}} to "
+                                       "start over", options={**options, "restart": flag("restart")})
             if (self.work / "state.pt").is_file():
                 self._load()
+                self.resumed = True
         else:
             self.work.mkdir(parents=True)
             with atomic_text(stamp) as f:
@@ -149,6 +153,10 @@ class FineTuner:
         The best epoch's weights are in ``work/best.pt`` and loaded into the model at the end.
         ``on_step(global_step)`` is called after every step (tests interrupt runs with it).
         """
+        if self.resumed and self.epoch < self.config.epochs:
+            done = self.epoch * self.steps_per_epoch + self.step_in_epoch
+            print(f"Resuming the interrupted fine-tuning run in {self.work} at step {done:,} of {self.total:,} "
+                  f"(epoch {self.epoch + 1} of {self.config.epochs}).", file=sys.stderr, flush=True)
         with torch.random.fork_rng():
             torch.manual_seed(self.config.seed)
             if self.rng_state is not None:
@@ -196,3 +204,30 @@ class FineTuner:
         self.epoch += 1
         self.step_in_epoch = 0
         self._save()
+
+
+def _changes(stamp: Path, now: dict[str, Any]) -> tuple[str, dict[str, Option]]:
+    """What differs between the interrupted run's ``run.json`` and this one: a phrase for the error
+    (`` (changed: --epochs was 5, the --train file was modified)``) and the options it names."""
+    try:
+        before = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return " (its run.json is missing or unreadable)", {}
+    parts, options = [], {}
+    flat_before = {**before.get("identity", {}), **before.get("identity", {}).get("settings", {}), **before.get("config", {})}
+    flat_now = {**now["identity"], **now["identity"].get("settings", {}), **now["config"]}
+    for key in [k for k in flat_now if k != "settings"] + [k for k in flat_before if k not in flat_now]:
+        old, new = flat_before.get(key), flat_now.get(key)
+        if old == new:
+            continue
+        options[key] = Option(key, "--" + key.replace("_", "-"))
+        if isinstance(old, dict) and isinstance(new, dict) and old.get("path") == new.get("path"):
+            parts.append(f"the {{{key}}} file {new.get('path')} was modified since")
+        elif isinstance(old, dict) and "path" in old:
+            parts.append(f"{{{key}}} was {old['path']}")
+        elif key in ("task", "labels"):
+            del options[key]
+            parts.append(f"the {key} {'were' if key == 'labels' else 'was'} {old}")
+        else:
+            parts.append(f"{{{key}}} was {old}")
+    return (f" (changed: {', '.join(parts)})" if parts else ""), options

@@ -113,7 +113,7 @@ def _train(bundle, work, features="entity", on_step=None, epochs=2):
     return model, tuner.train(progress=False, on_step=on_step)
 
 
-def test_an_interrupted_run_resumes_to_the_same_weights(bundle, tmp_path):
+def test_an_interrupted_run_resumes_to_the_same_weights(bundle, tmp_path, capsys):
     reference, history = _train(bundle, tmp_path / "ref")
     assert [h["epoch"] for h in history] == [0, 1] and history[1]["dev"] == 0.7
 
@@ -126,11 +126,15 @@ def test_an_interrupted_run_resumes_to_the_same_weights(bundle, tmp_path):
 
     with pytest.raises(Stop):
         _train(bundle, tmp_path / "run", on_step=stop_at)
+    capsys.readouterr()
     resumed, _ = _train(bundle, tmp_path / "run")
+    assert "Resuming the interrupted fine-tuning run in" in capsys.readouterr().err  # says so
     for (name, a), (_, b) in zip(reference.state_dict().items(), resumed.state_dict().items()):
         assert torch.equal(a, b), name
-    with pytest.raises(mluke.MlukeError, match="other data or settings.*restart"):
+    with pytest.raises(mluke.MlukeError, match="other data or settings.*restart") as err:
         _train(bundle, tmp_path / "run", epochs=3)
+    assert "(changed: epochs was 2)" in str(err.value)  # which setting changed
+    assert "(changed: --epochs was 2)" in err.value.for_cli() and "--restart" in err.value.for_cli()
 
 
 def test_checkpoints_keep_weights_labels_and_predictions(bundle, tmp_path):

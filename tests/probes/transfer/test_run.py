@@ -51,4 +51,4 @@ def test_cli_finetune_and_evaluate(tiny_demo, tmp_path):
     res = runner.invoke(app, ["evaluate", "ner", str(out), "--test", "nolang"])
     assert res.exit_code == 1 and "lang:path" in str(res.exception)
     res = runner.invoke(app, ["finetune", "xx", "--train", "a", "--dev", "b", "-o", str(tmp_path / "x")])
-    assert res.exit_code == 1 and "'ner', 're' or 'qa'" in res.exception.for_cli()
+    assert res.exit_code == 1 and "TASK xx: expected one of ner, re, qa" in res.exception.for_cli()  # before any work

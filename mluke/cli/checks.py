@@ -1,0 +1,102 @@
+"""Checks of command-line options, run before a command does any work.
+
+A command that trains the demo model on first use, or embeds every span of a
+file, would otherwise refuse a misspelt option only minutes later. Every check
+here is cheap (no model is loaded, nothing is trained or built) and its error
+names the option as the user typed it (``--lang xx``), with the accepted values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from kb.errors import OptionError
+
+# The accepted values of options, kept here so that checking them imports no model code (transformers takes
+# seconds to import); tests/mluke/test_cli_checks.py checks each against the library's own constant.
+PRESETS = ("demo", "tiny")  #: mluke.demo.PRESETS
+DEMO_HIDDEN_SIZE = 128  #: mluke.demo.PRESETS["demo"].hidden_size
+LINK_METHODS = ("combined", "prior", "model", "global")  #: mluke.linking.METHODS
+SPAN_FEATURES = ("word", "entity", "entity-token")  #: mluke.spans.FEATURES
+INDEX_KINDS = ("flat", "hnsw", "ivfpq")  #: probes.retrieval.KINDS
+MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")  #: probes.transfer.qa_run.MLQA_LANGUAGES
+
+
+def choice(flag: str, value: str, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``; otherwise an error listing them."""
+    if value not in choices:
+        raise OptionError(f"{flag} {value}: expected one of {', '.join(choices)}")
+    return value
+
+
+def choices(flag: str, values: Iterable[str], allowed: Sequence[str]) -> list[str]:
+    """Every item of a comma-separated option checked with :func:`choice`."""
+    return [choice(flag, v, allowed) for v in values]
+
+
+def positive(flag: str, value: float | None) -> None:
+    """An error unless ``value`` (when given) is above zero."""
+    if value is not None and not value > 0:
+        raise OptionError(f"{flag} {value}: expected a number above 0")
+
+
+def at_least(flag: str, value: int | None, low: int) -> None:
+    """An error unless ``value`` (when given) is at least ``low``."""
+    if value is not None and value < low:
+        raise OptionError(f"{flag} {value}: expected at least {low}")
+
+
+def device(value: str | None, dtype: str | None = None) -> None:
+    """``--device`` and ``--dtype``: a known device that exists here, a known precision."""
+    from mluke.devices import DTYPES, resolve_device
+
+    if value is not None:
+        try:
+            resolve_device(value)
+        except OptionError as exc:
+            raise OptionError(f"--{str(exc)}") from None
+    if dtype is not None and dtype.lower() not in DTYPES:
+        raise OptionError(f"--dtype {dtype}: expected one of fp32, bf16, fp16 (or {', '.join(sorted(DTYPES))})")
+
+
+def db_languages(db: str | Path | None) -> tuple[str, ...]:
+    """The languages of ``--db`` (default: the embedded kb's, known without building it)."""
+    from kb.languages import MLUKE_LANGUAGES
+
+    if db is None or (str(db) == "embedded" and not Path(db).exists()):
+        return MLUKE_LANGUAGES
+    from kb import open_db
+
+    with open_db(db) as d:
+        return tuple(d.languages)
+
+
+def languages(flag: str, values: Iterable[str], allowed: Sequence[str], where: str) -> list[str]:
+    """Language codes each among ``allowed`` (the languages of ``where``, named in the error)."""
+    out = list(values)
+    for lang in out:
+        if lang not in allowed:
+            raise OptionError(f"{flag} {lang}: not a language of {where} (it has {', '.join(sorted(allowed))})")
+    return out
+
+
+def preset(value: str | None) -> None:
+    """``--preset``: one of the demo presets."""
+    if value is not None:
+        choice("--preset", value, PRESETS)
+
+
+def hidden_size(model: str | None) -> int | None:
+    """The model's vector size, read from its config.json without loading it (the demo model's when
+    ``model`` is None); None when it cannot be known yet (a hub name)."""
+    if model is None:
+        return DEMO_HIDDEN_SIZE
+    config = Path(model) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        return int(json.loads(config.read_text(encoding="utf-8"))["hidden_size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
