@@ -55,6 +55,7 @@ def base_shape_args(doc: str | None, script: str, measure: Any, count: str, defa
     ap.add_argument(count, type=int, default=default)
     ap.add_argument("--bf16", action="store_true", help="also run every method with the model in bfloat16")
     ap.add_argument("--out", type=Path, help="write every run's figures to this JSON file")
+    ap.add_argument("--only", help="comma-separated methods to run (default: all)")
     args = ap.parse_args()
     folder = args.work / "mluke-base-random"
     if args.measure:
