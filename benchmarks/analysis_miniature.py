@@ -4,8 +4,11 @@
 
 - **Retrieval**: :func:`probes.parallel.parallel_spans` (``--sentences`` kb facts rendered with the same
   pattern in all 24 languages; two spans per sentence: subject and object names), English queries, pool = all
-  spans of the target language, MRR per language for mLUKE-E (mean piece vector with entity tokens of the
-  kb entities over both names), mLUKE-E with [MASK] entity tokens, and mLUKE-W (words only).
+  spans of the target language, MRR per language for mLUKE-E (mean piece vector with entity tokens over the
+  names that the library's own linker finds and links in the sentence: ``probes.evaluate_cwr``'s default),
+  mLUKE-E with [MASK] entity tokens, mLUKE-W (words only), and, as an oracle row only, mLUKE-E given the
+  gold kb entities of both names (the query and its translation then share the answer's entity); plus how
+  many spans the linker linked, and linked to the gold entity.
 - **Modularity**: the same mentions, English + each other language, k-NN graph (``--k``), communities =
   languages; features: the entity token's vector ([MASK] over each mention, as a relation model's [HEAD] and
   [TAIL]), the mean piece vector with those tokens, and the mean piece vector without entities.
@@ -34,7 +37,7 @@ import mluke  # noqa: E402
 from kb.languages import MLUKE_LANGUAGES  # noqa: E402
 from mluke.demo import DEMO_RELATIONS, demo_model  # noqa: E402
 from probes.bias import bias_by_language  # noqa: E402
-from probes.cwr import evaluate_cwr  # noqa: E402
+from probes.cwr import evaluate_cwr, linked_entities  # noqa: E402
 from probes.modularity import modularity_by_language  # noqa: E402
 from probes.parallel import parallel_spans  # noqa: E402
 
@@ -57,14 +60,30 @@ def main() -> None:
 
     started = time.perf_counter()
     items = parallel_spans(db, MLUKE_LANGUAGES, size=args.sentences)
-    keyed = evaluate_cwr(bundle, items, features=("entity", "word"))
-    masked = evaluate_cwr(bundle, items, features=("entity",), entity_keys=False)
+    linked = evaluate_cwr(bundle, items, features=("entity", "word"))  # entity tokens from our own linker
+    masked = evaluate_cwr(bundle, items, features=("entity",), entities="mask")
+    gold = evaluate_cwr(bundle, items, features=("entity",), entities="gold")  # the oracle row
+    found = linked_entities(bundle, items)
+    coverage: dict[str, dict[str, int]] = {}
+    for item, mentions in zip(items, found):
+        own = {(s, e): k for s, e, k in mentions}.get(item.span)
+        gold_key = {(s, e): k for s, e, k in item.entities}.get(item.span)
+        c = coverage.setdefault(item.lang, {"spans": 0, "linked": 0, "linked_to_gold": 0})
+        c["spans"] += 1
+        c["linked"] += own is not None
+        c["linked_to_gold"] += own is not None and own == gold_key
     out["retrieval"] = {"sentences": len({i.id for i in items}) // 2, "spans_per_language": len(items) // len(MLUKE_LANGUAGES),
-                        "languages": [{**row, "mrr_entity_mask": m["mrr_entity"]} for row, m in zip(keyed.rows, masked.rows)],
+                        "entities": "linked (default); mask; gold = oracle",
+                        "languages": [{**row, "mrr_entity_mask": m["mrr_entity"], "mrr_entity_gold": g["mrr_entity"],
+                                       **coverage[row["lang"]]}
+                                      for row, m, g in zip(linked.rows, masked.rows, gold.rows)],
                         "seconds": round(time.perf_counter() - started, 1)}
     rows = out["retrieval"]["languages"]
-    out["retrieval"]["average"] = {k: float(np.mean([r[k] for r in rows])) for k in ("mrr_entity", "mrr_entity_mask", "mrr_word")}
+    out["retrieval"]["average"] = {k: float(np.mean([r[k] for r in rows]))
+                                   for k in ("mrr_entity", "mrr_entity_mask", "mrr_entity_gold", "mrr_word")}
     out["retrieval"]["entity_above_word"] = sum(r["mrr_entity"] > r["mrr_word"] for r in rows)
+    out["retrieval"]["entity_gold_above_word"] = sum(r["mrr_entity_gold"] > r["mrr_word"] for r in rows)
+    out["retrieval"]["coverage"] = {k: sum(c[k] for c in coverage.values()) for k in ("spans", "linked", "linked_to_gold")}
     print(json.dumps(out["retrieval"]["average"]), flush=True)
 
     started = time.perf_counter()
