@@ -11,6 +11,15 @@ from pathlib import Path
 from typing import Any
 
 
+def bench_threads() -> int:
+    """Threads per measuring process: 2 (the machine's cores), or ``$BENCH_THREADS`` (e.g. 1 on a machine
+    shared with other jobs, where 2-thread parallel regions wait on descheduled threads); the same for
+    every method of a run."""
+    import os
+
+    return int(os.environ.get("BENCH_THREADS", "2"))
+
+
 def peak_rss_mb() -> float:
     """VmHWM of this process (reset at exec, unlike ru_maxrss, which a child inherits from its parent)."""
     for line in Path("/proc/self/status").read_text().splitlines():

@@ -25,7 +25,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, best_runs, peak_rss_mb, run_interleaved
+from common import bench_threads, base_shape_args, best_runs, peak_rss_mb, run_interleaved
 
 N_WORDS, N_ENTITIES, SEQ, N_CAND, BATCH = 250_004, 1_200_001, 16, 100, 32
 
@@ -83,7 +83,7 @@ def _batches(n_prompts: int, mask_entity_id: int):
 def measure(method: str, folder: Path, n_prompts: int) -> dict:
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     bf16 = method.endswith("-bf16")
     name, method = method, method.removesuffix("-bf16")
     t0 = time.perf_counter()

@@ -336,6 +336,7 @@ def main() -> None:
     ap = benchmark_parser(__doc__, Path(__file__).parent / "work")
     ap.add_argument("--sentences", type=int, default=64)
     ap.add_argument("--profile", action="store_true", help="time the stages of one batch instead")
+    ap.add_argument("--train-only", action="store_true", help="only the fine-tuning comparison")
     args = ap.parse_args()
     out = args.work / "ner-speed"
     if args.measure:
@@ -350,9 +351,20 @@ def main() -> None:
         return
     for old in out.glob("logits-*.pt"):
         old.unlink()
-    methods = INFER + TRAIN
+    methods = TRAIN if args.train_only else INFER + TRAIN
     results = run_interleaved(__file__, methods, ["--sentences", str(args.sentences), "--work", str(args.work)],
                               args.repeats)
+    if args.train_only:
+        import statistics
+
+        med = {m: statistics.median(r["tokens_per_s"] for r in results[m]) for m in TRAIN}
+        for m in TRAIN:
+            print(f"{m}: median {med[m]:.0f} tokens/s, rounds " + " / ".join(f"{r['tokens_per_s']:.0f}" for r in results[m]))
+        ratios = [o["tokens_per_s"] / t["tokens_per_s"] for t, o in zip(results["ft-transformers"], results["ft-ours-E"])]
+        print(f"ours / transformers (both fused AdamW): median {med['ft-ours-E'] / med['ft-transformers']:.2f}x, "
+              f"rounds {', '.join(f'{x:.2f}' for x in ratios)}")
+        print("fine-tuning losses per step: " + "; ".join(f"{m} {results[m][0]['losses']}" for m in TRAIN))
+        return
     best = best_runs({m: results[m] for m in INFER}, "sentences_per_s")
     best.update(best_runs({m: results[m] for m in TRAIN}, "tokens_per_s"))
     r0 = results["ours-E"][0]

@@ -30,7 +30,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, best_runs, peak_rss_mb, run_interleaved
+from common import bench_threads, base_shape_args, best_runs, peak_rss_mb, run_interleaved
 
 TEMPLATE = "[X] was founded in [Y] ."
 K, BATCH = 10, 32
@@ -50,7 +50,7 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
     import mluke
     from kb.db.templates import parse_template
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     template = parse_template(TEMPLATE)
     subjects = [f"Company {i}" for i in range(n_prompts)]
     info: dict = {}

@@ -26,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, run_interleaved
+from common import bench_threads, base_shape_args, run_interleaved
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -53,7 +53,7 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
     from kb.db.templates import parse_template
     from mluke.cloze import run_cloze
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     bf16 = method.endswith("-bf16")
     method = method.removesuffix("-bf16")
     bundle = mluke.open_model(folder, dtype="bf16" if bf16 else None)
