@@ -48,7 +48,7 @@ import random
 import time
 from pathlib import Path
 
-from common import benchmark_parser, best_runs, peak_rss_mb, run_interleaved
+from common import bench_threads, benchmark_parser, best_runs, peak_rss_mb, run_interleaved
 
 LABELS = ["O", "PER", "LOC", "ORG", "MISC"]
 BATCH, STEPS, WARMUP = 8, 6, 4
@@ -172,7 +172,7 @@ def infer(forward, tok, sentences, features: str, by_size: bool):
 def measure(method: str, work: Path, n_sentences: int) -> dict:
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     torch.manual_seed(0)
     forward, model, tok, features = load_method(method, work)
     sentences = make_sentences(tok, n_sentences)
@@ -247,7 +247,7 @@ def profile(work: Path, n_sentences: int) -> None:
     from mluke.model import _last_layer_entity_rows
     from mluke.transfer.inputs import collate, ner_rows
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     _, ours, tok, _ = load_method("ours-E", work)
     _, ref, _, _ = load_method("transformers", work)
     sentences = make_sentences(tok, n_sentences)

@@ -90,7 +90,7 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
                     lp = logp[where].view(len(batch), n, -1)
                     got = torch.stack([lp[:, i, table[:, i]] for i in range(n)], -1).mean(-1)
                     scores[start:start + len(batch), idx] = got
-        ranking = [[cands[int(i)][0] for i in row] for row in scores.argsort(1, descending=True, stable=True)]
+        ranking = [[cands[int(i)][0] for i in row] for row in scores.argsort(dim=1, descending=True, stable=True)]
     seconds = time.perf_counter() - t
     return {"method": method + ("-bf16" if bf16 else ""), "facts_per_s": n_facts / seconds, "seconds": seconds,
             "top": [r[0] for r in ranking], "ranking": ranking}
