@@ -133,7 +133,7 @@ def main() -> None:
         opt.step()
         opt.zero_grad(set_to_none=True)
         timings["plain"].append(time.perf_counter() - t)
-        losses["plain"].append(round(float(out.loss), 4))
+        losses["plain"].append(round(float(out.loss.detach()), 4))
         tokens["plain"] += int(batch["attention_mask"].sum())
     res = {k: tokens[k] / sum(v) for k, v in timings.items()}
     ratios = sorted(p / o for o, p in zip(timings["ours"], timings["plain"]))
