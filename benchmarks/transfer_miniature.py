@@ -6,8 +6,8 @@ Writes ``benchmarks/results/transfer_miniature.json`` (every score) and prints a
 paper's Table 3: per language and on average, the mean and spread over seeds, E against W.
 
 RE is also scored on subsets of the test examples by what the model has seen
-(:mod:`probes.transfer.re_subsets`): facts stated neither in the English fine-tuning data nor in the demo's
-pretraining facts (``unseen``), facts seen in either, examples naming a held-out entity, and the negatives;
+(:mod:`probes.transfer.re_subsets`): facts stated neither in the English fine-tuning data nor in the
+pretraining facts listed in the demo model's ``demo.json`` (``unseen``), facts seen in either, examples naming a held-out entity, and the negatives;
 pooled over the 23 zero-shot languages and for English (``re_subsets`` in the JSON; ``--subsets-only``
 recomputes them from the fine-tuned models of an earlier run).
 
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> dict:
 def re_subsets(args: argparse.Namespace, data: Path) -> dict:
     """Subset scores (see :mod:`probes.transfer.re_subsets`) of every fine-tuned RE model of the run."""
     import kb
-    from mluke.demo import PRESETS, demo_documents
+    from mluke.demo import demo_model
     from mluke.transfer import load_transfer, predict_relations
     from probes.transfer.miniature import generate_re, heldout_entities
     from probes.transfer.re_data import read_re
@@ -79,8 +79,11 @@ def re_subsets(args: argparse.Namespace, data: Path) -> dict:
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
     seed = manifest.get("seed", 0)
     splits = generate_re(db, seed=seed)
+    record = Path(args.model or demo_model()) / "demo.json"  # the (fact, language) pairs the model trained on
+    if not record.is_file():
+        raise SystemExit(f"{record} is missing: the RE subsets need the pretraining facts of a demo model")
     pretraining = kb_facts_as_relations((t["subject"], t["property"], t["object"])
-                                        for t in demo_documents(db, PRESETS["demo"]).train)
+                                        for t in json.loads(record.read_text(encoding="utf-8"))["train"])
     tags = tag_examples(splits, heldout_entities(db, seed=seed), pretraining)
     tests = {lang: read_re(path, lang=lang).examples for lang, path in
              sorted((p.parent.name, p) for p in (data / "re").glob("*/test.txt"))}
