@@ -11,6 +11,15 @@ from pathlib import Path
 from typing import Any
 
 
+def bench_threads() -> int:
+    """Threads per measuring process: 2 (the machine's cores), or ``$BENCH_THREADS`` (e.g. 1 on a machine
+    shared with other jobs, where 2-thread parallel regions wait on descheduled threads); the same for
+    every method of a run."""
+    import os
+
+    return int(os.environ.get("BENCH_THREADS", "2"))
+
+
 def peak_rss_mb() -> float:
     """VmHWM of this process (reset at exec, unlike ru_maxrss, which a child inherits from its parent)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -55,6 +64,7 @@ def base_shape_args(doc: str | None, script: str, measure: Any, count: str, defa
     ap.add_argument(count, type=int, default=default)
     ap.add_argument("--bf16", action="store_true", help="also run every method with the model in bfloat16")
     ap.add_argument("--out", type=Path, help="write every run's figures to this JSON file")
+    ap.add_argument("--only", help="comma-separated methods to run (default: all)")
     args = ap.parse_args()
     folder = args.work / "mluke-base-random"
     if args.measure:

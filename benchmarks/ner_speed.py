@@ -27,8 +27,8 @@ the same argmax on every span (in every run) and reports the largest logit diffe
 Fine-tuning: 1 warm-up step then 6 timed steps of 8 rows (the first rows, E features; random gold
 spans), dropout on, AdamW lr 2e-5: ours ``TransferModel.loss(collate(rows))``, backward, step, the
 scheduler step and ``zero_grad`` (what ``FineTuner`` does per step, with its optimizer); baseline
-``LukeForEntitySpanClassification(**inputs, labels=...)``, backward, ``torch.optim.AdamW`` step (torch's
-default implementation; ours uses the fused kernel), ``zero_grad``.
+``LukeForEntitySpanClassification(**inputs, labels=...)``, backward, ``torch.optim.AdamW(fused=True)`` step (the
+same fused kernel as ours; it works on CPU in torch 2.13), ``zero_grad``.
 Tokens = word pieces + span entities of the rows (padding not counted).
 
 Uses the random checkpoint of ``benchmarks/model_scoring.py`` (made there: 4.4 GB); the two transfer
@@ -48,7 +48,7 @@ import random
 import time
 from pathlib import Path
 
-from common import benchmark_parser, best_runs, peak_rss_mb, run_interleaved
+from common import bench_threads, benchmark_parser, best_runs, peak_rss_mb, run_interleaved
 
 LABELS = ["O", "PER", "LOC", "ORG", "MISC"]
 BATCH, STEPS, WARMUP = 8, 6, 4
@@ -172,7 +172,7 @@ def infer(forward, tok, sentences, features: str, by_size: bool):
 def measure(method: str, work: Path, n_sentences: int) -> dict:
     import torch
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     torch.manual_seed(0)
     forward, model, tok, features = load_method(method, work)
     sentences = make_sentences(tok, n_sentences)
@@ -220,7 +220,7 @@ def measure_training(method: str, model, tok, sentences) -> dict:
             optimizer.zero_grad(set_to_none=True)
             return float(loss.detach())
     else:
-        optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01, fused=True)  # as ours
 
         def step(batch):
             loss = model(**baseline_inputs(batch), labels=batch["labels"]).loss
@@ -247,7 +247,7 @@ def profile(work: Path, n_sentences: int) -> None:
     from mluke.model import _last_layer_entity_rows
     from mluke.transfer.inputs import collate, ner_rows
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     _, ours, tok, _ = load_method("ours-E", work)
     _, ref, _, _ = load_method("transformers", work)
     sentences = make_sentences(tok, n_sentences)
@@ -336,6 +336,7 @@ def main() -> None:
     ap = benchmark_parser(__doc__, Path(__file__).parent / "work")
     ap.add_argument("--sentences", type=int, default=64)
     ap.add_argument("--profile", action="store_true", help="time the stages of one batch instead")
+    ap.add_argument("--train-only", action="store_true", help="only the fine-tuning comparison")
     args = ap.parse_args()
     out = args.work / "ner-speed"
     if args.measure:
@@ -350,9 +351,20 @@ def main() -> None:
         return
     for old in out.glob("logits-*.pt"):
         old.unlink()
-    methods = INFER + TRAIN
+    methods = TRAIN if args.train_only else INFER + TRAIN
     results = run_interleaved(__file__, methods, ["--sentences", str(args.sentences), "--work", str(args.work)],
                               args.repeats)
+    if args.train_only:
+        import statistics
+
+        med = {m: statistics.median(r["tokens_per_s"] for r in results[m]) for m in TRAIN}
+        for m in TRAIN:
+            print(f"{m}: median {med[m]:.0f} tokens/s, rounds " + " / ".join(f"{r['tokens_per_s']:.0f}" for r in results[m]))
+        ratios = [o["tokens_per_s"] / t["tokens_per_s"] for t, o in zip(results["ft-transformers"], results["ft-ours-E"])]
+        print(f"ours / transformers (both fused AdamW): median {med['ft-ours-E'] / med['ft-transformers']:.2f}x, "
+              f"rounds {', '.join(f'{x:.2f}' for x in ratios)}")
+        print("fine-tuning losses per step: " + "; ".join(f"{m} {results[m][0]['losses']}" for m in TRAIN))
+        return
     best = best_runs({m: results[m] for m in INFER}, "sentences_per_s")
     best.update(best_runs({m: results[m] for m in TRAIN}, "tokens_per_s"))
     r0 = results["ours-E"][0]

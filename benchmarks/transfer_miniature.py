@@ -5,6 +5,12 @@ zero-shot on every language, with entity features (mLUKE-E) and word features (m
 Writes ``benchmarks/results/transfer_miniature.json`` (every score) and prints a table like the mLUKE
 paper's Table 3: per language and on average, the mean and spread over seeds, E against W.
 
+RE is also scored on subsets of the test examples by what the model has seen
+(:mod:`probes.transfer.re_subsets`): facts stated neither in the English fine-tuning data nor in the
+pretraining facts listed in the demo model's ``demo.json`` (``unseen``), facts seen in either, examples naming a held-out entity, and the negatives;
+pooled over the 23 zero-shot languages and for English (``re_subsets`` in the JSON; ``--subsets-only``
+recomputes them from the fine-tuned models of an earlier run).
+
     python benchmarks/transfer_miniature.py [--seeds 0 1 2] [--epochs 5] [--learning-rate 1e-3] [--model DIR]
 """
 
@@ -54,8 +60,74 @@ def run(args: argparse.Namespace) -> dict:
                 key = "f1" if task == "ner" else "macro_f1"
                 print(f"{task} {features} seed {seed}: en {100 * scores.rows[[r['lang'] for r in scores.rows].index('en')][key]:.1f}"
                       f", average {100 * scores.average[key]:.1f} ({results['runs'][-1]['seconds']} s)", flush=True)
+    if "re" in args.tasks:
+        results["re_subsets"] = re_subsets(args, data)
     write_json(results, args.output, overwrite=True)
     return results
+
+
+def re_subsets(args: argparse.Namespace, data: Path) -> dict:
+    """Subset scores (see :mod:`probes.transfer.re_subsets`) of every fine-tuned RE model of the run."""
+    import kb
+    from mluke.demo import demo_model
+    from mluke.transfer import load_transfer, predict_relations
+    from probes.transfer.miniature import generate_re, heldout_entities
+    from probes.transfer.re_data import read_re
+    from probes.transfer.re_subsets import kb_facts_as_relations, subset_scores, tag_examples
+
+    db = kb.default_db()
+    manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
+    seed = manifest.get("seed", 0)
+    splits = generate_re(db, seed=seed)
+    record = Path(args.model or demo_model()) / "demo.json"  # the (fact, language) pairs the model trained on
+    if not record.is_file():
+        raise SystemExit(f"{record} is missing: the RE subsets need the pretraining facts of a demo model")
+    pretraining = kb_facts_as_relations((t["subject"], t["property"], t["object"])
+                                        for t in json.loads(record.read_text(encoding="utf-8"))["train"])
+    tags = tag_examples(splits, heldout_entities(db, seed=seed), pretraining)
+    tests = {lang: read_re(path, lang=lang).examples for lang, path in
+             sorted((p.parent.name, p) for p in (data / "re").glob("*/test.txt"))}
+    for lang, examples in tests.items():  # the files on disk are the generated sets
+        if [(e.id, e.text) for e in examples] != [(e.id, e.text) for e in splits[lang]["test"].examples]:
+            raise SystemExit(f"{data / 're' / lang / 'test.txt'} is not generate_re(seed={seed})'s test set")
+    out: dict = {"pretraining_facts": len(pretraining), "runs": []}
+    for seed_ in args.seeds:
+        for features in ("entity", "word"):
+            model, tok = load_transfer(args.work / f"re-{features}-{seed_}")
+            zero_shot, zero_pred, en = [], [], {}
+            for lang, examples in tests.items():
+                predicted = predict_relations(model, tok, [e.text for e in examples],
+                                              [(e.head, e.tail) for e in examples], batch_size=16)
+                if lang == "en":
+                    en = subset_scores(examples, predicted, tags)
+                else:
+                    zero_shot += examples
+                    zero_pred += predicted
+            out["runs"].append({"seed": seed_, "features": features, "en": en,
+                                "zero_shot": subset_scores(zero_shot, zero_pred, tags)})
+    return out
+
+
+def subsets_table(results: dict) -> str:
+    """Markdown: per subset, examples and mean (spread) over seeds of macro F1 and accuracy x100, E and W."""
+    import statistics
+
+    from probes.transfer.re_subsets import SUBSETS
+
+    runs = results["re_subsets"]["runs"]
+    lines = ["| test examples | where | examples | E macro F1 | W macro F1 | E accuracy | W accuracy |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for where in ("zero_shot", "en"):
+        for subset in SUBSETS:
+            cells = []
+            for key in ("macro_f1", "accuracy"):
+                for features in ("entity", "word"):
+                    values = [100 * r[where][subset][key] for r in runs
+                              if r["features"] == features and r[where][subset]["examples"]]
+                    cells.append(f"{statistics.mean(values):.1f} ({statistics.pstdev(values):.1f})" if values else "-")
+            n = runs[0][where][subset]["examples"]
+            lines.append(f"| {subset} | {'23 languages' if where == 'zero_shot' else 'en'} | {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _shown(path: Path) -> str:
@@ -85,11 +157,22 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
+    ap.add_argument("--subsets-only", action="store_true",
+                    help="recompute the RE subset scores from an earlier run's models and JSON")
     args = ap.parse_args()
-    results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)
+    if args.subsets_only:
+        from kb.files import write_json
+
+        results = json.loads(args.output.read_text(encoding="utf-8"))
+        results["re_subsets"] = re_subsets(args, args.work / "data")
+        write_json(results, args.output, overwrite=True)
+    else:
+        results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)
     for task in ("ner", "re"):
         if any(r["task"] == task for r in results["runs"]):
             print(f"\n{task}:\n{table(results, task)}")
+    if "re_subsets" in results:
+        print(f"\nre, by what the model has seen:\n{subsets_table(results)}")
 
 
 if __name__ == "__main__":

@@ -10,14 +10,19 @@ of each other. Two readers:
      "entities": [[0, 6, "Q64"], [30, 41, "Q183"]]}
 
   ``span`` is the span to retrieve (character offsets, end exclusive); ``entities`` (optional) are the
-  entity mentions of the text with their keys, given to mLUKE-E as entity tokens (the span itself is
-  always given an entity token: its own entity from ``entities`` when listed there, else [MASK]);
+  gold entity mentions of the text with their keys (used only by the ``entities="gold"`` oracle and, as
+  positions, by ``entities="mask"``, see :func:`item_vectors`);
 - :func:`read_mlqa_spans` — MLQA's layout (``{split}-context-{c}-question-{q}.json``, SQuAD format): the
   answer span of each question in its context; parallel questions share their id across languages.
 
 :func:`evaluate_cwr`: for each target language, every query-language span that has a translation there is
 a query, the pool is every span of the target language, and the rank of the translation among the pool
 gives the reciprocal rank. Ranks are exact (all similarities are computed); ties count against the gold.
+
+Where mLUKE-E's entity tokens come from (``entities``): by default (``"linked"``) the library finds them
+itself, with :class:`mluke.Linker` (mention detection over the kb's names, then the model and the prior
+choose an entity); ``"mask"`` puts the entity [MASK] everywhere; ``"gold"`` gives the data's own entity
+keys, an oracle (the query and its translation then share their answer's entity) kept for comparison only.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -36,6 +41,8 @@ from probes.reading import Skips, read_data_lines
 from probes.report import TableReport
 
 Span = tuple[int, int]
+EntitySource = Literal["linked", "mask", "gold"]
+ENTITY_SOURCES: tuple[str, ...] = ("linked", "mask", "gold")
 
 
 @dataclass(frozen=True)
@@ -143,22 +150,55 @@ def read_mlqa_spans(folder: str | os.PathLike[str], langs: Sequence[str], *, spl
     return _finish(items, skips, folder, "MLQA answers")
 
 
+def _check_source(entities: str) -> None:
+    if entities not in ENTITY_SOURCES:
+        raise OptionError(f"entities={entities!r}: expected one of {', '.join(ENTITY_SOURCES)}")
+
+
+def linked_entities(model: Any, items: Sequence[ParallelSpan], *, kb: Any = None, batch_size: int = 16,
+                    device: Any = None, dtype: Any = None) -> list[list[tuple[int, int, str]]]:
+    """Per record, the ``(start, end, key)`` mentions that :class:`mluke.Linker` finds and links in its text
+    (NIL mentions left out): the entities the library would give mLUKE-E without being told the answer."""
+    from mluke.linking import Linker
+
+    by_lang: dict[str, list[int]] = {}
+    for n, item in enumerate(items):
+        by_lang.setdefault(item.lang, []).append(n)
+    out: list[list[tuple[int, int, str]]] = [[] for _ in items]
+    for lang, where in by_lang.items():
+        linker = Linker(model, kb, languages=[lang], device=device, dtype=dtype)
+        found = linker.link([items[n].text for n in where], lang, batch_size=batch_size)
+        for n, mentions in zip(where, found):
+            out[n] = [(m.start, m.end, m.key) for m in mentions if m.key is not None and not m.nil]
+    return out
+
+
 def item_vectors(model: Any, items: Sequence[ParallelSpan], *, features: str = "word", layer: int = -1,
-                 entity_keys: bool = True, batch_size: int = 32, progress: bool = False, device: Any = None,
-                 dtype: Any = None) -> np.ndarray:
+                 entities: EntitySource = "linked", kb: Any = None, batch_size: int = 32, progress: bool = False,
+                 device: Any = None, dtype: Any = None) -> np.ndarray:
     """Unit-length vectors of each record's span (items x hidden), see :func:`mluke.spans.span_vectors`.
 
-    For the entity kinds, every listed entity of the text gets an entity token, and so does the span itself:
-    the entity of its key, or the entity [MASK] when the key is unknown or ``entity_keys`` is false.
+    For the entity kinds, the span always gets an entity token, and so does every other mention of
+    ``entities``: ``"linked"`` (default) the mentions :func:`linked_entities` finds in the text with the kb
+    ``kb`` (the embedded kb by default), the span getting the entity linked at exactly its characters, else
+    [MASK]; ``"mask"`` the entity [MASK] over the span and over the record's listed mentions (their
+    positions, no identity); ``"gold"`` the record's own entity keys (an oracle: for comparison only).
     """
+    from mluke.checkpoint import open_model
     from mluke.spans import span_vectors
 
+    _check_source(entities)
+    if features != "word" and entities == "linked":
+        model = open_model(model, device=device, dtype=dtype)
+        mentions = linked_entities(model, items, kb=kb, device=device, dtype=dtype)
+    else:
+        mentions = [list(item.entities) for item in items]
     spans, refs = [], []
-    for item in items:
-        own = next((key for s, e, key in item.entities if (s, e) == item.span), None)
-        others = [(s, e, key) for s, e, key in item.entities if (s, e) != item.span]
+    for item, found in zip(items, mentions):
+        own = next((key for s, e, key in found if (s, e) == item.span), None)
+        others = [(s, e, key) for s, e, key in found if (s, e) != item.span]
         spans.append([item.span, *((s, e) for s, e, _ in others)])
-        refs.append([own, *(key for _, _, key in others)] if entity_keys else [None] * len(spans[-1]))
+        refs.append([own, *(key for _, _, key in others)] if entities != "mask" else [None] * len(spans[-1]))
     vectors = span_vectors(model, [i.text for i in items], spans, features=features,  # type: ignore[arg-type]
                            entities=refs if features != "word" else None, layer=layer, normalize=True,
                            batch_size=batch_size, progress=progress, device=device, dtype=dtype)
@@ -187,6 +227,7 @@ class CwrReport(TableReport):
     layer: int
     model: str
     rows: list[dict[str, Any]]
+    entities: str = "linked"
 
     @property
     def average(self) -> dict[str, float]:
@@ -194,7 +235,7 @@ class CwrReport(TableReport):
 
     def to_dict(self) -> dict[str, Any]:
         return {"query_lang": self.query_lang, "features": self.features, "layer": self.layer, "model": self.model,
-                "languages": self.rows, "average": self.average}
+                "entities": self.entities, "languages": self.rows, "average": self.average}
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing (MRR x100), the average last."""
@@ -207,10 +248,12 @@ class CwrReport(TableReport):
 
 def evaluate_cwr(model: Any, items: Sequence[ParallelSpan] | SpanSet, *, query_lang: str = "en",
                  langs: Sequence[str] | None = None, features: Sequence[str] = ("entity", "word"), layer: int = -1,
-                 entity_keys: bool = True, batch_size: int = 32, progress: bool = False, device: Any = None,
-                 dtype: Any = None) -> CwrReport:
-    """MRR of retrieving each ``query_lang`` span's translation among all spans of each other language
-    (``entity_keys=False``: entity tokens are all [MASK], see :func:`item_vectors`)."""
+                 entities: EntitySource = "linked", kb: Any = None, batch_size: int = 32, progress: bool = False,
+                 device: Any = None, dtype: Any = None) -> CwrReport:
+    """MRR of retrieving each ``query_lang`` span's translation among all spans of each other language.
+
+    ``entities``: where mLUKE-E's entity tokens come from (see :func:`item_vectors`): ``"linked"`` (the
+    library's own linker, default), ``"mask"`` or the ``"gold"`` oracle; recorded in the report."""
     from mluke.checkpoint import open_model
 
     records = list(items.items if isinstance(items, SpanSet) else items)
@@ -224,10 +267,11 @@ def evaluate_cwr(model: Any, items: Sequence[ParallelSpan] | SpanSet, *, query_l
     if missing or not targets:
         raise OptionError(f"no spans in {', '.join(missing) or 'any language but the query language'}; "
                           f"languages: {', '.join(sorted(by_lang))}")
+    _check_source(entities)
     bundle = open_model(model, device=device, dtype=dtype)
     wanted = [query_lang, *targets]
-    vectors = {f: {lang: item_vectors(bundle, by_lang[lang], features=f, layer=layer, entity_keys=entity_keys,
-                                      batch_size=batch_size, progress=progress, device=device, dtype=dtype) for lang in wanted} for f in features}
+    vectors = {f: {lang: item_vectors(bundle, by_lang[lang], features=f, layer=layer, entities=entities,
+                                      kb=kb, batch_size=batch_size, progress=progress, device=device, dtype=dtype) for lang in wanted} for f in features}
     query_pos = {item.id: n for n, item in enumerate(by_lang[query_lang])}
     rows = []
     for lang in targets:
@@ -240,4 +284,4 @@ def evaluate_cwr(model: Any, items: Sequence[ParallelSpan] | SpanSet, *, query_l
             row[f"mrr_{f}"] = float(reciprocal_ranks(vectors[f][query_lang][q], vectors[f][lang], gold).mean())
         rows.append(row)
     model_name = str(model) if isinstance(model, (str, os.PathLike)) else "demo" if model is None else "given model"
-    return CwrReport(query_lang, list(features), layer, model_name, rows)
+    return CwrReport(query_lang, list(features), layer, model_name, rows, entities)

@@ -96,7 +96,8 @@ def modularity_by_language(model: Any, items: Sequence[Any], *, base: str = "en"
     missing = [lang for lang in [base, *others] if lang not in by_lang]
     if missing:
         raise OptionError(f"no mentions in {', '.join(missing)}; languages: {', '.join(sorted(by_lang))}")
-    vectors = {f: {lang: item_vectors(bundle, by_lang[lang], features=f, layer=layer, entity_keys=entity_keys,
+    vectors = {f: {lang: item_vectors(bundle, by_lang[lang], features=f, layer=layer,
+                                      entities="gold" if entity_keys else "mask",
                                       batch_size=batch_size) for lang in [base, *others]} for f in features}
     rows = []
     for lang in others:

@@ -109,3 +109,31 @@ def test_evaluate_cwr_on_the_tiny_demo(spans, tiny_demo):
     assert report.to_dict()["average"]["word"] == pytest.approx(np.mean([r["mrr_word"] for r in report.rows]))
     with pytest.raises(OptionError, match="no spans in fr"):
         evaluate_cwr(str(tiny_demo), spans, langs=["fr"])
+
+
+def test_entity_tokens_come_from_the_linker_by_default_and_gold_only_on_request(spans, tiny_demo):
+    from dataclasses import replace
+
+    from probes.cwr import item_vectors, linked_entities
+
+    few = [i for i in spans if i.lang in ("en", "de")][:12]
+    found = linked_entities(str(tiny_demo), few)
+    assert len(found) == len(few) and any(found)
+    gold_keys = {k for i in few for _, _, k in i.entities}
+    for item, mentions in zip(few, found):
+        for s, e, key in mentions:
+            assert 0 <= s < e <= len(item.text) and isinstance(key, str) and key
+    assert {k for m in found for _, _, k in m} & gold_keys  # it finds some of the names on its own
+    # the default never reads the gold keys: wrong gold annotations change nothing ...
+    wrong = [replace(i, entities=tuple((s, e, "Q1") for s, e, _ in i.entities)) for i in few]
+    linked = item_vectors(str(tiny_demo), few, features="entity")
+    np.testing.assert_array_equal(linked, item_vectors(str(tiny_demo), wrong, features="entity"))
+    # ... while the gold oracle does
+    gold = item_vectors(str(tiny_demo), few, features="entity", entities="gold")
+    assert not np.allclose(gold, item_vectors(str(tiny_demo), wrong, features="entity", entities="gold"))
+    assert not np.allclose(linked, item_vectors(str(tiny_demo), few, features="entity", entities="mask"))
+    report = evaluate_cwr(str(tiny_demo), spans, langs=["de"], features=("entity",), entities="gold")
+    assert report.entities == "gold" and report.to_dict()["entities"] == "gold"
+    assert evaluate_cwr(str(tiny_demo), spans, langs=["de"], features=("entity",)).entities == "linked"
+    with pytest.raises(OptionError, match="entities='oracle': expected one of linked, mask, gold"):
+        evaluate_cwr(str(tiny_demo), spans, langs=["de"], entities="oracle")
