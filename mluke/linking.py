@@ -436,7 +436,7 @@ class Linker:
             for r in rows:
                 r["name"] = names.get(r["key"])
         return LinkedMention(m.start, m.end, m.surface, None if nil else key, names.get(key) if key else None, title,
-                             round(confidence, 6), best["score"] if best else float("-inf"),
+                             confidence, best["score"] if best else float("-inf"),
                              best["prior"] if best else 0.0, m.link_probability, nil, rows if want_candidates else None)
 
 
