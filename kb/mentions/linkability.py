@@ -43,7 +43,7 @@ import functools
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from kb.mentions.compiled import Mention
@@ -70,6 +70,8 @@ _OPENERS = "\"'“‘«„‚([{¿¡-–—•*"
 #: Han characters that make a place name out of a place name (Tokyo + Metropolis ...): not another word.
 _PLACE_SUFFIXES = set("市都県府道州省区町村郡国島")
 _KATAKANA = re.compile(r"[\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+_WORD_AFTER = re.compile(r" (\w+)")
+_WORD_BEFORE = re.compile(r"(\w+) $")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
@@ -143,17 +145,21 @@ class LinkEstimator:
         """``mentions`` (as detected in ``text``) with every missing link probability estimated."""
         if all(m.link_probability is not None for m in mentions):
             return list(mentions)
-        spans = [(m.start, m.end) for m in mentions]
+        starts, ends = {m.start for m in mentions}, {m.end for m in mentions}
         return [m if m.link_probability is not None else
-                m._replace(link_probability=self.estimate(text, m, lang, spans).value) for m in mentions]
+                m._replace(link_probability=self._estimate(text, m, lang, starts, ends).value) for m in mentions]
 
     def estimate(self, text: str, mention: Mention, lang: str,
                  spans: Sequence[tuple[int, int]] = ()) -> Estimate:
         """The link probability of ``mention`` in ``text``: stored, else by the rules of the module docs.
 
-        ``spans``: every mention detected in the text (a neighbouring word inside one is a known name,
-        not part of a longer unknown one).
+        ``spans``: every mention detected in the text (a neighbouring word that starts or ends one is a
+        known name, not part of a longer unknown one).
         """
+        return self._estimate(text, mention, lang, {a for a, _ in spans}, {b for _, b in spans})
+
+    def _estimate(self, text: str, mention: Mention, lang: str, starts: Container[int],
+                  ends: Container[int]) -> Estimate:
         if mention.link_probability is not None:
             return Estimate(mention.link_probability, "anchors")
         surface = mention.surface
@@ -166,7 +172,7 @@ class LinkEstimator:
             if all(self._capitalised(c.key, lang) for c in mention.candidates):
                 return Estimate(LOWERCASE, "lowercase")
             return self._by_frequency(surface, lang, NO_CASE, COMMON_NO_CASE, "lowercase name")
-        if self._in_longer_name(text, mention, lang, spans):
+        if self._in_longer_name(text, mention, lang, starts, ends):
             return Estimate(LONGER_NAME, "part of a longer name")
         if is_sentence_start(text, mention.start):
             return self._by_frequency(surface, lang, CAPITALISED, SENTENCE_START_COMMON, "sentence start")
@@ -199,22 +205,21 @@ class LinkEstimator:
         return False
 
     @staticmethod
-    def _in_longer_name(text: str, m: Mention, lang: str, spans: Sequence[tuple[int, int]]) -> bool:
+    def _in_longer_name(text: str, m: Mention, lang: str, starts: Container[int], ends: Container[int]) -> bool:
         """A capitalised word the kb did not match is glued to the mention by one space (see :data:`LONGER_NAME`).
 
         A preceding word that starts a sentence does not count ("In Paris"), nor, in German (where every
         noun is capitalised), a common word.
         """
-        known = set(spans)
-        after = re.match(r" (\w+)", text[m.end:])
-        if after and _capital_word(after.group(1)) and not _inside(known, m.end + 1, m.end + 1 + len(after.group(1))):
+        after = _WORD_AFTER.match(text, m.end)
+        if after and _capital_word(after.group(1)) and (m.end + 1) not in starts:
             if not (lang == "de" and _common(after.group(1), lang)):
                 return True
-        before = re.search(r"(\w+) $", text[max(0, m.start - 64):m.start])
+        before = _WORD_BEFORE.search(text[max(0, m.start - 64):m.start])
         if before:
             word = before.group(1)
             start = m.start - 1 - len(word)
-            if (_capital_word(word) and not is_sentence_start(text, start) and not _inside(known, start, m.start - 1)
+            if (_capital_word(word) and not is_sentence_start(text, start) and (m.start - 1) not in ends
                     and not (lang == "de" and _common(word, lang))):
                 return True
         return False
@@ -230,5 +235,3 @@ def _common(word: str, lang: str) -> bool:
     return z is not None and z >= 4.0
 
 
-def _inside(spans: set[tuple[int, int]], start: int, end: int) -> bool:
-    return any(a <= start and end <= b for a, b in spans)
