@@ -252,11 +252,13 @@ def test_single_candidate_mention_can_be_nil(tiny_demo, embedded_db):
     [turkey] = linker.link("We had turkey for dinner.", "en", candidates=True)
     assert len(turkey.candidates) == 1 and turkey.nil and turkey.key is None and turkey.confidence < 0.05
     assert turkey.name == "Türkiye"  # what it would have been
-    # a capitalised single candidate: confident, but not certain, and its confidence depends on the context
-    a = linker.link("We flew to Turkey in May.", "en")[0]
-    b = linker.link("Turkey is where the border with Syria runs.", "en")[0]
-    assert 0.0 < a.confidence < 0.95 and a.confidence != b.confidence
-    assert linker.link("We flew to Turkey in May.", "en", nil_threshold=a.confidence + 1e-6)[0].nil
-    assert not linker.link("We flew to Turkey in May.", "en", nil_threshold=a.confidence - 1e-6)[0].nil
     prior = linker.link("We flew to Turkey in May.", "en", method="prior")[0]
-    assert 0.0 < prior.confidence <= 0.95  # no model: the calibration's prior-only side, still below the link probability
+    assert 0.0 < prior.confidence <= 0.95  # never above the link probability
+    # a capitalised single candidate: the model's view of it over the whole entity vocabulary moves its
+    # confidence with the context, so a threshold can make it NIL (its score among candidates is always 0)
+    lift = Linker(tiny_demo, embedded_db, languages=["en"], calibration=Calibration((0.0, 0.0, 0.0, 1.0, 0.0, 0.0)))
+    a = lift.link("We flew to Turkey in May.", "en")[0]
+    b = lift.link("Turkey is where the border with Syria runs.", "en")[0]
+    assert a.score == b.score == 0.0 and 0.0 < a.confidence < 0.95 and a.confidence != b.confidence
+    assert lift.link("We flew to Turkey in May.", "en", nil_threshold=a.confidence + 1e-6)[0].nil
+    assert not lift.link("We flew to Turkey in May.", "en", nil_threshold=a.confidence - 1e-6)[0].nil
