@@ -1,7 +1,10 @@
 """Link probability of a detected mention: stored anchor statistics where the kb has them, else an estimate.
 
-A Wikipedia build stores, per surface, the share of documents where it is a link
-(LUKE's link probability, :attr:`kb.mentions.Mention.link_probability`). The
+A Wikipedia build stores, per surface as written, the share of documents where it is
+a link (LUKE's link probability). The mention index keeps one value per folded
+surface (:attr:`kb.mentions.Mention.link_probability`, all spellings together);
+:class:`LinkEstimator` prefers the value stored for the mention's exact spelling
+(``EntityDB.link_probability``), so *Nice* and *nice* keep their own statistics. The
 embedded kb and ``kb add`` have only names, so every name found in text would be a
 certain link: "a nice day" would link *nice* to Nice. :class:`LinkEstimator` gives
 such mentions an honest estimate instead, from evidence in the text itself:
@@ -130,6 +133,7 @@ class LinkEstimator:
     def __init__(self, db: EntityDB) -> None:
         self.db = db
         self._capitalised = functools.lru_cache(maxsize=1 << 16)(self._all_names_capitalised)
+        self._exact = functools.lru_cache(maxsize=1 << 16)(self.db.link_probability)
 
     def _all_names_capitalised(self, key: str, lang: str) -> bool:
         """Whether every name of ``key`` in ``lang`` (title, label, aliases) starts, in its first cased
@@ -142,12 +146,10 @@ class LinkEstimator:
         return all(c.isupper() for c in firsts)
 
     def fill(self, text: str, mentions: Sequence[Mention], lang: str) -> list[Mention]:
-        """``mentions`` (as detected in ``text``) with every missing link probability estimated."""
-        if all(m.link_probability is not None for m in mentions):
-            return list(mentions)
+        """``mentions`` (as detected in ``text``) with their link probabilities: stored (for the exact spelling
+        where the kb has it), else estimated."""
         starts, ends = {m.start for m in mentions}, {m.end for m in mentions}
-        return [m if m.link_probability is not None else
-                m._replace(link_probability=self._estimate(text, m, lang, starts, ends).value) for m in mentions]
+        return [m._replace(link_probability=self._estimate(text, m, lang, starts, ends).value) for m in mentions]
 
     def estimate(self, text: str, mention: Mention, lang: str,
                  spans: Sequence[tuple[int, int]] = ()) -> Estimate:
@@ -161,7 +163,8 @@ class LinkEstimator:
     def _estimate(self, text: str, mention: Mention, lang: str, starts: Container[int],
                   ends: Container[int]) -> Estimate:
         if mention.link_probability is not None:
-            return Estimate(mention.link_probability, "anchors")
+            exact = self._exact(lang, mention.surface)
+            return Estimate(mention.link_probability if exact is None else exact, "anchors")
         surface = mention.surface
         first = _first_cased(surface)
         if first is None:

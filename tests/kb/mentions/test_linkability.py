@@ -93,3 +93,22 @@ def test_lookup_shows_qualified_names_and_priors(embedded_db):
     assert len({e.name for e in found}) == len(found) >= 2 and all(e.name.startswith("Valencia (") for e in found)
     assert sum(e.prior for e in found) == pytest.approx(1.0, abs=1e-6)
     assert kb.lookup(embedded_db, key=found[0].key, lang="es")[0].prior is None
+
+
+def test_stored_statistics_per_spelling(tmp_path):
+    path = tmp_path / "wiki.sqlite"
+    with kb.EntityDB.create(path, provenance={"builder": "tests"}) as w:
+        w.add_languages(["en"])
+        w.add_entity("Q33959", "city")
+        w.add_title("en", "Nice", "Q33959")
+        w.add_anchor("en", "Nice", "Q33959", 80)
+        w.add_surface("en", "Nice", link_docs=80, text_docs=100)
+        w.add_surface("en", "nice", link_docs=1, text_docs=10_000)
+    db = kb.EntityDB(path)
+    index = MentionIndex.build(db, min_link_probability=0.0)  # folded together: 81 / 10,100 < 1%
+    text = "A nice walk in Nice."
+    found = index.detect(text, "en")
+    assert [m.surface for m in found] == ["nice", "Nice"]
+    assert found[0].link_probability == found[1].link_probability  # one value per folded surface in the index
+    lowercase, capitalised = LinkEstimator(db).fill(text, found, "en")
+    assert lowercase.link_probability == pytest.approx(1 / 10_000) and capitalised.link_probability == 0.8
