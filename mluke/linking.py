@@ -283,8 +283,7 @@ class Linker:
             with tqdm(total=len(jobs), desc="linking", unit="windows", disable=not progress or len(jobs) <= batch_size,
                       mininterval=0.5, dynamic_ncols=True) as bar:
                 if method == "global":
-                    scores = self._score_global(texts, mentions, ids, jobs, prior_weight, nil_threshold, batch_size, bar,
-                                                lang)
+                    scores = self._score_global(texts, mentions, ids, jobs, prior_weight, nil_threshold, batch_size, bar)
                 else:
                     scores = self._score(texts, mentions, ids, jobs, batch_size, bar)
         return mentions, scores
@@ -372,7 +371,7 @@ class Linker:
 
     def _score_global(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], list[tuple[str, int]]],
                       jobs: list[_Job], prior_weight: float, nil_threshold: float | None,
-                      batch_size: int, bar: Any, lang: str) -> dict[tuple[int, int], ModelScores]:
+                      batch_size: int, bar: Any) -> dict[tuple[int, int], ModelScores]:
         """Yamada et al. (2022): resolve the most confident mention of each window, feed its entity in, repeat.
 
         Each batch of windows is tokenized once; a step changes only entity ids
