@@ -8,9 +8,9 @@
   entity) and the same mentions with their entity removed from the candidates
   (what linking sees when the kb lacks the entity: they should be NIL);
 - :func:`calibrate`: fits :class:`mluke.confidence.Calibration` on one half of the
-  demo's linking set (even items) and reports NIL precision / recall and accuracy
-  at the fitted default threshold on the other half, on the free-wording set and
-  on :data:`COMMON_WORD_SENTENCES` (hand-written sentences where common words that
+  demo's linking set and of the free-wording set (even items / even (city,
+  language) pairs) and reports NIL precision / recall and accuracy at the fitted
+  default threshold on the other halves, and on :data:`COMMON_WORD_SENTENCES` (hand-written sentences where common words that
   are also place names must stay unlinked and the places must link).
 """
 
@@ -245,7 +245,10 @@ def calibrate(model_dir: str | Path, db: EntityDB | None = None, *, linker: Any 
     linker = linker if linker is not None else Linker(model_dir, db, languages=langs)
     fit_docs = [d for i, d in enumerate(docs) if i % 2 == 0]
     test_docs = [d for i, d in enumerate(docs) if i % 2 == 1]
-    fit_set = nil_instances(linker, fit_docs)
+    per_pair = len(FREE_TEMPLATES["en"])  # a (city, language) pair's sentences stay in one half
+    fit_free = [d for i, d in enumerate(free) if (i // per_pair) % 2 == 0]
+    test_free = [d for i, d in enumerate(free) if (i // per_pair) % 2 == 1]
+    fit_set = nil_instances(linker, fit_docs + fit_free)
     x = [i.x for i in fit_set]
     y = [int(i.truth is not None and i.top == i.truth) for i in fit_set]
     weights = fit_logistic(x, y)
@@ -260,16 +263,17 @@ def calibrate(model_dir: str | Path, db: EntityDB | None = None, *, linker: Any 
             best = (t, s)
     threshold = best[0] if best else 0.5
     calibration = Calibration(weights, threshold, {
-        "fitted_on": f"even items of the demo linking set of {Path(model_dir).name} ({len(fit_set)} decisions, "
-                     "gold and entity-removed, methods combined and prior)",
+        "fitted_on": f"even items of the demo linking set of {Path(model_dir).name} and of its free-wording "
+                     f"(city, language) pairs ({len(fit_set)} decisions, gold and entity-removed, methods combined "
+                     "and prior)",
         "threshold_rule": f"best accuracy (combined) keeping >= {min_kept:.0%} of right ambiguous links",
         "date": datetime.date.today().isoformat()})
     report = CalibrationReport(calibration)
-    report.scores["fit half (template wording)"] = nil_scores(combined, calibration)
-    test = nil_instances(linker, test_docs, ("combined",))
-    report.scores["held-out half (template wording)"] = nil_scores(test, calibration)
-    report.scores["free wording (held-out templates)"] = nil_scores(nil_instances(linker, free, ("combined",)),
-                                                                    calibration)
+    report.scores["fit half (template + free wording)"] = nil_scores(combined, calibration)
+    report.scores["held-out half, template wording"] = nil_scores(nil_instances(linker, test_docs, ("combined",)),
+                                                                  calibration)
+    report.scores["held-out half, free wording"] = nil_scores(nil_instances(linker, test_free, ("combined",)),
+                                                              calibration)
     report.common_words = common_word_outcomes(linker, calibration)
     return report
 
