@@ -257,8 +257,15 @@ def test_single_candidate_mention_can_be_nil(tiny_demo, embedded_db):
     # a capitalised single candidate: the model's view of it over the whole entity vocabulary moves its
     # confidence with the context, so a threshold can make it NIL (its score among candidates is always 0)
     lift = Linker(tiny_demo, embedded_db, languages=["en"], calibration=Calibration((0.0, 0.0, 0.0, 1.0, 0.0, 0.0)))
-    a = lift.link("We flew to Turkey in May.", "en")[0]
-    b = lift.link("Turkey is where the border with Syria runs.", "en")[0]
+    info = json.loads((tiny_demo / "demo.json").read_text(encoding="utf-8"))
+    vocab = lift.bundle.entity_vocab
+    keys = sorted({k for f in info["train"] if f["lang"] == "en" for k in (f["subject"], f["object"])})
+    names = embedded_db.labels(keys, "en")
+    label = next(names[k] for k, v in zip(keys, vocab.ids_of_keys(keys)) if v is not None and k in names
+                 and names[k][:1].isupper() and len(lift.index.candidates("en", names[k])) == 1)
+    one, two = f"We flew to {label} in May.", f"{label} is where the border with the sea runs."
+    a = lift.link(one, "en", spans=[(11, 11 + len(label))])[0]
+    b = lift.link(two, "en", spans=[(0, len(label))])[0]
     assert a.score == b.score == 0.0 and 0.0 < a.confidence < 0.95 and a.confidence != b.confidence
-    assert lift.link("We flew to Turkey in May.", "en", nil_threshold=a.confidence + 1e-6)[0].nil
-    assert not lift.link("We flew to Turkey in May.", "en", nil_threshold=a.confidence - 1e-6)[0].nil
+    assert lift.link(one, "en", spans=[(11, 11 + len(label))], nil_threshold=a.confidence + 1e-6)[0].nil
+    assert not lift.link(one, "en", spans=[(11, 11 + len(label))], nil_threshold=a.confidence - 1e-6)[0].nil
