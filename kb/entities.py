@@ -21,6 +21,8 @@ class EntityDescription:
     key: str
     via: str
     kind: str | None
+    name: str  #: qualified name in the query language (:func:`qualified_names`): "Cambridge (Canada)"
+    prior: float | None  #: p(entity | name) of the kb's candidate generator (``None`` when looked up by key)
     label: str | None
     label_en: str | None
     titles: dict[str, str]
@@ -52,7 +54,11 @@ def lookup(db: EntityDB | str | os.PathLike[str] | None, query: str | None = Non
 
 
 def _describe(db: EntityDB, query: str | None, lang: str, key: str | None) -> list[EntityDescription]:
+    from kb.mentions.candidates import default_source
+
     matches = [(key, "key")] if key is not None else [(m.key, m.via) for m in db.lookup(lang, query)]  # type: ignore[arg-type]
+    priors = {c.key: c.prior for c in default_source(db).candidates(lang, query)} if query is not None else {}
+    qualified = qualified_names(db, [k for k, _ in matches], lang)
     out = []
     for k, via in matches:
         e = db.entity(k)
@@ -62,6 +68,53 @@ def _describe(db: EntityDB, query: str | None, lang: str, key: str | None) -> li
             names = db.labels([f.object for f in rows], lang)
             facts = [(f.property, db.property_label(f.property, lang) or "", f.object, names.get(f.object, ""))
                      for f in rows]
-        out.append(EntityDescription(k, via, e.kind, e.name(lang), e.name("en"), e.titles, e.labels,
+        out.append(EntityDescription(k, via, e.kind, qualified[k], priors.get(k, 0.0 if query is not None else None),
+                                     e.name(lang), e.name("en"), e.titles, e.labels,
                                      {code: list(v) for code, v in e.aliases.items()}, facts))
+    return out
+
+
+#: The facts whose object qualifies an entity's name, most telling first: country (P17), continent (P30).
+QUALIFIER_PROPERTIES = ("P17", "P30")
+
+
+def qualified_names(db: EntityDB, keys: list[str], lang: str) -> dict[str, str]:
+    """A name for each entity of ``keys`` in ``lang`` that tells them apart: "Cambridge (United Kingdom)",
+    "Cambridge (Canada)".
+
+    The name is the label in ``lang`` (else its page title, else the English one, else the key). It is
+    qualified by the page title when that adds a qualifier ("Paris (mythology)"), else by the entity's
+    country or continent (:data:`QUALIFIER_PROPERTIES`), else by its kind ("Chinese (language)");
+    countries, continents and entities without any of these keep the plain name. Two keys that would
+    still share a name get their key added: "Springfield (United States, Q...)".
+    """
+    out: dict[str, str] = {}
+    for key in dict.fromkeys(keys):
+        entity = db.get(key)
+        if entity is None:
+            out[key] = key
+            continue
+        base = entity.name(lang) or key
+        title = entity.titles.get(lang)
+        if title and title != base and title.startswith(base) and len(title) > len(base) + 2:
+            out[key] = title
+            continue
+        qualifier = None
+        if entity.kind not in ("country", "continent"):
+            for pid in QUALIFIER_PROPERTIES:
+                objects = [f.object for f in db.facts(subject=key, property=pid)]
+                if objects:
+                    other = db.get(objects[0])
+                    qualifier = (other.name(lang) if other else None) or objects[0]
+                    break
+            if qualifier is None and entity.kind:
+                qualifier = entity.kind
+        out[key] = f"{base} ({qualifier})" if qualifier else base
+    seen: dict[str, list[str]] = {}
+    for key, name in out.items():
+        seen.setdefault(name, []).append(key)
+    for name, same in seen.items():
+        if len(same) > 1:
+            for key in same:
+                out[key] = f"{name[:-1]}, {key})" if name.endswith(")") else f"{name} ({key})"
     return out

@@ -15,8 +15,14 @@
    entity [MASK]s; at each step the most confident one (softmax of the combined
    scores over its candidates) is resolved and its entity becomes an input
    entity for the remaining ones, one forward pass per step.
-3. A mention whose best combined score is below ``nil_threshold`` (or that has
-   no candidate) is NIL.
+3. Every mention gets a confidence in [0, 1] (:mod:`mluke.confidence`): its link
+   probability (the kb's anchor statistic, or the estimate of
+   :mod:`kb.mentions.linkability` where the kb has none) times the calibrated
+   probability that its top candidate is right. A mention whose confidence is
+   below ``nil_threshold`` (default: the calibration's, 0.5 or as fitted), or that
+   has no candidate, is NIL, even with a single candidate.
+4. Entities are shown by a qualified name (:func:`kb.entities.qualified_names`):
+   "Cambridge (United Kingdom)" vs "Cambridge (Canada)".
 
 Long texts are cut into windows of about ``window_chars`` characters at spaces
 or sentence ends; every window is encoded once with all its mentions.
@@ -51,11 +57,14 @@ from tqdm import tqdm
 
 from kb import open_db
 from kb.db import EntityDB, chunked
+from kb.entities import qualified_names
 from kb.errors import MlukeError, OptionError, TextInputError, option
 from kb.files import iter_lines, output
 from kb.languages import check_language
 from kb.mentions import MentionIndex
+from kb.mentions.linkability import LinkEstimator
 from mluke.checkpoint import open_model
+from mluke.confidence import DEFAULT_CALIBRATION, Calibration, features
 from mluke.results import LinkedLine, LinkedMention, LinkedTexts, LinkTally
 
 Method = Literal["combined", "prior", "model", "global"]
@@ -103,10 +112,18 @@ class Linker:
     """A model, a kb and a mention index, ready to link many texts (see module docs)."""
 
     def __init__(self, model: Any = None, kb: EntityDB | str | Path | None = None, *, index: Any = None,
-                 languages: list[str] | None = None, device: Any = None, dtype: Any = None) -> None:
+                 languages: list[str] | None = None, device: Any = None, dtype: Any = None,
+                 calibration: Calibration | None = None) -> None:
         self.db = open_db(kb)
         self.bundle = open_model(model, device=device, dtype=dtype)
         self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
+        #: Maps a mention's scores to the probability that its top candidate is right (:mod:`mluke.confidence`).
+        self.calibration = calibration if calibration is not None else DEFAULT_CALIBRATION
+        self.estimator = LinkEstimator(self.db)
+        self._names = functools.lru_cache(maxsize=1 << 14)(self._qualified)
+
+    def _qualified(self, keys: tuple[str, ...], lang: str) -> dict[str, str]:
+        return qualified_names(self.db, list(keys), lang)
 
     def link(self, texts: str | list[str], lang: str, *, method: Method = "combined", prior_weight: float = 1.0,
              nil_threshold: float | None = None, candidates: bool = False,
@@ -123,6 +140,7 @@ class Linker:
         batch = [texts] if single else _text_list(texts)
         check_language(lang, self.db.languages)
         check_methods([method])
+        check_nil_threshold(nil_threshold)
         if spans is None:
             mentions = self.index.detect_batch(batch, lang)
         else:
@@ -155,6 +173,7 @@ class Linker:
         """
         check_language(lang, self.db.languages)
         check_methods([method])
+        check_nil_threshold(nil_threshold)
         if min(chunk_texts, chunk_chars, segment_windows, window_chars, batch_size) < 1:
             raise OptionError("chunk_texts, chunk_chars, segment_windows, window_chars and batch_size must be at least 1")
         options = (method, prior_weight, nil_threshold, candidates, window_chars, batch_size)
@@ -205,12 +224,59 @@ class Linker:
             if segments % TRIM_EVERY == 0:
                 _trim_heap()
 
+    def link_mentions(self, texts: list[str], mentions: list[list[Any]], lang: str, *, method: Method = "combined",
+                      prior_weight: float = 1.0, nil_threshold: float | None = None, candidates: bool = False,
+                      window_chars: int = 1000, batch_size: int = 16) -> list[list[LinkedMention]]:
+        """Link given :class:`kb.mentions.Mention` objects (one list per text), candidates as they are: a
+        caller may narrow them (e.g. drop an entity to see what linking does when the kb lacks it)."""
+        check_language(lang, self.db.languages)
+        check_methods([method])
+        check_nil_threshold(nil_threshold)
+        return self._resolve(_text_list(texts), [list(m) for m in mentions], lang, method, prior_weight, nil_threshold,
+                             candidates, window_chars, batch_size)
+
+    def mention_features(self, texts: list[str], mentions: list[list[Any]], lang: str, *,
+                         method: Method = "combined", prior_weight: float = 1.0, window_chars: int = 1000,
+                         batch_size: int = 16) -> list[list[tuple[str | None, float, list[float]]]]:
+        """Per mention: (top candidate, link probability, :func:`mluke.confidence.features`), what
+        :meth:`calibration` maps to a confidence; for fitting one (:mod:`probes.linking_calibration`)."""
+        check_methods([method])
+        mentions, scores = self._scored(_text_list(texts), [list(m) for m in mentions], lang, method, prior_weight,
+                                        None, window_chars, batch_size)
+        vocab = self.bundle[2]
+        out = []
+        for t, found in enumerate(mentions):
+            row = []
+            for i, m in enumerate(found):
+                ranked = _rank(m.candidates, _model(scores.get((t, i))), method, prior_weight)
+                if not ranked:
+                    row.append((None, m.link_probability or 0.0, []))
+                    continue
+                ms = scores.get((t, i)) if method != "prior" else None
+                full = ms.full.get(ranked[0]["key"]) if ms is not None else None
+                row.append((ranked[0]["key"], 1.0 if m.link_probability is None else m.link_probability,
+                            features(ranked, full, len(vocab) if vocab is not None else 1)))
+            out.append(row)
+        return out
+
     def _resolve(self, texts: list[str], mentions: list[list[Any]], lang: str, method: Method, prior_weight: float,
                  nil_threshold: float | None, candidates: bool, window_chars: int, batch_size: int,
                  progress: bool = False, windows: list[list[tuple[int, int]]] | None = None) -> list[list[LinkedMention]]:
         """Score and decide the detected (or given) ``mentions`` of ``texts``; ``windows``: each text's
         windows to encode (default: all of it, cut every ``window_chars`` characters)."""
-        scores: dict[tuple[int, int], dict[str, float]] = {}
+        mentions, scores = self._scored(texts, mentions, lang, method, prior_weight, nil_threshold, window_chars,
+                                        batch_size, progress, windows)
+        return [[self._decide(m, scores.get((t, i)), lang, method, prior_weight, nil_threshold, candidates)
+                 for i, m in enumerate(found)] for t, found in enumerate(mentions)]
+
+    def _scored(self, texts: list[str], mentions: list[list[Any]], lang: str, method: Method, prior_weight: float,
+                nil_threshold: float | None, window_chars: int, batch_size: int, progress: bool = False,
+                windows: list[list[tuple[int, int]]] | None = None,
+                ) -> tuple[list[list[Any]], dict[tuple[int, int], ModelScores]]:
+        """The mentions with their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`)
+        and the model's scores of each (none for ``method="prior"``)."""
+        mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
+        scores: dict[tuple[int, int], ModelScores] = {}
         if method != "prior":
             ids = self._candidate_ids(mentions)
             jobs = self._jobs(texts, mentions, ids, window_chars, windows)
@@ -220,8 +286,7 @@ class Linker:
                     scores = self._score_global(texts, mentions, ids, jobs, prior_weight, nil_threshold, batch_size, bar)
                 else:
                     scores = self._score(texts, mentions, ids, jobs, batch_size, bar)
-        return [[self._decide(m, scores.get((t, i)), lang, method, prior_weight, nil_threshold, candidates)
-                 for i, m in enumerate(found)] for t, found in enumerate(mentions)]
+        return mentions, scores
 
     def _candidate_ids(self, mentions: list[list[Any]]) -> dict[tuple[int, int], list[tuple[str, int]]]:
         """(text, mention) -> [(key, entity vocabulary id)] of the candidates the model knows."""
@@ -263,11 +328,16 @@ class Linker:
     @torch.inference_mode()
     def _part_scores(self, enc: Any, part: list[_Job], mentions: list[list[Any]],
                      ids: dict[tuple[int, int], list[tuple[str, int]]],
-                     skip: Container[tuple[int, int]] = ()) -> dict[tuple[int, int], dict[str, float]]:
+                     skip: Container[tuple[int, int]] = ()) -> dict[tuple[int, int], ModelScores]:
         """Model log-probabilities of the candidates of the batch's mentions not in ``skip``.
 
         Of n candidates, those outside the entity vocabulary get 1/n each and the k
-        known ones share k/n by their MEP softmax (see the module docs).
+        known ones share k/n by their MEP softmax (see the module docs). The known
+        ones' log-probabilities over the whole entity vocabulary come along (for the
+        confidence: a single candidate is certain among the candidates, not there).
+        Their normaliser costs one pass over the entity table per batch (mentions x
+        entities dot products): nothing for the demo's vocabulary, not yet measured
+        for a 1.2M-entity one.
         """
         model = self.bundle[0]
         hidden = model.encode_entities(**enc)
@@ -280,23 +350,23 @@ class Linker:
         for n, (_, _, key) in enumerate(where):
             cand[n, :len(ids[key])] = torch.tensor([v for _, v in ids[key]])
         states = hidden[[r for r, _, _ in where], [s for _, s, _ in where]]
-        logits = model.entity_scores(states, cand, normalize=False).float().cpu()
+        full = model.entity_scores(states, cand, normalize=True).float().cpu()
         lengths = torch.tensor([len(ids[key]) for _, _, key in where])
-        logits = logits.masked_fill(torch.arange(width)[None, :] >= lengths[:, None], float("-inf"))
-        logp = torch.log_softmax(logits, -1).tolist()
+        full = full.masked_fill(torch.arange(width)[None, :] >= lengths[:, None], float("-inf"))
+        logp = torch.log_softmax(full, -1).tolist()
         out = {}
-        for (_, _, key), row in zip(where, logp):
+        for (_, _, key), row, whole in zip(where, logp, full.tolist()):
             found = mentions[key[0]][key[1]].candidates
             scores = dict.fromkeys((c.key for c in found), math.log(1.0 / len(found)))
             share = math.log(len(ids[key]) / len(found))
             scores.update({c: lp + share for (c, _), lp in zip(ids[key], row)})
-            out[key] = scores
+            out[key] = ModelScores(scores, {c: v for (c, _), v in zip(ids[key], whole)})
         return out
 
     def _score(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], list[tuple[str, int]]],
-               jobs: list[_Job], batch_size: int, bar: Any) -> dict[tuple[int, int], dict[str, float]]:
+               jobs: list[_Job], batch_size: int, bar: Any) -> dict[tuple[int, int], ModelScores]:
         """Model log-probabilities of every mention, all of them entity [MASK]s."""
-        out: dict[tuple[int, int], dict[str, float]] = {}
+        out: dict[tuple[int, int], ModelScores] = {}
         for part in chunked(jobs, batch_size):
             out.update(self._part_scores(self._encode(texts, mentions, part), part, mentions, ids))
             bar.update(len(part))
@@ -304,7 +374,7 @@ class Linker:
 
     def _score_global(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], list[tuple[str, int]]],
                       jobs: list[_Job], prior_weight: float, nil_threshold: float | None,
-                      batch_size: int, bar: Any) -> dict[tuple[int, int], dict[str, float]]:
+                      batch_size: int, bar: Any) -> dict[tuple[int, int], ModelScores]:
         """Yamada et al. (2022): resolve the most confident mention of each window, feed its entity in, repeat.
 
         Each batch of windows is tokenized once; a step changes only entity ids
@@ -312,7 +382,7 @@ class Linker:
         window with n mentions takes n passes. Each mention keeps the scores of
         the step that resolved it.
         """
-        final: dict[tuple[int, int], dict[str, float]] = {}
+        final: dict[tuple[int, int], ModelScores] = {}
         fixed: set[tuple[int, int]] = set()
         for part in chunked(jobs, batch_size):
             enc = self._encode(texts, mentions, part)
@@ -325,32 +395,72 @@ class Linker:
                     break
                 step = self._part_scores(enc, part, mentions, ids, skip=fixed)
                 for job, keys in open_jobs:
-                    ranked = {key: _rank(mentions[key[0]][key[1]].candidates, step.get(key), "global", prior_weight)
-                              for key in keys}
+                    ranked = {key: _rank(mentions[key[0]][key[1]].candidates, _model(step.get(key)), "global",
+                                         prior_weight) for key in keys}
                     best = max(keys, key=lambda key: _top_probability(ranked[key]))
-                    final[best] = step.get(best, {})
+                    final[best] = step.get(best, ModelScores({}, {}))
                     fixed.add(best)
                     top = ranked[best][0] if ranked[best] else None
-                    if best in slots and top is not None and (nil_threshold is None or top["score"] >= nil_threshold):
+                    sure = top is not None and self._confidence(mentions[best[0]][best[1]], ranked[best],
+                                                                final[best]) >= self._threshold(nil_threshold)
+                    if best in slots and sure:
                         chosen = dict(ids[best]).get(top["key"])
                         if chosen is not None:  # NIL or outside the vocabulary: stays an entity [MASK]
                             enc["entity_ids"][slots[best]] = chosen
             bar.update(len(part))
         return final
 
-    def _decide(self, m: Any, model_scores: dict[str, float] | None, lang: str, method: Method, prior_weight: float,
+    def _threshold(self, nil_threshold: float | None) -> float:
+        return self.calibration.threshold if nil_threshold is None else nil_threshold
+
+    def _confidence(self, m: Any, rows: list[dict[str, Any]], model_scores: ModelScores | None) -> float:
+        """Link probability x calibrated probability that the top of ``rows`` is right (:mod:`mluke.confidence`)."""
+        if not rows:
+            return 0.0
+        full = model_scores.full.get(rows[0]["key"]) if model_scores is not None else None
+        vocab = self.bundle[2]
+        x = features(rows, full, len(vocab) if vocab is not None else 1)
+        lp = 1.0 if m.link_probability is None else m.link_probability
+        return lp * self.calibration.probability(x)
+
+    def _decide(self, m: Any, model_scores: ModelScores | None, lang: str, method: Method, prior_weight: float,
                 nil_threshold: float | None, want_candidates: bool) -> LinkedMention:
-        rows = _rank(m.candidates, model_scores, method, prior_weight)
+        rows = _rank(m.candidates, _model(model_scores), method, prior_weight)
         best = rows[0] if rows else None
-        nil = best is None or (nil_threshold is not None and best["score"] < nil_threshold)
-        key = None if nil else best["key"]
-        title = title_en = None
+        confidence = self._confidence(m, rows, model_scores if method != "prior" else None)
+        nil = best is None or confidence < self._threshold(nil_threshold)
+        names = self._names(tuple(r["key"] for r in rows), lang) if rows else {}
+        key = best["key"] if best else None
+        title = None
         if key is not None:
-            titles = self.db.titles(key)
-            title = titles.get(lang) or self.db.label(key, lang)
-            title_en = titles.get("en") or self.db.label(key, "en")
-        return LinkedMention(m.start, m.end, m.surface, key, title, title_en, best["score"] if best else float("-inf"),
-                             best["prior"] if best else 0.0, nil, rows if want_candidates else None)
+            title = self.db.titles(key).get(lang) or self.db.label(key, lang)
+        if want_candidates:
+            for r in rows:
+                r["name"] = names.get(r["key"])
+        return LinkedMention(m.start, m.end, m.surface, None if nil else key, names.get(key) if key else None, title,
+                             confidence, best["score"] if best else float("-inf"),
+                             best["prior"] if best else 0.0, m.link_probability, nil, rows if want_candidates else None)
+
+
+def check_nil_threshold(value: float | None) -> None:
+    """A NIL threshold is a confidence in [0, 1] (or ``None``: the calibration's default)."""
+    if value is not None and not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+        raise OptionError("{nil_threshold}: expected a confidence between 0 and 1 (mentions below it are NIL)",
+                          options={"nil_threshold": option("nil_threshold", value)})
+
+
+@dataclass
+class ModelScores:
+    """The model's view of one mention: log-probabilities of its candidates among the candidates
+    (``restricted``, see :meth:`Linker._part_scores`) and over the whole entity vocabulary (``full``,
+    the candidates in the vocabulary only)."""
+
+    restricted: dict[str, float]
+    full: dict[str, float]
+
+
+def _model(scores: ModelScores | None) -> dict[str, float] | None:
+    return scores.restricted if scores is not None else None
 
 
 def check_methods(methods: Iterable[str], name: str = "method") -> tuple[str, ...]:

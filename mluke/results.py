@@ -126,16 +126,25 @@ class ProbeResult:
 
 @dataclass(frozen=True)
 class LinkedMention:
-    """One mention: character span, surface, the chosen entity (``None`` when NIL) and its scores."""
+    """One mention: character span, surface, the chosen entity (``None`` when NIL) and its scores.
+
+    ``name`` and ``title`` are those of the top candidate, also when the mention is NIL (what it would
+    have been); ``confidence`` (in [0, 1], :mod:`mluke.confidence`) decides NIL; ``score`` is the
+    method's score of the top candidate (a log-probability), ``prior`` its p(e|m),
+    ``link_probability`` the kb's anchor statistic or its estimate. ``candidates`` (when asked for):
+    every candidate best first, with ``key``, ``name``, ``prior``, ``model`` and ``score``.
+    """
 
     start: int
     end: int
     surface: str
     key: str | None
-    title: str | None  # title (else label) in the text's language
-    title_en: str | None
+    name: str | None  # qualified name in the text's language: "Cambridge (United Kingdom)"
+    title: str | None  # page title (else label) in the text's language
+    confidence: float
     score: float
     prior: float
+    link_probability: float | None
     nil: bool
     candidates: list[dict[str, Any]] | None = None
 
@@ -173,13 +182,24 @@ class LinkedTexts:
         write_jsonl(self.records(), path, overwrite=overwrite)
 
 
-#: The columns of :func:`mention_row` (``{lang}``: the texts' language).
-MENTION_COLUMNS = ("line", "mention", "entity", "title ({lang})", "title (en)", "score", "prior")
+#: The columns of :func:`mention_row` (``{lang}``: the texts' language); with candidates, a last column
+#: "runner-ups".
+MENTION_COLUMNS = ("line", "mention", "entity", "name ({lang})", "confidence", "link prob.", "prior", "score")
 
 
-def mention_row(line: int, m: LinkedMention) -> list[Any]:
-    """A mention as a table row: line, surface, entity (or NIL), titles, score, prior."""
-    return [line, m.surface, m.key or "NIL", m.title or "", m.title_en or "", f"{m.score:.2f}", f"{m.prior:.2f}"]
+def mention_row(line: int, m: LinkedMention, runner_ups: int = 0) -> list[Any]:
+    """A mention as a table row: line, surface, entity (NIL: "NIL", and the top candidate's name in
+    brackets), qualified name, confidence, link probability, prior, score; with ``runner_ups``, that many
+    other candidates as "name prior" (needs ``candidates``)."""
+    name = m.name or ""
+    if m.nil and name:
+        name = f"[{name}]"
+    lp = "" if m.link_probability is None else f"{m.link_probability:.2f}"
+    row = [line, m.surface, m.key or "NIL", name, f"{m.confidence:.2f}", lp, f"{m.prior:.2f}", f"{m.score:.2f}"]
+    if runner_ups:
+        others = (m.candidates or [])[1:1 + runner_ups]
+        row.append("; ".join(f"{c.get('name') or c['key']} {c['prior']:.2f}" for c in others))
+    return row
 
 
 @dataclass
@@ -207,8 +227,9 @@ class LinkTally:
     """Running counts over a stream of linked lines (those of :meth:`LinkedTexts.summary`) and the
     table rows of its first ``keep`` mentions; memory grows only with the distinct entities."""
 
-    def __init__(self, keep: int = 0) -> None:
+    def __init__(self, keep: int = 0, runner_ups: int = 0) -> None:
         self.keep = keep
+        self.runner_ups = runner_ups  #: candidates after the top one shown in each row (:func:`mention_row`)
         self.texts = self.mentions = self.linked = 0
         self.entities: set[str] = set()
         self.rows: list[list[Any]] = []  #: :func:`mention_row` of the first ``keep`` mentions
@@ -230,7 +251,7 @@ class LinkTally:
                 self.linked += 1
                 self.entities.add(m.key)  # type: ignore[arg-type]
             if len(self.rows) < self.keep:
-                self.rows.append(mention_row(line, m))
+                self.rows.append(mention_row(line, m, self.runner_ups))
             yield m
 
     def summary(self) -> dict[str, int]:

@@ -17,12 +17,16 @@ command of the same name does.
   ambiguous-city linking set (:class:`DemoReport`);
 - :func:`eval_link` / :func:`evaluate_linking` / :func:`read_mewsli` (:mod:`probes.mewsli`) — Mewsli-9 folders (:class:`LinkingSet`
   of :class:`LinkDoc` with :class:`GoldMention`), in-KB / ambiguous accuracy and end-to-end P/R/F1 per
-  language and method (:class:`LinkingReport`).
+  language and method (:class:`LinkingReport`);
+- :func:`calibrate` / :func:`free_wording_docs` (:mod:`probes.linking_calibration`) — fit the linker's
+  confidence (NIL) calibration on the demo model and score NIL precision / recall; the demo's
+  ambiguous-city sentences in held-out free wording (does context beat the prior?).
 """
 
 from probes.bias import bias_by_language, language_bias
 from probes.cwr import CwrReport, ParallelSpan, evaluate_cwr, read_mlqa_spans, read_parallel_jsonl
 from probes.demo_eval import DemoReport, eval_demo
+from probes.linking_calibration import calibrate, free_wording_docs
 from probes.linking_eval import LinkingReport, eval_link, evaluate_linking
 from probes.mewsli import GoldMention, LinkDoc, LinkingSet, read_mewsli
 from probes.mlama import MlamaReport, eval_mlama, read_mlama
@@ -31,6 +35,6 @@ from probes.parallel import parallel_spans
 from probes.retrieval import SpanIndex, build_index
 
 __all__ = ["CwrReport", "DemoReport", "GoldMention", "LinkDoc", "LinkingReport", "LinkingSet", "MlamaReport",
-           "ParallelSpan", "SpanIndex", "bias_by_language", "build_index", "eval_demo", "eval_link", "eval_mlama",
-           "evaluate_cwr", "evaluate_linking", "language_bias", "modularity", "modularity_by_language",
+           "ParallelSpan", "SpanIndex", "bias_by_language", "build_index", "calibrate", "eval_demo", "eval_link", "eval_mlama",
+           "evaluate_cwr", "evaluate_linking", "free_wording_docs", "language_bias", "modularity", "modularity_by_language",
            "parallel_spans", "read_mewsli", "read_mlama", "read_mlqa_spans", "read_parallel_jsonl"]

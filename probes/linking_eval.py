@@ -186,15 +186,17 @@ def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
 
     ``methods``: the linker's methods to compare. ``end_to_end``: also let the
     linker detect the mentions itself and report precision / recall / F1 against
-    every gold mention (exact span and entity). ``nil_threshold`` is passed to
-    the linker (a NIL prediction is never correct). ``batch_docs`` documents go
-    to :meth:`Linker.link` at a time.
+    every gold mention (exact span and entity). ``nil_threshold`` (a confidence in
+    [0, 1]) is passed to the linker (a NIL prediction is never correct); ``None``
+    scores the choice of entity alone: no mention with a candidate is NIL (threshold 0).
+    ``batch_docs`` documents go to :meth:`Linker.link` at a time.
     """
     from tqdm import tqdm
 
     from mluke.linking import check_methods
 
     methods = check_methods(methods, "methods")
+    threshold = 0.0 if nil_threshold is None else nil_threshold
     if batch_docs < 1:
         raise OptionError(f"batch_docs={batch_docs}: expected at least 1")
     skipped = dict(docs.skipped) if isinstance(docs, LinkingSet) else {}
@@ -231,7 +233,7 @@ def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
                 c = counts[(lang, method)] = _Counts(docs=len(lang_docs))
                 bar.set_description(f"{lang} {method}")
                 for part in chunked(with_gold, batch_docs):
-                    found = linker.link([d.text for d in part], lang, method=method, nil_threshold=nil_threshold,
+                    found = linker.link([d.text for d in part], lang, method=method, nil_threshold=threshold,
                                         spans=[[(m.start, m.end) for m in d.mentions] for d in part])
                     for doc, predicted in zip(part, found):
                         for gold, pred in zip(doc.mentions, predicted):
@@ -250,7 +252,7 @@ def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
                     continue
                 bar.set_description(f"{lang} {method} end to end")
                 for part in chunked(lang_docs, batch_docs):
-                    found = linker.link([d.text for d in part], lang, method=method, nil_threshold=nil_threshold)
+                    found = linker.link([d.text for d in part], lang, method=method, nil_threshold=threshold)
                     for doc, predicted in zip(part, found):
                         got = Counter((m.start, m.end, m.key) for m in predicted if not m.nil)
                         want = Counter((m.start, m.end, m.key) for m in doc.mentions)

@@ -141,8 +141,9 @@ def lookup(
     if not found:
         typer.echo(f"no entity named {query!r} in {lang!r}")
         raise typer.Exit(1)
-    print_table(None, ["key", "matched by", "kind", f"label ({lang})", "label (en)", "languages"],
-                [[e.key, e.via, e.kind or "", e.label or "", e.label_en or "", len(e.titles)] for e in found])
+    print_table(None, ["key", f"name ({lang})", "matched by", "kind", "prior", "languages"],
+                [[e.key, e.name, e.via, e.kind or "", "" if e.prior is None else f"{e.prior:.2f}", len(e.titles)]
+                 for e in found])
     if key:
         print_table("facts", ["property", f"name ({lang})", "object", f"label ({lang})"], found[0].facts or [])
 

@@ -20,8 +20,8 @@ def link(
     db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
     method: Annotated[str, typer.Option(help="'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one and feeding each resolved entity back in as context).")] = "combined",
     prior_weight: Annotated[float, typer.Option(help="Weight of log p(entity | mention) next to the model's log-probability in 'combined' and 'global'.")] = 1.0,
-    nil_threshold: Annotated[Optional[float], typer.Option(help="Mentions whose best score is below this are NIL.")] = None,
-    candidates: Annotated[bool, typer.Option("--candidates", help="Include every candidate's scores in the JSONL output.")] = False,
+    nil_threshold: Annotated[Optional[float], typer.Option(help="Mentions whose confidence (0 to 1) is below this are NIL (default: the calibrated threshold, see the README).")] = None,
+    candidates: Annotated[bool, typer.Option("--candidates", help="Show the runner-up candidates in the table and include every candidate's scores in the JSONL output.")] = False,
     jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="Write one JSON object per input line to this file ('-' for stdout); the terminal then shows a summary instead of every mention.")] = None,
     limit: Annotated[int, typer.Option(help="Mentions to print on the terminal (the rest are counted; --jsonl writes them all).")] = 50,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")] = True,
@@ -50,10 +50,11 @@ def link(
         _say_if_nothing_found(tally, source, lang)
         wrote(outputs)
         return
-    tally = LinkTally(keep=limit)  # counts, and the rows of the first --limit mentions
+    tally = LinkTally(keep=limit, runner_ups=3 if candidates else 0)  # counts, and the rows of the first --limit mentions
     for item in stream:
         tally.add(item)
-    print_table(None, [c.format(lang=lang) for c in MENTION_COLUMNS], tally.rows)
+    columns = [c.format(lang=lang) for c in MENTION_COLUMNS] + (["runner-ups (name prior)"] if candidates else [])
+    print_table(None, columns, tally.rows)
     _say_if_nothing_found(tally, source, lang)
     if tally.mentions > limit:
         typer.echo(f"... and {tally.mentions - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)")
@@ -76,7 +77,7 @@ def eval_link(
     model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
     db: Annotated[Optional[Path], typer.Option("--db", help="Entity database whose keys match the dataset's qid column, e.g. a kb built from the Wikidata dump (default: the embedded kb).")] = None,
     end_to_end: Annotated[bool, typer.Option("--end-to-end/--no-end-to-end", help="Also let the linker find the mentions itself and report precision, recall and F1 against the gold mentions (exact span and entity); --no-end-to-end halves the time.")] = True,
-    nil_threshold: Annotated[Optional[float], typer.Option(help="Treat mentions whose best score (a log-probability, e.g. -3.0) is below this as NIL (not linked).")] = None,
+    nil_threshold: Annotated[Optional[float], typer.Option(help="Treat mentions whose confidence (0 to 1) is below this as NIL (not linked; default: the calibrated threshold).")] = None,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write every score and the skipped-record counts as JSON to this file ('-' for stdout).")] = None,
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per (language, method) as CSV to this file ('-' for stdout).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,

@@ -6,14 +6,19 @@ from typer.testing import CliRunner
 
 import mluke
 from mluke.cli import app
+from mluke.confidence import Calibration
+from probes.linking_calibration import COMMON_WORD_SENTENCES
 from mluke.linking import Linker, _windows
 
 PARIS, FRANCE, TOKYO, JAPAN = "geonames:2988507", "geonames:3017382", "geonames:1850147", "geonames:1861060"
+#: P(top candidate right | link) = 1: the confidence is the link probability alone. The default calibration
+#: was fitted on the demo model, not the one-epoch tiny one these tests use.
+SURE = Calibration((30.0, 0.0, 0.0, 0.0, 0.0, 0.0), threshold=0.5)
 
 
 @pytest.fixture(scope="session")
 def linker(tiny_demo, embedded_db):
-    return Linker(tiny_demo, embedded_db, languages=["en", "ja"])
+    return Linker(tiny_demo, embedded_db, languages=["en", "ja", "de", "fr", "es"], calibration=SURE)
 
 
 def test_links_mentions_to_entities(linker):
@@ -23,9 +28,11 @@ def test_links_mentions_to_entities(linker):
     assert by_surface["Paris"].key == PARIS and by_surface["France"].key == FRANCE
     for m in found:
         assert text[m.start:m.end] == m.surface and not m.nil
-    assert by_surface["France"].title_en == "France"
+    assert by_surface["France"].name == "France" and by_surface["Paris"].name == "Paris (France)"
+    assert by_surface["Paris"].link_probability == 0.95 and 0.0 < by_surface["Paris"].confidence <= 0.95
     ja = {m.surface: m for m in linker.link("東京は日本の首都です。", "ja")}
-    assert ja["東京"].key == TOKYO and ja["日本"].key == JAPAN and ja["日本"].title == "日本" and ja["日本"].title_en == "Japan"
+    assert ja["東京"].key == TOKYO and ja["日本"].key == JAPAN and ja["日本"].title == "日本"
+    assert ja["東京"].name == "東京 (日本)"  # qualified in the text's language
 
 
 def test_methods_and_candidates(linker):
@@ -41,7 +48,11 @@ def test_methods_and_candidates(linker):
         assert p.score == pytest.approx(math.log(p.prior))
     valencia = next(m for m in combined if m.surface == "Valencia")
     assert len(valencia.candidates) >= 2 and valencia.candidates[0]["score"] >= valencia.candidates[-1]["score"]
-    assert all(m.nil for m in linker.link(text, "en", nil_threshold=1.0))
+    assert all(m.nil and m.key is None and m.name for m in linker.link(text, "en", nil_threshold=1.0))
+    names = [r["name"] for r in valencia.candidates]
+    assert len(set(names)) == len(names) and all(n.startswith("Valencia (") for n in names)  # told apart
+    with pytest.raises(mluke.MlukeError, match="between 0 and 1"):
+        linker.link(text, "en", nil_threshold=-3.0)
 
 
 def test_batches_empty_long_and_bad_input(linker):
@@ -70,20 +81,27 @@ def test_link_cli(tiny_demo, embedded_db_path, tmp_path):
     src.write_text("東京は日本の首都です。\n\nパリはフランスの首都です。\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
     res = CliRunner().invoke(app, ["link", str(src), "--lang", "ja", "--model", str(tiny_demo), "--db", str(embedded_db_path),
-                                   "--jsonl", str(out)])
+                                   "--jsonl", str(out), "--nil-threshold", "0"])
     assert res.exit_code == 0, res.output
     rows = [json.loads(l) for l in out.read_text(encoding="utf-8").splitlines()]
     assert [r["line"] for r in rows] == [1, 2, 3] and rows[1]["mentions"] == []
     assert {m["key"] for m in rows[0]["mentions"]} == {TOKYO, JAPAN}
-    res = CliRunner().invoke(app, ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path)],
-                             input="Paris is the capital of France.\n")
-    assert res.exit_code == 0 and "Paris" in res.output and PARIS in res.output
     res = CliRunner().invoke(app, ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path),
-                                   "--method", "global", "--prior-weight", "0.5", "--candidates", "--jsonl", "-"],
-                             input="Paris is the capital of France.\n")
+                                   "--nil-threshold", "0"], input="Paris is the capital of France.\n")
+    assert res.exit_code == 0 and "Paris (France)" in res.output and PARIS in res.output
+    header = res.output.splitlines()[1]
+    assert "name (en)" in header and "confidence" in header and "title" not in header and "runner-ups" not in header
+    res = CliRunner().invoke(app, ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path),
+                                   "--candidates", "--nil-threshold", "0"], input="We live in Cambridge.\n")
+    assert res.exit_code == 0 and "runner-ups" in res.output and res.output.count("Cambridge (") >= 2, res.output
+    res = CliRunner().invoke(app, ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path),
+                                   "--method", "global", "--prior-weight", "0.5", "--candidates", "--jsonl", "-",
+                                   "--nil-threshold", "0"], input="Paris is the capital of France.\n")
     assert res.exit_code == 0, res.output
     mentions = json.loads(res.output)["mentions"]
     assert [m["key"] for m in mentions] == [PARIS, FRANCE]
+    assert {"name", "confidence", "link_probability"} <= set(mentions[0]) and "title_en" not in mentions[0]
+    assert all(r["name"] for m in mentions for r in m["candidates"])
     for row in (r for m in mentions for r in m["candidates"] if r["model"] is not None):
         assert row["score"] == pytest.approx(row["model"] + 0.5 * math.log(row["prior"]))
 
@@ -197,7 +215,7 @@ def test_link_cli_bad_sources_are_one_line(tmp_path, tiny_demo, embedded_db_path
 def test_link_cli_summary_limit_and_existing_output(tiny_demo, embedded_db_path, tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("Paris is the capital of France.\n" * 40, encoding="utf-8")
-    common = [str(src), "--model", str(tiny_demo), "--db", str(embedded_db_path)]
+    common = [str(src), "--model", str(tiny_demo), "--db", str(embedded_db_path), "--nil-threshold", "0"]
     res = CliRunner().invoke(app, ["link", *common, "--limit", "5"])
     assert res.exit_code == 0, res.output
     assert res.output.count(PARIS) == 3 and "and 75 more mentions" in res.output  # 80 mentions, 5 shown
@@ -218,3 +236,36 @@ def test_long_inputs_show_progress(linker, tiny_demo, capsys):
     assert "linking" in capsys.readouterr().err
     linker.link(text, "en", progress=True)
     assert "linking" not in capsys.readouterr().err  # one batch: no bar
+
+
+@pytest.mark.parametrize("lang,text,unlinked,linked", COMMON_WORD_SENTENCES)
+def test_common_words_stay_unlinked_and_places_link(linker, lang, text, unlinked, linked):
+    found = {m.surface: m for m in linker.link(text, lang)}
+    for surface in unlinked:  # e.g. nice, reading, essen, tours, lima, ローマ字
+        assert surface not in found or found[surface].nil, (surface, found.get(surface))
+    for surface in linked:
+        assert surface in found and not found[surface].nil and found[surface].key, (surface, found.get(surface))
+
+
+def test_single_candidate_mention_can_be_nil(tiny_demo, embedded_db):
+    linker = Linker(tiny_demo, embedded_db, languages=["en"])  # the default calibration
+    [turkey] = linker.link("We had turkey for dinner.", "en", candidates=True)
+    assert len(turkey.candidates) == 1 and turkey.nil and turkey.key is None and turkey.confidence < 0.05
+    assert turkey.name == "Türkiye"  # what it would have been
+    prior = linker.link("We flew to Turkey in May.", "en", method="prior")[0]
+    assert 0.0 < prior.confidence <= 0.95  # never above the link probability
+    # a capitalised single candidate: the model's view of it over the whole entity vocabulary moves its
+    # confidence with the context, so a threshold can make it NIL (its score among candidates is always 0)
+    lift = Linker(tiny_demo, embedded_db, languages=["en"], calibration=Calibration((0.0, 0.0, 0.0, 1.0, 0.0, 0.0)))
+    info = json.loads((tiny_demo / "demo.json").read_text(encoding="utf-8"))
+    vocab = lift.bundle.entity_vocab
+    keys = sorted({k for f in info["train"] if f["lang"] == "en" for k in (f["subject"], f["object"])})
+    names = embedded_db.labels(keys, "en")
+    label = next(names[k] for k, v in zip(keys, vocab.ids_of_keys(keys)) if v is not None and k in names
+                 and names[k][:1].isupper() and len(lift.index.candidates("en", names[k])) == 1)
+    one, two = f"We flew to {label} in May.", f"{label} is where the border with the sea runs."
+    a = lift.link(one, "en", spans=[(11, 11 + len(label))])[0]
+    b = lift.link(two, "en", spans=[(0, len(label))])[0]
+    assert a.score == b.score == 0.0 and 0.0 < a.confidence < 0.95 and a.confidence != b.confidence
+    assert lift.link(one, "en", spans=[(11, 11 + len(label))], nil_threshold=a.confidence + 1e-6)[0].nil
+    assert not lift.link(one, "en", spans=[(11, 11 + len(label))], nil_threshold=a.confidence - 1e-6)[0].nil

@@ -1,0 +1,240 @@
+"""Link probability of a detected mention: stored anchor statistics where the kb has them, else an estimate.
+
+A Wikipedia build stores, per surface as written, the share of documents where it is
+a link (LUKE's link probability). The mention index keeps one value per folded
+surface (:attr:`kb.mentions.Mention.link_probability`, all spellings together);
+:class:`LinkEstimator` prefers the value stored for the mention's exact spelling
+(``EntityDB.link_probability``), so *Nice* and *nice* keep their own statistics. The
+embedded kb and ``kb add`` have only names, so every name found in text would be a
+certain link: "a nice day" would link *nice* to Nice. :class:`LinkEstimator` gives
+such mentions an honest estimate instead, from evidence in the text itself:
+
+========================  ======  ===================================================================
+case                      value   why
+========================  ======  ===================================================================
+lowercase, cased script   0.02    ``LOWERCASE`` - every name of every candidate starts with a capital
+                                  in this language (Nice, Reading, Türkiye), so a lowercase *nice*,
+                                  *reading*, *turkey* is almost never the entity
+inside a longer word      0.05    ``INSIDE_WORD`` - unspaced scripts: the match continues a katakana
+                                  word (トルコライス) or, with the next characters, makes a common word
+                                  (ローマ字 "romaji", in ``wordfreq``); place suffixes (市, 県, 州 ...)
+                                  do not count
+part of a longer name     0.2     ``LONGER_NAME`` - a capitalised word the kb does not know is glued
+                                  to it (*Paris* Hilton, *Chad* Smith)
+sentence start, common    0.5     ``SENTENCE_START_COMMON`` - capitalised only because a sentence
+                                  starts there, and the word is common (Zipf frequency >= 5.0 in
+                                  ``wordfreq``: *Reading*, *Nice*): case says nothing
+capitalised               0.95    ``CAPITALISED`` - a capitalised name mid-sentence, or a rare word
+                                  at a sentence start
+no case                   0.9     ``NO_CASE`` - scripts without case (Han, kana, Arabic, Devanagari
+                                  ...): frequency is no evidence there (日本 and 東京 are among the
+                                  most frequent words of Japanese); also lowercase mentions of
+                                  entities that have lowercase names (e.g. language names in French),
+                                  ``COMMON_NO_CASE`` (0.5) when the word is common (Zipf >= 5.0)
+========================  ======  ===================================================================
+
+Word frequencies come from ``wordfreq`` (Apache-2.0 code, CC BY-SA 4.0 data,
+~60 MB installed), which has 21 of the 24 mLUKE languages: for sw, te and th
+there is no frequency evidence and only case (none in te and th) counts. The
+lists are read as they are stored (``get_frequency_dict``), so Japanese and
+Chinese need no MeCab or jieba.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import unicodedata
+from collections.abc import Container, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from kb.mentions.compiled import Mention
+from kb.mentions.surfaces import fold
+
+if TYPE_CHECKING:
+    from kb.db.database import EntityDB
+
+LOWERCASE = 0.02
+INSIDE_WORD = 0.05
+LONGER_NAME = 0.2
+SENTENCE_START_COMMON = 0.5
+COMMON_NO_CASE = 0.5
+NO_CASE = 0.9
+CAPITALISED = 0.95
+#: A word at least this frequent (Zipf scale: 5.0 = once per 100,000 words) is a common word.
+COMMON_ZIPF = 5.0
+#: A compound at least this frequent (Zipf 3.0) counts as a word in :data:`INSIDE_WORD`.
+COMPOUND_ZIPF = 3.0
+#: Characters that end a sentence (or a clause that starts a new one, as after a colon).
+_SENTENCE_END = ".!?:;…。！？\n"
+#: Openers between a sentence end and its first word.
+_OPENERS = "\"'“‘«„‚([{¿¡-–—•*"
+#: Han characters that make a place name out of a place name (Tokyo + Metropolis ...): not another word.
+_PLACE_SUFFIXES = set("市都県府道州省区町村郡国島")
+_KATAKANA = re.compile(r"[\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+_WORD_AFTER = re.compile(r" (\w+)")
+_WORD_BEFORE = re.compile(r"(\w+) $")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+class Estimate(NamedTuple):
+    """A link probability and where it comes from: ``"anchors"`` (stored) or the rule of the table above."""
+
+    value: float
+    reason: str
+
+
+@functools.cache
+def _frequencies(lang: str) -> dict[str, float] | None:
+    """``wordfreq``'s small list of ``lang`` (word -> frequency), or ``None`` where it has none."""
+    try:
+        import wordfreq
+    except ImportError:  # an optional speed-up of evidence, not a requirement to link
+        return None
+    if lang not in wordfreq.available_languages("small"):
+        return None
+    return wordfreq.get_frequency_dict(lang, "small")
+
+
+def zipf(word: str, lang: str) -> float | None:
+    """Zipf frequency of ``word`` (folded) in ``lang``: log10 of occurrences per billion words; 0.0 for an
+    unknown word, ``None`` when there is no list for ``lang``."""
+    table = _frequencies(lang)
+    if table is None:
+        return None
+    f = table.get(fold(word))
+    return math.log10(f) + 9.0 if f else 0.0
+
+
+def _is_cased(ch: str) -> bool:
+    return ch.lower() != ch.upper()
+
+
+def _first_cased(text: str) -> str | None:
+    return next((c for c in text if _is_cased(c)), None)
+
+
+def is_sentence_start(text: str, start: int) -> bool:
+    """Whether only openers (quotes, brackets, dashes) stand between ``start`` and a sentence end (or the
+    start of the text)."""
+    i = start - 1
+    while i >= 0 and (text[i].isspace() and text[i] != "\n" or text[i] in _OPENERS):
+        i -= 1
+    return i < 0 or text[i] in _SENTENCE_END
+
+
+class LinkEstimator:
+    """Link probabilities for the mentions of one kb: stored ones kept, the others estimated (module docs).
+
+    Entity names are read from ``db`` once per (entity, language) and cached.
+    """
+
+    def __init__(self, db: EntityDB) -> None:
+        self.db = db
+        self._capitalised = functools.lru_cache(maxsize=1 << 16)(self._all_names_capitalised)
+        self._exact = functools.lru_cache(maxsize=1 << 16)(self.db.link_probability)
+
+    def _all_names_capitalised(self, key: str, lang: str) -> bool:
+        """Whether every name of ``key`` in ``lang`` (title, label, aliases) starts, in its first cased
+        letter, with a capital; ``True`` when it has none that is cased."""
+        entity = self.db.get(key)
+        if entity is None:
+            return True
+        names = [entity.titles.get(lang), entity.labels.get(lang), *entity.aliases.get(lang, ())]
+        firsts = [c for n in names if n for c in [_first_cased(n)] if c is not None]
+        return all(c.isupper() for c in firsts)
+
+    def fill(self, text: str, mentions: Sequence[Mention], lang: str) -> list[Mention]:
+        """``mentions`` (as detected in ``text``) with their link probabilities: stored (for the exact spelling
+        where the kb has it), else estimated."""
+        starts, ends = {m.start for m in mentions}, {m.end for m in mentions}
+        return [m._replace(link_probability=self._estimate(text, m, lang, starts, ends).value) for m in mentions]
+
+    def estimate(self, text: str, mention: Mention, lang: str,
+                 spans: Sequence[tuple[int, int]] = ()) -> Estimate:
+        """The link probability of ``mention`` in ``text``: stored, else by the rules of the module docs.
+
+        ``spans``: every mention detected in the text (a neighbouring word that starts or ends one is a
+        known name, not part of a longer unknown one).
+        """
+        return self._estimate(text, mention, lang, {a for a, _ in spans}, {b for _, b in spans})
+
+    def _estimate(self, text: str, mention: Mention, lang: str, starts: Container[int],
+                  ends: Container[int]) -> Estimate:
+        if mention.link_probability is not None:
+            exact = self._exact(lang, mention.surface)
+            return Estimate(mention.link_probability if exact is None else exact, "anchors")
+        surface = mention.surface
+        first = _first_cased(surface)
+        if first is None:
+            if self._inside_word(text, mention, lang):
+                return Estimate(INSIDE_WORD, "inside a longer word")
+            return Estimate(NO_CASE, "no case")
+        if first.islower():
+            if all(self._capitalised(c.key, lang) for c in mention.candidates):
+                return Estimate(LOWERCASE, "lowercase")
+            return self._by_frequency(surface, lang, NO_CASE, COMMON_NO_CASE, "lowercase name")
+        if self._in_longer_name(text, mention, lang, starts, ends):
+            return Estimate(LONGER_NAME, "part of a longer name")
+        if is_sentence_start(text, mention.start):
+            return self._by_frequency(surface, lang, CAPITALISED, SENTENCE_START_COMMON, "sentence start")
+        return Estimate(CAPITALISED, "capitalised")
+
+    @staticmethod
+    def _by_frequency(surface: str, lang: str, rare: float, common: float, reason: str) -> Estimate:
+        z = zipf(surface, lang)
+        if z is not None and z >= COMMON_ZIPF:
+            return Estimate(common, f"{reason}, common word")
+        return Estimate(rare, reason)
+
+    @staticmethod
+    def _inside_word(text: str, m: Mention, lang: str) -> bool:
+        """An unspaced-script match that is a piece of a longer word (see :data:`INSIDE_WORD`)."""
+        before = text[m.start - 1] if m.start > 0 else ""
+        after = text[m.end] if m.end < len(text) else ""
+        if (_KATAKANA.match(m.surface[-1]) and after and _KATAKANA.match(after)) or (
+                _KATAKANA.match(m.surface[0]) and before and _KATAKANA.match(before)):
+            return True
+        if not after or after in _PLACE_SUFFIXES or not (_HAN.match(after) or _KATAKANA.match(after)):
+            return False
+        for k in range(1, 4):
+            piece = text[m.end:m.end + k]
+            if len(piece) < k or not all(_HAN.match(c) or _KATAKANA.match(c) for c in piece):
+                break
+            z = zipf(m.surface + piece, lang)
+            if z is not None and z >= COMPOUND_ZIPF:
+                return True
+        return False
+
+    @staticmethod
+    def _in_longer_name(text: str, m: Mention, lang: str, starts: Container[int], ends: Container[int]) -> bool:
+        """A capitalised word the kb did not match is glued to the mention by one space (see :data:`LONGER_NAME`).
+
+        A preceding word that starts a sentence does not count ("In Paris"), nor, in German (where every
+        noun is capitalised), a common word.
+        """
+        after = _WORD_AFTER.match(text, m.end)
+        if after and _capital_word(after.group(1)) and (m.end + 1) not in starts:
+            if not (lang == "de" and _common(after.group(1), lang)):
+                return True
+        before = _WORD_BEFORE.search(text[max(0, m.start - 64):m.start])
+        if before:
+            word = before.group(1)
+            start = m.start - 1 - len(word)
+            if (_capital_word(word) and not is_sentence_start(text, start) and (m.start - 1) not in ends
+                    and not (lang == "de" and _common(word, lang))):
+                return True
+        return False
+
+
+def _capital_word(word: str) -> bool:
+    first = _first_cased(word)
+    return first is not None and first.isupper() and unicodedata.category(word[0])[0] == "L"
+
+
+def _common(word: str, lang: str) -> bool:
+    z = zipf(word, lang)
+    return z is not None and z >= 4.0
+
+

@@ -1,0 +1,99 @@
+"""The confidence of a linked mention, and NIL (KnowBert's NULL): a probability in [0, 1] that the chosen
+entity is right.
+
+``confidence = link probability x P(top candidate is right | the mention is a link)``
+
+- the link probability is the kb's anchor statistic, or its estimate
+  (:mod:`kb.mentions.linkability`): how likely the words are a link at all;
+- the second factor is a logistic regression (:class:`Calibration`) over the
+  mention's scores (:func:`features`): the posterior of the top candidate among
+  the candidates (softmax of the method's scores), its prior p(e|m), its MEP
+  log-probability over the *whole* entity vocabulary, relative to uniform (so a
+  single candidate the model finds implausible in this context is no longer
+  certain), whether the model scored it, and the number of candidates.
+
+A mention is NIL when its confidence is below the threshold (default:
+:attr:`Calibration.threshold`). :data:`DEFAULT_CALIBRATION` was fitted by
+:func:`probes.linking_calibration.calibrate` on held-out data the library builds
+itself (the demo's linking sentences and the same mentions with their entity
+removed from the candidates); it is a property of the model it was fitted with,
+so fit one for another model and pass it to :class:`mluke.linking.Linker`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Names of :func:`features`, in order (the weights follow a bias).
+FEATURES = ("log_posterior", "log_prior", "model_lift", "no_model", "log_candidates")
+
+
+def features(rows: Sequence[dict[str, Any]], full_logp: float | None, vocab_size: int) -> list[float]:
+    """The calibration features of a mention whose candidates ``rows`` are ranked best first (the
+    ``score``/``prior`` dicts of :func:`mluke.linking._rank`); ``full_logp``: the top candidate's MEP
+    log-probability over the whole entity vocabulary of ``vocab_size`` entities (``None``: not scored)."""
+    top = rows[0]["score"]
+    log_posterior = -math.log(sum(math.exp(r["score"] - top) for r in rows))
+    log_prior = math.log(max(rows[0]["prior"], 1e-6))
+    lift = 0.0 if full_logp is None else max(full_logp + math.log(max(vocab_size, 1)), -20.0)
+    return [log_posterior, log_prior, lift, 1.0 if full_logp is None else 0.0, math.log(len(rows))]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A logistic map from :func:`features` to P(the top candidate is right | the mention is a link),
+    and the default NIL threshold on the confidence."""
+
+    weights: tuple[float, ...]  #: bias, then one weight per :data:`FEATURES`
+    threshold: float = 0.5
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != len(FEATURES) + 1:
+            raise ValueError(f"a calibration needs {len(FEATURES) + 1} weights (bias, {', '.join(FEATURES)}), "
+                             f"got {len(self.weights)}")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"a NIL threshold is a confidence between 0 and 1, got {self.threshold}")
+
+    def probability(self, x: Sequence[float]) -> float:
+        z = self.weights[0] + sum(w * v for w, v in zip(self.weights[1:], x))
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"features": list(FEATURES), "weights": list(self.weights), "threshold": self.threshold,
+                "provenance": self.provenance}
+
+
+def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[int], *, l2: float = 1e-3,
+                 iterations: int = 50) -> tuple[float, ...]:
+    """Weights (bias first) of an L2-regularised logistic regression, by Newton's method (deterministic)."""
+    import numpy as np
+
+    a = np.hstack([np.ones((len(x), 1)), np.asarray(x, dtype=np.float64)])
+    t = np.asarray(y, dtype=np.float64)
+    w = np.zeros(a.shape[1])
+    reg = l2 * np.eye(a.shape[1])
+    reg[0, 0] = 0.0
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-np.clip(a @ w, -50, 50)))
+        grad = a.T @ (p - t) + reg @ w
+        hess = (a * (p * (1 - p))[:, None]).T @ a + reg + 1e-9 * np.eye(a.shape[1])
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.abs(step).max()) < 1e-10:
+            break
+    return tuple(round(float(v), 6) for v in w)
+
+
+#: Fitted by ``python benchmarks/linking_calibration.py /path/to/demo-e8`` (2026-11-24) on the demo preset trained
+#: for 8 of its 36 epochs (the full demo could not be trained on the shared machine in time), on 5,106 decisions:
+#: even items of the demo's linking set and of its free-wording pairs, gold and entity-removed, methods
+#: combined and prior; threshold = best accuracy keeping >= 90% of right ambiguous links. Figures in
+#: benchmarks/RESULTS.md ("Linking a user can trust"). Refit for the full demo or any other model.
+DEFAULT_CALIBRATION = Calibration(
+    weights=(0.359611, 0.046186, 1.158272, 0.467854, -0.20411, 0.150308), threshold=0.05,
+    provenance={"model": "demo preset, 8 epochs (1,162 steps)", "decisions": 5106, "date": "2026-11-24",
+                "command": "python benchmarks/linking_calibration.py MODEL_DIR"})

@@ -1,0 +1,114 @@
+"""Link probability estimates for kbs without anchor statistics (kb.mentions.linkability)."""
+
+import pytest
+
+import kb
+from kb.entities import qualified_names
+from kb.mentions import MentionIndex
+from kb.mentions.linkability import (
+    CAPITALISED,
+    INSIDE_WORD,
+    LONGER_NAME,
+    LOWERCASE,
+    NO_CASE,
+    SENTENCE_START_COMMON,
+    LinkEstimator,
+    is_sentence_start,
+    zipf,
+)
+from probes.linking_calibration import COMMON_WORD_SENTENCES
+
+
+@pytest.fixture(scope="module")
+def index(embedded_db):
+    return MentionIndex.for_db(embedded_db, languages=["en", "de", "fr", "es", "ja"])
+
+
+def _estimates(index, db, text, lang):
+    found = index.detect(text, lang)
+    return {m.surface: m for m in LinkEstimator(db).fill(text, found, lang)}
+
+
+@pytest.mark.parametrize("lang,text,unlinked,linked", COMMON_WORD_SENTENCES)
+def test_common_words_are_unlikely_links_and_places_likely(index, embedded_db, lang, text, unlinked, linked):
+    found = _estimates(index, embedded_db, text, lang)
+    for surface in unlinked:  # detected (the kb has the name), but hardly a link
+        assert found[surface].link_probability <= LONGER_NAME, (surface, found[surface])
+    for surface in linked:
+        assert found[surface].link_probability >= NO_CASE, (surface, found[surface])
+
+
+def test_each_rule(index, embedded_db):
+    est = LinkEstimator(embedded_db)
+
+    def lp(text, lang="en"):
+        found = index.detect(text, lang)
+        spans = [(m.start, m.end) for m in found]
+        return [(m.surface, est.estimate(text, m, lang, spans)) for m in found]
+
+    assert lp("What a nice day.") == [("nice", (LOWERCASE, "lowercase"))]
+    assert lp("Paris Hilton sang.")[0][1].value == LONGER_NAME
+    assert lp("In Paris we met.")[0][1].value == CAPITALISED  # a sentence-initial word before it does not count
+    assert lp("Reading is a town.")[0][1] == (SENTENCE_START_COMMON, "sentence start, common word")
+    assert lp("“Chad is a country,” she said.")[0][1] == (CAPITALISED, "sentence start")  # not a common word
+    assert lp("We left. Nice was sunny.")[0][1].value == SENTENCE_START_COMMON
+    assert lp("ローマ字で書く。", "ja")[0][1] == (INSIDE_WORD, "inside a longer word")
+    assert lp("東京都に住む。", "ja")[0][1].value == NO_CASE  # a place suffix is not another word
+    assert lp("ローマへ行く。", "ja")[0][1] == (NO_CASE, "no case")
+
+
+def test_stored_statistics_are_kept(index, embedded_db):
+    [m] = index.detect("a nice day", "en")
+    stored = m._replace(link_probability=0.37)
+    assert LinkEstimator(embedded_db).fill("a nice day", [stored], "en")[0].link_probability == 0.37
+    assert LinkEstimator(embedded_db).estimate("a nice day", stored, "en") == (0.37, "anchors")
+
+
+def test_sentence_starts_and_word_frequencies():
+    assert is_sentence_start("Nice.", 0) and is_sentence_start("Yes. (Nice", 6) and is_sentence_start("a:\n\"Nice", 4)
+    assert not is_sentence_start("a Nice", 2) and not is_sentence_start("a, Nice", 3)
+    assert zipf("the", "en") > 7 and zipf("xqzzy", "en") == 0.0 and zipf("ローマ字", "ja") > 3
+    assert zipf("jambo", "sw") is None  # no word list for Swahili: no frequency evidence
+
+
+def test_qualified_names_tell_entities_apart(embedded_db, tmp_path):
+    cambridge = [m.key for m in embedded_db.lookup("en", "Cambridge")]
+    names = qualified_names(embedded_db, cambridge, "en")
+    assert len(set(names.values())) == len(cambridge) >= 3
+    assert "Cambridge (United Kingdom)" in names.values() and "Cambridge (Canada)" in names.values()
+    assert set(qualified_names(embedded_db, cambridge, "ja").values()) >= {"ケンブリッジ (カナダ)"}
+    france = embedded_db.lookup("en", "France")[0].key
+    assert qualified_names(embedded_db, [france], "en") == {france: "France"}  # a country stays plain
+    with kb.EntityDB.create(tmp_path / "twins.sqlite", provenance={"builder": "tests"}) as w:
+        w.add_languages(["en"])
+        for key in ("Q1", "Q2"):
+            w.add_entity(key, None)
+            w.add_label(key, "en", "Springfield")
+    twins = qualified_names(kb.EntityDB(tmp_path / "twins.sqlite"), ["Q1", "Q2"], "en")
+    assert twins == {"Q1": "Springfield (Q1)", "Q2": "Springfield (Q2)"}
+
+
+def test_lookup_shows_qualified_names_and_priors(embedded_db):
+    found = kb.lookup(embedded_db, "Valencia", lang="es")
+    assert len({e.name for e in found}) == len(found) >= 2 and all(e.name.startswith("Valencia (") for e in found)
+    assert sum(e.prior for e in found) == pytest.approx(1.0, abs=1e-6)
+    assert kb.lookup(embedded_db, key=found[0].key, lang="es")[0].prior is None
+
+
+def test_stored_statistics_per_spelling(tmp_path):
+    path = tmp_path / "wiki.sqlite"
+    with kb.EntityDB.create(path, provenance={"builder": "tests"}) as w:
+        w.add_languages(["en"])
+        w.add_entity("Q33959", "city")
+        w.add_title("en", "Nice", "Q33959")
+        w.add_anchor("en", "Nice", "Q33959", 80)
+        w.add_surface("en", "Nice", link_docs=80, text_docs=100)
+        w.add_surface("en", "nice", link_docs=1, text_docs=10_000)
+    db = kb.EntityDB(path)
+    index = MentionIndex.build(db, min_link_probability=0.0)  # folded together: 81 / 10,100 < 1%
+    text = "A nice walk in Nice."
+    found = index.detect(text, "en")
+    assert [m.surface for m in found] == ["nice", "Nice"]
+    assert found[0].link_probability == found[1].link_probability  # one value per folded surface in the index
+    lowercase, capitalised = LinkEstimator(db).fill(text, found, "en")
+    assert lowercase.link_probability == pytest.approx(1 / 10_000) and capitalised.link_probability == 0.8
