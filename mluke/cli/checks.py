@@ -48,6 +48,12 @@ def at_least(flag: str, value: int | None, low: int) -> None:
         raise OptionError(f"{flag} {value}: expected at least {low}")
 
 
+def between(flag: str, value: float | None, low: float, high: float) -> None:
+    """An error unless ``value`` (when given) lies in ``[low, high]``."""
+    if value is not None and not low <= value <= high:
+        raise OptionError(f"{flag} {value}: expected a number from {low:g} to {high:g}")
+
+
 def device(value: str | None, dtype: str | None = None) -> None:
     """``--device`` and ``--dtype``: a known device that exists here, a known precision."""
     from mluke.devices import DTYPES, resolve_device

@@ -33,6 +33,7 @@ def link(
     checks.languages("--lang", [lang], checks.db_languages(db), str(db or "the embedded kb"))
     checks.choice("--method", method, checks.LINK_METHODS)
     checks.at_least("--limit", limit, 0)
+    checks.between("--nil-threshold", nil_threshold, 0, 1)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, jsonl)
     from mluke.linking import iter_link_file, write_linked
@@ -89,6 +90,7 @@ def eval_link(
     Example: mluke eval-link path/to/mewsli-9/output/dataset --langs ja,de --methods prior,combined --db kb.sqlite --model path/to/mluke-base
     """
     checks.choices("--methods", split_list(methods) or [], checks.LINK_METHODS)
+    checks.between("--nil-threshold", nil_threshold, 0, 1)
     from probes import eval_link as run
     from probes.linking_eval import METRIC_COLUMNS
 

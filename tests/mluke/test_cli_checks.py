@@ -94,6 +94,8 @@ BAD = [
     (["link", "{text}", "--device", "cuda"], "--device 'cuda'"),
     (["link", "{text}", "--dtype", "fp8"], "--dtype fp8"),
     (["link", "{text}", "--method", "best"], "--method best"),
+    (["link", "{text}", "--nil-threshold", "2"], "--nil-threshold 2.0: expected a number from 0 to 1"),
+    (["eval-link", "{spans}", "--nil-threshold", "-0.5"], "--nil-threshold -0.5"),
     (["probe", "[X] is the capital of [Y]", "--lang", "xx"], "--lang xx"),
     (["probe", "[X] is the capital of [Y]", "--mode", "entities"], "--mode entities"),
     (["probe", "[X] is the capital of [Y]", "--top-k", "0"], "--top-k 0"),
