@@ -88,12 +88,11 @@ def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[int], *, l2: float = 
     return tuple(round(float(v), 6) for v in w)
 
 
-#: Fitted by ``python benchmarks/linking_calibration.py /path/to/demo-e8`` (2026-11-24) on the demo preset trained
-#: for 8 of its 36 epochs (the full demo could not be trained on the shared machine in time), on 5,106 decisions:
-#: even items of the demo's linking set and of its free-wording pairs, gold and entity-removed, methods
-#: combined and prior; threshold = best accuracy keeping >= 90% of right ambiguous links. Figures in
-#: benchmarks/RESULTS.md ("Linking a user can trust"). Refit for the full demo or any other model.
+#: Fitted by ``python benchmarks/linking_calibration.py`` (2026-11-24) on the cached demo model (version 4,
+#: 5,229 steps), on 5,106 decisions: even items of the demo's linking set and of its free-wording pairs, gold
+#: and entity-removed, methods combined and prior; threshold = best accuracy keeping >= 90% of right
+#: ambiguous links. Figures in benchmarks/RESULTS.md ("Linking a user can trust"). Refit for any other model.
 DEFAULT_CALIBRATION = Calibration(
-    weights=(0.359611, 0.046186, 1.158272, 0.467854, -0.20411, 0.150308), threshold=0.05,
-    provenance={"model": "demo preset, 8 epochs (1,162 steps)", "decisions": 5106, "date": "2026-11-24",
+    weights=(0.291865, 1.479726, -0.224534, 0.110128, -0.084285, 0.017099), threshold=0.15,
+    provenance={"model": "demo-model-v4 (5,229 steps)", "decisions": 5106, "date": "2026-11-24",
                 "command": "python benchmarks/linking_calibration.py MODEL_DIR"})
