@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from kb.db import Template
+from kb.errors import MlukeError
 
 #: Prompts whose entity scores share one pass of the full-vocabulary normaliser (measured on a
 #: 1.2M x 256 table on 2 cores: about 10 ms per row at 32 rows, 6 ms at 128).
@@ -24,6 +25,8 @@ class ClozeScorer:
         self.tokenizer = tokenizer
         self.vocab = tokenizer.entity_vocab
         self.batch_size = batch_size
+        #: the word mask as text: ``<mask>`` for mLUKE and XLM-R, ``[MASK]`` for BERT, ...
+        self.mask_token: str = getattr(tokenizer, "mask_token", "<mask>")
 
     def candidate_pieces(self, labels: Sequence[str]) -> list[list[int]]:
         """Word pieces of each candidate as it would stand at [Y]."""
@@ -73,7 +76,7 @@ class ClozeScorer:
         as (n_subjects, k) log-probabilities over the word vocabulary and (n_subjects, k) piece ids."""
         scores, ids = [], []
         for start in range(0, len(subjects), self.batch_size):
-            batch = [template.fill(s, "<mask>") for s in subjects[start:start + self.batch_size]]
+            batch = [template.fill(s, self.mask_token) for s in subjects[start:start + self.batch_size]]
             enc = self.tokenizer(batch)
             words, _ = self.model.encode(**enc)
             logp = self.model.word_scores(words[enc["input_ids"].to(words.device) == self.tokenizer.mask_id]).float().cpu()
@@ -112,10 +115,13 @@ class ClozeScorer:
         for n, cands in sorted(by_len.items()):
             table = torch.tensor([pieces[c] for c in cands])  # (n_cand, n)
             for start in range(0, len(subjects), self.batch_size):
-                batch = [template.fill(s, "<mask>" * n) for s in subjects[start:start + self.batch_size]]
+                batch = [template.fill(s, self.mask_token * n) for s in subjects[start:start + self.batch_size]]
                 enc = self.tokenizer(batch)
                 words, _ = self.model.encode(**enc)
                 where = enc["input_ids"].to(words.device) == mask_id
+                if int(where.sum()) != len(batch) * n:
+                    raise MlukeError(f"{n} masks at [Y] do not fit in the model's input: a prompt is too long "
+                                     f"(first of the batch: {batch[0][:80]!r})")
                 h = words[where].view(len(batch), n, -1)
                 total = torch.zeros(len(batch), len(cands))
                 for i in range(n):
