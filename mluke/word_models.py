@@ -150,8 +150,9 @@ def load_word_model(directory: Path, *, dtype: torch.dtype | None = None) -> tup
 
     config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     kind = config.get("model_type")
-    verbosity = transformers.logging.get_verbosity()
+    verbosity, bars = transformers.logging.get_verbosity(), transformers.logging.is_progress_bar_enabled()
     transformers.logging.set_verbosity_error()  # missing weights are checked below, loudly
+    transformers.logging.disable_progress_bar()  # no "Loading weights" bar in the middle of a probe's output
     try:
         model, info = AutoModelForMaskedLM.from_pretrained(directory, output_loading_info=True, dtype=dtype)
     except ValueError as exc:
@@ -161,6 +162,8 @@ def load_word_model(directory: Path, *, dtype: torch.dtype | None = None) -> tup
         raise CheckpointError(f"{directory}: cannot read the weights ({exc})") from None
     finally:
         transformers.logging.set_verbosity(verbosity)
+        if bars:
+            transformers.logging.enable_progress_bar()
     prefix = model.base_model_prefix
     missing = [k for k in info.get("missing_keys", []) if not k.startswith(prefix + ".")]
     if missing:
