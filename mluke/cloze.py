@@ -21,8 +21,9 @@ Modes:
   [Y] only. One forward pass per subject.
 - ``mode="word"``: mLAMA's typed querying: a candidate of n pieces is scored by
   the mean log-probability of its pieces at n ``<mask>`` positions; one forward
-  pass per subject and candidate length. Open vocabulary: the best single word
-  pieces at one ``<mask>``.
+  pass per subject and candidate length. Open vocabulary: answers of 1..``max_pieces`` word pieces
+  decoded as X-FACTR does (``decoding``: independent, left-to-right or confidence-order filling, with
+  a ``beam``), ranked across lengths by their mean piece log-probability (:mod:`mluke.decoding`).
 - ``mode="both"``: both rankings (``result.modes``).
 - ``mode=None`` (default): entity mode for an mLUKE checkpoint, word mode for any other masked LM.
 
@@ -62,6 +63,7 @@ from kb.db.templates import read_templates
 from kb.errors import MlukeError, Option, option
 from kb.languages import check_language
 from mluke.checkpoint import open_model
+from mluke.decoding import Method, decode
 from mluke.results import Prediction, ProbeResult, SubjectResult
 from mluke.scoring import ClozeScorer, over_candidates
 
@@ -75,7 +77,7 @@ def probe(
     normalize: Normalize = "candidates", exclude_subject: bool = True,
     templates: Mapping[tuple[str, str], str] | str | Path | None = None, model: Any = None,
     kb: EntityDB | str | Path | None = None, batch_size: int = 64, device: Any = None, dtype: Any = None,
-    threshold: float | None = None,
+    threshold: float | None = None, max_pieces: int = 5, decoding: Method = "confidence", beam: int = 5,
 ) -> ProbeResult:
     """Ask the model for the object of each subject of a cloze template (see module docs).
 
@@ -90,7 +92,8 @@ def probe(
     ``candidates``: labels or keys; default: the relation's objects in the kb, else
     the whole entity vocabulary. ``model``: a loaded ``mluke.load`` bundle, a
     folder or hub name of an mLUKE checkpoint or of any masked LM (word mode); default: the embedded demo
-    model (trained on first use). ``threshold``: answer sets (see module docs).
+    model (trained on first use). ``threshold``: answer sets (see module docs). ``max_pieces``,
+    ``decoding``, ``beam``: open-vocabulary word answers (see module docs).
     ``kb``: an :class:`kb.EntityDB` or path; default: the embedded kb.
     ``use_subject_entity``: default (``None``) as ``True``, the subject's entity
     over [X] where it is in the entity vocabulary; ``False``: [Y] only.
@@ -130,15 +133,12 @@ def probe(
             raise MlukeError("{threshold} picks answers among candidates, and this relation has none in the kb; "
                              "give {candidates}", options={"threshold": option("threshold", threshold),
                                                           "candidates": Option("candidates=[...]", "--candidate NAME")})
-        if mode != "entity" and any(k is None for k, _ in subj):
-            unknown = ", ".join(repr(l) for k, l in subj if k is None)
-            raise MlukeError(f"word mode without candidates ranks single word pieces, and {unknown} is in no kb, so "
-                             "nothing could be checked or named; give {candidates} or use {mode}",
-                             options={"candidates": Option("candidates=[...]", "--candidate NAME"),
-                                      "mode": option("mode", "entity")})
-        notes.append(f"{describe(db, pid) if pid else 'this relation'} has no objects in the kb: answers come from the "
-                     "model's whole entity vocabulary" + (" (word mode: single word pieces)" if mode != "entity" else ""))
-        return run_open(tpl, lang, subj, gold, model=bundle, relation=pid, mode=mode,
+        what = {"entity": "the model's whole entity vocabulary", "word": f"words of 1-{max_pieces} pieces decoded "
+                f"({decoding}, beam {beam})"}
+        notes.append(f"{describe(db, pid) if pid else 'this relation'} has no objects in the kb: answers are "
+                     + " and ".join(what[m] for m in (("entity", "word") if mode == "both" else (mode,))))
+        return run_open(tpl, lang, subj, gold, model=bundle, relation=pid, mode=mode, max_pieces=max_pieces,
+                        decoding=decoding, beam=beam,
                         use_subject_entity=use_subject_entity, top_k=top_k, exclude_subject=exclude_subject,
                         batch_size=batch_size, notes=notes, labels=lambda keys: _labels(db, keys, lang))
     cand_labels = db.labels(cand_keys, lang)
@@ -284,13 +284,15 @@ def run_open(
     template: Template, lang: str, subjects: Sequence[tuple[str | None, str]], gold: dict[str, set[str]], *,
     model: Any, relation: str | None = None, mode: Mode | None = None, use_subject_entity: bool | None = None,
     top_k: int = 5, exclude_subject: bool = True, batch_size: int = 64, notes: list[str] | None = None,
-    labels: Callable[[list[str | None]], list[str | None]] | None = None,
+    labels: Callable[[list[str | None]], list[str | None]] | None = None, max_pieces: int = 5,
+    decoding: Method = "confidence", beam: int = 5,
 ) -> ProbeResult:
     """Open-vocabulary answers for ``subjects`` of a template: the ``top_k`` entities of the model's whole
-    entity vocabulary (entity mode), or the best single word pieces (word mode), with their
-    log-probabilities over the whole vocabulary. ``labels(keys)`` names entity keys in ``lang``
-    (else the vocabulary's title is shown). A gold answer counts when it is among the ``top_k``; its
-    rank beyond them is not computed."""
+    entity vocabulary (entity mode), with their log-probabilities over it, or the best words of
+    1..``max_pieces`` pieces (word mode, :func:`mluke.decoding.decode`), with their mean piece
+    log-probability. ``labels(keys)`` names entity keys in ``lang`` (else the vocabulary's title is
+    shown); a word answer is correct when it is a gold object's label (ignoring case). A gold answer
+    counts when it is among the ``top_k``; its rank beyond them is not computed."""
     notes = list(notes or [])
     bundle = open_model(model, word_models=True)
     mode = resolve_mode(mode, bundle)
@@ -312,15 +314,18 @@ def run_open(
             tok = scorer.tokenizer
             specials = [i for i in (tok.bos_id, tok.pad_id, tok.eos_id, tok.unk_id, tok.mask_id, tok.ent_id, tok.ent2_id)
                         if i is not None]
-            scores, ids = scorer.word_topk(template, labels_x, top_k, exclude=specials)
-            pieces = sorted(set(ids.flatten().tolist()))
-            answer = {i: (f"piece:{i}", t.replace("\u2581", " ").strip() or t)
-                      for i, t in zip(pieces, tok.convert_ids_to_tokens(pieces))}
+            decoded = decode(bundle.model, tok, template, labels_x, max_pieces=max_pieces, method=decoding, beam=beam,
+                             top_k=top_k, exclude=specials, batch_size=batch_size)
         rows = []
         for i, (s, s_label) in enumerate(subjects):
             g = gold.get(s, set()) if s is not None else set()
-            preds = [Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)  # type: ignore[arg-type]
-                     for v, c in zip(scores[i].tolist(), ids[i].tolist())]
+            if m == "entity":
+                preds = [Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)  # type: ignore[arg-type]
+                         for v, c in zip(scores[i].tolist(), ids[i].tolist())]
+            else:
+                names = {str(n).casefold(): k for k, n in zip(sorted(g), (labels or (lambda ks: ks))(sorted(g))) if n}
+                preds = [Prediction(names.get(a.text.casefold(), "pieces:" + ",".join(map(str, a.pieces))), a.text,
+                                    a.score, "word", (a.text.casefold() in names) if g else None) for a in decoded[i]]
             rank = next((r + 1 for r, p in enumerate(preds) if p.correct), None) if g else None
             rows.append(SubjectResult(s, s_label, sorted(g), sorted(g), preds, rank, subj_ids[i] is not None))
         results[m] = ProbeResult(template.text, lang, relation, m, any(i is not None for i in subj_ids), top_k, rows, list(notes),  # type: ignore[arg-type]

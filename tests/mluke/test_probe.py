@@ -328,8 +328,8 @@ def test_open_vocabulary_answers_rank_the_whole_entity_vocabulary(bundle, embedd
         assert p.label == (embedded_db.label(p.key, "ja") or embedded_db.label(p.key, "en"))
     words = probe("[X] was founded in [Y]", lang="ja", subjects=[label], mode="word", model=bundle, kb=embedded_db,
                   top_k=3)
-    assert words.open_vocabulary and all(p.source == "word" and p.key.startswith("piece:") for p in words.rows[0].predictions)
-    assert any("single word pieces" in n for n in words.notes)
+    assert words.open_vocabulary and all(p.source == "word" and p.key.startswith("pieces:") for p in words.rows[0].predictions)
+    assert any("words of 1-5 pieces decoded (confidence, beam 5)" in n for n in words.notes)
 
 
 def test_subject_entities_by_default_where_the_vocabulary_has_them(bundle, embedded_db):

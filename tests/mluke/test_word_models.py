@@ -165,3 +165,84 @@ def test_cli_probe_with_a_word_model_and_a_threshold(bert_dir, embedded_db_path,
     res = CliRunner().invoke(app, ["probe", "The capital of [X] is [Y].", "--model", str(bert_dir), "--db",
                                    str(embedded_db_path), "--subject", "Japan", "--mode", "entity"])
     assert isinstance(res.exception, MlukeError) and "--mode word" in res.exception.for_cli()  # main() prints it
+
+
+def _greedy(folder: Path, text: str, n: int, order: str) -> tuple[list[int], float]:
+    """Greedy filling of ``n`` masks with transformers directly: one forward pass per piece, the leftmost
+    mask (``order="left"``) or the most confident one (``"confidence"``) first; special ids never answered."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    tok, model = AutoTokenizer.from_pretrained(folder), AutoModelForMaskedLM.from_pretrained(folder).eval()
+    ids = tok(text, return_tensors="pt")["input_ids"]
+    where = (ids[0] == tok.mask_token_id).nonzero().flatten().tolist()
+    assert len(where) == n
+    total, open_ = 0.0, list(where)
+    while open_:
+        with torch.no_grad():
+            logp = torch.log_softmax(model(input_ids=ids).logits[0], -1)
+        logp[:, tok.all_special_ids] = float("-inf")
+        pos = open_[0] if order == "left" else max(open_, key=lambda q: float(logp[q].max()))
+        total += float(logp[pos].max())
+        ids[0, pos] = int(logp[pos].argmax())
+        open_.remove(pos)
+    return ids[0, where].tolist(), total / n
+
+
+@pytest.mark.parametrize("method,order", [("left-to-right", "left"), ("confidence", "confidence")])
+def test_decoding_with_beam_one_is_greedy_filling(bert_dir, method, order):
+    from mluke.decoding import decode
+
+    bundle = mluke.open_model(bert_dir, word_models=True)
+    tok = bundle.tokenizer
+    specials = list(tok.hf.all_special_ids)
+    tpl = parse_template("The capital of [X] is [Y] .")
+    for n in (1, 2, 3):
+        got = decode(bundle.model, tok, tpl, ["Japan"], max_pieces=n, method=method, beam=1, top_k=50,
+                     exclude=specials)[0]
+        pieces, score = _greedy(bert_dir, tpl.fill("Japan", "[MASK]" * n), n, order)
+        found = [a for a in got if len(a.pieces) == n]
+        assert found and list(found[0].pieces) == pieces and found[0].score == pytest.approx(score, abs=1e-4)
+
+
+def test_left_to_right_beam_search_is_exact_with_a_beam_as_wide_as_the_vocabulary(bert_dir):
+    from transformers import AutoModelForMaskedLM
+
+    from mluke.decoding import decode
+
+    bundle = mluke.open_model(bert_dir, word_models=True)
+    tok, hf = bundle.tokenizer, AutoModelForMaskedLM.from_pretrained(bert_dir).eval()
+    specials = set(tok.hf.all_special_ids)
+    text = parse_template("The capital of [X] is [Y] .").fill("France", "[MASK][MASK]")
+    ids = tok.hf(text, return_tensors="pt")["input_ids"]
+    a, b = (ids[0] == tok.mask_id).nonzero().flatten().tolist()
+    with torch.no_grad():
+        first = torch.log_softmax(hf(input_ids=ids).logits[0, a], -1)
+        best = (float("-inf"), None)
+        for x in range(len(tok.hf)):
+            if x in specials:
+                continue
+            filled = ids.clone()
+            filled[0, a] = x
+            second = torch.log_softmax(hf(input_ids=filled).logits[0, b], -1)
+            second[list(specials)] = float("-inf")
+            y = int(second.argmax())
+            best = max(best, (float(first[x] + second[y]) / 2, (x, y)))
+    got = decode(bundle.model, tok, parse_template("The capital of [X] is [Y] ."), ["France"], max_pieces=2,
+                 method="left-to-right", beam=len(tok.hf), top_k=1000, exclude=sorted(specials))[0]
+    two = [a for a in got if len(a.pieces) == 2]
+    assert two[0].pieces == best[1] and two[0].score == pytest.approx(best[0], abs=1e-4)
+
+
+def test_open_vocabulary_word_answers_are_ranked_across_lengths(bert_dir, embedded_db):
+    r = probe("[X] was founded in [Y]", "en", subjects=["Japan", "Acme Widgets"], mode="word", model=str(bert_dir),
+              kb=embedded_db, top_k=8, max_pieces=3, decoding="independent", beam=3)
+    assert r.open_vocabulary and any("words of 1-3 pieces decoded (independent, beam 3)" in n for n in r.notes)
+    for row in r.rows:
+        scores = [p.score for p in row.predictions]
+        assert scores == sorted(scores, reverse=True) and len({p.label for p in row.predictions}) == len(scores)
+        assert {len(p.key.split(",")) for p in row.predictions if p.key.startswith("pieces:")} - {1, 2, 3} == set()
+    lengths = {len(p.key.split(",")) for row in r.rows for p in row.predictions}
+    assert len(lengths) > 1  # answers of several lengths compete
+    with pytest.raises(MlukeError, match="expected 'independent', 'left-to-right' or 'confidence'"):
+        probe("[X] was founded in [Y]", "en", subjects=["Japan"], mode="word", model=str(bert_dir), kb=embedded_db,
+              decoding="greedy")
