@@ -25,6 +25,9 @@ def probe(
     normalize: Annotated[str, typer.Option(help="Scores as log-probabilities over the 'candidates' (they sum to 1 per subject) or over the model's whole 'vocabulary' (slower); the ranking is the same.")] = "candidates",
     keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.")] = False,
     threshold: Annotated[Optional[float], typer.Option(help="Answer with every candidate whose probability is at least this (possibly none) instead of the top-k, scored by precision/recall/F1 against all true objects.")] = None,
+    max_pieces: Annotated[int, typer.Option(help="Open-vocabulary word answers (word mode, no candidates): longest answer, in word pieces.")] = 5,
+    decoding: Annotated[str, typer.Option(help="Open-vocabulary word answers: fill the masks 'independent'-ly, 'left-to-right' or in 'confidence' order (X-FACTR).")] = "confidence",
+    beam: Annotated[int, typer.Option(help="Open-vocabulary word answers: partial answers kept at each step.")] = 5,
     model: Annotated[Optional[str], typer.Option(help="mLUKE checkpoint, or any Hugging Face masked LM (BERT, XLM-R, ...: word mode), as a folder or hub name (default: the embedded demo model, trained on first use).")] = None,
     db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
@@ -41,7 +44,7 @@ def probe(
     result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
                  use_subject_entity=subject_entity, top_k=top_k, normalize=normalize,  # type: ignore[arg-type]
                  exclude_subject=not keep_subject, templates=templates, model=model, kb=db, device=device, dtype=dtype,
-                 threshold=threshold)
+                 threshold=threshold, max_pieces=max_pieces, decoding=decoding, beam=beam)  # type: ignore[arg-type]
     if json_out:
         write_json(result.to_dict(), json_out, overwrite=overwrite)
     if csv_out:

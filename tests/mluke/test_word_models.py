@@ -246,3 +246,13 @@ def test_open_vocabulary_word_answers_are_ranked_across_lengths(bert_dir, embedd
     with pytest.raises(MlukeError, match="expected 'independent', 'left-to-right' or 'confidence'"):
         probe("[X] was founded in [Y]", "en", subjects=["Japan"], mode="word", model=str(bert_dir), kb=embedded_db,
               decoding="greedy")
+
+
+def test_cli_open_vocabulary_word_answers(bert_dir, embedded_db_path, tmp_path):
+    res = CliRunner().invoke(app, ["probe", "[X] was founded in [Y]", "--model", str(bert_dir), "--db",
+                                   str(embedded_db_path), "--subject", "Acme", "--max-pieces", "2", "--decoding",
+                                   "left-to-right", "--beam", "2", "--top-k", "4", "--json", str(tmp_path / "o.json")])
+    assert res.exit_code == 0, res.output
+    assert "words of 1-2 pieces decoded (left-to-right, beam 2)" in res.output
+    data = json.loads((tmp_path / "o.json").read_text())
+    assert data["open_vocabulary"] and len(data["rows"][0]["predictions"]) == 4
