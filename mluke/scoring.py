@@ -122,12 +122,11 @@ class ClozeScorer:
                 if int(where.sum()) != len(batch) * n:
                     raise MlukeError(f"{n} masks at [Y] do not fit in the model's input: a prompt is too long "
                                      f"(first of the batch: {batch[0][:80]!r})")
-                h = words[where].view(len(batch), n, -1)
-                total = torch.zeros(len(batch), len(cands))
-                for i in range(n):
-                    uniq, inverse = torch.unique(table[:, i], return_inverse=True)
-                    logp = self.model.word_scores(h[:, i], uniq).float().cpu()
-                    total += logp[:, inverse]
+                # one head call for all n masks of the batch (the word table is read once, not n times),
+                # scored for the pieces any candidate has at any position
+                uniq, inverse = torch.unique(table, return_inverse=True)  # inverse: (n_cand, n)
+                logp = self.model.word_scores(words[where], uniq).float().cpu().view(len(batch), n, -1)
+                total = sum(logp[:, i, inverse[:, i]] for i in range(n))
                 scores[start:start + len(batch), cands] = total / n
         return scores
 
