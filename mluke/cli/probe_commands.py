@@ -99,7 +99,9 @@ def eval_mlama(
         if "-" in outputs:
             return
         columns, rows = comparison.table()
-        print_table("mLAMA P@1, macro-averaged over relations (entity modes for mLUKE checkpoints only)", columns, rows)
+        typer.echo("mLAMA P@1 x 100, macro-averaged over relations; entity modes apply to mLUKE checkpoints only, "
+                   "other models are asked in word mode")  # a line, not a title: titles wrap inside the table
+        print_table(None, columns, rows)
         for report in comparison.reports:
             for note in report.notes:
                 typer.echo(f"note: {report.model}: {note}")

@@ -19,7 +19,7 @@ def bert_dir(tmp_path_factory):
 
 
 def test_compare_an_mluke_checkpoint_with_a_word_model(mlama_dir, tiny_demo, bert_dir):
-    comparison = compare_mlama(mlama_dir, [str(tiny_demo), str(bert_dir)], ["en", "ja"], progress=False)
+    comparison = compare_mlama(mlama_dir, [str(tiny_demo), str(bert_dir)], ["en", "ja"], mode="entity", progress=False)
     mluke_report, bert_report = comparison.reports
     assert (mluke_report.model, mluke_report.mode) == (str(tiny_demo), "entity")
     assert (bert_report.model, bert_report.mode) == (str(bert_dir), "word")
@@ -38,8 +38,8 @@ def test_eval_mlama_cli_with_two_models(mlama_dir, tiny_demo, bert_dir, tmp_path
                                    "--langs", "en,ja", "--json", str(tmp_path / "r.json"), "--csv",
                                    str(tmp_path / "r.csv"), "--no-progress"])
     assert res.exit_code == 0, res.output
-    assert "entity modes for mLUKE checkpoints only" in res.output and "avg" in res.output
-    assert "no entity vocabulary: evaluated in word mode" in res.output
+    assert "entity modes apply to mLUKE checkpoints only" in res.output and "avg" in res.output
+    assert "no entity vocabulary" not in res.output  # by default each model is asked in its own mode
     data = json.loads((tmp_path / "r.json").read_text())
     assert [m["model"] for m in data["models"]] == [str(tiny_demo), str(bert_dir)]
     assert [m["mode"] for m in data["models"]] == ["entity", "word"]
