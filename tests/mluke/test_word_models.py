@@ -54,6 +54,19 @@ def write_tiny_xlmr(folder: Path) -> Path:
     return folder
 
 
+def write_tiny_distilbert(folder: Path) -> Path:
+    """A random DistilBERT masked LM (its head is four modules, not one) with the same WordPiece vocabulary."""
+    from transformers import BertTokenizer, DistilBertConfig, DistilBertForMaskedLM
+
+    folder.mkdir(parents=True)
+    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    torch.manual_seed(2)
+    DistilBertForMaskedLM(DistilBertConfig(vocab_size=len(WORDS) + 5, dim=32, n_layers=2, n_heads=2, hidden_dim=37,
+                                           max_position_embeddings=64)).save_pretrained(folder)
+    BertTokenizer(str(folder / "vocab.txt")).save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture(scope="module")
 def bert_dir(tmp_path_factory):
     return write_tiny_bert(tmp_path_factory.mktemp("word") / "bert")
@@ -85,9 +98,9 @@ def reference_scores(folder: Path, template: str, subjects: list[str], candidate
     return out
 
 
-@pytest.mark.parametrize("which", ["bert", "xlmr"])
-def test_typed_querying_matches_one_pass_per_candidate(which, bert_dir, xlmr_dir):
-    folder = bert_dir if which == "bert" else xlmr_dir
+@pytest.mark.parametrize("which", ["bert", "xlmr", "distilbert"])
+def test_typed_querying_matches_one_pass_per_candidate(which, bert_dir, xlmr_dir, tmp_path):
+    folder = {"bert": bert_dir, "xlmr": xlmr_dir}.get(which) or write_tiny_distilbert(tmp_path / "distilbert")
     subjects, cands = ["Japan", "France", "Germany"], ["Tokyo", "Paris", "Kyoto", "New York", "Berlin"]
     bundle = mluke.open_model(folder, word_models=True)
     pieces = bundle.tokenizer.encode_words(cands)
