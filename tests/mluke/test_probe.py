@@ -170,7 +170,10 @@ def test_outputs(bundle, embedded_db, tmp_path):
         ({"template": "The capital of [X] is [Y].", "candidates": ["Atlantis"]}, "candidate 'Atlantis'"),
         ({"template": "The capital of [X] is [Y].", "top_k": 0}, "top_k=0: expected a positive number"),
         ({"template": "The capital of [X] is [Y].", "relation": "capital"}, "relation 'capital': expected a Wikidata"),
-        ({"template": "[X] was founded in [Y].", "subjects": ["Sony"], "mode": "word"}, "'Sony' is in no kb"),
+        # a free-text subject is asked with decoded words now; a wrong decoding method is the error
+        ({"template": "[X] was founded in [Y].", "subjects": ["Sony"], "mode": "word", "decoding": "greedy"},
+         "decoding='greedy': expected 'independent', 'left-to-right' or 'confidence'"),
+        ({"template": "The capital of [X] is [Y].", "threshold": 2}, r"threshold=2: expected a probability in \(0, 1\]"),
     ],
 )
 def test_bad_input(bundle, embedded_db, kwargs, message):
