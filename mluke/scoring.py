@@ -105,29 +105,38 @@ class ClozeScorer:
 
     @torch.inference_mode()
     def word_scores(self, template: Template, subjects: Sequence[str], pieces: Sequence[Sequence[int]]) -> torch.Tensor:
-        """(n_subjects, n_candidates) mean log-probability of each candidate's pieces at its number of masks."""
+        """(n_subjects, n_candidates) mean log-probability of each candidate's pieces at its number of masks.
+
+        One prompt per subject and candidate length (not per candidate); the prompts of all lengths run
+        ``batch_size`` at a time, and the word head is applied once per batch, at the masks only, for
+        the pieces some candidate has."""
         scores = torch.full((len(subjects), len(pieces)), float("-inf"))
         by_len: dict[int, list[int]] = {}
         for c, p in enumerate(pieces):
             if p:
                 by_len.setdefault(len(p), []).append(c)
+        if not by_len or not len(subjects):
+            return scores
+        uniq = torch.unique(torch.tensor([i for c in by_len.values() for k in c for i in pieces[k]]))
+        # per length: the candidates and, per mask position, the column of each one's piece in ``uniq``
+        columns = {n: torch.searchsorted(uniq, torch.tensor([pieces[c] for c in cands])) for n, cands in by_len.items()}
+        prompts = [(s, n) for s in range(len(subjects)) for n in sorted(by_len)]
         mask_id = self.tokenizer.mask_id
-        for n, cands in sorted(by_len.items()):
-            table = torch.tensor([pieces[c] for c in cands])  # (n_cand, n)
-            for start in range(0, len(subjects), self.batch_size):
-                batch = [template.fill(s, self.mask_token * n) for s in subjects[start:start + self.batch_size]]
-                enc = self.tokenizer(batch)
-                words, _ = self.model.encode(**enc)
-                where = enc["input_ids"].to(words.device) == mask_id
-                if int(where.sum()) != len(batch) * n:
-                    raise MlukeError(f"{n} masks at [Y] do not fit in the model's input: a prompt is too long "
-                                     f"(first of the batch: {batch[0][:80]!r})")
-                # one head call for all n masks of the batch (the word table is read once, not n times),
-                # scored for the pieces any candidate has at any position
-                uniq, inverse = torch.unique(table, return_inverse=True)  # inverse: (n_cand, n)
-                logp = self.model.word_scores(words[where], uniq).float().cpu().view(len(batch), n, -1)
-                total = sum(logp[:, i, inverse[:, i]] for i in range(n))
-                scores[start:start + len(batch), cands] = total / n
+        for start in range(0, len(prompts), self.batch_size):
+            part = prompts[start:start + self.batch_size]
+            batch = [template.fill(subjects[s], self.mask_token * n) for s, n in part]
+            enc = self.tokenizer(batch)
+            words, _ = self.model.encode(**enc)
+            where = enc["input_ids"].to(words.device) == mask_id
+            if where.sum(1).tolist() != [n for _, n in part]:
+                raise MlukeError("the masks at [Y] do not fit in the model's input: a prompt is too long "
+                                 f"(first of the batch: {batch[0][:80]!r})")
+            logp = self.model.word_scores(words[where], uniq).float().cpu()  # (masks of the batch, len(uniq))
+            row = 0
+            for s, n in part:  # masks come row by row, left to right
+                cols = columns[n]
+                scores[s, by_len[n]] = sum(logp[row + i, cols[:, i]] for i in range(n)) / n
+                row += n
         return scores
 
 
