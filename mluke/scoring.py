@@ -69,23 +69,6 @@ class ClozeScorer:
         return (torch.cat([p[0][:, :width] for p in parts]).float().cpu(),
                 torch.cat([p[1][:, :width] for p in parts]).cpu())
 
-    @torch.inference_mode()
-    def word_topk(self, template: Template, subjects: Sequence[str], k: int, *,
-                  exclude: Sequence[int] = ()) -> tuple[torch.Tensor, torch.Tensor]:
-        """Open-vocabulary word answers: the ``k`` best single word pieces at one ``<mask>`` at [Y],
-        as (n_subjects, k) log-probabilities over the word vocabulary and (n_subjects, k) piece ids."""
-        scores, ids = [], []
-        for start in range(0, len(subjects), self.batch_size):
-            batch = [template.fill(s, self.mask_token) for s in subjects[start:start + self.batch_size]]
-            enc = self.tokenizer(batch)
-            words, _ = self.model.encode(**enc)
-            logp = self.model.word_scores(words[enc["input_ids"].to(words.device) == self.tokenizer.mask_id]).float().cpu()
-            logp[:, list(exclude)] = float("-inf")
-            top = logp.topk(k, dim=-1)
-            scores.append(top.values)
-            ids.append(top.indices)
-        return torch.cat(scores), torch.cat(ids)
-
     def mask_states(self, template: Template, subjects: Sequence[str],
                     subject_ids: Sequence[int | None] | None = None) -> torch.Tensor:
         """(n_subjects, hidden) last-layer states at the entity [MASK] over [Y], with the subject's
