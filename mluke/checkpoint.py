@@ -63,7 +63,7 @@ def resolve(name_or_dir: str | os.PathLike[str]) -> Path:
     try:
         from huggingface_hub import snapshot_download
 
-        return Path(snapshot_download(name, allow_patterns=["*.json", "*.model", "*.safetensors", "*.bin", "*.sqlite"]))
+        return Path(snapshot_download(name, allow_patterns=["*.json", "*.model", "*.safetensors", "*.bin", "*.sqlite", "*.txt"]))
     except Exception as exc:
         raise MlukeError(
             f"could not fetch {name!r} from the Hugging Face hub ({type(exc).__name__}: {exc}); "
@@ -190,13 +190,15 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
 
 
 def open_model(model: Mluke | tuple | str | os.PathLike[str] | None = None, *, device: Any = None,
-               dtype: Any = None) -> Mluke:
+               dtype: Any = None, word_models: bool = False) -> Mluke:
     """The given model, or the default one: ``None`` is the embedded demo model (trained on first use,
     then cached); a loaded ``(model, tokenizer, entity_vocab)`` bundle is used as it is; a folder or hub
     name is loaded with :func:`load`. Every call that takes ``model=`` goes through this.
 
     ``device`` / ``dtype`` (see :mod:`mluke.devices`; ``None``: as it is) move and cast the model, in place
-    for a bundle that was passed in."""
+    for a bundle that was passed in. ``word_models``: a folder or hub name that is not an mLUKE checkpoint
+    but any other masked LM (BERT, XLM-R, ...; see :mod:`mluke.word_models`) is loaded as a word-only
+    model (``entity_vocab`` ``None``), for word-mode probing; without it such a folder is refused."""
     from mluke.devices import place
 
     if model is None:
@@ -206,9 +208,24 @@ def open_model(model: Mluke | tuple | str | os.PathLike[str] | None = None, *, d
     elif isinstance(model, (Mluke, tuple)):
         bundle = Mluke(*model)
     else:
-        bundle = load(model)
+        bundle = _load_any(model, word_models)
     place(bundle.model, device, dtype)
     return bundle
+
+
+def _load_any(name_or_dir: str | os.PathLike[str], word_models: bool) -> Mluke:
+    """:func:`load` for mLUKE checkpoints; other masked LMs as word models when ``word_models``."""
+    from mluke.word_models import load_word_model, model_kind
+
+    directory = resolve(name_or_dir)
+    if model_kind(directory) == "mluke":
+        return load(directory)
+    if not word_models:
+        model_type = json.loads((directory / "config.json").read_text(encoding="utf-8")).get("model_type")
+        raise CheckpointError(f"{directory}: a {model_type!r} model, not an mLUKE checkpoint (no entity vocabulary); "
+                              "only word-mode probing (mluke probe, mluke eval-mlama) takes other masked LMs")
+    model, tokenizer = load_word_model(directory)
+    return Mluke(model, tokenizer, None)  # type: ignore[arg-type]
 
 
 def save(bundle: Mluke | tuple, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:

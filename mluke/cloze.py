@@ -11,7 +11,7 @@ For a template such as ``"[X] was founded in [Y]"`` every subject is put at
 
 Modes:
 
-- ``mode="entity"`` (default): one word ``<mask>`` at [Y] with the entity [MASK]
+- ``mode="entity"`` (the default for mLUKE checkpoints): one word ``<mask>`` at [Y] with the entity [MASK]
   over it; candidates are ranked by their MEP log-probability, computed for the
   candidates only (or, open vocabulary, in one chunked pass over the entity
   table). Candidates outside the entity vocabulary fall back to the word score
@@ -21,9 +21,18 @@ Modes:
   [Y] only. One forward pass per subject.
 - ``mode="word"``: mLAMA's typed querying: a candidate of n pieces is scored by
   the mean log-probability of its pieces at n ``<mask>`` positions; one forward
-  pass per subject and candidate length. Open vocabulary: the best single word
-  pieces at one ``<mask>``.
+  pass per subject and candidate length. Open vocabulary: answers of 1..``max_pieces`` word pieces
+  decoded as X-FACTR does (``decoding``: independent, left-to-right or confidence-order filling, with
+  a ``beam``), ranked across lengths by their mean piece log-probability (:mod:`mluke.decoding`).
 - ``mode="both"``: both rankings (``result.modes``).
+- ``mode=None`` (default): entity mode for an mLUKE checkpoint, word mode for any other masked LM.
+
+Models: an mLUKE checkpoint (all modes), or any Hugging Face masked LM (BERT, mBERT, XLM-R,
+RoBERTa, DistilBERT, English LUKE, ...; folder or hub name, see :mod:`mluke.word_models`) in word mode.
+
+Object sets (``threshold``): instead of the ``top_k``, every candidate whose probability (``exp`` of
+its score, see below) is at least ``threshold`` is the answer, possibly none; the result's metrics
+add precision, recall and F1 against all true objects of each kb subject (:mod:`mluke.object_sets`).
 
 Scores (``normalize``) - the ranking is the same either way:
 
@@ -40,6 +49,7 @@ Scores (``normalize``) - the ranking is the same either way:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -53,6 +63,7 @@ from kb.db.templates import read_templates
 from kb.errors import MlukeError, Option, OptionError, option
 from kb.languages import check_language
 from mluke.checkpoint import open_model
+from mluke.decoding import Method, decode
 from mluke.results import Prediction, ProbeResult, SubjectResult
 from mluke.scoring import ClozeScorer, over_candidates
 
@@ -62,10 +73,11 @@ Normalize = Literal["candidates", "vocabulary"]
 
 def probe(
     template: str, lang: str = "en", *, subjects: Sequence[str] | None = None, candidates: Sequence[str] | None = None,
-    relation: str | None = None, mode: Mode = "entity", use_subject_entity: bool | None = None, top_k: int = 5,
+    relation: str | None = None, mode: Mode | None = None, use_subject_entity: bool | None = None, top_k: int = 5,
     normalize: Normalize = "candidates", exclude_subject: bool = True,
     templates: Mapping[tuple[str, str], str] | str | Path | None = None, model: Any = None,
     kb: EntityDB | str | Path | None = None, batch_size: int = 64, device: Any = None, dtype: Any = None,
+    threshold: float | None = None, max_pieces: int = 5, decoding: Method = "confidence", beam: int = 5,
 ) -> ProbeResult:
     """Ask the model for the object of each subject of a cloze template (see module docs).
 
@@ -79,7 +91,9 @@ def probe(
     with words only); default: every subject with facts under the relation.
     ``candidates``: labels or keys; default: the relation's objects in the kb, else
     the whole entity vocabulary. ``model``: a loaded ``mluke.load`` bundle, a
-    folder or hub name; default: the embedded demo model (trained on first use).
+    folder or hub name of an mLUKE checkpoint or of any masked LM (word mode); default: the embedded demo
+    model (trained on first use). ``threshold``: answer sets (see module docs). ``max_pieces``,
+    ``decoding``, ``beam``: open-vocabulary word answers (see module docs).
     ``kb``: an :class:`kb.EntityDB` or path; default: the embedded kb.
     ``use_subject_entity``: default (``None``) as ``True``, the subject's entity
     over [X] where it is in the entity vocabulary; ``False``: [Y] only.
@@ -88,11 +102,12 @@ def probe(
     which precision the model runs (``"auto"``: a GPU when there is one; ``"bf16"``; see
     :mod:`mluke.devices`); default: as the model is.
     """
-    if mode not in ("entity", "word", "both"):
+    if mode is not None and mode not in ("entity", "word", "both"):
         raise MlukeError("{mode}: expected 'entity', 'word' or 'both'", options={"mode": option("mode", mode)})
     if not isinstance(top_k, int) or top_k < 1:
         raise MlukeError("{top_k}: expected a positive number", options={"top_k": option("top_k", top_k)})
     _check_normalize(normalize)
+    _check_threshold(threshold)
     db = open_db(kb)
     check_language(lang, db.languages)
     extra = read_templates(templates) if isinstance(templates, (str, Path)) else dict(templates or {})
@@ -111,16 +126,19 @@ def probe(
     else:
         cand_keys = sorted({f.object for f in db.facts(property=pid)}) if pid else []
     gold = {k: set(db.objects(k, pid)) for k, _ in subj if k is not None and pid}
+    bundle = open_model(model, device=device, dtype=dtype, word_models=True)
+    mode = resolve_mode(mode, bundle)
     if not cand_keys:
-        if mode != "entity" and any(k is None for k, _ in subj):
-            unknown = ", ".join(repr(l) for k, l in subj if k is None)
-            raise MlukeError(f"word mode without candidates ranks single word pieces, and {unknown} is in no kb, so "
-                             "nothing could be checked or named; give {candidates} or use {mode}",
-                             options={"candidates": Option("candidates=[...]", "--candidate NAME"),
-                                      "mode": option("mode", "entity")})
-        notes.append(f"{describe(db, pid) if pid else 'this relation'} has no objects in the kb: answers come from the "
-                     "model's whole entity vocabulary" + (" (word mode: single word pieces)" if mode != "entity" else ""))
-        return run_open(tpl, lang, subj, gold, model=open_model(model, device=device, dtype=dtype), relation=pid, mode=mode,
+        if threshold is not None:
+            raise MlukeError("{threshold} picks answers among candidates, and this relation has none in the kb; "
+                             "give {candidates}", options={"threshold": option("threshold", threshold),
+                                                          "candidates": Option("candidates=[...]", "--candidate NAME")})
+        what = {"entity": "the model's whole entity vocabulary", "word": f"words of 1-{max_pieces} pieces decoded "
+                f"({decoding}, beam {beam})"}
+        notes.append(f"{describe(db, pid) if pid else 'this relation'} has no objects in the kb: answers are "
+                     + " and ".join(what[m] for m in (("entity", "word") if mode == "both" else (mode,))))
+        return run_open(tpl, lang, subj, gold, model=bundle, relation=pid, mode=mode, max_pieces=max_pieces,
+                        decoding=decoding, beam=beam,
                         use_subject_entity=use_subject_entity, top_k=top_k, exclude_subject=exclude_subject,
                         batch_size=batch_size, notes=notes, labels=lambda keys: _labels(db, keys, lang))
     cand_labels = db.labels(cand_keys, lang)
@@ -131,9 +149,10 @@ def probe(
     if not cand_keys:
         raise MlukeError(f"nothing to probe: no candidate{f' under {describe(db, pid)}' if pid else ''} has a "
                          f"{lang!r} label in {db.path}")
-    return run_cloze(tpl, lang, subj, [(k, cand_labels[k]) for k in cand_keys], gold, model=open_model(model, device=device, dtype=dtype), relation=pid,
+    return run_cloze(tpl, lang, subj, [(k, cand_labels[k]) for k in cand_keys], gold, model=bundle, relation=pid,
                      mode=mode, use_subject_entity=use_subject_entity, top_k=top_k, normalize=normalize,
-                     exclude_subject=exclude_subject, batch_size=batch_size, notes=notes, gold_labels=cand_labels)
+                     exclude_subject=exclude_subject, batch_size=batch_size, notes=notes, gold_labels=cand_labels,
+                     threshold=threshold)
 
 
 def check_prompt_lengths(tokenizer: Any, template: Template, subjects: Sequence[str], answer_pieces: int) -> None:
@@ -200,20 +219,23 @@ def _labels(db: EntityDB, keys: list[str | None], lang: str) -> list[str | None]
 def run_cloze(
     template: Template, lang: str, subjects: Sequence[tuple[str | None, str]],
     candidates: Sequence[tuple[str | None, str]], gold: dict[str, set[str]], *, model: Any, relation: str | None = None,
-    mode: Mode = "entity", use_subject_entity: bool | None = None, top_k: int = 5, normalize: Normalize = "candidates",
+    mode: Mode | None = None, use_subject_entity: bool | None = None, top_k: int = 5, normalize: Normalize = "candidates",
     exclude_subject: bool = True, batch_size: int = 64, notes: list[str] | None = None,
-    gold_labels: dict[str, str] | None = None,
+    gold_labels: dict[str, str] | None = None, threshold: float | None = None,
 ) -> ProbeResult:
     """Rank ``candidates`` ((key or None, label) pairs) for ``subjects`` ((key or None, label) pairs) of a template.
 
     The scoring core of :func:`probe`, usable without a kb (e.g. for mLAMA
     files): ``gold`` maps subject keys to their correct candidate keys (or
     labels, for candidates without a key). Candidates without a key, or outside
-    the entity vocabulary, are scored with word masks in entity mode.
+    the entity vocabulary, are scored with word masks in entity mode. ``gold`` also says which subjects'
+    true objects are known (for ``threshold``: a subject in ``gold`` with an empty set has none).
     """
     _check_normalize(normalize)
+    _check_threshold(threshold)
     notes = list(notes or [])
-    bundle = open_model(model)
+    bundle = open_model(model, word_models=True)
+    mode = resolve_mode(mode, bundle)
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=batch_size)
     cand_keys = [k if k is not None else label for k, label in candidates]
     labels_x = [label for _, label in subjects]
@@ -254,32 +276,42 @@ def run_cloze(
         if normalize == "candidates":
             scores = over_candidates(scores)
         rows = []
+        cut = math.log(threshold) if threshold is not None else 0.0
         label_of = {**dict(zip(cand_keys, labels_y)), **(gold_labels or {})}
         for i, (s, s_label) in enumerate(subjects):
             order = torch.argsort(scores[i], descending=True, stable=True).tolist()
             g = gold.get(s, set()) if s is not None else set()
             rank = next((r + 1 for r, c in enumerate(order) if cand_keys[c] in g), None) if g else None
+            known = s is not None and s in gold
+            if threshold is None:
+                chosen = order[:top_k]
+            else:  # every candidate at or above the threshold (scores are log-probabilities; -inf never)
+                chosen = [c for c in order if float(scores[i, c]) >= cut]
             preds = [Prediction(cand_keys[c], labels_y[c], float(scores[i, c]), sources[c],  # type: ignore[arg-type]
-                                (cand_keys[c] in g) if g else None) for c in order[:top_k]]
+                                (cand_keys[c] in g) if (g or known) else None) for c in chosen]
             rows.append(SubjectResult(s, s_label, sorted(g), [label_of.get(k, k) for k in sorted(g)], preds, rank,
-                                      subj_ids[i] is not None))
-        results[m] = ProbeResult(template.text, lang, relation, m, any(i is not None for i in subj_ids), top_k, rows, list(notes))  # type: ignore[arg-type]
+                                      subj_ids[i] is not None, known))
+        results[m] = ProbeResult(template.text, lang, relation, m, any(i is not None for i in subj_ids), top_k, rows, list(notes),  # type: ignore[arg-type]
+                                 threshold=threshold, model=_model_name(bundle))
     return _combine(results, mode)
 
 
 def run_open(
     template: Template, lang: str, subjects: Sequence[tuple[str | None, str]], gold: dict[str, set[str]], *,
-    model: Any, relation: str | None = None, mode: Mode = "entity", use_subject_entity: bool | None = None,
+    model: Any, relation: str | None = None, mode: Mode | None = None, use_subject_entity: bool | None = None,
     top_k: int = 5, exclude_subject: bool = True, batch_size: int = 64, notes: list[str] | None = None,
-    labels: Callable[[list[str | None]], list[str | None]] | None = None,
+    labels: Callable[[list[str | None]], list[str | None]] | None = None, max_pieces: int = 5,
+    decoding: Method = "confidence", beam: int = 5,
 ) -> ProbeResult:
     """Open-vocabulary answers for ``subjects`` of a template: the ``top_k`` entities of the model's whole
-    entity vocabulary (entity mode), or the best single word pieces (word mode), with their
-    log-probabilities over the whole vocabulary. ``labels(keys)`` names entity keys in ``lang``
-    (else the vocabulary's title is shown). A gold answer counts when it is among the ``top_k``; its
-    rank beyond them is not computed."""
+    entity vocabulary (entity mode), with their log-probabilities over it, or the best words of
+    1..``max_pieces`` pieces (word mode, :func:`mluke.decoding.decode`), with their mean piece
+    log-probability. ``labels(keys)`` names entity keys in ``lang`` (else the vocabulary's title is
+    shown); a word answer is correct when it is a gold object's label (ignoring case). A gold answer
+    counts when it is among the ``top_k``; its rank beyond them is not computed."""
     notes = list(notes or [])
-    bundle = open_model(model)
+    bundle = open_model(model, word_models=True)
+    mode = resolve_mode(mode, bundle)
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=batch_size)
     labels_x = [label for _, label in subjects]
     check_prompt_lengths(bundle.tokenizer, template, labels_x, 1)
@@ -299,19 +331,22 @@ def run_open(
             tok = scorer.tokenizer
             specials = [i for i in (tok.bos_id, tok.pad_id, tok.eos_id, tok.unk_id, tok.mask_id, tok.ent_id, tok.ent2_id)
                         if i is not None]
-            scores, ids = scorer.word_topk(template, labels_x, top_k, exclude=specials)
-            pieces = sorted(set(ids.flatten().tolist()))
-            answer = {i: (f"piece:{i}", t.replace("\u2581", " ").strip() or t)
-                      for i, t in zip(pieces, tok.convert_ids_to_tokens(pieces))}
+            decoded = decode(bundle.model, tok, template, labels_x, max_pieces=max_pieces, method=decoding, beam=beam,
+                             top_k=top_k, exclude=specials, batch_size=batch_size)
         rows = []
         for i, (s, s_label) in enumerate(subjects):
             g = gold.get(s, set()) if s is not None else set()
-            preds = [Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)  # type: ignore[arg-type]
-                     for v, c in zip(scores[i].tolist(), ids[i].tolist())]
+            if m == "entity":
+                preds = [Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)  # type: ignore[arg-type]
+                         for v, c in zip(scores[i].tolist(), ids[i].tolist())]
+            else:
+                names = {str(n).casefold(): k for k, n in zip(sorted(g), (labels or (lambda ks: ks))(sorted(g))) if n}
+                preds = [Prediction(names.get(a.text.casefold(), "pieces:" + ",".join(map(str, a.pieces))), a.text,
+                                    a.score, "word", (a.text.casefold() in names) if g else None) for a in decoded[i]]
             rank = next((r + 1 for r, p in enumerate(preds) if p.correct), None) if g else None
             rows.append(SubjectResult(s, s_label, sorted(g), sorted(g), preds, rank, subj_ids[i] is not None))
         results[m] = ProbeResult(template.text, lang, relation, m, any(i is not None for i in subj_ids), top_k, rows, list(notes),  # type: ignore[arg-type]
-                                 open_vocabulary=True)
+                                 open_vocabulary=True, model=_model_name(bundle))
     return _combine(results, mode)
 
 
@@ -322,9 +357,30 @@ def _vocab_key(entry: Any) -> str:
 
 def _entity_vocab(scorer: ClozeScorer) -> Any:
     if scorer.vocab is None:
-        raise MlukeError("entity mode needs a model with an entity vocabulary; use {mode}",
+        source = getattr(scorer.tokenizer, "source_dir", None)
+        raise MlukeError(f"entity mode needs an mLUKE model with an entity vocabulary"
+                         f"{f', and {source} has none' if source else ''}; use {{mode}}",
                          options={"mode": option("mode", "word")})
     return scorer.vocab
+
+
+def resolve_mode(mode: Mode | None, bundle: Any) -> Mode:
+    """``mode`` as given, or by default entity mode for an mLUKE checkpoint and word mode for a word-only
+    masked LM (no entity vocabulary)."""
+    if mode is not None:
+        return mode
+    return "word" if getattr(bundle.tokenizer, "entity_vocab", None) is None else "entity"
+
+
+def _model_name(bundle: Any) -> str | None:
+    source = getattr(bundle.tokenizer, "source_dir", None)
+    return str(source) if source is not None else None
+
+
+def _check_threshold(threshold: float | None) -> None:
+    if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
+        raise MlukeError("{threshold}: expected a probability in (0, 1]",
+                         options={"threshold": option("threshold", threshold)})
 
 
 def _subject_ids(vocab: Any, subjects: Sequence[tuple[str | None, str]], use: bool | None,

@@ -29,6 +29,7 @@ class SubjectResult:
     predictions: list[Prediction]  # top_k, best first
     rank: int | None  # 1-based rank of the best gold answer among all candidates (None: no gold)
     subject_entity: bool = False  # the subject's entity was given over [X] ("[X] & [Y]")
+    gold_known: bool = False  # a kb subject: its true objects (``gold``, possibly none) are known
 
 
 def _fmt(value: float | None) -> str:
@@ -54,15 +55,28 @@ class ProbeResult:
     notes: list[str] = field(default_factory=list)
     open_vocabulary: bool = False  #: answers from the whole vocabulary, not from candidates
     modes: dict[str, ProbeResult] = field(default_factory=dict, repr=False)
+    #: answer sets: ``predictions`` are every candidate with probability >= threshold (possibly none)
+    threshold: float | None = None
+    model: str | None = None  #: the model's folder or hub name, when known
 
     @property
     def metrics(self) -> dict[str, float | int | None]:
-        """P@1, P@top_k and MRR over the subjects with a gold answer (``None`` when no subject has one)."""
+        """P@1, P@top_k and MRR over the subjects with a gold answer (``None`` when no subject has one);
+        with a ``threshold``, also the answer sets' macro precision, recall and F1 over the kb subjects,
+        those without true objects included (see :mod:`mluke.object_sets`)."""
         ranked = [r.rank for r in self.rows if r.gold]
         n = len(ranked)
         hits = lambda k: sum(1 for r in ranked if r is not None and r <= k) / n if n else None  # noqa: E731
         mrr = sum(1.0 / r for r in ranked if r is not None) / n if n else None
-        return {"subjects": len(self.rows), "with_gold": n, "P@1": hits(1), f"P@{self.top_k}": hits(self.top_k), "MRR": mrr}
+        out: dict[str, float | int | None] = {"subjects": len(self.rows), "with_gold": n, "P@1": hits(1),
+                                              f"P@{self.top_k}": hits(self.top_k), "MRR": mrr}
+        if self.threshold is not None:
+            from mluke.object_sets import macro_set_scores
+
+            known = [r for r in self.rows if r.gold_known]
+            out["scored_sets"] = len(known)
+            out.update(macro_set_scores(([p.key for p in r.predictions], r.gold) for r in known))
+        return out
 
     @property
     def results(self) -> list[ProbeResult]:
@@ -77,11 +91,16 @@ class ProbeResult:
         how = ([] if self.mode == "word" else [f"[X]&[Y] for {with_entity} of {len(self.rows)}" if with_entity
                                                else "[Y] only"]) + (["open vocabulary"] if self.open_vocabulary else [])
         what = ", ".join([self.lang, self.relation or "no relation", f"{self.mode} mode", *how])
+        if self.threshold is not None:
+            return (f"{self.template}  [{what}, answers with p >= {self.threshold:g}]  precision {_fmt(m['precision'])}  "
+                    f"recall {_fmt(m['recall'])}  F1 {_fmt(m['F1'])}  ({m['scored_sets']} of {m['subjects']} subjects "
+                    "with known objects)")
         return (f"{self.template}  [{what}]  P@1 {_fmt(m['P@1'])}  P@{self.top_k} {_fmt(m[f'P@{self.top_k}'])}  "
                 f"MRR {_fmt(m['MRR'])}  ({m['with_gold']} of {m['subjects']} subjects with answers)")
 
     def _mode_dict(self) -> dict[str, Any]:
         return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": self.mode,
+                "model": self.model, "threshold": self.threshold,
                 "use_subject_entity": self.use_subject_entity, "open_vocabulary": self.open_vocabulary,
                 "notes": self.notes, "metrics": self.metrics, "rows": [asdict(r) for r in self.rows]}
 

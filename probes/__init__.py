@@ -5,7 +5,7 @@ those imports ``probes`` back. Each ``eval_*`` function is what the ``mluke``
 command of the same name does.
 
 - :func:`eval_mlama` / :func:`read_mlama` — mLAMA 1.1 folders, P@1 macro-averaged over relations
-  (:class:`MlamaReport`);
+  (:class:`MlamaReport`); :func:`compare_mlama` — several models side by side (:class:`MlamaComparison`);
 - :func:`language_bias` — top false-positive prediction and its share (paper, Table 6);
   :func:`bias_by_language` — the objects each language over-predicts;
 - :func:`build_index` / :class:`SpanIndex` (:mod:`probes.retrieval`) — FAISS indexes over span vectors;
@@ -29,12 +29,13 @@ from probes.demo_eval import DemoReport, eval_demo
 from probes.linking_calibration import calibrate, free_wording_docs
 from probes.linking_eval import LinkingReport, eval_link, evaluate_linking
 from probes.mewsli import GoldMention, LinkDoc, LinkingSet, read_mewsli
-from probes.mlama import MlamaReport, eval_mlama, read_mlama
+from probes.mlama import MlamaComparison, MlamaReport, compare_mlama, eval_mlama, read_mlama
 from probes.modularity import modularity, modularity_by_language
 from probes.parallel import parallel_spans
 from probes.retrieval import SpanIndex, build_index
 
-__all__ = ["CwrReport", "DemoReport", "GoldMention", "LinkDoc", "LinkingReport", "LinkingSet", "MlamaReport",
-           "ParallelSpan", "SpanIndex", "bias_by_language", "build_index", "calibrate", "eval_demo", "eval_link", "eval_mlama",
-           "evaluate_cwr", "evaluate_linking", "free_wording_docs", "language_bias", "modularity", "modularity_by_language",
+__all__ = ["CwrReport", "DemoReport", "GoldMention", "LinkDoc", "LinkingReport", "LinkingSet", "MlamaComparison", "MlamaReport",
+           "ParallelSpan", "SpanIndex", "bias_by_language", "build_index", "calibrate", "compare_mlama", "eval_demo", "eval_link",
+           "eval_mlama", "evaluate_cwr", "evaluate_linking", "free_wording_docs", "language_bias", "modularity",
+           "modularity_by_language",
            "parallel_spans", "read_mewsli", "read_mlama", "read_mlqa_spans", "read_parallel_jsonl"]

@@ -228,6 +228,7 @@ class MlamaReport:
     bias: list[dict[str, Any]]
     mode: str
     notes: list[str] = field(default_factory=list)  # one line per relation read by label (Google-RE)
+    model: str | None = None  # the model's folder or hub name ("demo" for the demo model)
 
     @property
     def macro(self) -> dict[str, float]:
@@ -237,17 +238,52 @@ class MlamaReport:
         return [{"lang": lang, "relation": rel, "subjects": self.counts[lang][rel], "P@1": p}
                 for lang, rels in self.p_at_1.items() for rel, p in rels.items()]
 
+    @property
+    def average(self) -> float | None:
+        """The macro-average over languages of the per-language macro P@1 (the paper's "avg" column)."""
+        macro = self.macro
+        return sum(macro.values()) / len(macro) if macro else None
+
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "macro_p_at_1": self.macro, "relations": self.rows(), "language_bias": self.bias,
-                "notes": self.notes}
+        return {"model": self.model, "mode": self.mode, "macro_p_at_1": self.macro, "average": self.average,
+                "relations": self.rows(), "language_bias": self.bias, "notes": self.notes}
+
+
+@dataclass
+class MlamaComparison:
+    """Several models on the same mLAMA languages: one :class:`MlamaReport` per model, in the order given."""
+
+    reports: list[MlamaReport]
+
+    @property
+    def langs(self) -> list[str]:
+        return list(dict.fromkeys(lang for r in self.reports for lang in r.macro))
+
+    def table(self) -> tuple[list[str], list[list[Any]]]:
+        """Models as rows, languages as columns (macro P@1 x 100), then the average over languages:
+        the layout of the mLUKE paper's Table 5. "-" where a model has no figure for a language."""
+        langs = self.langs
+        rows = [[r.model or "?", r.mode, *(f"{100 * r.macro[l]:.1f}" if l in r.macro else "-" for l in langs),
+                 f"{100 * r.average:.1f}" if r.average is not None else "-"] for r in self.reports]
+        return ["model", "mode", *langs, "avg"], rows
+
+    def rows(self) -> list[dict[str, Any]]:
+        """P@1 per (model, language, relation)."""
+        return [{"model": r.model, "mode": r.mode, **row} for r in self.reports for row in r.rows()]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"models": [r.to_dict() for r in self.reports]}
 
 
 def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str, ...] = ("en",), *,
-               mode: str = "entity", use_subject_entity: bool = False, relations: list[str] | None = None,
+               mode: str | None = None, use_subject_entity: bool = False, relations: list[str] | None = None,
                exclude_subject: bool = True, batch_size: int = 64, progress: bool = True, device: Any = None,
                dtype: Any = None) -> MlamaReport:
     """Typed querying on mLAMA for each language (what ``mluke eval-mlama`` does); see
-    :func:`mluke.cloze.run_cloze` for the modes. ``model``: default the demo model.
+    :func:`mluke.cloze.run_cloze` for the modes. ``model``: default the demo model; an mLUKE checkpoint
+    or any Hugging Face masked LM (folder or hub name). ``mode``: default entity mode for mLUKE and word
+    mode for other models; entity modes asked of a model without an entity vocabulary fall back to word
+    mode, and the report's mode and notes say so.
 
     ``exclude_subject=False`` keeps a subject among its own candidates, as the
     reference mLAMA evaluation does (P47 "shares border with" is where it matters)."""
@@ -257,7 +293,12 @@ def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str
     from mluke.cloze import run_cloze
     from probes.bias import language_bias
 
-    bundle = open_model(model, device=device, dtype=dtype)
+    bundle = open_model(model, device=device, dtype=dtype, word_models=True)
+    notes = []
+    if bundle.tokenizer.entity_vocab is None and mode in ("entity", "both"):
+        notes.append(f"{_name(model, bundle)} has no entity vocabulary: evaluated in word mode")
+        mode, use_subject_entity = "word", False
+    mode = mode or ("word" if bundle.tokenizer.entity_vocab is None else "entity")
     p_at_1: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
     bias = []
@@ -269,5 +310,23 @@ def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str
         p_at_1.setdefault(lang, {})[rel.relation] = result.metrics["P@1"]
         counts.setdefault(lang, {})[rel.relation] = result.metrics["with_gold"]
         bias.append(language_bias(result))
-    notes = [rel.note for _, rel in work if rel.note]
-    return MlamaReport(p_at_1, counts, bias, mode + ("+subject" if use_subject_entity else ""), notes)
+    notes += [rel.note for _, rel in work if rel.note]
+    return MlamaReport(p_at_1, counts, bias, mode + ("+subject" if use_subject_entity else ""), notes,
+                       _name(model, bundle))
+
+
+def compare_mlama(path: str | Path, models: list[Any], langs: list[str] | tuple[str, ...] = ("en",),
+                  **options: Any) -> MlamaComparison:
+    """:func:`eval_mlama` for each model in turn (one model in memory at a time), side by side: what
+    ``mluke eval-mlama DIR --model A --model B`` prints. ``options`` go to :func:`eval_mlama`."""
+    return MlamaComparison([eval_mlama(path, m, langs, **options) for m in models])
+
+
+def _name(model: Any, bundle: Any) -> str:
+    """How a report names its model: the folder or hub name given, else the loaded one's folder."""
+    if model is None:
+        return "demo"
+    if isinstance(model, (str, Path)):
+        return str(model)
+    source = getattr(bundle.tokenizer, "source_dir", None)
+    return str(source) if source is not None else "model"

@@ -19,13 +19,17 @@ def probe(
     subject: Annotated[Optional[list[str]], typer.Option("--subject", "-s", help="Subject: a label, an entity key, or any name (one the kb does not know is asked with its words only); repeatable. Default: every subject the kb has facts for.")] = None,
     candidate: Annotated[Optional[list[str]], typer.Option("--candidate", help="Candidate label or key (repeatable); default: every object of the relation in the kb, else the model's whole entity vocabulary.")] = None,
     relation: Annotated[Optional[str], typer.Option(help="Wikidata property id (P36...) when the template is not one of the kb's.")] = None,
-    mode: Annotated[str, typer.Option(help="'entity' (entity [MASK] at [Y]), 'word' (word masks, mLAMA's way) or 'both'.")] = "entity",
+    mode: Annotated[Optional[str], typer.Option(help="'entity' (entity [MASK] at [Y]), 'word' (word masks, mLAMA's way) or 'both'. Default: entity for mLUKE checkpoints, word for other masked LMs.")] = None,
     subject_entity: Annotated[Optional[bool], typer.Option("--subject-entity/--no-subject-entity", help="Give the subject's entity over [X] (the paper's [X]&[Y] prompts; the default, for every subject in the model's entity vocabulary) or not ([Y] only).")] = None,
     templates: Annotated[Optional[Path], typer.Option("--templates", help="More templates for this call: an mLAMA folder (mlama1.1/<lang>/templates.jsonl) or one templates.jsonl file.")] = None,
     top_k: Annotated[int, typer.Option(help="How many predictions to keep per subject.")] = 5,
     normalize: Annotated[str, typer.Option(help="Scores as log-probabilities over the 'candidates' (they sum to 1 per subject) or over the model's whole 'vocabulary' (slower); the ranking is the same.")] = "candidates",
     keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.")] = False,
-    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model, trained on first use).")] = None,
+    threshold: Annotated[Optional[float], typer.Option(help="Answer with every candidate whose probability is at least this (possibly none) instead of the top-k, scored by precision/recall/F1 against all true objects.")] = None,
+    max_pieces: Annotated[int, typer.Option(help="Open-vocabulary word answers (word mode, no candidates): longest answer, in word pieces.")] = 5,
+    decoding: Annotated[str, typer.Option(help="Open-vocabulary word answers: fill the masks 'independent'-ly, 'left-to-right' or in 'confidence' order (X-FACTR).")] = "confidence",
+    beam: Annotated[int, typer.Option(help="Open-vocabulary word answers: partial answers kept at each step.")] = 5,
+    model: Annotated[Optional[str], typer.Option(help="mLUKE checkpoint, or any Hugging Face masked LM (BERT, XLM-R, ...: word mode), as a folder or hub name (default: the embedded demo model, trained on first use).")] = None,
     db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write the full result as JSON to this file ('-' for stdout).")] = None,
@@ -36,9 +40,14 @@ def probe(
 ) -> None:
     """Ask the model which object each subject has, e.g. mluke probe "[X] is the capital of [Y]" --lang ja"""
     checks.languages("--lang", [lang], checks.db_languages(db), str(db or "the embedded kb"))
-    checks.choice("--mode", mode, ["entity", "word", "both"])
+    if mode is not None:
+        checks.choice("--mode", mode, ["entity", "word", "both"])
     checks.choice("--normalize", normalize, ["candidates", "vocabulary"])
+    checks.choice("--decoding", decoding, ["independent", "left-to-right", "confidence"])
     checks.at_least("--top-k", top_k, 1)
+    checks.at_least("--max-pieces", max_pieces, 1)
+    checks.at_least("--beam", beam, 1)
+    checks.between("--threshold", threshold, 0, 1)
     checks.at_least("--limit", limit, 0)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
@@ -46,7 +55,8 @@ def probe(
 
     result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
                  use_subject_entity=subject_entity, top_k=top_k, normalize=normalize,  # type: ignore[arg-type]
-                 exclude_subject=not keep_subject, templates=templates, model=model, kb=db, device=device, dtype=dtype)
+                 exclude_subject=not keep_subject, templates=templates, model=model, kb=db, device=device, dtype=dtype,
+                 threshold=threshold, max_pieces=max_pieces, decoding=decoding, beam=beam)  # type: ignore[arg-type]
     if json_out:
         write_json(result.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
@@ -57,18 +67,22 @@ def probe(
     for note in result.notes:
         typer.echo(f"note: {note}")
     for r in result.results:
-        rows = [[row.label, ", ".join(p.label + (" ✓" if p.correct else "") for p in row.predictions[:3]),
-                 ", ".join(row.gold_labels) or "?", row.rank or "-"] for row in r.rows[:limit]]
+        shown = None if threshold is not None else 3  # answer sets are shown whole
+        rows = [[row.label, ", ".join(p.label + (" ✓" if p.correct else "") for p in row.predictions[:shown])
+                 or ("(none)" if shown is None else ""),
+                 ", ".join(row.gold_labels) or ("(none)" if row.gold_known else "?"), row.rank or "-"]
+                for row in r.rows[:limit]]
         typer.echo(r.summary())  # above the table, not as its title: long lines do not wrap inside the table
-        print_table(None, ["subject", "top predictions", "answer", "rank"], rows)
+        print_table(None, ["subject", "top predictions" if shown else f"answers (p >= {threshold:g})", "answer", "rank"],
+                    rows)
     wrote(outputs)
 
 
 def eval_mlama(
     folder: Annotated[Path, typer.Argument(help="The mLAMA data folder (holding mlama1.1/<lang>/ and the *_objects/ candidate files).")],
-    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
+    model: Annotated[Optional[list[str]], typer.Option(help="mLUKE checkpoint or any Hugging Face masked LM, as a folder or hub name (default: the embedded demo model); repeat to compare models side by side.")] = None,
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated languages to evaluate, e.g. en,ja,de.")] = "en",
-    mode: Annotated[str, typer.Option(help="'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way).")] = "entity",
+    mode: Annotated[Optional[str], typer.Option(help="'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way). Default: entity for mLUKE checkpoints, word for other masked LMs; models without an entity vocabulary always use word mode.")] = None,
     subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity ([X]&[Y] prompts).")] = False,
     relations: Annotated[Optional[str], typer.Option(help="Comma-separated relation ids to keep (default: all but date relations).")] = None,
     keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.")] = False,
@@ -79,15 +93,36 @@ def eval_mlama(
     dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
 ) -> None:
-    """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias."""
-    checks.choice("--mode", mode, ["entity", "word"])
+    """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias;
+    with several --model, one table of models (rows) by languages (columns)."""
+    if mode is not None:
+        checks.choice("--mode", mode, ["entity", "word"])
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
-    from probes import eval_mlama as run
+    from probes import compare_mlama, eval_mlama as run
 
-    report = run(folder, model, split_list(langs) or [], mode=mode,
-                            use_subject_entity=subject_entity, exclude_subject=not keep_subject,
-                            relations=split_list(relations), progress=progress, device=device, dtype=dtype)
+    options = dict(mode=mode, use_subject_entity=subject_entity, exclude_subject=not keep_subject,
+                   relations=split_list(relations), progress=progress, device=device, dtype=dtype)
+    if model and len(model) > 1:
+        comparison = compare_mlama(folder, list(model), split_list(langs) or [], **options)
+        if json_out:
+            write_json(comparison.to_dict(), json_out, overwrite=overwrite)
+        if csv_out:
+            write_csv(["model", "mode", "lang", "relation", "subjects", "P@1"],
+                      [[r["model"], r["mode"], r["lang"], r["relation"], r["subjects"], r["P@1"]] for r in comparison.rows()],
+                      csv_out, overwrite=overwrite)
+        if "-" in outputs:
+            return
+        columns, rows = comparison.table()
+        typer.echo("mLAMA P@1 x 100, macro-averaged over relations; entity modes apply to mLUKE checkpoints only, "
+                   "other models are asked in word mode")  # a line, not a title: titles wrap inside the table
+        print_table(None, columns, rows)
+        for report in comparison.reports:
+            for note in report.notes:
+                typer.echo(f"note: {report.model}: {note}")
+        wrote(outputs)
+        return
+    report = run(folder, model[0] if model else None, split_list(langs) or [], **options)
     if json_out:
         write_json(report.to_dict(), json_out, overwrite=overwrite)
     if csv_out:

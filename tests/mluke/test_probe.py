@@ -173,7 +173,10 @@ def test_outputs(bundle, embedded_db, tmp_path):
         ({"template": "The capital of [X] is [Y].", "candidates": ["Atlantis"]}, "candidate 'Atlantis'"),
         ({"template": "The capital of [X] is [Y].", "top_k": 0}, "top_k=0: expected a positive number"),
         ({"template": "The capital of [X] is [Y].", "relation": "capital"}, "relation 'capital': expected a Wikidata"),
-        ({"template": "[X] was founded in [Y].", "subjects": ["Sony"], "mode": "word"}, "'Sony' is in no kb"),
+        # a free-text subject is asked with decoded words now; a wrong decoding method is the error
+        ({"template": "[X] was founded in [Y].", "subjects": ["Sony"], "mode": "word", "decoding": "greedy"},
+         "decoding='greedy': expected 'independent', 'left-to-right' or 'confidence'"),
+        ({"template": "The capital of [X] is [Y].", "threshold": 2}, r"threshold=2: expected a probability in \(0, 1\]"),
     ],
 )
 def test_bad_input(bundle, embedded_db, kwargs, message):
@@ -331,8 +334,8 @@ def test_open_vocabulary_answers_rank_the_whole_entity_vocabulary(bundle, embedd
         assert p.label == (embedded_db.label(p.key, "ja") or embedded_db.label(p.key, "en"))
     words = probe("[X] was founded in [Y]", lang="ja", subjects=[label], mode="word", model=bundle, kb=embedded_db,
                   top_k=3)
-    assert words.open_vocabulary and all(p.source == "word" and p.key.startswith("piece:") for p in words.rows[0].predictions)
-    assert any("single word pieces" in n for n in words.notes)
+    assert words.open_vocabulary and all(p.source == "word" and p.key.startswith("pieces:") for p in words.rows[0].predictions)
+    assert any("words of 1-5 pieces decoded (confidence, beam 5)" in n for n in words.notes)
 
 
 def test_subject_entities_by_default_where_the_vocabulary_has_them(bundle, embedded_db):
