@@ -173,7 +173,7 @@ def main() -> None:
             a, b = ours + suffix, base + suffix
             if a not in median or b not in median:
                 continue
-            sa, sb = (torch.load(folder.parent / f"scores-{x}.pt") for x in (a, b))
+            sa, sb = (torch.load(folder.parent / f"scores-{x}.pt", weights_only=True) for x in (a, b))
             same_top1 = float((sa.argmax(1) == sb.argmax(1)).float().mean()) * 100
             same_order = float((sa.argsort(1, descending=True) == sb.argsort(1, descending=True)).all(1).float().mean()) * 100
             ratios = [x["prompts_per_s"] / y["prompts_per_s"] for x, y in zip(results[a], results[b])]
