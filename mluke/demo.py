@@ -366,7 +366,11 @@ def _train_locked(out_dir: Path, p: DemoPreset, db: EntityDB | None, progress: b
     if prepared is None:
         remove(work)  # a work folder of other settings, or one killed while preparing (no process holds it)
         work.mkdir(parents=True)
-        _prepare(work, data, db, p, progress)
+        try:
+            _prepare(work, data, db, p, progress)
+        except BaseException:  # nothing to resume from before plan.json: leave no half-prepared folder behind
+            remove(work)
+            raise
         (work / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     steps = max(2, int(p.epochs * len(docs) / p.batch_size))
     stage1 = max(1, int(steps * p.stage1_share))
