@@ -107,7 +107,7 @@ def probe(
     if not isinstance(top_k, int) or top_k < 1:
         raise MlukeError("{top_k}: expected a positive number", options={"top_k": option("top_k", top_k)})
     _check_normalize(normalize)
-    _check_threshold(threshold)
+    check_threshold(threshold)
     db = open_db(kb)
     check_language(lang, db.languages)
     extra = read_templates(templates) if isinstance(templates, (str, Path)) else dict(templates or {})
@@ -232,7 +232,7 @@ def run_cloze(
     true objects are known (for ``threshold``: a subject in ``gold`` with an empty set has none).
     """
     _check_normalize(normalize)
-    _check_threshold(threshold)
+    check_threshold(threshold)
     notes = list(notes or [])
     bundle = open_model(model, word_models=True)
     mode = resolve_mode(mode, bundle)
@@ -377,7 +377,8 @@ def _model_name(bundle: Any) -> str | None:
     return str(source) if source is not None else None
 
 
-def _check_threshold(threshold: float | None) -> None:
+def check_threshold(threshold: float | None) -> None:
+    """An error unless ``threshold`` (when given) is a probability in (0, 1]: 0 would answer with everything."""
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
         raise MlukeError("{threshold}: expected a probability in (0, 1]",
                          options={"threshold": option("threshold", threshold)})
