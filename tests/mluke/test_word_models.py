@@ -155,12 +155,15 @@ def test_threshold_answer_sets_and_their_scores(bert_dir):
         assert all(row.gold_known for row in r.rows) and r.metrics["scored_sets"] == 3
     everything = run_cloze(tpl, "en", subjects, cands, gold, model=bundle, threshold=1e-6)
     assert [len(r.predictions) for r in everything.rows] == [4, 4, 4]
-    # S1 2/4 right of 2, S2 answers where none is true (0), S3 1/4 right of 1
+    # S1 2/4 right of 2, S2 answers where none is true (precision 0, recall 1 by LM-KBC's rule), S3 1/4 right of 1
     assert everything.metrics["precision"] == pytest.approx((0.5 + 0 + 0.25) / 3)
-    assert everything.metrics["recall"] == pytest.approx((1 + 0 + 1) / 3)
+    assert everything.metrics["recall"] == pytest.approx(1.0)
+    assert everything.metrics["F1"] == pytest.approx((2 / 3 + 0 + 0.4) / 3)
     nothing = run_cloze(tpl, "en", subjects, cands, gold, model=bundle, threshold=1.0)
     assert all(not r.predictions for r in nothing.rows)  # no answer is certain: empty sets
-    assert nothing.metrics["precision"] == nothing.metrics["recall"] == nothing.metrics["F1"] == pytest.approx(1 / 3)
+    # empty answers: precision 1 each; recall 0 for S1 and S3, 1 for S2 (nothing to find); F1 1 for S2 only
+    assert nothing.metrics["precision"] == pytest.approx(1.0)
+    assert nothing.metrics["recall"] == nothing.metrics["F1"] == pytest.approx(1 / 3)
     assert "answers with p >= 1" in nothing.summary()
     with pytest.raises(MlukeError, match="probability in"):
         run_cloze(tpl, "en", subjects, cands, gold, model=bundle, threshold=1.5)

@@ -63,10 +63,10 @@ def test_eval_mlama_answer_sets_scored_against_all_true_objects(mlama_dir, bert_
     assert report.to_dict()["threshold"] == 1e-9
     plain = eval_mlama(mlama_dir, str(bert_dir), ["en", "ja"], progress=False)
     assert report.p_at_1 == plain.p_at_1 and plain.sets == {} and "F1" not in plain.rows()[0]
-    # a threshold of 1 answers nothing: every subject has true objects, so all three are 0
+    # a threshold of 1 answers nothing: every subject has true objects, so (LM-KBC) precision 1, recall and F1 0
     none = eval_mlama(mlama_dir, str(bert_dir), ["en"], threshold=1.0, progress=False)
-    assert none.sets["en"] == {"P36": {"precision": 0.0, "recall": 0.0, "F1": 0.0},
-                               "P47": {"precision": 0.0, "recall": 0.0, "F1": 0.0}}
+    assert none.sets["en"] == {"P36": {"precision": 1.0, "recall": 0.0, "F1": 0.0},
+                               "P47": {"precision": 1.0, "recall": 0.0, "F1": 0.0}}
 
 
 def test_eval_mlama_cli_threshold(mlama_dir, tiny_demo, bert_dir, tmp_path):
