@@ -240,7 +240,7 @@ def run_cloze(
     cand_keys = [k if k is not None else label for k, label in candidates]
     labels_x = [label for _, label in subjects]
     labels_y = [label for _, label in candidates]
-    pieces = scorer.candidate_pieces(labels_y)
+    pieces = scorer.candidate_pieces(labels_y, template)
     check_prompt_lengths(bundle.tokenizer, template, labels_x, max((len(p) for p in pieces), default=1))
     position = {k: c for c, (k, _) in enumerate(candidates) if k is not None}
     own = [(i, position[s]) for i, (s, _) in enumerate(subjects) if s in position] if exclude_subject else []

@@ -74,6 +74,13 @@ class WordTokenizer:
         # byte-level BPE (RoBERTa, English LUKE) marks a word start in the piece itself: a candidate at [Y]
         # follows a space, so it is encoded with one; SentencePiece and WordPiece give the same pieces either way
         self.space_prefix = self._pieces(" a") != self._pieces("a")
+        if self.space_prefix and self._pieces("a " + self.mask_token) != self._pieces("a") + [self.mask_id]:
+            # a byte-level BPE mask that keeps the space before it as a piece of its own ("Ġ", "<mask>") would
+            # not stand where the answer's own word-start pieces do: let it take the space, as RoBERTa's does
+            from tokenizers import AddedToken
+
+            tokenizer.add_special_tokens({"mask_token": AddedToken(self.mask_token, lstrip=True, rstrip=False,
+                                                                   normalized=False, special=True)})
 
     def _pieces(self, text: str) -> list[int]:
         return list(self.hf(text, add_special_tokens=False)["input_ids"])
@@ -83,9 +90,10 @@ class WordTokenizer:
         enc = self.hf(list(texts), padding=True, truncation=True, return_tensors="pt")
         return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
-    def encode_words(self, texts: Sequence[str]) -> list[list[int]]:
-        """Word pieces of each candidate label as it stands at [Y] (after a space), no special tokens."""
-        prefix = " " if self.space_prefix else ""
+    def encode_words(self, texts: Sequence[str], *, at_start: bool = False) -> list[list[int]]:
+        """Word pieces of each candidate label as it stands at [Y], no special tokens: after a space, or
+        (``at_start``: [Y] opens the prompt) after nothing, which differs for byte-level BPE only."""
+        prefix = " " if self.space_prefix and not at_start else ""
         return [list(ids) for ids in self.hf([prefix + t for t in texts], add_special_tokens=False)["input_ids"]]
 
     def convert_ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
