@@ -86,3 +86,6 @@ def test_eval_mlama_cli_threshold(mlama_dir, tiny_demo, bert_dir, tmp_path):
                                        "--threshold", bad, "--no-progress"])
         assert res.exit_code == 1 and isinstance(res.exception, OptionError)
         assert str(res.exception) == f"--threshold {float(bad)}: expected a number from 0 to 1"
+    res = CliRunner().invoke(app, ["eval-mlama", str(mlama_dir), "--model", str(tmp_path / "nowhere"), "--threshold", "0",
+                                   "--no-progress"])  # 0 would answer with everything: refused by the library
+    assert res.exit_code == 1 and "expected a probability in (0, 1]" in res.exception.for_cli()
