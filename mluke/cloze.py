@@ -107,7 +107,7 @@ def probe(
     if not isinstance(top_k, int) or top_k < 1:
         raise MlukeError("{top_k}: expected a positive number", options={"top_k": option("top_k", top_k)})
     _check_normalize(normalize)
-    _check_threshold(threshold)
+    check_threshold(threshold)
     db = open_db(kb)
     check_language(lang, db.languages)
     extra = read_templates(templates) if isinstance(templates, (str, Path)) else dict(templates or {})
@@ -232,7 +232,7 @@ def run_cloze(
     true objects are known (for ``threshold``: a subject in ``gold`` with an empty set has none).
     """
     _check_normalize(normalize)
-    _check_threshold(threshold)
+    check_threshold(threshold)
     notes = list(notes or [])
     bundle = open_model(model, word_models=True)
     mode = resolve_mode(mode, bundle)
@@ -240,7 +240,7 @@ def run_cloze(
     cand_keys = [k if k is not None else label for k, label in candidates]
     labels_x = [label for _, label in subjects]
     labels_y = [label for _, label in candidates]
-    pieces = scorer.candidate_pieces(labels_y)
+    pieces = scorer.candidate_pieces(labels_y, template)
     check_prompt_lengths(bundle.tokenizer, template, labels_x, max((len(p) for p in pieces), default=1))
     position = {k: c for c, (k, _) in enumerate(candidates) if k is not None}
     own = [(i, position[s]) for i, (s, _) in enumerate(subjects) if s in position] if exclude_subject else []
@@ -377,7 +377,8 @@ def _model_name(bundle: Any) -> str | None:
     return str(source) if source is not None else None
 
 
-def _check_threshold(threshold: float | None) -> None:
+def check_threshold(threshold: float | None) -> None:
+    """An error unless ``threshold`` (when given) is a probability in (0, 1]: 0 would answer with everything."""
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
         raise MlukeError("{threshold}: expected a probability in (0, 1]",
                          options={"threshold": option("threshold", threshold)})

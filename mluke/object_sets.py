@@ -2,10 +2,17 @@
 P530 "diplomatic relation", ...) a subject has several true objects, and a probe with a probability
 ``threshold`` answers with every object above it, possibly none.
 
-Per subject, with the LM-KBC 2023 conventions for empty sets: when the true set is empty, precision
-and recall are 1 for an empty answer and 0 otherwise; when only the answer is empty they are 0;
-otherwise precision = |answer & true| / |answer|, recall = |answer & true| / |true|. F1 is their
-harmonic mean (0 when both are 0). Over subjects the three are macro-averaged.
+Per subject, with the rules of the official LM-KBC evaluation (repository lm-kbc/dataset2024, file
+``evaluate.py``, functions ``precision``, ``recall``, ``f1_score`` and ``rows_to_dict``; lm-kbc/dataset2023's
+``evaluate.py`` has the same empty-set rules), on the sets of answers and true objects (duplicates count once):
+
+- an empty answer has precision 1, whatever the true objects;
+- an empty true set gives recall 1, whatever the answer;
+- otherwise precision = |answer & true| / |answer| and recall = |answer & true| / |true|;
+- F1 = 2PR / (P + R), and 0 when P + R = 0.
+
+So both empty scores 1/1/1; an empty answer to a subject with objects 1/0/0; any answer to a subject
+with none 0/1/0. Over subjects the three are macro-averaged (the challenge's per-relation "macro-p/r/f1").
 """
 
 from __future__ import annotations
@@ -16,13 +23,9 @@ from collections.abc import Collection, Iterable
 def set_scores(answer: Collection[str], true: Collection[str]) -> tuple[float, float, float]:
     """(precision, recall, F1) of one subject's answer set against its true objects (see module docs)."""
     answer, true = set(answer), set(true)
-    if not true:
-        p = r = 1.0 if not answer else 0.0
-    elif not answer:
-        p = r = 0.0
-    else:
-        hits = len(answer & true)
-        p, r = hits / len(answer), hits / len(true)
+    hits = len(answer & true)
+    p = hits / len(answer) if answer else 1.0  # LM-KBC: nothing answered is never wrong
+    r = hits / len(true) if true else 1.0  # LM-KBC: nothing to find is always found
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 

@@ -28,8 +28,12 @@ class ClozeScorer:
         #: the word mask as text: ``<mask>`` for mLUKE and XLM-R, ``[MASK]`` for BERT, ...
         self.mask_token: str = getattr(tokenizer, "mask_token", "<mask>")
 
-    def candidate_pieces(self, labels: Sequence[str]) -> list[list[int]]:
-        """Word pieces of each candidate as it would stand at [Y]."""
+    def candidate_pieces(self, labels: Sequence[str], template: Template | None = None) -> list[list[int]]:
+        """Word pieces of each candidate as it would stand at [Y] of ``template``: a byte-level BPE
+        tokenizer (``space_prefix``) encodes a word after a space differently from one opening the text."""
+        if template is not None and getattr(self.tokenizer, "space_prefix", False) \
+                and template.text.lstrip().startswith("[Y]"):
+            return self.tokenizer.encode_words(list(labels), at_start=True)
         return self.tokenizer.encode_words(list(labels))
 
     @torch.inference_mode()

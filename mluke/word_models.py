@@ -59,7 +59,7 @@ class WordTokenizer:
 
     entity_vocab = None  #: word models have no entity vocabulary (entity modes are refused)
 
-    def __init__(self, tokenizer: Any, source_dir: Path | None = None) -> None:
+    def __init__(self, tokenizer: Any, source_dir: Path | None = None, max_length: int | None = None) -> None:
         if tokenizer.mask_token is None or tokenizer.mask_token_id is None:
             raise CheckpointError(f"{source_dir}: the tokenizer has no mask token; word probing needs a masked LM")
         self.hf = tokenizer
@@ -68,10 +68,19 @@ class WordTokenizer:
         self.mask_id: int = tokenizer.mask_token_id
         self.bos_id, self.pad_id, self.eos_id = tokenizer.cls_token_id, tokenizer.pad_token_id, tokenizer.sep_token_id
         self.unk_id = tokenizer.unk_token_id
+        #: the most pieces (special tokens included) a prompt may have: the model's positions, else the tokenizer's
+        self.max_length: int = min(max_length or tokenizer.model_max_length, tokenizer.model_max_length)
         self.ent_id = self.ent2_id = None
         # byte-level BPE (RoBERTa, English LUKE) marks a word start in the piece itself: a candidate at [Y]
         # follows a space, so it is encoded with one; SentencePiece and WordPiece give the same pieces either way
         self.space_prefix = self._pieces(" a") != self._pieces("a")
+        if self.space_prefix and self._pieces("a " + self.mask_token) != self._pieces("a") + [self.mask_id]:
+            # a byte-level BPE mask that keeps the space before it as a piece of its own ("Ġ", "<mask>") would
+            # not stand where the answer's own word-start pieces do: let it take the space, as RoBERTa's does
+            from tokenizers import AddedToken
+
+            tokenizer.add_special_tokens({"mask_token": AddedToken(self.mask_token, lstrip=True, rstrip=False,
+                                                                   normalized=False, special=True)})
 
     def _pieces(self, text: str) -> list[int]:
         return list(self.hf(text, add_special_tokens=False)["input_ids"])
@@ -81,9 +90,10 @@ class WordTokenizer:
         enc = self.hf(list(texts), padding=True, truncation=True, return_tensors="pt")
         return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
-    def encode_words(self, texts: Sequence[str]) -> list[list[int]]:
-        """Word pieces of each candidate label as it stands at [Y] (after a space), no special tokens."""
-        prefix = " " if self.space_prefix else ""
+    def encode_words(self, texts: Sequence[str], *, at_start: bool = False) -> list[list[int]]:
+        """Word pieces of each candidate label as it stands at [Y], no special tokens: after a space, or
+        (``at_start``: [Y] opens the prompt) after nothing, which differs for byte-level BPE only."""
+        prefix = " " if self.space_prefix and not at_start else ""
         return [list(ids) for ids in self.hf([prefix + t for t in texts], add_special_tokens=False)["input_ids"]]
 
     def convert_ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
@@ -179,4 +189,16 @@ def load_word_model(directory: Path, *, dtype: torch.dtype | None = None) -> tup
         tokenizer = AutoTokenizer.from_pretrained(directory)
     except Exception as exc:  # transformers raises many kinds here
         raise CheckpointError(f"{directory}: cannot load the tokenizer ({type(exc).__name__}: {exc})") from None
-    return WordModel(model).eval(), WordTokenizer(tokenizer, directory)
+    return WordModel(model).eval(), WordTokenizer(tokenizer, directory, _positions(model.config))
+
+
+#: model types whose position ids start after the padding id (as RoBERTa's do), so that many positions are unusable
+_OFFSET_POSITIONS = ("roberta", "xlm-roberta", "camembert", "luke", "xlm-roberta-xl", "data2vec-text")
+
+
+def _positions(config: Any) -> int | None:
+    """How many word positions the model reads (``None`` when its config does not say)."""
+    n = getattr(config, "max_position_embeddings", None)
+    if not isinstance(n, int):
+        return None
+    return n - ((config.pad_token_id or 0) + 1) if config.model_type in _OFFSET_POSITIONS else n

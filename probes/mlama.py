@@ -53,6 +53,9 @@ class MlamaRelation:
 #: The key of a subject that has no QID (a Google-RE subject whose label matched none).
 LABEL_KEY = "label:"
 
+#: The answer-set metrics of a report with a threshold (see :mod:`mluke.object_sets`).
+SET_METRICS = ("precision", "recall", "F1")
+
 
 def _read_jsonl(path: Path) -> list[tuple[int, Any]]:
     """``(line number, value)`` of each non-blank line; bytes that are not UTF-8 or a line that is
@@ -229,13 +232,24 @@ class MlamaReport:
     mode: str
     notes: list[str] = field(default_factory=list)  # one line per relation read by label (Google-RE)
     model: str | None = None  # the model's folder or hub name ("demo" for the demo model)
+    threshold: float | None = None  # answer sets: every candidate with probability >= threshold
+    #: with a threshold: lang -> relation -> macro precision, recall and F1 of the answer sets over its subjects
+    sets: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     @property
     def macro(self) -> dict[str, float]:
         return {lang: sum(r.values()) / len(r) for lang, r in self.p_at_1.items() if r}
 
+    @property
+    def macro_sets(self) -> dict[str, dict[str, float]]:
+        """With a threshold: lang -> precision, recall and F1 macro-averaged over relations (like :attr:`macro`)."""
+        return {lang: {m: sum(s[m] for s in rels.values()) / len(rels) for m in SET_METRICS}
+                for lang, rels in self.sets.items() if rels}
+
     def rows(self) -> list[dict[str, Any]]:
-        return [{"lang": lang, "relation": rel, "subjects": self.counts[lang][rel], "P@1": p}
+        """P@1 per (language, relation); with a threshold, also the answer sets' precision, recall and F1."""
+        return [{"lang": lang, "relation": rel, "subjects": self.counts[lang][rel], "P@1": p,
+                 **(self.sets[lang][rel] if self.threshold is not None else {})}
                 for lang, rels in self.p_at_1.items() for rel, p in rels.items()]
 
     @property
@@ -245,8 +259,11 @@ class MlamaReport:
         return sum(macro.values()) / len(macro) if macro else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "mode": self.mode, "macro_p_at_1": self.macro, "average": self.average,
-                "relations": self.rows(), "language_bias": self.bias, "notes": self.notes}
+        out = {"model": self.model, "mode": self.mode, "macro_p_at_1": self.macro, "average": self.average,
+               "relations": self.rows(), "language_bias": self.bias, "notes": self.notes}
+        if self.threshold is not None:
+            out.update(threshold=self.threshold, macro_sets=self.macro_sets)
+        return out
 
 
 @dataclass
@@ -267,6 +284,17 @@ class MlamaComparison:
                  f"{100 * r.average:.1f}" if r.average is not None else "-"] for r in self.reports]
         return ["model", "mode", *langs, "avg"], rows
 
+    def set_table(self) -> tuple[list[str], list[list[Any]]]:
+        """With a threshold: like :meth:`table` with the answer sets' macro F1 x 100 instead of P@1."""
+        langs = self.langs
+        rows = []
+        for r in self.reports:
+            f1 = {lang: m["F1"] for lang, m in r.macro_sets.items()}
+            avg = sum(f1.values()) / len(f1) if f1 else None
+            rows.append([r.model or "?", r.mode, *(f"{100 * f1[l]:.1f}" if l in f1 else "-" for l in langs),
+                         f"{100 * avg:.1f}" if avg is not None else "-"])
+        return ["model", "mode", *langs, "avg"], rows
+
     def rows(self) -> list[dict[str, Any]]:
         """P@1 per (model, language, relation)."""
         return [{"model": r.model, "mode": r.mode, **row} for r in self.reports for row in r.rows()]
@@ -278,7 +306,7 @@ class MlamaComparison:
 def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str, ...] = ("en",), *,
                mode: str | None = None, use_subject_entity: bool = False, relations: list[str] | None = None,
                exclude_subject: bool = True, batch_size: int = 64, progress: bool = True, device: Any = None,
-               dtype: Any = None) -> MlamaReport:
+               dtype: Any = None, threshold: float | None = None) -> MlamaReport:
     """Typed querying on mLAMA for each language (what ``mluke eval-mlama`` does); see
     :func:`mluke.cloze.run_cloze` for the modes. ``model``: default the demo model; an mLUKE checkpoint
     or any Hugging Face masked LM (folder or hub name). ``mode``: default entity mode for mLUKE and word
@@ -286,11 +314,18 @@ def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str
     mode, and the report's mode and notes say so.
 
     ``exclude_subject=False`` keeps a subject among its own candidates, as the
-    reference mLAMA evaluation does (P47 "shares border with" is where it matters)."""
+    reference mLAMA evaluation does (P47 "shares border with" is where it matters).
+
+    ``threshold``: each subject also answers with every candidate whose probability (over the candidates)
+    is at least this, possibly none, scored by precision, recall and F1 against all its true objects
+    (N-M relations such as P47 have several; see :mod:`mluke.object_sets`), macro-averaged over the
+    relation's subjects and then, like P@1, over relations (:attr:`MlamaReport.macro_sets`)."""
     from tqdm import tqdm
 
     from mluke.checkpoint import open_model
-    from mluke.cloze import run_cloze
+    from mluke.cloze import check_threshold, run_cloze
+
+    check_threshold(threshold)  # before loading anything
     from probes.bias import language_bias
 
     bundle = open_model(model, device=device, dtype=dtype, word_models=True)
@@ -302,17 +337,22 @@ def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str
     p_at_1: dict[str, dict[str, float]] = {}
     counts: dict[str, dict[str, int]] = {}
     bias = []
+    sets: dict[str, dict[str, dict[str, float]]] = {}
     work = [(lang, rel) for lang in langs for rel in read_mlama(path, lang, relations)]
     for lang, rel in tqdm(work, desc="mLAMA", unit="relation", disable=not progress):
         result = run_cloze(rel.template, lang, sorted(rel.subjects.items()), rel.candidates, rel.gold, model=bundle,
                            relation=rel.relation, mode=mode, use_subject_entity=use_subject_entity, top_k=1,  # type: ignore[arg-type]
-                           exclude_subject=exclude_subject, batch_size=batch_size, gold_labels=rel.object_labels)
-        p_at_1.setdefault(lang, {})[rel.relation] = result.metrics["P@1"]
+                           exclude_subject=exclude_subject, batch_size=batch_size, gold_labels=rel.object_labels,
+                           threshold=threshold)
+        metrics = result.metrics
+        p_at_1.setdefault(lang, {})[rel.relation] = metrics["P@1"]
+        if threshold is not None:
+            sets.setdefault(lang, {})[rel.relation] = {m: metrics[m] for m in SET_METRICS}
         counts.setdefault(lang, {})[rel.relation] = result.metrics["with_gold"]
-        bias.append(language_bias(result))
+        bias.append(language_bias(result))  # with a threshold: top answers of non-empty answer sets
     notes += [rel.note for _, rel in work if rel.note]
     return MlamaReport(p_at_1, counts, bias, mode + ("+subject" if use_subject_entity else ""), notes,
-                       _name(model, bundle))
+                       _name(model, bundle), threshold, sets)
 
 
 def compare_mlama(path: str | Path, models: list[Any], langs: list[str] | tuple[str, ...] = ("en",),

@@ -86,6 +86,7 @@ def eval_mlama(
     subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity ([X]&[Y] prompts).")] = False,
     relations: Annotated[Optional[str], typer.Option(help="Comma-separated relation ids to keep (default: all but date relations).")] = None,
     keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.")] = False,
+    threshold: Annotated[Optional[float], typer.Option(help="Also answer each subject with every candidate whose probability is at least this (possibly none), scored by precision/recall/F1 against all its true objects (N-M relations such as P47 have several), macro-averaged like P@1.")] = None,
     json_out: Annotated[Optional[str], typer.Option("--json", help="Write P@1 per relation, macro averages and language bias as JSON ('-' for stdout).")] = None,
     csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
@@ -97,19 +98,22 @@ def eval_mlama(
     with several --model, one table of models (rows) by languages (columns)."""
     if mode is not None:
         checks.choice("--mode", mode, ["entity", "word"])
+    checks.between("--threshold", threshold, 0, 1)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
     from probes import compare_mlama, eval_mlama as run
 
     options = dict(mode=mode, use_subject_entity=subject_entity, exclude_subject=not keep_subject,
-                   relations=split_list(relations), progress=progress, device=device, dtype=dtype)
+                   relations=split_list(relations), progress=progress, device=device, dtype=dtype, threshold=threshold)
+    sets = ["precision", "recall", "F1"] if threshold is not None else []
     if model and len(model) > 1:
         comparison = compare_mlama(folder, list(model), split_list(langs) or [], **options)
         if json_out:
             write_json(comparison.to_dict(), json_out, overwrite=overwrite)
         if csv_out:
-            write_csv(["model", "mode", "lang", "relation", "subjects", "P@1"],
-                      [[r["model"], r["mode"], r["lang"], r["relation"], r["subjects"], r["P@1"]] for r in comparison.rows()],
+            write_csv(["model", "mode", "lang", "relation", "subjects", "P@1", *sets],
+                      [[r["model"], r["mode"], r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)]
+                       for r in comparison.rows()],
                       csv_out, overwrite=overwrite)
         if "-" in outputs:
             return
@@ -117,6 +121,9 @@ def eval_mlama(
         typer.echo("mLAMA P@1 x 100, macro-averaged over relations; entity modes apply to mLUKE checkpoints only, "
                    "other models are asked in word mode")  # a line, not a title: titles wrap inside the table
         print_table(None, columns, rows)
+        if threshold is not None:
+            typer.echo(f"answer sets (p >= {threshold:g}): F1 x 100, macro-averaged over relations")
+            print_table(None, *comparison.set_table())
         for report in comparison.reports:
             for note in report.notes:
                 typer.echo(f"note: {report.model}: {note}")
@@ -127,13 +134,18 @@ def eval_mlama(
         write_json(report.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
         rows = report.rows()
-        write_csv(["lang", "relation", "subjects", "P@1"], [[r["lang"], r["relation"], r["subjects"], r["P@1"]] for r in rows],
+        write_csv(["lang", "relation", "subjects", "P@1", *sets],
+                  [[r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)] for r in rows],
                   csv_out, overwrite=overwrite)
     if "-" in outputs:
         return
-    print_table(f"mLAMA P@1 ({report.mode} mode)", ["lang", "relation", "subjects", "P@1"],
-                [[r["lang"], r["relation"], r["subjects"], f"{100 * r['P@1']:.1f}"] for r in report.rows()])
-    print_table("macro average over relations", ["lang", "P@1"], [[l, f"{100 * p:.1f}"] for l, p in report.macro.items()])
+    print_table(f"mLAMA P@1 ({report.mode} mode)" + (f", answer sets p >= {threshold:g}" if sets else ""),
+                ["lang", "relation", "subjects", "P@1", *sets],
+                [[r["lang"], r["relation"], r["subjects"], f"{100 * r['P@1']:.1f}", *(f"{100 * r[m]:.1f}" for m in sets)]
+                 for r in report.rows()])
+    macro_sets = report.macro_sets
+    print_table("macro average over relations", ["lang", "P@1", *sets],
+                [[l, f"{100 * p:.1f}", *(f"{100 * macro_sets[l][m]:.1f}" for m in sets)] for l, p in report.macro.items()])
     print_table("language bias: most common false positive", ["lang", "relation", "wrong", "top false positive", "share"],
                 [[b["lang"], b["relation"], b["false_predictions"], b["top_false_positive"] or "-", f"{100 * b['share']:.0f}%"]
                  for b in report.bias])

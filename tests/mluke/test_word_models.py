@@ -155,12 +155,15 @@ def test_threshold_answer_sets_and_their_scores(bert_dir):
         assert all(row.gold_known for row in r.rows) and r.metrics["scored_sets"] == 3
     everything = run_cloze(tpl, "en", subjects, cands, gold, model=bundle, threshold=1e-6)
     assert [len(r.predictions) for r in everything.rows] == [4, 4, 4]
-    # S1 2/4 right of 2, S2 answers where none is true (0), S3 1/4 right of 1
+    # S1 2/4 right of 2, S2 answers where none is true (precision 0, recall 1 by LM-KBC's rule), S3 1/4 right of 1
     assert everything.metrics["precision"] == pytest.approx((0.5 + 0 + 0.25) / 3)
-    assert everything.metrics["recall"] == pytest.approx((1 + 0 + 1) / 3)
+    assert everything.metrics["recall"] == pytest.approx(1.0)
+    assert everything.metrics["F1"] == pytest.approx((2 / 3 + 0 + 0.4) / 3)
     nothing = run_cloze(tpl, "en", subjects, cands, gold, model=bundle, threshold=1.0)
     assert all(not r.predictions for r in nothing.rows)  # no answer is certain: empty sets
-    assert nothing.metrics["precision"] == nothing.metrics["recall"] == nothing.metrics["F1"] == pytest.approx(1 / 3)
+    # empty answers: precision 1 each; recall 0 for S1 and S3, 1 for S2 (nothing to find); F1 1 for S2 only
+    assert nothing.metrics["precision"] == pytest.approx(1.0)
+    assert nothing.metrics["recall"] == nothing.metrics["F1"] == pytest.approx(1 / 3)
     assert "answers with p >= 1" in nothing.summary()
     with pytest.raises(MlukeError, match="probability in"):
         run_cloze(tpl, "en", subjects, cands, gold, model=bundle, threshold=1.5)
@@ -269,3 +272,68 @@ def test_cli_open_vocabulary_word_answers(bert_dir, embedded_db_path, tmp_path):
     assert "words of 1-2 pieces decoded (left-to-right, beam 2)" in res.output
     data = json.loads((tmp_path / "o.json").read_text())
     assert data["open_vocabulary"] and len(data["rows"][0]["predictions"]) == 4
+
+
+SENTENCES = ["The capital of Japan is Tokyo .", "The capital of France is Paris .", "Kyoto was the capital of Japan .",
+             "Berlin is the capital of Germany .", "New York is not the capital .", "Germany shares border with France ."]
+
+
+def write_tiny_roberta(folder: Path) -> Path:
+    """A random RoBERTa masked LM with a byte-level BPE vocabulary (vocab.json + merges.txt) trained here
+    on a few sentences, saved where RobertaTokenizer loads it."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaConfig, RobertaForMaskedLM, RobertaTokenizer
+
+    folder.mkdir(parents=True)
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator(SENTENCES, vocab_size=300, min_frequency=2, show_progress=False,
+                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.save_model(str(folder))
+    tok = RobertaTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
+    torch.manual_seed(3)
+    config = RobertaConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
+                           eos_token_id=tok.eos_token_id, **{**TINY, "max_position_embeddings": 66})
+    RobertaForMaskedLM(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("template", ["The capital of [X] is [Y] .", "[Y] is the capital of [X] ."])
+def test_roberta_byte_level_bpe_matches_one_pass_per_candidate(template, tmp_path_factory):
+    folder = tmp_path_factory.getbasetemp() / "roberta"
+    if not folder.exists():
+        write_tiny_roberta(folder)
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from tokenizers import AddedToken
+
+    tok, model = AutoTokenizer.from_pretrained(folder), AutoModelForMaskedLM.from_pretrained(folder).eval()
+    # the folder's <mask> keeps the space before it as a piece ("Ġ", "<mask>"); the library lets the mask take
+    # the space, as roberta-base's tokenizer does, and so does the reference here
+    assert tok.convert_ids_to_tokens(tok("is <mask>", add_special_tokens=False)["input_ids"]) == ["is", "Ġ", "<mask>"]
+    tok.add_special_tokens({"mask_token": AddedToken("<mask>", lstrip=True, normalized=False, special=True)})
+    at_start = template.startswith("[Y]")
+    subjects = ["Japan", "France", "Germany"]
+    r = probe(template, "en", subjects=subjects, candidates=["Tokyo", "Paris", "Kyoto", "Berlin", "London"],
+              model=str(folder), normalize="vocabulary", top_k=5)
+    assert r.mode == "word" and r.model == str(folder)
+    cands = sorted(p.label for p in r.rows[0].predictions)  # the kb's labels, as asked
+    assert len({len(tok(" " + c, add_special_tokens=False)["input_ids"]) for c in cands}) > 1  # lengths batched
+    # byte-level BPE: a word after a space is another piece than the same word opening the text
+    assert tok(" Tokyo", add_special_tokens=False)["input_ids"] != tok("Tokyo", add_special_tokens=False)["input_ids"]
+    expected = torch.zeros(len(subjects), len(cands))
+    for i, s in enumerate(subjects):  # the reference: one full forward pass per subject and candidate
+        for j, c in enumerate(cands):
+            pieces = tok(c if at_start else " " + c, add_special_tokens=False)["input_ids"]
+            # the masked sentence, then each mask's piece written back: exactly the tokenisation of the filled text
+            filled = tok(parse_template(template).fill(s, c))["input_ids"]
+            enc = tok(parse_template(template).fill(s, tok.mask_token * len(pieces)), return_tensors="pt")
+            where = (enc["input_ids"][0] == tok.mask_token_id).nonzero().flatten()
+            assert len(where) == len(pieces)
+            assert enc["input_ids"][0].index_put((where,), torch.tensor(pieces)).tolist() == filled
+            with torch.no_grad():
+                logp = torch.log_softmax(model(**enc).logits[0], -1)
+            expected[i, j] = logp[where, torch.tensor(pieces)].mean()
+    for i, row in enumerate(r.rows):
+        got = {p.label: p.score for p in row.predictions}
+        assert [got[c] for c in cands] == pytest.approx(expected[i].tolist(), abs=1e-4)
