@@ -36,14 +36,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import kb  # noqa: E402
-import mluke  # noqa: E402
-from kb.languages import MLUKE_LANGUAGES  # noqa: E402
-from mluke.demo import DEMO_RELATIONS, demo_model  # noqa: E402
-from probes.bias import bias_by_language  # noqa: E402
-from probes.cwr import evaluate_cwr, linked_entities  # noqa: E402
-from probes.modularity import modularity_by_language  # noqa: E402
-from probes.parallel import parallel_spans  # noqa: E402
+import kb
+import mluke
+from kb.languages import MLUKE_LANGUAGES
+from mluke.demo import DEMO_RELATIONS, demo_model
+from probes.bias import bias_by_language
+from probes.cwr import evaluate_cwr, linked_entities
+from probes.modularity import modularity_by_language
+from probes.parallel import parallel_spans
 
 BIAS_LANGS = "en,de,fr,es,ru,ar,ja,zh"
 BIAS_RELATIONS = [p for p in DEMO_RELATIONS if p not in ("P17", "P1376")]
@@ -65,8 +65,10 @@ def main() -> None:
     bundle = mluke.load(folder)
     keep = parts != {"retrieval", "modularity", "bias"} and args.out.exists()
     out: dict = json.loads(args.out.read_text(encoding="utf-8")) if keep else {}
-    out |= {"model": "demo" if args.model is None else str(args.model),
-            "demo": json.loads((folder / "demo.json").read_text())["preset"]}
+    out |= {
+        "model": "demo" if args.model is None else str(args.model),
+        "demo": json.loads((folder / "demo.json").read_text())["preset"],
+    }
     items = parallel_spans(db, MLUKE_LANGUAGES, size=args.sentences)
     if "retrieval" in parts:
         retrieval(out, bundle, items)
@@ -93,18 +95,26 @@ def retrieval(out: dict, bundle, items) -> None:
         c["spans"] += 1
         c["linked"] += own is not None
         c["linked_to_gold"] += own is not None and own == gold_key
-    out["retrieval"] = {"sentences": len({i.id for i in items}) // 2, "spans_per_language": len(items) // len(MLUKE_LANGUAGES),
-                        "entities": "linked (default); mask; gold = oracle",
-                        "languages": [{**row, "mrr_entity_mask": m["mrr_entity"], "mrr_entity_gold": g["mrr_entity"],
-                                       **coverage[row["lang"]]}
-                                      for row, m, g in zip(linked.rows, masked.rows, gold.rows)],
-                        "seconds": round(time.perf_counter() - started, 1)}
+    out["retrieval"] = {
+        "sentences": len({i.id for i in items}) // 2,
+        "spans_per_language": len(items) // len(MLUKE_LANGUAGES),
+        "entities": "linked (default); mask; gold = oracle",
+        "languages": [
+            {**row, "mrr_entity_mask": m["mrr_entity"], "mrr_entity_gold": g["mrr_entity"], **coverage[row["lang"]]}
+            for row, m, g in zip(linked.rows, masked.rows, gold.rows)
+        ],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     rows = out["retrieval"]["languages"]
-    out["retrieval"]["average"] = {k: float(np.mean([r[k] for r in rows]))
-                                   for k in ("mrr_entity", "mrr_entity_mask", "mrr_entity_gold", "mrr_word")}
+    out["retrieval"]["average"] = {
+        k: float(np.mean([r[k] for r in rows]))
+        for k in ("mrr_entity", "mrr_entity_mask", "mrr_entity_gold", "mrr_word")
+    }
     out["retrieval"]["entity_above_word"] = sum(r["mrr_entity"] > r["mrr_word"] for r in rows)
     out["retrieval"]["entity_gold_above_word"] = sum(r["mrr_entity_gold"] > r["mrr_word"] for r in rows)
-    out["retrieval"]["coverage"] = {k: sum(c[k] for c in coverage.values()) for k in ("spans", "linked", "linked_to_gold")}
+    out["retrieval"]["coverage"] = {
+        k: sum(c[k] for c in coverage.values()) for k in ("spans", "linked", "linked_to_gold")
+    }
     print(json.dumps(out["retrieval"]["average"]), json.dumps(out["retrieval"]["coverage"]), flush=True)
 
 
@@ -112,10 +122,13 @@ def modularity(out: dict, bundle, items, k: int) -> None:
     """Modularity of en + each language for the entity-token, entity and word features."""
     started = time.perf_counter()
     frame = modularity_by_language(bundle, items, features=("entity-token", "entity", "word"), k=k)
-    out["modularity"] = {"k": k, "languages": frame.to_dict(orient="records"),
-                         "average": {f: float(frame[f].mean()) for f in ("entity-token", "entity", "word")},
-                         "entity_token_below_word": int((frame["entity-token"] < frame["word"]).sum()),
-                         "seconds": round(time.perf_counter() - started, 1)}
+    out["modularity"] = {
+        "k": k,
+        "languages": frame.to_dict(orient="records"),
+        "average": {f: float(frame[f].mean()) for f in ("entity-token", "entity", "word")},
+        "entity_token_below_word": int((frame["entity-token"] < frame["word"]).sum()),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     print(json.dumps(out["modularity"]["average"]), flush=True)
 
 
@@ -129,15 +142,34 @@ def bias(out: dict, bundle, db, langs: str) -> None:
             if (pid, lang) not in templates:
                 continue
             for mode, subject_entity in (("word", False), ("entity [Y]", False), ("entity [X]&[Y]", True)):
-                result = mluke.probe(templates[(pid, lang)], lang, relation=pid, mode="word" if mode == "word" else "entity",
-                                     use_subject_entity=subject_entity, model=bundle, kb=db, top_k=1)
-                p_at_1.append({"lang": lang, "relation": pid, "mode": mode, "subjects": sum(1 for r in result.rows if r.gold),
-                               "p_at_1": result.metrics["P@1"]})
+                result = mluke.probe(
+                    templates[(pid, lang)],
+                    lang,
+                    relation=pid,
+                    mode="word" if mode == "word" else "entity",
+                    use_subject_entity=subject_entity,
+                    model=bundle,
+                    kb=db,
+                    top_k=1,
+                )
+                p_at_1.append(
+                    {
+                        "lang": lang,
+                        "relation": pid,
+                        "mode": mode,
+                        "subjects": sum(1 for r in result.rows if r.gold),
+                        "p_at_1": result.metrics["P@1"],
+                    }
+                )
                 if mode != "entity [X]&[Y]":
                     results.append(result)
     over = bias_by_language(results, top=5)
-    out["bias"] = {"relations": BIAS_RELATIONS, "p_at_1": p_at_1, "over_predicted": over.to_dict(orient="records"),
-                   "seconds": round(time.perf_counter() - started, 1)}
+    out["bias"] = {
+        "relations": BIAS_RELATIONS,
+        "p_at_1": p_at_1,
+        "over_predicted": over.to_dict(orient="records"),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 if __name__ == "__main__":

@@ -44,13 +44,24 @@ def main() -> None:
     p_at_1 = {}
     for mode in modes:
         held = [k for k in shared if k[3] == mode and full[k].split == "held-out"]
-        p_at_1[mode] = {"fp32": 100 * sum(full[k].correct for k in held) / len(held),
-                        "bf16": 100 * sum(half[k].correct for k in held) / len(held), "items": len(held)}
-    out = {"machine": f"{platform.machine()}, 2 threads", "torch": torch.__version__, "items": len(shared),
-           "same_top1": same, "same_top1_by_mode": {m: sum(full[k].prediction == half[k].prediction for k in shared
-                                                            if k[3] == m) / sum(1 for k in shared if k[3] == m)
-                                                    for m in modes},
-           "heldout_p_at_1": p_at_1, "seconds": {n: r["seconds"] for n, r in runs.items()}}
+        p_at_1[mode] = {
+            "fp32": 100 * sum(full[k].correct for k in held) / len(held),
+            "bf16": 100 * sum(half[k].correct for k in held) / len(held),
+            "items": len(held),
+        }
+    out = {
+        "machine": f"{platform.machine()}, 2 threads",
+        "torch": torch.__version__,
+        "items": len(shared),
+        "same_top1": same,
+        "same_top1_by_mode": {
+            m: sum(full[k].prediction == half[k].prediction for k in shared if k[3] == m)
+            / sum(1 for k in shared if k[3] == m)
+            for m in modes
+        },
+        "heldout_p_at_1": p_at_1,
+        "seconds": {n: r["seconds"] for n, r in runs.items()},
+    }
     path = Path(__file__).parent / "results" / "bf16_agreement.json"
     path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(out, indent=1))

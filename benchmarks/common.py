@@ -82,12 +82,17 @@ def e_vs_w_table(score: dict[tuple[str, int, str], float], metric: str = "") -> 
     seeds = sorted({k[1] for k in score})
 
     def cell(features: str, lang: str | None) -> tuple[float, float]:
-        values = [score[(features, s, lang)] for s in seeds] if lang else [
-            statistics.mean(score[(features, s, x)] for x in langs if x != "en") for s in seeds]
+        values = (
+            [score[(features, s, lang)] for s in seeds]
+            if lang
+            else [statistics.mean(score[(features, s, x)] for x in langs if x != "en") for s in seeds]
+        )
         return statistics.mean(values), statistics.pstdev(values)
 
     lines = [f"| language | mLUKE-E{metric} | mLUKE-W{metric} | E - W |", "|---|---:|---:|---:|"]
     for lang in [*langs, None]:
         (e, es), (w, ws) = cell("entity", lang), cell("word", lang)
-        lines.append(f"| {lang or '**average (23, zero-shot)**'} | {e:.1f} ({es:.1f}) | {w:.1f} ({ws:.1f}) | {e - w:+.1f} |")
+        lines.append(
+            f"| {lang or '**average (23, zero-shot)**'} | {e:.1f} ({es:.1f}) | {w:.1f} ({ws:.1f}) | {e - w:+.1f} |"
+        )
     return "\n".join(lines)

@@ -28,5 +28,7 @@ with torch.inference_mode():
         t = time.perf_counter()
         model.entity_scores(states, cand, normalize=norm)
         dt = time.perf_counter() - t
-        print(f"normalize={norm}: {dt * 1000:.1f} ms for {n} mentions ({dt / n * 1000:.2f} ms/mention), "
-              f"entity vocab {model.config.entity_vocab_size:,}")
+        print(
+            f"normalize={norm}: {dt * 1000:.1f} ms for {n} mentions ({dt / n * 1000:.2f} ms/mention), "
+            f"entity vocab {model.config.entity_vocab_size:,}"
+        )

@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BASELINE = r'''
+BASELINE = r"""
 import bz2, json, sys, time, resource
 from kb.languages import MLUKE_LANGUAGES
 from kb.sources.wikidata import MLAMA_PROPERTIES
@@ -62,9 +62,9 @@ dt = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"items": items, "seconds": dt, "rss_mb": ru.ru_maxrss / 1024, "cpu_s": ru.ru_utime + ru.ru_stime,
                   "rows": len(titles) + len(names) + len(facts)}))
-'''
+"""
 
-OURS = r'''
+OURS = r"""
 import json, sys, time, resource, shutil
 from pathlib import Path
 import kb
@@ -87,15 +87,15 @@ dt = time.perf_counter() - t
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"items": items, "seconds": dt, "rss_mb": me.ru_maxrss / 1024, "children_rss_mb": kids.ru_maxrss / 1024,
                   "cpu_s": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime}))
-'''
+"""
 
-FLOOR = r'''
+FLOOR = r"""
 import json, subprocess, sys, time, resource
 t = time.perf_counter()
 subprocess.run(["lbzip2", "-dc", "-n", sys.argv[2], sys.argv[1]], stdout=subprocess.DEVNULL, check=True)
 kids = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"seconds": time.perf_counter() - t, "cpu_s": kids.ru_utime + kids.ru_stime}))
-'''
+"""
 
 
 def _run(code: str, *args: str) -> dict:
@@ -131,7 +131,9 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--skip-bz2-baseline", action="store_true", help="the slowest measurement (~2 min per 200k items)")
-    p.add_argument("--plain-only", action="store_true", help="only the plain-JSON measurements (e.g. for the memory check)")
+    p.add_argument(
+        "--plain-only", action="store_true", help="only the plain-JSON measurements (e.g. for the memory check)"
+    )
     a = p.parse_args()
     work = a.input.parent
     out = work / "bench-wd.sqlite"
@@ -156,19 +158,26 @@ def main() -> None:
                 if key not in results or r["seconds"] < results[key]["seconds"]:
                     results[key] = r
                 cpu = r.get("cpu_s")
-                print(f"{key:32s} {r['seconds']:8.1f} s {r['items_per_s']:10,.0f} items/s "
-                      + (f"{n / cpu:10,.0f} items/cpu-s " if cpu else "")
-                      + f"rss {r.get('rss_mb', 0):7.0f} MB children {r.get('children_rss_mb', 0):6.0f} MB", flush=True)
+                print(
+                    f"{key:32s} {r['seconds']:8.1f} s {r['items_per_s']:10,.0f} items/s "
+                    + (f"{n / cpu:10,.0f} items/cpu-s " if cpu else "")
+                    + f"rss {r.get('rss_mb', 0):7.0f} MB children {r.get('children_rss_mb', 0):6.0f} MB",
+                    flush=True,
+                )
         for kind in ("plain", "bz2"):
             base = results.get(f"{n} baseline {kind}")
             ours = results.get(f"{n} ours stage {kind}")
             if base and ours:
-                print(f"{n} {kind}: ours stage / baseline = {ours['items_per_s'] / base['items_per_s']:.2f}x; "
-                      f"build / baseline = {results[f'{n} ours build {kind}']['items_per_s'] / base['items_per_s']:.2f}x")
+                print(
+                    f"{n} {kind}: ours stage / baseline = {ours['items_per_s'] / base['items_per_s']:.2f}x; "
+                    f"build / baseline = {results[f'{n} ours build {kind}']['items_per_s'] / base['items_per_s']:.2f}x"
+                )
         floor = results.get(f"{n} lbzip2 -dc floor")
         if floor:
-            print(f"{n} bz2: ours stage time / lbzip2 floor time = "
-                  f"{results[f'{n} ours stage bz2']['seconds'] / floor['seconds']:.2f}")
+            print(
+                f"{n} bz2: ours stage time / lbzip2 floor time = "
+                f"{results[f'{n} ours stage bz2']['seconds'] / floor['seconds']:.2f}"
+            )
     (work / f"dump_wikidata_results_{a.sizes.replace(',', '_')}.json").write_text(json.dumps(results, indent=1))
     for p_ in work.glob("bench-wd.sqlite*"):
         shutil.rmtree(p_) if p_.is_dir() else p_.unlink()

@@ -66,7 +66,8 @@ def mwp_links(code) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
 def _same_links(text: str, links: list[tuple[int, int, str]], ref: list[tuple[str, str]]) -> bool:
     """Same targets in the same order, and each anchor is mwparserfromhell's (plus our link trail)."""
     return len(links) == len(ref) and all(
-        t == rt and text[s:e].startswith(ra.strip()) for (s, e, t), (rt, ra) in zip(links, ref))
+        t == rt and text[s:e].startswith(ra.strip()) for (s, e, t), (rt, ra) in zip(links, ref)
+    )
 
 
 def per_core(pages: list[str], mwp_pages: int, rounds: int) -> dict:
@@ -86,12 +87,17 @@ def per_core(pages: list[str], mwp_pages: int, rounds: int) -> dict:
             theirs.append(mwp_links(code))
         mwp_t += time.process_time() - t
     equal = sum(_same_links(text, links, ref) for (text, links), ref in zip(ours, theirs))
-    return {"ours_pages_per_s": rounds * len(pages) / ours_t, "mwp_pages_per_s": rounds * mwp_pages / mwp_t,
-            "pages_compared": len(theirs), "pages_with_equal_links": int(equal),
-            "links_compared": sum(len(r) for r in theirs), "avg_wikitext_bytes": sum(len(p.encode()) for p in pages) / len(pages)}
+    return {
+        "ours_pages_per_s": rounds * len(pages) / ours_t,
+        "mwp_pages_per_s": rounds * mwp_pages / mwp_t,
+        "pages_compared": len(theirs),
+        "pages_with_equal_links": int(equal),
+        "links_compared": sum(len(r) for r in theirs),
+        "avg_wikitext_bytes": sum(len(p.encode()) for p in pages) / len(pages),
+    }
 
 
-READER = r'''
+READER = r"""
 import json, sys, time, resource
 from pathlib import Path
 from kb.sources.staging import connect_staging
@@ -108,9 +114,9 @@ me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource
 print(json.dumps({"pages": stage.counts["articles"] + stage.counts["redirects"], "seconds": dt,
                   "rss_mb": me.ru_maxrss / 1024, "children_rss_mb": kids.ru_maxrss / 1024,
                   "cpu_s": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime}))
-'''
+"""
 
-BUILD = r'''
+BUILD = r"""
 import json, sys, time, resource, shutil
 from pathlib import Path
 import kb
@@ -123,7 +129,7 @@ me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource
 print(json.dumps({"pages": r.wikipedia["en"]["articles"], "seconds": time.perf_counter() - t,
                   "rss_mb": me.ru_maxrss / 1024, "children_rss_mb": kids.ru_maxrss / 1024,
                   "cpu_s": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime}))
-'''
+"""
 
 
 def _run(code: str, *args: str) -> dict:
@@ -173,18 +179,24 @@ def main() -> None:
 def core(a: argparse.Namespace, results: dict) -> None:
     pages = load_pages(a.xml, a.pages)
     results["per_core"] = r = per_core(pages, a.mwp_pages, a.rounds)
-    print(f"per core: ours {r['ours_pages_per_s']:,.0f} pages/s, mwparserfromhell {r['mwp_pages_per_s']:,.0f} pages/s, "
-          f"ratio {r['ours_pages_per_s'] / r['mwp_pages_per_s']:.1f}x; equal links on {r['pages_with_equal_links']}/"
-          f"{r['pages_compared']} pages ({r['links_compared']:,} links); {r['avg_wikitext_bytes']:,.0f} B/page", flush=True)
+    print(
+        f"per core: ours {r['ours_pages_per_s']:,.0f} pages/s, mwparserfromhell {r['mwp_pages_per_s']:,.0f} pages/s, "
+        f"ratio {r['ours_pages_per_s'] / r['mwp_pages_per_s']:.1f}x; equal links on {r['pages_with_equal_links']}/"
+        f"{r['pages_compared']} pages ({r['links_compared']:,} links); {r['avg_wikitext_bytes']:,.0f} B/page",
+        flush=True,
+    )
 
 
 def reader(a: argparse.Namespace, work: Path, results: dict) -> None:
     for workers in (1, 2):
         r = _run(READER, str(a.xml), str(work), str(workers))
         results[f"reader_{workers}"] = r
-        print(f"XML reader, {workers} worker(s): {r['pages'] / r['seconds']:,.0f} pages/s ({r['seconds']:.1f} s, "
-              f"{r['pages'] / r['cpu_s']:,.0f} pages per CPU-second), "
-              f"rss {r['rss_mb']:.0f} MB, largest child {r['children_rss_mb']:.0f} MB", flush=True)
+        print(
+            f"XML reader, {workers} worker(s): {r['pages'] / r['seconds']:,.0f} pages/s ({r['seconds']:.1f} s, "
+            f"{r['pages'] / r['cpu_s']:,.0f} pages per CPU-second), "
+            f"rss {r['rss_mb']:.0f} MB, largest child {r['children_rss_mb']:.0f} MB",
+            flush=True,
+        )
     print(f"scaling 1 -> 2 workers: {results['reader_1']['seconds'] / results['reader_2']['seconds']:.2f}x")
 
 
@@ -193,9 +205,12 @@ def build(a: argparse.Namespace, work: Path, results: dict) -> None:
         xml = first_pages(a.xml, n)
         r = _run(BUILD, str(a.wikidata), str(xml), str(work / "bench-wp.sqlite"), "2")
         results[f"build_{n}"] = r
-        print(f"whole build, {n:,} pages (+ {a.wikidata.name}): {r['seconds']:.1f} s ({r['cpu_s']:.0f} CPU-s), "
-              f"rss {r['rss_mb']:.0f} MB, "
-              f"largest child {r['children_rss_mb']:.0f} MB", flush=True)
+        print(
+            f"whole build, {n:,} pages (+ {a.wikidata.name}): {r['seconds']:.1f} s ({r['cpu_s']:.0f} CPU-s), "
+            f"rss {r['rss_mb']:.0f} MB, "
+            f"largest child {r['children_rss_mb']:.0f} MB",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

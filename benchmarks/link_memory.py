@@ -97,8 +97,21 @@ def run(size: str, source: Path, out: Path, method: str, model: str | None) -> d
     """One ``mluke link`` run over ``source``: peak RSS of the process, wall time, what it wrote."""
     with tempfile.TemporaryDirectory() as tmp:
         hwm = Path(tmp) / "hwm"
-        cmd = [sys.executable, "-c", WRAPPER, "link", str(source), "--lang", "en", "--method", method,
-               "--jsonl", str(out), "--overwrite", "--no-progress"] + (["--model", model] if model else [])
+        cmd = [
+            sys.executable,
+            "-c",
+            WRAPPER,
+            "link",
+            str(source),
+            "--lang",
+            "en",
+            "--method",
+            method,
+            "--jsonl",
+            str(out),
+            "--overwrite",
+            "--no-progress",
+        ] + (["--model", model] if model else [])
         env = {**os.environ, "LINK_MEMORY_HWM": str(hwm)}
         load_before = os.getloadavg()[0]
         started = time.perf_counter()
@@ -113,10 +126,17 @@ def run(size: str, source: Path, out: Path, method: str, model: str | None) -> d
         for line in f:
             lines += 1
             mentions += len(json.loads(line)["mentions"])
-    result = {"input": size, "input_bytes": source.stat().st_size, "method": method, "peak_rss_mb": peak_kb / 1024,
-              "wall_s": seconds, "output_lines": lines, "mentions": mentions,
-              "output_bytes": out.stat().st_size,
-              "load_avg_1min": [round(load_before, 2), round(load_after, 2)]}  # other jobs on the machine slow it
+    result = {
+        "input": size,
+        "input_bytes": source.stat().st_size,
+        "method": method,
+        "peak_rss_mb": peak_kb / 1024,
+        "wall_s": seconds,
+        "output_lines": lines,
+        "mentions": mentions,
+        "output_bytes": out.stat().st_size,
+        "load_avg_1min": [round(load_before, 2), round(load_after, 2)],
+    }  # other jobs on the machine slow it
     out.unlink()
     return result
 
@@ -137,12 +157,18 @@ def main() -> None:
         print(json.dumps(results[-1]), flush=True)
     print("\n| input | MB in | mentions | peak RSS (MB) | wall (s) |\n|---|---:|---:|---:|---:|")
     for r in results:
-        print(f"| {r['input']} | {r['input_bytes'] / 1e6:.1f} | {r['mentions']:,} | {r['peak_rss_mb']:.0f} | {r['wall_s']:.1f} |")
+        print(
+            f"| {r['input']} | {r['input_bytes'] / 1e6:.1f} | {r['mentions']:,} | {r['peak_rss_mb']:.0f} | {r['wall_s']:.1f} |"
+        )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        info = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "python": platform.python_version(),
-                "date": time.strftime("%Y-%m-%d %H:%M"), "repeats": 1,
-                "command": "python -m mluke link FILE --lang en --jsonl OUT --no-progress --method " + args.method}
+        info = {
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+            "python": platform.python_version(),
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "repeats": 1,
+            "command": "python -m mluke link FILE --lang en --jsonl OUT --no-progress --method " + args.method,
+        }
         args.out.write_text(json.dumps({**info, "runs": results}, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.out}")
 

@@ -60,9 +60,16 @@ def measure(method: str, model: str | None, n_texts: int) -> dict:
     seconds = time.perf_counter() - t
     n = sum(len(b) for b in texts.values())
     words = sum(len(t.split()) for lang, b in texts.items() if lang not in ("ja", "zh") for t in b)
-    return {"method": method, "texts": n, "texts_per_s": n / seconds, "mentions_per_s": mentions / seconds,
-            "mentions_per_text": mentions / n, "words_per_text_spaced": words / sum(len(texts[l]) for l in LANGS if l not in ("ja", "zh")),
-            "seconds": seconds, "peak_rss_mb": peak_rss_mb()}
+    return {
+        "method": method,
+        "texts": n,
+        "texts_per_s": n / seconds,
+        "mentions_per_s": mentions / seconds,
+        "mentions_per_text": mentions / n,
+        "words_per_text_spaced": words / sum(len(texts[l]) for l in LANGS if l not in ("ja", "zh")),
+        "seconds": seconds,
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 def main() -> None:
@@ -77,8 +84,10 @@ def main() -> None:
     results = run_interleaved(__file__, list(METHODS), extra, args.repeats)
     best = best_runs(results, "texts_per_s")
     first = best[METHODS[0]]
-    print(f"\n{first['texts']} texts, {first['mentions_per_text']:.1f} mentions per text, "
-          f"{first['words_per_text_spaced']:.0f} words per text (space-delimited languages)")
+    print(
+        f"\n{first['texts']} texts, {first['mentions_per_text']:.1f} mentions per text, "
+        f"{first['words_per_text_spaced']:.0f} words per text (space-delimited languages)"
+    )
     print("\n| method | texts/s | mentions/s | peak RSS (MB) |\n|---|---:|---:|---:|")
     for m in METHODS:
         b = best[m]

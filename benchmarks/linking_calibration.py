@@ -40,15 +40,21 @@ def main() -> None:
     linker = Linker(model_dir, db, languages=langs)
     report = calibrate(model_dir, db, linker=linker)
     cal = report.calibration
-    print("DEFAULT_CALIBRATION = Calibration(weights=%r, threshold=%r)" % (cal.weights, cal.threshold))
+    print(f"DEFAULT_CALIBRATION = Calibration(weights={cal.weights!r}, threshold={cal.threshold!r})")
     print(json.dumps(cal.provenance, indent=1))
-    print("\n| set | decisions | should be NIL | predicted NIL | NIL precision | NIL recall | accuracy | right ambiguous links kept |")
+    print(
+        "\n| set | decisions | should be NIL | predicted NIL | NIL precision | NIL recall | accuracy | right ambiguous links kept |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, s in report.scores.items():
         print("| " + " | ".join([name, *map(str, s.row())]) + " |")
     print("\ncommon-word sentences:", report.common_words)
-    out = {"calibration": cal.to_dict(), "nil": {k: vars(v) for k, v in report.scores.items()},
-           "common_words": report.common_words, "context": {}}
+    out = {
+        "calibration": cal.to_dict(),
+        "nil": {k: vars(v) for k, v in report.scores.items()},
+        "common_words": report.common_words,
+        "context": {},
+    }
     methods = ("prior", "model", "combined", "global")
     for name, which in (("template wording (demo linking set)", docs), ("free wording (held-out)", free)):
         rep = evaluate_linking(which, linker, methods=methods, end_to_end=False, progress=False)
@@ -60,8 +66,11 @@ def main() -> None:
         for lang in sorted({r["lang"] for r in rep.rows}, key=lambda l: (l == "all", l)):
             by = {r["method"]: r for r in rep.rows if r["lang"] == lang}
             acc = {m: 100 * (by[m]["ambiguous_accuracy"] or 0.0) for m in methods}
-            print(f"| {lang} | {by['prior']['ambiguous']} | " + " | ".join(f"{acc[m]:.1f}" for m in methods)
-                  + f" | {acc['combined'] - acc['prior']:+.1f} |")
+            print(
+                f"| {lang} | {by['prior']['ambiguous']} | "
+                + " | ".join(f"{acc[m]:.1f}" for m in methods)
+                + f" | {acc['combined'] - acc['prior']:+.1f} |"
+            )
     print(f"\n{time.perf_counter() - started:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")

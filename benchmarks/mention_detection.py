@@ -84,7 +84,7 @@ class NGramBaseline:
             j, (lp, cands) = best
             span = folded.original_span(starts[i], ends[j])
             if span is not None:
-                out.append(Mention(span[0], span[1], text[span[0]:span[1]], lp, cands))
+                out.append(Mention(span[0], span[1], text[span[0] : span[1]], lp, cands))
             i = j + 1
         return out
 
@@ -105,6 +105,7 @@ def measure(kind: str, path: Path, texts_path: Path, passes: int) -> dict:
 
         def run() -> list:
             return [baseline.detect(t) for t in texts]
+
     load_s = time.perf_counter() - t0
     best = float("inf")
     for _ in range(passes):
@@ -113,12 +114,22 @@ def measure(kind: str, path: Path, texts_path: Path, passes: int) -> dict:
         best = min(best, time.perf_counter() - t)
     n_mentions = sum(map(len, found))
     stages = _stages(index, texts) if kind == "ours" else {}
-    digest = hashlib.sha256(json.dumps(
-        [[(m.start, m.end, m.link_probability, [tuple(c) for c in m.candidates]) for m in ms] for ms in found]
-    ).encode()).hexdigest()
-    return {"load_s": load_s, "texts": len(texts), "mentions": n_mentions, "best_pass_s": best,
-            "texts_per_s": len(texts) / best, "mentions_per_s": n_mentions / best, "peak_rss_mb": peak_rss_mb(),
-            "digest": digest, "stages_us_per_text": stages}
+    digest = hashlib.sha256(
+        json.dumps(
+            [[(m.start, m.end, m.link_probability, [tuple(c) for c in m.candidates]) for m in ms] for ms in found]
+        ).encode()
+    ).hexdigest()
+    return {
+        "load_s": load_s,
+        "texts": len(texts),
+        "mentions": n_mentions,
+        "best_pass_s": best,
+        "texts_per_s": len(texts) / best,
+        "mentions_per_s": n_mentions / best,
+        "peak_rss_mb": peak_rss_mb(),
+        "digest": digest,
+        "stages_us_per_text": stages,
+    }
 
 
 def _stages(index, texts: list[str]) -> dict[str, float]:
@@ -186,14 +197,20 @@ def main() -> None:
             index = MentionIndex.build(db, languages=["en"])
         built = time.perf_counter() - t
         index.save(index_path)
-        print(f"one-time index build: {built:.0f} s, {index.stats()['en']['surfaces']:,} surfaces, "
-              f"{index.stats()['en']['units']:,} distinct words, {index_path.stat().st_size / 2**20:.0f} MiB on disk")
+        print(
+            f"one-time index build: {built:.0f} s, {index.stats()['en']['surfaces']:,} surfaces, "
+            f"{index.stats()['en']['units']:,} distinct words, {index_path.stat().st_size / 2**20:.0f} MiB on disk"
+        )
     if not table.exists():
         t = time.perf_counter()
         n = export_table(index_path, db_path, table)
         print(f"baseline table exported: {n:,} surfaces in {time.perf_counter() - t:.0f} s")
-    results = run_interleaved(__file__, ["baseline", "ours"], [
-        "--work", str(args.work), "--surfaces", str(args.surfaces), "--passes", str(args.passes)], args.repeats)
+    results = run_interleaved(
+        __file__,
+        ["baseline", "ours"],
+        ["--work", str(args.work), "--surfaces", str(args.surfaces), "--passes", str(args.passes)],
+        args.repeats,
+    )
     best = {k: max(v, key=lambda r: r["texts_per_s"]) for k, v in results.items()}
     b, o = best["baseline"], best["ours"]
     if len({r["digest"] for runs in results.values() for r in runs}) != 1:
@@ -203,12 +220,18 @@ def main() -> None:
     print()
     print("| | texts/s | mentions/s | peak RSS (MB) | load (s) |")
     print("|---|---:|---:|---:|---:|")
-    print(f"| n-gram baseline (dict of the table) | {b['texts_per_s']:,.0f} | {b['mentions_per_s']:,.0f} | "
-          f"{b['peak_rss_mb']:,.0f} | {b['load_s']:.1f} |")
-    print(f"| `kb.MentionIndex` | {o['texts_per_s']:,.0f} | {o['mentions_per_s']:,.0f} | {o['peak_rss_mb']:,.0f} | "
-          f"{o['load_s']:.2f} |")
-    print(f"| ratio | {o['texts_per_s'] / b['texts_per_s']:.1f}x | {o['mentions_per_s'] / b['mentions_per_s']:.1f}x | "
-          f"{b['peak_rss_mb'] / o['peak_rss_mb']:.1f}x less | |")
+    print(
+        f"| n-gram baseline (dict of the table) | {b['texts_per_s']:,.0f} | {b['mentions_per_s']:,.0f} | "
+        f"{b['peak_rss_mb']:,.0f} | {b['load_s']:.1f} |"
+    )
+    print(
+        f"| `kb.MentionIndex` | {o['texts_per_s']:,.0f} | {o['mentions_per_s']:,.0f} | {o['peak_rss_mb']:,.0f} | "
+        f"{o['load_s']:.2f} |"
+    )
+    print(
+        f"| ratio | {o['texts_per_s'] / b['texts_per_s']:.1f}x | {o['mentions_per_s'] / b['mentions_per_s']:.1f}x | "
+        f"{b['peak_rss_mb'] / o['peak_rss_mb']:.1f}x less | |"
+    )
     print()
     print("texts/s of every run:", {k: [round(r["texts_per_s"]) for r in v] for k, v in results.items()})
     print("ours, microseconds per text by stage (one extra pass):", o["stages_us_per_text"])

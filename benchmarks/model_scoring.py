@@ -25,7 +25,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import bench_threads, base_shape_args, best_runs, peak_rss_mb, run_interleaved
+from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_interleaved
 
 N_WORDS, N_ENTITIES, SEQ, N_CAND, BATCH = 250_004, 1_200_001, 16, 100, 32
 
@@ -41,9 +41,19 @@ def make_checkpoint(folder: Path) -> None:
     from mluke.model import MlukeForMaskedLM
 
     folder.mkdir(parents=True, exist_ok=True)
-    config = LukeConfig(vocab_size=N_WORDS, entity_vocab_size=N_ENTITIES, hidden_size=768, entity_emb_size=256,
-                        num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072, max_position_embeddings=514,
-                        type_vocab_size=1, layer_norm_eps=1e-5, use_entity_aware_attention=True)
+    config = LukeConfig(
+        vocab_size=N_WORDS,
+        entity_vocab_size=N_ENTITIES,
+        hidden_size=768,
+        entity_emb_size=256,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+        use_entity_aware_attention=True,
+    )
     torch.manual_seed(0)
     model = MlukeForMaskedLM(config)
     state = {k: v.contiguous().clone() for k, v in model.state_dict().items()}
@@ -60,6 +70,7 @@ def make_checkpoint(folder: Path) -> None:
             yield i, None, name, 0, ()
         for i in range(4, N_ENTITIES):
             yield i, f"Q{i}", None, 0, (("en", f"Entity {i}"),)
+
     EntityVocab._write(folder / "entity_vocab.sqlite", rows(), overwrite=True, provenance={"builder": "benchmark"})
 
 
@@ -73,11 +84,16 @@ def _batches(n_prompts: int, mask_entity_id: int):
         ids[:, 0], ids[:, -1], ids[:, 8] = 0, 2, 250001
         pos = torch.full((b, 1, 30), -1)
         pos[:, 0, 0] = 8
-        yield {
-            "input_ids": ids, "attention_mask": torch.ones_like(ids),
-            "entity_ids": torch.full((b, 1), mask_entity_id), "entity_attention_mask": torch.ones(b, 1, dtype=torch.long),
-            "entity_position_ids": pos,
-        }, torch.randint(4, N_ENTITIES, (b, N_CAND), generator=g)
+        yield (
+            {
+                "input_ids": ids,
+                "attention_mask": torch.ones_like(ids),
+                "entity_ids": torch.full((b, 1), mask_entity_id),
+                "entity_attention_mask": torch.ones(b, 1, dtype=torch.long),
+                "entity_position_ids": pos,
+            },
+            torch.randint(4, N_ENTITIES, (b, N_CAND), generator=g),
+        )
 
 
 def measure(method: str, folder: Path, n_prompts: int) -> dict:
@@ -95,7 +111,7 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
     else:
         import mluke
 
-        model, tok, vocab = mluke.load(folder)
+        model, _tok, vocab = mluke.load(folder)
         mask_id = vocab.mask_id
     if bf16:
         model.to(torch.bfloat16)
@@ -104,7 +120,8 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
     checksum = 0.0
     with torch.inference_mode():
         model(**batches[0][0]) if method == "transformers" else (
-            model.luke(**batches[0][0]) if method.startswith("careful") else model.encode(**batches[0][0]))  # warm-up
+            model.luke(**batches[0][0]) if method.startswith("careful") else model.encode(**batches[0][0])
+        )  # warm-up
         t = time.perf_counter()
         kept = []
         for inputs, cands in batches:
@@ -131,8 +148,14 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
         elapsed = time.perf_counter() - t
     if method != "encoder":
         torch.save(torch.cat(kept), folder.parent / f"scores-{name}.pt")
-    return {"method": name, "load_s": load_s, "prompts_per_s": n_prompts / elapsed, "seconds": elapsed,
-            "peak_rss_mb": peak_rss_mb(), "checksum": checksum}
+    return {
+        "method": name,
+        "load_s": load_s,
+        "prompts_per_s": n_prompts / elapsed,
+        "seconds": elapsed,
+        "peak_rss_mb": peak_rss_mb(),
+        "checksum": checksum,
+    }
 
 
 def main() -> None:
@@ -149,16 +172,20 @@ def main() -> None:
         methods += [f"{m}-bf16" for m in methods]
     if args.only:
         methods = [m for m in methods if m in args.only.split(",")]
-    results = run_interleaved(__file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats)
+    results = run_interleaved(
+        __file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats
+    )
     best = best_runs(results, "prompts_per_s")
     print("\n| method | prompts/s (median) | rounds | peak RSS (MB) | load (s) |")
     print("|---|---:|---|---:|---:|")
-    names = {"transformers": "transformers `LukeForMaskedLM` forward (full word + entity logits), as run by default",
-             "careful": "transformers encoder + entity head at the [MASK] only (log-probs)",
-             "careful-ranking": "transformers encoder + head transform + candidate rows only (ranking)",
-             "ours": "mluke `entity_scores` (log-probs, full normaliser)",
-             "ours-ranking": "mluke `entity_scores(normalize=False)` (ranking only)",
-             "encoder": "encoder alone (ceiling)"}
+    names = {
+        "transformers": "transformers `LukeForMaskedLM` forward (full word + entity logits), as run by default",
+        "careful": "transformers encoder + entity head at the [MASK] only (log-probs)",
+        "careful-ranking": "transformers encoder + head transform + candidate rows only (ranking)",
+        "ours": "mluke `entity_scores` (log-probs, full normaliser)",
+        "ours-ranking": "mluke `entity_scores(normalize=False)` (ranking only)",
+        "encoder": "encoder alone (ceiling)",
+    }
     names |= {f"{m}-bf16": f"{names[m]}, bf16" for m in list(names)}
     median = {m: statistics.median(r["prompts_per_s"] for r in results[m]) for m in methods}
     for m in methods:
@@ -175,11 +202,15 @@ def main() -> None:
                 continue
             sa, sb = (torch.load(folder.parent / f"scores-{x}.pt", weights_only=True) for x in (a, b))
             same_top1 = float((sa.argmax(1) == sb.argmax(1)).float().mean()) * 100
-            same_order = float((sa.argsort(1, descending=True) == sb.argsort(1, descending=True)).all(1).float().mean()) * 100
+            same_order = (
+                float((sa.argsort(1, descending=True) == sb.argsort(1, descending=True)).all(1).float().mean()) * 100
+            )
             ratios = [x["prompts_per_s"] / y["prompts_per_s"] for x, y in zip(results[a], results[b])]
-            print(f"{a} vs {b}: median ratio {median[a] / median[b]:.2f}x (rounds "
-                  f"{', '.join(f'{x:.2f}' for x in ratios)}); same top-1 {same_top1:.1f}%, same full candidate "
-                  f"order {same_order:.1f}%, max |score diff| {float((sa - sb).abs().max()):.2e}")
+            print(
+                f"{a} vs {b}: median ratio {median[a] / median[b]:.2f}x (rounds "
+                f"{', '.join(f'{x:.2f}' for x in ratios)}); same top-1 {same_top1:.1f}%, same full candidate "
+                f"order {same_order:.1f}%, max |score diff| {float((sa - sb).abs().max()):.2e}"
+            )
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 

@@ -62,8 +62,11 @@ TRAIN = ["ft-transformers", "ft-ours-E"]
 def make_sentences(tokenizer, n: int) -> list[list[str]]:
     """``n`` seeded sentences of 10-25 words (whole-word pieces of the vocabulary, a quarter capitalised), then "."."""
     rng = random.Random(0)
-    words = [t[1:] for t in (tokenizer.words.id_to_token(i) for i in range(1000, 60000))
-             if t and t.startswith("\u2581") and t[1:].isalpha() and t[1:].isascii() and len(t) > 3]
+    words = [
+        t[1:]
+        for t in (tokenizer.words.id_to_token(i) for i in range(1000, 60000))
+        if t and t.startswith("\u2581") and t[1:].isalpha() and t[1:].isascii() and len(t) > 3
+    ]
     out = []
     for _ in range(n):
         sent = [w.capitalize() if rng.random() < 0.25 else w for w in rng.choices(words, k=rng.randint(10, 25))]
@@ -78,7 +81,9 @@ def make_gold(sentences: list[list[str]]) -> list[list[tuple[int, int, str]]]:
     for words in sentences:
         a = rng.randrange(0, len(words) // 2 - 3)
         b = rng.randrange(len(words) // 2, len(words) - 3)
-        gold.append([(a, a + rng.randint(1, 3), rng.choice(LABELS[1:])), (b, b + rng.randint(1, 3), rng.choice(LABELS[1:]))])
+        gold.append(
+            [(a, a + rng.randint(1, 3), rng.choice(LABELS[1:])), (b, b + rng.randint(1, 3), rng.choice(LABELS[1:]))]
+        )
     return gold
 
 
@@ -121,15 +126,18 @@ def baseline(folder: Path):
     h = config.hidden_size
     with torch.no_grad():  # transformers' features are cat(start word, end word, entity)
         ref.classifier.weight.zero_()
-        ref.classifier.weight[:, 2 * h:] = weight
+        ref.classifier.weight[:, 2 * h :] = weight
         ref.classifier.bias.copy_(bias)
     return ref.eval()
 
 
 def baseline_inputs(batch: dict) -> dict:
     keys = ("input_ids", "attention_mask", "entity_ids", "entity_position_ids", "entity_attention_mask")
-    return {**{k: batch[k] for k in keys}, "entity_start_positions": batch["slot_start"],
-            "entity_end_positions": batch["slot_end"]}
+    return {
+        **{k: batch[k] for k in keys},
+        "entity_start_positions": batch["slot_start"],
+        "entity_end_positions": batch["slot_end"],
+    }
 
 
 def load_method(method: str, work: Path):
@@ -139,7 +147,12 @@ def load_method(method: str, work: Path):
 
     if "transformers" in method:
         ref = baseline(work / "ner-e")
-        return (lambda b: ref(**baseline_inputs(b)).logits), ref, MlukeTokenizer.from_pretrained(work / "ner-e"), "entity"
+        return (
+            (lambda b: ref(**baseline_inputs(b)).logits),
+            ref,
+            MlukeTokenizer.from_pretrained(work / "ner-e"),
+            "entity",
+        )
     model, tok = load_transfer(work / ("ner-w" if method.endswith("W") else "ner-e"))
     return model, model, tok, model.features
 
@@ -153,8 +166,14 @@ def infer(forward, tok, sentences, features: str, by_size: bool):
 
     from mluke.transfer.inputs import batches, collate, ner_rows
 
-    rows = ner_rows(tok, sentences, ["en"] * len(sentences), features=features, max_span_pieces=MAX_SPAN_PIECES,
-                    max_entities=MAX_ENTITIES)
+    rows = ner_rows(
+        tok,
+        sentences,
+        ["en"] * len(sentences),
+        features=features,
+        max_span_pieces=MAX_SPAN_PIECES,
+        max_entities=MAX_ENTITIES,
+    )
     order = list(range(len(rows)))
     if by_size:
         order.sort(key=lambda i: (-len(rows[i].slots), -len(rows[i].ids)))
@@ -165,7 +184,7 @@ def infer(forward, tok, sentences, features: str, by_size: bool):
             logits = forward(batch)
             best = logits.argmax(-1)
             padded += logits.shape[0] * (batch["input_ids"].shape[1] + batch["entity_ids"].shape[1])
-            out.update((i, (rows[i], logits[r], best[r])) for r, i in enumerate(order[k * BATCH:(k + 1) * BATCH]))
+            out.update((i, (rows[i], logits[r], best[r])) for r, i in enumerate(order[k * BATCH : (k + 1) * BATCH]))
     return rows, [out[i] for i in range(len(rows))], padded
 
 
@@ -190,9 +209,18 @@ def measure(method: str, work: Path, n_sentences: int) -> dict:
         path = work / f"logits-{method}-{os.getpid()}.pt"
         torch.save(torch.stack([l for _, l, _ in spans]), path)
         info["logits_file"] = str(path)
-    return {"method": method, "sentences_per_s": n_sentences / seconds, "seconds": seconds, "rows": len(rows),
-            "spans": len(spans), "token_rows_with_padding": padded, "tokens": tokens_of(rows),
-            "peak_rss_mb": peak_rss_mb(), "argmax": [a for _, _, a in spans], **info}
+    return {
+        "method": method,
+        "sentences_per_s": n_sentences / seconds,
+        "seconds": seconds,
+        "rows": len(rows),
+        "spans": len(spans),
+        "token_rows_with_padding": padded,
+        "tokens": tokens_of(rows),
+        "peak_rss_mb": peak_rss_mb(),
+        "argmax": [a for _, _, a in spans],
+        **info,
+    }
 
 
 def measure_training(method: str, model, tok, sentences) -> dict:
@@ -201,9 +229,17 @@ def measure_training(method: str, model, tok, sentences) -> dict:
     from mluke.transfer.inputs import batches, collate, ner_rows
     from mluke.transfer.training import FineTuneConfig, _optimizer, _schedule
 
-    rows = ner_rows(tok, sentences, ["en"] * len(sentences), features="entity", max_span_pieces=MAX_SPAN_PIECES,
-                    max_entities=MAX_ENTITIES, gold=make_gold(sentences), label_ids={l: i for i, l in enumerate(LABELS)})
-    rows = rows[:(STEPS + 1) * BATCH]
+    rows = ner_rows(
+        tok,
+        sentences,
+        ["en"] * len(sentences),
+        features="entity",
+        max_span_pieces=MAX_SPAN_PIECES,
+        max_entities=MAX_ENTITIES,
+        gold=make_gold(sentences),
+        label_ids={l: i for i, l in enumerate(LABELS)},
+    )
+    rows = rows[: (STEPS + 1) * BATCH]
     if len(rows) < (STEPS + 1) * BATCH:
         raise SystemExit(f"{len(rows)} rows: too few sentences for {STEPS + 1} fine-tuning steps of {BATCH}")
     model.train()
@@ -228,6 +264,7 @@ def measure_training(method: str, model, tok, sentences) -> dict:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             return float(loss.detach())
+
     losses = []
     for i, part in enumerate(batches(rows, BATCH)):
         if i == 1:
@@ -235,8 +272,16 @@ def measure_training(method: str, model, tok, sentences) -> dict:
         losses.append(step(collate(part, pad_id=tok.pad_id)))
     seconds = time.perf_counter() - t
     tokens = tokens_of(rows[BATCH:])
-    return {"method": method, "tokens_per_s": tokens / seconds, "seconds": seconds, "steps": STEPS, "tokens": tokens,
-            "rows_per_s": STEPS * BATCH / seconds, "losses": [round(x, 4) for x in losses], "peak_rss_mb": peak_rss_mb()}
+    return {
+        "method": method,
+        "tokens_per_s": tokens / seconds,
+        "seconds": seconds,
+        "steps": STEPS,
+        "tokens": tokens,
+        "rows_per_s": STEPS * BATCH / seconds,
+        "losses": [round(x, 4) for x in losses],
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 # -- profile ------------------------------------------------------------------------------------
@@ -251,14 +296,22 @@ def profile(work: Path, n_sentences: int) -> None:
     _, ours, tok, _ = load_method("ours-E", work)
     _, ref, _, _ = load_method("transformers", work)
     sentences = make_sentences(tok, n_sentences)
-    rows = ner_rows(tok, sentences, ["en"] * len(sentences), features="entity", max_span_pieces=MAX_SPAN_PIECES,
-                    max_entities=MAX_ENTITIES)
+    rows = ner_rows(
+        tok,
+        sentences,
+        ["en"] * len(sentences),
+        features="entity",
+        max_span_pieces=MAX_SPAN_PIECES,
+        max_entities=MAX_ENTITIES,
+    )
     batch = collate(rows[:BATCH], pad_id=tok.pad_id)
     n_words, n_ents = batch["input_ids"].shape[1], batch["entity_ids"].shape[1]
     real = int(batch["attention_mask"].sum() + batch["entity_attention_mask"].sum())
-    print(f"batch: {BATCH} rows x ({n_words} word pieces + {n_ents} span entities) = {BATCH * (n_words + n_ents)} "
-          f"token rows, {real} of them real; {len(rows)} rows for {n_sentences} sentences, "
-          f"{sum(len(r.slots) for r in rows)} spans")
+    print(
+        f"batch: {BATCH} rows x ({n_words} word pieces + {n_ents} span entities) = {BATCH * (n_words + n_ents)} "
+        f"token rows, {real} of them real; {len(rows)} rows for {n_sentences} sentences, "
+        f"{sum(len(r.slots) for r in rows)} spans"
+    )
 
     def best_of(fn, k=3):
         times = []
@@ -274,8 +327,12 @@ def profile(work: Path, n_sentences: int) -> None:
         mask = torch.cat([batch["attention_mask"], batch["entity_attention_mask"]], -1)
         additive = (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
         stages = {}
-        stages["word embeddings"] = best_of(lambda: luke.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids)))
-        stages["entity embeddings"] = best_of(lambda: luke.entity_embeddings(batch["entity_ids"], batch["entity_position_ids"]))
+        stages["word embeddings"] = best_of(
+            lambda: luke.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids))
+        )
+        stages["entity embeddings"] = best_of(
+            lambda: luke.entity_embeddings(batch["entity_ids"], batch["entity_position_ids"])
+        )
         words = luke.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids))
         ents = luke.entity_embeddings(batch["entity_ids"], batch["entity_position_ids"])
         layer = luke.encoder.layer[0]
@@ -286,45 +343,58 @@ def profile(work: Path, n_sentences: int) -> None:
         both = torch.cat([a_words, a_ents], 1)
         stages["  of which feed-forward block"] = best_of(lambda: layer.output(layer.intermediate(both), both))
         stages["  of which feed-forward, word rows only"] = best_of(
-            lambda: layer.output(layer.intermediate(a_words), a_words))
+            lambda: layer.output(layer.intermediate(a_words), a_words)
+        )
         stages["last layer, entity rows only (ours)"] = best_of(
-            lambda: _last_layer_entity_rows(luke.encoder.layer[-1], words, ents, additive))
+            lambda: _last_layer_entity_rows(luke.encoder.layer[-1], words, ents, additive)
+        )
         feats = _last_layer_entity_rows(luke.encoder.layer[-1], words, ents, additive)
         stages["classifier (ours)"] = best_of(lambda: ours.classifier(feats))
         stages["whole forward, ours E"] = best_of(lambda: ours(batch))
         stages["whole forward, transformers"] = best_of(lambda: ref(**baseline_inputs(batch)))
         inputs = baseline_inputs(batch)
-        stages["  transformers LukeModel only"] = best_of(lambda: ref.luke(**{k: v for k, v in inputs.items()
-                                                                             if not k.startswith("entity_") or
-                                                                             k in ("entity_ids", "entity_position_ids",
-                                                                                   "entity_attention_mask")}))
+        stages["  transformers LukeModel only"] = best_of(
+            lambda: ref.luke(
+                **{
+                    k: v
+                    for k, v in inputs.items()
+                    if not k.startswith("entity_")
+                    or k in ("entity_ids", "entity_position_ids", "entity_attention_mask")
+                }
+            )
+        )
         for name, s in stages.items():
             print(f"{name:45s} {s * 1000:9.1f} ms")
 
         # padding: rows batched in sentence order (as predict_spans does) or sorted by their number of spans
-        orders = {"sentence order": list(range(len(rows))),
-                  "sorted by spans": sorted(range(len(rows)), key=lambda i: (-len(rows[i].slots), -len(rows[i].ids)))}
+        orders = {
+            "sentence order": list(range(len(rows))),
+            "sorted by spans": sorted(range(len(rows)), key=lambda i: (-len(rows[i].slots), -len(rows[i].ids))),
+        }
         times, logits = {name: [] for name in orders}, {}
         for _ in range(2):
             for name, order in orders.items():
                 t = time.perf_counter()
                 out = {}
                 for k in range(0, len(order), BATCH):
-                    part = [rows[i] for i in order[k:k + BATCH]]
+                    part = [rows[i] for i in order[k : k + BATCH]]
                     got = ours(collate(part, pad_id=tok.pad_id))
-                    out.update({i: got[r, :len(rows[i].slots)] for r, i in enumerate(order[k:k + BATCH])})
+                    out.update({i: got[r, : len(rows[i].slots)] for r, i in enumerate(order[k : k + BATCH])})
                 times[name].append(time.perf_counter() - t)
                 logits[name] = torch.cat([out[i] for i in range(len(rows))])
         for name, order in orders.items():
-            parts = [[rows[i] for i in order[k:k + BATCH]] for k in range(0, len(order), BATCH)]
+            parts = [[rows[i] for i in order[k : k + BATCH]] for k in range(0, len(order), BATCH)]
             computed = sum(len(p) * (max(len(r.ids) for r in p) + max(len(r.slots) for r in p)) for p in parts)
             diff = logits[name] - logits["sentence order"]
             flips = int((logits[name].argmax(-1) != logits["sentence order"].argmax(-1)).sum())
-            print(f"ours E over all {len(rows)} rows, {name}: {min(times[name]):.2f} s (best of 2), {computed} token rows "
-                  f"computed for {tokens_of(rows)} real ({1 - tokens_of(rows) / computed:.1%} padding); "
-                  f"max |logit difference| {float(diff.abs().max()):.1e}, argmax differs on {flips} spans")
+            print(
+                f"ours E over all {len(rows)} rows, {name}: {min(times[name]):.2f} s (best of 2), {computed} token rows "
+                f"computed for {tokens_of(rows)} real ({1 - tokens_of(rows) / computed:.1%} padding); "
+                f"max |logit difference| {float(diff.abs().max()):.1e}, argmax differs on {flips} spans"
+            )
 
-        from torch.profiler import ProfilerActivity, profile as torch_profile
+        from torch.profiler import ProfilerActivity
+        from torch.profiler import profile as torch_profile
 
         with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
             ours(batch)
@@ -352,48 +422,70 @@ def main() -> None:
     for old in out.glob("logits-*.pt"):
         old.unlink()
     methods = TRAIN if args.train_only else INFER + TRAIN
-    results = run_interleaved(__file__, methods, ["--sentences", str(args.sentences), "--work", str(args.work)],
-                              args.repeats)
+    results = run_interleaved(
+        __file__, methods, ["--sentences", str(args.sentences), "--work", str(args.work)], args.repeats
+    )
     if args.train_only:
         import statistics
 
         med = {m: statistics.median(r["tokens_per_s"] for r in results[m]) for m in TRAIN}
         for m in TRAIN:
-            print(f"{m}: median {med[m]:.0f} tokens/s, rounds " + " / ".join(f"{r['tokens_per_s']:.0f}" for r in results[m]))
-        ratios = [o["tokens_per_s"] / t["tokens_per_s"] for t, o in zip(results["ft-transformers"], results["ft-ours-E"])]
-        print(f"ours / transformers (both fused AdamW): median {med['ft-ours-E'] / med['ft-transformers']:.2f}x, "
-              f"rounds {', '.join(f'{x:.2f}' for x in ratios)}")
+            print(
+                f"{m}: median {med[m]:.0f} tokens/s, rounds "
+                + " / ".join(f"{r['tokens_per_s']:.0f}" for r in results[m])
+            )
+        ratios = [
+            o["tokens_per_s"] / t["tokens_per_s"] for t, o in zip(results["ft-transformers"], results["ft-ours-E"])
+        ]
+        print(
+            f"ours / transformers (both fused AdamW): median {med['ft-ours-E'] / med['ft-transformers']:.2f}x, "
+            f"rounds {', '.join(f'{x:.2f}' for x in ratios)}"
+        )
         print("fine-tuning losses per step: " + "; ".join(f"{m} {results[m][0]['losses']}" for m in TRAIN))
         return
     best = best_runs({m: results[m] for m in INFER}, "sentences_per_s")
     best.update(best_runs({m: results[m] for m in TRAIN}, "tokens_per_s"))
     r0 = results["ours-E"][0]
-    print(f"\n{args.sentences} sentences, {r0['spans']} spans, {r0['rows']} E rows ({r0['tokens']} tokens, "
-          f"{r0['token_rows_with_padding']} token rows computed with padding; "
-          f"{results['transformers'][0]['token_rows_with_padding']} in sentence order), "
-          f"{results['ours-W'][0]['rows']} W rows")
+    print(
+        f"\n{args.sentences} sentences, {r0['spans']} spans, {r0['rows']} E rows ({r0['tokens']} tokens, "
+        f"{r0['token_rows_with_padding']} token rows computed with padding; "
+        f"{results['transformers'][0]['token_rows_with_padding']} in sentence order), "
+        f"{results['ours-W'][0]['rows']} W rows"
+    )
     base = best["transformers"]["sentences_per_s"]
-    names = {"transformers": "transformers `LukeForEntitySpanClassification` (entity features, zero word columns)",
-             "transformers-sorted": "the same, rows batched by their number of spans",
-             "ours-E": "ours E (`TransferModel`, entity [MASK] per span; last layer entity rows only)",
-             "ours-W": "ours W (`TransferModel`, first/last piece of each span; no entities)"}
+    names = {
+        "transformers": "transformers `LukeForEntitySpanClassification` (entity features, zero word columns)",
+        "transformers-sorted": "the same, rows batched by their number of spans",
+        "ours-E": "ours E (`TransferModel`, entity [MASK] per span; last layer entity rows only)",
+        "ours-W": "ours W (`TransferModel`, first/last piece of each span; no entities)",
+    }
     print("\n| inference | sentences/s | x transformers | peak RSS (MB) |\n|---|---:|---:|---:|")
     for m in INFER:
         r = best[m]
-        print(f"| {names[m]} | {r['sentences_per_s']:.2f} | {r['sentences_per_s'] / base:.2f}x | {r['peak_rss_mb']:.0f} |")
+        print(
+            f"| {names[m]} | {r['sentences_per_s']:.2f} | {r['sentences_per_s'] / base:.2f}x | {r['peak_rss_mb']:.0f} |"
+        )
     ft = best["ft-transformers"]["tokens_per_s"]
-    print("\n| fine-tuning (E features) | tokens/s | rows/s | x transformers | peak RSS (MB) |\n|---|---:|---:|---:|---:|")
-    for m, name in [("ft-transformers", "plain loop over `LukeForEntitySpanClassification`"),
-                    ("ft-ours-E", "ours, `TransferModel.loss` step as in `FineTuner`")]:
+    print(
+        "\n| fine-tuning (E features) | tokens/s | rows/s | x transformers | peak RSS (MB) |\n|---|---:|---:|---:|---:|"
+    )
+    for m, name in [
+        ("ft-transformers", "plain loop over `LukeForEntitySpanClassification`"),
+        ("ft-ours-E", "ours, `TransferModel.loss` step as in `FineTuner`"),
+    ]:
         r = best[m]
-        print(f"| {name} | {r['tokens_per_s']:.0f} | {r['rows_per_s']:.2f} | {r['tokens_per_s'] / ft:.2f}x | "
-              f"{r['peak_rss_mb']:.0f} |")
+        print(
+            f"| {name} | {r['tokens_per_s']:.0f} | {r['rows_per_s']:.2f} | {r['tokens_per_s'] / ft:.2f}x | "
+            f"{r['peak_rss_mb']:.0f} |"
+        )
     for i in range(args.repeats):
         t, ts, e, w = (results[m][i]["sentences_per_s"] for m in INFER)
         ft_t, ft_o = (results[m][i]["tokens_per_s"] for m in TRAIN)
-        print(f"round {i + 1}: transformers {t:.2f}, sorted {ts:.2f} ({ts / t:.2f}x), ours E {e:.2f} ({e / t:.2f}x, "
-              f"{e / ts:.2f}x sorted), ours W {w:.2f} ({w / t:.2f}x) "
-              f"sentences/s; fine-tuning transformers {ft_t:.0f}, ours {ft_o:.0f} tokens/s ({ft_o / ft_t:.2f}x)")
+        print(
+            f"round {i + 1}: transformers {t:.2f}, sorted {ts:.2f} ({ts / t:.2f}x), ours E {e:.2f} ({e / t:.2f}x, "
+            f"{e / ts:.2f}x sorted), ours W {w:.2f} ({w / t:.2f}x) "
+            f"sentences/s; fine-tuning transformers {ft_t:.0f}, ours {ft_o:.0f} tokens/s ({ft_o / ft_t:.2f}x)"
+        )
     print("fine-tuning losses per step: " + "; ".join(f"{m} {results[m][0]['losses']}" for m in TRAIN))
 
     import torch
@@ -409,8 +501,10 @@ def main() -> None:
     if bad or any(len(r["argmax"]) != len(ref["argmax"]) for r in runs):
         raise SystemExit(f"argmax differs on {len(bad)} spans, e.g. {bad[:5]}")
     counts = [ref["argmax"].count(i) for i in range(len(LABELS))]
-    print(f"same argmax label on all {len(ref['argmax'])} spans in every run of ours E and transformers "
-          f"(argmax counts {dict(zip(LABELS, counts))})")
+    print(
+        f"same argmax label on all {len(ref['argmax'])} spans in every run of ours E and transformers "
+        f"(argmax counts {dict(zip(LABELS, counts))})"
+    )
 
 
 if __name__ == "__main__":

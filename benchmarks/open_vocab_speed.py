@@ -30,7 +30,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import bench_threads, base_shape_args, best_runs, peak_rss_mb, run_interleaved
+from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_interleaved
 
 TEMPLATE = "[X] was founded in [Y] ."
 K, BATCH = 10, 32
@@ -84,7 +84,7 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
             logps, ids = [], []
             for start in range(0, len(subs), BATCH):
                 texts, spans = [], []
-                for s in subs[start:start + BATCH]:
+                for s in subs[start : start + BATCH]:
                     text, _, y = template.fill_spans(s, "<mask>")
                     texts.append(text)
                     spans.append([y])
@@ -106,9 +106,16 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
     seconds = time.perf_counter() - t
     assert ids.shape == (n_prompts, K), ids.shape
     top = ids.tolist()
-    return {"method": method, "prompts_per_s": n_prompts / seconds, "seconds": seconds, "peak_rss_mb": peak_rss_mb(),
-            **info, "logp_sum": float(logp.double().sum()), "top_sha1": hashlib.sha1(json.dumps(top).encode()).hexdigest(),
-            "top": top}
+    return {
+        "method": method,
+        "prompts_per_s": n_prompts / seconds,
+        "seconds": seconds,
+        "peak_rss_mb": peak_rss_mb(),
+        **info,
+        "logp_sum": float(logp.double().sum()),
+        "top_sha1": hashlib.sha1(json.dumps(top).encode()).hexdigest(),
+        "top": top,
+    }
 
 
 def main() -> None:
@@ -121,36 +128,50 @@ def main() -> None:
 
         make_checkpoint(folder)
     methods = ["careful", "ours", "transformers"]
-    results = run_interleaved(__file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats)
+    results = run_interleaved(
+        __file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats
+    )
     best = best_runs(results, "prompts_per_s")
     median = {m: statistics.median(r["prompts_per_s"] for r in results[m]) for m in methods}
-    names = {"transformers": "transformers `LukeForMaskedLM` forward (full word + entity logits), `log_softmax`, "
-                             "`topk`, as run by default",
-             "careful": "transformers encoder + entity head at the [MASK] only, `log_softmax`, `topk`",
-             "ours": "`ClozeScorer.entity_topk` (entity rows of the last layer, chunked top-k)"}
+    names = {
+        "transformers": "transformers `LukeForMaskedLM` forward (full word + entity logits), `log_softmax`, "
+        "`topk`, as run by default",
+        "careful": "transformers encoder + entity head at the [MASK] only, `log_softmax`, `topk`",
+        "ours": "`ClozeScorer.entity_topk` (entity rows of the last layer, chunked top-k)",
+    }
     print("\n| method | prompts/s (median) | x careful | x default | peak RSS (MB) |\n|---|---:|---:|---:|---:|")
     for m in methods:
         r = best[m]
-        print(f"| {names[m]} | {median[m]:.2f} | {median[m] / median['careful']:.2f}x | "
-              f"{median[m] / median['transformers']:.2f}x | {r['peak_rss_mb']:.0f} |")
+        print(
+            f"| {names[m]} | {median[m]:.2f} | {median[m] / median['careful']:.2f}x | "
+            f"{median[m] / median['transformers']:.2f}x | {r['peak_rss_mb']:.0f} |"
+        )
     for i in range(args.repeats):
         c, t, o = (results[m][i]["prompts_per_s"] for m in ("careful", "transformers", "ours"))
-        print(f"round {i + 1}: careful {c:.2f}, transformers {t:.2f}, ours {o:.2f} prompts/s "
-              f"({o / c:.2f}x careful, {o / t:.2f}x default)")
+        print(
+            f"round {i + 1}: careful {c:.2f}, transformers {t:.2f}, ours {o:.2f} prompts/s "
+            f"({o / c:.2f}x careful, {o / t:.2f}x default)"
+        )
     runs = [r for m in methods for r in results[m]]
     ref = results["transformers"][0]
-    print(f"transformers' entity decoder shares the entity embeddings: {ref['decoder_shares_embeddings']}, "
-          f"equals them: {ref['decoder_equals_embeddings']}")
-    print("sum of the top-10 log-probabilities over all prompts: "
-          + ", ".join(f"{m} {r['logp_sum']:.4f}" for m in methods for r in results[m][:1]))
+    print(
+        f"transformers' entity decoder shares the entity embeddings: {ref['decoder_shares_embeddings']}, "
+        f"equals them: {ref['decoder_equals_embeddings']}"
+    )
+    print(
+        "sum of the top-10 log-probabilities over all prompts: "
+        + ", ".join(f"{m} {r['logp_sum']:.4f}" for m in methods for r in results[m][:1])
+    )
     heads = {r["entity_head_sha1"] for r in runs}
     if len(heads) != 1:
         raise SystemExit(f"the two methods loaded different entity decoders: {heads}")
     same = [all(r["top"][p] == ref["top"][p] for r in runs) for p in range(args.prompts)]
     if not all(same):
         bad = [p for p, ok in enumerate(same) if not ok]
-        raise SystemExit(f"top-10 ids differ for {len(bad)} of {args.prompts} prompts, e.g. prompt {bad[0]}: "
-                         + "; ".join(f"{r['method']} {r['top'][bad[0]]}" for r in runs))
+        raise SystemExit(
+            f"top-10 ids differ for {len(bad)} of {args.prompts} prompts, e.g. prompt {bad[0]}: "
+            + "; ".join(f"{r['method']} {r['top'][bad[0]]}" for r in runs)
+        )
     print(f"same top-10 ids, in the same order, for all {args.prompts} prompts in every run")
 
 

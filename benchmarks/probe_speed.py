@@ -26,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import bench_threads, base_shape_args, run_interleaved
+from common import base_shape_args, bench_threads, run_interleaved
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -34,8 +34,11 @@ TEMPLATE = "[X] is located in [Y] ."
 def _candidates(tokenizer, n: int = 100) -> list[tuple[str, str]]:
     """100 (key, label) candidates whose labels are 1-5 pieces, 20 of each length: n whole-word pieces."""
     rng = random.Random(0)
-    words = [t[1:] for t in (tokenizer.words.id_to_token(i) for i in range(1000, 60000))
-             if t and t.startswith("\u2581") and t[1:].isalpha() and t[1:].isascii() and len(t) > 4]
+    words = [
+        t[1:]
+        for t in (tokenizer.words.id_to_token(i) for i in range(1000, 60000))
+        if t and t.startswith("\u2581") and t[1:].isalpha() and t[1:].isascii() and len(t) > 4
+    ]
     out: dict[int, list[str]] = {k: [] for k in range(1, 6)}
     for k in out:
         while len(out[k]) < n // 5:
@@ -65,8 +68,18 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
     if method.startswith(("entity", "word")):
         normalize = "vocabulary" if method == "entity-vocabulary" else "candidates"
         mode = "word" if method == "word" else "entity"
-        result = run_cloze(template, "en", subjects, cands, {}, model=bundle, mode=mode, top_k=len(cands),
-                           batch_size=32, normalize=normalize)
+        result = run_cloze(
+            template,
+            "en",
+            subjects,
+            cands,
+            {},
+            model=bundle,
+            mode=mode,
+            top_k=len(cands),
+            batch_size=32,
+            normalize=normalize,
+        )
         assert all(p.source == mode for r in result.rows for p in r.predictions)
         ranking = [[p.key for p in r.predictions] for r in result.rows]
     else:  # the reference: full forward passes, one per candidate length, word logits at every position
@@ -83,17 +96,22 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
                 idx = [c for c, p in enumerate(pieces) if len(p) == n]
                 table = torch.tensor([pieces[c] for c in idx])
                 for start in range(0, len(subjects), 32):
-                    batch = [template.fill(s, "<mask>" * n) for _, s in subjects[start:start + 32]]
+                    batch = [template.fill(s, "<mask>" * n) for _, s in subjects[start : start + 32]]
                     enc = tok(batch)
                     logp = torch.log_softmax(ref(**enc).logits.float(), -1)
                     where = enc["input_ids"] == tok.mask_id
                     lp = logp[where].view(len(batch), n, -1)
                     got = torch.stack([lp[:, i, table[:, i]] for i in range(n)], -1).mean(-1)
-                    scores[start:start + len(batch), idx] = got
+                    scores[start : start + len(batch), idx] = got
         ranking = [[cands[int(i)][0] for i in row] for row in scores.argsort(dim=1, descending=True, stable=True)]
     seconds = time.perf_counter() - t
-    return {"method": method + ("-bf16" if bf16 else ""), "facts_per_s": n_facts / seconds, "seconds": seconds,
-            "top": [r[0] for r in ranking], "ranking": ranking}
+    return {
+        "method": method + ("-bf16" if bf16 else ""),
+        "facts_per_s": n_facts / seconds,
+        "seconds": seconds,
+        "top": [r[0] for r in ranking],
+        "ranking": ranking,
+    }
 
 
 def main() -> None:
@@ -111,19 +129,23 @@ def main() -> None:
     if len(tops) != 1:
         raise SystemExit(f"the two score normalisations ranked differently: {tops}")
     median = {m: statistics.median(r["facts_per_s"] for r in results[m]) for m in methods}
-    ref = median["reference"]
-    names = {"reference": "reference typed querying (word masks, 1 pass per length, full logits)",
-             "word": "`mluke.probe` word mode (the same typed querying)",
-             "entity": "`mluke.probe` entity mode, default scores (over the candidates)",
-             "entity-vocabulary": "`mluke.probe` entity mode, `normalize=\"vocabulary\"` (full normaliser)"}
+    median["reference"]
+    names = {
+        "reference": "reference typed querying (word masks, 1 pass per length, full logits)",
+        "word": "`mluke.probe` word mode (the same typed querying)",
+        "entity": "`mluke.probe` entity mode, default scores (over the candidates)",
+        "entity-vocabulary": '`mluke.probe` entity mode, `normalize="vocabulary"` (full normaliser)',
+    }
     names |= {f"{m}-bf16": f"{names[m]}, bf16" for m in list(names)}
     fp32_top = results["entity"][0]["top"]
     for m in methods:
         if m.startswith("entity") and m.endswith("-bf16"):
             agree = sum(a == b for a, b in zip(fp32_top, results[m][0]["top"])) / len(fp32_top)
             print(f"{m}: same top-1 as fp32 for {100 * agree:.1f}% of the facts")
-    print("\n| method | facts/s (median) | x reference | same top-1 as reference | same order of all candidates |"
-          "\n|---|---:|---:|---:|---:|")
+    print(
+        "\n| method | facts/s (median) | x reference | same top-1 as reference | same order of all candidates |"
+        "\n|---|---:|---:|---:|---:|"
+    )
     for m in methods:
         base = "reference-bf16" if m.endswith("-bf16") else "reference"
         a, b = results[m][0]["ranking"], results[base][0]["ranking"]
@@ -131,11 +153,23 @@ def main() -> None:
         order = 100 * sum(x == y for x, y in zip(a, b)) / len(a)
         print(f"| {names[m]} | {median[m]:.2f} | {median[m] / median[base]:.2f}x | {top1:.1f}% | {order:.1f}% |")
     for i in range(args.repeats):
-        print(f"round {i + 1}: " + ", ".join(f"{m} {results[m][i]['facts_per_s']:.2f}" for m in methods)
-              + f" ({results['entity'][i]['facts_per_s'] / results['reference'][i]['facts_per_s']:.1f}x)")
+        print(
+            f"round {i + 1}: "
+            + ", ".join(f"{m} {results[m][i]['facts_per_s']:.2f}" for m in methods)
+            + f" ({results['entity'][i]['facts_per_s'] / results['reference'][i]['facts_per_s']:.1f}x)"
+        )
     if args.out:
-        args.out.write_text(json.dumps({m: [{k: v for k, v in r.items() if k not in ("top", "ranking")} for r in rs]
-                                        for m, rs in results.items()}, indent=1) + "\n", encoding="utf-8")
+        args.out.write_text(
+            json.dumps(
+                {
+                    m: [{k: v for k, v in r.items() if k not in ("top", "ranking")} for r in rs]
+                    for m, rs in results.items()
+                },
+                indent=1,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
 
 
 if __name__ == "__main__":

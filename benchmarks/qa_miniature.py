@@ -39,25 +39,49 @@ def run(args: argparse.Namespace) -> dict:
     if not (data / "manifest.json").exists():
         write_qa_miniature(kb.default_db(), data, seed=0, train_size=args.train_size, overwrite=True)
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
-    results: dict = {"model": str(model), "manifest": manifest,
-                     "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "runs": []}
+    results: dict = {
+        "model": str(model),
+        "manifest": manifest,
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "runs": [],
+    }
     for seed in args.seeds:
         for features in ("entity", "word"):
             out = work / f"qa-{features}-{seed}"
-            config = FineTuneConfig(learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs,
-                                    seed=seed)
+            config = FineTuneConfig(
+                learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs, seed=seed
+            )
             started = time.perf_counter()
-            report = finetune_qa(data / "train.en.json", data / "dev.en.json", output=out, features=features, model=model,
-                                 config=config, overwrite=True, progress=False)
+            report = finetune_qa(
+                data / "train.en.json",
+                data / "dev.en.json",
+                output=out,
+                features=features,
+                model=model,
+                config=config,
+                overwrite=True,
+                progress=False,
+            )
             trained = time.perf_counter() - started
             scores = evaluate_qa(out, xquad=data / "xquad", mlqa=data / "mlqa", split="test", gxlt=True, progress=False)
-            results["runs"].append({"seed": seed, "features": features, "train_seconds": round(trained, 1),
-                                    "seconds": round(time.perf_counter() - started, 1), "history": report.history,
-                                    "names_per_question": report.names_per_question, **scores.to_dict()})
+            results["runs"].append(
+                {
+                    "seed": seed,
+                    "features": features,
+                    "train_seconds": round(trained, 1),
+                    "seconds": round(time.perf_counter() - started, 1),
+                    "history": report.history,
+                    "names_per_question": report.names_per_question,
+                    **scores.to_dict(),
+                }
+            )
             xquad = {r["lang"]: r for r in scores.rows if r["dataset"] == "xquad"}
             zero = [r["f1"] for lang, r in xquad.items() if lang != "en"]
-            print(f"qa {features} seed {seed}: en F1 {100 * xquad['en']['f1']:.1f}, zero-shot average "
-                  f"{100 * statistics.mean(zero):.1f} ({results['runs'][-1]['seconds']} s)", flush=True)
+            print(
+                f"qa {features} seed {seed}: en F1 {100 * xquad['en']['f1']:.1f}, zero-shot average "
+                f"{100 * statistics.mean(zero):.1f} ({results['runs'][-1]['seconds']} s)",
+                flush=True,
+            )
             write_json(results, args.output, overwrite=True)
     return results
 
@@ -66,8 +90,15 @@ def table(results: dict) -> str:
     """Markdown: per language, mean (standard deviation) over seeds of XQuAD-layout F1 x100, E against W."""
     from common import e_vs_w_table
 
-    return e_vs_w_table({(r["features"], r["seed"], row["lang"]): 100 * row["f1"] for r in results["runs"]
-                         for row in r["languages"] if row["dataset"] == "xquad"}, " F1")
+    return e_vs_w_table(
+        {
+            (r["features"], r["seed"], row["lang"]): 100 * row["f1"]
+            for r in results["runs"]
+            for row in r["languages"]
+            if row["dataset"] == "xquad"
+        },
+        " F1",
+    )
 
 
 def gxlt(results: dict, features: str) -> str:

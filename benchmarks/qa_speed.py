@@ -95,8 +95,9 @@ def linking(work: Path, n: int) -> dict:
 
 def prepare(work: Path) -> Path:
     """Our QA model (entity features) from the random mluke-base checkpoint, saved once."""
-    import mluke
     from model_scoring import make_checkpoint
+
+    import mluke
     from mluke.transfer import new_model, save_transfer
 
     checkpoint, out = work / "mluke-base-random", work / "qa-speed" / "qa-e"
@@ -104,8 +105,12 @@ def prepare(work: Path) -> Path:
         make_checkpoint(checkpoint)
     if not (out / "model.safetensors").is_file():
         bundle = mluke.load(checkpoint)
-        save_transfer(new_model(bundle, "qa", "entity", ["start", "end"], settings={"seed": 0}), bundle.tokenizer,
-                      out, overwrite=True)
+        save_transfer(
+            new_model(bundle, "qa", "entity", ["start", "end"], settings={"seed": 0}),
+            bundle.tokenizer,
+            out,
+            overwrite=True,
+        )
     return out
 
 
@@ -120,10 +125,17 @@ def rows_of(tok, examples):
 
     def ids(names):
         return [(s, e, 4 + zlib.crc32(k.encode()) % (N_ENTITIES - 4)) for s, e, k in names]
-    return qa_rows(tok, [e.question for e in examples], [e.context for e in examples], features="entity",
-                   question_names=[ids(links[e.id]["question"]) for e in examples],
-                   context_names=[ids(links[e.id]["context"]) for e in examples], max_length=MAX_LENGTH,
-                   doc_stride=STRIDE)
+
+    return qa_rows(
+        tok,
+        [e.question for e in examples],
+        [e.context for e in examples],
+        features="entity",
+        question_names=[ids(links[e.id]["question"]) for e in examples],
+        context_names=[ids(links[e.id]["context"]) for e in examples],
+        max_length=MAX_LENGTH,
+        doc_stride=STRIDE,
+    )
 
 
 def baseline(folder: Path):
@@ -148,8 +160,8 @@ def nbest(start, end, row):
     import numpy as np
 
     best = (float("-inf"), 0, 0)
-    starts = np.argsort(start)[-1:-N_BEST - 1:-1]
-    ends = np.argsort(end)[-1:-N_BEST - 1:-1]
+    starts = np.argsort(start)[-1 : -N_BEST - 1 : -1]
+    ends = np.argsort(end)[-1 : -N_BEST - 1 : -1]
     for s in starts:
         for e in ends:
             if s >= len(row.offsets) or e >= len(row.offsets) or row.offsets[s] is None or row.offsets[e] is None:
@@ -190,15 +202,19 @@ def measure(method: str, work: Path, n: int) -> dict:
         best: list = [(float("-inf"), "")] * len(batch_examples)
         with torch.inference_mode():
             for at in range(0, len(order), BATCH):
-                part = [rows[k] for k in order[at:at + BATCH]]
+                part = [rows[k] for k in order[at : at + BATCH]]
                 batch = collate_qa(part, pad_id=tok.pad_id)
                 if method == "transformers-padded":
                     pad = MAX_LENGTH - batch["input_ids"].shape[1]
                     batch["input_ids"] = torch.nn.functional.pad(batch["input_ids"], (0, pad), value=tok.pad_id)
                     batch["attention_mask"] = torch.nn.functional.pad(batch["attention_mask"], (0, pad))
-                result = forward(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                                 entity_ids=batch["entity_ids"], entity_position_ids=batch["entity_position_ids"],
-                                 entity_attention_mask=batch["entity_attention_mask"])
+                result = forward(
+                    input_ids=batch["input_ids"],
+                    attention_mask=batch["attention_mask"],
+                    entity_ids=batch["entity_ids"],
+                    entity_position_ids=batch["entity_position_ids"],
+                    entity_attention_mask=batch["entity_attention_mask"],
+                )
                 starts, ends = result.start_logits.numpy(), result.end_logits.numpy()
                 for r, row in enumerate(part):
                     score, s, e = nbest(starts[r], ends[r], row)
@@ -211,9 +227,17 @@ def measure(method: str, work: Path, n: int) -> dict:
     t = time.perf_counter()
     rows, answers = run(examples)
     seconds = time.perf_counter() - t
-    return {"method": method, "examples_per_s": n / seconds, "seconds": seconds, "examples": n, "windows": len(rows),
-           "pieces": sum(len(r.ids) for r in rows), "entities": sum(len(r.slots) for r in rows),
-           "answers": answers, "peak_rss_mb": peak_rss_mb()}
+    return {
+        "method": method,
+        "examples_per_s": n / seconds,
+        "seconds": seconds,
+        "examples": n,
+        "windows": len(rows),
+        "pieces": sum(len(r.ids) for r in rows),
+        "entities": sum(len(r.slots) for r in rows),
+        "answers": answers,
+        "peak_rss_mb": peak_rss_mb(),
+    }
 
 
 def main() -> None:
@@ -221,7 +245,9 @@ def main() -> None:
     ap.add_argument("--examples", type=int, default=1190, help="pairs to link")
     ap.add_argument("--infer-examples", type=int, default=96, help="pairs to answer")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "qa_speed.json")
-    ap.add_argument("--linking-only", action="store_true", help="re-measure linking, keep the inference figures of --out")
+    ap.add_argument(
+        "--linking-only", action="store_true", help="re-measure linking, keep the inference figures of --out"
+    )
     args = ap.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.work, args.infer_examples)))
@@ -235,8 +261,9 @@ def main() -> None:
         args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         return
     prepare(args.work)
-    results = run_interleaved(__file__, METHODS, ["--infer-examples", str(args.infer_examples), "--work", str(args.work)],
-                              args.repeats)
+    results = run_interleaved(
+        __file__, METHODS, ["--infer-examples", str(args.infer_examples), "--work", str(args.work)], args.repeats
+    )
     best = best_runs(results, "examples_per_s")
     answers = {m: r["answers"] for m, r in best.items()}
     same = all(a == answers["ours"] for a in answers.values())
@@ -249,8 +276,11 @@ def main() -> None:
     args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(report, indent=1))
     if not same:
-        diff = [(i, {m: answers[m][i] for m in answers}) for i in range(len(answers["ours"]))
-                if len({answers[m][i] for m in answers}) > 1]
+        diff = [
+            (i, {m: answers[m][i] for m in answers})
+            for i in range(len(answers["ours"]))
+            if len({answers[m][i] for m in answers}) > 1
+        ]
         raise SystemExit(f"the methods disagree on {len(diff)} answers, e.g. {diff[:3]}")
 
 

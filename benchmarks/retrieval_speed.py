@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from probes.retrieval import build_index, faiss_module  # noqa: E402
+from probes.retrieval import build_index, faiss_module
 
 
 def rss_mb() -> float:
@@ -40,7 +40,7 @@ def rss_mb() -> float:
     return 0.0
 
 
-def timed(fn):  # noqa: ANN001, ANN201
+def timed(fn):
     start = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - start
@@ -74,11 +74,20 @@ def main() -> None:
     base = rng.standard_normal((args.n, args.dim), dtype=np.float32)
     picks = rng.choice(args.n, args.queries, replace=False)
     noise = rng.standard_normal((args.queries, args.dim), dtype=np.float32)
-    queries = {"random": rng.standard_normal((args.queries, args.dim), dtype=np.float32),
-               "near": base[picks] + 0.2 * noise}
-    out: dict = {"n": args.n, "dim": args.dim, "queries": args.queries, "k": args.k, "threads": args.threads,
-                 "machine": f"{platform.processor() or platform.machine()}, {args.threads} threads",
-                 "faiss": faiss.__version__, "methods": {}}
+    queries = {
+        "random": rng.standard_normal((args.queries, args.dim), dtype=np.float32),
+        "near": base[picks] + 0.2 * noise,
+    }
+    out: dict = {
+        "n": args.n,
+        "dim": args.dim,
+        "queries": args.queries,
+        "k": args.k,
+        "threads": args.threads,
+        "machine": f"{platform.processor() or platform.machine()}, {args.threads} threads",
+        "faiss": faiss.__version__,
+        "methods": {},
+    }
 
     before = rss_mb()
     flat, secs = timed(lambda: build_index(base, kind="flat", use_gpu=False))
@@ -92,11 +101,16 @@ def main() -> None:
             # like for like: the base vectors normalised once at build time, as build_index does for FAISS; each
             # query batch normalised once; euclidean distance between unit vectors ranks as cosine does
             before = rss_mb()
-            unit_nn, secs = timed(lambda: NearestNeighbors(n_neighbors=args.k, metric="euclidean", algorithm="brute")
-                                  .fit(base / np.linalg.norm(base, axis=1, keepdims=True)))
+            unit_nn, secs = timed(
+                lambda: NearestNeighbors(n_neighbors=args.k, metric="euclidean", algorithm="brute").fit(
+                    base / np.linalg.norm(base, axis=1, keepdims=True)
+                )
+            )
             out["methods"]["sklearn-unit"] = {"build_s": round(secs, 2), "memory_mb": round(rss_mb() - before)}
         searchers["sklearn-brute"] = lambda q: nn.kneighbors(q, args.k)[1]
-        searchers["sklearn-unit"] = lambda q: unit_nn.kneighbors(q / np.linalg.norm(q, axis=1, keepdims=True), args.k)[1]
+        searchers["sklearn-unit"] = lambda q: unit_nn.kneighbors(q / np.linalg.norm(q, axis=1, keepdims=True), args.k)[
+            1
+        ]
     exact: dict[str, np.ndarray] = {}
     times: dict[tuple[str, str], list[float]] = {}
     with threadpool_limits(args.threads):
@@ -110,15 +124,20 @@ def main() -> None:
                     out["methods"][method][f"{name}_same_ids_as_faiss"] = same
                     print(name, method, round(secs, 2), "s, same ids as FAISS flat", same, flush=True)
                     if same < 0.999:
-                        raise SystemExit(f"{method} and FAISS exact disagree on {1 - same:.4%} of the top-{args.k} slots")
+                        raise SystemExit(
+                            f"{method} and FAISS exact disagree on {1 - same:.4%} of the top-{args.k} slots"
+                        )
     for (method, name), secs in times.items():
         out["methods"][method][f"{name}_queries_per_s"] = round(args.queries / float(np.median(secs)), 1)
         out["methods"][method][f"{name}_seconds_per_round"] = [round(x, 3) for x in secs]
     if not args.skip_sklearn:
         for name in queries:
             for base_method in ("sklearn-brute", "sklearn-unit"):
-                out[f"{name}_flat_vs_{base_method}"] = round(out["methods"]["faiss-flat"][f"{name}_queries_per_s"]
-                                                             / out["methods"][base_method][f"{name}_queries_per_s"], 2)
+                out[f"{name}_flat_vs_{base_method}"] = round(
+                    out["methods"]["faiss-flat"][f"{name}_queries_per_s"]
+                    / out["methods"][base_method][f"{name}_queries_per_s"],
+                    2,
+                )
         nn = unit_nn = None
         print({k: v for k, v in out.items() if "_flat_vs_" in k}, flush=True)
     if args.skip_hnsw:
@@ -129,10 +148,16 @@ def main() -> None:
     flat = None  # free its memory before HNSW
 
     before = rss_mb()
-    hnsw, secs = timed(lambda: build_index(base, kind="hnsw", hnsw_m=args.hnsw_m, ef_construction=args.ef_construction,
-                                           use_gpu=False))
-    entry = out["methods"]["faiss-hnsw"] = {"build_s": round(secs, 2), "memory_mb": round(rss_mb() - before),
-                                            "hnsw_m": args.hnsw_m, "ef_construction": args.ef_construction, "ef_search": {}}
+    hnsw, secs = timed(
+        lambda: build_index(base, kind="hnsw", hnsw_m=args.hnsw_m, ef_construction=args.ef_construction, use_gpu=False)
+    )
+    entry = out["methods"]["faiss-hnsw"] = {
+        "build_s": round(secs, 2),
+        "memory_mb": round(rss_mb() - before),
+        "hnsw_m": args.hnsw_m,
+        "ef_construction": args.ef_construction,
+        "ef_search": {},
+    }
     print("hnsw build", round(secs, 1), "s", flush=True)
     for ef in (int(e) for e in args.ef_search.split(",")):
         hnsw.index.hnsw.efSearch = ef
@@ -142,8 +167,9 @@ def main() -> None:
             row[f"{name}_recall_at_{args.k}"] = round(recall(ids, exact[name]), 4)
             row[f"{name}_queries_per_s"] = round(args.queries / secs, 1)
             if "sklearn-brute" in out["methods"]:
-                row[f"{name}_vs_sklearn"] = round(row[f"{name}_queries_per_s"]
-                                                  / out["methods"]["sklearn-brute"][f"{name}_queries_per_s"], 1)
+                row[f"{name}_vs_sklearn"] = round(
+                    row[f"{name}_queries_per_s"] / out["methods"]["sklearn-brute"][f"{name}_queries_per_s"], 1
+                )
         print("ef", ef, row, flush=True)
     print(json.dumps(out, indent=1))
     if args.out:

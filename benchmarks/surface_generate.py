@@ -20,12 +20,113 @@ import random
 import time
 from pathlib import Path
 
-SYLLABLES = ["ka", "to", "ri", "men", "sur", "ban", "lo", "vi", "del", "mar", "san", "ber", "gen", "tal",
-             "or", "us", "ne", "po", "qu", "zel", "fa", "ho", "mi", "ra", "dun", "el", "ost", "wyn"]
-COMMON = ("the of and in to a is was for on as with by that at from his her it an were which are this be "
-          "also has had one their first after its new who they not but two have been other when there all "
-          "during into school time may years more most only over city some world would where later up such "
-          "used many can state about national out known university united then made").split()
+SYLLABLES = [
+    "ka",
+    "to",
+    "ri",
+    "men",
+    "sur",
+    "ban",
+    "lo",
+    "vi",
+    "del",
+    "mar",
+    "san",
+    "ber",
+    "gen",
+    "tal",
+    "or",
+    "us",
+    "ne",
+    "po",
+    "qu",
+    "zel",
+    "fa",
+    "ho",
+    "mi",
+    "ra",
+    "dun",
+    "el",
+    "ost",
+    "wyn",
+]
+COMMON = [
+    "the",
+    "of",
+    "and",
+    "in",
+    "to",
+    "a",
+    "is",
+    "was",
+    "for",
+    "on",
+    "as",
+    "with",
+    "by",
+    "that",
+    "at",
+    "from",
+    "his",
+    "her",
+    "it",
+    "an",
+    "were",
+    "which",
+    "are",
+    "this",
+    "be",
+    "also",
+    "has",
+    "had",
+    "one",
+    "their",
+    "first",
+    "after",
+    "its",
+    "new",
+    "who",
+    "they",
+    "not",
+    "but",
+    "two",
+    "have",
+    "been",
+    "other",
+    "when",
+    "there",
+    "all",
+    "during",
+    "into",
+    "school",
+    "time",
+    "may",
+    "years",
+    "more",
+    "most",
+    "only",
+    "over",
+    "city",
+    "some",
+    "world",
+    "would",
+    "where",
+    "later",
+    "up",
+    "such",
+    "used",
+    "many",
+    "can",
+    "state",
+    "about",
+    "national",
+    "out",
+    "known",
+    "university",
+    "united",
+    "then",
+    "made",
+]
 
 
 def vocabulary(rng: random.Random, size: int) -> list[str]:
@@ -51,7 +152,12 @@ def generate(path: Path, texts_path: Path, n_surfaces: int, n_entities: int, n_t
     rng.shuffle(names)
     anchors = 0
     t = time.perf_counter()
-    provenance = {"builder": "benchmarks/surface_generate.py", "seed": seed, "surfaces": n_surfaces, "entities": n_entities}
+    provenance = {
+        "builder": "benchmarks/surface_generate.py",
+        "seed": seed,
+        "surfaces": n_surfaces,
+        "entities": n_entities,
+    }
     with kb.EntityDB.create(path, overwrite=True, provenance=provenance) as w:
         w.add_languages(["en"])
         for i, surface in enumerate(names):
@@ -91,8 +197,14 @@ def generate(path: Path, texts_path: Path, n_surfaces: int, n_entities: int, n_t
                 words[-1] += rng.choice((",", ".", ";", ")"))
         texts.append(" ".join(words[:100]).capitalize() + ".")
     texts_path.write_text(json.dumps(texts), encoding="utf-8")
-    return {"surfaces": n_surfaces, "entities": n_entities, "anchor_rows": anchors, "texts": n_texts,
-            "db_mib": round(path.stat().st_size / 2**20), "write_s": round(build_s, 1)}
+    return {
+        "surfaces": n_surfaces,
+        "entities": n_entities,
+        "anchor_rows": anchors,
+        "texts": n_texts,
+        "db_mib": round(path.stat().st_size / 2**20),
+        "write_s": round(build_s, 1),
+    }
 
 
 def main() -> None:
@@ -103,8 +215,13 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path(__file__).parent / "work")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    out = generate(args.work / f"surfaces_{args.surfaces}.sqlite", args.work / f"texts_{args.surfaces}.json",
-                   args.surfaces, args.entities, args.texts)
+    out = generate(
+        args.work / f"surfaces_{args.surfaces}.sqlite",
+        args.work / f"texts_{args.surfaces}.json",
+        args.surfaces,
+        args.entities,
+        args.texts,
+    )
     print(json.dumps(out))
 
 

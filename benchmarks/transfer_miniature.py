@@ -37,8 +37,11 @@ def run(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)  # a small model: one thread is as fast, and robust on a shared machine
     work = args.work
     model = args.model or demo_model()
-    data = write_miniature(kb.default_db(), work / "data", seed=0) if not (work / "data" / "manifest.json").exists() \
+    data = (
+        write_miniature(kb.default_db(), work / "data", seed=0)
+        if not (work / "data" / "manifest.json").exists()
         else work / "data"
+    )
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
     settings = {k: (_shown(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     results: dict = {"model": str(model), "manifest": manifest, "settings": settings, "runs": []}
@@ -47,19 +50,39 @@ def run(args: argparse.Namespace) -> dict:
         for seed in args.seeds:
             for features in ("entity", "word"):
                 out = work / f"{task}-{features}-{seed}"
-                config = FineTuneConfig(learning_rate=args.learning_rate, batch_size=args.batch_size,
-                                        epochs=args.epochs, seed=seed)
+                config = FineTuneConfig(
+                    learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs, seed=seed
+                )
                 started = time.perf_counter()
-                report = finetune(task, data / task / "en" / "train.txt", data / task / "en" / "dev.txt", output=out,
-                                  features=features, model=model, config=config, overwrite=True, progress=False)
+                report = finetune(
+                    task,
+                    data / task / "en" / "train.txt",
+                    data / task / "en" / "dev.txt",
+                    output=out,
+                    features=features,
+                    model=model,
+                    config=config,
+                    overwrite=True,
+                    progress=False,
+                )
                 scores = evaluate(task, out, tests, progress=False)
-                results["runs"].append({"task": task, "seed": seed, "features": features,
-                                        "seconds": round(time.perf_counter() - started, 1),
-                                        "history": report.history, "languages": scores.rows,
-                                        "average": scores.average})
+                results["runs"].append(
+                    {
+                        "task": task,
+                        "seed": seed,
+                        "features": features,
+                        "seconds": round(time.perf_counter() - started, 1),
+                        "history": report.history,
+                        "languages": scores.rows,
+                        "average": scores.average,
+                    }
+                )
                 key = "f1" if task == "ner" else "macro_f1"
-                print(f"{task} {features} seed {seed}: en {100 * scores.rows[[r['lang'] for r in scores.rows].index('en')][key]:.1f}"
-                      f", average {100 * scores.average[key]:.1f} ({results['runs'][-1]['seconds']} s)", flush=True)
+                print(
+                    f"{task} {features} seed {seed}: en {100 * scores.rows[[r['lang'] for r in scores.rows].index('en')][key]:.1f}"
+                    f", average {100 * scores.average[key]:.1f} ({results['runs'][-1]['seconds']} s)",
+                    flush=True,
+                )
     if "re" in args.tasks:
         results["re_subsets"] = re_subsets(args, data)
     write_json(results, args.output, overwrite=True)
@@ -82,11 +105,14 @@ def re_subsets(args: argparse.Namespace, data: Path) -> dict:
     record = Path(args.model or demo_model()) / "demo.json"  # the (fact, language) pairs the model trained on
     if not record.is_file():
         raise SystemExit(f"{record} is missing: the RE subsets need the pretraining facts of a demo model")
-    pretraining = kb_facts_as_relations((t["subject"], t["property"], t["object"])
-                                        for t in json.loads(record.read_text(encoding="utf-8"))["train"])
+    pretraining = kb_facts_as_relations(
+        (t["subject"], t["property"], t["object"]) for t in json.loads(record.read_text(encoding="utf-8"))["train"]
+    )
     tags = tag_examples(splits, heldout_entities(db, seed=seed), pretraining)
-    tests = {lang: read_re(path, lang=lang).examples for lang, path in
-             sorted((p.parent.name, p) for p in (data / "re").glob("*/test.txt"))}
+    tests = {
+        lang: read_re(path, lang=lang).examples
+        for lang, path in sorted((p.parent.name, p) for p in (data / "re").glob("*/test.txt"))
+    }
     for lang, examples in tests.items():  # the files on disk are the generated sets
         if [(e.id, e.text) for e in examples] != [(e.id, e.text) for e in splits[lang]["test"].examples]:
             raise SystemExit(f"{data / 're' / lang / 'test.txt'} is not generate_re(seed={seed})'s test set")
@@ -96,15 +122,17 @@ def re_subsets(args: argparse.Namespace, data: Path) -> dict:
             model, tok = load_transfer(args.work / f"re-{features}-{seed_}")
             zero_shot, zero_pred, en = [], [], {}
             for lang, examples in tests.items():
-                predicted = predict_relations(model, tok, [e.text for e in examples],
-                                              [(e.head, e.tail) for e in examples], batch_size=16)
+                predicted = predict_relations(
+                    model, tok, [e.text for e in examples], [(e.head, e.tail) for e in examples], batch_size=16
+                )
                 if lang == "en":
                     en = subset_scores(examples, predicted, tags)
                 else:
                     zero_shot += examples
                     zero_pred += predicted
-            out["runs"].append({"seed": seed_, "features": features, "en": en,
-                                "zero_shot": subset_scores(zero_shot, zero_pred, tags)})
+            out["runs"].append(
+                {"seed": seed_, "features": features, "en": en, "zero_shot": subset_scores(zero_shot, zero_pred, tags)}
+            )
     return out
 
 
@@ -115,18 +143,25 @@ def subsets_table(results: dict) -> str:
     from probes.transfer.re_subsets import SUBSETS
 
     runs = results["re_subsets"]["runs"]
-    lines = ["| test examples | where | examples | E macro F1 | W macro F1 | E accuracy | W accuracy |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| test examples | where | examples | E macro F1 | W macro F1 | E accuracy | W accuracy |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for where in ("zero_shot", "en"):
         for subset in SUBSETS:
             cells = []
             for key in ("macro_f1", "accuracy"):
                 for features in ("entity", "word"):
-                    values = [100 * r[where][subset][key] for r in runs
-                              if r["features"] == features and r[where][subset]["examples"]]
+                    values = [
+                        100 * r[where][subset][key]
+                        for r in runs
+                        if r["features"] == features and r[where][subset]["examples"]
+                    ]
                     cells.append(f"{statistics.mean(values):.1f} ({statistics.pstdev(values):.1f})" if values else "-")
             n = runs[0][where][subset]["examples"]
-            lines.append(f"| {subset} | {'23 languages' if where == 'zero_shot' else 'en'} | {n} | " + " | ".join(cells) + " |")
+            lines.append(
+                f"| {subset} | {'23 languages' if where == 'zero_shot' else 'en'} | {n} | " + " | ".join(cells) + " |"
+            )
     return "\n".join(lines)
 
 
@@ -141,8 +176,14 @@ def table(results: dict, task: str) -> str:
     from common import e_vs_w_table
 
     key = "f1" if task == "ner" else "macro_f1"
-    return e_vs_w_table({(r["features"], r["seed"], row["lang"]): 100 * row[key] for r in results["runs"]
-                         if r["task"] == task for row in r["languages"]})
+    return e_vs_w_table(
+        {
+            (r["features"], r["seed"], row["lang"]): 100 * row[key]
+            for r in results["runs"]
+            if r["task"] == task
+            for row in r["languages"]
+        }
+    )
 
 
 def main() -> None:
@@ -157,8 +198,11 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
-    ap.add_argument("--subsets-only", action="store_true",
-                    help="recompute the RE subset scores from an earlier run's models and JSON")
+    ap.add_argument(
+        "--subsets-only",
+        action="store_true",
+        help="recompute the RE subset scores from an earlier run's models and JSON",
+    )
     args = ap.parse_args()
     if args.subsets_only:
         from kb.files import write_json

@@ -19,14 +19,44 @@ from pathlib import Path
 
 from common import peak_rss_mb
 
-LANGS = ("ar bn de el en es fi fr hi id it ja ko nl pl pt ru sv sw te th tr vi zh").split()
+LANGS = [
+    "ar",
+    "bn",
+    "de",
+    "el",
+    "en",
+    "es",
+    "fi",
+    "fr",
+    "hi",
+    "id",
+    "it",
+    "ja",
+    "ko",
+    "nl",
+    "pl",
+    "pt",
+    "ru",
+    "sv",
+    "sw",
+    "te",
+    "th",
+    "tr",
+    "vi",
+    "zh",
+]
 SYLLABLES = {
     "latin": ["ka", "to", "ri", "men", "sur", "ban", "lo", "vi", "del", "mar", "san", "ber", "gen", "tal", "or", "us"],
-    "ja": list("東京大阪都市山川田中島本日国語県町村"), "zh": list("北京上海市省山河中国人民大学天"),
-    "ar": list("ابتثجحخدذرزسشصضطظعغفقكلمنهوي"), "ru": list("абвгдежзиклмнопрстуфхцчшщыэюя"),
-    "ko": list("가나다라마바사아자차카타파하서울부산"), "th": list("กขคงจฉชซญดตถทนบปผพฟมยรลวสหอ"),
-    "hi": ["क", "ख", "ग", "त", "न", "म", "र", "ल", "स", "ह", "दि", "ली"], "el": list("αβγδεζηθικλμνξοπρστυφχψω"),
-    "bn": list("কখগঘচছজঝটঠডঢতথদধনপফবভমযরলশসহ"), "te": list("కఖగఘచఛజఝటఠడఢతథదధనపఫబభమయరలవశసహ"),
+    "ja": list("東京大阪都市山川田中島本日国語県町村"),
+    "zh": list("北京上海市省山河中国人民大学天"),
+    "ar": list("ابتثجحخدذرزسشصضطظعغفقكلمنهوي"),
+    "ru": list("абвгдежзиклмнопрстуфхцчшщыэюя"),
+    "ko": list("가나다라마바사아자차카타파하서울부산"),
+    "th": list("กขคงจฉชซญดตถทนบปผพฟมยรลวสหอ"),
+    "hi": ["क", "ख", "ग", "त", "न", "म", "र", "ल", "स", "ह", "दि", "ली"],
+    "el": list("αβγδεζηθικλμνξοπρστυφχψω"),
+    "bn": list("কখগঘচছজঝটঠডঢতথদধনপফবভমযরলশসহ"),
+    "te": list("కఖగఘచఛజఝటఠడఢతథదధనపఫబభమయరలవశసహ"),
 }
 
 
@@ -51,8 +81,11 @@ def generate(path: Path, n_entities: int, avg_names: int, seed: int = 0) -> tupl
             k = max(1, min(len(LANGS), round(rng.gauss(avg_names, 3))))
             base = " ".join(_word(rng, "en") for _ in range(rng.randint(1, 3)))
             for lang in rng.sample(LANGS, k):
-                title = base if lang in ("en", "de", "fr", "es", "it", "nl", "sv", "pt", "id", "tr", "vi", "pl", "fi", "sw") \
+                title = (
+                    base
+                    if lang in ("en", "de", "fr", "es", "it", "nl", "sv", "pt", "id", "tr", "vi", "pl", "fi", "sw")
                     else " ".join(_word(rng, lang) for _ in range(rng.randint(1, 2)))
+                )
                 key = f"{lang}:{title} {eid}"  # unique like real titles
                 f.write(", " + json.dumps(key, ensure_ascii=False) + f": {eid}")
                 n_keys += 1
@@ -78,8 +111,13 @@ def measure(kind: str, vocab: Path, keys_file: Path) -> dict:
         ids = [v.get_id(*k.split(":", 1)) for k in keys]
     total = time.perf_counter() - t0
     found = sum(i is not None for i in ids)
-    out = {"open_s": t_open, "open_plus_lookups_s": total, "found": found, "lookups": len(keys),
-           "peak_rss_mb": peak_rss_mb()}
+    out = {
+        "open_s": t_open,
+        "open_plus_lookups_s": total,
+        "found": found,
+        "lookups": len(keys),
+        "peak_rss_mb": peak_rss_mb(),
+    }
     if kind == "ours":
         pairs = [tuple(k.split(":", 1)) for k in keys]
         t = time.perf_counter()
@@ -90,7 +128,7 @@ def measure(kind: str, vocab: Path, keys_file: Path) -> dict:
         t = time.perf_counter()
         for _ in range(3):
             for start in range(0, len(pairs), 1000):
-                v.get_ids(pairs[start:start + 1000])
+                v.get_ids(pairs[start : start + 1000])
         out["batched_lookups_per_s"] = 3 * len(pairs) / (time.perf_counter() - t)
     else:
         t = time.perf_counter()
@@ -102,8 +140,12 @@ def measure(kind: str, vocab: Path, keys_file: Path) -> dict:
 
 
 def run_child(kind: str, vocab: Path, keys_file: Path) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--measure", kind, "--vocab", str(vocab), "--keys", str(keys_file)],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--measure", kind, "--vocab", str(vocab), "--keys", str(keys_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(proc.stdout)
 
 
@@ -136,7 +178,9 @@ def main() -> None:
         keys += [f"en:Missing title {i}" for i in range(args.lookups // 10)]  # 10% misses
         rng.shuffle(keys)
         keys_file.write_text(json.dumps(keys, ensure_ascii=False), encoding="utf-8")
-        print(f"generated {hf} ({n_keys:,} keys, {hf.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - t:.1f} s")
+        print(
+            f"generated {hf} ({n_keys:,} keys, {hf.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - t:.1f} s"
+        )
     if not ours.exists():
         t = time.perf_counter()
         EntityVocab.import_hf(hf, ours)
@@ -152,9 +196,15 @@ def main() -> None:
     print()
     print("| | open + 10k look-ups (s) | peak RSS (MB) | single look-ups/s | batched look-ups/s |")
     print("|---|---:|---:|---:|---:|")
-    print(f"| `json.load` + dict | {j['open_plus_lookups_s']:.2f} | {j['peak_rss_mb']:.0f} | {j['single_lookups_per_s']:,.0f} | - |")
-    print(f"| `kb.EntityVocab` (SQLite) | {o['open_plus_lookups_s']:.3f} | {o['peak_rss_mb']:.0f} | {o['single_lookups_per_s']:,.0f} | {o['batched_lookups_per_s']:,.0f} |")
-    print(f"| ratio | {j['open_plus_lookups_s'] / o['open_plus_lookups_s']:.0f}x faster | {j['peak_rss_mb'] / o['peak_rss_mb']:.0f}x less | | |")
+    print(
+        f"| `json.load` + dict | {j['open_plus_lookups_s']:.2f} | {j['peak_rss_mb']:.0f} | {j['single_lookups_per_s']:,.0f} | - |"
+    )
+    print(
+        f"| `kb.EntityVocab` (SQLite) | {o['open_plus_lookups_s']:.3f} | {o['peak_rss_mb']:.0f} | {o['single_lookups_per_s']:,.0f} | {o['batched_lookups_per_s']:,.0f} |"
+    )
+    print(
+        f"| ratio | {j['open_plus_lookups_s'] / o['open_plus_lookups_s']:.0f}x faster | {j['peak_rss_mb'] / o['peak_rss_mb']:.0f}x less | | |"
+    )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.kb.sources.wikitext_oracle import (  # noqa: E402
+from tests.kb.sources.wikitext_oracle import (
     _INDENTED_TABLE_RE,
     MEDIAWIKI_TRAILS,
     SITE_NAMESPACES,
@@ -38,8 +38,9 @@ from tests.kb.sources.wikitext_oracle import (  # noqa: E402
 
 def _parser_at(rev: str):
     """``parse_wikitext`` and ``LinkRules`` of kb/sources/wikitext.py at git revision ``rev``."""
-    source = subprocess.run(["git", "show", f"{rev}:kb/sources/wikitext.py"], cwd=ROOT, check=True,
-                            capture_output=True, text=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{rev}:kb/sources/wikitext.py"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "wikitext_baseline.py"
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("wikitext_baseline", path)
@@ -66,14 +67,24 @@ def _score(parse, rules_cls, pages: dict[str, list[str]], oracle: dict[str, list
             n_extra += len(missing(ours, expected))
             for target, anchor in lost:
                 examples[f"{lang}: {target} / {anchor}"] += 1
-        out["languages"][lang] = {"links": n_links, "kept": n_kept, "agreement_pct": round(100 * n_kept / max(1, n_links), 2),
-                                  "extra_links": n_extra, "found": n_found}
+        out["languages"][lang] = {
+            "links": n_links,
+            "kept": n_kept,
+            "agreement_pct": round(100 * n_kept / max(1, n_links), 2),
+            "extra_links": n_extra,
+            "found": n_found,
+        }
         total, kept, extra = total + n_links, kept + n_kept, extra + n_extra
         found += n_found
     # found: all the article links the parser returned (kept ones, plus extra ones the oracle does not have)
-    out.update(links=total, kept=kept, agreement_pct=round(100 * kept / max(1, total), 2), extra_links=extra,
-               found=found,
-               most_common_lost=examples.most_common(10))
+    out.update(
+        links=total,
+        kept=kept,
+        agreement_pct=round(100 * kept / max(1, total), 2),
+        extra_links=extra,
+        found=found,
+        most_common_lost=examples.most_common(10),
+    )
     return out
 
 
@@ -95,16 +106,24 @@ def _time(pages: dict[str, list[str]], parsers: dict, rounds: int) -> dict:
             seconds[name].append(time.process_time() - start)
     med = {name: statistics.median(v) for name, v in seconds.items()}
     n = sum(map(len, pages.values()))
-    return {"rounds": rounds, "cpu_seconds": seconds, "pages_per_cpu_second": {k: round(n / v) for k, v in med.items()},
-            "ours_over_baseline_time": round(med["ours"] / med["baseline"], 3)}
+    return {
+        "rounds": rounds,
+        "cpu_seconds": seconds,
+        "pages_per_cpu_second": {k: round(n / v) for k, v in med.items()},
+        "ours_over_baseline_time": round(med["ours"] / med["baseline"], 3),
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pages", type=int, default=400, help="pages per language")
     ap.add_argument("--baseline-rev", help="also score kb/sources/wikitext.py at this git revision")
-    ap.add_argument("--rounds", type=int, default=0,
-                    help="also time ours vs the baseline: CPU seconds over all pages, alternating rounds, medians")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=0,
+        help="also time ours vs the baseline: CPU seconds over all pages, alternating rounds, medians",
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
@@ -112,14 +131,18 @@ def main() -> None:
 
     pages = {lang: [PageGenerator(lang, seed).page() for seed in range(args.pages)] for lang in MEDIAWIKI_TRAILS}
     oracle = {lang: [oracle_links(p, lang) for p in ps] for lang, ps in pages.items()}
-    result = {"pages": sum(map(len, pages.values())), "pages_per_language": args.pages,
-              "ours": _score(parse_wikitext, LinkRules, pages, oracle)}
+    result = {
+        "pages": sum(map(len, pages.values())),
+        "pages_per_language": args.pages,
+        "ours": _score(parse_wikitext, LinkRules, pages, oracle),
+    }
     if args.baseline_rev:
         parse, rules_cls = _parser_at(args.baseline_rev)
         result["baseline"] = {"rev": args.baseline_rev, **_score(parse, rules_cls, pages, oracle)}
         if args.rounds:
-            result["timing"] = _time(pages, {"ours": (parse_wikitext, LinkRules), "baseline": (parse, rules_cls)},
-                                     args.rounds)
+            result["timing"] = _time(
+                pages, {"ours": (parse_wikitext, LinkRules), "baseline": (parse, rules_cls)}, args.rounds
+            )
     print(json.dumps(result, ensure_ascii=False, indent=1))
     if args.out:
         args.out.write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -42,8 +42,11 @@ def xlmr_tokenizer_file() -> Path:
 def candidates(tok, n: int) -> list[str]:
     """``n`` labels, n/5 of each length 1..5 pieces (whole ASCII words of the XLM-R vocabulary)."""
     rng = random.Random(0)
-    words = [t[1:] for t in tok.convert_ids_to_tokens(list(range(1000, 60000)))
-             if t.startswith("\u2581") and t[1:].isalpha() and t[1:].isascii() and len(t) > 4]
+    words = [
+        t[1:]
+        for t in tok.convert_ids_to_tokens(list(range(1000, 60000)))
+        if t.startswith("\u2581") and t[1:].isalpha() and t[1:].isascii() and len(t) > 4
+    ]
     out: list[str] = []
     for k in range(1, 6):
         found: list[str] = []
@@ -65,9 +68,12 @@ def reference(hf, tok, subjects: list[str], cands: list[str], batch: int) -> tor
     scores = torch.empty(len(subjects), len(cands))
     with torch.inference_mode():
         for start in range(0, len(instances), batch):
-            part = instances[start:start + batch]
-            enc = tok([tpl.fill(subjects[i], tok.mask_token * len(pieces[j])) for i, j in part], padding=True,
-                      return_tensors="pt")
+            part = instances[start : start + batch]
+            enc = tok(
+                [tpl.fill(subjects[i], tok.mask_token * len(pieces[j])) for i, j in part],
+                padding=True,
+                return_tensors="pt",
+            )
             logp = torch.log_softmax(hf(**enc).logits.float(), -1)
             for row, (i, j) in enumerate(part):
                 where = (enc["input_ids"][row] == tok.mask_token_id).nonzero().flatten()
@@ -79,8 +85,18 @@ def ours(bundle, subjects: list[str], cands: list[str], batch: int) -> torch.Ten
     from kb.db.templates import parse_template
     from mluke.cloze import run_cloze
 
-    r = run_cloze(parse_template(TEMPLATE), "en", [(None, s) for s in subjects], [(f"C{j}", c) for j, c in enumerate(cands)],
-                  {}, model=bundle, mode="word", normalize="vocabulary", top_k=len(cands), batch_size=batch)
+    r = run_cloze(
+        parse_template(TEMPLATE),
+        "en",
+        [(None, s) for s in subjects],
+        [(f"C{j}", c) for j, c in enumerate(cands)],
+        {},
+        model=bundle,
+        mode="word",
+        normalize="vocabulary",
+        top_k=len(cands),
+        batch_size=batch,
+    )
     scores = torch.empty(len(subjects), len(cands))
     for i, row in enumerate(r.rows):
         for p in row.predictions:
@@ -105,9 +121,17 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     tok = XLMRobertaTokenizer(tokenizer_file=str(xlmr_tokenizer_file()))
-    config = XLMRobertaConfig(vocab_size=250002, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                              intermediate_size=3072, max_position_embeddings=514, pad_token_id=1, bos_token_id=0,
-                              eos_token_id=2)
+    config = XLMRobertaConfig(
+        vocab_size=250002,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=514,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+    )
     hf = XLMRobertaForMaskedLM(config).eval()
     bundle = Mluke(WordModel(hf), WordTokenizer(tok), None)  # the same weights for both methods
     subjects = [f"Country {i}" for i in range(args.subjects)]
@@ -116,8 +140,10 @@ def main() -> None:
     cpu: dict[str, list[float]] = {"reference": [], "ours": []}
     results: dict[str, torch.Tensor] = {}
     for _ in range(args.repeats):
-        for name, run in (("reference", lambda: reference(hf, tok, subjects, cands, args.batch)),
-                          ("ours", lambda: ours(bundle, subjects, cands, args.batch))):
+        for name, run in (
+            ("reference", lambda: reference(hf, tok, subjects, cands, args.batch)),
+            ("ours", lambda: ours(bundle, subjects, cands, args.batch)),
+        ):
             t, c = time.perf_counter(), time.process_time()
             results[name] = run()
             times[name].append(time.perf_counter() - t)
@@ -129,11 +155,22 @@ def main() -> None:
         raise SystemExit(f"scores differ: max |diff| {diff:.2e}, same top-1: {same_top}")
     med = {k: statistics.median(v) for k, v in times.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
-    summary = {"subjects": args.subjects, "candidates": args.candidates, "instances": args.subjects * args.candidates,
-               "batch": args.batch, "threads": args.threads, "max_abs_score_diff": diff, "same_top1": same_top,
-               "seconds": times, "median_s": med, "subjects_per_s": {k: args.subjects / v for k, v in med.items()},
-               "speedup": med["reference"] / med["ours"], "cpu_seconds": cpu, "median_cpu_s": med_cpu,
-               "speedup_cpu": med_cpu["reference"] / med_cpu["ours"]}
+    summary = {
+        "subjects": args.subjects,
+        "candidates": args.candidates,
+        "instances": args.subjects * args.candidates,
+        "batch": args.batch,
+        "threads": args.threads,
+        "max_abs_score_diff": diff,
+        "same_top1": same_top,
+        "seconds": times,
+        "median_s": med,
+        "subjects_per_s": {k: args.subjects / v for k, v in med.items()},
+        "speedup": med["reference"] / med["ours"],
+        "cpu_seconds": cpu,
+        "median_cpu_s": med_cpu,
+        "speedup_cpu": med_cpu["reference"] / med_cpu["ours"],
+    }
     print(json.dumps(summary, indent=1))
     if args.out:
         args.out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")

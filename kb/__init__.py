@@ -64,13 +64,34 @@ __all__ = [
 #: Names ``kb`` exported before its sub-packages existed, still reachable as ``kb.<name>`` (not in
 #: ``__all__``; their homes are the modules named here).
 _MOVED = {
-    **{name: "kb.errors" for name in ("InputFormatError", "KbFormatError", "NotFoundError", "OptionError",
-                                      "OutputExistsError", "SchemaVersionError", "TemplateError", "TextInputError",
-                                      "UnknownLanguageError")},
-    **{name: "kb.db" for name in ("Entity", "Fact", "Match", "Template")},
-    **{name: "kb.mentions" for name in ("AnchorCandidates", "Candidate", "CandidateGenerator", "CombinedCandidates",
-                                        "Mention", "NameCandidates", "surface_key")},
-    **{name: "kb.sources" for name in ("AddReport", "BuildReport", "CorpusLink", "CorpusPage", "embedded_path")},
+    **dict.fromkeys(
+        (
+            "InputFormatError",
+            "KbFormatError",
+            "NotFoundError",
+            "OptionError",
+            "OutputExistsError",
+            "SchemaVersionError",
+            "TemplateError",
+            "TextInputError",
+            "UnknownLanguageError",
+        ),
+        "kb.errors",
+    ),
+    **dict.fromkeys(("Entity", "Fact", "Match", "Template"), "kb.db"),
+    **dict.fromkeys(
+        (
+            "AnchorCandidates",
+            "Candidate",
+            "CandidateGenerator",
+            "CombinedCandidates",
+            "Mention",
+            "NameCandidates",
+            "surface_key",
+        ),
+        "kb.mentions",
+    ),
+    **dict.fromkeys(("AddReport", "BuildReport", "CorpusLink", "CorpusPage", "embedded_path"), "kb.sources"),
     "VocabEntry": "kb.vocab",
 }
 

@@ -37,14 +37,21 @@ class EntityDescription:
         return data
 
 
-def lookup(db: EntityDB | str | os.PathLike[str] | None, query: str | None = None, *, lang: str = "en",
-           key: str | None = None) -> list[EntityDescription]:
+def lookup(
+    db: EntityDB | str | os.PathLike[str] | None, query: str | None = None, *, lang: str = "en", key: str | None = None
+) -> list[EntityDescription]:
     """The entities ``query`` may refer to in ``lang`` (title, redirect, label or alias), or the entity
     ``key`` with its facts; give one of the two. ``db``: anything :func:`kb.open_db` takes. An unknown
     key raises :class:`kb.errors.NotFoundError`."""
     if (query is None) == (key is None):
-        raise OptionError("give either {query} (with {lang}) or {key}, not both and not neither", options={
-            "query": Option("a name as query=", "a QUERY"), "lang": Option("lang=", "--lang"), "key": Option("key=", "--key")})
+        raise OptionError(
+            "give either {query} (with {lang}) or {key}, not both and not neither",
+            options={
+                "query": Option("a name as query=", "a QUERY"),
+                "lang": Option("lang=", "--lang"),
+                "key": Option("key=", "--key"),
+            },
+        )
     opened = open_db(db)
     try:
         return _describe(opened, query, lang, key)
@@ -66,11 +73,24 @@ def _describe(db: EntityDB, query: str | None, lang: str, key: str | None) -> li
         if key is not None:
             rows = db.facts(subject=k)
             names = db.labels([f.object for f in rows], lang)
-            facts = [(f.property, db.property_label(f.property, lang) or "", f.object, names.get(f.object, ""))
-                     for f in rows]
-        out.append(EntityDescription(k, via, e.kind, qualified[k], priors.get(k, 0.0 if query is not None else None),
-                                     e.name(lang), e.name("en"), e.titles, e.labels,
-                                     {code: list(v) for code, v in e.aliases.items()}, facts))
+            facts = [
+                (f.property, db.property_label(f.property, lang) or "", f.object, names.get(f.object, "")) for f in rows
+            ]
+        out.append(
+            EntityDescription(
+                k,
+                via,
+                e.kind,
+                qualified[k],
+                priors.get(k, 0.0 if query is not None else None),
+                e.name(lang),
+                e.name("en"),
+                e.titles,
+                e.labels,
+                {code: list(v) for code, v in e.aliases.items()},
+                facts,
+            )
+        )
     return out
 
 

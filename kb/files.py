@@ -33,8 +33,9 @@ def check_output(path: str | os.PathLike[str], *, overwrite: bool = False, what:
     """``path``, after refusing an existing one (unless ``overwrite``) and creating its parent folders."""
     path = Path(path)
     if (path.exists() or path.is_symlink()) and not overwrite:
-        raise OutputExistsError(f"{path}{what} already exists; pass {{overwrite}} to replace it",
-                                options={"overwrite": flag("overwrite")})
+        raise OutputExistsError(
+            f"{path}{what} already exists; pass {{overwrite}} to replace it", options={"overwrite": flag("overwrite")}
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -50,7 +51,7 @@ def remove_temporaries(path: Path) -> None:
     Only for a caller that knows nothing else is writing ``path`` now (e.g. it holds a lock)."""
     prefix = f"{path.name}."
     for tmp in path.parent.glob(glob.escape(prefix) + "*-*"):
-        tag, _, pid = tmp.name[len(prefix):].rpartition("-")
+        tag, _, pid = tmp.name[len(prefix) :].rpartition("-")
         if tag in ("partial", "old") and pid.isdigit():
             remove(tmp)
 
@@ -84,9 +85,11 @@ def publish(tmp: Path, path: Path, *, overwrite: bool = False) -> None:
     try:
         os.link(tmp, path)
     except FileExistsError:
-        raise OutputExistsError(f"{path} appeared while this one was being written (another process wrote it); "
-                                "it is left as it is; pass {overwrite} to replace it",
-                                options={"overwrite": flag("overwrite")}) from None
+        raise OutputExistsError(
+            f"{path} appeared while this one was being written (another process wrote it); "
+            "it is left as it is; pass {overwrite} to replace it",
+            options={"overwrite": flag("overwrite")},
+        ) from None
     except OSError:  # a file system without hard links
         check_output(path)
         os.replace(tmp, path)
@@ -112,7 +115,9 @@ def atomic_path(path: str | os.PathLike[str], *, overwrite: bool = False, what: 
 
 
 @contextlib.contextmanager
-def atomic_text(path: str | os.PathLike[str], *, overwrite: bool = False, newline: str | None = None) -> Iterator[IO[str]]:
+def atomic_text(
+    path: str | os.PathLike[str], *, overwrite: bool = False, newline: str | None = None
+) -> Iterator[IO[str]]:
     """A UTF-8 text file at ``path``, written through :func:`atomic_path`."""
     with atomic_path(path, overwrite=overwrite) as tmp, tmp.open("w", encoding="utf-8", newline=newline) as f:
         yield f
@@ -146,8 +151,9 @@ def write_jsonl(records: Iterable[Any], dest: str | os.PathLike[str], *, overwri
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def write_csv(columns: Sequence[str], rows: Iterable[Sequence[Any]], dest: str | os.PathLike[str], *,
-              overwrite: bool = False) -> None:
+def write_csv(
+    columns: Sequence[str], rows: Iterable[Sequence[Any]], dest: str | os.PathLike[str], *, overwrite: bool = False
+) -> None:
     """Write a header and rows as CSV to a file, or to standard output for ``-``."""
     with output(dest, overwrite=overwrite, newline="") as f:
         writer = csv.writer(f)
@@ -175,8 +181,12 @@ def is_plain_name(name: object) -> bool:
     """Whether ``name``, read from a data file (a manifest, a metadata file), is one file or folder name
     that stays inside the folder it is joined to: a non-empty str with no folder part (``/``, ``\\``),
     not ``.`` or ``..``, not absolute, without NUL. Joining anything else could reach other files."""
-    return (isinstance(name, str) and name not in ("", ".", "..") and not any(c in name for c in "/\\\x00")
-            and Path(name).name == name)
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and not any(c in name for c in "/\\\x00")
+        and Path(name).name == name
+    )
 
 
 def _open_input(path: Path, expected: str) -> IO[bytes]:
@@ -213,12 +223,13 @@ def iter_lines(source: str | os.PathLike[str], *, pipe_hint: str | None = None) 
     not UTF-8 raise it, naming the line, when the iteration reaches them.
     """
     if str(source) == "-":
-        stream: Any = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else (
-            line.encode("utf-8") for line in sys.stdin)
+        stream: Any = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else (line.encode("utf-8") for line in sys.stdin)
         return _decoded_lines(stream, "standard input", None)
     if pipe_hint and not Path(source).exists() and _looks_like_text(str(source)):
-        raise InputFormatError(f"{str(source)!r} is not a file: this command reads a file with one text "
-                               f"per line; to give text directly, pipe it in: echo {str(source)!r} | {pipe_hint}")
+        raise InputFormatError(
+            f"{str(source)!r} is not a file: this command reads a file with one text "
+            f"per line; to give text directly, pipe it in: echo {str(source)!r} | {pipe_hint}"
+        )
     path = Path(source)
     f = _open_input(path, "a text file with one text per line")
     return _decoded_lines(f, str(path), f)
@@ -232,7 +243,7 @@ def _decoded_lines(raw: Iterable[bytes], name: str, owned: IO[bytes] | None) -> 
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise InputFormatError(
-                    f"{name}, line {number}: bytes that are not UTF-8 ({data[exc.start:exc.start + 4]!r}); "
+                    f"{name}, line {number}: bytes that are not UTF-8 ({data[exc.start : exc.start + 4]!r}); "
                     "expected UTF-8 text (convert it first, e.g. with iconv -t UTF-8)"
                 ) from None
             if number == 1:

@@ -25,15 +25,12 @@ def check_language(lang: str, allowed: Iterable[str] | None = None) -> str:
     """
     if not isinstance(lang, str) or not _CODE_RE.match(lang):
         raise UnknownLanguageError(
-            f"{lang!r} is not a language code: expected a lower-case Wikipedia code "
-            f"such as 'en', 'ja' or 'zh'"
+            f"{lang!r} is not a language code: expected a lower-case Wikipedia code such as 'en', 'ja' or 'zh'"
         )
     if allowed is not None:
         allowed = tuple(allowed)
         if lang not in allowed:
-            raise UnknownLanguageError(
-                f"unknown language {lang!r}: expected one of {', '.join(sorted(allowed))}"
-            )
+            raise UnknownLanguageError(f"unknown language {lang!r}: expected one of {', '.join(sorted(allowed))}")
     return lang
 
 

@@ -134,9 +134,12 @@ class EntityVocab(SqliteStore):
         for lang, titles in by_lang.items():
             for part in chunked(titles, 900):
                 marks = ",".join("?" * len(part))
-                found.update(((lang, t), i) for t, i in self._conn.execute(
-                    f"SELECT title, id FROM names WHERE lang = ? AND title IN ({marks})", (lang, *part)
-                ))
+                found.update(
+                    ((lang, t), i)
+                    for t, i in self._conn.execute(
+                        f"SELECT title, id FROM names WHERE lang = ? AND title IN ({marks})", (lang, *part)
+                    )
+                )
         return [found.get((p[0], p[1]), default) for p in pairs]
 
     def id_of_key(self, key: str, default: int | None = None) -> int | None:
@@ -165,10 +168,15 @@ class EntityVocab(SqliteStore):
         names: dict[int, list[tuple[str, str]]] = {}
         for part in chunked(list(dict.fromkeys(int(i) for i in ids))):
             marks = ",".join("?" * len(part))
-            found.update((i, (k, s, c)) for i, k, s, c in self._conn.execute(
-                f"SELECT id, key, special, count FROM entries WHERE id IN ({marks})", part))
+            found.update(
+                (i, (k, s, c))
+                for i, k, s, c in self._conn.execute(
+                    f"SELECT id, key, special, count FROM entries WHERE id IN ({marks})", part
+                )
+            )
             for i, lang, title in self._conn.execute(
-                    f"SELECT id, lang, title FROM names WHERE id IN ({marks}) ORDER BY id, lang, title", part):
+                f"SELECT id, lang, title FROM names WHERE id IN ({marks}) ORDER BY id, lang, title", part
+            ):
                 names.setdefault(i, []).append((lang, title))
         missing = [i for i in ids if int(i) not in found]
         if missing:
@@ -196,13 +204,19 @@ class EntityVocab(SqliteStore):
     # -- building -----------------------------------------------------------------------------
     @classmethod
     def _write(
-        cls, path: str | os.PathLike[str], entries: Iterable[tuple[int, str | None, str | None, int, Iterable[tuple[str, str]]]],
-        *, overwrite: bool, provenance: dict[str, Any], db: EntityDB | None = None,
+        cls,
+        path: str | os.PathLike[str],
+        entries: Iterable[tuple[int, str | None, str | None, int, Iterable[tuple[str, str]]]],
+        *,
+        overwrite: bool,
+        provenance: dict[str, Any],
+        db: EntityDB | None = None,
     ) -> EntityVocab:
         """Write ``(id, key, special, count, names)`` rows atomically; reject duplicate names or ids.
         With ``db``, ids without a key get the one their titles resolve to."""
-        with atomic_build(path, fmt=FORMAT, version=FORMAT_VERSION, schema=_SCHEMA,
-                          overwrite=overwrite, provenance=provenance) as conn:
+        with atomic_build(
+            path, fmt=FORMAT, version=FORMAT_VERSION, schema=_SCHEMA, overwrite=overwrite, provenance=provenance
+        ) as conn:
             ins_entry = "INSERT INTO entries(id, key, special, count) VALUES (?, ?, ?, ?)"
             ins_name = "INSERT INTO names(lang, title, id) VALUES (?, ?, ?)"
             batch_e: list[tuple] = []
@@ -220,8 +234,14 @@ class EntityVocab(SqliteStore):
 
     @classmethod
     def build(
-        cls, db: EntityDB, path: str | os.PathLike[str], *, size: int = DEFAULT_SIZE,
-        min_languages: int = DEFAULT_MIN_LANGUAGES, languages: Iterable[str] | None = None, overwrite: bool = False,
+        cls,
+        db: EntityDB,
+        path: str | os.PathLike[str],
+        *,
+        size: int = DEFAULT_SIZE,
+        min_languages: int = DEFAULT_MIN_LANGUAGES,
+        languages: Iterable[str] | None = None,
+        overwrite: bool = False,
     ) -> EntityVocab:
         """The ``size`` entities with most hyperlinks among those with a title in >= ``min_languages``.
 
@@ -245,13 +265,22 @@ class EntityVocab(SqliteStore):
             for key, count in ranked:
                 yield ids[key], key, None, count, names.get(ids[key], ())
 
-        provenance = {"builder": "kb.EntityVocab.build", "database": str(db.path), "size": size,
-                      "min_languages": min_languages, "languages": list(langs), "entities": len(ranked)}
+        provenance = {
+            "builder": "kb.EntityVocab.build",
+            "database": str(db.path),
+            "size": size,
+            "min_languages": min_languages,
+            "languages": list(langs),
+            "entities": len(ranked),
+        }
         return cls._write(path, rows(), overwrite=overwrite, provenance=provenance)
 
     @classmethod
-    def for_entities(cls, db: EntityDB, keys: Sequence[str], path: str | os.PathLike[str], *, overwrite: bool = False) -> EntityVocab:
+    def for_entities(
+        cls, db: EntityDB, keys: Sequence[str], path: str | os.PathLike[str], *, overwrite: bool = False
+    ) -> EntityVocab:
         """A vocabulary of exactly ``keys`` (ids 4, 5, ... in the given order), named by their titles in ``db``."""
+
         def rows() -> Iterator[tuple[int, str | None, str | None, int, Iterable[tuple[str, str]]]]:
             for i, name in enumerate(SPECIAL_ENTITIES):
                 yield i, None, name, 0, ()
@@ -262,8 +291,16 @@ class EntityVocab(SqliteStore):
         return cls._write(path, rows(), overwrite=overwrite, provenance=provenance)
 
     @classmethod
-    def import_file(cls, source: str | os.PathLike[str], path: str | os.PathLike[str], *, layout: str | None = None,
-                    db: EntityDB | None = None, default_lang: str | None = None, overwrite: bool = False) -> EntityVocab:
+    def import_file(
+        cls,
+        source: str | os.PathLike[str],
+        path: str | os.PathLike[str],
+        *,
+        layout: str | None = None,
+        db: EntityDB | None = None,
+        default_lang: str | None = None,
+        overwrite: bool = False,
+    ) -> EntityVocab:
         """Import a vocabulary file in the ``"hf"`` layout (:meth:`import_hf`) or the luke ``"jsonl"`` one
         (:meth:`import_jsonl`), keeping its ids: what ``mluke kb vocab-import`` does. ``layout=None`` reads
         it from the file: one JSON object per line with ``"entities"`` is ``"jsonl"``, anything else ``"hf"``."""
@@ -277,8 +314,13 @@ class EntityVocab(SqliteStore):
 
     @classmethod
     def import_hf(
-        cls, json_path: str | os.PathLike[str], path: str | os.PathLike[str], *, db: EntityDB | None = None,
-        default_lang: str | None = None, overwrite: bool = False,
+        cls,
+        json_path: str | os.PathLike[str],
+        path: str | os.PathLike[str],
+        *,
+        db: EntityDB | None = None,
+        default_lang: str | None = None,
+        overwrite: bool = False,
     ) -> EntityVocab:
         """Import a Hugging Face ``entity_vocab.json`` (``{"en:Tokyo": 5, "[MASK]": 2, ...}``).
 
@@ -289,8 +331,9 @@ class EntityVocab(SqliteStore):
         """
         json_path = Path(json_path)
         provenance = {"builder": "kb.EntityVocab.import_hf", "source": str(json_path)}
-        with atomic_build(path, fmt=FORMAT, version=FORMAT_VERSION, schema=_SCHEMA,
-                          overwrite=overwrite, provenance=provenance) as conn:
+        with atomic_build(
+            path, fmt=FORMAT, version=FORMAT_VERSION, schema=_SCHEMA, overwrite=overwrite, provenance=provenance
+        ) as conn:
             entries: list[tuple[int, str | None]] = []
             names: list[tuple[str, str, int]] = []
             for raw_key, raw_id in _stream_json_object(json_path):
@@ -299,7 +342,9 @@ class EntityVocab(SqliteStore):
                 except ValueError:
                     id_ = -1
                 if id_ < 0 or not raw_id.isdigit():
-                    raise InputFormatError(f"{json_path}: entry {raw_key!r} has id {raw_id}; expected a non-negative integer")
+                    raise InputFormatError(
+                        f"{json_path}: entry {raw_key!r} has id {raw_id}; expected a non-negative integer"
+                    )
                 if raw_key in SPECIAL_ENTITIES:
                     entries.append((id_, raw_key))
                     continue
@@ -325,7 +370,11 @@ class EntityVocab(SqliteStore):
 
     @classmethod
     def import_jsonl(
-        cls, jsonl_path: str | os.PathLike[str], path: str | os.PathLike[str], *, db: EntityDB | None = None,
+        cls,
+        jsonl_path: str | os.PathLike[str],
+        path: str | os.PathLike[str],
+        *,
+        db: EntityDB | None = None,
         overwrite: bool = False,
     ) -> EntityVocab:
         """Import the original luke layout: one ``{"id", "entities": [[title, lang], ...], "count"}`` per line."""
@@ -347,8 +396,8 @@ class EntityVocab(SqliteStore):
                     pairs = [(str(t), l) for t, l in ents]
                 except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                     raise InputFormatError(
-                        f"{jsonl_path}, line {lineno}: expected {{\"id\": int, \"entities\": [[title, lang], ...], "
-                        f"\"count\": int}} ({exc})"
+                        f'{jsonl_path}, line {lineno}: expected {{"id": int, "entities": [[title, lang], ...], '
+                        f'"count": int}} ({exc})'
                     ) from None
                 counts[id_] = count
                 for title, lang in pairs:
@@ -357,7 +406,9 @@ class EntityVocab(SqliteStore):
                     else:
                         by_id.setdefault(id_, []).append((lang, title))
         provenance = {"builder": "kb.EntityVocab.import_jsonl", "source": str(jsonl_path)}
-        return cls._write(path, _entries_from(by_id, specials, counts), overwrite=overwrite, provenance=provenance, db=db)
+        return cls._write(
+            path, _entries_from(by_id, specials, counts), overwrite=overwrite, provenance=provenance, db=db
+        )
 
     # -- export ---------------------------------------------------------------------------------
     def export(self, path: str | os.PathLike[str], *, layout: str = "hf", overwrite: bool = False) -> Path:
@@ -371,11 +422,13 @@ class EntityVocab(SqliteStore):
 
     def export_hf(self, json_path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the Hugging Face ``entity_vocab.json`` layout (streamed, atomically)."""
+
         def lines() -> Iterator[str]:
             for e in self:
                 keys = [e.special] if e.special else [f"{l}:{t}" for l, t in e.names]
                 for k in keys:
                     yield f"{json.dumps(k, ensure_ascii=False)}: {e.id}"
+
         return _write_text(json_path, lines(), overwrite=overwrite, head="{\n", sep=",\n", tail="\n}\n")
 
     def export_jsonl(self, jsonl_path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
@@ -386,6 +439,7 @@ class EntityVocab(SqliteStore):
             for e in self:
                 ents = [[e.special, l] for l in langs] if e.special else [[t, l] for l, t in e.names]
                 yield json.dumps({"id": e.id, "entities": ents, "count": e.count}, ensure_ascii=False)
+
         return _write_text(jsonl_path, lines(), overwrite=overwrite, head="", sep="\n", tail="\n")
 
 
@@ -425,7 +479,9 @@ def _entries_from(
 
 
 _JSON_STR = r'"(?:[^"\\]|\\.)*"'
-_ITEM_RE = re.compile(r"\s*(" + _JSON_STR + r")\s*:\s*(" + _JSON_STR + r"|[-+0-9.eE]+|true|false|null|[\[{])\s*([,}])", re.S)
+_ITEM_RE = re.compile(
+    r"\s*(" + _JSON_STR + r")\s*:\s*(" + _JSON_STR + r"|[-+0-9.eE]+|true|false|null|[\[{])\s*([,}])", re.S
+)
 _MAX_ITEM = 1 << 20
 
 
@@ -437,8 +493,10 @@ def _stream_json_object(path: Path, chunk: int = 1 << 23) -> Iterator[tuple[str,
         with path.open(encoding="utf-8") as f:
             buf = f.read(chunk)
             start = len(buf) - len(buf.lstrip())
-            if buf[start:start + 1] != "{":
-                raise InputFormatError(f"{path}: expected a JSON object mapping 'lang:title' to ids (the file does not start with '{{')")
+            if buf[start : start + 1] != "{":
+                raise InputFormatError(
+                    f"{path}: expected a JSON object mapping 'lang:title' to ids (the file does not start with '{{')"
+                )
             pos, consumed = start + 1, 0
             if buf[pos:].lstrip().startswith("}"):
                 return
@@ -449,7 +507,7 @@ def _stream_json_object(path: Path, chunk: int = 1 << 23) -> Iterator[tuple[str,
                     if not more or len(buf) - pos > _MAX_ITEM + chunk:
                         raise InputFormatError(
                             f"{path}: not valid JSON at character {consumed + pos}: expected '\"key\": id' "
-                            f"(found {buf[pos:pos + 40]!r})"
+                            f"(found {buf[pos : pos + 40]!r})"
                         )
                     consumed += pos
                     buf, pos = buf[pos:] + more, 0
@@ -460,16 +518,21 @@ def _stream_json_object(path: Path, chunk: int = 1 << 23) -> Iterator[tuple[str,
                 if m.group(3) == "}":
                     break
             if buf[pos:].strip() or f.read(1).strip():
-                raise InputFormatError(f"{path}: not valid JSON: text after the closing '}}' at character {consumed + pos}")
+                raise InputFormatError(
+                    f"{path}: not valid JSON: text after the closing '}}' at character {consumed + pos}"
+                )
     except UnicodeDecodeError as exc:
         raise InputFormatError(f"{path}: not UTF-8 text ({exc})") from None
 
 
-def _insert_pairs(conn: Any, entries: list[tuple[int, str | None]], names: list[tuple[str, str, int]], path: Any) -> None:
+def _insert_pairs(
+    conn: Any, entries: list[tuple[int, str | None]], names: list[tuple[str, str, int]], path: Any
+) -> None:
     """Write streamed ``(id, special)`` entries and ``(lang, title, id)`` names, then clear the batches."""
     conn.executemany(
         "INSERT INTO entries(id, special) VALUES (?, ?) "
-        "ON CONFLICT(id) DO UPDATE SET special = coalesce(excluded.special, special)", entries
+        "ON CONFLICT(id) DO UPDATE SET special = coalesce(excluded.special, special)",
+        entries,
     )
     try:
         conn.executemany("INSERT INTO names(lang, title, id) VALUES (?, ?, ?)", names)
@@ -501,7 +564,9 @@ def _create_indexes(conn: Any, path: Any) -> None:
         raise InputFormatError(f"building {path}: a special entity has more than one id") from None
 
 
-def _write_text(path: str | os.PathLike[str], lines: Iterable[str], *, overwrite: bool, head: str, sep: str, tail: str) -> Path:
+def _write_text(
+    path: str | os.PathLike[str], lines: Iterable[str], *, overwrite: bool, head: str, sep: str, tail: str
+) -> Path:
     """Stream ``lines`` into ``path`` through a temporary file renamed at the end."""
     with atomic_text(path, overwrite=overwrite) as f:
         f.write(head)

@@ -15,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
 from kb.cache import cache_dir, mention_index_orphaned
 from kb.files import remove
 from kb.sources.embedded import embedded_path
@@ -42,8 +43,9 @@ def cache_entries(folder: str | os.PathLike[str] | None = None) -> list[CacheEnt
     return [_describe(p) for p in sorted(root.iterdir())] if root.is_dir() else []
 
 
-def clean_cache(folder: str | os.PathLike[str] | None = None, *, everything: bool = False,
-                dry_run: bool = False) -> list[CacheEntry]:
+def clean_cache(
+    folder: str | os.PathLike[str] | None = None, *, everything: bool = False, dry_run: bool = False
+) -> list[CacheEntry]:
     """Remove unused entries (orphaned mention indexes, old versions, leftovers of killed writes) and
     return them; ``everything=True`` also removes those in use and resumable work (rebuilt on next use).
     A work folder whose training is running, and lock files, are always kept."""
@@ -55,7 +57,7 @@ def clean_cache(folder: str | os.PathLike[str] | None = None, *, everything: boo
             elif entry.path.name.endswith(".work"):
                 from mluke.demo import try_demo_lock
 
-                with try_demo_lock(entry.path.with_name(entry.path.name[:-len(".work")])) as held:
+                with try_demo_lock(entry.path.with_name(entry.path.name[: -len(".work")])) as held:
                     if held:  # else a training started meanwhile: its folder is kept
                         remove(entry.path)
                         removed.append(entry)
@@ -101,11 +103,15 @@ def _describe(path: Path) -> CacheEntry:
             return CacheEntry(path, f"demo model lock ({preset})", "lock", size)
         old = version != DEMO_VERSION
         if suffix == ".work":
-            if _locked(path.with_name(path.name[:-len(".work")] + ".lock")):
+            if _locked(path.with_name(path.name[: -len(".work")] + ".lock")):
                 return CacheEntry(path, f"demo training ({preset})", "training", size, "a process is training in it")
             if old:
-                return CacheEntry(path, f"demo training ({preset})", "old version", size, f"this version trains v{DEMO_VERSION}")
-            return CacheEntry(path, f"demo training ({preset})", "resumable", size, "an interrupted training resumes from it")
+                return CacheEntry(
+                    path, f"demo training ({preset})", "old version", size, f"this version trains v{DEMO_VERSION}"
+                )
+            return CacheEntry(
+                path, f"demo training ({preset})", "resumable", size, "an interrupted training resumes from it"
+            )
         if old:
             return CacheEntry(path, f"demo model ({preset})", "old version", size, f"this version uses v{DEMO_VERSION}")
         if not (path / "demo.json").is_file():
@@ -130,5 +136,5 @@ def _locked(lock_file: Path) -> bool:
 
     if not lock_file.exists():  # no process ever took it (and looking does not create it)
         return False
-    with try_demo_lock(lock_file.with_name(lock_file.name[:-len(".lock")])) as held:
+    with try_demo_lock(lock_file.with_name(lock_file.name[: -len(".lock")])) as held:
         return not held

@@ -63,7 +63,9 @@ def resolve(name_or_dir: str | os.PathLike[str]) -> Path:
     try:
         from huggingface_hub import snapshot_download
 
-        return Path(snapshot_download(name, allow_patterns=["*.json", "*.model", "*.safetensors", "*.bin", "*.sqlite", "*.txt"]))
+        return Path(
+            snapshot_download(name, allow_patterns=["*.json", "*.model", "*.safetensors", "*.bin", "*.sqlite", "*.txt"])
+        )
     except Exception as exc:
         raise MlukeError(
             f"could not fetch {name!r} from the Hugging Face hub ({type(exc).__name__}: {exc}); "
@@ -104,7 +106,9 @@ def read_config(directory: Path) -> Any:
     return LukeConfig(**{k: v for k, v in data.items() if k not in ("architectures", "transformers_version")})
 
 
-def _reconcile(state: dict[str, torch.Tensor], expected: dict[str, torch.Size], use_eaa: bool, where: Path) -> dict[str, torch.Tensor]:
+def _reconcile(
+    state: dict[str, torch.Tensor], expected: dict[str, torch.Size], use_eaa: bool, where: Path
+) -> dict[str, torch.Tensor]:
     """Check the file's keys against the model's; fill what may be derived; raise on the rest."""
     state = dict(state)
     if not any(k.startswith("luke.") for k in state):  # saved from LukeModel: no heads
@@ -136,11 +140,17 @@ def _reconcile(state: dict[str, torch.Tensor], expected: dict[str, torch.Size], 
     if missing or unexpected:
         parts = []
         if missing:
-            parts.append(f"{len(missing)} missing weight(s): {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")
+            parts.append(
+                f"{len(missing)} missing weight(s): {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}"
+            )
         if unexpected:
-            parts.append(f"{len(unexpected)} unexpected weight(s): {', '.join(unexpected[:8])}{' ...' if len(unexpected) > 8 else ''}")
+            parts.append(
+                f"{len(unexpected)} unexpected weight(s): {', '.join(unexpected[:8])}{' ...' if len(unexpected) > 8 else ''}"
+            )
         raise CheckpointError(f"{where}: the weights do not match config.json: " + "; ".join(parts))
-    wrong = [f"{k} {tuple(state[k].shape)} != {tuple(s)}" for k, s in expected.items() if k in state and state[k].shape != s]
+    wrong = [
+        f"{k} {tuple(state[k].shape)} != {tuple(s)}" for k, s in expected.items() if k in state and state[k].shape != s
+    ]
     if wrong:
         raise CheckpointError(f"{where}: weights of the wrong shape for config.json: {'; '.join(wrong[:5])}")
     return state
@@ -189,8 +199,13 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
     return Mluke(model, tokenizer, vocab)
 
 
-def open_model(model: Mluke | tuple | str | os.PathLike[str] | None = None, *, device: Any = None,
-               dtype: Any = None, word_models: bool = False) -> Mluke:
+def open_model(
+    model: Mluke | tuple | str | os.PathLike[str] | None = None,
+    *,
+    device: Any = None,
+    dtype: Any = None,
+    word_models: bool = False,
+) -> Mluke:
     """The given model, or the default one: ``None`` is the embedded demo model (trained on first use,
     then cached); a loaded ``(model, tokenizer, entity_vocab)`` bundle is used as it is; a folder or hub
     name is loaded with :func:`load`. Every call that takes ``model=`` goes through this.
@@ -222,8 +237,10 @@ def _load_any(name_or_dir: str | os.PathLike[str], word_models: bool) -> Mluke:
         return load(directory)
     if not word_models:
         model_type = json.loads((directory / "config.json").read_text(encoding="utf-8")).get("model_type")
-        raise CheckpointError(f"{directory}: a {model_type!r} model, not an mLUKE checkpoint (no entity vocabulary); "
-                              "only word-mode probing (mluke probe, mluke eval-mlama) takes other masked LMs")
+        raise CheckpointError(
+            f"{directory}: a {model_type!r} model, not an mLUKE checkpoint (no entity vocabulary); "
+            "only word-mode probing (mluke probe, mluke eval-mlama) takes other masked LMs"
+        )
     model, tokenizer = load_word_model(directory)
     return Mluke(model, tokenizer, None)  # type: ignore[arg-type]
 

@@ -72,12 +72,27 @@ Normalize = Literal["candidates", "vocabulary"]
 
 
 def probe(
-    template: str, lang: str = "en", *, subjects: Sequence[str] | None = None, candidates: Sequence[str] | None = None,
-    relation: str | None = None, mode: Mode | None = None, use_subject_entity: bool | None = None, top_k: int = 5,
-    normalize: Normalize = "candidates", exclude_subject: bool = True,
-    templates: Mapping[tuple[str, str], str] | str | Path | None = None, model: Any = None,
-    kb: EntityDB | str | Path | None = None, batch_size: int = 64, device: Any = None, dtype: Any = None,
-    threshold: float | None = None, max_pieces: int = 5, decoding: Method = "confidence", beam: int = 5,
+    template: str,
+    lang: str = "en",
+    *,
+    subjects: Sequence[str] | None = None,
+    candidates: Sequence[str] | None = None,
+    relation: str | None = None,
+    mode: Mode | None = None,
+    use_subject_entity: bool | None = None,
+    top_k: int = 5,
+    normalize: Normalize = "candidates",
+    exclude_subject: bool = True,
+    templates: Mapping[tuple[str, str], str] | str | Path | None = None,
+    model: Any = None,
+    kb: EntityDB | str | Path | None = None,
+    batch_size: int = 64,
+    device: Any = None,
+    dtype: Any = None,
+    threshold: float | None = None,
+    max_pieces: int = 5,
+    decoding: Method = "confidence",
+    beam: int = 5,
 ) -> ProbeResult:
     """Ask the model for the object of each subject of a cloze template (see module docs).
 
@@ -118,8 +133,10 @@ def probe(
     if subjects is None:
         subjects = db.subjects(pid)  # type: ignore[arg-type]
         if not subjects:
-            raise MlukeError(_nothing_to_ask(db, pid, template, model), options={
-                "subject": Option("subjects=[...]", "--subject NAME (repeated)"), "kb": Option("kb=", "--db")})
+            raise MlukeError(
+                _nothing_to_ask(db, pid, template, model),
+                options={"subject": Option("subjects=[...]", "--subject NAME (repeated)"), "kb": Option("kb=", "--db")},
+            )
     subj = _subjects(db, list(subjects), lang, notes)
     if candidates is not None:
         cand_keys = db.resolve_entities(list(candidates), lang, "candidate")
@@ -130,29 +147,67 @@ def probe(
     mode = resolve_mode(mode, bundle)
     if not cand_keys:
         if threshold is not None:
-            raise MlukeError("{threshold} picks answers among candidates, and this relation has none in the kb; "
-                             "give {candidates}", options={"threshold": option("threshold", threshold),
-                                                          "candidates": Option("candidates=[...]", "--candidate NAME")})
-        what = {"entity": "the model's whole entity vocabulary", "word": f"words of 1-{max_pieces} pieces decoded "
-                f"({decoding}, beam {beam})"}
-        notes.append(f"{describe(db, pid) if pid else 'this relation'} has no objects in the kb: answers are "
-                     + " and ".join(what[m] for m in (("entity", "word") if mode == "both" else (mode,))))
-        return run_open(tpl, lang, subj, gold, model=bundle, relation=pid, mode=mode, max_pieces=max_pieces,
-                        decoding=decoding, beam=beam,
-                        use_subject_entity=use_subject_entity, top_k=top_k, exclude_subject=exclude_subject,
-                        batch_size=batch_size, notes=notes, labels=lambda keys: _labels(db, keys, lang))
+            raise MlukeError(
+                "{threshold} picks answers among candidates, and this relation has none in the kb; give {candidates}",
+                options={
+                    "threshold": option("threshold", threshold),
+                    "candidates": Option("candidates=[...]", "--candidate NAME"),
+                },
+            )
+        what = {
+            "entity": "the model's whole entity vocabulary",
+            "word": f"words of 1-{max_pieces} pieces decoded ({decoding}, beam {beam})",
+        }
+        notes.append(
+            f"{describe(db, pid) if pid else 'this relation'} has no objects in the kb: answers are "
+            + " and ".join(what[m] for m in (("entity", "word") if mode == "both" else (mode,)))
+        )
+        return run_open(
+            tpl,
+            lang,
+            subj,
+            gold,
+            model=bundle,
+            relation=pid,
+            mode=mode,
+            max_pieces=max_pieces,
+            decoding=decoding,
+            beam=beam,
+            use_subject_entity=use_subject_entity,
+            top_k=top_k,
+            exclude_subject=exclude_subject,
+            batch_size=batch_size,
+            notes=notes,
+            labels=lambda keys: _labels(db, keys, lang),
+        )
     cand_labels = db.labels(cand_keys, lang)
     dropped = [k for k in cand_keys if k not in cand_labels]
     if dropped:
         notes.append(f"{len(dropped)} candidate(s) without a {lang!r} label left out")
     cand_keys = list(dict.fromkeys(k for k in cand_keys if k in cand_labels))
     if not cand_keys:
-        raise MlukeError(f"nothing to probe: no candidate{f' under {describe(db, pid)}' if pid else ''} has a "
-                         f"{lang!r} label in {db.path}")
-    return run_cloze(tpl, lang, subj, [(k, cand_labels[k]) for k in cand_keys], gold, model=bundle, relation=pid,
-                     mode=mode, use_subject_entity=use_subject_entity, top_k=top_k, normalize=normalize,
-                     exclude_subject=exclude_subject, batch_size=batch_size, notes=notes, gold_labels=cand_labels,
-                     threshold=threshold)
+        raise MlukeError(
+            f"nothing to probe: no candidate{f' under {describe(db, pid)}' if pid else ''} has a "
+            f"{lang!r} label in {db.path}"
+        )
+    return run_cloze(
+        tpl,
+        lang,
+        subj,
+        [(k, cand_labels[k]) for k in cand_keys],
+        gold,
+        model=bundle,
+        relation=pid,
+        mode=mode,
+        use_subject_entity=use_subject_entity,
+        top_k=top_k,
+        normalize=normalize,
+        exclude_subject=exclude_subject,
+        batch_size=batch_size,
+        notes=notes,
+        gold_labels=cand_labels,
+        threshold=threshold,
+    )
 
 
 def check_prompt_lengths(tokenizer: Any, template: Template, subjects: Sequence[str], answer_pieces: int) -> None:
@@ -166,8 +221,11 @@ def check_prompt_lengths(tokenizer: Any, template: Template, subjects: Sequence[
         n = len(tokenizer.encode_words([text])[0]) + answer_pieces + 2
         if n > limit:
             shown = repr(label[:40]) + (f"... ({len(label.split()):,} words)" if len(label) > 40 else "")
-            raise OptionError(f"{{subject}} {shown} makes the prompt {n:,} word pieces long, but the model reads at "
-                              f"most {limit:,}; shorten it", options={"subject": Option("subject", "--subject")})
+            raise OptionError(
+                f"{{subject}} {shown} makes the prompt {n:,} word pieces long, but the model reads at "
+                f"most {limit:,}; shorten it",
+                options={"subject": Option("subject", "--subject")},
+            )
 
 
 def _subjects(db: EntityDB, items: list[str], lang: str, notes: list[str]) -> list[tuple[str | None, str]]:
@@ -187,8 +245,11 @@ def _subjects(db: EntityDB, items: list[str], lang: str, notes: list[str]) -> li
         notes.append(f"{missing} subject(s) without a {lang!r} label skipped")
     unknown = [label for key, label in out if key is None]
     if unknown:
-        notes.append(f"{len(unknown)} subject(s) in no kb, asked with their words only: "
-                     + ", ".join(map(repr, unknown[:5])) + (" ..." if len(unknown) > 5 else ""))
+        notes.append(
+            f"{len(unknown)} subject(s) in no kb, asked with their words only: "
+            + ", ".join(map(repr, unknown[:5]))
+            + (" ..." if len(unknown) > 5 else "")
+        )
     if not out:
         raise MlukeError(f"nothing to probe: no subject has a {lang!r} label in {db.path}")
     return out
@@ -203,10 +264,12 @@ def _nothing_to_ask(db: EntityDB, pid: str, template: str, model: Any) -> str:
     else:
         source = getattr(getattr(model, "tokenizer", None), "source_dir", None)
         model_name = f"the model from {source}" if source else "the given model"
-    return (f"{template!r} asks about {describe(db, pid)}, but this kb ({db.path}) has no subjects for it, so there "
-            f"is nothing to ask {model_name} about. Name your own subjects with {{subject}}, or build a kb from the "
-            f"Wikidata and Wikipedia dumps (mluke kb build --wikidata latest-all.json.bz2 ... -o kb.sqlite) and use "
-            "it with {kb}.")
+    return (
+        f"{template!r} asks about {describe(db, pid)}, but this kb ({db.path}) has no subjects for it, so there "
+        f"is nothing to ask {model_name} about. Name your own subjects with {{subject}}, or build a kb from the "
+        f"Wikidata and Wikipedia dumps (mluke kb build --wikidata latest-all.json.bz2 ... -o kb.sqlite) and use "
+        "it with {kb}."
+    )
 
 
 def _labels(db: EntityDB, keys: list[str | None], lang: str) -> list[str | None]:
@@ -217,11 +280,23 @@ def _labels(db: EntityDB, keys: list[str | None], lang: str) -> list[str | None]
 
 
 def run_cloze(
-    template: Template, lang: str, subjects: Sequence[tuple[str | None, str]],
-    candidates: Sequence[tuple[str | None, str]], gold: dict[str, set[str]], *, model: Any, relation: str | None = None,
-    mode: Mode | None = None, use_subject_entity: bool | None = None, top_k: int = 5, normalize: Normalize = "candidates",
-    exclude_subject: bool = True, batch_size: int = 64, notes: list[str] | None = None,
-    gold_labels: dict[str, str] | None = None, threshold: float | None = None,
+    template: Template,
+    lang: str,
+    subjects: Sequence[tuple[str | None, str]],
+    candidates: Sequence[tuple[str | None, str]],
+    gold: dict[str, set[str]],
+    *,
+    model: Any,
+    relation: str | None = None,
+    mode: Mode | None = None,
+    use_subject_entity: bool | None = None,
+    top_k: int = 5,
+    normalize: Normalize = "candidates",
+    exclude_subject: bool = True,
+    batch_size: int = 64,
+    notes: list[str] | None = None,
+    gold_labels: dict[str, str] | None = None,
+    threshold: float | None = None,
 ) -> ProbeResult:
     """Rank ``candidates`` ((key or None, label) pairs) for ``subjects`` ((key or None, label) pairs) of a template.
 
@@ -248,7 +323,7 @@ def run_cloze(
         notes.append(f"{len(own)} subject(s) are also candidates; each is left out of its own ranking")
     own_cells = tuple(torch.tensor(x) for x in zip(*own))  # (subject rows, candidate columns)
     results: dict[str, ProbeResult] = {}
-    for m in (("entity", "word") if mode == "both" else (mode,)):
+    for m in ("entity", "word") if mode == "both" else (mode,):
         subj_ids: list[int | None] = [None] * len(subjects)
         if m == "word":
             scores = scorer.word_scores(template, labels_x, pieces)
@@ -287,21 +362,61 @@ def run_cloze(
                 chosen = order[:top_k]
             else:  # every candidate at or above the threshold (scores are log-probabilities; -inf never)
                 chosen = [c for c in order if float(scores[i, c]) >= cut]
-            preds = [Prediction(cand_keys[c], labels_y[c], float(scores[i, c]), sources[c],  # type: ignore[arg-type]
-                                (cand_keys[c] in g) if (g or known) else None) for c in chosen]
-            rows.append(SubjectResult(s, s_label, sorted(g), [label_of.get(k, k) for k in sorted(g)], preds, rank,
-                                      subj_ids[i] is not None, known))
-        results[m] = ProbeResult(template.text, lang, relation, m, any(i is not None for i in subj_ids), top_k, rows, list(notes),  # type: ignore[arg-type]
-                                 threshold=threshold, model=_model_name(bundle))
+            preds = [
+                Prediction(
+                    cand_keys[c],
+                    labels_y[c],
+                    float(scores[i, c]),
+                    sources[c],  # type: ignore[arg-type]
+                    (cand_keys[c] in g) if (g or known) else None,
+                )
+                for c in chosen
+            ]
+            rows.append(
+                SubjectResult(
+                    s,
+                    s_label,
+                    sorted(g),
+                    [label_of.get(k, k) for k in sorted(g)],
+                    preds,
+                    rank,
+                    subj_ids[i] is not None,
+                    known,
+                )
+            )
+        results[m] = ProbeResult(
+            template.text,
+            lang,
+            relation,
+            m,
+            any(i is not None for i in subj_ids),
+            top_k,
+            rows,
+            list(notes),  # type: ignore[arg-type]
+            threshold=threshold,
+            model=_model_name(bundle),
+        )
     return _combine(results, mode)
 
 
 def run_open(
-    template: Template, lang: str, subjects: Sequence[tuple[str | None, str]], gold: dict[str, set[str]], *,
-    model: Any, relation: str | None = None, mode: Mode | None = None, use_subject_entity: bool | None = None,
-    top_k: int = 5, exclude_subject: bool = True, batch_size: int = 64, notes: list[str] | None = None,
-    labels: Callable[[list[str | None]], list[str | None]] | None = None, max_pieces: int = 5,
-    decoding: Method = "confidence", beam: int = 5,
+    template: Template,
+    lang: str,
+    subjects: Sequence[tuple[str | None, str]],
+    gold: dict[str, set[str]],
+    *,
+    model: Any,
+    relation: str | None = None,
+    mode: Mode | None = None,
+    use_subject_entity: bool | None = None,
+    top_k: int = 5,
+    exclude_subject: bool = True,
+    batch_size: int = 64,
+    notes: list[str] | None = None,
+    labels: Callable[[list[str | None]], list[str | None]] | None = None,
+    max_pieces: int = 5,
+    decoding: Method = "confidence",
+    beam: int = 5,
 ) -> ProbeResult:
     """Open-vocabulary answers for ``subjects`` of a template: the ``top_k`` entities of the model's whole
     entity vocabulary (entity mode), with their log-probabilities over it, or the best words of
@@ -316,37 +431,83 @@ def run_open(
     labels_x = [label for _, label in subjects]
     check_prompt_lengths(bundle.tokenizer, template, labels_x, 1)
     results: dict[str, ProbeResult] = {}
-    for m in (("entity", "word") if mode == "both" else (mode,)):
+    for m in ("entity", "word") if mode == "both" else (mode,):
         subj_ids: list[int | None] = [None] * len(subjects)
         if m == "entity":
             vocab = _entity_vocab(scorer)
             subj_ids = _subject_ids(vocab, subjects, use_subject_entity, notes)
-            scores, ids = scorer.entity_topk(template, labels_x, top_k, subj_ids, exclude=list(vocab.special_ids.values()),
-                                             exclude_subject=exclude_subject)
+            scores, ids = scorer.entity_topk(
+                template,
+                labels_x,
+                top_k,
+                subj_ids,
+                exclude=list(vocab.special_ids.values()),
+                exclude_subject=exclude_subject,
+            )
             entries = vocab.entries(sorted(set(ids.flatten().tolist())))
-            named = dict(zip((e.id for e in entries), (labels or (lambda keys: [None] * len(keys)))([e.key for e in entries])))
-            answer = {e.id: (e.key or _vocab_key(e), named[e.id] or e.title(lang) or e.title("en")
-                             or (e.names[0][1] if e.names else f"#{e.id}")) for e in entries}
+            named = dict(
+                zip((e.id for e in entries), (labels or (lambda keys: [None] * len(keys)))([e.key for e in entries]))
+            )
+            answer = {
+                e.id: (
+                    e.key or _vocab_key(e),
+                    named[e.id] or e.title(lang) or e.title("en") or (e.names[0][1] if e.names else f"#{e.id}"),
+                )
+                for e in entries
+            }
         else:
             tok = scorer.tokenizer
-            specials = [i for i in (tok.bos_id, tok.pad_id, tok.eos_id, tok.unk_id, tok.mask_id, tok.ent_id, tok.ent2_id)
-                        if i is not None]
-            decoded = decode(bundle.model, tok, template, labels_x, max_pieces=max_pieces, method=decoding, beam=beam,
-                             top_k=top_k, exclude=specials, batch_size=batch_size)
+            specials = [
+                i
+                for i in (tok.bos_id, tok.pad_id, tok.eos_id, tok.unk_id, tok.mask_id, tok.ent_id, tok.ent2_id)
+                if i is not None
+            ]
+            decoded = decode(
+                bundle.model,
+                tok,
+                template,
+                labels_x,
+                max_pieces=max_pieces,
+                method=decoding,
+                beam=beam,
+                top_k=top_k,
+                exclude=specials,
+                batch_size=batch_size,
+            )
         rows = []
         for i, (s, s_label) in enumerate(subjects):
             g = gold.get(s, set()) if s is not None else set()
             if m == "entity":
-                preds = [Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)  # type: ignore[arg-type]
-                         for v, c in zip(scores[i].tolist(), ids[i].tolist())]
+                preds = [
+                    Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)  # type: ignore[arg-type]
+                    for v, c in zip(scores[i].tolist(), ids[i].tolist())
+                ]
             else:
                 names = {str(n).casefold(): k for k, n in zip(sorted(g), (labels or (lambda ks: ks))(sorted(g))) if n}
-                preds = [Prediction(names.get(a.text.casefold(), "pieces:" + ",".join(map(str, a.pieces))), a.text,
-                                    a.score, "word", (a.text.casefold() in names) if g else None) for a in decoded[i]]
+                preds = [
+                    Prediction(
+                        names.get(a.text.casefold(), "pieces:" + ",".join(map(str, a.pieces))),
+                        a.text,
+                        a.score,
+                        "word",
+                        (a.text.casefold() in names) if g else None,
+                    )
+                    for a in decoded[i]
+                ]
             rank = next((r + 1 for r, p in enumerate(preds) if p.correct), None) if g else None
             rows.append(SubjectResult(s, s_label, sorted(g), sorted(g), preds, rank, subj_ids[i] is not None))
-        results[m] = ProbeResult(template.text, lang, relation, m, any(i is not None for i in subj_ids), top_k, rows, list(notes),  # type: ignore[arg-type]
-                                 open_vocabulary=True, model=_model_name(bundle))
+        results[m] = ProbeResult(
+            template.text,
+            lang,
+            relation,
+            m,
+            any(i is not None for i in subj_ids),
+            top_k,
+            rows,
+            list(notes),  # type: ignore[arg-type]
+            open_vocabulary=True,
+            model=_model_name(bundle),
+        )
     return _combine(results, mode)
 
 
@@ -358,9 +519,11 @@ def _vocab_key(entry: Any) -> str:
 def _entity_vocab(scorer: ClozeScorer) -> Any:
     if scorer.vocab is None:
         source = getattr(scorer.tokenizer, "source_dir", None)
-        raise MlukeError(f"entity mode needs an mLUKE model with an entity vocabulary"
-                         f"{f', and {source} has none' if source else ''}; use {{mode}}",
-                         options={"mode": option("mode", "word")})
+        raise MlukeError(
+            f"entity mode needs an mLUKE model with an entity vocabulary"
+            f"{f', and {source} has none' if source else ''}; use {{mode}}",
+            options={"mode": option("mode", "word")},
+        )
     return scorer.vocab
 
 
@@ -380,12 +543,14 @@ def _model_name(bundle: Any) -> str | None:
 def check_threshold(threshold: float | None) -> None:
     """An error unless ``threshold`` (when given) is a probability in (0, 1]: 0 would answer with everything."""
     if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
-        raise MlukeError("{threshold}: expected a probability in (0, 1]",
-                         options={"threshold": option("threshold", threshold)})
+        raise MlukeError(
+            "{threshold}: expected a probability in (0, 1]", options={"threshold": option("threshold", threshold)}
+        )
 
 
-def _subject_ids(vocab: Any, subjects: Sequence[tuple[str | None, str]], use: bool | None,
-                 notes: list[str]) -> list[int | None]:
+def _subject_ids(
+    vocab: Any, subjects: Sequence[tuple[str | None, str]], use: bool | None, notes: list[str]
+) -> list[int | None]:
     """Entity ids to give over [X] (the "[X] & [Y]" prompts): the subjects' ids where they are in the entity
     vocabulary, unless ``use`` is False; the notes count the subjects asked with [Y] only."""
     if use is False:
@@ -395,12 +560,17 @@ def _subject_ids(vocab: Any, subjects: Sequence[tuple[str | None, str]], use: bo
     ids = [found.get(k) if k is not None else None for k, _ in subjects]
     missing = [label for (k, label), i in zip(subjects, ids) if i is None]
     if missing and len(missing) < len(subjects):
-        notes.append(f"[X]&[Y]: {len(subjects) - len(missing)} of {len(subjects)} subjects were given with their "
-                     f"entity; {len(missing)} not in the model's entity vocabulary were asked with [Y] only: "
-                     + ", ".join(map(repr, missing[:5])) + (" ..." if len(missing) > 5 else ""))
+        notes.append(
+            f"[X]&[Y]: {len(subjects) - len(missing)} of {len(subjects)} subjects were given with their "
+            f"entity; {len(missing)} not in the model's entity vocabulary were asked with [Y] only: "
+            + ", ".join(map(repr, missing[:5]))
+            + (" ..." if len(missing) > 5 else "")
+        )
     elif missing:
-        notes.append("no subject is in the model's entity vocabulary: asked with [Y] only"
-                     + (" (their entities could not be added)" if use else ""))
+        notes.append(
+            "no subject is in the model's entity vocabulary: asked with [Y] only"
+            + (" (their entities could not be added)" if use else "")
+        )
     return ids
 
 
@@ -413,5 +583,6 @@ def _combine(results: dict[str, ProbeResult], mode: str) -> ProbeResult:
 
 def _check_normalize(normalize: str) -> None:
     if normalize not in ("candidates", "vocabulary"):
-        raise MlukeError("{normalize}: expected 'candidates' or 'vocabulary'",
-                         options={"normalize": option("normalize", normalize)})
+        raise MlukeError(
+            "{normalize}: expected 'candidates' or 'vocabulary'", options={"normalize": option("normalize", normalize)}
+        )

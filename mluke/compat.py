@@ -18,8 +18,9 @@ import transformers
 TRANSFORMERS_MAJOR = int(transformers.__version__.split(".")[0])
 
 
-def tied_weights_keys(inherited: Mapping[str, str] | Sequence[str] | None,
-                      ties: Mapping[str, str]) -> dict[str, str] | list[str]:
+def tied_weights_keys(
+    inherited: Mapping[str, str] | Sequence[str] | None, ties: Mapping[str, str]
+) -> dict[str, str] | list[str]:
     """``inherited`` (a parent class's ``_tied_weights_keys``) plus ``ties`` (tied name -> source name).
 
     5.x: a dict of both. 4.x: a list of the tied names (4.x ties each of them to the input

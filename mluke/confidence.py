@@ -53,8 +53,10 @@ class Calibration:
 
     def __post_init__(self) -> None:
         if len(self.weights) != len(FEATURES) + 1:
-            raise ValueError(f"a calibration needs {len(FEATURES) + 1} weights (bias, {', '.join(FEATURES)}), "
-                             f"got {len(self.weights)}")
+            raise ValueError(
+                f"a calibration needs {len(FEATURES) + 1} weights (bias, {', '.join(FEATURES)}), "
+                f"got {len(self.weights)}"
+            )
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"a NIL threshold is a confidence between 0 and 1, got {self.threshold}")
 
@@ -63,12 +65,17 @@ class Calibration:
         return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"features": list(FEATURES), "weights": list(self.weights), "threshold": self.threshold,
-                "provenance": self.provenance}
+        return {
+            "features": list(FEATURES),
+            "weights": list(self.weights),
+            "threshold": self.threshold,
+            "provenance": self.provenance,
+        }
 
 
-def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[int], *, l2: float = 1e-3,
-                 iterations: int = 50) -> tuple[float, ...]:
+def fit_logistic(
+    x: Sequence[Sequence[float]], y: Sequence[int], *, l2: float = 1e-3, iterations: int = 50
+) -> tuple[float, ...]:
     """Weights (bias first) of an L2-regularised logistic regression, by Newton's method (deterministic)."""
     import numpy as np
 
@@ -93,6 +100,12 @@ def fit_logistic(x: Sequence[Sequence[float]], y: Sequence[int], *, l2: float = 
 #: and entity-removed, methods combined and prior; threshold = best accuracy keeping >= 90% of right
 #: ambiguous links. Figures in benchmarks/RESULTS.md ("Linking a user can trust"). Refit for any other model.
 DEFAULT_CALIBRATION = Calibration(
-    weights=(0.291865, 1.479726, -0.224534, 0.110128, -0.084285, 0.017099), threshold=0.15,
-    provenance={"model": "demo-model-v4 (5,229 steps)", "decisions": 5106, "date": "2026-11-24",
-                "command": "python benchmarks/linking_calibration.py MODEL_DIR"})
+    weights=(0.291865, 1.479726, -0.224534, 0.110128, -0.084285, 0.017099),
+    threshold=0.15,
+    provenance={
+        "model": "demo-model-v4 (5,229 steps)",
+        "decisions": 5106,
+        "date": "2026-11-24",
+        "command": "python benchmarks/linking_calibration.py MODEL_DIR",
+    },
+)

@@ -45,9 +45,19 @@ class _Hyp:
     total: float  # sum of the log-probabilities of the filled pieces
 
 
-def decode(model: Any, tokenizer: Any, template: Template, subjects: Sequence[str], *, max_pieces: int = 5,
-           method: Method = "confidence", beam: int = 5, top_k: int = 5, exclude: Sequence[int] = (),
-           batch_size: int = 64) -> list[list[Answer]]:
+def decode(
+    model: Any,
+    tokenizer: Any,
+    template: Template,
+    subjects: Sequence[str],
+    *,
+    max_pieces: int = 5,
+    method: Method = "confidence",
+    beam: int = 5,
+    top_k: int = 5,
+    exclude: Sequence[int] = (),
+    batch_size: int = 64,
+) -> list[list[Answer]]:
     """The ``top_k`` answers of 1..``max_pieces`` pieces for each subject, best first (see module docs).
 
     ``model``: ``encode(**inputs)`` and ``word_scores(states)`` (an mLUKE model or a
@@ -55,8 +65,10 @@ def decode(model: Any, tokenizer: Any, template: Template, subjects: Sequence[st
     ``decode(ids)`` or ``hf.decode``. ``exclude``: piece ids never filled in (special tokens).
     """
     if method not in METHODS:
-        raise MlukeError("{method}: expected 'independent', 'left-to-right' or 'confidence'",
-                         options={"method": option("decoding", method)})
+        raise MlukeError(
+            "{method}: expected 'independent', 'left-to-right' or 'confidence'",
+            options={"method": option("decoding", method)},
+        )
     for name, value in (("max_pieces", max_pieces), ("beam", beam)):
         if not isinstance(value, int) or value < 1:
             raise MlukeError(f"{{{name}}}: expected a positive number", options={name: option(name, value)})
@@ -93,22 +105,35 @@ def _extend(h: _Hyp, logp: torch.Tensor, method: str, beam: int) -> list[_Hyp]:
         hyps = [h]
         for j in open_:
             top = logp[j].topk(beam)
-            hyps = sorted((_Hyp(x.ids[:j] + [int(t)] + x.ids[j + 1:], x.total + float(v))
-                           for x in hyps for v, t in zip(top.values, top.indices)), key=lambda x: -x.total)[:beam]
+            hyps = sorted(
+                (
+                    _Hyp([*x.ids[:j], int(t), *x.ids[j + 1 :]], x.total + float(v))
+                    for x in hyps
+                    for v, t in zip(top.values, top.indices)
+                ),
+                key=lambda x: -x.total,
+            )[:beam]
         return hyps
     j = open_[0] if method == "left-to-right" else max(open_, key=lambda k: float(logp[k].max()))
     top = logp[j].topk(beam)
-    return [_Hyp(h.ids[:j] + [int(t)] + h.ids[j + 1:], h.total + float(v)) for v, t in zip(top.values, top.indices)]
+    return [_Hyp([*h.ids[:j], int(t), *h.ids[j + 1 :]], h.total + float(v)) for v, t in zip(top.values, top.indices)]
 
 
 @torch.inference_mode()
-def _mask_logps(model: Any, ids: torch.Tensor, attention: torch.Tensor, where: list[torch.Tensor],
-                flat: list[tuple[int, _Hyp]], drop: torch.Tensor, batch_size: int) -> list[torch.Tensor]:
+def _mask_logps(
+    model: Any,
+    ids: torch.Tensor,
+    attention: torch.Tensor,
+    where: list[torch.Tensor],
+    flat: list[tuple[int, _Hyp]],
+    drop: torch.Tensor,
+    batch_size: int,
+) -> list[torch.Tensor]:
     """(n, vocab) log-probabilities at the n masks of each partial answer, filled pieces put in place;
     ``batch_size`` answers per forward pass."""
     out: list[torch.Tensor] = []
     for start in range(0, len(flat), batch_size):
-        part = flat[start:start + batch_size]
+        part = flat[start : start + batch_size]
         rows = ids[[i for i, _ in part]].clone()
         for r, (i, h) in enumerate(part):
             filled = torch.tensor(h.ids)

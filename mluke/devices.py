@@ -15,8 +15,16 @@ import torch
 
 from kb.errors import OptionError
 
-DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16,
-          "half": torch.float16, "fp32": torch.float32, "float32": torch.float32, "float": torch.float32}
+DTYPES = {
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
+    "fp16": torch.float16,
+    "float16": torch.float16,
+    "half": torch.float16,
+    "fp32": torch.float32,
+    "float32": torch.float32,
+    "float": torch.float32,
+}
 
 Device = str | torch.device | None
 DType = str | torch.dtype | None

@@ -21,5 +21,16 @@ class CheckpointError(MlukeError):
     """A checkpoint's weights do not match the model its config describes."""
 
 
-__all__ = ["CheckpointError", "InputFormatError", "KbFormatError", "MlukeError", "NotFoundError", "OptionError",
-           "OutputExistsError", "SchemaVersionError", "TemplateError", "TextInputError", "UnknownLanguageError"]
+__all__ = [
+    "CheckpointError",
+    "InputFormatError",
+    "KbFormatError",
+    "MlukeError",
+    "NotFoundError",
+    "OptionError",
+    "OutputExistsError",
+    "SchemaVersionError",
+    "TemplateError",
+    "TextInputError",
+    "UnknownLanguageError",
+]

@@ -111,9 +111,17 @@ class _Job:
 class Linker:
     """A model, a kb and a mention index, ready to link many texts (see module docs)."""
 
-    def __init__(self, model: Any = None, kb: EntityDB | str | Path | None = None, *, index: Any = None,
-                 languages: list[str] | None = None, device: Any = None, dtype: Any = None,
-                 calibration: Calibration | None = None) -> None:
+    def __init__(
+        self,
+        model: Any = None,
+        kb: EntityDB | str | Path | None = None,
+        *,
+        index: Any = None,
+        languages: list[str] | None = None,
+        device: Any = None,
+        dtype: Any = None,
+        calibration: Calibration | None = None,
+    ) -> None:
         self.db = open_db(kb)
         self.bundle = open_model(model, device=device, dtype=dtype)
         self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
@@ -125,10 +133,20 @@ class Linker:
     def _qualified(self, keys: tuple[str, ...], lang: str) -> dict[str, str]:
         return qualified_names(self.db, list(keys), lang)
 
-    def link(self, texts: str | list[str], lang: str, *, method: Method = "combined", prior_weight: float = 1.0,
-             nil_threshold: float | None = None, candidates: bool = False,
-             spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None, window_chars: int = 1000,
-             batch_size: int = 16, progress: bool = False) -> list[LinkedMention] | list[list[LinkedMention]]:
+    def link(
+        self,
+        texts: str | list[str],
+        lang: str,
+        *,
+        method: Method = "combined",
+        prior_weight: float = 1.0,
+        nil_threshold: float | None = None,
+        candidates: bool = False,
+        spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None,
+        window_chars: int = 1000,
+        batch_size: int = 16,
+        progress: bool = False,
+    ) -> list[LinkedMention] | list[list[LinkedMention]]:
         """Link one text or a list of texts (see :func:`link`).
 
         ``spans``: link these character spans (gold mentions) instead of the
@@ -148,15 +166,27 @@ class Linker:
             if len(given) != len(batch):
                 raise MlukeError(f"spans: {len(given)} lists for {len(batch)} texts; give one list of spans per text")
             mentions = [self.index.mentions_at(t, s, lang, row=i) for i, (t, s) in enumerate(zip(batch, given))]
-        results = self._resolve(batch, mentions, lang, method, prior_weight, nil_threshold, candidates, window_chars,
-                                batch_size, progress)
+        results = self._resolve(
+            batch, mentions, lang, method, prior_weight, nil_threshold, candidates, window_chars, batch_size, progress
+        )
         return results[0] if single else results
 
-    def link_iter(self, texts: Iterable[str], lang: str, *, method: Method = "combined", prior_weight: float = 1.0,
-                  nil_threshold: float | None = None, candidates: bool = False, window_chars: int = 1000,
-                  batch_size: int = 16, chunk_texts: int = CHUNK_TEXTS, chunk_chars: int = CHUNK_CHARS,
-                  segment_windows: int = SEGMENT_WINDOWS, advance: Callable[[int], Any] | None = None,
-                  ) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
+    def link_iter(
+        self,
+        texts: Iterable[str],
+        lang: str,
+        *,
+        method: Method = "combined",
+        prior_weight: float = 1.0,
+        nil_threshold: float | None = None,
+        candidates: bool = False,
+        window_chars: int = 1000,
+        batch_size: int = 16,
+        chunk_texts: int = CHUNK_TEXTS,
+        chunk_chars: int = CHUNK_CHARS,
+        segment_windows: int = SEGMENT_WINDOWS,
+        advance: Callable[[int], Any] | None = None,
+    ) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
         """:meth:`link` over a stream of texts, in memory that does not grow with it: ``(text, mentions)``
         per text, in order, as soon as its chunk is linked.
 
@@ -175,17 +205,29 @@ class Linker:
         check_methods([method])
         check_nil_threshold(nil_threshold)
         if min(chunk_texts, chunk_chars, segment_windows, window_chars, batch_size) < 1:
-            raise OptionError("chunk_texts, chunk_chars, segment_windows, window_chars and batch_size must be at least 1")
+            raise OptionError(
+                "chunk_texts, chunk_chars, segment_windows, window_chars and batch_size must be at least 1"
+            )
         options = (method, prior_weight, nil_threshold, candidates, window_chars, batch_size)
         return self._stream(iter(texts), lang, options, chunk_texts, chunk_chars, segment_windows, advance or _ignore)
 
-    def _stream(self, texts: Iterator[str], lang: str, options: tuple[Any, ...], chunk_texts: int, chunk_chars: int,
-                segment_windows: int, advance: Callable[[int], Any]) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
+    def _stream(
+        self,
+        texts: Iterator[str],
+        lang: str,
+        options: tuple[Any, ...],
+        chunk_texts: int,
+        chunk_chars: int,
+        segment_windows: int,
+        advance: Callable[[int], Any],
+    ) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
         chunk: list[str] = []
         size = 0
         for row, text in enumerate(texts):
             if not isinstance(text, str):
-                raise TextInputError(f"link() takes a text (str) or a list of texts; item {row} is {type(text).__name__}")
+                raise TextInputError(
+                    f"link() takes a text (str) or a list of texts; item {row} is {type(text).__name__}"
+                )
             long = len(text) > chunk_chars
             if chunk and (long or len(chunk) == chunk_texts or size + len(text) > chunk_chars):
                 yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, *options))
@@ -200,8 +242,9 @@ class Linker:
             yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, *options))
             advance(size)
 
-    def _segments(self, text: str, lang: str, options: tuple[Any, ...], segment_windows: int,
-                  advance: Callable[[int], Any]) -> Iterator[LinkedMention]:
+    def _segments(
+        self, text: str, lang: str, options: tuple[Any, ...], segment_windows: int, advance: Callable[[int], Any]
+    ) -> Iterator[LinkedMention]:
         """The linked mentions of one long text, ``segment_windows`` windows at a time.
 
         The windows are those :meth:`link` cuts and the mentions those it detects
@@ -224,25 +267,53 @@ class Linker:
             if segments % TRIM_EVERY == 0:
                 _trim_heap()
 
-    def link_mentions(self, texts: list[str], mentions: list[list[Any]], lang: str, *, method: Method = "combined",
-                      prior_weight: float = 1.0, nil_threshold: float | None = None, candidates: bool = False,
-                      window_chars: int = 1000, batch_size: int = 16) -> list[list[LinkedMention]]:
+    def link_mentions(
+        self,
+        texts: list[str],
+        mentions: list[list[Any]],
+        lang: str,
+        *,
+        method: Method = "combined",
+        prior_weight: float = 1.0,
+        nil_threshold: float | None = None,
+        candidates: bool = False,
+        window_chars: int = 1000,
+        batch_size: int = 16,
+    ) -> list[list[LinkedMention]]:
         """Link given :class:`kb.mentions.Mention` objects (one list per text), candidates as they are: a
         caller may narrow them (e.g. drop an entity to see what linking does when the kb lacks it)."""
         check_language(lang, self.db.languages)
         check_methods([method])
         check_nil_threshold(nil_threshold)
-        return self._resolve(_text_list(texts), [list(m) for m in mentions], lang, method, prior_weight, nil_threshold,
-                             candidates, window_chars, batch_size)
+        return self._resolve(
+            _text_list(texts),
+            [list(m) for m in mentions],
+            lang,
+            method,
+            prior_weight,
+            nil_threshold,
+            candidates,
+            window_chars,
+            batch_size,
+        )
 
-    def mention_features(self, texts: list[str], mentions: list[list[Any]], lang: str, *,
-                         method: Method = "combined", prior_weight: float = 1.0, window_chars: int = 1000,
-                         batch_size: int = 16) -> list[list[tuple[str | None, float, list[float]]]]:
+    def mention_features(
+        self,
+        texts: list[str],
+        mentions: list[list[Any]],
+        lang: str,
+        *,
+        method: Method = "combined",
+        prior_weight: float = 1.0,
+        window_chars: int = 1000,
+        batch_size: int = 16,
+    ) -> list[list[tuple[str | None, float, list[float]]]]:
         """Per mention: (top candidate, link probability, :func:`mluke.confidence.features`), what
         :meth:`calibration` maps to a confidence; for fitting one (:mod:`probes.linking_calibration`)."""
         check_methods([method])
-        mentions, scores = self._scored(_text_list(texts), [list(m) for m in mentions], lang, method, prior_weight,
-                                        None, window_chars, batch_size)
+        mentions, scores = self._scored(
+            _text_list(texts), [list(m) for m in mentions], lang, method, prior_weight, None, window_chars, batch_size
+        )
         vocab = self.bundle[2]
         out = []
         for t, found in enumerate(mentions):
@@ -254,25 +325,56 @@ class Linker:
                     continue
                 ms = scores.get((t, i)) if method != "prior" else None
                 full = ms.full.get(ranked[0]["key"]) if ms is not None else None
-                row.append((ranked[0]["key"], 1.0 if m.link_probability is None else m.link_probability,
-                            features(ranked, full, len(vocab) if vocab is not None else 1)))
+                row.append(
+                    (
+                        ranked[0]["key"],
+                        1.0 if m.link_probability is None else m.link_probability,
+                        features(ranked, full, len(vocab) if vocab is not None else 1),
+                    )
+                )
             out.append(row)
         return out
 
-    def _resolve(self, texts: list[str], mentions: list[list[Any]], lang: str, method: Method, prior_weight: float,
-                 nil_threshold: float | None, candidates: bool, window_chars: int, batch_size: int,
-                 progress: bool = False, windows: list[list[tuple[int, int]]] | None = None) -> list[list[LinkedMention]]:
+    def _resolve(
+        self,
+        texts: list[str],
+        mentions: list[list[Any]],
+        lang: str,
+        method: Method,
+        prior_weight: float,
+        nil_threshold: float | None,
+        candidates: bool,
+        window_chars: int,
+        batch_size: int,
+        progress: bool = False,
+        windows: list[list[tuple[int, int]]] | None = None,
+    ) -> list[list[LinkedMention]]:
         """Score and decide the detected (or given) ``mentions`` of ``texts``; ``windows``: each text's
         windows to encode (default: all of it, cut every ``window_chars`` characters)."""
-        mentions, scores = self._scored(texts, mentions, lang, method, prior_weight, nil_threshold, window_chars,
-                                        batch_size, progress, windows)
-        return [[self._decide(m, scores.get((t, i)), lang, method, prior_weight, nil_threshold, candidates)
-                 for i, m in enumerate(found)] for t, found in enumerate(mentions)]
+        mentions, scores = self._scored(
+            texts, mentions, lang, method, prior_weight, nil_threshold, window_chars, batch_size, progress, windows
+        )
+        return [
+            [
+                self._decide(m, scores.get((t, i)), lang, method, prior_weight, nil_threshold, candidates)
+                for i, m in enumerate(found)
+            ]
+            for t, found in enumerate(mentions)
+        ]
 
-    def _scored(self, texts: list[str], mentions: list[list[Any]], lang: str, method: Method, prior_weight: float,
-                nil_threshold: float | None, window_chars: int, batch_size: int, progress: bool = False,
-                windows: list[list[tuple[int, int]]] | None = None,
-                ) -> tuple[list[list[Any]], dict[tuple[int, int], ModelScores]]:
+    def _scored(
+        self,
+        texts: list[str],
+        mentions: list[list[Any]],
+        lang: str,
+        method: Method,
+        prior_weight: float,
+        nil_threshold: float | None,
+        window_chars: int,
+        batch_size: int,
+        progress: bool = False,
+        windows: list[list[tuple[int, int]]] | None = None,
+    ) -> tuple[list[list[Any]], dict[tuple[int, int], ModelScores]]:
         """The mentions with their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`)
         and the model's scores of each (none for ``method="prior"``)."""
         mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
@@ -280,10 +382,18 @@ class Linker:
         if method != "prior":
             ids = self._candidate_ids(mentions)
             jobs = self._jobs(texts, mentions, ids, window_chars, windows)
-            with tqdm(total=len(jobs), desc="linking", unit="windows", disable=not progress or len(jobs) <= batch_size,
-                      mininterval=0.5, dynamic_ncols=True) as bar:
+            with tqdm(
+                total=len(jobs),
+                desc="linking",
+                unit="windows",
+                disable=not progress or len(jobs) <= batch_size,
+                mininterval=0.5,
+                dynamic_ncols=True,
+            ) as bar:
                 if method == "global":
-                    scores = self._score_global(texts, mentions, ids, jobs, prior_weight, nil_threshold, batch_size, bar)
+                    scores = self._score_global(
+                        texts, mentions, ids, jobs, prior_weight, nil_threshold, batch_size, bar
+                    )
                 else:
                     scores = self._score(texts, mentions, ids, jobs, batch_size, bar)
         return mentions, scores
@@ -302,8 +412,14 @@ class Linker:
                     out[(t, i)] = known
         return out
 
-    def _jobs(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], Any],
-              window_chars: int, windows: list[list[tuple[int, int]]] | None = None) -> list[_Job]:
+    def _jobs(
+        self,
+        texts: list[str],
+        mentions: list[list[Any]],
+        ids: dict[tuple[int, int], Any],
+        window_chars: int,
+        windows: list[list[tuple[int, int]]] | None = None,
+    ) -> list[_Job]:
         """Windows of each text (``windows[t]``, else all of it) with the scorable mentions inside them
         (linear in the number of mentions)."""
         limit = self.bundle[1].max_entity_length
@@ -314,21 +430,30 @@ class Linker:
             for a, b in (windows[t] if windows is not None else _iter_windows(text, window_chars)) if order else ():
                 lo, hi = bisect_left(starts, a), bisect_left(starts, b)
                 inside = [i for i in order[lo:hi] if mentions[t][i].end <= b]
-                jobs += [_Job(t, a, b, inside[k:k + limit]) for k in range(0, len(inside), limit)]
+                jobs += [_Job(t, a, b, inside[k : k + limit]) for k in range(0, len(inside), limit)]
         return jobs
 
     def _encode(self, texts: list[str], mentions: list[list[Any]], part: list[_Job]) -> Any:
         """One batch of windows, every mention an entity [MASK]."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # mentions cut off by truncation keep their prior only
-            return self.bundle[1]([texts[j.text][j.start:j.end] for j in part],
-                                  entity_spans=[[(mentions[j.text][i].start - j.start, mentions[j.text][i].end - j.start)
-                                                 for i in j.mentions] for j in part])
+            return self.bundle[1](
+                [texts[j.text][j.start : j.end] for j in part],
+                entity_spans=[
+                    [(mentions[j.text][i].start - j.start, mentions[j.text][i].end - j.start) for i in j.mentions]
+                    for j in part
+                ],
+            )
 
     @torch.inference_mode()
-    def _part_scores(self, enc: Any, part: list[_Job], mentions: list[list[Any]],
-                     ids: dict[tuple[int, int], list[tuple[str, int]]],
-                     skip: Container[tuple[int, int]] = ()) -> dict[tuple[int, int], ModelScores]:
+    def _part_scores(
+        self,
+        enc: Any,
+        part: list[_Job],
+        mentions: list[list[Any]],
+        ids: dict[tuple[int, int], list[tuple[str, int]]],
+        skip: Container[tuple[int, int]] = (),
+    ) -> dict[tuple[int, int], ModelScores]:
         """Model log-probabilities of the candidates of the batch's mentions not in ``skip``.
 
         Of n candidates, those outside the entity vocabulary get 1/n each and the k
@@ -341,14 +466,18 @@ class Linker:
         """
         model = self.bundle[0]
         hidden = model.encode_entities(**enc)
-        where = [(row, slot, (job.text, job.mentions[k])) for row, job in enumerate(part)
-                 for slot, k in enumerate(enc.kept_entities[row]) if (job.text, job.mentions[k]) not in skip]
+        where = [
+            (row, slot, (job.text, job.mentions[k]))
+            for row, job in enumerate(part)
+            for slot, k in enumerate(enc.kept_entities[row])
+            if (job.text, job.mentions[k]) not in skip
+        ]
         if not where:
             return {}
         width = max(len(ids[key]) for _, _, key in where)
         cand = torch.zeros(len(where), width, dtype=torch.long)
         for n, (_, _, key) in enumerate(where):
-            cand[n, :len(ids[key])] = torch.tensor([v for _, v in ids[key]])
+            cand[n, : len(ids[key])] = torch.tensor([v for _, v in ids[key]])
         states = hidden[[r for r, _, _ in where], [s for _, s, _ in where]]
         full = model.entity_scores(states, cand, normalize=True).float().cpu()
         lengths = torch.tensor([len(ids[key]) for _, _, key in where])
@@ -363,8 +492,15 @@ class Linker:
             out[key] = ModelScores(scores, {c: v for (c, _), v in zip(ids[key], whole)})
         return out
 
-    def _score(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], list[tuple[str, int]]],
-               jobs: list[_Job], batch_size: int, bar: Any) -> dict[tuple[int, int], ModelScores]:
+    def _score(
+        self,
+        texts: list[str],
+        mentions: list[list[Any]],
+        ids: dict[tuple[int, int], list[tuple[str, int]]],
+        jobs: list[_Job],
+        batch_size: int,
+        bar: Any,
+    ) -> dict[tuple[int, int], ModelScores]:
         """Model log-probabilities of every mention, all of them entity [MASK]s."""
         out: dict[tuple[int, int], ModelScores] = {}
         for part in chunked(jobs, batch_size):
@@ -372,9 +508,17 @@ class Linker:
             bar.update(len(part))
         return out
 
-    def _score_global(self, texts: list[str], mentions: list[list[Any]], ids: dict[tuple[int, int], list[tuple[str, int]]],
-                      jobs: list[_Job], prior_weight: float, nil_threshold: float | None,
-                      batch_size: int, bar: Any) -> dict[tuple[int, int], ModelScores]:
+    def _score_global(
+        self,
+        texts: list[str],
+        mentions: list[list[Any]],
+        ids: dict[tuple[int, int], list[tuple[str, int]]],
+        jobs: list[_Job],
+        prior_weight: float,
+        nil_threshold: float | None,
+        batch_size: int,
+        bar: Any,
+    ) -> dict[tuple[int, int], ModelScores]:
         """Yamada et al. (2022): resolve the most confident mention of each window, feed its entity in, repeat.
 
         Each batch of windows is tokenized once; a step changes only entity ids
@@ -386,23 +530,29 @@ class Linker:
         fixed: set[tuple[int, int]] = set()
         for part in chunked(jobs, batch_size):
             enc = self._encode(texts, mentions, part)
-            slots = {(job.text, job.mentions[k]): (row, slot) for row, job in enumerate(part)
-                     for slot, k in enumerate(enc.kept_entities[row])}
+            slots = {
+                (job.text, job.mentions[k]): (row, slot)
+                for row, job in enumerate(part)
+                for slot, k in enumerate(enc.kept_entities[row])
+            }
             while True:
                 open_jobs = [(job, [(job.text, i) for i in job.mentions if (job.text, i) not in fixed]) for job in part]
                 open_jobs = [(job, keys) for job, keys in open_jobs if keys]
                 if not open_jobs:
                     break
                 step = self._part_scores(enc, part, mentions, ids, skip=fixed)
-                for job, keys in open_jobs:
-                    ranked = {key: _rank(mentions[key[0]][key[1]].candidates, _model(step.get(key)), "global",
-                                         prior_weight) for key in keys}
+                for _job, keys in open_jobs:
+                    ranked = {
+                        key: _rank(mentions[key[0]][key[1]].candidates, _model(step.get(key)), "global", prior_weight)
+                        for key in keys
+                    }
                     best = max(keys, key=lambda key: _top_probability(ranked[key]))
                     final[best] = step.get(best, ModelScores({}, {}))
                     fixed.add(best)
                     top = ranked[best][0] if ranked[best] else None
-                    sure = top is not None and self._confidence(mentions[best[0]][best[1]], ranked[best],
-                                                                final[best]) >= self._threshold(nil_threshold)
+                    sure = top is not None and self._confidence(
+                        mentions[best[0]][best[1]], ranked[best], final[best]
+                    ) >= self._threshold(nil_threshold)
                     if best in slots and sure:
                         chosen = dict(ids[best]).get(top["key"])
                         if chosen is not None:  # NIL or outside the vocabulary: stays an entity [MASK]
@@ -423,8 +573,16 @@ class Linker:
         lp = 1.0 if m.link_probability is None else m.link_probability
         return lp * self.calibration.probability(x)
 
-    def _decide(self, m: Any, model_scores: ModelScores | None, lang: str, method: Method, prior_weight: float,
-                nil_threshold: float | None, want_candidates: bool) -> LinkedMention:
+    def _decide(
+        self,
+        m: Any,
+        model_scores: ModelScores | None,
+        lang: str,
+        method: Method,
+        prior_weight: float,
+        nil_threshold: float | None,
+        want_candidates: bool,
+    ) -> LinkedMention:
         rows = _rank(m.candidates, _model(model_scores), method, prior_weight)
         best = rows[0] if rows else None
         confidence = self._confidence(m, rows, model_scores if method != "prior" else None)
@@ -437,16 +595,29 @@ class Linker:
         if want_candidates:
             for r in rows:
                 r["name"] = names.get(r["key"])
-        return LinkedMention(m.start, m.end, m.surface, None if nil else key, names.get(key) if key else None, title,
-                             confidence, best["score"] if best else float("-inf"),
-                             best["prior"] if best else 0.0, m.link_probability, nil, rows if want_candidates else None)
+        return LinkedMention(
+            m.start,
+            m.end,
+            m.surface,
+            None if nil else key,
+            names.get(key) if key else None,
+            title,
+            confidence,
+            best["score"] if best else float("-inf"),
+            best["prior"] if best else 0.0,
+            m.link_probability,
+            nil,
+            rows if want_candidates else None,
+        )
 
 
 def check_nil_threshold(value: float | None) -> None:
     """A NIL threshold is a confidence in [0, 1] (or ``None``: the calibration's default)."""
     if value is not None and not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
-        raise OptionError("{nil_threshold}: expected a confidence between 0 and 1 (mentions below it are NIL)",
-                          options={"nil_threshold": option("nil_threshold", value)})
+        raise OptionError(
+            "{nil_threshold}: expected a confidence between 0 and 1 (mentions below it are NIL)",
+            options={"nil_threshold": option("nil_threshold", value)},
+        )
 
 
 @dataclass
@@ -470,8 +641,10 @@ def check_methods(methods: Iterable[str], name: str = "method") -> tuple[str, ..
     bad = [m for m in chosen if m not in METHODS]
     if bad or not chosen:
         value = ",".join(bad) if bad else ""
-        raise OptionError(f"{{method}}: expected {'one' if len(chosen) < 2 else 'a comma-separated list'} of "
-                          f"{', '.join(METHODS)}", options={"method": option(name, value)})
+        raise OptionError(
+            f"{{method}}: expected {'one' if len(chosen) < 2 else 'a comma-separated list'} of {', '.join(METHODS)}",
+            options={"method": option(name, value)},
+        )
     return chosen
 
 
@@ -514,8 +687,9 @@ def _text_list(texts: Any) -> list[str]:
     return batch
 
 
-def _rank(candidates: Any, model_scores: dict[str, float] | None, method: Method,
-          prior_weight: float) -> list[dict[str, Any]]:
+def _rank(
+    candidates: Any, model_scores: dict[str, float] | None, method: Method, prior_weight: float
+) -> list[dict[str, Any]]:
     """Every candidate with its prior, model log-probability and the score ``method`` uses, best first.
 
     The score is ``log prior`` for "prior" (and for candidates the model cannot
@@ -545,10 +719,20 @@ def _top_probability(rows: list[dict[str, Any]]) -> float:
     return 1.0 / sum(math.exp(r["score"] - top) for r in rows)
 
 
-def link(texts: str | list[str], lang: str, *, kb: EntityDB | str | Path | None = None, model: Any = None,
-         method: Method = "combined", prior_weight: float = 1.0, nil_threshold: float | None = None,
-         candidates: bool = False, spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None,
-         device: Any = None, dtype: Any = None) -> list[LinkedMention] | list[list[LinkedMention]]:
+def link(
+    texts: str | list[str],
+    lang: str,
+    *,
+    kb: EntityDB | str | Path | None = None,
+    model: Any = None,
+    method: Method = "combined",
+    prior_weight: float = 1.0,
+    nil_threshold: float | None = None,
+    candidates: bool = False,
+    spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None,
+    device: Any = None,
+    dtype: Any = None,
+) -> list[LinkedMention] | list[list[LinkedMention]]:
     """Link the entity mentions of one text (or a list of texts) in ``lang`` to kb entities.
 
     Defaults: the embedded kb and the demo model, like :func:`mluke.probe`. Returns, per
@@ -560,15 +744,34 @@ def link(texts: str | list[str], lang: str, *, kb: EntityDB | str | Path | None 
     instead of detecting mentions. For many calls, build a :class:`Linker` once. ``device`` / ``dtype``:
     where and in which precision the model runs (:mod:`mluke.devices`).
     """
-    return Linker(model, kb, languages=[lang], device=device, dtype=dtype).link(texts, lang, method=method, prior_weight=prior_weight,
-                                                     nil_threshold=nil_threshold, candidates=candidates, spans=spans)
+    return Linker(model, kb, languages=[lang], device=device, dtype=dtype).link(
+        texts,
+        lang,
+        method=method,
+        prior_weight=prior_weight,
+        nil_threshold=nil_threshold,
+        candidates=candidates,
+        spans=spans,
+    )
 
 
-def iter_link_file(source: str | Path, lang: str, *, kb: EntityDB | str | Path | None = None, model: Any = None,
-                   method: Method = "combined", prior_weight: float = 1.0, nil_threshold: float | None = None,
-                   candidates: bool = False, progress: bool = True, device: Any = None, dtype: Any = None,
-                   linker: Linker | None = None, chunk_texts: int = CHUNK_TEXTS,
-                   chunk_chars: int = CHUNK_CHARS) -> Iterator[LinkedLine]:
+def iter_link_file(
+    source: str | Path,
+    lang: str,
+    *,
+    kb: EntityDB | str | Path | None = None,
+    model: Any = None,
+    method: Method = "combined",
+    prior_weight: float = 1.0,
+    nil_threshold: float | None = None,
+    candidates: bool = False,
+    progress: bool = True,
+    device: Any = None,
+    dtype: Any = None,
+    linker: Linker | None = None,
+    chunk_texts: int = CHUNK_TEXTS,
+    chunk_chars: int = CHUNK_CHARS,
+) -> Iterator[LinkedLine]:
     """Link every line of a UTF-8 text file (``-``: standard input) as a stream: a :class:`LinkedLine`
     (line number, text, mentions) per line, in order, in memory that does not grow with the input
     (see :meth:`Linker.link_iter`; the mentions of a line longer than ``chunk_chars`` come as an
@@ -589,10 +792,27 @@ def iter_link_file(source: str | Path, lang: str, *, kb: EntityDB | str | Path |
         lines = iter_lines(source)
     if linker is None:
         linker = Linker(model, kb, languages=[lang], device=device, dtype=dtype)
-    bar = tqdm(total=total, desc="linking", unit="char", unit_scale=True, disable=not progress, delay=1.0,
-               mininterval=0.5, dynamic_ncols=True)
-    stream = linker.link_iter(lines, lang, method=method, prior_weight=prior_weight, nil_threshold=nil_threshold,
-                              candidates=candidates, chunk_texts=chunk_texts, chunk_chars=chunk_chars, advance=bar.update)
+    bar = tqdm(
+        total=total,
+        desc="linking",
+        unit="char",
+        unit_scale=True,
+        disable=not progress,
+        delay=1.0,
+        mininterval=0.5,
+        dynamic_ncols=True,
+    )
+    stream = linker.link_iter(
+        lines,
+        lang,
+        method=method,
+        prior_weight=prior_weight,
+        nil_threshold=nil_threshold,
+        candidates=candidates,
+        chunk_texts=chunk_texts,
+        chunk_chars=chunk_chars,
+        advance=bar.update,
+    )
     return _numbered(stream, bar)
 
 
@@ -602,8 +822,9 @@ def _numbered(stream: Iterator[tuple[str, Iterable[LinkedMention]]], bar: Any) -
             yield LinkedLine(number, text, mentions)
 
 
-def write_linked(stream: Iterable[LinkedLine], dest: str | Path, *, overwrite: bool = False,
-                 tally: LinkTally | None = None) -> LinkTally:
+def write_linked(
+    stream: Iterable[LinkedLine], dest: str | Path, *, overwrite: bool = False, tally: LinkTally | None = None
+) -> LinkTally:
     """Write a stream of linked lines (:func:`iter_link_file`) as JSON lines, each as soon as it is
     linked, to ``dest`` (``-``: standard output); the same lines as :meth:`LinkedTexts.to_jsonl`.
 
@@ -618,9 +839,20 @@ def write_linked(stream: Iterable[LinkedLine], dest: str | Path, *, overwrite: b
     return tally
 
 
-def link_file(source: str | Path, lang: str, *, kb: EntityDB | str | Path | None = None, model: Any = None,
-              method: Method = "combined", prior_weight: float = 1.0, nil_threshold: float | None = None,
-              candidates: bool = False, progress: bool = True, device: Any = None, dtype: Any = None) -> LinkedTexts:
+def link_file(
+    source: str | Path,
+    lang: str,
+    *,
+    kb: EntityDB | str | Path | None = None,
+    model: Any = None,
+    method: Method = "combined",
+    prior_weight: float = 1.0,
+    nil_threshold: float | None = None,
+    candidates: bool = False,
+    progress: bool = True,
+    device: Any = None,
+    dtype: Any = None,
+) -> LinkedTexts:
     """Link every line of a UTF-8 text file (``-``: standard input), all held in memory (for a
     stream, :func:`iter_link_file`).
 
@@ -629,9 +861,19 @@ def link_file(source: str | Path, lang: str, *, kb: EntityDB | str | Path | None
     (for a file; standard input is read as it is linked).
     """
     texts, mentions = [], []
-    for item in iter_link_file(source, lang, kb=kb, model=model, method=method, prior_weight=prior_weight,
-                               nil_threshold=nil_threshold, candidates=candidates, progress=progress, device=device,
-                               dtype=dtype):
+    for item in iter_link_file(
+        source,
+        lang,
+        kb=kb,
+        model=model,
+        method=method,
+        prior_weight=prior_weight,
+        nil_threshold=nil_threshold,
+        candidates=candidates,
+        progress=progress,
+        device=device,
+        dtype=dtype,
+    ):
         texts.append(item.text)
         mentions.append(list(item.mentions))
     return LinkedTexts(texts, mentions, lang, method)

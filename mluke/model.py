@@ -67,8 +67,9 @@ class MlukeForMaskedLM(LukeForMaskedLM):
         """MEP query ``m = LayerNorm(gelu(W h + b))``: (..., hidden) -> (..., entity_emb_size)."""
         return self.entity_predictions.transform(entity_hidden)
 
-    def entity_scores(self, entity_hidden: Tensor, candidates: Tensor, *, normalize: bool = True,
-                      chunk_size: int = DEFAULT_CHUNK) -> Tensor:
+    def entity_scores(
+        self, entity_hidden: Tensor, candidates: Tensor, *, normalize: bool = True, chunk_size: int = DEFAULT_CHUNK
+    ) -> Tensor:
         """MEP scores of candidate entities at entity positions.
 
         entity_hidden: (n, hidden) states at entity [MASK]s; candidates: (n, c) or
@@ -82,8 +83,15 @@ class MlukeForMaskedLM(LukeForMaskedLM):
         bias = self.entity_predictions.bias
         return _candidate_scores(m, table, bias, candidates, normalize, chunk_size)
 
-    def entity_topk(self, entity_hidden: Tensor, k: int, *, exclude: Tensor | None = None,
-                    row_exclude: Tensor | None = None, chunk_size: int = DEFAULT_CHUNK) -> tuple[Tensor, Tensor]:
+    def entity_topk(
+        self,
+        entity_hidden: Tensor,
+        k: int,
+        *,
+        exclude: Tensor | None = None,
+        row_exclude: Tensor | None = None,
+        chunk_size: int = DEFAULT_CHUNK,
+    ) -> tuple[Tensor, Tensor]:
         """The ``k`` best entities of the whole vocabulary at each entity position, in one pass over
         the entity table, ``chunk_size`` rows at a time: (n, vocab) logits are never held.
 
@@ -125,8 +133,14 @@ class MlukeForMaskedLM(LukeForMaskedLM):
         head = self.lm_head
         return head.layer_norm(gelu(head.dense(word_hidden)))
 
-    def word_scores(self, word_hidden: Tensor, candidates: Tensor | None = None, *, normalize: bool = True,
-                    chunk_size: int = DEFAULT_CHUNK) -> Tensor:
+    def word_scores(
+        self,
+        word_hidden: Tensor,
+        candidates: Tensor | None = None,
+        *,
+        normalize: bool = True,
+        chunk_size: int = DEFAULT_CHUNK,
+    ) -> Tensor:
         """Word predictions at the given (masked) positions only.
 
         word_hidden: (n, hidden). With ``candidates`` ((n, c) or (c,) word ids):
@@ -157,11 +171,21 @@ def encode_entity_rows(luke: nn.Module, **inputs: Tensor) -> Tensor:
     _check_entity_inputs(inputs)
     ids = inputs["input_ids"]
     token_types = inputs.get("token_type_ids")  # LukeEmbeddings fails on None: pass zeros as LukeModel does
-    words = luke.embeddings(input_ids=ids, token_type_ids=torch.zeros_like(ids) if token_types is None else token_types,
-                            position_ids=inputs.get("position_ids"))
-    ents = luke.entity_embeddings(inputs["entity_ids"], inputs["entity_position_ids"], inputs.get("entity_token_type_ids"))
-    mask = torch.cat([inputs.get("attention_mask", torch.ones_like(ids)),
-                      inputs.get("entity_attention_mask", torch.ones_like(inputs["entity_ids"]))], dim=-1)
+    words = luke.embeddings(
+        input_ids=ids,
+        token_type_ids=torch.zeros_like(ids) if token_types is None else token_types,
+        position_ids=inputs.get("position_ids"),
+    )
+    ents = luke.entity_embeddings(
+        inputs["entity_ids"], inputs["entity_position_ids"], inputs.get("entity_token_type_ids")
+    )
+    mask = torch.cat(
+        [
+            inputs.get("attention_mask", torch.ones_like(ids)),
+            inputs.get("entity_attention_mask", torch.ones_like(inputs["entity_ids"])),
+        ],
+        dim=-1,
+    )
     additive = (1.0 - mask[:, None, None, :].to(words.dtype)) * torch.finfo(words.dtype).min
     *layers, last = luke.encoder.layer
     for layer in layers:
@@ -183,11 +207,16 @@ def _last_layer_entity_rows(layer: nn.Module, words: Tensor, ents: Tensor, addit
     keys, values = split(att.key(both)), split(att.value(both))
     n = words.shape[1]
     if att.use_entity_aware_attention:
-        scores = torch.cat([split(att.e2w_query(ents)) @ keys[:, :, :n].transpose(-1, -2),
-                            split(att.e2e_query(ents)) @ keys[:, :, n:].transpose(-1, -2)], dim=-1)
+        scores = torch.cat(
+            [
+                split(att.e2w_query(ents)) @ keys[:, :, :n].transpose(-1, -2),
+                split(att.e2e_query(ents)) @ keys[:, :, n:].transpose(-1, -2),
+            ],
+            dim=-1,
+        )
     else:
         scores = split(att.query(ents)) @ keys.transpose(-1, -2)
-    probs = torch.softmax(scores / att.attention_head_size ** 0.5 + additive_mask, dim=-1)
+    probs = torch.softmax(scores / att.attention_head_size**0.5 + additive_mask, dim=-1)
     context = (att.dropout(probs) @ values).permute(0, 2, 1, 3).flatten(2)
     attended = layer.attention.output(context, ents)
     return layer.output(layer.intermediate(attended), attended)
@@ -200,8 +229,9 @@ def _head_loss(head: nn.Module, hidden: Tensor, labels: Tensor) -> Tensor:
     return nn.functional.cross_entropy(head(hidden[keep]), labels[keep])
 
 
-def _candidate_scores(features: Tensor, table: Tensor, bias: Tensor, candidates: Tensor, normalize: bool,
-                      chunk_size: int) -> Tensor:
+def _candidate_scores(
+    features: Tensor, table: Tensor, bias: Tensor, candidates: Tensor, normalize: bool, chunk_size: int
+) -> Tensor:
     """(n, d) features against candidate rows of ``table`` (+ bias) -> (n, c), in float32 whatever the model's
     precision (the few candidate rows cost nothing to upcast, and close candidates stay apart)."""
     candidates = candidates.to(features.device)

@@ -33,4 +33,6 @@ def macro_set_scores(pairs: Iterable[tuple[Collection[str], Collection[str]]]) -
     """Macro-averaged precision, recall and F1 over (answer, true) pairs (``None`` without pairs)."""
     scores = [set_scores(a, t) for a, t in pairs]
     n = len(scores)
-    return {name: (sum(s[i] for s in scores) / n if n else None) for i, name in enumerate(("precision", "recall", "F1"))}
+    return {
+        name: (sum(s[i] for s in scores) / n if n else None) for i, name in enumerate(("precision", "recall", "F1"))
+    }

@@ -68,8 +68,13 @@ class ProbeResult:
         n = len(ranked)
         hits = lambda k: sum(1 for r in ranked if r is not None and r <= k) / n if n else None  # noqa: E731
         mrr = sum(1.0 / r for r in ranked if r is not None) / n if n else None
-        out: dict[str, float | int | None] = {"subjects": len(self.rows), "with_gold": n, "P@1": hits(1),
-                                              f"P@{self.top_k}": hits(self.top_k), "MRR": mrr}
+        out: dict[str, float | int | None] = {
+            "subjects": len(self.rows),
+            "with_gold": n,
+            "P@1": hits(1),
+            f"P@{self.top_k}": hits(self.top_k),
+            "MRR": mrr,
+        }
         if self.threshold is not None:
             from mluke.object_sets import macro_set_scores
 
@@ -88,28 +93,50 @@ class ProbeResult:
         and the metrics."""
         m = self.metrics
         with_entity = sum(r.subject_entity for r in self.rows)
-        how = ([] if self.mode == "word" else [f"[X]&[Y] for {with_entity} of {len(self.rows)}" if with_entity
-                                               else "[Y] only"]) + (["open vocabulary"] if self.open_vocabulary else [])
+        how = (
+            []
+            if self.mode == "word"
+            else [f"[X]&[Y] for {with_entity} of {len(self.rows)}" if with_entity else "[Y] only"]
+        ) + (["open vocabulary"] if self.open_vocabulary else [])
         what = ", ".join([self.lang, self.relation or "no relation", f"{self.mode} mode", *how])
         if self.threshold is not None:
-            return (f"{self.template}  [{what}, answers with p >= {self.threshold:g}]  precision {_fmt(m['precision'])}  "
-                    f"recall {_fmt(m['recall'])}  F1 {_fmt(m['F1'])}  ({m['scored_sets']} of {m['subjects']} subjects "
-                    "with known objects)")
-        return (f"{self.template}  [{what}]  P@1 {_fmt(m['P@1'])}  P@{self.top_k} {_fmt(m[f'P@{self.top_k}'])}  "
-                f"MRR {_fmt(m['MRR'])}  ({m['with_gold']} of {m['subjects']} subjects with answers)")
+            return (
+                f"{self.template}  [{what}, answers with p >= {self.threshold:g}]  precision {_fmt(m['precision'])}  "
+                f"recall {_fmt(m['recall'])}  F1 {_fmt(m['F1'])}  ({m['scored_sets']} of {m['subjects']} subjects "
+                "with known objects)"
+            )
+        return (
+            f"{self.template}  [{what}]  P@1 {_fmt(m['P@1'])}  P@{self.top_k} {_fmt(m[f'P@{self.top_k}'])}  "
+            f"MRR {_fmt(m['MRR'])}  ({m['with_gold']} of {m['subjects']} subjects with answers)"
+        )
 
     def _mode_dict(self) -> dict[str, Any]:
-        return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": self.mode,
-                "model": self.model, "threshold": self.threshold,
-                "use_subject_entity": self.use_subject_entity, "open_vocabulary": self.open_vocabulary,
-                "notes": self.notes, "metrics": self.metrics, "rows": [asdict(r) for r in self.rows]}
+        return {
+            "template": self.template,
+            "lang": self.lang,
+            "relation": self.relation,
+            "mode": self.mode,
+            "model": self.model,
+            "threshold": self.threshold,
+            "use_subject_entity": self.use_subject_entity,
+            "open_vocabulary": self.open_vocabulary,
+            "notes": self.notes,
+            "metrics": self.metrics,
+            "rows": [asdict(r) for r in self.rows],
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data; for ``mode="both"``: ``{"mode": "both", "modes": {"entity": {...}, "word": {...}}, ...}``."""
         if not self.modes:
             return self._mode_dict()
-        return {"template": self.template, "lang": self.lang, "relation": self.relation, "mode": "both",
-                "notes": self.notes, "modes": {m: r._mode_dict() for m, r in self.modes.items()}}
+        return {
+            "template": self.template,
+            "lang": self.lang,
+            "relation": self.relation,
+            "mode": "both",
+            "notes": self.notes,
+            "modes": {m: r._mode_dict() for m, r in self.modes.items()},
+        }
 
     def to_json(self, path: str | Path | None = None, *, overwrite: bool = False) -> str:
         """The result as JSON; also written to ``path`` when given (an existing file only with ``overwrite``)."""
@@ -123,10 +150,26 @@ class ProbeResult:
         import pandas as pd
 
         columns = ["subject", "subject_key", "rank", "prediction", "key", "score", "source", "correct", "gold", "mode"]
-        return pd.DataFrame([
-            (r.label, r.subject, i + 1, p.label, p.key, p.score, p.source, p.correct, ", ".join(r.gold_labels), res.mode)
-            for res in self.results for r in res.rows for i, p in enumerate(r.predictions)
-        ], columns=columns)
+        return pd.DataFrame(
+            [
+                (
+                    r.label,
+                    r.subject,
+                    i + 1,
+                    p.label,
+                    p.key,
+                    p.score,
+                    p.source,
+                    p.correct,
+                    ", ".join(r.gold_labels),
+                    res.mode,
+                )
+                for res in self.results
+                for r in res.rows
+                for i, p in enumerate(r.predictions)
+            ],
+            columns=columns,
+        )
 
     def __repr__(self) -> str:
         lines = [f"ProbeResult: {res.summary()}" for res in self.results]
@@ -135,8 +178,10 @@ class ProbeResult:
             if self.modes:
                 lines.append(f"  {res.mode} mode:")
             for r in res.rows[:8]:
-                preds = ", ".join(f"{p.label}{'*' if p.correct else ''} ({p.score:.2f}{'' if p.source == 'entity' else ' w'})"
-                                  for p in r.predictions[:3])
+                preds = ", ".join(
+                    f"{p.label}{'*' if p.correct else ''} ({p.score:.2f}{'' if p.source == 'entity' else ' w'})"
+                    for p in r.predictions[:3]
+                )
                 lines.append(f"  {r.label} -> {preds}" + (f"   [gold: {', '.join(r.gold_labels)}]" if r.gold else ""))
             if len(res.rows) > 8:
                 lines.append(f"  ... {len(res.rows) - 8} more")
@@ -182,8 +227,10 @@ class LinkedTexts:
 
     def records(self) -> list[dict[str, Any]]:
         """One record per text: ``{"line", "text", "mentions": [...]}`` (lines count from 1)."""
-        return [{"line": i + 1, "text": t, "mentions": [m.to_dict() for m in found]}
-                for i, (t, found) in enumerate(zip(self.texts, self.mentions))]
+        return [
+            {"line": i + 1, "text": t, "mentions": [m.to_dict() for m in found]}
+            for i, (t, found) in enumerate(zip(self.texts, self.mentions))
+        ]
 
     def summary(self) -> dict[str, int]:
         """Counts: texts, mentions, linked mentions, NIL mentions, distinct entities."""
@@ -216,7 +263,7 @@ def mention_row(line: int, m: LinkedMention, runner_ups: int = 0) -> list[Any]:
     lp = "" if m.link_probability is None else f"{m.link_probability:.2f}"
     row = [line, m.surface, m.key or "NIL", name, f"{m.confidence:.2f}", lp, f"{m.prior:.2f}", f"{m.score:.2f}"]
     if runner_ups:
-        others = (m.candidates or [])[1:1 + runner_ups]
+        others = (m.candidates or [])[1 : 1 + runner_ups]
         row.append("; ".join(f"{c.get('name') or c['key']} {c['prior']:.2f}" for c in others))
     return row
 
@@ -233,9 +280,9 @@ class LinkedLine:
     def jsonl(self) -> Iterator[str]:
         """The line's JSON object and newline, as :meth:`LinkedTexts.to_jsonl` writes it, in pieces: one per
         mention, so a text with a million mentions is written without holding them."""
-        yield '{"line": %d, "text": "' % self.line
+        yield f'{{"line": {self.line}, "text": "'
         for k in range(0, len(self.text), 1 << 20):  # escaped a slice at a time: the same characters
-            yield json.dumps(self.text[k:k + (1 << 20)], ensure_ascii=False)[1:-1]
+            yield json.dumps(self.text[k : k + (1 << 20)], ensure_ascii=False)[1:-1]
         yield '", "mentions": ['
         for k, m in enumerate(self.mentions):
             yield (", " if k else "") + json.dumps(m.to_dict(), ensure_ascii=False)
@@ -275,5 +322,10 @@ class LinkTally:
 
     def summary(self) -> dict[str, int]:
         """Counts: texts, mentions, linked mentions, NIL mentions, distinct entities."""
-        return {"texts": self.texts, "mentions": self.mentions, "linked": self.linked,
-                "nil": self.mentions - self.linked, "entities": len(self.entities)}
+        return {
+            "texts": self.texts,
+            "mentions": self.mentions,
+            "linked": self.linked,
+            "nil": self.mentions - self.linked,
+            "entities": len(self.entities),
+        }

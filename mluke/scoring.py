@@ -31,14 +31,24 @@ class ClozeScorer:
     def candidate_pieces(self, labels: Sequence[str], template: Template | None = None) -> list[list[int]]:
         """Word pieces of each candidate as it would stand at [Y] of ``template``: a byte-level BPE
         tokenizer (``space_prefix``) encodes a word after a space differently from one opening the text."""
-        if template is not None and getattr(self.tokenizer, "space_prefix", False) \
-                and template.text.lstrip().startswith("[Y]"):
+        if (
+            template is not None
+            and getattr(self.tokenizer, "space_prefix", False)
+            and template.text.lstrip().startswith("[Y]")
+        ):
             return self.tokenizer.encode_words(list(labels), at_start=True)
         return self.tokenizer.encode_words(list(labels))
 
     @torch.inference_mode()
-    def entity_scores(self, template: Template, subjects: Sequence[str], candidate_ids: torch.Tensor,
-                      subject_ids: Sequence[int | None] | None = None, *, normalize: bool = True) -> torch.Tensor:
+    def entity_scores(
+        self,
+        template: Template,
+        subjects: Sequence[str],
+        candidate_ids: torch.Tensor,
+        subject_ids: Sequence[int | None] | None = None,
+        *,
+        normalize: bool = True,
+    ) -> torch.Tensor:
         """(n_subjects, n_candidates) MEP log-probabilities with the entity [MASK] over [Y]
         (unnormalised logits, which rank alike, when not ``normalize``).
 
@@ -49,13 +59,28 @@ class ClozeScorer:
         if not len(subjects):
             return torch.zeros(0, len(candidate_ids))
         hidden = self.mask_states(template, subjects, subject_ids)
-        return torch.cat([self.model.entity_scores(hidden[i:i + NORMALIZER_ROWS], candidate_ids, normalize=normalize)
-                          for i in range(0, len(hidden), NORMALIZER_ROWS)]).float().cpu()
+        return (
+            torch.cat(
+                [
+                    self.model.entity_scores(hidden[i : i + NORMALIZER_ROWS], candidate_ids, normalize=normalize)
+                    for i in range(0, len(hidden), NORMALIZER_ROWS)
+                ]
+            )
+            .float()
+            .cpu()
+        )
 
     @torch.inference_mode()
-    def entity_topk(self, template: Template, subjects: Sequence[str], k: int,
-                    subject_ids: Sequence[int | None] | None = None, *, exclude: Sequence[int] = (),
-                    exclude_subject: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    def entity_topk(
+        self,
+        template: Template,
+        subjects: Sequence[str],
+        k: int,
+        subject_ids: Sequence[int | None] | None = None,
+        *,
+        exclude: Sequence[int] = (),
+        exclude_subject: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Open-vocabulary answers: the ``k`` best entities of the whole entity vocabulary for [Y]
         (the entity [MASK]), as (n_subjects, k) MEP log-probabilities and (n_subjects, k) ids.
 
@@ -65,16 +90,25 @@ class ClozeScorer:
         """
         hidden = self.mask_states(template, subjects, subject_ids)
         drop = torch.tensor(list(exclude), dtype=torch.long)
-        own = torch.tensor([(i if i is not None and exclude_subject else -1) for i in (subject_ids or [None] * len(subjects))],
-                           dtype=torch.long)
-        parts = [self.model.entity_topk(hidden[i:i + NORMALIZER_ROWS], k, exclude=drop, row_exclude=own[i:i + NORMALIZER_ROWS])
-                 for i in range(0, len(hidden), NORMALIZER_ROWS)]
+        own = torch.tensor(
+            [(i if i is not None and exclude_subject else -1) for i in (subject_ids or [None] * len(subjects))],
+            dtype=torch.long,
+        )
+        parts = [
+            self.model.entity_topk(
+                hidden[i : i + NORMALIZER_ROWS], k, exclude=drop, row_exclude=own[i : i + NORMALIZER_ROWS]
+            )
+            for i in range(0, len(hidden), NORMALIZER_ROWS)
+        ]
         width = min(p[0].shape[1] for p in parts)
-        return (torch.cat([p[0][:, :width] for p in parts]).float().cpu(),
-                torch.cat([p[1][:, :width] for p in parts]).cpu())
+        return (
+            torch.cat([p[0][:, :width] for p in parts]).float().cpu(),
+            torch.cat([p[1][:, :width] for p in parts]).cpu(),
+        )
 
-    def mask_states(self, template: Template, subjects: Sequence[str],
-                    subject_ids: Sequence[int | None] | None = None) -> torch.Tensor:
+    def mask_states(
+        self, template: Template, subjects: Sequence[str], subject_ids: Sequence[int | None] | None = None
+    ) -> torch.Tensor:
         """(n_subjects, hidden) last-layer states at the entity [MASK] over [Y], with the subject's
         entity over [X] where ``subject_ids`` gives one; ``batch_size`` prompts per encoder pass."""
         states = []
@@ -110,14 +144,16 @@ class ClozeScorer:
         prompts = [(s, n) for s in range(len(subjects)) for n in sorted(by_len)]
         mask_id = self.tokenizer.mask_id
         for start in range(0, len(prompts), self.batch_size):
-            part = prompts[start:start + self.batch_size]
+            part = prompts[start : start + self.batch_size]
             batch = [template.fill(subjects[s], self.mask_token * n) for s, n in part]
             enc = self.tokenizer(batch)
             words, _ = self.model.encode(**enc)
             where = enc["input_ids"].to(words.device) == mask_id
             if where.sum(1).tolist() != [n for _, n in part]:
-                raise MlukeError("the masks at [Y] do not fit in the model's input: a prompt is too long "
-                                 f"(first of the batch: {batch[0][:80]!r})")
+                raise MlukeError(
+                    "the masks at [Y] do not fit in the model's input: a prompt is too long "
+                    f"(first of the batch: {batch[0][:80]!r})"
+                )
             logp = self.model.word_scores(words[where], uniq).float().cpu()  # (masks of the batch, len(uniq))
             row = 0
             for s, n in part:  # masks come row by row, left to right

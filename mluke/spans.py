@@ -31,10 +31,13 @@ FEATURES = ("word", "entity", "entity-token")
 Span = tuple[int, int]
 
 
-def _check(texts: Sequence[str], spans: Sequence[Sequence[Span]], entities: Sequence[Sequence[Any]] | None,
-           features: str) -> None:
+def _check(
+    texts: Sequence[str], spans: Sequence[Sequence[Span]], entities: Sequence[Sequence[Any]] | None, features: str
+) -> None:
     if features not in FEATURES:
-        raise OptionError(f"{features}: expected one of {', '.join(FEATURES)}", options={"features": option("features", features)})
+        raise OptionError(
+            f"{features}: expected one of {', '.join(FEATURES)}", options={"features": option("features", features)}
+        )
     if len(spans) != len(texts):
         raise OptionError(f"{len(texts)} texts but {len(spans)} span lists")
     if entities is not None and [len(e) for e in entities] != [len(s) for s in spans]:
@@ -53,8 +56,14 @@ def _entity_id(vocab: Any, ref: Any) -> int:
     return vocab.mask_id if found is None else found
 
 
-def _rows(tokenizer: Any, vocab: Any, texts: Sequence[str], spans: Sequence[Sequence[Span]],
-          entities: Sequence[Sequence[Any]] | None, max_length: int) -> list[Row]:
+def _rows(
+    tokenizer: Any,
+    vocab: Any,
+    texts: Sequence[str],
+    spans: Sequence[Sequence[Span]],
+    entities: Sequence[Sequence[Any]] | None,
+    max_length: int,
+) -> list[Row]:
     """Model rows; ``row.items`` holds the global span number of each slot."""
     limit = max_length - 2
     rows: list[Row] = []
@@ -70,22 +79,40 @@ def _rows(tokenizer: Any, vocab: Any, texts: Sequence[str], spans: Sequence[Sequ
             windows = []
             for k, (s, e) in enumerate(pieces):
                 if e - s > limit:
-                    raise OptionError(f"text {t}: span {spans[t][k]} covers {e - s} pieces, more than max_length={max_length}")
+                    raise OptionError(
+                        f"text {t}: span {spans[t][k]} covers {e - s} pieces, more than max_length={max_length}"
+                    )
                 start = max(0, min(len(ids) - limit, (s + e) // 2 - limit // 2))
                 windows.append((start, [numbers[k]]))
         for start, wanted in windows:
             inside = [k for k, (s, e) in enumerate(pieces) if s >= start and e <= start + limit]
             order = sorted(inside, key=lambda k: numbers[k] not in wanted)  # the wanted spans first
-            rows.append(Row([tokenizer.bos_id, *ids[start:start + limit], tokenizer.eos_id],
-                            [(pieces[k][0] - start + 1, pieces[k][1] - start + 1) for k in order],
-                            [eids[k] for k in order], [numbers[k] if numbers[k] in wanted else -1 for k in order]))
+            rows.append(
+                Row(
+                    [tokenizer.bos_id, *ids[start : start + limit], tokenizer.eos_id],
+                    [(pieces[k][0] - start + 1, pieces[k][1] - start + 1) for k in order],
+                    [eids[k] for k in order],
+                    [numbers[k] if numbers[k] in wanted else -1 for k in order],
+                )
+            )
     return rows
 
 
-def span_vectors(model: Any, texts: Sequence[str], spans: Sequence[Sequence[Span]], *,
-                 features: SpanFeatures = "word", entities: Sequence[Sequence[Any]] | None = None, layer: int = -1,
-                 normalize: bool = False, batch_size: int = 32, max_length: int = 512,
-                 progress: bool = False, device: Any = None, dtype: Any = None) -> np.ndarray:
+def span_vectors(
+    model: Any,
+    texts: Sequence[str],
+    spans: Sequence[Sequence[Span]],
+    *,
+    features: SpanFeatures = "word",
+    entities: Sequence[Sequence[Any]] | None = None,
+    layer: int = -1,
+    normalize: bool = False,
+    batch_size: int = 32,
+    max_length: int = 512,
+    progress: bool = False,
+    device: Any = None,
+    dtype: Any = None,
+) -> np.ndarray:
     """Vectors of the character ``spans`` of ``texts``: a float32 array (total spans x hidden size), the spans of
     text 0 first, in the order given.
 
@@ -112,20 +139,29 @@ def span_vectors(model: Any, texts: Sequence[str], spans: Sequence[Sequence[Span
     bar = tqdm(total=len(rows), desc="span vectors", unit="row", disable=not progress)
     with torch.inference_mode():
         for group in batches(rows, batch_size, order=order):
-            batch = {k: v.to(device) for k, v in collate(group, pad_id=tokenizer.pad_id,
-                                                           max_mention_length=tokenizer.max_mention_length).items()}
+            batch = {
+                k: v.to(device)
+                for k, v in collate(
+                    group, pad_id=tokenizer.pad_id, max_mention_length=tokenizer.max_mention_length
+                ).items()
+            }
             inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
             if features != "word":
-                inputs.update(entity_ids=batch["entity_ids"], entity_position_ids=batch["entity_position_ids"],
-                              entity_attention_mask=batch["entity_attention_mask"])
+                inputs.update(
+                    entity_ids=batch["entity_ids"],
+                    entity_position_ids=batch["entity_position_ids"],
+                    entity_attention_mask=batch["entity_attention_mask"],
+                )
             result = net.luke(**inputs, output_hidden_states=True, return_dict=True)
             if features == "entity-token":
                 vectors = result.entity_hidden_states[layer]
             else:
                 words = result.hidden_states[layer]  # (rows, width, hidden)
                 positions = torch.arange(words.shape[1], device=device)
-                inside = ((positions[None, None] >= batch["slot_start"][..., None])
-                          & (positions[None, None] <= batch["slot_end"][..., None])).to(words.dtype)
+                inside = (
+                    (positions[None, None] >= batch["slot_start"][..., None])
+                    & (positions[None, None] <= batch["slot_end"][..., None])
+                ).to(words.dtype)
                 vectors = torch.einsum("rsw,rwh->rsh", inside, words) / inside.sum(-1, keepdim=True).clamp(min=1)
             vectors = vectors.float().cpu().numpy()
             for r, row in enumerate(group):

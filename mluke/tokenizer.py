@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from tokenizers import Tokenizer
 
@@ -31,7 +31,7 @@ from mluke import xlmr
 Task = Literal["entity_classification", "entity_pair_classification", "entity_span_classification"]
 #: An entity given to the tokenizer: an id, a key (QID), a (lang, title) pair, a title
 #: (with ``lang=``), a special entity name such as "[MASK]", or None for [MASK].
-EntityRef = Union[int, str, tuple[str, str], None]
+EntityRef = int | str | tuple[str, str] | None
 Span = tuple[int, int]
 
 MAX_LENGTH = 512
@@ -74,9 +74,9 @@ class MlukeEncoding(dict):
 class _Example:
     ids: list[int]
     offsets: list[tuple[int, int]]
-    spans: list[Span]            # word positions [start, end) in ids (without <s>)
+    spans: list[Span]  # word positions [start, end) in ids (without <s>)
     entity_ids: list[int]
-    entity_index: list[int]      # index of each entity among the user's spans
+    entity_index: list[int]  # index of each entity among the user's spans
     unknown: list[int]
 
 
@@ -89,9 +89,15 @@ class MlukeTokenizer:
     """
 
     def __init__(
-        self, word_tokenizer: Tokenizer, entity_vocab: EntityVocab | None = None, *,
-        max_length: int = MAX_LENGTH, max_entity_length: int = MAX_ENTITY_LENGTH,
-        max_mention_length: int = MAX_MENTION_LENGTH, kb: Any = None, source_dir: Path | None = None,
+        self,
+        word_tokenizer: Tokenizer,
+        entity_vocab: EntityVocab | None = None,
+        *,
+        max_length: int = MAX_LENGTH,
+        max_entity_length: int = MAX_ENTITY_LENGTH,
+        max_mention_length: int = MAX_MENTION_LENGTH,
+        kb: Any = None,
+        source_dir: Path | None = None,
     ) -> None:
         self.words = word_tokenizer
         self.entity_vocab = entity_vocab
@@ -100,13 +106,23 @@ class MlukeTokenizer:
         self.max_entity_length = max_entity_length
         self.max_mention_length = max_mention_length
         self.source_dir = source_dir
-        ids = {t: word_tokenizer.token_to_id(t) for t in (xlmr.BOS, xlmr.PAD, xlmr.EOS, xlmr.UNK, xlmr.MASK, xlmr.ENT, xlmr.ENT2)}
+        ids = {
+            t: word_tokenizer.token_to_id(t)
+            for t in (xlmr.BOS, xlmr.PAD, xlmr.EOS, xlmr.UNK, xlmr.MASK, xlmr.ENT, xlmr.ENT2)
+        }
         self.bos_id, self.pad_id, self.eos_id = ids[xlmr.BOS], ids[xlmr.PAD], ids[xlmr.EOS]
-        self.unk_id, self.mask_id, self.ent_id, self.ent2_id = ids[xlmr.UNK], ids[xlmr.MASK], ids[xlmr.ENT], ids[xlmr.ENT2]
+        self.unk_id, self.mask_id, self.ent_id, self.ent2_id = (
+            ids[xlmr.UNK],
+            ids[xlmr.MASK],
+            ids[xlmr.ENT],
+            ids[xlmr.ENT2],
+        )
 
     # -- loading and saving -----------------------------------------------------------
     @classmethod
-    def from_pretrained(cls, directory: str | Path, *, entity_vocab: EntityVocab | None = None, **kwargs: Any) -> MlukeTokenizer:
+    def from_pretrained(
+        cls, directory: str | Path, *, entity_vocab: EntityVocab | None = None, **kwargs: Any
+    ) -> MlukeTokenizer:
         """Load from a checkpoint folder (hub layout or ours); the entity vocabulary is
         served from an SQLite store (imported once from ``entity_vocab.json`` if needed)."""
         from mluke.entity_vocab import load_entity_vocab
@@ -129,23 +145,45 @@ class MlukeTokenizer:
         :func:`mluke.entity_vocab.save_entity_vocab`)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        if self.source_dir is not None and (self.source_dir / xlmr.SPM_FILE).is_file():
-            if (self.source_dir / xlmr.SPM_FILE).resolve() != (directory / xlmr.SPM_FILE).resolve():
-                shutil.copyfile(self.source_dir / xlmr.SPM_FILE, directory / xlmr.SPM_FILE)
+        spm = self.source_dir / xlmr.SPM_FILE if self.source_dir is not None else None
+        if spm is not None and spm.is_file() and spm.resolve() != (directory / xlmr.SPM_FILE).resolve():
+            shutil.copyfile(self.source_dir / xlmr.SPM_FILE, directory / xlmr.SPM_FILE)
         self.words.save(str(directory / xlmr.TOKENIZER_FILE))
         _write_json(directory / xlmr.ADDED_TOKENS_FILE, {xlmr.ENT: self.ent_id, xlmr.ENT2: self.ent2_id})
-        _write_json(directory / "special_tokens_map.json", {
-            "bos_token": xlmr.BOS, "eos_token": xlmr.EOS, "unk_token": xlmr.UNK, "sep_token": xlmr.EOS,
-            "pad_token": xlmr.PAD, "cls_token": xlmr.BOS,
-            "mask_token": {"content": xlmr.MASK, "lstrip": True, "rstrip": False, "normalized": False, "single_word": False},
-            "additional_special_tokens": [xlmr.ENT, xlmr.ENT2],
-        })
-        _write_json(directory / "tokenizer_config.json", {
-            "tokenizer_class": "MLukeTokenizer", "model_max_length": self.max_length,
-            "max_entity_length": self.max_entity_length, "max_mention_length": self.max_mention_length,
-            "entity_token_1": xlmr.ENT, "entity_token_2": xlmr.ENT2,
-            "entity_unk_token": UNK, "entity_pad_token": PAD, "entity_mask_token": MASK, "entity_mask2_token": MASK2,
-        })
+        _write_json(
+            directory / "special_tokens_map.json",
+            {
+                "bos_token": xlmr.BOS,
+                "eos_token": xlmr.EOS,
+                "unk_token": xlmr.UNK,
+                "sep_token": xlmr.EOS,
+                "pad_token": xlmr.PAD,
+                "cls_token": xlmr.BOS,
+                "mask_token": {
+                    "content": xlmr.MASK,
+                    "lstrip": True,
+                    "rstrip": False,
+                    "normalized": False,
+                    "single_word": False,
+                },
+                "additional_special_tokens": [xlmr.ENT, xlmr.ENT2],
+            },
+        )
+        _write_json(
+            directory / "tokenizer_config.json",
+            {
+                "tokenizer_class": "MLukeTokenizer",
+                "model_max_length": self.max_length,
+                "max_entity_length": self.max_entity_length,
+                "max_mention_length": self.max_mention_length,
+                "entity_token_1": xlmr.ENT,
+                "entity_token_2": xlmr.ENT2,
+                "entity_unk_token": UNK,
+                "entity_pad_token": PAD,
+                "entity_mask_token": MASK,
+                "entity_mask2_token": MASK2,
+            },
+        )
 
     # -- words ------------------------------------------------------------------------------
     def tokenize(self, text: str) -> list[str]:
@@ -255,8 +293,10 @@ class MlukeTokenizer:
         texts = [text] if single else list(text)
         if _is_texts(entity_spans, single):  # tok(text, text_pair)
             if text_pair is not None or entities is not None:
-                raise MlukeError("the second argument is a pair text: give entities by keyword "
-                                 "(entity_spans=, entities=, entity_spans_pair=, entities_pair=)")
+                raise MlukeError(
+                    "the second argument is a pair text: give entities by keyword "
+                    "(entity_spans=, entities=, entity_spans_pair=, entities_pair=)"
+                )
             text_pair, entity_spans = entity_spans, None
         max_length = max_length or self.max_length
         max_entity_length = max_entity_length or self.max_entity_length
@@ -268,8 +308,9 @@ class MlukeTokenizer:
             pairs = self._pair_examples(text_pair, single, len(texts), entity_spans_pair, entities_pair, lang, task)
         elif entity_spans_pair is not None or entities_pair is not None:
             raise MlukeError("entity_spans_pair/entities_pair given without text_pair")
-        enc = self._assemble(examples, pairs, truncation, max_length, max_entity_length, padding, task,
-                             return_token_type_ids)
+        enc = self._assemble(
+            examples, pairs, truncation, max_length, max_entity_length, padding, task, return_token_type_ids
+        )
         if return_tensors == "pt":
             import torch
 
@@ -279,8 +320,9 @@ class MlukeTokenizer:
             raise MlukeError(f"return_tensors={return_tensors!r}: expected 'pt' or None")
         return enc
 
-    def _pair_examples(self, text_pair: Any, single: bool, n: int, spans: Any, ents: Any, lang: str | None,
-                       task: Task | None) -> list[_Example]:
+    def _pair_examples(
+        self, text_pair: Any, single: bool, n: int, spans: Any, ents: Any, lang: str | None, task: Task | None
+    ) -> list[_Example]:
         if task is not None:
             raise MlukeError(f"text_pair is not supported with task {task!r} (only task=None), as in transformers")
         if single != isinstance(text_pair, str) or (not single and not _is_texts(text_pair, False)):
@@ -293,8 +335,15 @@ class MlukeTokenizer:
         ents_b = _batchify(ents, single, n, "entities_pair")
         return self._examples(pair_texts, spans_b, ents_b, lang, None, name="text_pair")
 
-    def _examples(self, texts: list[str], spans_b: list[Any], ents_b: list[Any], lang: str | None, task: Task | None,
-                  name: str = "text") -> list[_Example]:
+    def _examples(
+        self,
+        texts: list[str],
+        spans_b: list[Any],
+        ents_b: list[Any],
+        lang: str | None,
+        task: Task | None,
+        name: str = "text",
+    ) -> list[_Example]:
         checked = []
         for i, (t, spans) in enumerate(zip(texts, spans_b)):
             spans = [_check_span(s, t, i, j, name) for j, s in enumerate(spans or [])]
@@ -317,13 +366,16 @@ class MlukeTokenizer:
             examples.append(_Example(ids, offsets, spans, entity_ids, list(range(len(spans))), unknown))
         return examples
 
-    def _mark(self, ids: list[int], offsets: list[tuple[int, int]], spans: list[Span], task: Task) -> tuple[list[int], list[tuple[int, int]], list[Span]]:
+    def _mark(
+        self, ids: list[int], offsets: list[tuple[int, int]], spans: list[Span], task: Task
+    ) -> tuple[list[int], list[tuple[int, int]], list[Span]]:
         """Insert <ent> (and <ent2>) around the mention(s), as the original fine-tuning formats do."""
         markers = [self.ent_id] if task == "entity_classification" else [self.ent_id, self.ent2_id]
         return insert_markers(ids, offsets, spans, markers)
 
-    def _entities_in(self, ex: _Example, n_ids: int, offset: int,
-                     first_index: int) -> list[tuple[int, int, Span, list[int], bool]]:
+    def _entities_in(
+        self, ex: _Example, n_ids: int, offset: int, first_index: int
+    ) -> list[tuple[int, int, Span, list[int], bool]]:
         """The entities of ``ex`` whose span starts within its first ``n_ids`` pieces: ``(index, id,
         word positions in the row, position ids, clipped)``; the row starts ``offset`` pieces before ``ex``."""
         out = []
@@ -336,9 +388,17 @@ class MlukeTokenizer:
             out.append((first_index + k, eid, (s + offset, e2 + offset), padded, e2 < e))
         return out
 
-    def _assemble(self, examples: list[_Example], pairs: list[_Example] | None, truncation: bool, max_length: int,
-                  max_entity_length: int, padding: bool | str, task: Task | None,
-                  return_token_type_ids: bool = False) -> MlukeEncoding:
+    def _assemble(
+        self,
+        examples: list[_Example],
+        pairs: list[_Example] | None,
+        truncation: bool,
+        max_length: int,
+        max_entity_length: int,
+        padding: bool | str,
+        task: Task | None,
+        return_token_type_ids: bool = False,
+    ) -> MlukeEncoding:
         enc = MlukeEncoding()
         enc.offsets, enc.entity_token_spans, enc.kept_entities = [], [], []
         enc.dropped_entities, enc.clipped_entities, enc.unknown_entities = [], [], []
@@ -349,8 +409,10 @@ class MlukeTokenizer:
             limit = max_length - (4 if pair is not None else 2)
             if n_a + n_b > limit:
                 if not truncation:
-                    raise MlukeError(f"text {i} has {n_a + n_b + max_length - limit} pieces, more than "
-                                     f"max_length={max_length}; pass truncation=True")
+                    raise MlukeError(
+                        f"text {i} has {n_a + n_b + max_length - limit} pieces, more than "
+                        f"max_length={max_length}; pass truncation=True"
+                    )
                 n_a, n_b = _longest_first(n_a, n_b, n_a + n_b - limit) if pair is not None else (limit, 0)
             # entities (A's, then B's), then the entity limit: A's first N, or longest_first for a pair
             found_a = self._entities_in(ex, n_a, 1, 0)
@@ -386,7 +448,8 @@ class MlukeTokenizer:
                 f"{n_dropped} entities dropped and {n_clipped} clipped: their spans fall beyond the kept pieces "
                 f"(max_length={max_length}, max_entity_length={max_entity_length}, "
                 f"max_mention_length={self.max_mention_length}); see .dropped_entities / .clipped_entities",
-                EntityTruncationWarning, stacklevel=3,
+                EntityTruncationWarning,
+                stacklevel=3,
             )
         width = max(map(len, rows_ids)) if padding != "max_length" else max_length
         if not padding and len({len(r) for r in rows_ids}) > 1:
@@ -404,8 +467,12 @@ class MlukeTokenizer:
             if return_token_type_ids:
                 enc["entity_token_type_ids"] = [[0] * n for _ in rows_ent]
             if task == "entity_span_classification":
-                enc["entity_start_positions"] = [[s for s, _ in sp] + [0] * (n - len(sp)) for sp in enc.entity_token_spans]
-                enc["entity_end_positions"] = [[e - 1 for _, e in sp] + [0] * (n - len(sp)) for sp in enc.entity_token_spans]
+                enc["entity_start_positions"] = [
+                    [s for s, _ in sp] + [0] * (n - len(sp)) for sp in enc.entity_token_spans
+                ]
+                enc["entity_end_positions"] = [
+                    [e - 1 for _, e in sp] + [0] * (n - len(sp)) for sp in enc.entity_token_spans
+                ]
         return enc
 
 
@@ -422,8 +489,9 @@ def _longest_first(len_a: int, len_b: int, remove: int) -> tuple[int, int]:
     return max(0, len_a - cut_a), max(0, len_b - cut_b)
 
 
-def encode_with_spans(words: Tokenizer, texts: Sequence[str], spans: Sequence[Sequence[Span]]
-                      ) -> list[tuple[list[int], list[tuple[int, int]], list[Span]]]:
+def encode_with_spans(
+    words: Tokenizer, texts: Sequence[str], spans: Sequence[Sequence[Span]]
+) -> list[tuple[list[int], list[tuple[int, int]], list[Span]]]:
     """Word ids, character offsets and the word positions ``[start, end)`` of each span, per text.
 
     Each text is cut at its span boundaries (a space before a boundary goes with
@@ -460,8 +528,9 @@ def encode_with_spans(words: Tokenizer, texts: Sequence[str], spans: Sequence[Se
     return out
 
 
-def insert_markers(ids: list[int], offsets: list[tuple[int, int]], spans: Sequence[Span], markers: Sequence[int]
-                   ) -> tuple[list[int], list[tuple[int, int]], list[Span]]:
+def insert_markers(
+    ids: list[int], offsets: list[tuple[int, int]], spans: Sequence[Span], markers: Sequence[int]
+) -> tuple[list[int], list[tuple[int, int]], list[Span]]:
     """Put marker piece ``markers[k]`` before and after span ``k`` (piece positions, non-overlapping); returns the
     new ids, offsets (markers at ``(0, 0)``) and each span widened to cover its two markers."""
     ids, offsets = list(ids), list(offsets)
@@ -499,16 +568,26 @@ def _check_span(span: Any, text: str, i: int, j: int, name: str = "text") -> Spa
     try:
         a, b = int(span[0]), int(span[1])
     except (TypeError, ValueError, IndexError):
-        raise MlukeError(f"{name} {i}, entity span {j}: {span!r} is not a (start, end) pair of character offsets") from None
+        raise MlukeError(
+            f"{name} {i}, entity span {j}: {span!r} is not a (start, end) pair of character offsets"
+        ) from None
     if not 0 <= a < b <= len(text):
-        raise MlukeError(f"{name} {i}, entity span {j}: ({a}, {b}) is not a non-empty span inside the {name} (length {len(text)})")
+        raise MlukeError(
+            f"{name} {i}, entity span {j}: ({a}, {b}) is not a non-empty span inside the {name} (length {len(text)})"
+        )
     return a, b
 
 
 def _check_task(task: Task | None, spans: list[Span], i: int) -> None:
     need = {"entity_classification": 1, "entity_pair_classification": 2}.get(task or "")
-    if task is not None and task not in ("entity_classification", "entity_pair_classification", "entity_span_classification"):
-        raise MlukeError(f"unknown task {task!r}: expected entity_classification, entity_pair_classification or entity_span_classification")
+    if task is not None and task not in (
+        "entity_classification",
+        "entity_pair_classification",
+        "entity_span_classification",
+    ):
+        raise MlukeError(
+            f"unknown task {task!r}: expected entity_classification, entity_pair_classification or entity_span_classification"
+        )
     if need is not None and len(spans) != need:
         raise MlukeError(f"text {i}: task {task!r} needs exactly {need} entity span(s), got {len(spans)}")
     if task == "entity_span_classification" and not spans:

@@ -49,8 +49,10 @@ def model_kind(directory: Path) -> Kind:
     if "entity_vocab_size" in config and has_vocab and not english_luke:
         return "mluke"
     if "model_type" not in config:
-        raise InputFormatError(f"{path}: no model_type; expected a Hugging Face config (or an mLUKE LukeConfig "
-                               "with entity_vocab.json beside it)")
+        raise InputFormatError(
+            f"{path}: no model_type; expected a Hugging Face config (or an mLUKE LukeConfig "
+            "with entity_vocab.json beside it)"
+        )
     return "word"
 
 
@@ -74,13 +76,14 @@ class WordTokenizer:
         # byte-level BPE (RoBERTa, English LUKE) marks a word start in the piece itself: a candidate at [Y]
         # follows a space, so it is encoded with one; SentencePiece and WordPiece give the same pieces either way
         self.space_prefix = self._pieces(" a") != self._pieces("a")
-        if self.space_prefix and self._pieces("a " + self.mask_token) != self._pieces("a") + [self.mask_id]:
+        if self.space_prefix and self._pieces("a " + self.mask_token) != [*self._pieces("a"), self.mask_id]:
             # a byte-level BPE mask that keeps the space before it as a piece of its own ("Ġ", "<mask>") would
             # not stand where the answer's own word-start pieces do: let it take the space, as RoBERTa's does
             from tokenizers import AddedToken
 
-            tokenizer.add_special_tokens({"mask_token": AddedToken(self.mask_token, lstrip=True, rstrip=False,
-                                                                   normalized=False, special=True)})
+            tokenizer.add_special_tokens(
+                {"mask_token": AddedToken(self.mask_token, lstrip=True, rstrip=False, normalized=False, special=True)}
+            )
 
     def _pieces(self, text: str) -> list[int]:
         return list(self.hf(text, add_special_tokens=False)["input_ids"])
@@ -148,8 +151,10 @@ def _head_of(model: nn.Module) -> Any:
         return lambda h: model.generator_lm_head(model.generator_predictions(h))
     if hasattr(model, "predictions"):  # ALBERT
         return model.predictions
-    raise CheckpointError(f"{type(model).__name__}: a masked-LM head layout mluke does not know "
-                          "(BERT, RoBERTa/XLM-R, DistilBERT, ELECTRA, ALBERT, LUKE are supported)")
+    raise CheckpointError(
+        f"{type(model).__name__}: a masked-LM head layout mluke does not know "
+        "(BERT, RoBERTa/XLM-R, DistilBERT, ELECTRA, ALBERT, LUKE are supported)"
+    )
 
 
 def load_word_model(directory: Path, *, dtype: torch.dtype | None = None) -> tuple[WordModel, WordTokenizer]:
@@ -166,8 +171,10 @@ def load_word_model(directory: Path, *, dtype: torch.dtype | None = None) -> tup
     try:
         model, info = AutoModelForMaskedLM.from_pretrained(directory, output_loading_info=True, dtype=dtype)
     except ValueError as exc:
-        raise CheckpointError(f"{directory}: model type {kind!r} has no masked-LM class in transformers "
-                              f"({str(exc).splitlines()[0]}); word probing needs a masked LM") from None
+        raise CheckpointError(
+            f"{directory}: model type {kind!r} has no masked-LM class in transformers "
+            f"({str(exc).splitlines()[0]}); word probing needs a masked LM"
+        ) from None
     except OSError as exc:
         raise CheckpointError(f"{directory}: cannot read the weights ({exc})") from None
     finally:
@@ -180,11 +187,14 @@ def load_word_model(directory: Path, *, dtype: torch.dtype | None = None) -> tup
         arch = ", ".join(config.get("architectures") or ["?"])
         raise CheckpointError(
             f"{directory}: no masked-LM head in the weights (architectures: {arch}; missing {', '.join(sorted(missing)[:4])}"
-            f"{' ...' if len(missing) > 4 else ''}); word probing needs a masked-LM checkpoint (*ForMaskedLM)")
+            f"{' ...' if len(missing) > 4 else ''}); word probing needs a masked-LM checkpoint (*ForMaskedLM)"
+        )
     body = [k for k in info.get("missing_keys", []) if k.startswith(prefix + ".") and "position_ids" not in k]
     if body:
-        raise CheckpointError(f"{directory}: the weights do not match config.json: {len(body)} missing weight(s): "
-                              f"{', '.join(sorted(body)[:4])}")
+        raise CheckpointError(
+            f"{directory}: the weights do not match config.json: {len(body)} missing weight(s): "
+            f"{', '.join(sorted(body)[:4])}"
+        )
     try:
         tokenizer = AutoTokenizer.from_pretrained(directory)
     except Exception as exc:  # transformers raises many kinds here

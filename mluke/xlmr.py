@@ -41,7 +41,9 @@ def from_sentencepiece(spm_path: str | Path) -> Tokenizer:
     try:
         tok = XLMRobertaConverter(_SpmShim(spm_path)).converted()
     except ImportError as exc:  # protobuf missing
-        raise InputFormatError(f"{spm_path}: reading a sentencepiece model needs the 'protobuf' package ({exc})") from None
+        raise InputFormatError(
+            f"{spm_path}: reading a sentencepiece model needs the 'protobuf' package ({exc})"
+        ) from None
     except Exception as exc:  # a corrupt or non-sentencepiece file
         raise InputFormatError(f"{spm_path}: not a sentencepiece model ({type(exc).__name__}: {exc})") from None
     return tok
@@ -61,8 +63,9 @@ def _mark_special_tokens(tok: Tokenizer) -> None:
     mask_id = tok.token_to_id(MASK)
     if mask_id is None:
         raise InputFormatError("the word vocabulary has no <mask> piece; not an XLM-R tokenizer")
-    tok.add_special_tokens([AddedToken(t, lstrip=True, special=True, normalized=False)
-                            for t in (BOS, PAD, EOS, UNK, MASK, ENT, ENT2)])
+    tok.add_special_tokens(
+        [AddedToken(t, lstrip=True, special=True, normalized=False) for t in (BOS, PAD, EOS, UNK, MASK, ENT, ENT2)]
+    )
     expected = {MASK: vocab_size - 1, ENT: vocab_size, ENT2: vocab_size + 1}
     got = {t: tok.token_to_id(t) for t in expected}
     if got != expected:
@@ -81,7 +84,9 @@ def load_word_tokenizer(directory: str | Path) -> Tokenizer:
     elif (directory / SPM_FILE).is_file():
         tok = from_sentencepiece(directory / SPM_FILE)
     else:
-        raise InputFormatError(f"{directory}: no {TOKENIZER_FILE} or {SPM_FILE} (expected an mLUKE/XLM-R checkpoint folder)")
+        raise InputFormatError(
+            f"{directory}: no {TOKENIZER_FILE} or {SPM_FILE} (expected an mLUKE/XLM-R checkpoint folder)"
+        )
     tok.no_padding()
     tok.no_truncation()
     _mark_special_tokens(tok)

@@ -34,8 +34,33 @@ from probes.modularity import modularity, modularity_by_language
 from probes.parallel import parallel_spans
 from probes.retrieval import SpanIndex, build_index
 
-__all__ = ["CwrReport", "DemoReport", "GoldMention", "LinkDoc", "LinkingReport", "LinkingSet", "MlamaComparison", "MlamaReport",
-           "ParallelSpan", "SpanIndex", "bias_by_language", "build_index", "calibrate", "compare_mlama", "eval_demo", "eval_link",
-           "eval_mlama", "evaluate_cwr", "evaluate_linking", "free_wording_docs", "language_bias", "modularity",
-           "modularity_by_language",
-           "parallel_spans", "read_mewsli", "read_mlama", "read_mlqa_spans", "read_parallel_jsonl"]
+__all__ = [
+    "CwrReport",
+    "DemoReport",
+    "GoldMention",
+    "LinkDoc",
+    "LinkingReport",
+    "LinkingSet",
+    "MlamaComparison",
+    "MlamaReport",
+    "ParallelSpan",
+    "SpanIndex",
+    "bias_by_language",
+    "build_index",
+    "calibrate",
+    "compare_mlama",
+    "eval_demo",
+    "eval_link",
+    "eval_mlama",
+    "evaluate_cwr",
+    "evaluate_linking",
+    "free_wording_docs",
+    "language_bias",
+    "modularity",
+    "modularity_by_language",
+    "parallel_spans",
+    "read_mewsli",
+    "read_mlama",
+    "read_mlqa_spans",
+    "read_parallel_jsonl",
+]

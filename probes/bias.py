@@ -24,9 +24,16 @@ def language_bias(result: Any) -> dict[str, Any]:
             labels[top.key] = top.label
     n = sum(wrong.values())
     key, count = wrong.most_common(1)[0] if wrong else (None, 0)
-    return {"template": result.template, "lang": result.lang, "relation": result.relation, "mode": result.mode,
-            "false_predictions": n, "top_false_positive": labels.get(key) if key else None,
-            "top_false_positive_key": key, "share": count / n if n else 0.0}
+    return {
+        "template": result.template,
+        "lang": result.lang,
+        "relation": result.relation,
+        "mode": result.mode,
+        "false_predictions": n,
+        "top_false_positive": labels.get(key) if key else None,
+        "top_false_positive_key": key,
+        "share": count / n if n else 0.0,
+    }
 
 
 def bias_by_language(results: Iterable[Any], *, top: int | None = 5) -> Any:
@@ -47,22 +54,27 @@ def bias_by_language(results: Iterable[Any], *, top: int | None = 5) -> Any:
             if not row.gold or not row.predictions:
                 continue
             best = row.predictions[0]
-            entry = stats.setdefault((result.lang, result.mode, best.key), {"label": best.label, "predicted": 0,
-                                                                             "wrong": 0, "gold": 0})
+            entry = stats.setdefault(
+                (result.lang, result.mode, best.key), {"label": best.label, "predicted": 0, "wrong": 0, "gold": 0}
+            )
             entry["predicted"] += 1
             entry["wrong"] += 0 if best.correct else 1
             for key, label in zip(row.gold, row.gold_labels):
-                stats.setdefault((result.lang, result.mode, key), {"label": label, "predicted": 0, "wrong": 0,
-                                                                   "gold": 0})["gold"] += 1
+                stats.setdefault(
+                    (result.lang, result.mode, key), {"label": label, "predicted": 0, "wrong": 0, "gold": 0}
+                )["gold"] += 1
     columns = ["lang", "mode", "object", "key", "predicted", "wrong", "gold", "share", "over"]
-    frame = pd.DataFrame([{"lang": lang, "mode": mode, "object": s["label"], "key": key, **s}
-                          for (lang, mode, key), s in stats.items()], columns=[*columns, "label"])
+    frame = pd.DataFrame(
+        [{"lang": lang, "mode": mode, "object": s["label"], "key": key, **s} for (lang, mode, key), s in stats.items()],
+        columns=[*columns, "label"],
+    )
     frame = frame.drop(columns="label")
     wrong_total = frame.groupby(["lang", "mode"])["wrong"].transform("sum")
     frame["share"] = (frame["wrong"] / wrong_total.where(wrong_total > 0)).fillna(0.0)
     frame["over"] = frame["predicted"] - frame["gold"]
-    frame = frame[frame["predicted"] > 0].sort_values(["lang", "mode", "wrong", "predicted", "object"],
-                                                      ascending=[True, True, False, False, True])
+    frame = frame[frame["predicted"] > 0].sort_values(
+        ["lang", "mode", "wrong", "predicted", "object"], ascending=[True, True, False, False, True]
+    )
     if top is not None:
         frame = frame.groupby(["lang", "mode"], sort=False).head(top)
     return frame.reset_index(drop=True)[columns]

@@ -57,7 +57,7 @@ class ParallelSpan:
 
     @property
     def surface(self) -> str:
-        return self.text[self.span[0]:self.span[1]]
+        return self.text[self.span[0] : self.span[1]]
 
 
 @dataclass
@@ -84,8 +84,12 @@ def _finish(items: list[ParallelSpan], skips: Skips, source: Path, what: str) ->
 
 
 def _span(value: Any, text: str) -> Span | None:
-    if (isinstance(value, (list, tuple)) and len(value) >= 2 and all(isinstance(v, int) for v in value[:2])
-            and 0 <= value[0] < value[1] <= len(text)):
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) >= 2
+        and all(isinstance(v, int) for v in value[:2])
+        and 0 <= value[0] < value[1] <= len(text)
+    ):
         return value[0], value[1]
     return None
 
@@ -126,12 +130,26 @@ def read_parallel_jsonl(path: str | os.PathLike[str]) -> SpanSet:
     return _finish(items, skips, path, "parallel span records")
 
 
-def write_parallel_jsonl(items: Iterable[ParallelSpan], path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+def write_parallel_jsonl(
+    items: Iterable[ParallelSpan], path: str | os.PathLike[str], *, overwrite: bool = False
+) -> None:
     """Write records in the format :func:`read_parallel_jsonl` reads."""
     from kb.files import write_jsonl
 
-    write_jsonl(({"id": i.id, "lang": i.lang, "text": i.text, "span": list(i.span),
-                  "entities": [list(e) for e in i.entities]} for i in items), path, overwrite=overwrite)
+    write_jsonl(
+        (
+            {
+                "id": i.id,
+                "lang": i.lang,
+                "text": i.text,
+                "span": list(i.span),
+                "entities": [list(e) for e in i.entities],
+            }
+            for i in items
+        ),
+        path,
+        overwrite=overwrite,
+    )
 
 
 def read_mlqa_spans(folder: str | os.PathLike[str], langs: Sequence[str], *, split: str = "dev") -> SpanSet:
@@ -155,8 +173,15 @@ def _check_source(entities: str) -> None:
         raise OptionError(f"entities={entities!r}: expected one of {', '.join(ENTITY_SOURCES)}")
 
 
-def linked_entities(model: Any, items: Sequence[ParallelSpan], *, kb: Any = None, batch_size: int = 16,
-                    device: Any = None, dtype: Any = None) -> list[list[tuple[int, int, str]]]:
+def linked_entities(
+    model: Any,
+    items: Sequence[ParallelSpan],
+    *,
+    kb: Any = None,
+    batch_size: int = 16,
+    device: Any = None,
+    dtype: Any = None,
+) -> list[list[tuple[int, int, str]]]:
     """Per record, the ``(start, end, key)`` mentions that :class:`mluke.Linker` finds and links in its text
     (NIL mentions left out): the entities the library would give mLUKE-E without being told the answer."""
     from mluke.linking import Linker
@@ -173,9 +198,19 @@ def linked_entities(model: Any, items: Sequence[ParallelSpan], *, kb: Any = None
     return out
 
 
-def item_vectors(model: Any, items: Sequence[ParallelSpan], *, features: str = "word", layer: int = -1,
-                 entities: EntitySource = "linked", kb: Any = None, batch_size: int = 32, progress: bool = False,
-                 device: Any = None, dtype: Any = None) -> np.ndarray:
+def item_vectors(
+    model: Any,
+    items: Sequence[ParallelSpan],
+    *,
+    features: str = "word",
+    layer: int = -1,
+    entities: EntitySource = "linked",
+    kb: Any = None,
+    batch_size: int = 32,
+    progress: bool = False,
+    device: Any = None,
+    dtype: Any = None,
+) -> np.ndarray:
     """Unit-length vectors of each record's span (items x hidden), see :func:`mluke.spans.span_vectors`.
 
     For the entity kinds, the span always gets an entity token, and so does every other mention of
@@ -199,9 +234,19 @@ def item_vectors(model: Any, items: Sequence[ParallelSpan], *, features: str = "
         others = [(s, e, key) for s, e, key in found if (s, e) != item.span]
         spans.append([item.span, *((s, e) for s, e, _ in others)])
         refs.append([own, *(key for _, _, key in others)] if entities != "mask" else [None] * len(spans[-1]))
-    vectors = span_vectors(model, [i.text for i in items], spans, features=features,  # type: ignore[arg-type]
-                           entities=refs if features != "word" else None, layer=layer, normalize=True,
-                           batch_size=batch_size, progress=progress, device=device, dtype=dtype)
+    vectors = span_vectors(
+        model,
+        [i.text for i in items],
+        spans,
+        features=features,  # type: ignore[arg-type]
+        entities=refs if features != "word" else None,
+        layer=layer,
+        normalize=True,
+        batch_size=batch_size,
+        progress=progress,
+        device=device,
+        dtype=dtype,
+    )
     first = np.cumsum([0, *(len(s) for s in spans[:-1])])
     return vectors[first]
 
@@ -211,10 +256,10 @@ def reciprocal_ranks(queries: np.ndarray, pool: np.ndarray, gold: np.ndarray, *,
     cosine); a tie with the gold counts as ranked above it."""
     out = np.empty(len(queries), dtype=np.float64)
     for start in range(0, len(queries), chunk):
-        q = queries[start:start + chunk]
+        q = queries[start : start + chunk]
         scores = q @ pool.T
-        mine = scores[np.arange(len(q)), gold[start:start + chunk]]
-        out[start:start + chunk] = 1.0 / (scores >= mine[:, None]).sum(1)
+        mine = scores[np.arange(len(q)), gold[start : start + chunk]]
+        out[start : start + chunk] = 1.0 / (scores >= mine[:, None]).sum(1)
     return out
 
 
@@ -234,22 +279,48 @@ class CwrReport(TableReport):
         return {f: float(np.mean([r[f"mrr_{f}"] for r in self.rows])) for f in self.features} if self.rows else {}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query_lang": self.query_lang, "features": self.features, "layer": self.layer, "model": self.model,
-                "entities": self.entities, "languages": self.rows, "average": self.average}
+        return {
+            "query_lang": self.query_lang,
+            "features": self.features,
+            "layer": self.layer,
+            "model": self.model,
+            "entities": self.entities,
+            "languages": self.rows,
+            "average": self.average,
+        }
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing (MRR x100), the average last."""
-        rows = [[r["lang"], r["queries"], r["pool"], *(round(100 * r[f"mrr_{f}"], 1) for f in self.features)]
-                for r in self.rows]
-        rows.append(["average", sum(r["queries"] for r in self.rows), sum(r["pool"] for r in self.rows),
-                     *(round(100 * self.average[f], 1) for f in self.features)])
+        rows = [
+            [r["lang"], r["queries"], r["pool"], *(round(100 * r[f"mrr_{f}"], 1) for f in self.features)]
+            for r in self.rows
+        ]
+        rows.append(
+            [
+                "average",
+                sum(r["queries"] for r in self.rows),
+                sum(r["pool"] for r in self.rows),
+                *(round(100 * self.average[f], 1) for f in self.features),
+            ]
+        )
         return ["lang", "queries", "pool", *(f"MRR {f}" for f in self.features)], rows
 
 
-def evaluate_cwr(model: Any, items: Sequence[ParallelSpan] | SpanSet, *, query_lang: str = "en",
-                 langs: Sequence[str] | None = None, features: Sequence[str] = ("entity", "word"), layer: int = -1,
-                 entities: EntitySource = "linked", kb: Any = None, batch_size: int = 32, progress: bool = False,
-                 device: Any = None, dtype: Any = None) -> CwrReport:
+def evaluate_cwr(
+    model: Any,
+    items: Sequence[ParallelSpan] | SpanSet,
+    *,
+    query_lang: str = "en",
+    langs: Sequence[str] | None = None,
+    features: Sequence[str] = ("entity", "word"),
+    layer: int = -1,
+    entities: EntitySource = "linked",
+    kb: Any = None,
+    batch_size: int = 32,
+    progress: bool = False,
+    device: Any = None,
+    dtype: Any = None,
+) -> CwrReport:
     """MRR of retrieving each ``query_lang`` span's translation among all spans of each other language.
 
     ``entities``: where mLUKE-E's entity tokens come from (see :func:`item_vectors`): ``"linked"`` (the
@@ -265,13 +336,31 @@ def evaluate_cwr(model: Any, items: Sequence[ParallelSpan] | SpanSet, *, query_l
     targets = [lang for lang in (langs or sorted(by_lang)) if lang != query_lang]
     missing = [lang for lang in targets if lang not in by_lang]
     if missing or not targets:
-        raise OptionError(f"no spans in {', '.join(missing) or 'any language but the query language'}; "
-                          f"languages: {', '.join(sorted(by_lang))}")
+        raise OptionError(
+            f"no spans in {', '.join(missing) or 'any language but the query language'}; "
+            f"languages: {', '.join(sorted(by_lang))}"
+        )
     _check_source(entities)
     bundle = open_model(model, device=device, dtype=dtype)
     wanted = [query_lang, *targets]
-    vectors = {f: {lang: item_vectors(bundle, by_lang[lang], features=f, layer=layer, entities=entities,
-                                      kb=kb, batch_size=batch_size, progress=progress, device=device, dtype=dtype) for lang in wanted} for f in features}
+    vectors = {
+        f: {
+            lang: item_vectors(
+                bundle,
+                by_lang[lang],
+                features=f,
+                layer=layer,
+                entities=entities,
+                kb=kb,
+                batch_size=batch_size,
+                progress=progress,
+                device=device,
+                dtype=dtype,
+            )
+            for lang in wanted
+        }
+        for f in features
+    }
     query_pos = {item.id: n for n, item in enumerate(by_lang[query_lang])}
     rows = []
     for lang in targets:

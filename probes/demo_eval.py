@@ -40,9 +40,16 @@ class Outcome:
     prediction: str | None = None  # the top-1 answer
 
 
-def evaluate_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = None, max_train_per_cell: int = 20,
-                  seed: int = 0, progress: bool = True, dtype: Any = None,
-                  outcomes: list[Outcome] | None = None) -> dict[str, Any]:
+def evaluate_demo(
+    model_dir: str | Path | None = None,
+    *,
+    kb: EntityDB | None = None,
+    max_train_per_cell: int = 20,
+    seed: int = 0,
+    progress: bool = True,
+    dtype: Any = None,
+    outcomes: list[Outcome] | None = None,
+) -> dict[str, Any]:
     """Probe the demo model on its held-out and (a sample of) its training pairs; returns tables.
 
     ``dtype``: the model's precision (e.g. ``"bf16"``); ``outcomes``: a list that receives every probed
@@ -63,31 +70,55 @@ def evaluate_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = 
         cells[(f["property"], f["lang"])]["held-out"].add(f["subject"])
     for f in info["train"]:
         cells[(f["property"], f["lang"])]["train"].add(f["subject"])
-    most_common = {p: Counter(f["object"] for f in info["train"] if f["property"] == p).most_common(1)[0][0]
-                   for p in {f["property"] for f in info["train"]}}
+    most_common = {
+        p: Counter(f["object"] for f in info["train"] if f["property"] == p).most_common(1)[0][0]
+        for p in {f["property"] for f in info["train"]}
+    }
     outcomes = outcomes if outcomes is not None else []
     for (pid, lang), split in tqdm(sorted(cells.items()), desc="evaluate", disable=not progress):
         train = sorted(split["train"])
         train = rng.sample(train, min(max_train_per_cell, len(train)))
-        which = {s: "held-out" for s in split["held-out"]} | {s: "train" for s in train}
+        which = dict.fromkeys(split["held-out"], "held-out") | dict.fromkeys(train, "train")
         if not split["held-out"] and not train:
             continue
         for name, mode, subject_entity in MODES:
-            result = probe(db.template(pid, lang).text, lang, subjects=sorted(which), relation=pid, mode=mode,
-                           use_subject_entity=subject_entity, top_k=1, model=bundle, kb=db)
-            n_cands = len({f.object for f in db.facts(property=pid)} & set(db.labels(
-                sorted({f.object for f in db.facts(property=pid)}), lang)))
+            result = probe(
+                db.template(pid, lang).text,
+                lang,
+                subjects=sorted(which),
+                relation=pid,
+                mode=mode,
+                use_subject_entity=subject_entity,
+                top_k=1,
+                model=bundle,
+                kb=db,
+            )
+            n_cands = len(
+                {f.object for f in db.facts(property=pid)}
+                & set(db.labels(sorted({f.object for f in db.facts(property=pid)}), lang))
+            )
             for row in result.rows:
                 if not row.gold:
                     continue
-                outcomes.append(Outcome(pid, lang, which[row.subject], name, row.rank == 1,
-                                        len(row.gold) / max(1, n_cands), most_common.get(pid) in row.gold,
-                                        row.subject, row.predictions[0].key if row.predictions else None))
+                outcomes.append(
+                    Outcome(
+                        pid,
+                        lang,
+                        which[row.subject],
+                        name,
+                        row.rank == 1,
+                        len(row.gold) / max(1, n_cands),
+                        most_common.get(pid) in row.gold,
+                        row.subject,
+                        row.predictions[0].key if row.predictions else None,
+                    )
+                )
     return summarise(outcomes, info)
 
 
 def summarise(outcomes: list[Outcome], info: dict[str, Any] | None = None) -> dict[str, Any]:
     """P@1 per relation and per language, held-out and train, for each mode and baseline."""
+
     def table(key: str) -> dict[str, dict[str, dict[str, float | int]]]:
         groups: dict[str, dict[str, list[Outcome]]] = defaultdict(lambda: defaultdict(list))
         for o in outcomes:
@@ -108,19 +139,27 @@ def summarise(outcomes: list[Outcome], info: dict[str, Any] | None = None) -> di
                 out[group][split] = row
         return out
 
-    return {"by_relation": table("relation"), "by_language": table("lang"),
-            "model": {k: info[k] for k in ("tokenizer", "documents", "steps", "seconds")} if info else {}}
+    return {
+        "by_relation": table("relation"),
+        "by_language": table("lang"),
+        "model": {k: info[k] for k in ("tokenizer", "documents", "steps", "seconds")} if info else {},
+    }
 
 
 def to_markdown(summary: dict[str, Any], key: str = "by_relation") -> str:
     """A markdown table of P@1 (x100) for held-out and training pairs."""
     cols = [m for m, _, _ in MODES] + ["random", "most common"]
-    lines = [f"| {key.split('_')[1]} | split | pairs | " + " | ".join(cols) + " |", "|---|---|---:|" + "---:|" * len(cols)]
+    lines = [
+        f"| {key.split('_')[1]} | split | pairs | " + " | ".join(cols) + " |",
+        "|---|---|---:|" + "---:|" * len(cols),
+    ]
     for group, splits in summary[key].items():
         for split in ("held-out", "train"):
             row = splits.get(split)
             if row:
-                lines.append(f"| {group} | {split} | {row['pairs']} | " + " | ".join(f"{100 * row[c]:.1f}" for c in cols) + " |")
+                lines.append(
+                    f"| {group} | {split} | {row['pairs']} | " + " | ".join(f"{100 * row[c]:.1f}" for c in cols) + " |"
+                )
     return "\n".join(lines)
 
 
@@ -137,16 +176,28 @@ class DemoReport:
 
     def to_markdown(self) -> str:
         """P@1 by relation and by language, then linking accuracy per language and method."""
-        return "\n\n".join([to_markdown(self.probing, "by_relation"), to_markdown(self.probing, "by_language"),
-                            self.linking.to_markdown()])
+        return "\n\n".join(
+            [
+                to_markdown(self.probing, "by_relation"),
+                to_markdown(self.probing, "by_language"),
+                self.linking.to_markdown(),
+            ]
+        )
 
 
-def eval_demo(model_dir: str | Path | None = None, *, kb: EntityDB | None = None, max_train_per_cell: int = 20,
-              progress: bool = True) -> DemoReport:
+def eval_demo(
+    model_dir: str | Path | None = None,
+    *,
+    kb: EntityDB | None = None,
+    max_train_per_cell: int = 20,
+    progress: bool = True,
+) -> DemoReport:
     """Probe the demo model on held-out and training pairs and link its ambiguous-city sentences:
     what ``mluke eval-demo`` does (default model: the cached demo, trained on first use)."""
-    return DemoReport(evaluate_demo(model_dir, kb=kb, max_train_per_cell=max_train_per_cell, progress=progress),
-                      evaluate_demo_linking(model_dir, kb=kb, progress=progress))
+    return DemoReport(
+        evaluate_demo(model_dir, kb=kb, max_train_per_cell=max_train_per_cell, progress=progress),
+        evaluate_demo_linking(model_dir, kb=kb, progress=progress),
+    )
 
 
 def demo_linking_docs(model_dir: str | Path) -> list[Any]:
@@ -154,14 +205,24 @@ def demo_linking_docs(model_dir: str | Path) -> list[Any]:
     from probes.mewsli import GoldMention, LinkDoc
 
     info = json.loads((Path(model_dir) / "demo.json").read_text(encoding="utf-8"))
-    return [LinkDoc(f"demo-{i}", item["lang"], item["text"],
-                    tuple(GoldMention(a, b, item["text"][a:b], key) for a, b, key in item["mentions"]))
-            for i, item in enumerate(info.get("linking", []))]
+    return [
+        LinkDoc(
+            f"demo-{i}",
+            item["lang"],
+            item["text"],
+            tuple(GoldMention(a, b, item["text"][a:b], key) for a, b, key in item["mentions"]),
+        )
+        for i, item in enumerate(info.get("linking", []))
+    ]
 
 
-def evaluate_demo_linking(model_dir: str | Path | None = None, *, kb: EntityDB | None = None,
-                          methods: tuple[str, ...] = ("prior", "model", "combined", "global"),
-                          progress: bool = True) -> Any:
+def evaluate_demo_linking(
+    model_dir: str | Path | None = None,
+    *,
+    kb: EntityDB | None = None,
+    methods: tuple[str, ...] = ("prior", "model", "combined", "global"),
+    progress: bool = True,
+) -> Any:
     """Accuracy of each linking method on the demo's linking test set, per language (gold mentions given).
 
     Returns a :class:`probes.linking_eval.LinkingReport`; its ``ambiguous``

@@ -27,48 +27,76 @@ from kb.db import EntityDB
 
 #: Held-out wording: ``{city}`` and ``{country}`` in sentences unlike the kb's relation templates.
 FREE_TEMPLATES: dict[str, tuple[str, ...]] = {
-    "en": ("Last spring my sister spent a week in {city} and came back in love with {country}.",
-           "{country} surprised us: the old town of {city} was the highlight of the trip.",
-           "My colleague grew up in {city} and still talks about {country} all the time."),
-    "de": ("Letzten Sommer war meine Schwester eine Woche in {city} und schwärmt seitdem von {country}.",
-           "{country} hat uns überrascht: Die Altstadt von {city} war der schönste Teil der Reise.",
-           "Mein Kollege kommt aus {city} und erzählt oft von {country}."),
-    "fr": ("L'été dernier, ma sœur a passé une semaine à {city} et elle ne parle plus que de son voyage : {country}.",
-           "{country} nous a surpris : la vieille ville de {city} était le meilleur moment du voyage.",
-           "Mon collègue a grandi à {city} et il parle souvent de son pays, {country}."),
-    "es": ("El verano pasado mi hermana pasó una semana en {city} y volvió enamorada de {country}.",
-           "{country} nos sorprendió: el casco antiguo de {city} fue lo mejor del viaje.",
-           "Mi compañero creció en {city} y siempre habla de su país, {country}."),
-    "it": ("L'estate scorsa mia sorella ha passato una settimana a {city} ed è tornata innamorata del paese: {country}.",
-           "{country} ci ha sorpreso: il centro storico di {city} è stato il momento migliore del viaggio.",
-           "Il mio collega è cresciuto a {city} e parla spesso del suo paese, {country}."),
-    "pt": ("No verão passado a minha irmã passou uma semana em {city} e voltou apaixonada pelo país: {country}.",
-           "{country} nos surpreendeu: o centro histórico de {city} foi o melhor da viagem.",
-           "O meu colega cresceu em {city} e fala sempre do seu país, {country}."),
-    "nl": ("Vorige zomer was mijn zus een week in {city} en sindsdien praat ze alleen nog over {country}.",
-           "{country} verraste ons: de oude binnenstad van {city} was het hoogtepunt van de reis.",
-           "Mijn collega is opgegroeid in {city} en vertelt vaak over {country}."),
-    "sv": ("Förra sommaren var min syster en vecka i {city} och sedan dess pratar hon bara om {country}.",
-           "{country} överraskade oss: gamla stan i {city} var resans höjdpunkt.",
-           "Min kollega växte upp i {city} och berättar ofta om {country}."),
-    "id": ("Musim panas lalu kakak saya menghabiskan seminggu di {city} dan jatuh cinta pada {country}.",
-           "{country} membuat kami terkejut: kota tua {city} adalah bagian terbaik dari perjalanan itu.",
-           "Rekan kerja saya tumbuh besar di {city} dan sering bercerita tentang {country}."),
-    "vi": ("Mùa hè năm ngoái chị tôi ở {city} một tuần và từ đó rất yêu {country}.",
-           "{country} làm chúng tôi bất ngờ: phố cổ {city} là điều tuyệt nhất của chuyến đi.",
-           "Đồng nghiệp của tôi lớn lên ở {city} và hay kể về {country}."),
-    "ja": ("去年の夏、姉は{city}で一週間過ごし、すっかり{country}が好きになった。",
-           "{country}には驚かされた。{city}の旧市街が旅の一番の思い出だ。",
-           "同僚は{city}で育ち、よく{country}の話をしてくれる。"),
-    "zh": ("去年夏天，我姐姐在{city}住了一个星期，从此爱上了{country}。",
-           "{country}让我们很惊喜：{city}的老城区是这次旅行最美好的回忆。",
-           "我的同事在{city}长大，常常给我们讲{country}的事情。"),
+    "en": (
+        "Last spring my sister spent a week in {city} and came back in love with {country}.",
+        "{country} surprised us: the old town of {city} was the highlight of the trip.",
+        "My colleague grew up in {city} and still talks about {country} all the time.",
+    ),
+    "de": (
+        "Letzten Sommer war meine Schwester eine Woche in {city} und schwärmt seitdem von {country}.",
+        "{country} hat uns überrascht: Die Altstadt von {city} war der schönste Teil der Reise.",
+        "Mein Kollege kommt aus {city} und erzählt oft von {country}.",
+    ),
+    "fr": (
+        "L'été dernier, ma sœur a passé une semaine à {city} et elle ne parle plus que de son voyage : {country}.",
+        "{country} nous a surpris : la vieille ville de {city} était le meilleur moment du voyage.",
+        "Mon collègue a grandi à {city} et il parle souvent de son pays, {country}.",
+    ),
+    "es": (
+        "El verano pasado mi hermana pasó una semana en {city} y volvió enamorada de {country}.",
+        "{country} nos sorprendió: el casco antiguo de {city} fue lo mejor del viaje.",
+        "Mi compañero creció en {city} y siempre habla de su país, {country}.",
+    ),
+    "it": (
+        "L'estate scorsa mia sorella ha passato una settimana a {city} ed è tornata innamorata del paese: {country}.",
+        "{country} ci ha sorpreso: il centro storico di {city} è stato il momento migliore del viaggio.",
+        "Il mio collega è cresciuto a {city} e parla spesso del suo paese, {country}.",
+    ),
+    "pt": (
+        "No verão passado a minha irmã passou uma semana em {city} e voltou apaixonada pelo país: {country}.",
+        "{country} nos surpreendeu: o centro histórico de {city} foi o melhor da viagem.",
+        "O meu colega cresceu em {city} e fala sempre do seu país, {country}.",
+    ),
+    "nl": (
+        "Vorige zomer was mijn zus een week in {city} en sindsdien praat ze alleen nog over {country}.",
+        "{country} verraste ons: de oude binnenstad van {city} was het hoogtepunt van de reis.",
+        "Mijn collega is opgegroeid in {city} en vertelt vaak over {country}.",
+    ),
+    "sv": (
+        "Förra sommaren var min syster en vecka i {city} och sedan dess pratar hon bara om {country}.",
+        "{country} överraskade oss: gamla stan i {city} var resans höjdpunkt.",
+        "Min kollega växte upp i {city} och berättar ofta om {country}.",
+    ),
+    "id": (
+        "Musim panas lalu kakak saya menghabiskan seminggu di {city} dan jatuh cinta pada {country}.",
+        "{country} membuat kami terkejut: kota tua {city} adalah bagian terbaik dari perjalanan itu.",
+        "Rekan kerja saya tumbuh besar di {city} dan sering bercerita tentang {country}.",
+    ),
+    "vi": (
+        "Mùa hè năm ngoái chị tôi ở {city} một tuần và từ đó rất yêu {country}.",
+        "{country} làm chúng tôi bất ngờ: phố cổ {city} là điều tuyệt nhất của chuyến đi.",
+        "Đồng nghiệp của tôi lớn lên ở {city} và hay kể về {country}.",
+    ),
+    "ja": (
+        "去年の夏、姉は{city}で一週間過ごし、すっかり{country}が好きになった。",
+        "{country}には驚かされた。{city}の旧市街が旅の一番の思い出だ。",
+        "同僚は{city}で育ち、よく{country}の話をしてくれる。",
+    ),
+    "zh": (
+        "去年夏天，我姐姐在{city}住了一个星期，从此爱上了{country}。",
+        "{country}让我们很惊喜：{city}的老城区是这次旅行最美好的回忆。",
+        "我的同事在{city}长大，常常给我们讲{country}的事情。",
+    ),
 }
 
 #: Hand-written sentences: (language, text, surfaces that must stay unlinked, surfaces that must link).
 COMMON_WORD_SENTENCES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("en", "What a nice day: I was reading a mobile phone manual, then we split the bill.",
-     ("nice", "reading", "mobile", "split"), ()),
+    (
+        "en",
+        "What a nice day: I was reading a mobile phone manual, then we split the bill.",
+        ("nice", "reading", "mobile", "split"),
+        (),
+    ),
     ("en", "We had turkey for dinner and served it on china plates.", ("turkey", "china"), ()),
     ("en", "Paris Hilton met Chad Smith at the party.", ("Paris", "Chad"), ()),
     ("en", "I flew from Reading to Nice and then took a ferry to Split.", (), ("Reading", "Nice", "Split")),
@@ -76,8 +104,18 @@ COMMON_WORD_SENTENCES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], 
     ("en", "Turkey and China signed a treaty.", (), ("Turkey", "China")),
     ("de", "Wir wollen heute singen, essen und danach die Schätze bergen.", ("essen", "bergen"), ()),
     ("de", "Ich wohne in Essen und fliege morgen nach Bergen in Norwegen.", (), ("Essen", "Bergen", "Norwegen")),
-    ("fr", "Elle a fait trois tours de piste et mangé une orange avant qu'il vienne.", ("tours", "orange", "vienne"), ()),
-    ("fr", "Nous habitons à Tours, pas loin d'Orange, et nous allons souvent en Italie.", (), ("Tours", "Orange", "Italie")),
+    (
+        "fr",
+        "Elle a fait trois tours de piste et mangé une orange avant qu'il vienne.",
+        ("tours", "orange", "vienne"),
+        (),
+    ),
+    (
+        "fr",
+        "Nous habitons à Tours, pas loin d'Orange, et nous allons souvent en Italie.",
+        (),
+        ("Tours", "Orange", "Italie"),
+    ),
     ("es", "Compré una lima y una granada en el mercado mientras el león dormía.", ("lima", "granada", "león"), ()),
     ("es", "Viajamos de Lima a Granada y luego a León, en España.", (), ("Lima", "Granada", "León", "España")),
     ("ja", "ローマ字で名前を書いてから、トルコライスを注文した。", ("ローマ", "トルコ"), ()),
@@ -85,8 +123,9 @@ COMMON_WORD_SENTENCES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], 
 )
 
 
-def free_wording_docs(model_dir: str | Path, db: EntityDB | None = None, *,
-                      languages: Iterable[str] | None = None) -> list[Any]:
+def free_wording_docs(
+    model_dir: str | Path, db: EntityDB | None = None, *, languages: Iterable[str] | None = None
+) -> list[Any]:
     """The (city, language) pairs of the demo's linking set written with :data:`FREE_TEMPLATES` (all three
     templates each), as :class:`probes.mewsli.LinkDoc` objects with both gold mentions; deterministic."""
     from probes.demo_eval import demo_linking_docs
@@ -106,8 +145,14 @@ def free_wording_docs(model_dir: str | Path, db: EntityDB | None = None, *,
         for n, template in enumerate(FREE_TEMPLATES[lang]):
             text, spans = _fill(template, {"city": names[city], "country": names[country]})
             gold = sorted([(*spans["city"], city), (*spans["country"], country)])
-            out.append(LinkDoc(f"free-{lang}-{city}-{n}", lang, text,
-                               tuple(GoldMention(a, b, text[a:b], key) for a, b, key in gold)))
+            out.append(
+                LinkDoc(
+                    f"free-{lang}-{city}-{n}",
+                    lang,
+                    text,
+                    tuple(GoldMention(a, b, text[a:b], key) for a, b, key in gold),
+                )
+            )
     return out
 
 
@@ -118,7 +163,7 @@ def _fill(template: str, values: dict[str, str]) -> tuple[str, dict[str, tuple[i
     text, spans, pos = [], {}, 0
     length = 0
     for m in re.finditer(r"\{(\w+)\}", template):
-        text.append(template[pos:m.start()])
+        text.append(template[pos : m.start()])
         length += m.start() - pos
         value = values[m.group(1)]
         spans[m.group(1)] = (length, length + len(value))
@@ -143,8 +188,9 @@ class Instance:
     ambiguous: bool
 
 
-def nil_instances(linker: Any, docs: Sequence[Any], methods: Sequence[str] = ("combined", "prior"),
-                  *, removed: bool = True) -> list[Instance]:
+def nil_instances(
+    linker: Any, docs: Sequence[Any], methods: Sequence[str] = ("combined", "prior"), *, removed: bool = True
+) -> list[Instance]:
     """Gold mentions of ``docs`` (truth: their entity) and, with ``removed``, the same mentions with their
     entity dropped from the candidates (truth: NIL; only those left with a candidate)."""
     from kb.mentions import Candidate
@@ -165,8 +211,11 @@ def nil_instances(linker: Any, docs: Sequence[Any], methods: Sequence[str] = ("c
                     rest = [c for c in m.candidates if c.key != g.key]
                     if rest and len(rest) < len(m.candidates):
                         total = sum(c.prior for c in rest) or 1.0
-                        keep.append(m._replace(candidates=tuple(Candidate(c.key, c.prior / total, c.count, c.source)
-                                                                for c in rest)))
+                        keep.append(
+                            m._replace(
+                                candidates=tuple(Candidate(c.key, c.prior / total, c.count, c.source) for c in rest)
+                            )
+                        )
                         truth.append(None)
                 narrowed.append(keep)
                 truths.append(truth)
@@ -177,7 +226,9 @@ def nil_instances(linker: Any, docs: Sequence[Any], methods: Sequence[str] = ("c
                 for ms, fs, ts in zip(mentions, feats, truths):
                     for m, (top, lp, x), truth in zip(ms, fs, ts):
                         if top is not None:
-                            out.append(Instance(lang, method, top, lp, x, truth, len(m.candidates) >= 2 or truth is None))
+                            out.append(
+                                Instance(lang, method, top, lp, x, truth, len(m.candidates) >= 2 or truth is None)
+                            )
     return out
 
 
@@ -196,8 +247,15 @@ class NilScores:
 
     def row(self) -> list[Any]:
         pct = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
-        return [self.mentions, self.should_be_nil, self.predicted_nil, pct(self.nil_precision), pct(self.nil_recall),
-                pct(self.accuracy), pct(self.right_ambiguous_kept)]
+        return [
+            self.mentions,
+            self.should_be_nil,
+            self.predicted_nil,
+            pct(self.nil_precision),
+            pct(self.nil_recall),
+            pct(self.accuracy),
+            pct(self.right_ambiguous_kept),
+        ]
 
 
 def nil_scores(instances: Sequence[Instance], calibration: Any, threshold: float | None = None) -> NilScores:
@@ -214,8 +272,15 @@ def nil_scores(instances: Sequence[Instance], calibration: Any, threshold: float
             amb += 1
             amb_kept += not nil
     n = len(instances)
-    return NilScores(n, should, pred, tp / pred if pred else None, tp / should if should else None,
-                     right / n if n else 0.0, amb_kept / amb if amb else None)
+    return NilScores(
+        n,
+        should,
+        pred,
+        tp / pred if pred else None,
+        tp / should if should else None,
+        right / n if n else 0.0,
+        amb_kept / amb if amb else None,
+    )
 
 
 @dataclass
@@ -227,8 +292,9 @@ class CalibrationReport:
     common_words: dict[str, int] = field(default_factory=dict)
 
 
-def calibrate(model_dir: str | Path, db: EntityDB | None = None, *, linker: Any = None,
-              min_kept: float = 0.9) -> CalibrationReport:
+def calibrate(
+    model_dir: str | Path, db: EntityDB | None = None, *, linker: Any = None, min_kept: float = 0.9
+) -> CalibrationReport:
     """Fit the confidence calibration of ``model_dir`` (a demo model folder) and score it (module docs).
 
     The threshold is the one (on a 0.05 grid) with the best accuracy on the fitting half among those
@@ -262,18 +328,25 @@ def calibrate(model_dir: str | Path, db: EntityDB | None = None, *, linker: Any 
         if best is None or s.accuracy > best[1].accuracy:
             best = (t, s)
     threshold = best[0] if best else 0.5
-    calibration = Calibration(weights, threshold, {
-        "fitted_on": f"even items of the demo linking set of {Path(model_dir).name} and of its free-wording "
-                     f"(city, language) pairs ({len(fit_set)} decisions, gold and entity-removed, methods combined "
-                     "and prior)",
-        "threshold_rule": f"best accuracy (combined) keeping >= {min_kept:.0%} of right ambiguous links",
-        "date": datetime.date.today().isoformat()})
+    calibration = Calibration(
+        weights,
+        threshold,
+        {
+            "fitted_on": f"even items of the demo linking set of {Path(model_dir).name} and of its free-wording "
+            f"(city, language) pairs ({len(fit_set)} decisions, gold and entity-removed, methods combined "
+            "and prior)",
+            "threshold_rule": f"best accuracy (combined) keeping >= {min_kept:.0%} of right ambiguous links",
+            "date": datetime.date.today().isoformat(),
+        },
+    )
     report = CalibrationReport(calibration)
     report.scores["fit half (template + free wording)"] = nil_scores(combined, calibration)
-    report.scores["held-out half, template wording"] = nil_scores(nil_instances(linker, test_docs, ("combined",)),
-                                                                  calibration)
-    report.scores["held-out half, free wording"] = nil_scores(nil_instances(linker, test_free, ("combined",)),
-                                                              calibration)
+    report.scores["held-out half, template wording"] = nil_scores(
+        nil_instances(linker, test_docs, ("combined",)), calibration
+    )
+    report.scores["held-out half, free wording"] = nil_scores(
+        nil_instances(linker, test_free, ("combined",)), calibration
+    )
     report.common_words = common_word_outcomes(linker, calibration)
     return report
 

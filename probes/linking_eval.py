@@ -30,8 +30,23 @@ from kb.errors import InputFormatError, MlukeError, OptionError
 from kb.files import json_text, write_json
 from probes.mewsli import LinkDoc, LinkingSet, read_mewsli
 
-METRIC_COLUMNS = ("lang", "method", "docs", "mentions", "in_kb", "correct", "accuracy", "ambiguous", "ambiguous_correct",
-                  "ambiguous_accuracy", "detected", "true_positives", "precision", "recall", "f1")
+METRIC_COLUMNS = (
+    "lang",
+    "method",
+    "docs",
+    "mentions",
+    "in_kb",
+    "correct",
+    "accuracy",
+    "ambiguous",
+    "ambiguous_correct",
+    "ambiguous_accuracy",
+    "detected",
+    "true_positives",
+    "precision",
+    "recall",
+    "f1",
+)
 
 
 def _ratio(a: int, b: int) -> float | None:
@@ -59,13 +74,23 @@ class _Counts:
         f1 = None
         if precision is not None and recall is not None:
             f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        return {"lang": lang, "method": method, "docs": self.docs, "mentions": self.mentions, "in_kb": self.in_kb,
-                "correct": self.correct, "accuracy": _ratio(self.correct, self.in_kb), "ambiguous": self.ambiguous,
-                "ambiguous_correct": self.ambiguous_correct,
-                "ambiguous_accuracy": _ratio(self.ambiguous_correct, self.ambiguous),
-                "detected": self.detected if end_to_end else None,
-                "true_positives": self.true_positives if end_to_end else None,
-                "precision": precision, "recall": recall, "f1": f1}
+        return {
+            "lang": lang,
+            "method": method,
+            "docs": self.docs,
+            "mentions": self.mentions,
+            "in_kb": self.in_kb,
+            "correct": self.correct,
+            "accuracy": _ratio(self.correct, self.in_kb),
+            "ambiguous": self.ambiguous,
+            "ambiguous_correct": self.ambiguous_correct,
+            "ambiguous_accuracy": _ratio(self.ambiguous_correct, self.ambiguous),
+            "detected": self.detected if end_to_end else None,
+            "true_positives": self.true_positives if end_to_end else None,
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+        }
 
 
 def _pct(value: float | None) -> float | str:
@@ -106,14 +131,26 @@ class LinkingReport:
         return next((r["docs"] for r in self.rows if r["lang"] == "all"), 0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"methods": list(self.methods), "end_to_end": self.end_to_end, "nil_threshold": self.nil_threshold,
-                "rows": self.rows, "skipped": self.skipped, "skipped_examples": self.skipped_examples}
+        return {
+            "methods": list(self.methods),
+            "end_to_end": self.end_to_end,
+            "nil_threshold": self.nil_threshold,
+            "rows": self.rows,
+            "skipped": self.skipped,
+            "skipped_examples": self.skipped_examples,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LinkingReport:
         """The inverse of :meth:`to_dict` (e.g. ``LinkingReport.from_dict(json.loads(text))``)."""
-        return cls([dict(r) for r in data["rows"]], tuple(data["methods"]), data.get("end_to_end", True),
-                   data.get("nil_threshold"), dict(data.get("skipped", {})), list(data.get("skipped_examples", [])))
+        return cls(
+            [dict(r) for r in data["rows"]],
+            tuple(data["methods"]),
+            data.get("end_to_end", True),
+            data.get("nil_threshold"),
+            dict(data.get("skipped", {})),
+            list(data.get("skipped_examples", [])),
+        )
 
     def to_json(self, path: str | Path | None = None, *, overwrite: bool = False) -> str:
         """The report as JSON; also written to ``path`` when given (an existing file only with ``overwrite``)."""
@@ -134,8 +171,15 @@ class LinkingReport:
             columns += ["P", "R", "F1"]
         rows = []
         for r in self.rows:
-            row = [r["lang"], r["method"], r["mentions"], r["in_kb"], _pct(r["accuracy"]), r["ambiguous"],
-                   _pct(r["ambiguous_accuracy"])]
+            row = [
+                r["lang"],
+                r["method"],
+                r["mentions"],
+                r["in_kb"],
+                _pct(r["accuracy"]),
+                r["ambiguous"],
+                _pct(r["ambiguous_accuracy"]),
+            ]
             if self.end_to_end:
                 row += [_pct(r["precision"]), _pct(r["recall"]), _pct(r["f1"])]
             rows.append(row)
@@ -150,16 +194,26 @@ class LinkingReport:
 
     def __repr__(self) -> str:
         total = next((r["mentions"] for r in self.rows if r["lang"] == "all"), 0)
-        head = (f"LinkingReport({len(self.languages)} languages, methods {', '.join(self.methods)}, {total:,} gold mentions"
-                f"{'' if self.end_to_end else ', no end-to-end'}"
-                f"{f', nil_threshold={self.nil_threshold}' if self.nil_threshold is not None else ''}"
-                f"{f', skipped {sum(self.skipped.values()):,} records' if self.skipped else ''})")
+        head = (
+            f"LinkingReport({len(self.languages)} languages, methods {', '.join(self.methods)}, {total:,} gold mentions"
+            f"{'' if self.end_to_end else ', no end-to-end'}"
+            f"{f', nil_threshold={self.nil_threshold}' if self.nil_threshold is not None else ''}"
+            f"{f', skipped {sum(self.skipped.values()):,} records' if self.skipped else ''})"
+        )
         return head + "\n" + self.to_markdown()
 
 
-def eval_link(folder: str | Path, *, langs: Sequence[str] | None = None,
-              methods: Sequence[str] = ("prior", "model", "combined", "global"), model: Any = None, kb: Any = None,
-              end_to_end: bool = True, nil_threshold: float | None = None, progress: bool = True) -> LinkingReport:
+def eval_link(
+    folder: str | Path,
+    *,
+    langs: Sequence[str] | None = None,
+    methods: Sequence[str] = ("prior", "model", "combined", "global"),
+    model: Any = None,
+    kb: Any = None,
+    end_to_end: bool = True,
+    nil_threshold: float | None = None,
+    progress: bool = True,
+) -> LinkingReport:
     """Evaluate linking on a Mewsli-9 folder: what ``mluke eval-link`` does.
 
     Reads the folder (:func:`read_mewsli`; ``langs``: some languages only), links
@@ -175,13 +229,21 @@ def eval_link(folder: str | Path, *, langs: Sequence[str] | None = None,
     if not data.docs:
         raise InputFormatError(f"{folder}: no usable documents ({sum(data.skipped.values())} records skipped)")
     linker = Linker(model, kb, languages=list(data.languages))
-    return evaluate_linking(data, linker, methods=methods, end_to_end=end_to_end, nil_threshold=nil_threshold,
-                            progress=progress)
+    return evaluate_linking(
+        data, linker, methods=methods, end_to_end=end_to_end, nil_threshold=nil_threshold, progress=progress
+    )
 
 
-def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
-                     methods: Sequence[str] = ("prior", "model", "combined", "global"), end_to_end: bool = True,
-                     nil_threshold: float | None = None, progress: bool = True, batch_docs: int = 16) -> LinkingReport:
+def evaluate_linking(
+    docs: LinkingSet | Iterable[LinkDoc],
+    linker: Any,
+    *,
+    methods: Sequence[str] = ("prior", "model", "combined", "global"),
+    end_to_end: bool = True,
+    nil_threshold: float | None = None,
+    progress: bool = True,
+    batch_docs: int = 16,
+) -> LinkingReport:
     """Score ``linker`` (a :class:`mluke.linking.Linker`) on gold-annotated documents; see the module docs.
 
     ``methods``: the linker's methods to compare. ``end_to_end``: also let the
@@ -209,8 +271,10 @@ def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
     indexed = getattr(linker.index, "languages", None)
     missing = [l for l in by_lang if indexed is not None and l not in indexed]
     if missing:
-        raise MlukeError(f"the linker's mention index has no language {', '.join(missing)} (it has {', '.join(indexed)}); "
-                         "build the Linker with languages=[...] that include them")
+        raise MlukeError(
+            f"the linker's mention index has no language {', '.join(missing)} (it has {', '.join(indexed)}); "
+            "build the Linker with languages=[...] that include them"
+        )
 
     db = linker.db
 
@@ -233,8 +297,13 @@ def evaluate_linking(docs: LinkingSet | Iterable[LinkDoc], linker: Any, *,
                 c = counts[(lang, method)] = _Counts(docs=len(lang_docs))
                 bar.set_description(f"{lang} {method}")
                 for part in chunked(with_gold, batch_docs):
-                    found = linker.link([d.text for d in part], lang, method=method, nil_threshold=threshold,
-                                        spans=[[(m.start, m.end) for m in d.mentions] for d in part])
+                    found = linker.link(
+                        [d.text for d in part],
+                        lang,
+                        method=method,
+                        nil_threshold=threshold,
+                        spans=[[(m.start, m.end) for m in d.mentions] for d in part],
+                    )
                     for doc, predicted in zip(part, found):
                         for gold, pred in zip(doc.mentions, predicted):
                             c.mentions += 1

@@ -63,7 +63,9 @@ class LinkDoc:
     mentions: tuple[GoldMention, ...] = ()
 
     def __repr__(self) -> str:
-        return f"LinkDoc({self.docid!r}, lang={self.lang!r}, {len(self.text):,} characters, {len(self.mentions)} mentions)"
+        return (
+            f"LinkDoc({self.docid!r}, lang={self.lang!r}, {len(self.text):,} characters, {len(self.mentions)} mentions)"
+        )
 
 
 @dataclass(frozen=True)
@@ -96,13 +98,21 @@ class LinkingSet:
         return sum(len(d.mentions) for d in self.docs)
 
     def __repr__(self) -> str:
-        head = (f"LinkingSet({len(self.docs):,} documents, {self.mentions:,} mentions, "
-                f"languages={', '.join(self.languages) or '-'}, skipped {sum(self.skipped.values()):,} records)")
-        return "\n".join([head, *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
-                          *(f"  e.g. {e}" for e in self.examples)])
+        head = (
+            f"LinkingSet({len(self.docs):,} documents, {self.mentions:,} mentions, "
+            f"languages={', '.join(self.languages) or '-'}, skipped {sum(self.skipped.values()):,} records)"
+        )
+        return "\n".join(
+            [
+                head,
+                *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
+                *(f"  e.g. {e}" for e in self.examples),
+            ]
+        )
 
 
 # -- reading ---------------------------------------------------------------------------------------------------------
+
 
 def _is_language_folder(path: Path) -> bool:
     return any((path / name).exists() for name in ("docs.tsv", "mentions.tsv", "text"))
@@ -110,7 +120,9 @@ def _is_language_folder(path: Path) -> bool:
 
 def _language_folders(folder: Path, languages: Sequence[str] | None) -> list[Path]:
     if not folder.is_dir():
-        raise InputFormatError(f"{folder}: no such folder (expected the Mewsli-9 dataset folder or one of its language folders)")
+        raise InputFormatError(
+            f"{folder}: no such folder (expected the Mewsli-9 dataset folder or one of its language folders)"
+        )
     if _is_language_folder(folder):
         found = [folder]
     else:
@@ -121,19 +133,24 @@ def _language_folders(folder: Path, languages: Sequence[str] | None) -> list[Pat
             subdirs = [d for d in sorted(base.iterdir()) if d.is_dir()]
         found = [d for d in subdirs if _is_language_folder(d)]
         if not found:
-            raise InputFormatError(f"{folder}: no language folders inside; expected the Mewsli-9 layout "
-                                "<lang>/docs.tsv, <lang>/mentions.tsv, <lang>/text/<docid>")
+            raise InputFormatError(
+                f"{folder}: no language folders inside; expected the Mewsli-9 layout "
+                "<lang>/docs.tsv, <lang>/mentions.tsv, <lang>/text/<docid>"
+            )
     if languages:
         have = {d.name: d for d in found}
         missing = [l for l in languages if l not in have]
         if missing:
-            raise InputFormatError(f"{folder}: no folder for language {', '.join(missing)}; "
-                                f"languages here: {', '.join(sorted(have))}")
+            raise InputFormatError(
+                f"{folder}: no folder for language {', '.join(missing)}; languages here: {', '.join(sorted(have))}"
+            )
         found = [have[l] for l in sorted(set(languages))]
     for d in found:
         for name in ("docs.tsv", "mentions.tsv"):
             if not (d / name).is_file():
-                raise InputFormatError(f"{d / name}: missing; every Mewsli-9 language folder has docs.tsv, mentions.tsv and text/")
+                raise InputFormatError(
+                    f"{d / name}: missing; every Mewsli-9 language folder has docs.tsv, mentions.tsv and text/"
+                )
     return found
 
 
@@ -196,8 +213,10 @@ def _rows(path: Path, required: Sequence[str], skips: Skips) -> Iterator[tuple[i
         raise InputFormatError(f"{path}, line 1: the header row has bytes that are not UTF-8")
     missing = [c for c in required if c not in header]
     if missing:
-        raise InputFormatError(f"{path}: no column {', '.join(map(repr, missing))} in the header row "
-                            f"(found {', '.join(header)}); expected at least {', '.join(required)}")
+        raise InputFormatError(
+            f"{path}: no column {', '.join(map(repr, missing))} in the header row "
+            f"(found {', '.join(header)}); expected at least {', '.join(required)}"
+        )
     for line, row in _records(path, lines[1:], skips, first=2, width=len(header)):
         if not row or row == [""]:
             continue
@@ -229,8 +248,12 @@ def _read_language(folder: Path, skips: Skips) -> list[LinkDoc]:
             texts[docid] = raw.decode("utf-8")  # as bytes: offsets count every character, "\r" included
             expected, found = row.get("text_md5", "").strip().lower(), hashlib.md5(raw).hexdigest()
             if expected and found != expected:
-                skips.add(docs_path, line, TEXT_MD5_MISMATCH,
-                          f"document {docid}: {text_path} has MD5 {found}, docs.tsv says {expected}")
+                skips.add(
+                    docs_path,
+                    line,
+                    TEXT_MD5_MISMATCH,
+                    f"document {docid}: {text_path} has MD5 {found}, docs.tsv says {expected}",
+                )
         except FileNotFoundError:
             no_text.add(docid)
             skips.add(docs_path, line, "document without text file", str(text_path))
@@ -257,16 +280,22 @@ def _read_language(folder: Path, skips: Skips) -> list[LinkDoc]:
             skips.add(mentions_path, line, "span outside the text", f"{start}+{length}, text length {len(text)}")
             continue
         if text[start:end] != row["mention"]:
-            skips.add(mentions_path, line, "mention does not match the text",
-                      f"text has {text[start:end]!r}, mention {row['mention']!r}")
+            skips.add(
+                mentions_path,
+                line,
+                "mention does not match the text",
+                f"text has {text[start:end]!r}, mention {row['mention']!r}",
+            )
             continue
         key = row["qid"].strip()
         if not key:
             skips.add(mentions_path, line, "missing qid")
             continue
         gold[docid].append(GoldMention(start, end, row["mention"], key))
-    return [LinkDoc(docid, lang, text, tuple(sorted(gold.get(docid, ()), key=lambda m: (m.start, m.end))))
-            for docid, text in sorted(texts.items())]
+    return [
+        LinkDoc(docid, lang, text, tuple(sorted(gold.get(docid, ()), key=lambda m: (m.start, m.end))))
+        for docid, text in sorted(texts.items())
+    ]
 
 
 def read_mewsli(folder: str | Path, languages: Sequence[str] | None = None) -> LinkingSet:

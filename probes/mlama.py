@@ -50,6 +50,7 @@ class MlamaRelation:
     object_labels: dict[str, str] = field(default_factory=dict)  # obj_uri -> label
     note: str = ""  # how a relation without URIs (Google-RE) was matched by label; "" otherwise
 
+
 #: The key of a subject that has no QID (a Google-RE subject whose label matched none).
 LABEL_KEY = "label:"
 
@@ -89,12 +90,14 @@ def _candidate_files(root: Path, lang: str) -> dict[str, list[str]]:
             except json.JSONDecodeError as exc:
                 raise InputFormatError(f"{path}: not valid JSON ({exc})") from None
             if not isinstance(data, dict):
-                raise InputFormatError(f"{path}: a JSON {type(data).__name__}; expected an object of relations, "
-                                       "{\"P19\": {\"objects\": [...]}, ...}")
+                raise InputFormatError(
+                    f"{path}: a JSON {type(data).__name__}; expected an object of relations, "
+                    '{"P19": {"objects": [...]}, ...}'
+                )
             for rel, value in data.items():
                 objects = value.get("objects") if isinstance(value, dict) else None
                 if not isinstance(objects, list):
-                    raise InputFormatError(f"{path}: relation {rel!r} should map to {{\"objects\": [...]}}")
+                    raise InputFormatError(f'{path}: relation {rel!r} should map to {{"objects": [...]}}')
                 out[rel] = [str(o) for o in objects]
     return out
 
@@ -102,16 +105,20 @@ def _candidate_files(root: Path, lang: str) -> dict[str, list[str]]:
 def _check_fact(fact: Any, path: Path, line: int, uris: bool = True) -> None:
     """A fact is an object whose subject and object URIs (``uris``; not in Google-RE files) and labels are
     strings (an :class:`InputFormatError` if not)."""
-    expected = "expected sub_label, obj_label, sub_uri, obj_uri" if uris else \
-        "expected sub_label, obj_label (a file without sub_uri / obj_uri, the Google-RE layout)"
+    expected = (
+        "expected sub_label, obj_label, sub_uri, obj_uri"
+        if uris
+        else "expected sub_label, obj_label (a file without sub_uri / obj_uri, the Google-RE layout)"
+    )
     if not isinstance(fact, dict):
         raise InputFormatError(f"{path}, line {line}: a JSON {type(fact).__name__}, not an object; {expected}")
     for key in ("sub_uri", "obj_uri", "sub_label", "obj_label") if uris else ("sub_label", "obj_label"):
         if key not in fact:
             raise InputFormatError(f"{path}, line {line}: missing {key!r}; {expected}")
         if not isinstance(fact[key], str):
-            raise InputFormatError(f"{path}, line {line}: {key!r} is a JSON {type(fact[key]).__name__}, "
-                                   "expected a string")
+            raise InputFormatError(
+                f"{path}, line {line}: {key!r} is a JSON {type(fact[key]).__name__}, expected a string"
+            )
 
 
 def find_root(path: str | Path) -> tuple[Path, Path]:
@@ -122,7 +129,9 @@ def find_root(path: str | Path) -> tuple[Path, Path]:
     for data in (path / "mlama1.1", path):
         if data.is_dir() and any((d / "templates.jsonl").is_file() for d in data.iterdir() if d.is_dir()):
             return (path if data != path else path.parent), data
-    raise InputFormatError(f"{path}: no <lang>/templates.jsonl inside; expected the mLAMA 1.1 layout (mlama1.1/<lang>/...)")
+    raise InputFormatError(
+        f"{path}: no <lang>/templates.jsonl inside; expected the mLAMA 1.1 layout (mlama1.1/<lang>/...)"
+    )
 
 
 def _has_uris(rows: list[tuple[int, Any]]) -> bool:
@@ -169,11 +178,14 @@ def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) 
     for i, row in _read_jsonl(folder / "templates.jsonl"):
         rel = row.get("relation") if isinstance(row, dict) else None
         if not rel or not isinstance(rel, str) or not isinstance(row.get("template"), str):
-            raise InputFormatError(f"{folder / 'templates.jsonl'}, line {i}: expected an object with the strings "
-                                   "'relation' and 'template'")
+            raise InputFormatError(
+                f"{folder / 'templates.jsonl'}, line {i}: expected an object with the strings 'relation' and 'template'"
+            )
         if not is_plain_name(f"{rel}.jsonl"):  # it names the facts file, <rel>.jsonl
-            raise InputFormatError(f"{folder / 'templates.jsonl'}, line {i}: relation {rel!r} is not a file name "
-                                   "inside the language folder")
+            raise InputFormatError(
+                f"{folder / 'templates.jsonl'}, line {i}: relation {rel!r} is not a file name "
+                "inside the language folder"
+            )
         all_relations.append(rel)
         if rel in DATE_RELATIONS or (relations and rel not in relations):
             continue
@@ -215,9 +227,11 @@ def read_mlama(path: str | Path, lang: str, relations: list[str] | None = None) 
         note = ""
         if not uris:
             matched_s = sum(not k.startswith(LABEL_KEY) for k in subjects)
-            note = (f"{lang}/{rel}: no sub_uri/obj_uri (Google-RE layout); matched by label to the QIDs of the "
-                    f"language's other relations: {matched_s} of {len(subjects)} subjects, {len(object_labels)} of "
-                    f"{len(object_labels) + len(label_only)} objects (the rest kept as labels, scored with word masks)")
+            note = (
+                f"{lang}/{rel}: no sub_uri/obj_uri (Google-RE layout); matched by label to the QIDs of the "
+                f"language's other relations: {matched_s} of {len(subjects)} subjects, {len(object_labels)} of "
+                f"{len(object_labels) + len(label_only)} objects (the rest kept as labels, scored with word masks)"
+            )
         out.append(MlamaRelation(lang, rel, template, subjects, dict(gold), cands, object_labels, note))
     return out
 
@@ -243,14 +257,25 @@ class MlamaReport:
     @property
     def macro_sets(self) -> dict[str, dict[str, float]]:
         """With a threshold: lang -> precision, recall and F1 macro-averaged over relations (like :attr:`macro`)."""
-        return {lang: {m: sum(s[m] for s in rels.values()) / len(rels) for m in SET_METRICS}
-                for lang, rels in self.sets.items() if rels}
+        return {
+            lang: {m: sum(s[m] for s in rels.values()) / len(rels) for m in SET_METRICS}
+            for lang, rels in self.sets.items()
+            if rels
+        }
 
     def rows(self) -> list[dict[str, Any]]:
         """P@1 per (language, relation); with a threshold, also the answer sets' precision, recall and F1."""
-        return [{"lang": lang, "relation": rel, "subjects": self.counts[lang][rel], "P@1": p,
-                 **(self.sets[lang][rel] if self.threshold is not None else {})}
-                for lang, rels in self.p_at_1.items() for rel, p in rels.items()]
+        return [
+            {
+                "lang": lang,
+                "relation": rel,
+                "subjects": self.counts[lang][rel],
+                "P@1": p,
+                **(self.sets[lang][rel] if self.threshold is not None else {}),
+            }
+            for lang, rels in self.p_at_1.items()
+            for rel, p in rels.items()
+        ]
 
     @property
     def average(self) -> float | None:
@@ -259,8 +284,15 @@ class MlamaReport:
         return sum(macro.values()) / len(macro) if macro else None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"model": self.model, "mode": self.mode, "macro_p_at_1": self.macro, "average": self.average,
-               "relations": self.rows(), "language_bias": self.bias, "notes": self.notes}
+        out = {
+            "model": self.model,
+            "mode": self.mode,
+            "macro_p_at_1": self.macro,
+            "average": self.average,
+            "relations": self.rows(),
+            "language_bias": self.bias,
+            "notes": self.notes,
+        }
         if self.threshold is not None:
             out.update(threshold=self.threshold, macro_sets=self.macro_sets)
         return out
@@ -280,8 +312,15 @@ class MlamaComparison:
         """Models as rows, languages as columns (macro P@1 x 100), then the average over languages:
         the layout of the mLUKE paper's Table 5. "-" where a model has no figure for a language."""
         langs = self.langs
-        rows = [[r.model or "?", r.mode, *(f"{100 * r.macro[l]:.1f}" if l in r.macro else "-" for l in langs),
-                 f"{100 * r.average:.1f}" if r.average is not None else "-"] for r in self.reports]
+        rows = [
+            [
+                r.model or "?",
+                r.mode,
+                *(f"{100 * r.macro[l]:.1f}" if l in r.macro else "-" for l in langs),
+                f"{100 * r.average:.1f}" if r.average is not None else "-",
+            ]
+            for r in self.reports
+        ]
         return ["model", "mode", *langs, "avg"], rows
 
     def set_table(self) -> tuple[list[str], list[list[Any]]]:
@@ -291,8 +330,14 @@ class MlamaComparison:
         for r in self.reports:
             f1 = {lang: m["F1"] for lang, m in r.macro_sets.items()}
             avg = sum(f1.values()) / len(f1) if f1 else None
-            rows.append([r.model or "?", r.mode, *(f"{100 * f1[l]:.1f}" if l in f1 else "-" for l in langs),
-                         f"{100 * avg:.1f}" if avg is not None else "-"])
+            rows.append(
+                [
+                    r.model or "?",
+                    r.mode,
+                    *(f"{100 * f1[l]:.1f}" if l in f1 else "-" for l in langs),
+                    f"{100 * avg:.1f}" if avg is not None else "-",
+                ]
+            )
         return ["model", "mode", *langs, "avg"], rows
 
     def rows(self) -> list[dict[str, Any]]:
@@ -303,10 +348,21 @@ class MlamaComparison:
         return {"models": [r.to_dict() for r in self.reports]}
 
 
-def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str, ...] = ("en",), *,
-               mode: str | None = None, use_subject_entity: bool = False, relations: list[str] | None = None,
-               exclude_subject: bool = True, batch_size: int = 64, progress: bool = True, device: Any = None,
-               dtype: Any = None, threshold: float | None = None) -> MlamaReport:
+def eval_mlama(
+    path: str | Path,
+    model: Any = None,
+    langs: list[str] | tuple[str, ...] = ("en",),
+    *,
+    mode: str | None = None,
+    use_subject_entity: bool = False,
+    relations: list[str] | None = None,
+    exclude_subject: bool = True,
+    batch_size: int = 64,
+    progress: bool = True,
+    device: Any = None,
+    dtype: Any = None,
+    threshold: float | None = None,
+) -> MlamaReport:
     """Typed querying on mLAMA for each language (what ``mluke eval-mlama`` does); see
     :func:`mluke.cloze.run_cloze` for the modes. ``model``: default the demo model; an mLUKE checkpoint
     or any Hugging Face masked LM (folder or hub name). ``mode``: default entity mode for mLUKE and word
@@ -340,10 +396,22 @@ def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str
     sets: dict[str, dict[str, dict[str, float]]] = {}
     work = [(lang, rel) for lang in langs for rel in read_mlama(path, lang, relations)]
     for lang, rel in tqdm(work, desc="mLAMA", unit="relation", disable=not progress):
-        result = run_cloze(rel.template, lang, sorted(rel.subjects.items()), rel.candidates, rel.gold, model=bundle,
-                           relation=rel.relation, mode=mode, use_subject_entity=use_subject_entity, top_k=1,  # type: ignore[arg-type]
-                           exclude_subject=exclude_subject, batch_size=batch_size, gold_labels=rel.object_labels,
-                           threshold=threshold)
+        result = run_cloze(
+            rel.template,
+            lang,
+            sorted(rel.subjects.items()),
+            rel.candidates,
+            rel.gold,
+            model=bundle,
+            relation=rel.relation,
+            mode=mode,
+            use_subject_entity=use_subject_entity,
+            top_k=1,  # type: ignore[arg-type]
+            exclude_subject=exclude_subject,
+            batch_size=batch_size,
+            gold_labels=rel.object_labels,
+            threshold=threshold,
+        )
         metrics = result.metrics
         p_at_1.setdefault(lang, {})[rel.relation] = metrics["P@1"]
         if threshold is not None:
@@ -351,12 +419,21 @@ def eval_mlama(path: str | Path, model: Any = None, langs: list[str] | tuple[str
         counts.setdefault(lang, {})[rel.relation] = result.metrics["with_gold"]
         bias.append(language_bias(result))  # with a threshold: top answers of non-empty answer sets
     notes += [rel.note for _, rel in work if rel.note]
-    return MlamaReport(p_at_1, counts, bias, mode + ("+subject" if use_subject_entity else ""), notes,
-                       _name(model, bundle), threshold, sets)
+    return MlamaReport(
+        p_at_1,
+        counts,
+        bias,
+        mode + ("+subject" if use_subject_entity else ""),
+        notes,
+        _name(model, bundle),
+        threshold,
+        sets,
+    )
 
 
-def compare_mlama(path: str | Path, models: list[Any], langs: list[str] | tuple[str, ...] = ("en",),
-                  **options: Any) -> MlamaComparison:
+def compare_mlama(
+    path: str | Path, models: list[Any], langs: list[str] | tuple[str, ...] = ("en",), **options: Any
+) -> MlamaComparison:
     """:func:`eval_mlama` for each model in turn (one model in memory at a time), side by side: what
     ``mluke eval-mlama DIR --model A --model B`` prints. ``options`` go to :func:`eval_mlama`."""
     return MlamaComparison([eval_mlama(path, m, langs, **options) for m in models])

@@ -71,10 +71,20 @@ def modularity(vectors: np.ndarray, communities: Sequence[Any], *, k: int = 3, w
     return inside / total - float(((degree / (2 * total)) ** 2).sum())
 
 
-def modularity_by_language(model: Any, items: Sequence[Any], *, base: str = "en", langs: Sequence[str] | None = None,
-                           features: Sequence[str] = ("entity-token", "word"), k: int = 3, layer: int = -1,
-                           entity_keys: bool = False, batch_size: int = 32, device: Any = None,
-                           dtype: Any = None) -> Any:
+def modularity_by_language(
+    model: Any,
+    items: Sequence[Any],
+    *,
+    base: str = "en",
+    langs: Sequence[str] | None = None,
+    features: Sequence[str] = ("entity-token", "word"),
+    k: int = 3,
+    layer: int = -1,
+    entity_keys: bool = False,
+    batch_size: int = 32,
+    device: Any = None,
+    dtype: Any = None,
+) -> Any:
     """Modularity of ``base`` + one other language, for each other language and feature kind: a DataFrame with
     columns ``lang``, ``spans`` and one ``<features>`` column each.
 
@@ -96,9 +106,20 @@ def modularity_by_language(model: Any, items: Sequence[Any], *, base: str = "en"
     missing = [lang for lang in [base, *others] if lang not in by_lang]
     if missing:
         raise OptionError(f"no mentions in {', '.join(missing)}; languages: {', '.join(sorted(by_lang))}")
-    vectors = {f: {lang: item_vectors(bundle, by_lang[lang], features=f, layer=layer,
-                                      entities="gold" if entity_keys else "mask",
-                                      batch_size=batch_size) for lang in [base, *others]} for f in features}
+    vectors = {
+        f: {
+            lang: item_vectors(
+                bundle,
+                by_lang[lang],
+                features=f,
+                layer=layer,
+                entities="gold" if entity_keys else "mask",
+                batch_size=batch_size,
+            )
+            for lang in [base, *others]
+        }
+        for f in features
+    }
     rows = []
     for lang in others:
         row: dict[str, Any] = {"lang": lang, "spans": len(by_lang[base]) + len(by_lang[lang])}

@@ -24,22 +24,29 @@ from probes.transfer.miniature import PATTERNS, RELATIONS, KbWorld
 from probes.transfer.patterns import SLOT_KINDS, render
 
 
-def parallel_spans(db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, *, size: int = 200,
-                   seed: int = 0) -> list[ParallelSpan]:
+def parallel_spans(
+    db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, *, size: int = 200, seed: int = 0
+) -> list[ParallelSpan]:
     """``size`` parallel sentences (fewer when the kb has fewer usable facts) in every language, as span records."""
     langs = list(dict.fromkeys(languages))
     unknown = [lang for lang in langs if lang not in PATTERNS]
     if unknown or not langs:
-        raise OptionError(f"no patterns for {', '.join(unknown) or 'an empty language list'}; "
-                          f"languages: {', '.join(sorted(PATTERNS))}")
+        raise OptionError(
+            f"no patterns for {', '.join(unknown) or 'an empty language list'}; "
+            f"languages: {', '.join(sorted(PATTERNS))}"
+        )
     world = KbWorld(db)
     labels = {lang: world.labels(lang) for lang in langs}
     facts = []
     for name, rel in RELATIONS.items():
         s_kind, o_kind = SLOT_KINDS[rel.subject], SLOT_KINDS[rel.object]
         for s, o in world.pairs[name]:
-            if all(s in labels[lang][s_kind] and o in labels[lang][o_kind]
-                   and labels[lang][s_kind][s] != labels[lang][o_kind][o] for lang in langs):
+            if all(
+                s in labels[lang][s_kind]
+                and o in labels[lang][o_kind]
+                and labels[lang][s_kind][s] != labels[lang][o_kind][o]
+                for lang in langs
+            ):
                 facts.append((name, s, o))
     rng = random.Random(f"{seed}/parallel")
     rng.shuffle(facts)

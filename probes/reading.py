@@ -44,5 +44,6 @@ class Skips:
     def nothing_read(self, path: Path, what: str) -> str:
         """The message for a file from which no ``what`` could be read: what was skipped, or "empty file?"."""
         detail = "; ".join(f"{reason}: {n}" for reason, n in self.counts.items())
-        return f"{path}: no {what} found" + (f" (skipped {detail}; e.g. {self.examples[0]})" if detail else
-                                             " (empty file?)")
+        return f"{path}: no {what} found" + (
+            f" (skipped {detail}; e.g. {self.examples[0]})" if detail else " (empty file?)"
+        )

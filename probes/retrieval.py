@@ -42,13 +42,19 @@ def faiss_module() -> Any:
     (``faiss-cpu`` and ``faiss-gpu*`` both ship the ``faiss`` package and overwrite each other's files)."""
     installed = sorted(d for d in ("faiss-cpu", "faiss-gpu", "faiss-gpu-cu11", "faiss-gpu-cu12") if _installed(d))
     if len(installed) > 1:
-        raise OptionError(f"both {' and '.join(installed)} are installed; they ship the same 'faiss' package. Keep one: "
-                          "pip uninstall -y " + " ".join(installed) + " && pip install "
-                          + next((d for d in installed if d != "faiss-cpu"), "faiss-cpu"))
+        raise OptionError(
+            f"both {' and '.join(installed)} are installed; they ship the same 'faiss' package. Keep one: "
+            "pip uninstall -y "
+            + " ".join(installed)
+            + " && pip install "
+            + next((d for d in installed if d != "faiss-cpu"), "faiss-cpu")
+        )
     try:
         import faiss
     except ImportError as exc:
-        raise OptionError("span retrieval needs faiss: pip install faiss-cpu (or faiss-gpu-cu12 on a CUDA machine)") from exc
+        raise OptionError(
+            "span retrieval needs faiss: pip install faiss-cpu (or faiss-gpu-cu12 on a CUDA machine)"
+        ) from exc
     return faiss
 
 
@@ -104,8 +110,14 @@ class SpanIndex:
     def hits(self, queries: np.ndarray, k: int = 10) -> list[list[dict[str, Any]]]:
         """:meth:`search` as records: per query, the ``k`` best items with their ``score`` and ``id``."""
         scores, ids = self.search(queries, k)
-        return [[{**(self.items[i] if i < len(self.items) else {}), "id": int(i), "score": float(s)}
-                 for s, i in zip(row_s, row_i) if i >= 0] for row_s, row_i in zip(scores, ids)]
+        return [
+            [
+                {**(self.items[i] if i < len(self.items) else {}), "id": int(i), "score": float(s)}
+                for s, i in zip(row_s, row_i)
+                if i >= 0
+            ]
+            for row_s, row_i in zip(scores, ids)
+        ]
 
     def save(self, folder: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write ``index.faiss``, ``meta.json`` and ``items.jsonl`` into ``folder`` (which appears only once
@@ -116,7 +128,9 @@ class SpanIndex:
             tmp.mkdir(parents=True, exist_ok=True)
             faiss.write_index(cpu, str(tmp / INDEX_FILE))
             meta = {k: v for k, v in self.meta.items() if k != "device"}
-            (tmp / META_FILE).write_text(json.dumps(meta, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            (tmp / META_FILE).write_text(
+                json.dumps(meta, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+            )
             with (tmp / ITEMS_FILE).open("w", encoding="utf-8", newline="\n") as f:
                 for item in self.items:
                     f.write(json.dumps(item, ensure_ascii=False) + "\n")
@@ -133,8 +147,10 @@ class SpanIndex:
         if meta.get("format") != FORMAT:
             raise InputFormatError(f"{folder}: not a span index (format {meta.get('format')!r}, expected {FORMAT!r})")
         if meta.get("format_version", 0) > FORMAT_VERSION:
-            raise InputFormatError(f"{folder}: span index format {meta['format_version']} is newer than this "
-                                   f"mluke reads ({FORMAT_VERSION}); upgrade mluke")
+            raise InputFormatError(
+                f"{folder}: span index format {meta['format_version']} is newer than this "
+                f"mluke reads ({FORMAT_VERSION}); upgrade mluke"
+            )
         file_bytes(folder / INDEX_FILE, expected="a FAISS index")  # a clear error when it is missing
         faiss = faiss_module()
         index = faiss.read_index(str(folder / INDEX_FILE))
@@ -145,8 +161,10 @@ class SpanIndex:
             except json.JSONDecodeError as exc:
                 raise InputFormatError(f"{folder / ITEMS_FILE}:{n}: not JSON ({exc})") from exc
         if index.ntotal != meta.get("count") or (items and len(items) != index.ntotal):
-            raise InputFormatError(f"{folder}: the index holds {index.ntotal} vectors, meta.json says "
-                                   f"{meta.get('count')} and items.jsonl has {len(items)} records")
+            raise InputFormatError(
+                f"{folder}: the index holds {index.ntotal} vectors, meta.json says "
+                f"{meta.get('count')} and items.jsonl has {len(items)} records"
+            )
         if meta["kind"] == "hnsw":
             index.hnsw.efSearch = meta["params"]["ef_search"]
         elif meta["kind"] == "ivfpq":
@@ -167,10 +185,22 @@ def _maybe_gpu(built: SpanIndex, faiss: Any, use_gpu: bool | Literal["auto"]) ->
     return built
 
 
-def build_index(vectors: np.ndarray, items: Sequence[dict[str, Any]] | None = None, *, kind: IndexKind = "flat",
-                meta: dict[str, Any] | None = None, hnsw_m: int = 32, ef_construction: int = 200, ef_search: int = 128,
-                nlist: int | None = None, pq_m: int | None = None, nbits: int = 8, nprobe: int = 16,
-                use_gpu: bool | Literal["auto"] = "auto", seed: int = 0) -> SpanIndex:
+def build_index(
+    vectors: np.ndarray,
+    items: Sequence[dict[str, Any]] | None = None,
+    *,
+    kind: IndexKind = "flat",
+    meta: dict[str, Any] | None = None,
+    hnsw_m: int = 32,
+    ef_construction: int = 200,
+    ef_search: int = 128,
+    nlist: int | None = None,
+    pq_m: int | None = None,
+    nbits: int = 8,
+    nprobe: int = 16,
+    use_gpu: bool | Literal["auto"] = "auto",
+    seed: int = 0,
+) -> SpanIndex:
     """An index over ``vectors`` (n x d) for cosine search; ``items`` (one record per vector) and ``meta``
     (model, layer, pooling...) are kept beside it. ``nlist`` defaults to about 4 sqrt(n), ``pq_m`` to the
     largest of 64, 48, 32, 16, 8 that divides d."""
@@ -189,8 +219,8 @@ def build_index(vectors: np.ndarray, items: Sequence[dict[str, Any]] | None = No
         index.hnsw.efConstruction, index.hnsw.efSearch = ef_construction, ef_search
         params = {"hnsw_m": hnsw_m, "ef_construction": ef_construction, "ef_search": ef_search}
     else:
-        nlist = nlist or max(1, int(4 * n ** 0.5))
-        pq_m = pq_m or next((m for m in (64, 48, 32, 16, 8, 4, 2, 1) if d % m == 0))
+        nlist = nlist or max(1, int(4 * n**0.5))
+        pq_m = pq_m or next(m for m in (64, 48, 32, 16, 8, 4, 2, 1) if d % m == 0)
         if d % pq_m:
             raise OptionError(f"pq_m={pq_m} must divide the dimension {d}")
         if n < nlist:
@@ -202,6 +232,14 @@ def build_index(vectors: np.ndarray, items: Sequence[dict[str, Any]] | None = No
         index.nprobe = nprobe
         params = {"nlist": nlist, "pq_m": pq_m, "nbits": nbits, "nprobe": nprobe}
     index.add(x)
-    info = {**(meta or {}), "format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind, "params": params,
-            "metric": "cosine", "dim": d, "count": n}
+    info = {
+        **(meta or {}),
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kind": kind,
+        "params": params,
+        "metric": "cosine",
+        "dim": d,
+        "count": n,
+    }
     return _maybe_gpu(SpanIndex(index, info, [dict(i) for i in items] if items is not None else []), faiss, use_gpu)

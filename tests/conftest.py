@@ -38,7 +38,13 @@ def write_tiny_db(path: Path) -> Path:
     """A small database in the shape a Wikipedia + Wikidata build produces."""
     with kb.EntityDB.create(path, provenance={"builder": "tests"}) as w:
         w.add_languages(["en", "ja", "ar"])
-        for key, kind in [("Q17", "country"), ("Q1490", "city"), ("Q35", "country"), ("Q1748", "city"), ("Q5287", "language")]:
+        for key, kind in [
+            ("Q17", "country"),
+            ("Q1490", "city"),
+            ("Q35", "country"),
+            ("Q1748", "city"),
+            ("Q5287", "language"),
+        ]:
             w.add_entity(key, kind)
         w.add_title("en", "Japan", "Q17")
         w.add_title("ja", "日本", "Q17")

@@ -29,8 +29,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What the forkserver imports once (everything `mluke pretrain` and `mluke finetune` need).
-PRELOAD = ["mluke.cli", "torch", "transformers", "safetensors.torch", "mluke.pretraining", "mluke.transfer",
-           "probes.transfer", "seqeval.metrics", "tqdm", "tests.jobs"]
+PRELOAD = [
+    "mluke.cli",
+    "torch",
+    "transformers",
+    "safetensors.torch",
+    "mluke.pretraining",
+    "mluke.transfer",
+    "probes.transfer",
+    "seqeval.metrics",
+    "tqdm",
+    "tests.jobs",
+]
 
 
 def _forked_main(args: list[str], env: dict[str, str], log: str, prelude: str, cwd: str) -> None:  # in the child
@@ -109,14 +119,18 @@ class Job:
         assert code == 0, f"exit code {code}:\n{self.output()[-4000:]}"
 
 
-def start(args: list[str], *, log: Path, env: dict[str, str] | None = None, prelude: str = "",
-          cwd: Path = ROOT) -> Job:
+def start(args: list[str], *, log: Path, env: dict[str, str] | None = None, prelude: str = "", cwd: Path = ROOT) -> Job:
     """``mluke <args>`` in a fresh interpreter, in folder ``cwd``."""
     code = f"{prelude}\nfrom mluke.cli import main\nmain()"
     out = log.open("wb")
     try:
-        proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=out, stderr=subprocess.STDOUT,
-                                cwd=cwd, env={**os.environ, **(env or {}), "PYTHONPATH": _pythonpath()})
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env={**os.environ, **(env or {}), "PYTHONPATH": _pythonpath()},
+        )
     finally:
         out.close()
     return Job(proc, log)
@@ -130,15 +144,17 @@ def _pythonpath() -> str:
 _context: multiprocessing.context.BaseContext | None = None
 
 
-def start_forked(args: list[str], *, log: Path, env: dict[str, str] | None = None, prelude: str = "",
-                 cwd: Path = ROOT) -> Job:
+def start_forked(
+    args: list[str], *, log: Path, env: dict[str, str] | None = None, prelude: str = "", cwd: Path = ROOT
+) -> Job:
     """``mluke <args>`` forked from the preloaded forkserver (see the module docs), in folder ``cwd``."""
     global _context
     if _context is None:
         _context = multiprocessing.get_context("forkserver")
         _context.set_forkserver_preload(PRELOAD)
-    proc = _context.Process(target=_forked_main,
-                            args=(args, {**os.environ, **(env or {})}, str(log), prelude, str(cwd)))
+    proc = _context.Process(
+        target=_forked_main, args=(args, {**os.environ, **(env or {})}, str(log), prelude, str(cwd))
+    )
     proc.start()
     return Job(proc, log)
 

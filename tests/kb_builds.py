@@ -13,8 +13,9 @@ LANGS = ("en", "ja", "ar")
 EXTRA_ITEMS = 2000  # on top of the hand-written fixture entities: ~2 MB of Wikidata, ~0.8 MB of XML per language
 CHUNK_BYTES = 32 << 10  # the CLI's default is 4 MiB: one chunk per stage here, so nothing to resume within a stage
 #: Run before ``mluke kb build``: the chunk size, which the command line does not expose.
-KB_PRELUDE = ("import kb.sources.dumps as _dumps\n"
-              f"_dumps.build_from_dumps.__kwdefaults__['chunk_bytes'] = {CHUNK_BYTES}\n")
+KB_PRELUDE = (
+    f"import kb.sources.dumps as _dumps\n_dumps.build_from_dumps.__kwdefaults__['chunk_bytes'] = {CHUNK_BYTES}\n"
+)
 PLACE = {"en": "Place {}", "ja": "場所{}", "ar": "مكان {}"}
 
 
@@ -24,10 +25,12 @@ def write_grown_dumps(folder: Path) -> tuple[Path, list[Path]]:
     lines = wikidata_lines()
     extra = []
     for k in range(EXTRA_ITEMS):
-        item = _item(f"Q{100_000 + k}", _labels(**{l: PLACE[l].format(k) for l in LANGS}),
-                     _sitelinks(**{f"{l}wiki": PLACE[l].format(k) for l in LANGS}),
-                     claims={"P17": [_claim("P17", "Q17")],
-                             "P36": [_claim("P36", f"Q{100_000 + (k + 1) % EXTRA_ITEMS}")]})
+        item = _item(
+            f"Q{100_000 + k}",
+            _labels(**{l: PLACE[l].format(k) for l in LANGS}),
+            _sitelinks(**{f"{l}wiki": PLACE[l].format(k) for l in LANGS}),
+            claims={"P17": [_claim("P17", "Q17")], "P36": [_claim("P36", f"Q{100_000 + (k + 1) % EXTRA_ITEMS}")]},
+        )
         extra.append(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b",")
     wd = folder / "latest-all.json"
     wd.write_bytes(b"\n".join(lines[:1] + extra + lines[1:]) + b"\n")
@@ -45,8 +48,21 @@ def write_grown_dumps(folder: Path) -> tuple[Path, list[Path]]:
 def kb_build_args(folder: Path, dumps: tuple[Path, list[Path]], *extra: str) -> list[str]:
     """``mluke kb build`` of ``dumps`` into ``folder/kb.sqlite`` (and ``folder/kb.corpus``)."""
     wd, wps = dumps
-    return ["kb", "build", "--wikidata", str(wd), *(x for p in wps for x in ("--wikipedia", str(p))),
-            "-o", str(folder / "kb.sqlite"), "--languages", ",".join(LANGS), "--workers", "1", "--quiet", *extra]
+    return [
+        "kb",
+        "build",
+        "--wikidata",
+        str(wd),
+        *(x for p in wps for x in ("--wikipedia", str(p))),
+        "-o",
+        str(folder / "kb.sqlite"),
+        "--languages",
+        ",".join(LANGS),
+        "--workers",
+        "1",
+        "--quiet",
+        *extra,
+    ]
 
 
 def db_rows(path: Path) -> dict[str, list[tuple]]:

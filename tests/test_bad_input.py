@@ -10,8 +10,15 @@ import kb
 import mluke
 from mluke.cli import app
 
-CONFIG = {"vocab_size": 16, "entity_vocab_size": 8, "hidden_size": 8, "num_hidden_layers": 1,
-          "num_attention_heads": 2, "intermediate_size": 16, "entity_emb_size": 8}
+CONFIG = {
+    "vocab_size": 16,
+    "entity_vocab_size": 8,
+    "hidden_size": 8,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "intermediate_size": 16,
+    "entity_emb_size": 8,
+}
 
 
 def test_checkpoint_without_config_json(tmp_path):
@@ -37,10 +44,15 @@ def test_weights_holding_python_objects_are_refused_unread(tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(CONFIG))
     marker = tmp_path / "was-unpickled"
-    torch.save({"luke.embeddings.word_embeddings.weight": torch.zeros(16, 8), "x": _Payload(marker)},
-               folder / "pytorch_model.bin")
-    with pytest.raises(kb.InputFormatError, match=r"pytorch_model\.bin: cannot read the weights \(UnpicklingError: "
-                                                  r"Weights only load failed"):
+    torch.save(
+        {"luke.embeddings.word_embeddings.weight": torch.zeros(16, 8), "x": _Payload(marker)},
+        folder / "pytorch_model.bin",
+    )
+    with pytest.raises(
+        kb.InputFormatError,
+        match=r"pytorch_model\.bin: cannot read the weights \(UnpicklingError: "
+        r"Weights only load failed",
+    ):
         mluke.load(folder)
     assert not marker.exists()  # refused, not run
     torch.load(folder / "pytorch_model.bin", weights_only=False)  # the payload is live when loaded unsafely
@@ -63,6 +75,8 @@ def test_link_input_that_is_not_utf8_is_refused_before_the_model_loads(tmp_path)
     src = tmp_path / "latin1.txt"
     src.write_bytes("Paris\nCaf\xe9\n".encode("latin-1"))
     # a model that does not exist: the input is refused first, so nothing was loaded
-    res = CliRunner().invoke(app, ["link", str(src), "--model", str(tmp_path / "no-model"), "--jsonl", str(tmp_path / "o.jsonl")])
+    res = CliRunner().invoke(
+        app, ["link", str(src), "--model", str(tmp_path / "no-model"), "--jsonl", str(tmp_path / "o.jsonl")]
+    )
     assert res.exit_code == 1 and isinstance(res.exception, kb.InputFormatError)
     assert f"{src}, line 2: bytes that are not UTF-8" in str(res.exception) and not (tmp_path / "o.jsonl").exists()

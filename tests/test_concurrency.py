@@ -23,8 +23,10 @@ pytest.importorskip("wikidata")
 LANGS = ("ar", "en", "ja")
 READERS = 3
 UPSERTS = 100  # by the Python API, in one process; plus two `mluke kb add` runs at the same time
-NAMES = {"Q1490": {"en": "Tokyo", "ja": "東京都", "ar": "طوكيو"},  # in the fixture database
-         "Q35765": {"en": "Osaka", "ja": "大阪市", "ar": "أوساكا"}}  # added by the first update
+NAMES = {
+    "Q1490": {"en": "Tokyo", "ja": "東京都", "ar": "طوكيو"},  # in the fixture database
+    "Q35765": {"en": "Osaka", "ja": "大阪市", "ar": "أوساكا"},
+}  # added by the first update
 VERSION = re.compile(r" v(\d+)$")
 
 
@@ -33,17 +35,37 @@ def _entity(qid: str, version: int) -> dict:
     """Version ``version`` of ``qid``: every title, label and alias ends with " v<version>", so that a
     reader can tell whether what it read of an entity comes from one update."""
     names = {lang: f"{name} v{version}" for lang, name in NAMES[qid].items()}
-    claim = {"mainsnak": {"snaktype": "value", "property": "P17", "datatype": "wikibase-item",
-                          "datavalue": {"value": {"entity-type": "item", "numeric-id": 17, "id": "Q17"},
-                                        "type": "wikibase-entityid"}}, "type": "statement", "rank": "normal"}
-    return {"entities": {qid: {
-        "type": "item", "id": qid, "labels": {l: {"language": l, "value": v} for l, v in names.items()},
-        "aliases": {"en": [{"language": "en", "value": f"{NAMES[qid]['en']} alias v{version}"}]},
-        "descriptions": {}, "claims": {"P17": [claim]},
-        "sitelinks": {f"{l}wiki": {"site": f"{l}wiki", "title": v, "badges": [],
-                                   "url": f"https://{l}.wikipedia.org/wiki/{v.replace(' ', '_')}"}
-                      for l, v in names.items()},
-    }}}
+    claim = {
+        "mainsnak": {
+            "snaktype": "value",
+            "property": "P17",
+            "datatype": "wikibase-item",
+            "datavalue": {"value": {"entity-type": "item", "numeric-id": 17, "id": "Q17"}, "type": "wikibase-entityid"},
+        },
+        "type": "statement",
+        "rank": "normal",
+    }
+    return {
+        "entities": {
+            qid: {
+                "type": "item",
+                "id": qid,
+                "labels": {l: {"language": l, "value": v} for l, v in names.items()},
+                "aliases": {"en": [{"language": "en", "value": f"{NAMES[qid]['en']} alias v{version}"}]},
+                "descriptions": {},
+                "claims": {"P17": [claim]},
+                "sitelinks": {
+                    f"{l}wiki": {
+                        "site": f"{l}wiki",
+                        "title": v,
+                        "badges": [],
+                        "url": f"https://{l}.wikipedia.org/wiki/{v.replace(' ', '_')}",
+                    }
+                    for l, v in names.items()
+                },
+            }
+        }
+    }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -97,8 +119,11 @@ def _reader(path: str, ready, stop, results) -> None:  # in a reader process
     try:
         for key in NAMES:
             e = db.get(key)
-            originals[key] = None if e is None else {"titles": e.titles, "labels": e.labels,
-                                                     "aliases": {l: a[0] for l, a in e.aliases.items()}}
+            originals[key] = (
+                None
+                if e is None
+                else {"titles": e.titles, "labels": e.labels, "aliases": {l: a[0] for l, a in e.aliases.items()}}
+            )
         ready.release()
         n = 0
         while not stop.is_set():
@@ -123,12 +148,13 @@ def _reader(path: str, ready, stop, results) -> None:  # in a reader process
                 if db.objects("Q17", "P36") != ["Q1490"]:
                     bad.append(f"capital of Japan: {db.objects('Q17', 'P36')}")
                 queries += 3
-            except Exception as exc:  # noqa: BLE001 - every failure is a finding
+            except Exception as exc:
                 errors.append(f"{type(exc).__name__}: {exc}")
     finally:
         db.close()
-        results.put({"queries": queries, "errors": errors[:5], "n_errors": len(errors), "bad": bad[:5],
-                     "n_bad": len(bad)})
+        results.put(
+            {"queries": queries, "errors": errors[:5], "n_errors": len(errors), "bad": bad[:5], "n_bad": len(bad)}
+        )
 
 
 def _writer(path: str, url: str, n: int, results) -> None:  # in the writer process
@@ -137,15 +163,21 @@ def _writer(path: str, url: str, n: int, results) -> None:  # in the writer proc
         try:
             kb.add_entities(path, list(NAMES), base_url=url)
             done += 1
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
     results.put({"upserts": done, "errors": errors[:5], "n_errors": len(errors)})
 
 
 def test_readers_never_fail_nor_see_half_an_update(tmp_path, server):
     path = tmp_path / "kb.sqlite"
-    kb.build_from_dumps(path, wikidata=write_wikidata(tmp_path / "latest-all.json"), languages=LANGS,
-                        properties=("P17", "P36", "P37"), workers=1, progress=False)
+    kb.build_from_dumps(
+        path,
+        wikidata=write_wikidata(tmp_path / "latest-all.json"),
+        languages=LANGS,
+        properties=("P17", "P36", "P37"),
+        workers=1,
+        progress=False,
+    )
     ctx = multiprocessing.get_context("spawn")
     ready, stop, results = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
     readers = [ctx.Process(target=_reader, args=(str(path), ready, stop, results)) for _ in range(READERS)]
@@ -155,8 +187,9 @@ def test_readers_never_fail_nor_see_half_an_update(tmp_path, server):
         assert ready.acquire(timeout=60)
     writer = ctx.Process(target=_writer, args=(str(path), server, UPSERTS, results))
     writer.start()
-    cli = [start(["kb", "add", str(path), *NAMES, "--base-url", server], log=tmp_path / f"add-{n}.log")
-           for n in range(2)]
+    cli = [
+        start(["kb", "add", str(path), *NAMES, "--base-url", server], log=tmp_path / f"add-{n}.log") for n in range(2)
+    ]
     for job in cli:
         job.check()
     writer.join(120)
@@ -166,9 +199,11 @@ def test_readers_never_fail_nor_see_half_an_update(tmp_path, server):
     reports = [results.get(timeout=10) for _ in range(READERS + 1)]
     wrote = next(r for r in reports if "upserts" in r)
     read = [r for r in reports if "queries" in r]
-    print(f"{sum(r['queries'] for r in read):,} reader queries in {READERS} processes, {wrote['upserts']} + "
-          f"{len(cli)} upserts, reader errors {sum(r['n_errors'] for r in read)}, inconsistent reads "
-          f"{sum(r['n_bad'] for r in read)}, writer errors {wrote['n_errors']}")
+    print(
+        f"{sum(r['queries'] for r in read):,} reader queries in {READERS} processes, {wrote['upserts']} + "
+        f"{len(cli)} upserts, reader errors {sum(r['n_errors'] for r in read)}, inconsistent reads "
+        f"{sum(r['n_bad'] for r in read)}, writer errors {wrote['n_errors']}"
+    )
     assert wrote["upserts"] == UPSERTS and not wrote["errors"], wrote
     for r in read:
         assert not r["errors"] and not r["bad"], r
@@ -213,10 +248,9 @@ def test_a_database_that_appeared_meanwhile_is_not_replaced(tmp_path):
     """Any database build (the embedded one, a vocabulary...): if another process put a file at the output
     while this one was building, the build fails and leaves that file alone."""
     path = tmp_path / "kb.sqlite"
-    with pytest.raises(kb.errors.OutputExistsError, match="appeared while"):
-        with kb.EntityDB.create(path) as w:
-            w.add_languages(["en"])
-            path.write_text("the other build's")
+    with pytest.raises(kb.errors.OutputExistsError, match="appeared while"), kb.EntityDB.create(path) as w:
+        w.add_languages(["en"])
+        path.write_text("the other build's")
     assert path.read_text() == "the other build's" and not list(tmp_path.glob("*.partial-*"))
     with kb.EntityDB.create(path, overwrite=True) as w:
         w.add_languages(["en"])
@@ -247,11 +281,13 @@ def _snapshot(e: kb.db.Entity | None) -> tuple | None:
     return None if e is None else (e.titles, e.labels, e.aliases)
 
 
-def _uncommitted(wal, prior):  # noqa: ANN001, ANN202
+def _uncommitted(wal, prior):
     """A condition: the log holds pages of a transaction begun after ``prior`` and not committed."""
+
     def check() -> bool:
         state = read_wal(wal)
         return state.frames > state.committed and (state.salt != prior.salt or state.frames > prior.frames)
+
     return check
 
 
@@ -260,8 +296,14 @@ def test_kb_add_killed_midway_leaves_a_whole_version(tmp_path, server):
     frame not): readers go on reading, and what they read is an entity from before the update or after it,
     never between. Where each kill landed is read back from the log itself (:mod:`tests.wal`)."""
     path = tmp_path / "kb.sqlite"
-    kb.build_from_dumps(path, wikidata=write_wikidata(tmp_path / "latest-all.json"), languages=LANGS,
-                        properties=("P17", "P36", "P37"), workers=1, progress=False)
+    kb.build_from_dumps(
+        path,
+        wikidata=write_wikidata(tmp_path / "latest-all.json"),
+        languages=LANGS,
+        properties=("P17", "P36", "P37"),
+        workers=1,
+        progress=False,
+    )
     original = kb.EntityDB(path).entity("Q1490")
     before = {"titles": original.titles, "labels": original.labels, "aliases": {}}
     wal = tmp_path / "kb.sqlite-wal"
@@ -270,8 +312,11 @@ def test_kb_add_killed_midway_leaves_a_whole_version(tmp_path, server):
     for n, plan in enumerate(KILLS):
         prior = read_wal(wal)
         committed = {key: _snapshot(reader.get(key)) for key in NAMES}
-        job = start(["kb", "add", str(path), *NAMES, "--base-url", server], log=tmp_path / f"add-{n}.log",
-                    prelude=SLOW_COMMIT if plan == "mid-commit" else "")
+        job = start(
+            ["kb", "add", str(path), *NAMES, "--base-url", server],
+            log=tmp_path / f"add-{n}.log",
+            prelude=SLOW_COMMIT if plan == "mid-commit" else "",
+        )
         if plan == "mid-commit":
             condition = _uncommitted(wal, prior)
         else:

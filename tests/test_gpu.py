@@ -12,13 +12,16 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 @pytest.mark.parametrize("dtype", [None, "bf16"])
 def test_probe_and_link_on_the_gpu(tiny_demo, embedded_db, dtype):
     cpu = mluke.probe("[X] is the capital of [Y].", "en", model=tiny_demo, kb=embedded_db, top_k=1)
-    gpu = mluke.probe("[X] is the capital of [Y].", "en", model=tiny_demo, kb=embedded_db, top_k=1, device="cuda",
-                      dtype=dtype)
+    gpu = mluke.probe(
+        "[X] is the capital of [Y].", "en", model=tiny_demo, kb=embedded_db, top_k=1, device="cuda", dtype=dtype
+    )
     same = (cpu.to_pandas()["prediction"].values == gpu.to_pandas()["prediction"].values).mean()
     assert same >= (0.99 if dtype is None else 0.9)
     text = "Ich wohne in Berlin, der Hauptstadt von Deutschland."
     on_cpu = [m.key for m in mluke.link(text, "de", model=tiny_demo, kb=embedded_db)]
-    assert on_cpu == [m.key for m in mluke.link(text, "de", model=tiny_demo, kb=embedded_db, device="cuda", dtype=dtype)]
+    assert on_cpu == [
+        m.key for m in mluke.link(text, "de", model=tiny_demo, kb=embedded_db, device="cuda", dtype=dtype)
+    ]
 
 
 def test_span_vectors_on_the_gpu(tiny_demo):
@@ -35,6 +38,14 @@ def test_a_fine_tuning_run_on_the_gpu(tiny_demo, tmp_path):
     from probes.transfer import finetune
 
     data = Path(__file__).parent / "probes" / "transfer" / "data" / "wikiann.tsv"
-    report = finetune("ner", data, data, output=tmp_path / "ner", model=tiny_demo, device="cuda",
-                      config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=1), progress=False)
+    report = finetune(
+        "ner",
+        data,
+        data,
+        output=tmp_path / "ner",
+        model=tiny_demo,
+        device="cuda",
+        config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=1),
+        progress=False,
+    )
     assert report.history and load_transfer(tmp_path / "ner")[0].task == "ner"

@@ -80,9 +80,14 @@ def _reference(job: Job, started: Callable[[], bool], output: Path) -> float:
     return work
 
 
-def kill_chain(plan: list[float | Path], launch: Callable[[], tuple[Job, Callable[[], bool]]], work: float,
-               after_kill: Callable[[], tuple[str, bool]], finish: Callable[[], None],
-               resumes_at: Callable[[], float] | None = None) -> list[str]:
+def kill_chain(
+    plan: list[float | Path],
+    launch: Callable[[], tuple[Job, Callable[[], bool]]],
+    work: float,
+    after_kill: Callable[[], tuple[str, bool]],
+    finish: Callable[[], None],
+    resumes_at: Callable[[], float] | None = None,
+) -> list[str]:
     """Run a command again and again in one folder, killing each run as ``plan`` says: at a moment of the
     uninterrupted run's working time (a share of ``work`` seconds, counted from when ``started()`` holds),
     or as soon as a path appears (``{pid}`` in its name: the run's own process id).
@@ -214,10 +219,13 @@ def _state_equal(a, b) -> bool:
 def _same_checkpoint(a: Path, b: Path) -> bool:
     import torch
 
-    return ((a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
-            and (a / "trainer_state.json").read_text() == (b / "trainer_state.json").read_text()
-            and _state_equal(torch.load(a / "optimizer.pt", weights_only=True),
-                             torch.load(b / "optimizer.pt", weights_only=True)))
+    return (
+        (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
+        and (a / "trainer_state.json").read_text() == (b / "trainer_state.json").read_text()
+        and _state_equal(
+            torch.load(a / "optimizer.pt", weights_only=True), torch.load(b / "optimizer.pt", weights_only=True)
+        )
+    )
 
 
 def _log(run: Path) -> list[dict]:
@@ -240,8 +248,12 @@ def test_pretrain_killed_anywhere_resumes_to_the_same_parameters(tmp_path, corpu
 
     def launch(folder: Path = chain, prelude: str = "") -> tuple[Job, Callable[[], bool]]:
         started = _changed(folder / "run" / "config.toml")  # written by every run as it starts training
-        return start_forked(["pretrain", "--config", str(tmp_path / "run.toml"), "--no-progress"], log=next(logs),
-                            cwd=folder, prelude=prelude), started
+        return start_forked(
+            ["pretrain", "--config", str(tmp_path / "run.toml"), "--no-progress"],
+            log=next(logs),
+            cwd=folder,
+            prelude=prelude,
+        ), started
 
     work = _reference(*launch(ref, KEEP_CHECKPOINTS), ref / "run" / "model")
     steps = sum(PRETRAIN_STEPS)
@@ -277,7 +289,7 @@ def test_pretrain_killed_anywhere_resumes_to_the_same_parameters(tmp_path, corpu
     assert len(_log(run)) == steps
 
 
-def _five_kills(seed: int, partial: Path, launch, work, after_kill, finish, resumes_at) -> None:  # noqa: ANN001
+def _five_kills(seed: int, partial: Path, launch, work, after_kill, finish, resumes_at) -> None:
     """Four kills at seeded points of the run's timeline and one while ``partial`` (a temporary file of a
     checkpoint or state being written) exists; the run is started again after each."""
     rng = random.Random(seed)
@@ -348,8 +360,25 @@ def test_finetune_killed_anywhere_resumes_to_the_same_model(tmp_path, tiny_demo)
     logs = iter(tmp_path / f"run-{n}.log" for n in range(100))
     train = tmp_path / "train.txt"  # the fixture's 4 sentences ten times: 20 steps an epoch
     train.write_text("\n".join([NER_DATA.read_text()] * 10))
-    args = ["finetune", "ner", "--train", str(train), "--dev", str(NER_DATA), "--model", str(tiny_demo), "-o", "ner",
-            "--epochs", "4", "--batch-size", "2", "--learning-rate", "1e-3", "--no-progress"]
+    args = [
+        "finetune",
+        "ner",
+        "--train",
+        str(train),
+        "--dev",
+        str(NER_DATA),
+        "--model",
+        str(tiny_demo),
+        "-o",
+        "ner",
+        "--epochs",
+        "4",
+        "--batch-size",
+        "2",
+        "--learning-rate",
+        "1e-3",
+        "--no-progress",
+    ]
 
     def launch(folder: Path = chain) -> tuple[Job, Callable[[], bool]]:
         started = _changed(folder / "training-started")
@@ -363,8 +392,10 @@ def test_finetune_killed_anywhere_resumes_to_the_same_model(tmp_path, tiny_demo)
     def after_kill() -> tuple[str, bool]:
         at = _finetune_state(chain / "ner.work")
         if at is not None:  # the saved state is the uninterrupted run's at the same point
-            assert _state_equal(torch.load(chain / "ner.work" / "state.pt", weights_only=True),
-                                torch.load(ref / "all-states" / f"{at[0]}-{at[1]}.pt", weights_only=True))
+            assert _state_equal(
+                torch.load(chain / "ner.work" / "state.pt", weights_only=True),
+                torch.load(ref / "all-states" / f"{at[0]}-{at[1]}.pt", weights_only=True),
+            )
         complete = (chain / "ner").exists()
         if complete:
             assert tree_bytes(chain / "ner") == tree_bytes(ref / "ner")
@@ -412,13 +443,25 @@ def test_killed_as_it_created_its_work_folder(tmp_path, tiny_demo):
     work = tmp_path / "kb.sqlite.build"
     work.mkdir()
     (work / f"params.json.partial-{2**22 + 1}").write_text('{"builder_version"')
-    kb.build_from_dumps(tmp_path / "kb.sqlite", wikidata=write_wikidata(tmp_path / "latest-all.json"),
-                        languages=("en", "ja"), workers=1, progress=False)
+    kb.build_from_dumps(
+        tmp_path / "kb.sqlite",
+        wikidata=write_wikidata(tmp_path / "latest-all.json"),
+        languages=("en", "ja"),
+        workers=1,
+        progress=False,
+    )
     assert len(kb.EntityDB(tmp_path / "kb.sqlite")) > 0 and not work.exists()
 
     work = tmp_path / "ner.work"
     work.mkdir()
     (work / f"run.json.partial-{2**22 + 1}").write_text('{"identity"')
-    finetune("ner", NER_DATA, NER_DATA, output=tmp_path / "ner", model=tiny_demo, progress=False,
-             config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=1))
+    finetune(
+        "ner",
+        NER_DATA,
+        NER_DATA,
+        output=tmp_path / "ner",
+        model=tiny_demo,
+        progress=False,
+        config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=1),
+    )
     assert (tmp_path / "ner" / "model.safetensors").is_file() and not work.exists()

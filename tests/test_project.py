@@ -60,10 +60,10 @@ def test_data_flows_one_way(layer, forbidden):
         module = _module(path)
         if not _inside(module, layer) or _inside(module, "mluke.cli") or module == "mluke.__main__":
             continue  # the outermost layer
-        broken += [f"{module} imports {name}" for name in sorted(_imports(path))
-                   if any(_inside(name, f) for f in forbidden)]
+        broken += [
+            f"{module} imports {name}" for name in sorted(_imports(path)) if any(_inside(name, f) for f in forbidden)
+        ]
     assert not broken
-
 
 
 #: Imports whose distribution is not the importing name's (or is not installed where the tests run).

@@ -22,9 +22,16 @@ ALLOWED: dict[str, str] = {
     # e.g. "benchmarks/x.py: torch.load without weights_only=True": "loads a file it wrote itself a line above",
 }
 
-UNPICKLERS = {"pickle": {"load", "loads", "Unpickler"}, "cPickle": {"load", "loads", "Unpickler"},
-              "dill": {"load", "loads"}, "cloudpickle": {"load", "loads"}, "joblib": {"load"},
-              "marshal": {"load", "loads"}, "shelve": {"open"}, "yaml": {"load", "unsafe_load", "full_load", "load_all"}}
+UNPICKLERS = {
+    "pickle": {"load", "loads", "Unpickler"},
+    "cPickle": {"load", "loads", "Unpickler"},
+    "dill": {"load", "loads"},
+    "cloudpickle": {"load", "loads"},
+    "joblib": {"load"},
+    "marshal": {"load", "loads"},
+    "shelve": {"open"},
+    "yaml": {"load", "unsafe_load", "full_load", "load_all"},
+}
 
 
 def findings(source: str, path: str) -> list[str]:
@@ -44,14 +51,21 @@ def findings(source: str, path: str) -> list[str]:
                 flag = keywords.get("weights_only")
                 if not (isinstance(flag, ast.Constant) and flag.value is True):
                     out.append(f"{path}: torch.load without weights_only=True {where}")
-            elif name in UNPICKLERS.get(module, ()):
-                if not (module == "yaml" and name == "load" and _safe_loader(keywords.get("Loader"))):
-                    out.append(f"{path}: {module}.{name} {where}")
+            elif name in UNPICKLERS.get(module, ()) and not (
+                module == "yaml" and name == "load" and _safe_loader(keywords.get("Loader"))
+            ):
+                out.append(f"{path}: {module}.{name} {where}")
         if isinstance(func, ast.Name) and func.id in ("eval", "exec"):
             out.append(f"{path}: {func.id}() {where}")
-        if (isinstance(func, ast.Attribute) and func.attr == "connect" and node.args
-                and isinstance(node.args[0], ast.JoinedStr) and node.args[0].values
-                and isinstance(node.args[0].values[0], ast.Constant) and str(node.args[0].values[0].value).startswith("file:")):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "connect"
+            and node.args
+            and isinstance(node.args[0], ast.JoinedStr)
+            and node.args[0].values
+            and isinstance(node.args[0].values[0], ast.Constant)
+            and str(node.args[0].values[0].value).startswith("file:")
+        ):
             out.append(f"{path}: SQLite URI from an unescaped path (use Path.as_uri()) {where}")
         for key in ("allow_pickle", "shell"):
             value = keywords.get(key)
@@ -95,16 +109,32 @@ def test_no_unsafe_loading_or_shell_in_the_source_tree():
                 continue
             found += findings(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
     new = [f for f in found if _key(f) not in ALLOWED]
-    assert not new, "unsafe calls (fix them, or allow-list them in tests/test_safety.py with a reason):\n" + "\n".join(new)
+    assert not new, "unsafe calls (fix them, or allow-list them in tests/test_safety.py with a reason):\n" + "\n".join(
+        new
+    )
     stale = set(ALLOWED) - {_key(f) for f in found}
     assert not stale, f"allow-list entries that no longer match anything: {sorted(stale)}"
 
 
-@pytest.mark.parametrize("name, ok", [
-    ("part-00000.jsonl.gz", True), ("ja", True), ("P17.jsonl", True), ("...jsonl", True),
-    ("../x", False), ("..", False), (".", False), ("", False), ("/etc/passwd", False), ("a/b", False),
-    ("a\\b", False), ("a\x00b", False), (None, False), (3, False),
-])
+@pytest.mark.parametrize(
+    "name, ok",
+    [
+        ("part-00000.jsonl.gz", True),
+        ("ja", True),
+        ("P17.jsonl", True),
+        ("...jsonl", True),
+        ("../x", False),
+        ("..", False),
+        (".", False),
+        ("", False),
+        ("/etc/passwd", False),
+        ("a/b", False),
+        ("a\\b", False),
+        ("a\x00b", False),
+        (None, False),
+        (3, False),
+    ],
+)
 def test_plain_names(name, ok):
     assert is_plain_name(name) is ok
 
@@ -128,8 +158,15 @@ def test_wiki_corpus_manifest_cannot_name_files_outside(tmp_path):
 def test_pretraining_corpus_meta_cannot_name_folders_outside(tmp_path):
     from mluke.pretraining.corpus import FORMAT, FORMAT_VERSION, Corpus
 
-    (tmp_path / "meta.json").write_text(json.dumps({"format": FORMAT, "format_version": FORMAT_VERSION, "languages": {
-        "../elsewhere": {"sequences": 0, "words": 0, "entities": 0}}}))
+    (tmp_path / "meta.json").write_text(
+        json.dumps(
+            {
+                "format": FORMAT,
+                "format_version": FORMAT_VERSION,
+                "languages": {"../elsewhere": {"sequences": 0, "words": 0, "entities": 0}},
+            }
+        )
+    )
     with pytest.raises(kb.InputFormatError, match=r"meta\.json: language '\.\./elsewhere' is not a folder name"):
         Corpus(tmp_path)
 
@@ -140,6 +177,10 @@ def test_mlama_relation_cannot_name_files_outside(tmp_path):
     lang = tmp_path / "mlama1.1" / "en"
     lang.mkdir(parents=True)
     (tmp_path / "outside.jsonl").write_text('{"sub_uri": "Q1", "obj_uri": "Q2", "sub_label": "a", "obj_label": "b"}\n')
-    (lang / "templates.jsonl").write_text(json.dumps({"relation": "../../outside", "template": "[X] is in [Y] ."}) + "\n")
-    with pytest.raises(kb.InputFormatError, match=r"templates\.jsonl, (entry|line) 1: relation '\.\./\.\./outside' is not a file"):
+    (lang / "templates.jsonl").write_text(
+        json.dumps({"relation": "../../outside", "template": "[X] is in [Y] ."}) + "\n"
+    )
+    with pytest.raises(
+        kb.InputFormatError, match=r"templates\.jsonl, (entry|line) 1: relation '\.\./\.\./outside' is not a file"
+    ):
         read_mlama(tmp_path, "en")

@@ -51,11 +51,11 @@ def read_wal(path: Path) -> WalState:
     frames = committed = 0
     offset = 32
     while offset + 24 + page_size <= len(data):
-        _page, db_size, f1, f2, k0, k1 = struct.unpack(">6I", data[offset:offset + 24])
+        _page, db_size, f1, f2, k0, k1 = struct.unpack(">6I", data[offset : offset + 24])
         if (f1, f2) != (salt1, salt2):
             break
-        s0, s1 = _checksum(data[offset:offset + 8], s0, s1, big)
-        s0, s1 = _checksum(data[offset + 24:offset + 24 + page_size], s0, s1, big)
+        s0, s1 = _checksum(data[offset : offset + 8], s0, s1, big)
+        s0, s1 = _checksum(data[offset + 24 : offset + 24 + page_size], s0, s1, big)
         if (s0, s1) != (k0, k1):
             break
         frames += 1

@@ -15,5 +15,15 @@ from kb.db.sqlite import chunked
 from kb.db.templates import Template, parse_template
 from kb.db.writer import EntityDBWriter
 
-__all__ = ["Entity", "EntityDB", "EntityDBWriter", "Fact", "Match", "RelationMatch", "Template", "chunked",
-           "match_relation", "parse_template"]
+__all__ = [
+    "Entity",
+    "EntityDB",
+    "EntityDBWriter",
+    "Fact",
+    "Match",
+    "RelationMatch",
+    "Template",
+    "chunked",
+    "match_relation",
+    "parse_template",
+]

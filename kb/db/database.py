@@ -91,8 +91,12 @@ class EntityDB(SqliteStore):
         ...     w.add_entity("Q17"); w.add_title("ja", "日本", "Q17")
         """
         with atomic_build(
-            path, fmt=schema.FORMAT, version=schema.FORMAT_VERSION, schema=schema.SCHEMA,
-            overwrite=overwrite, provenance=provenance,
+            path,
+            fmt=schema.FORMAT,
+            version=schema.FORMAT_VERSION,
+            schema=schema.SCHEMA,
+            overwrite=overwrite,
+            provenance=provenance,
         ) as conn:
             writer = EntityDBWriter(conn)
             yield writer
@@ -166,7 +170,8 @@ class EntityDB(SqliteStore):
         rows = self._conn.execute(
             "SELECT 0, kind, NULL, NULL FROM entities WHERE key = ?1 "
             "UNION ALL SELECT 1, lang, title, NULL FROM titles WHERE entity = ?1 "
-            "UNION ALL SELECT 2, lang, name, kind FROM names WHERE entity = ?1 ORDER BY 1, 2, 3", (key,)
+            "UNION ALL SELECT 2, lang, name, kind FROM names WHERE entity = ?1 ORDER BY 1, 2, 3",
+            (key,),
         ).fetchall()
         if not rows or rows[0][0] != 0:
             raise NotFoundError(f"no entity {key!r} in {self.path}")
@@ -196,9 +201,7 @@ class EntityDB(SqliteStore):
     def label(self, key: str, lang: str, fallback: tuple[str, ...] = ()) -> str | None:
         """The label of ``key`` in ``lang`` (or the first fallback language that has one)."""
         for code in (lang, *fallback):
-            name = self._one(
-                "SELECT name FROM names WHERE entity = ? AND lang = ? AND kind = 'label'", key, code
-            )
+            name = self._one("SELECT name FROM names WHERE entity = ? AND lang = ? AND kind = 'label'", key, code)
             if name is not None:
                 return name
         return None
@@ -208,10 +211,12 @@ class EntityDB(SqliteStore):
         out: dict[str, str] = {}
         for part in chunked(keys):
             marks = ",".join("?" * len(part))
-            out.update(self._conn.execute(
-                f"SELECT entity, name FROM names WHERE lang = ? AND kind = 'label' AND entity IN ({marks})",
-                (lang, *part),
-            ))
+            out.update(
+                self._conn.execute(
+                    f"SELECT entity, name FROM names WHERE lang = ? AND kind = 'label' AND entity IN ({marks})",
+                    (lang, *part),
+                )
+            )
         return out
 
     def keys(self, kind: str | None = None) -> Iterator[str]:
@@ -317,9 +322,7 @@ class EntityDB(SqliteStore):
 
     def subjects(self, property: str) -> list[str]:
         """Distinct subjects that have at least one fact under ``property``."""
-        rows = self._conn.execute(
-            "SELECT DISTINCT subject FROM facts WHERE property = ? ORDER BY subject", (property,)
-        )
+        rows = self._conn.execute("SELECT DISTINCT subject FROM facts WHERE property = ? ORDER BY subject", (property,))
         return [r[0] for r in rows]
 
     def has_facts(self, property: str) -> bool:
@@ -341,8 +344,10 @@ class EntityDB(SqliteStore):
         self._check_lang(lang)
         text = self._one("SELECT template FROM templates WHERE property = ? AND lang = ?", property, lang)
         if text is None:
-            have = [r[0] for r in self._conn.execute(
-                "SELECT lang FROM templates WHERE property = ? ORDER BY lang", (property,))]
+            have = [
+                r[0]
+                for r in self._conn.execute("SELECT lang FROM templates WHERE property = ? ORDER BY lang", (property,))
+            ]
             raise NotFoundError(
                 f"no template for {property} in {lang!r}"
                 + (f" (templates exist in: {', '.join(have)})" if have else " (no template in any language)")

@@ -53,7 +53,7 @@ def template_key(text: str) -> str:
 
 def _grams(text: str) -> Counter[str]:
     words = " " + " ".join(text.replace(_X, " ").replace(_Y, " ").split()) + " "
-    return Counter(words[i:i + 3] for i in range(len(words) - 2))
+    return Counter(words[i : i + 3] for i in range(len(words) - 2))
 
 
 def _x_first(key: str) -> bool:
@@ -64,8 +64,9 @@ class TemplateSpace:
     """The templates of some languages as weighted 3-gram vectors, for :meth:`closest` look-ups."""
 
     def __init__(self, templates: Mapping[tuple[str, str], str], languages: tuple[str, ...]) -> None:
-        self.entries = [(pid, lang, text, _normal(text)) for (pid, lang), text in sorted(templates.items())
-                        if lang in languages]
+        self.entries = [
+            (pid, lang, text, _normal(text)) for (pid, lang), text in sorted(templates.items()) if lang in languages
+        ]
         self.idf: dict[str, dict[str, float]] = {}
         for lang in languages:
             docs = [_grams(norm) for _, l, _, norm in self.entries if l == lang]
@@ -110,12 +111,19 @@ def check_relation(db: EntityDB, pid: str, extra: Mapping[tuple[str, str], str] 
         raise OptionError(f"relation {pid!r}: expected a Wikidata property id such as 'P36'")
     if pid in db.properties() or db.has_templates(pid) or db.has_facts(pid) or any(p == pid for p, _ in extra or {}):
         return pid
-    raise NotFoundError(f"relation {pid} is unknown to this kb ({db.path}): it has no label, template or fact "
-                        f"for it. {relation_overview(db)}")
+    raise NotFoundError(
+        f"relation {pid} is unknown to this kb ({db.path}): it has no label, template or fact "
+        f"for it. {relation_overview(db)}"
+    )
 
 
-def match_relation(db: EntityDB, template: str, lang: str, relation: str | None = None,
-                   templates: Mapping[tuple[str, str], str] | None = None) -> RelationMatch:
+def match_relation(
+    db: EntityDB,
+    template: str,
+    lang: str,
+    relation: str | None = None,
+    templates: Mapping[tuple[str, str], str] | None = None,
+) -> RelationMatch:
     """Find the relation ``template`` expresses and the template to use in ``lang`` (see the module docs).
 
     ``templates``: ``{(pid, lang): text}`` used beside the kb's for this call (and
@@ -135,8 +143,10 @@ def match_relation(db: EntityDB, template: str, lang: str, relation: str | None 
         notes = []
         if best < MISMATCH_SIMILARITY:
             shown = " / ".join(repr(t) for _, t in sorted(own.items(), key=lambda kv: kv[0] != lang))
-            notes.append(f"the template {template!r} reads very differently from {describe(db, relation)}'s own "
-                         f"({shown}); is {relation} the relation you meant?")
+            notes.append(
+                f"the template {template!r} reads very differently from {describe(db, relation)}'s own "
+                f"({shown}); is {relation} the relation you meant?"
+            )
         return RelationMatch(relation, given, notes)
     wanted = template_key(template)
     for (pid, tlang), text in sorted(known.items()):
@@ -149,24 +159,32 @@ def match_relation(db: EntityDB, template: str, lang: str, relation: str | None 
     score, pid, tlang, text = ranked[0]
     runner = next((r for r in ranked[1:] if r[1] != pid), None)
     found = _in_language(db, pid, tlang, lang, given, known, "assumed")
-    found.notes.insert(0, f"no template of this kb is {template!r}; assumed {describe(db, pid)}, whose {tlang!r} "
-                          f"template {text!r} reads closest (similarity {score:.2f}"
-                          + (f"; next: {describe(db, runner[1])} {runner[0]:.2f}" if runner else "")
-                          + "); choose another with relation= (CLI: --relation)")
+    found.notes.insert(
+        0,
+        f"no template of this kb is {template!r}; assumed {describe(db, pid)}, whose {tlang!r} "
+        f"template {text!r} reads closest (similarity {score:.2f}"
+        + (f"; next: {describe(db, runner[1])} {runner[0]:.2f}" if runner else "")
+        + "); choose another with relation= (CLI: --relation)",
+    )
     return found
 
 
-def _in_language(db: EntityDB, pid: str, tlang: str, lang: str, given: Template,
-                 known: Mapping[tuple[str, str], str], how: str) -> RelationMatch:
+def _in_language(
+    db: EntityDB, pid: str, tlang: str, lang: str, given: Template, known: Mapping[tuple[str, str], str], how: str
+) -> RelationMatch:
     """The match of ``pid`` found through a ``tlang`` template, using the relation's ``lang`` template."""
     if tlang == lang:
         return RelationMatch(pid, given)
     local = known.get((pid, lang))
     if local is None:
-        return RelationMatch(pid, given, [f"{how} {pid} in {tlang!r} but the kb has no {lang!r} template; "
-                                          "using the given one"])
-    return RelationMatch(pid, parse_template(local), [f"{how} {describe(db, pid)} from the {tlang!r} template; "
-                                                      f"using the {lang!r} template {local!r}"])
+        return RelationMatch(
+            pid, given, [f"{how} {pid} in {tlang!r} but the kb has no {lang!r} template; using the given one"]
+        )
+    return RelationMatch(
+        pid,
+        parse_template(local),
+        [f"{how} {describe(db, pid)} from the {tlang!r} template; using the {lang!r} template {local!r}"],
+    )
 
 
 def describe(db: EntityDB, pid: str, lang: str = "en") -> str:
@@ -192,4 +210,5 @@ def no_match_error(db: EntityDB, template: str) -> MlukeError:
         f"the template {template!r} matches no relation template of this kb ({db.path}), not even roughly. "
         f"{relation_overview(db)} Pass {{relation}} to name the relation, or give {{subjects}} to ask about them "
         "without one (answers then come from the candidates you give, or the model's whole entity vocabulary).",
-        options={"relation": option("relation", "P.."), "subjects": Option("subjects=[...]", "--subject NAME")})
+        options={"relation": option("relation", "P.."), "subjects": Option("subjects=[...]", "--subject NAME")},
+    )

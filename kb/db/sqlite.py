@@ -63,7 +63,9 @@ def _check_is_sqlite(path: Path, what: str) -> None:
         raise InputFormatError(f"{path}: not an SQLite file, so not {what}{hint}")
 
 
-def open_readonly(path: str | os.PathLike[str], *, fmt: str, version: int, what: str) -> tuple[sqlite3.Connection, dict[str, str]]:
+def open_readonly(
+    path: str | os.PathLike[str], *, fmt: str, version: int, what: str
+) -> tuple[sqlite3.Connection, dict[str, str]]:
     """Open an mluke SQLite file read-only and check its format and version.
 
     Opening is instant: nothing is loaded into Python. Many processes may read
@@ -71,8 +73,9 @@ def open_readonly(path: str | os.PathLike[str], *, fmt: str, version: int, what:
     """
     path = Path(path)
     _check_is_sqlite(path, what)
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
-                           timeout=BUSY_TIMEOUT)
+    conn = sqlite3.connect(
+        f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False, timeout=BUSY_TIMEOUT
+    )
     try:
         rows = conn.execute("SELECT key, value FROM meta").fetchall()
     except sqlite3.DatabaseError as exc:
@@ -87,9 +90,7 @@ def open_readonly(path: str | os.PathLike[str], *, fmt: str, version: int, what:
     meta = dict(rows)
     if meta.get("format") != fmt:
         conn.close()
-        raise InputFormatError(
-            f"{path}: holds {meta.get('format', 'something else')!r}, expected {what} ({fmt!r})"
-        )
+        raise InputFormatError(f"{path}: holds {meta.get('format', 'something else')!r}, expected {what} ({fmt!r})")
     found = int(meta.get("format_version", "-1"))
     if found != version:
         conn.close()
@@ -131,8 +132,13 @@ def _tune_for_bulk_writes(conn: sqlite3.Connection) -> None:
 
 @contextlib.contextmanager
 def atomic_build(
-    path: str | os.PathLike[str], *, fmt: str, version: int, schema: str,
-    overwrite: bool = False, provenance: dict[str, Any] | None = None,
+    path: str | os.PathLike[str],
+    *,
+    fmt: str,
+    version: int,
+    schema: str,
+    overwrite: bool = False,
+    provenance: dict[str, Any] | None = None,
 ) -> Iterator[sqlite3.Connection]:
     """Create a new mluke SQLite file at ``path`` atomically.
 
@@ -191,7 +197,7 @@ def attach(conn: sqlite3.Connection, path: str | os.PathLike[str] | None, alias:
 def chunked(items: list[Any], size: int = 500) -> Iterator[list[Any]]:
     """Split a list into pieces of at most ``size`` (e.g. for SQL ``IN (...)`` under SQLite's parameter limit)."""
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 class SqliteStore:

@@ -66,9 +66,7 @@ def parse_template(text: str, *, where: str = "template") -> Template:
         n = found.count(ph)
         if n != 1:
             what = "missing" if n == 0 else f"appears {n} times"
-            raise TemplateError(
-                f"{where}: {ph} {what} in {text!r}; expected exactly one [X] and one [Y]"
-            )
+            raise TemplateError(f"{where}: {ph} {what} in {text!r}; expected exactly one [X] and one [Y]")
     stray = _PLACEHOLDER_RE.sub("", text)
     if "[" in stray or "]" in stray:
         raise TemplateError(f"{where}: unbalanced bracket in {text!r}")
@@ -80,8 +78,9 @@ GOOGLE_RE = {"place_of_birth": "P19", "place_of_death": "P20", "date_of_birth": 
 _PID_RE = re.compile(r"^P[1-9][0-9]*$")
 
 
-def read_templates(source: str | os.PathLike[str], *, lang: str | None = None,
-                   skipped: dict[str, int] | None = None) -> dict[tuple[str, str], str]:
+def read_templates(
+    source: str | os.PathLike[str], *, lang: str | None = None, skipped: dict[str, int] | None = None
+) -> dict[tuple[str, str], str]:
     """Cloze templates from files in mLAMA's layout: ``{(pid, lang): template}``.
 
     ``source`` is a ``templates.jsonl`` (one ``{"relation": "P19", "template": "..."}``
@@ -97,7 +96,9 @@ def read_templates(source: str | os.PathLike[str], *, lang: str | None = None,
         data = path / "mlama1.1" if (path / "mlama1.1").is_dir() else path
         files = sorted(data.glob("*/templates.jsonl"))
         if not files:
-            raise InputFormatError(f"{path}: no <lang>/templates.jsonl inside; expected mLAMA's layout (mlama1.1/<lang>/...)")
+            raise InputFormatError(
+                f"{path}: no <lang>/templates.jsonl inside; expected mLAMA's layout (mlama1.1/<lang>/...)"
+            )
         out: dict[tuple[str, str], str] = {}
         for file in files:
             out.update(read_templates(file, lang=file.parent.name, skipped=skipped))
@@ -114,7 +115,9 @@ def read_templates(source: str | os.PathLike[str], *, lang: str | None = None,
                 row = json.loads(line)
                 relation, text = str(row["relation"]), row["template"]
             except (ValueError, KeyError, TypeError) as exc:
-                raise InputFormatError(f"{path}, line {n}: expected {{\"relation\": ..., \"template\": ...}} ({exc!r})") from None
+                raise InputFormatError(
+                    f'{path}, line {n}: expected {{"relation": ..., "template": ...}} ({exc!r})'
+                ) from None
             pid = GOOGLE_RE.get(relation, relation)
             if not _PID_RE.match(pid):
                 if skipped is not None:

@@ -57,9 +57,7 @@ class EntityDBWriter:
     def add_label(self, key: str, lang: str, label: str) -> None:
         """Set the label of ``key`` in ``lang``, replacing an earlier one."""
         self._conn.execute("DELETE FROM names WHERE entity = ? AND lang = ? AND kind = 'label'", (key, lang))
-        self._conn.execute(
-            "INSERT INTO names(lang, name, entity, kind) VALUES (?, ?, ?, 'label')", (lang, label, key)
-        )
+        self._conn.execute("INSERT INTO names(lang, name, entity, kind) VALUES (?, ?, ?, 'label')", (lang, label, key))
 
     def add_aliases(self, key: str, lang: str, aliases: Iterable[str]) -> None:
         self._conn.executemany(
@@ -67,8 +65,14 @@ class EntityDBWriter:
             [(lang, a, key) for a in aliases],
         )
 
-    def add_property(self, pid: str, *, datatype: str | None = None, labels: Mapping[str, str] | None = None,
-                     replace_labels: bool = True) -> None:
+    def add_property(
+        self,
+        pid: str,
+        *,
+        datatype: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        replace_labels: bool = True,
+    ) -> None:
         """Add a property (keeping a known datatype) with labels, replacing existing ones unless not ``replace_labels``."""
         self._conn.execute(
             "INSERT INTO properties(pid, datatype) VALUES (?, ?) "
@@ -153,9 +157,13 @@ def compute_stats(conn: sqlite3.Connection) -> dict[str, Any]:
     put(q("SELECT lang, COUNT(*) FROM names WHERE kind = 'alias' GROUP BY lang"), "aliases")
     # A merge of the two (entity, lang) indexes instead of sorting every row (2x faster at 100k
     # entities).
-    put(q("SELECT lang, COUNT(*) FROM ("
-          "SELECT entity, lang FROM titles UNION SELECT entity, lang FROM names ORDER BY 1, 2) GROUP BY lang"),
-        "entities")
+    put(
+        q(
+            "SELECT lang, COUNT(*) FROM ("
+            "SELECT entity, lang FROM titles UNION SELECT entity, lang FROM names ORDER BY 1, 2) GROUP BY lang"
+        ),
+        "entities",
+    )
     put(_facts_per_language(conn, [lang for lang, _ in labels]), "facts")
     put(q("SELECT lang, COUNT(*) FROM templates GROUP BY lang"), "templates")
     put(q("SELECT lang, COUNT(*) FROM redirects GROUP BY lang"), "redirects")
@@ -187,18 +195,21 @@ def _facts_per_language(conn: sqlite3.Connection, langs: list[str]) -> list[tupl
     out: list[tuple[str, int]] = []
     q = conn.execute
     for start in range(0, len(langs), _MASK_BITS):
-        group = langs[start:start + _MASK_BITS]
+        group = langs[start : start + _MASK_BITS]
         q("CREATE TEMP TABLE stat_bits(lang TEXT PRIMARY KEY, bit INTEGER NOT NULL) WITHOUT ROWID")
         q("CREATE TEMP TABLE stat_masks(entity TEXT PRIMARY KEY, mask INTEGER NOT NULL) WITHOUT ROWID")
         try:
             conn.executemany("INSERT INTO temp.stat_bits VALUES (?, ?)", [(l, i) for i, l in enumerate(group)])
-            q("INSERT INTO temp.stat_masks SELECT n.entity, SUM(1 << b.bit) "
-              "FROM names n INDEXED BY one_label_per_language CROSS JOIN temp.stat_bits b "
-              "WHERE n.kind = 'label' AND b.lang = n.lang GROUP BY n.entity")
+            q(
+                "INSERT INTO temp.stat_masks SELECT n.entity, SUM(1 << b.bit) "
+                "FROM names n INDEXED BY one_label_per_language CROSS JOIN temp.stat_bits b "
+                "WHERE n.kind = 'label' AND b.lang = n.lang GROUP BY n.entity"
+            )
             sums = ", ".join(f"SUM((m >> {i}) & 1)" for i in range(len(group)))
-            row = q(f"SELECT {sums} FROM (SELECT s.mask & o.mask AS m FROM facts f "
-                    "JOIN temp.stat_masks s ON s.entity = f.subject JOIN temp.stat_masks o ON o.entity = f.object)"
-                    ).fetchone()
+            row = q(
+                f"SELECT {sums} FROM (SELECT s.mask & o.mask AS m FROM facts f "
+                "JOIN temp.stat_masks s ON s.entity = f.subject JOIN temp.stat_masks o ON o.entity = f.object)"
+            ).fetchone()
             out += [(lang, n or 0) for lang, n in zip(group, row)]
         finally:
             q("DROP TABLE temp.stat_bits")

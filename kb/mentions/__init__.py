@@ -20,5 +20,14 @@ from kb.mentions.candidates import (
 from kb.mentions.index import Mention, MentionIndex
 from kb.mentions.surfaces import surface_key
 
-__all__ = ["AnchorCandidates", "Candidate", "CandidateGenerator", "CombinedCandidates", "Mention", "MentionIndex",
-           "NameCandidates", "SurfaceSource", "surface_key"]
+__all__ = [
+    "AnchorCandidates",
+    "Candidate",
+    "CandidateGenerator",
+    "CombinedCandidates",
+    "Mention",
+    "MentionIndex",
+    "NameCandidates",
+    "SurfaceSource",
+    "surface_key",
+]

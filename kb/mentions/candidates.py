@@ -66,10 +66,10 @@ DEFAULT_WEIGHTS: dict[str, float] = {"anchors": 1.0, "names": 0.05}
 class Candidate(NamedTuple):
     """One entity a surface may refer to."""
 
-    key: str       #: entity key (QID or source-prefixed key)
-    prior: float   #: p(e|m) in [0, 1]
-    count: int     #: raw link count behind the prior (0 when the source has no counts)
-    source: str    #: which generator proposed it ("anchors", "names", ...)
+    key: str  #: entity key (QID or source-prefixed key)
+    prior: float  #: p(e|m) in [0, 1]
+    count: int  #: raw link count behind the prior (0 when the source has no counts)
+    source: str  #: which generator proposed it ("anchors", "names", ...)
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,9 @@ class SurfaceEntry:
     link_probability: float | None = None
 
 
-def rank(scores: dict[str, float], counts: dict[str, int], sources: dict[str, str], total: float,
-         limit: int) -> tuple[Candidate, ...]:
+def rank(
+    scores: dict[str, float], counts: dict[str, int], sources: dict[str, str], total: float, limit: int
+) -> tuple[Candidate, ...]:
     """Candidates by descending score (ties by key), priors ``score / total``, at most ``limit``."""
     if total <= 0:
         return ()
@@ -133,8 +134,16 @@ class SurfaceSource(CandidateGenerator):
 def spellings(surface: str) -> list[str]:
     """The spellings of ``surface`` that SQLite sources look up (kb tables store names as written)."""
     nfc = unicodedata.normalize("NFC", surface).strip()
-    forms = [surface, nfc, unicodedata.normalize("NFKC", nfc), nfc.lower(), nfc.upper(), nfc.title(),
-             nfc[:1].upper() + nfc[1:], nfc[:1].upper() + nfc[1:].lower()]
+    forms = [
+        surface,
+        nfc,
+        unicodedata.normalize("NFKC", nfc),
+        nfc.lower(),
+        nfc.upper(),
+        nfc.title(),
+        nfc[:1].upper() + nfc[1:],
+        nfc[:1].upper() + nfc[1:].lower(),
+    ]
     return list(dict.fromkeys(f for f in forms if f))
 
 
@@ -153,8 +162,7 @@ class _DBSource(SurfaceSource):
     def conn(self) -> sqlite3.Connection:
         """A private read-only connection with the ``mluke_key`` SQL function (NULL-safe)."""
         if self._conn is None:
-            conn, _ = open_readonly(self.db.path, fmt=schema.FORMAT, version=schema.FORMAT_VERSION,
-                                    what=self.db.WHAT)
+            conn, _ = open_readonly(self.db.path, fmt=schema.FORMAT, version=schema.FORMAT_VERSION, what=self.db.WHAT)
             conn.create_function("mluke_key", 1, _sql_key, deterministic=True)
             conn.create_function("mluke_title_base", 1, title_base, deterministic=True)
             self._conn = conn
@@ -164,8 +172,12 @@ class _DBSource(SurfaceSource):
         return check_language(lang, self.languages)
 
     def describe(self) -> dict[str, Any]:
-        return {"source": self.name, "database": str(self.db.path), "database_created": self.db.meta.get("created"),
-                "max_candidates": self.max_candidates}
+        return {
+            "source": self.name,
+            "database": str(self.db.path),
+            "database_created": self.db.meta.get("created"),
+            "max_candidates": self.max_candidates,
+        }
 
 
 _cached_key = functools.lru_cache(maxsize=1 << 18)(surface_key)  # names repeat across languages and rows
@@ -203,7 +215,9 @@ class AnchorCandidates(_DBSource):
         key = surface_key(surface)
         link = text = 0
         found = False
-        for raw, link_docs, text_docs in self._rows("SELECT surface, link_docs, text_docs FROM surfaces", lang, surface):
+        for raw, link_docs, text_docs in self._rows(
+            "SELECT surface, link_docs, text_docs FROM surfaces", lang, surface
+        ):
             if surface_key(raw) == key:
                 found = True
                 link += link_docs
@@ -226,10 +240,14 @@ class AnchorCandidates(_DBSource):
         self._check(lang)
         anchors = self.conn.execute(
             "SELECT k, entity, SUM(count) FROM (SELECT mluke_key(surface) AS k, entity, count FROM anchors "
-            "WHERE lang = ?) WHERE k != '' GROUP BY k, entity ORDER BY k", (lang,))
+            "WHERE lang = ?) WHERE k != '' GROUP BY k, entity ORDER BY k",
+            (lang,),
+        )
         stats = self.conn.cursor().execute(
             "SELECT k, SUM(link_docs), SUM(text_docs) FROM (SELECT mluke_key(surface) AS k, link_docs, text_docs "
-            "FROM surfaces WHERE lang = ?) WHERE k != '' GROUP BY k ORDER BY k", (lang,))
+            "FROM surfaces WHERE lang = ?) WHERE k != '' GROUP BY k ORDER BY k",
+            (lang,),
+        )
         grouped = ((k, {e: c for _, e, c in rows}) for k, rows in itertools.groupby(anchors, key=lambda r: r[0]))
         lps = ((k, link_probability(l, t)) for k, l, t in stats)
         for key, counts, lp in _merge_by_key(grouped, lps):
@@ -260,14 +278,17 @@ class NameCandidates(_DBSource):
 
     name = "names"
 
-    def __init__(self, db: EntityDB, *, max_candidates: int = MAX_CANDIDATES,
-                 weights: dict[str, float] | None = None) -> None:
+    def __init__(
+        self, db: EntityDB, *, max_candidates: int = MAX_CANDIDATES, weights: dict[str, float] | None = None
+    ) -> None:
         super().__init__(db, max_candidates=max_candidates)
         self.weights = dict(NAME_WEIGHTS if weights is None else weights)
         missing = set(NAME_WEIGHTS) - set(self.weights)
         if missing or any(w < 0 for w in self.weights.values()):
-            raise OptionError(f"weights must give a non-negative number for each of {', '.join(NAME_WEIGHTS)}"
-                             f" (missing: {', '.join(sorted(missing)) or 'none'})")
+            raise OptionError(
+                f"weights must give a non-negative number for each of {', '.join(NAME_WEIGHTS)}"
+                f" (missing: {', '.join(sorted(missing)) or 'none'})"
+            )
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "weights": self.weights}
@@ -282,19 +303,30 @@ class NameCandidates(_DBSource):
         c = self.conn
         for part in chunked(list(dict.fromkeys(normalize_title(f) for f in forms))):
             marks = ",".join("?" * len(part))
-            rows += [(t, e, "title") for t, e in c.execute(
-                f"SELECT title, entity FROM titles WHERE lang = ? AND title IN ({marks})", (lang, *part))]
-            for source, in c.execute(f"SELECT source FROM redirects WHERE lang = ? AND source IN ({marks})", (lang, *part)):
+            rows += [
+                (t, e, "title")
+                for t, e in c.execute(
+                    f"SELECT title, entity FROM titles WHERE lang = ? AND title IN ({marks})", (lang, *part)
+                )
+            ]
+            for (source,) in c.execute(
+                f"SELECT source FROM redirects WHERE lang = ? AND source IN ({marks})", (lang, *part)
+            ):
                 entity = self.db.resolve_title(lang, source)
                 if entity is not None:
                     rows.append((source, entity, "redirect"))
             for base in part:  # "Valencia" -> "Valencia (Spain)"
-                rows += [(title_base(t) or "", e, "title_base") for t, e in c.execute(
-                    "SELECT title, entity FROM titles WHERE lang = ? AND title > ? AND title < ?",
-                    (lang, base + " (", base + " (\U0010ffff"))]
+                rows += [
+                    (title_base(t) or "", e, "title_base")
+                    for t, e in c.execute(
+                        "SELECT title, entity FROM titles WHERE lang = ? AND title > ? AND title < ?",
+                        (lang, base + " (", base + " (\U0010ffff"),
+                    )
+                ]
         marks = ",".join("?" * len(forms))
-        rows += c.execute(f"SELECT name, entity, kind FROM names WHERE lang = ? AND name IN ({marks})",
-                          (lang, *forms)).fetchall()
+        rows += c.execute(
+            f"SELECT name, entity, kind FROM names WHERE lang = ? AND name IN ({marks})", (lang, *forms)
+        ).fetchall()
         best: dict[str, float] = {}
         for name, entity, kind in rows:
             if surface_key(name) == key:
@@ -348,20 +380,25 @@ class CombinedCandidates(SurfaceSource):
             raise OptionError("CombinedCandidates needs at least one (source, weight) pair")
         for source, weight in sources:
             if not isinstance(source, CandidateGenerator) or not weight > 0:
-                raise OptionError(f"expected (candidate generator, positive weight) pairs, got ({source!r}, {weight!r})")
+                raise OptionError(
+                    f"expected (candidate generator, positive weight) pairs, got ({source!r}, {weight!r})"
+                )
         self.sources = list(sources)
         self.max_candidates = max_candidates
         self.languages = tuple(dict.fromkeys(l for s, _ in sources for l in s.languages))
 
     def describe(self) -> dict[str, Any]:
-        return {"source": self.name, "max_candidates": self.max_candidates,
-                "parts": [{**s.describe(), "weight": w} for s, w in self.sources]}
+        return {
+            "source": self.name,
+            "max_candidates": self.max_candidates,
+            "parts": [{**s.describe(), "weight": w} for s, w in self.sources],
+        }
 
     def combine(self, lists: Sequence[Sequence[Candidate]]) -> tuple[Candidate, ...]:
         """Mix the candidate lists of the sources (same order as ``sources``)."""
         present = [c for c in lists if c]
         if len(present) == 1:  # one source knows the surface: its priors are the mixture's
-            return tuple(present[0][:self.max_candidates])
+            return tuple(present[0][: self.max_candidates])
         scores: dict[str, float] = {}
         counts: dict[str, int] = {}
         best: dict[str, tuple[float, str]] = {}
@@ -404,7 +441,9 @@ def _tagged(entries: Iterator[SurfaceEntry], i: int) -> Iterator[tuple[str, int,
 def default_source(db: EntityDB, *, max_candidates: int = MAX_CANDIDATES) -> CombinedCandidates:
     """Anchors and names of ``db`` mixed with :data:`DEFAULT_WEIGHTS`."""
     return CombinedCandidates(
-        [(AnchorCandidates(db, max_candidates=max_candidates), DEFAULT_WEIGHTS["anchors"]),
-         (NameCandidates(db, max_candidates=max_candidates), DEFAULT_WEIGHTS["names"])],
+        [
+            (AnchorCandidates(db, max_candidates=max_candidates), DEFAULT_WEIGHTS["anchors"]),
+            (NameCandidates(db, max_candidates=max_candidates), DEFAULT_WEIGHTS["names"]),
+        ],
         max_candidates=max_candidates,
     )

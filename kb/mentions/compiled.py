@@ -37,8 +37,8 @@ from kb.mentions.units import UnitTable, ascii_classes, bmp_classes, cut
 
 _LEAD, _TRAIL, _RADIX = 0x1000, 0x2000, 4096  # unit code = lead char + trail char
 _MAX_UNITS = _RADIX * _RADIX
-_UNKNOWN = "\x00\x00"                       # a unit no surface contains
-_CACHE_LIMIT = 200_000                      # candidate tuples kept per language
+_UNKNOWN = "\x00\x00"  # a unit no surface contains
+_CACHE_LIMIT = 200_000  # candidate tuples kept per language
 # name -> array typecode of the per-language arrays (all little-endian on disk).
 ARRAY_TYPES = {"link_probability": "d", "offsets": "q", "entities": "i", "counts": "q", "priors": "d", "sources": "B"}
 
@@ -92,8 +92,13 @@ class Mention(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (candidates as dicts)."""
-        return {"start": self.start, "end": self.end, "surface": self.surface,
-                "link_probability": self.link_probability, "candidates": [c._asdict() for c in self.candidates]}
+        return {
+            "start": self.start,
+            "end": self.end,
+            "surface": self.surface,
+            "link_probability": self.link_probability,
+            "candidates": [c._asdict() for c in self.candidates],
+        }
 
 
 _new_mention = tuple.__new__  # Mention(...) without the Python-level __new__ of named tuples
@@ -109,12 +114,16 @@ class CompiledLanguage:
         units_list = units.split("\n") if units else []
         self.codes = dict(zip(units_list, map(_code, range(len(units_list)))))
         self.units = units_list
-        self._table: UnitTable | None | bool = False  # False: not built yet
+        self._table: UnitTable | bool | None = False  # False: not built yet
         arrays = {name: array_view(typecode, read(name)) for name, typecode in ARRAY_TYPES.items()}
         self.lp, self.offsets = arrays["link_probability"], arrays["offsets"]
         self.lp_array = np.asarray(self.lp, np.float64)  # the same numbers, for numpy gathers (no copy here)
         self.entities, self.counts, self.priors, self.sources = (
-            arrays["entities"], arrays["counts"], arrays["priors"], arrays["sources"])
+            arrays["entities"],
+            arrays["counts"],
+            arrays["priors"],
+            arrays["sources"],
+        )
         self.entity_key = entity_key
         self.source_names = list(sources)
         self.overlap = max(1024, 4 * max_chars)
@@ -127,8 +136,10 @@ class CompiledLanguage:
                 self.cache.clear()
             key, names = self.entity_key, self.source_names
             ents, counts, priors, sources = self.entities, self.counts, self.priors, self.sources
-            found = tuple(Candidate(key(ents[i]), priors[i], counts[i], names[sources[i]])
-                          for i in range(self.offsets[pid], self.offsets[pid + 1]))
+            found = tuple(
+                Candidate(key(ents[i]), priors[i], counts[i], names[sources[i]])
+                for i in range(self.offsets[pid], self.offsets[pid + 1])
+            )
             self.cache[pid] = found
         return found
 
@@ -162,10 +173,11 @@ class LanguageBuilder:
         self.arrays["offsets"].append(0)
         self.max_chars = 0
 
-    def add(self, key: str, candidates: Sequence[Candidate], lp: float | None,
-            entity_id: Any, source_id: Any) -> None:
+    def add(self, key: str, candidates: Sequence[Candidate], lp: float | None, entity_id: Any, source_id: Any) -> None:
         if fold(key) != key:
-            raise InputFormatError(f"surface key {key!r} is not folded: sources must list kb.mentions.surfaces.surface_key() forms")
+            raise InputFormatError(
+                f"surface key {key!r} is not folded: sources must list kb.mentions.surfaces.surface_key() forms"
+            )
         units = matching_units(key)
         if not units:
             return
@@ -183,13 +195,15 @@ class LanguageBuilder:
 
     def finish(self) -> dict[str, bytes]:
         if len(self.unit_ids) > _MAX_UNITS:
-            raise MlukeError(f"{len(self.unit_ids):,} distinct words in one language; an index holds at most {_MAX_UNITS:,}")
+            raise MlukeError(
+                f"{len(self.unit_ids):,} distinct words in one language; an index holds at most {_MAX_UNITS:,}"
+            )
         codes = "".join(map(_code, range(len(self.unit_ids))))
-        all_codes = "".join([codes[2 * u:2 * u + 2] for u in self.pattern_units])
+        all_codes = "".join([codes[2 * u : 2 * u + 2] for u in self.pattern_units])
         patterns = []
         start = 0
         for end in self.pattern_ends:
-            patterns.append(all_codes[2 * start:2 * end])
+            patterns.append(all_codes[2 * start : 2 * end])
             start = end
         automaton = daachorse.CharwiseDoubleArrayAhoCorasick(patterns, daachorse.MATCH_KIND_LEFTMOST_LONGEST)
         blobs = {"automaton": automaton.serialize(), "units": "\n".join(self.unit_ids).encode("utf-8")}
@@ -198,8 +212,9 @@ class LanguageBuilder:
         return blobs
 
 
-def detect_in(idx: CompiledLanguage, text: str, base: int, threshold: float | None,
-              folded: Folded | None = None) -> list[Mention]:
+def detect_in(
+    idx: CompiledLanguage, text: str, base: int, threshold: float | None, folded: Folded | None = None
+) -> list[Mention]:
     """The mentions of ``text`` (offsets shifted by ``base``) with link probability at least ``threshold``."""
     if folded is None:
         folded = fold_aligned(text)
@@ -214,17 +229,34 @@ def detect_in(idx: CompiledLanguage, text: str, base: int, threshold: float | No
     matches = idx.automaton.find(codes)
     lps, cached, candidates = idx.lp, idx.cache.get, idx.candidates
     if folded.starts is None and threshold is None and not base:  # the common case, in one comprehension
-        return [_new_mention(Mention, (bounds[s], bounds[e - 1], text[bounds[s]:bounds[e - 1]],
-                                       None if isnan(lp := lps[pid]) else lp, cached(pid) or candidates(pid)))
-                for s, e, pid in matches]
+        return [
+            _new_mention(
+                Mention,
+                (
+                    bounds[s],
+                    bounds[e - 1],
+                    text[bounds[s] : bounds[e - 1]],
+                    None if isnan(lp := lps[pid]) else lp,
+                    cached(pid) or candidates(pid),
+                ),
+            )
+            for s, e, pid in matches
+        ]
     out: list[Mention] = []
     for s, e, pid in matches:
         span = folded.original_span(bounds[s], bounds[e - 1])
         lp = lps[pid]
         if span is None or (threshold is not None and lp < threshold):
             break  # rare: fall back to the careful scan from here
-        out.append(Mention(span[0] + base, span[1] + base, text[span[0]:span[1]], None if isnan(lp) else lp,
-                           cached(pid) or candidates(pid)))
+        out.append(
+            Mention(
+                span[0] + base,
+                span[1] + base,
+                text[span[0] : span[1]],
+                None if isnan(lp) else lp,
+                cached(pid) or candidates(pid),
+            )
+        )
     else:
         return out
 
@@ -238,8 +270,16 @@ def detect_in(idx: CompiledLanguage, text: str, base: int, threshold: float | No
     return out
 
 
-def detect_together(idx: CompiledLanguage, table: UnitTable, ascii_: bool, texts: Sequence[str], which: list[int],
-                     folds: list[str], out: list[list[Mention]], one: Callable[[str], list[Mention]]) -> None:
+def detect_together(
+    idx: CompiledLanguage,
+    table: UnitTable,
+    ascii_: bool,
+    texts: Sequence[str],
+    which: list[int],
+    folds: list[str],
+    out: list[list[Mention]],
+    one: Callable[[str], list[Mention]],
+) -> None:
     """:meth:`MentionIndex.detect` of the texts ``texts[i]`` for i in ``which`` (folded: ``folds``), all at once.
 
     The same matches as one text at a time: the texts' units are cut and looked
@@ -291,9 +331,19 @@ def detect_together(idx: CompiledLanguage, table: UnitTable, ascii_: bool, texts
     if None in cands:
         cands = [c if c is not None else idx.candidates(pid) for c, pid in zip(cands, pids.tolist())]
     offset = bases[t]
-    mentions = list(map(_new_mention, repeat(Mention), zip(
-        (starts[first] - offset).tolist(), (b - offset).tolist(), map(joined.__getitem__, map(slice, a, b.tolist())),
-        lp, cands)))
+    mentions = list(
+        map(
+            _new_mention,
+            repeat(Mention),
+            zip(
+                (starts[first] - offset).tolist(),
+                (b - offset).tolist(),
+                map(joined.__getitem__, map(slice, a, b.tolist())),
+                lp,
+                cands,
+            ),
+        )
+    )
     cuts = np.flatnonzero(np.diff(t)) + 1
     for k, lo, hi in zip(t[np.r_[0, cuts]].tolist(), [0, *cuts.tolist()], [*cuts.tolist(), len(mentions)]):
         out[which[k]] = mentions[lo:hi]
@@ -311,7 +361,7 @@ def _scan(automaton: Any, codes: str, pos: int, accept: Any) -> Iterator[tuple[t
                 yield span, pid
                 continue
             while e - s > 2:  # shorter patterns starting at s
-                found = automaton.find(codes[s:e - 2])
+                found = automaton.find(codes[s : e - 2])
                 if not found or found[0][0] != 0:
                     break
                 e = s + found[0][1]

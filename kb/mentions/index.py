@@ -99,7 +99,7 @@ FORMAT_VERSION = 1
 DEFAULT_MIN_LINK_PROBABILITY = 0.01
 #: Texts longer than this are processed in chunks (cut at whitespace where possible).
 CHUNK_CHARS = 1 << 16
-_BATCH_CHARS = 1 << 18                      # characters of text detected together by detect_batch
+_BATCH_CHARS = 1 << 18  # characters of text detected together by detect_batch
 
 _SCHEMA = """
 PRAGMA page_size = 65536;  -- large blobs read twice as fast as with 4 KiB pages
@@ -128,9 +128,16 @@ class MentionIndex(CandidateGenerator):
 
     name = "mention-index"
 
-    def __init__(self, meta: dict[str, Any], languages: dict[str, dict[str, int]], entity_keys: bytes,
-                 entity_offsets: bytes, blobs: dict[str, dict[str, bytes]] | None = None,
-                 conn: sqlite3.Connection | None = None, path: Path | None = None) -> None:
+    def __init__(
+        self,
+        meta: dict[str, Any],
+        languages: dict[str, dict[str, int]],
+        entity_keys: bytes,
+        entity_offsets: bytes,
+        blobs: dict[str, dict[str, bytes]] | None = None,
+        conn: sqlite3.Connection | None = None,
+        path: Path | None = None,
+    ) -> None:
         self.meta = meta
         self.path = path
         self._info = languages
@@ -165,9 +172,15 @@ class MentionIndex(CandidateGenerator):
 
     # -- building, saving, loading ------------------------------------------------------------
     @classmethod
-    def build(cls, source: EntityDB | SurfaceSource, *, languages: Iterable[str] | None = None,
-              min_link_probability: float = DEFAULT_MIN_LINK_PROBABILITY, keep_unscored: bool | None = None,
-              max_candidates: int = MAX_CANDIDATES) -> MentionIndex:
+    def build(
+        cls,
+        source: EntityDB | SurfaceSource,
+        *,
+        languages: Iterable[str] | None = None,
+        min_link_probability: float = DEFAULT_MIN_LINK_PROBABILITY,
+        keep_unscored: bool | None = None,
+        max_candidates: int = MAX_CANDIDATES,
+    ) -> MentionIndex:
         """Compile ``source`` (an :class:`kb.EntityDB` means :func:`kb.mentions.candidates.default_source` of it).
 
         ``languages`` defaults to all of the source's. Memory stays proportional
@@ -207,8 +220,10 @@ class MentionIndex(CandidateGenerator):
             n = 0
             for entry in source.entries(lang):
                 if previous is not None and entry.key <= previous:
-                    raise InputFormatError(f"{source.name}: surface keys of {lang!r} are not in ascending order "
-                                        f"({previous!r} then {entry.key!r})")
+                    raise InputFormatError(
+                        f"{source.name}: surface keys of {lang!r} are not in ascending order "
+                        f"({previous!r} then {entry.key!r})"
+                    )
                 previous = entry.key
                 lp = entry.link_probability
                 if not entry.candidates or (lp is None and not keep) or (lp is not None and lp < min_link_probability):
@@ -216,16 +231,26 @@ class MentionIndex(CandidateGenerator):
                 builder.add(entry.key, entry.candidates[:max_candidates], lp, entity_id, source_id)
                 n += 1
             blobs[lang] = builder.finish()
-            info[lang] = {"surfaces": n, "units": len(builder.unit_ids), "link_statistics": int(stats),
-                          "keep_unscored": int(keep), "max_chars": builder.max_chars}
+            info[lang] = {
+                "surfaces": n,
+                "units": len(builder.unit_ids),
+                "link_statistics": int(stats),
+                "keep_unscored": int(keep),
+                "max_chars": builder.max_chars,
+            }
         meta = {
             "min_link_probability": min_link_probability,
             "max_candidates": max_candidates,
             "sources": list(source_ids),
-            "provenance": {"builder": "kb.MentionIndex.build", "source": source.describe(),
-                           "languages": list(langs), "min_link_probability": min_link_probability,
-                           "keep_unscored": keep_unscored, "max_candidates": max_candidates,
-                           "daachorse": _version("daachorse")},
+            "provenance": {
+                "builder": "kb.MentionIndex.build",
+                "source": source.describe(),
+                "languages": list(langs),
+                "min_link_probability": min_link_probability,
+                "keep_unscored": keep_unscored,
+                "max_candidates": max_candidates,
+                "daachorse": _version("daachorse"),
+            },
         }
         keys = array.array("q", [0])
         for key in entity_ids:
@@ -235,19 +260,33 @@ class MentionIndex(CandidateGenerator):
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the index to one SQLite file (atomically) and return its path."""
         path = Path(path)
-        with atomic_build(path, fmt=FORMAT, version=FORMAT_VERSION, schema=_SCHEMA, overwrite=overwrite,
-                          provenance=self.provenance) as conn:
-            conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", [
-                ("min_link_probability", json.dumps(self.min_link_probability)),
-                ("max_candidates", json.dumps(self.meta["max_candidates"])),
-                ("sources", json.dumps(self.meta["sources"])),
-            ])
-            conn.executemany("INSERT INTO blobs(lang, name, data) VALUES ('', ?, ?)",
-                             [("entity_keys", self._keys_blob), ("entity_offsets", self._offsets_blob)])
+        with atomic_build(
+            path, fmt=FORMAT, version=FORMAT_VERSION, schema=_SCHEMA, overwrite=overwrite, provenance=self.provenance
+        ) as conn:
+            conn.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?)",
+                [
+                    ("min_link_probability", json.dumps(self.min_link_probability)),
+                    ("max_candidates", json.dumps(self.meta["max_candidates"])),
+                    ("sources", json.dumps(self.meta["sources"])),
+                ],
+            )
+            conn.executemany(
+                "INSERT INTO blobs(lang, name, data) VALUES ('', ?, ?)",
+                [("entity_keys", self._keys_blob), ("entity_offsets", self._offsets_blob)],
+            )
             for lang, info in sorted(self._info.items()):
-                conn.execute("INSERT INTO languages VALUES (?, ?, ?, ?, ?, ?)",
-                             (lang, info["surfaces"], info["units"], info["link_statistics"],
-                              info["keep_unscored"], info["max_chars"]))
+                conn.execute(
+                    "INSERT INTO languages VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        lang,
+                        info["surfaces"],
+                        info["units"],
+                        info["link_statistics"],
+                        info["keep_unscored"],
+                        info["max_chars"],
+                    ),
+                )
                 read = self._reader(lang)
                 for name in ("automaton", "units", *ARRAY_TYPES):
                     conn.execute("INSERT INTO blobs(lang, name, data) VALUES (?, ?, ?)", (lang, name, read(name)))
@@ -259,11 +298,16 @@ class MentionIndex(CandidateGenerator):
         path = Path(path)
         conn, raw = open_readonly(path, fmt=FORMAT, version=FORMAT_VERSION, what="an mluke mention index")
         try:
-            meta = {"min_link_probability": json.loads(raw["min_link_probability"]),
-                    "max_candidates": json.loads(raw["max_candidates"]),
-                    "sources": json.loads(raw["sources"]), "provenance": json.loads(raw.get("provenance", "{}"))}
+            meta = {
+                "min_link_probability": json.loads(raw["min_link_probability"]),
+                "max_candidates": json.loads(raw["max_candidates"]),
+                "sources": json.loads(raw["sources"]),
+                "provenance": json.loads(raw.get("provenance", "{}")),
+            }
             cols = ("surfaces", "units", "link_statistics", "keep_unscored", "max_chars")
-            info = {r[0]: dict(zip(cols, r[1:])) for r in conn.execute(f"SELECT lang, {', '.join(cols)} FROM languages")}
+            info = {
+                r[0]: dict(zip(cols, r[1:])) for r in conn.execute(f"SELECT lang, {', '.join(cols)} FROM languages")
+            }
             glob = dict(conn.execute("SELECT name, data FROM blobs WHERE lang = ''"))
             return cls(meta, info, glob["entity_keys"], glob["entity_offsets"], conn=conn, path=path)
         except (KeyError, sqlite3.DatabaseError, json.JSONDecodeError) as exc:
@@ -271,9 +315,15 @@ class MentionIndex(CandidateGenerator):
             raise InputFormatError(f"{path}: damaged mention index ({exc!r}); rebuild it") from None
 
     @classmethod
-    def for_db(cls, db: EntityDB, *, languages: Iterable[str] | None = None,
-               min_link_probability: float = DEFAULT_MIN_LINK_PROBABILITY, keep_unscored: bool | None = None,
-               max_candidates: int = MAX_CANDIDATES) -> MentionIndex:
+    def for_db(
+        cls,
+        db: EntityDB,
+        *,
+        languages: Iterable[str] | None = None,
+        min_link_probability: float = DEFAULT_MIN_LINK_PROBABILITY,
+        keep_unscored: bool | None = None,
+        max_candidates: int = MAX_CANDIDATES,
+    ) -> MentionIndex:
         """The index of ``db`` with these options: loaded from the cache, else built and cached.
 
         The cache file (in :func:`kb.cache.cache_dir`) is named after the
@@ -282,12 +332,28 @@ class MentionIndex(CandidateGenerator):
         """
         langs = check_languages(db.languages if languages is None else languages, db.languages)
         stat = Path(db.path).stat()
-        ident = json.dumps([str(Path(db.path).resolve()), stat.st_size, stat.st_mtime_ns, db.meta.get("created"),
-                            sorted(langs), min_link_probability, keep_unscored, max_candidates, FORMAT_VERSION])
+        ident = json.dumps(
+            [
+                str(Path(db.path).resolve()),
+                stat.st_size,
+                stat.st_mtime_ns,
+                db.meta.get("created"),
+                sorted(langs),
+                min_link_probability,
+                keep_unscored,
+                max_candidates,
+                FORMAT_VERSION,
+            ]
+        )
         path = cache_dir() / f"mentions-{hashlib.sha256(ident.encode()).hexdigest()[:20]}.sqlite"
         if not path.exists():
-            index = cls.build(db, languages=langs, min_link_probability=min_link_probability,
-                              keep_unscored=keep_unscored, max_candidates=max_candidates)
+            index = cls.build(
+                db,
+                languages=langs,
+                min_link_probability=min_link_probability,
+                keep_unscored=keep_unscored,
+                max_candidates=max_candidates,
+            )
             try:
                 index.save(path)
             except FileExistsError:  # another process cached it first
@@ -330,17 +396,22 @@ class MentionIndex(CandidateGenerator):
             have = ", ".join(self.languages) or "none"
             raise UnknownLanguageError(
                 f"unknown language {lang!r} for this mention index: it has {have}"
-                " (build it with languages=[...] to add one)")
+                " (build it with languages=[...] to add one)"
+            )
         try:
-            loaded = CompiledLanguage(self._reader(lang), self._entity_key, self.meta["sources"], self._info[lang]["max_chars"])
+            loaded = CompiledLanguage(
+                self._reader(lang), self._entity_key, self.meta["sources"], self._info[lang]["max_chars"]
+            )
         except (KeyError, ValueError) as exc:
-            raise InputFormatError(f"{self.path or 'mention index'}: damaged data for {lang!r} ({exc!r}); rebuild it") from None
+            raise InputFormatError(
+                f"{self.path or 'mention index'}: damaged data for {lang!r} ({exc!r}); rebuild it"
+            ) from None
         self._langs[lang] = loaded
         return loaded
 
     def _entity_key(self, i: int) -> str:
         offsets = self._key_offsets
-        return self._keys_blob[offsets[i]:offsets[i + 1]].decode("utf-8")
+        return self._keys_blob[offsets[i] : offsets[i + 1]].decode("utf-8")
 
     # -- candidates -----------------------------------------------------------------------------
     def candidates(self, lang: str, surface: str) -> list[Candidate]:
@@ -369,7 +440,9 @@ class MentionIndex(CandidateGenerator):
             if not 0 <= a < b <= len(text):
                 raise OptionError(f"text {row}, span {k}: ({a}, {b}) is outside the text (length {len(text)})")
             surface = text[a:b]
-            out.append(Mention(a, b, surface, self.link_probability(lang, surface), tuple(self.candidates(lang, surface))))
+            out.append(
+                Mention(a, b, surface, self.link_probability(lang, surface), tuple(self.candidates(lang, surface)))
+            )
         return out
 
     # -- detection ---------------------------------------------------------------------------------
@@ -415,8 +488,9 @@ class MentionIndex(CandidateGenerator):
             yield found
             pos = max(end, found[-1].end) if found else end
 
-    def detect_batch(self, texts: Iterable[str], lang: str, *,
-                     min_link_probability: float | None = None) -> list[list[Mention]]:
+    def detect_batch(
+        self, texts: Iterable[str], lang: str, *, min_link_probability: float | None = None
+    ) -> list[list[Mention]]:
         """:meth:`detect` for many texts of one language: the same mentions, faster.
 
         Texts up to :data:`CHUNK_CHARS` long whose folding keeps every offset
@@ -477,8 +551,10 @@ class MentionIndex(CandidateGenerator):
         if value < self.min_link_probability:
             raise OptionError(
                 f"this index was built with min_link_probability={self.min_link_probability}, so surfaces below it "
-                f"are not in it; build one with MentionIndex.build(..., min_link_probability={value}) to go lower")
+                f"are not in it; build one with MentionIndex.build(..., min_link_probability={value}) to go lower"
+            )
         return value
+
 
 def _version(package: str) -> str:
     from importlib.metadata import PackageNotFoundError, version

@@ -119,7 +119,7 @@ def is_sentence_start(text: str, start: int) -> bool:
     """Whether only openers (quotes, brackets, dashes) stand between ``start`` and a sentence end (or the
     start of the text)."""
     i = start - 1
-    while i >= 0 and (text[i].isspace() and text[i] != "\n" or text[i] in _OPENERS):
+    while i >= 0 and ((text[i].isspace() and text[i] != "\n") or text[i] in _OPENERS):
         i -= 1
     return i < 0 or text[i] in _SENTENCE_END
 
@@ -151,8 +151,7 @@ class LinkEstimator:
         starts, ends = {m.start for m in mentions}, {m.end for m in mentions}
         return [m._replace(link_probability=self._estimate(text, m, lang, starts, ends).value) for m in mentions]
 
-    def estimate(self, text: str, mention: Mention, lang: str,
-                 spans: Sequence[tuple[int, int]] = ()) -> Estimate:
+    def estimate(self, text: str, mention: Mention, lang: str, spans: Sequence[tuple[int, int]] = ()) -> Estimate:
         """The link probability of ``mention`` in ``text``: stored, else by the rules of the module docs.
 
         ``spans``: every mention detected in the text (a neighbouring word that starts or ends one is a
@@ -160,8 +159,9 @@ class LinkEstimator:
         """
         return self._estimate(text, mention, lang, {a for a, _ in spans}, {b for _, b in spans})
 
-    def _estimate(self, text: str, mention: Mention, lang: str, starts: Container[int],
-                  ends: Container[int]) -> Estimate:
+    def _estimate(
+        self, text: str, mention: Mention, lang: str, starts: Container[int], ends: Container[int]
+    ) -> Estimate:
         if mention.link_probability is not None:
             exact = self._exact(lang, mention.surface)
             return Estimate(mention.link_probability if exact is None else exact, "anchors")
@@ -194,12 +194,13 @@ class LinkEstimator:
         before = text[m.start - 1] if m.start > 0 else ""
         after = text[m.end] if m.end < len(text) else ""
         if (_KATAKANA.match(m.surface[-1]) and after and _KATAKANA.match(after)) or (
-                _KATAKANA.match(m.surface[0]) and before and _KATAKANA.match(before)):
+            _KATAKANA.match(m.surface[0]) and before and _KATAKANA.match(before)
+        ):
             return True
         if not after or after in _PLACE_SUFFIXES or not (_HAN.match(after) or _KATAKANA.match(after)):
             return False
         for k in range(1, 4):
-            piece = text[m.end:m.end + k]
+            piece = text[m.end : m.end + k]
             if len(piece) < k or not all(_HAN.match(c) or _KATAKANA.match(c) for c in piece):
                 break
             z = zipf(m.surface + piece, lang)
@@ -215,15 +216,23 @@ class LinkEstimator:
         noun is capitalised), a common word.
         """
         after = _WORD_AFTER.match(text, m.end)
-        if after and _capital_word(after.group(1)) and (m.end + 1) not in starts:
-            if not (lang == "de" and _common(after.group(1), lang)):
-                return True
-        before = _WORD_BEFORE.search(text[max(0, m.start - 64):m.start])
+        if (
+            after
+            and _capital_word(after.group(1))
+            and (m.end + 1) not in starts
+            and not (lang == "de" and _common(after.group(1), lang))
+        ):
+            return True
+        before = _WORD_BEFORE.search(text[max(0, m.start - 64) : m.start])
         if before:
             word = before.group(1)
             start = m.start - 1 - len(word)
-            if (_capital_word(word) and not is_sentence_start(text, start) and (m.start - 1) not in ends
-                    and not (lang == "de" and _common(word, lang))):
+            if (
+                _capital_word(word)
+                and not is_sentence_start(text, start)
+                and (m.start - 1) not in ends
+                and not (lang == "de" and _common(word, lang))
+            ):
                 return True
         return False
 
@@ -236,5 +245,3 @@ def _capital_word(word: str) -> bool:
 def _common(word: str, lang: str) -> bool:
     z = zipf(word, lang)
     return z is not None and z >= 4.0
-
-

@@ -63,14 +63,16 @@ def fold(text: str) -> str:
 
 
 # -- character classes, computed once from the Unicode database of the running Python -------------
-_UNSPACED_SCRIPTS = r"\p{scx=Han}\p{scx=Hira}\p{scx=Kana}\p{scx=Bopo}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmr}\p{sc=Mymr}\p{sc=Tibt}"
+_UNSPACED_SCRIPTS = (
+    r"\p{scx=Han}\p{scx=Hira}\p{scx=Kana}\p{scx=Bopo}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmr}\p{sc=Mymr}\p{sc=Tibt}"
+)
 _LETTERS = r"[\p{L}\p{N}]"
 _PROPERTIES = {
-    "unspaced": rf"[[{_UNSPACED_SCRIPTS}]&&{_LETTERS}]",           # letters and digits written without spaces
-    "hangul": rf"[\p{{sc=Hang}}&&{_LETTERS}]",                     # Hangul letters
-    "word": rf"[{_LETTERS}--[{_UNSPACED_SCRIPTS}\p{{sc=Hang}}]]",   # letters and digits of every other script
-    "mark": r"[\p{M}\p{Join_Control}]",                           # marks and (non-)joiners stay inside words
-    "attach": r"[\p{NFC_QC=M}\p{NFKC_QC=M}[^\p{ccc=0}]]",         # NFKC may merge these into the previous one
+    "unspaced": rf"[[{_UNSPACED_SCRIPTS}]&&{_LETTERS}]",  # letters and digits written without spaces
+    "hangul": rf"[\p{{sc=Hang}}&&{_LETTERS}]",  # Hangul letters
+    "word": rf"[{_LETTERS}--[{_UNSPACED_SCRIPTS}\p{{sc=Hang}}]]",  # letters and digits of every other script
+    "mark": r"[\p{M}\p{Join_Control}]",  # marks and (non-)joiners stay inside words
+    "attach": r"[\p{NFC_QC=M}\p{NFKC_QC=M}[^\p{ccc=0}]]",  # NFKC may merge these into the previous one
 }
 _SUPPLEMENTARY = r"(?=[\U00010000-\U0010ffff])"
 
@@ -106,12 +108,12 @@ def _token_re() -> re.Pattern[str]:
     sup = _SUPPLEMENTARY
     # Most frequent shapes first; supplementary-plane characters (rare) only behind a cheap look-ahead.
     return re.compile(
-        rf"([{w}][{w}{m}]*+(?:{sup}[{ws}{ms}][{w}{m}]*+)*+"       # a word of a space-delimited script
-        rf"|[{u}][{m}]*+(?:{sup}[{ms}])*+"                         # one character of an unspaced script
-        rf"|[{h}][{h}{m}]*+(?:{sup}[{ms}][{h}{m}]*+)*+"           # a Hangul word
+        rf"([{w}][{w}{m}]*+(?:{sup}[{ws}{ms}][{w}{m}]*+)*+"  # a word of a space-delimited script
+        rf"|[{u}][{m}]*+(?:{sup}[{ms}])*+"  # one character of an unspaced script
+        rf"|[{h}][{h}{m}]*+(?:{sup}[{ms}][{h}{m}]*+)*+"  # a Hangul word
         rf"|{sup}[{ws}](?:[{w}{m}]|{sup}[{ws}{ms}])*+"
         rf"|{sup}[{us}](?:[{m}]|{sup}[{ms}])*+"
-        r"|\S)"                                                   # anything else but space
+        r"|\S)"  # anything else but space
     )
 
 
@@ -326,8 +328,10 @@ def safe_cut(text: str, limit: int, window: int = 1024) -> int:
             return i
     is_word = _word_start_re().match
     for i in range(limit, low - 1, -1):
-        if not _attaches(text[i]) and unicodedata.category(text[i])[0] != "M" and not (
-            is_word(text[i]) and is_word(text[i - 1])
+        if (
+            not _attaches(text[i])
+            and unicodedata.category(text[i])[0] != "M"
+            and not (is_word(text[i]) and is_word(text[i - 1]))
         ):
             return i
     return limit

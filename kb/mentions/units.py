@@ -44,8 +44,13 @@ def bmp_classes() -> np.ndarray:
     """Class of each BMP character for other folded text, from the tokenizer's own character classes."""
     bmp = "".join(map(chr, range(0x10000)))
     out = np.full(0x10000, OTHER, np.uint8)
-    for pattern, cls in ((re.compile(r"\s"), SPACE), (class_re("word"), WORD), (class_re("unspaced"), UNSPACED),
-                         (class_re("hangul"), HANGUL), (class_re("mark"), MARK)):
+    for pattern, cls in (
+        (re.compile(r"\s"), SPACE),
+        (class_re("word"), WORD),
+        (class_re("unspaced"), UNSPACED),
+        (class_re("hangul"), HANGUL),
+        (class_re("mark"), MARK),
+    ):
         out[[m.start() for m in pattern.finditer(bmp)]] = cls
     return out
 
@@ -83,7 +88,7 @@ def _fingerprints(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, powers:
     with np.errstate(over="ignore"):
         for p, q in zip(up, down):
             prefix = np.zeros(len(buf) + 1, np.uint64)
-            np.cumsum(values * p[:len(buf)], out=prefix[1:])
+            np.cumsum(values * p[: len(buf)], out=prefix[1:])
             out.append((prefix[ends] - prefix[starts]) * q[starts])
     return out
 
@@ -119,8 +124,15 @@ def cut(codes: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 class UnitTable:
     """The units of one language, by fingerprint (see the module docs), in a linear-probing hash table."""
 
-    def __init__(self, h1: np.ndarray, h2: np.ndarray, lengths: np.ndarray, ids: np.ndarray, chars: np.ndarray,
-                 offsets: np.ndarray) -> None:
+    def __init__(
+        self,
+        h1: np.ndarray,
+        h2: np.ndarray,
+        lengths: np.ndarray,
+        ids: np.ndarray,
+        chars: np.ndarray,
+        offsets: np.ndarray,
+    ) -> None:
         self.h2, self.lengths, self.ids = h2, lengths, ids
         self.chars, self.offsets = chars, offsets  # unit id -> its characters: chars[offsets[id]:][:length]
         self.powers = _Powers()

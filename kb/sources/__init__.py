@@ -20,6 +20,21 @@ from kb.sources.relation_table import add_templates, load_relations
 from kb.sources.wikidata import MLAMA_PROPERTIES
 from kb.sources.wikidata_api import AddReport, add_entities
 
-__all__ = ["MLAMA_PROPERTIES", "AddReport", "BuildReport", "CorpusLink", "CorpusPage", "EmbeddedReport", "WikiCorpus",
-           "add_entities", "add_templates", "build", "build_embedded", "build_from_dumps", "default_db", "embedded_path",
-           "load_relations", "open_db"]
+__all__ = [
+    "MLAMA_PROPERTIES",
+    "AddReport",
+    "BuildReport",
+    "CorpusLink",
+    "CorpusPage",
+    "EmbeddedReport",
+    "WikiCorpus",
+    "add_entities",
+    "add_templates",
+    "build",
+    "build_embedded",
+    "build_from_dumps",
+    "default_db",
+    "embedded_path",
+    "load_relations",
+    "open_db",
+]

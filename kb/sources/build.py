@@ -11,8 +11,12 @@ from typing import Any
 
 from kb.errors import Option, OptionError, OutputExistsError, flag
 
-_OPTIONS = {"embedded": flag("embedded"), "wikidata": Option("wikidata=", "--wikidata"),
-            "wikipedia": Option("wikipedia=", "--wikipedia"), "output": Option("output=", "-o/--output")}
+_OPTIONS = {
+    "embedded": flag("embedded"),
+    "wikidata": Option("wikidata=", "--wikidata"),
+    "wikipedia": Option("wikipedia=", "--wikipedia"),
+    "output": Option("output=", "-o/--output"),
+}
 
 
 @dataclass(frozen=True)
@@ -32,12 +36,23 @@ class EmbeddedReport:
         return f"wrote {self.output}: {counts}"
 
 
-def build(output: str | os.PathLike[str] | None = None, *, embedded: bool = False,
-          wikidata: str | os.PathLike[str] | None = None, wikipedia: Iterable[str | os.PathLike[str]] = (),
-          languages: Iterable[str] | None = None, properties: Iterable[str] | None = None, all_items: bool = False,
-          corpus: str | os.PathLike[str] | None = None, keep_corpus: bool = True, workers: int | None = None,
-          overwrite: bool = False, restart: bool = False, progress: bool = True,
-          min_city_population: int | None = None) -> Any:
+def build(
+    output: str | os.PathLike[str] | None = None,
+    *,
+    embedded: bool = False,
+    wikidata: str | os.PathLike[str] | None = None,
+    wikipedia: Iterable[str | os.PathLike[str]] = (),
+    languages: Iterable[str] | None = None,
+    properties: Iterable[str] | None = None,
+    all_items: bool = False,
+    corpus: str | os.PathLike[str] | None = None,
+    keep_corpus: bool = True,
+    workers: int | None = None,
+    overwrite: bool = False,
+    restart: bool = False,
+    progress: bool = True,
+    min_city_population: int | None = None,
+) -> Any:
     """Build an entity database at ``output``: the embedded one (``embedded=True``; default output: the
     cache file the library uses, which is refreshed) or one from the Wikidata dump and Wikipedia dumps
     (``wikidata=``; see :func:`kb.build_from_dumps` for the options). Returns a report with ``summary()``.
@@ -55,21 +70,36 @@ def build(output: str | os.PathLike[str] | None = None, *, embedded: bool = Fals
     wikipedia = list(wikipedia)
     langs = tuple(languages) if languages else MLUKE_LANGUAGES
     if embedded and (wikidata or wikipedia):
-        raise OptionError("{embedded} builds from packaged data: do not combine it with {wikidata} or {wikipedia}",
-                          options=_OPTIONS)
+        raise OptionError(
+            "{embedded} builds from packaged data: do not combine it with {wikidata} or {wikipedia}", options=_OPTIONS
+        )
     if wikipedia and not wikidata:
-        raise OptionError("{wikipedia} needs {wikidata}: titles are mapped to entities through Wikidata sitelinks",
-                          options=_OPTIONS)
+        raise OptionError(
+            "{wikipedia} needs {wikidata}: titles are mapped to entities through Wikidata sitelinks", options=_OPTIONS
+        )
     if wikidata:
         if output is None:
             raise OptionError("a dump build needs {output} (e.g. kb.sqlite)", options=_OPTIONS)
-        return build_from_dumps(output, wikidata=wikidata, wikipedia=wikipedia, languages=langs,
-                                properties=tuple(properties) if properties else MLAMA_PROPERTIES, all_items=all_items,
-                                corpus=corpus, keep_corpus=keep_corpus, workers=workers, overwrite=overwrite,
-                                restart=restart, progress=progress)
+        return build_from_dumps(
+            output,
+            wikidata=wikidata,
+            wikipedia=wikipedia,
+            languages=langs,
+            properties=tuple(properties) if properties else MLAMA_PROPERTIES,
+            all_items=all_items,
+            corpus=corpus,
+            keep_corpus=keep_corpus,
+            workers=workers,
+            overwrite=overwrite,
+            restart=restart,
+            progress=progress,
+        )
     if not embedded:
-        raise OptionError("nothing to build from: pass {embedded} for the built-in knowledge base, or {wikidata} "
-                          "(and {wikipedia} dumps) with {output}", options=_OPTIONS)
+        raise OptionError(
+            "nothing to build from: pass {embedded} for the built-in knowledge base, or {wikidata} "
+            "(and {wikipedia} dumps) with {output}",
+            options=_OPTIONS,
+        )
     from kb.db.database import EntityDB
 
     path = Path(output) if output is not None else embedded_path()
@@ -81,10 +111,13 @@ def build(output: str | os.PathLike[str] | None = None, *, embedded: bool = Fals
             made = db.provenance
             if made.get("languages") == list(langs) and made.get("min_city_population") == population:
                 return EmbeddedReport(path, len(db), db.stats["facts"], len(db.languages), kept=True)
-        raise OutputExistsError(f"the cached embedded kb {path} was built with other settings (languages "
-                                f"{','.join(made.get('languages') or [])}, min city population "
-                                f"{made.get('min_city_population')}); pass {{overwrite}} to rebuild it (the mention "
-                                "indexes built for it are then deleted, as unused), or {output} to build elsewhere", options={**_OPTIONS, "overwrite": flag("overwrite")})
+        raise OutputExistsError(
+            f"the cached embedded kb {path} was built with other settings (languages "
+            f"{','.join(made.get('languages') or [])}, min city population "
+            f"{made.get('min_city_population')}); pass {{overwrite}} to rebuild it (the mention "
+            "indexes built for it are then deleted, as unused), or {output} to build elsewhere",
+            options={**_OPTIONS, "overwrite": flag("overwrite")},
+        )
     build_embedded(path, overwrite=overwrite, languages=langs, min_city_population=population)
     if output is None:
         remove_orphaned_indexes()  # those of the cached kb it replaced

@@ -68,7 +68,9 @@ import unicodedata
 from collections.abc import Callable
 
 #: The languages written in the Latin script, which label a city with its GeoNames name.
-LATIN_LANGS: frozenset[str] = frozenset({"de", "en", "es", "fi", "fr", "id", "it", "nl", "pl", "pt", "sv", "sw", "tr", "vi"})
+LATIN_LANGS: frozenset[str] = frozenset(
+    {"de", "en", "es", "fi", "fr", "id", "it", "nl", "pl", "pt", "sv", "sw", "tr", "vi"}
+)
 #: Countries whose places ja and zh write in Han characters; elsewhere a Han-only name is a Chinese transliteration.
 _HAN_COUNTRIES = frozenset({"CN", "HK", "JP", "KP", "KR", "MO", "TW"})
 _CHINESE_COUNTRIES = frozenset({"CN", "HK", "MO", "TW"})
@@ -165,9 +167,46 @@ _CITY_SUFFIXES = {"ja": ("市", "区", "町", "村"), "zh": ("市",), "ko": (" �
 #: Letters only Vietnamese writes, and its other accented letters: GeoNames names Vietnamese cities in ASCII
 #: (Hanoi), and an alternate name written with them is the Vietnamese spelling (Hà Nội).
 _VIETNAMESE_LETTERS = ("ăđơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹĩũ", "àáâãèéêìíòóôõùúý")
-_RU_LATIN = dict(zip("абвгдеёжзийклмнопрстуфхцчшщъыьэюя", [
-    "a", "b", "v", "g", "d", "e", "e", "zh", "z", "i", "y", "k", "l", "m", "n", "o", "p", "r", "s", "t", "u",
-    "f", "kh", "ts", "ch", "sh", "shch", "", "y", "", "e", "yu", "ya"]))
+_RU_LATIN = dict(
+    zip(
+        "абвгдеёжзийклмнопрстуфхцчшщъыьэюя",
+        [
+            "a",
+            "b",
+            "v",
+            "g",
+            "d",
+            "e",
+            "e",
+            "zh",
+            "z",
+            "i",
+            "y",
+            "k",
+            "l",
+            "m",
+            "n",
+            "o",
+            "p",
+            "r",
+            "s",
+            "t",
+            "u",
+            "f",
+            "kh",
+            "ts",
+            "ch",
+            "sh",
+            "shch",
+            "",
+            "y",
+            "",
+            "e",
+            "yu",
+            "ya",
+        ],
+    )
+)
 
 
 @functools.cache
@@ -194,8 +233,10 @@ def _skeleton(text: str) -> str:
 def _similarity(name: str, latin: str) -> float:
     """How closely the Russian ``name`` transliterates the Latin ``latin`` (0..1); g, h and kh count as one
     sound, as Russian writes a foreign h with г or х (Гамбург, Хьюстон)."""
+
     def sounds(text: str) -> str:
         return _skeleton(text).replace("kh", "h").replace("g", "h")
+
     roman = "".join(_RU_LATIN.get(c, c) for c in name.lower())
     return difflib.SequenceMatcher(None, sounds(roman), sounds(latin)).ratio()
 
@@ -244,6 +285,7 @@ def _containment_rank(name: str, forms: list[str], lang: str) -> int:
     Arabic names are often compounds whose last word is no short form (غازي عنتاب, الخرطوم بحري): there a name
     is short only where it starts the long one or follows an administrative word.
     """
+
     def inside(short: str, long: str) -> bool:
         if lang == "th":  # no spaces: a prefix or suffix of two letters or more (รัฐ, จังหวัด; not a tone mark)
             rest = long.removeprefix(short) if long.startswith(short) else long.removesuffix(short)
@@ -251,6 +293,7 @@ def _containment_rank(name: str, forms: list[str], lang: str) -> int:
         if long.startswith(short + " "):
             return True
         return long.endswith(" " + short) and (lang != "ar" or long[: -len(short) - 1] in _ARABIC_ADMIN)
+
     if any(inside(name, other) for other in forms):
         return 0
     return 2 if any(inside(other, name) for other in forms) else 1
@@ -294,6 +337,7 @@ def _japanese_names(alt: CityNames) -> tuple[str | None, list[str]]:
     def rank(name: str) -> tuple:
         kana_city = any(name == r + s for r in readings for s in _ADMIN_SUFFIXES["ja"])  # いわき市, not 磐城
         return (_variant_of(name, forms, _japanese_form), 0 if kana_city else _admin_rank(name, forms, "ja"))
+
     label = _best(forms, rank)
     return label, [n for n in forms + readings if n != label]
 
@@ -306,8 +350,13 @@ def _chinese_names(alt: CityNames) -> tuple[str | None, list[str]]:
     japan = alt.country == "JP"
 
     def rank(name: str) -> tuple:  # 目黒 (Japanese 黒) only where GeoNames has no 目黑: GBK has Japanese forms too
-        return (any(map(_japanese_only, name)), japan and not any(map(_chinese_only, name)),  # 横滨市, not 横浜
-                _variant_of(name, forms, _simplified_form), _admin_rank(name, forms, "zh"))
+        return (
+            any(map(_japanese_only, name)),
+            japan and not any(map(_chinese_only, name)),  # 横滨市, not 横浜
+            _variant_of(name, forms, _simplified_form),
+            _admin_rank(name, forms, "zh"),
+        )
+
     label = _best(forms, rank)
     return label, [n for n in forms if n != label and not any(map(_japanese_only, n))]
 
@@ -320,8 +369,13 @@ def _script_rank(name: str, forms: list[str], lang: str, alt: CityNames, officia
         similarity = _similarity(name, alt.city["name"])
         palladius = 0 if ("чж" in name or "цз" in name) else 2 if ("дж" in name or "нг" in name) else 1
         shortened = any(other.endswith("-" + name) for other in forms)  # Петербург of Санкт-Петербург
-        return (similarity < 0.5, alt.country in _CHINESE_COUNTRIES and palladius, shortened,
-                -round(similarity * 4), " " in name)  # in quarters: Пекин, not the closer Serbian Пекинг
+        return (
+            similarity < 0.5,
+            alt.country in _CHINESE_COUNTRIES and palladius,
+            shortened,
+            -round(similarity * 4),
+            " " in name,
+        )  # in quarters: Пекин, not the closer Serbian Пекинг
     rank = (_containment_rank(name, forms, lang), bool(_PUNCTUATION_RE.search(name)))
     if lang == "ar" and "ar" in official:  # Arab cities: الإسكندرية, طنجة (not the Persian-style اسكندريه, تنجه)
         return (*rank, name.endswith("ه"), not name.startswith("ال"))
@@ -365,6 +419,7 @@ def _latin_names(alt: CityNames, lang: str, official: frozenset[str]) -> tuple[s
     def own_letters(spelling: str) -> int:  # -1: a letter Vietnamese does not write
         letters = [c.lower() for c in alt.letters[spelling] if not c.isascii()]
         return sum(c in own for c in letters) if all(c in own or c in accents for c in letters) else -1
+
     spelled = [a for a in alt.by_skeleton.get(_skeleton(name), []) if own_letters(a) > 0]
     return (max(spelled, key=own_letters) if spelled else name), [name]
 
@@ -390,4 +445,3 @@ def choose(names: CityNames, lang: str, official: frozenset[str]) -> tuple[str |
     """The city's label in ``lang`` (``None``: GeoNames has no name in a form ``lang`` admits) and its other
     accepted names there; ``official``: the languages official in the city's country."""
     return _city_names(names, lang, official)
-

@@ -58,7 +58,7 @@ class CorpusPage:
     links: tuple[CorpusLink, ...]
 
     def anchor(self, link: CorpusLink) -> str:
-        return self.text[link.start:link.end]
+        return self.text[link.start : link.end]
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
@@ -107,8 +107,10 @@ class WikiCorpus:
         names = self.manifest["languages"][lang]["parts"]
         bad = next((n for n in [lang, *names] if not is_plain_name(n)), None)
         if bad is not None:  # a manifest naming ../x or /x would have us read files outside the corpus
-            raise InputFormatError(f"{self.path / 'manifest.json'}: {bad!r} of language {lang!r} is not a file name "
-                                   "inside the corpus folder")
+            raise InputFormatError(
+                f"{self.path / 'manifest.json'}: {bad!r} of language {lang!r} is not a file name "
+                "inside the corpus folder"
+            )
         return [self.path / lang / name for name in names]
 
     def pages(self, lang: str) -> Iterator[CorpusPage]:

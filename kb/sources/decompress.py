@@ -117,8 +117,10 @@ class DumpStream:
         while left > 0:
             data = self.read(min(left, 1 << 22))
             if not data:
-                raise InputFormatError(f"{self.path}: shorter than when the interrupted build read it; "
-                                    "was it replaced? Remove the build folder to start over")
+                raise InputFormatError(
+                    f"{self.path}: shorter than when the interrupted build read it; "
+                    "was it replaced? Remove the build folder to start over"
+                )
             left -= len(data)
 
     def _check_exit(self) -> None:
@@ -191,13 +193,16 @@ class FileRange:
             f.seek(self.start)
             data = f.read(self.end - self.start)
         if len(data) != self.end - self.start:
-            raise InputFormatError(f"{self.path}: shorter than expected ({self.start + len(data):,} bytes, "
-                                f"expected at least {self.end:,}); was it replaced during the build?")
+            raise InputFormatError(
+                f"{self.path}: shorter than expected ({self.start + len(data):,} bytes, "
+                f"expected at least {self.end:,}); was it replaced during the build?"
+            )
         return data
 
 
-def iter_ranges(path: str | os.PathLike[str], start: int, size: int,
-                sep: bytes = b"\n") -> Iterator[tuple[int, FileRange]]:
+def iter_ranges(
+    path: str | os.PathLike[str], start: int, size: int, sep: bytes = b"\n"
+) -> Iterator[tuple[int, FileRange]]:
     """:func:`iter_blocks` for a plain file, as ranges: pieces of about ``size`` bytes from
     ``start`` that end just after a ``sep`` (the last one may not). Only the bytes around each
     cut are read here."""

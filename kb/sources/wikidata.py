@@ -43,8 +43,10 @@ MLAMA_PROPERTIES: tuple[str, ...] = (
     "P1376", "P1412",
 )  # fmt: skip
 #: Label languages used when a language has no label of its own code.
-LABEL_FALLBACKS: dict[str, tuple[str, ...]] = {"zh": ("zh-hans", "zh-cn", "zh-hant", "zh-tw", "zh-hk"),
-                                               "pt": ("pt-br",)}
+LABEL_FALLBACKS: dict[str, tuple[str, ...]] = {
+    "zh": ("zh-hans", "zh-cn", "zh-hant", "zh-tw", "zh-hk"),
+    "pt": ("pt-br",),
+}
 #: Wikipedia site ids that are not ``{code}wiki`` with ``-`` written ``_``.
 _SPECIAL_SITES = {"be-tarask": "be_x_oldwiki"}
 
@@ -107,12 +109,17 @@ class _Layout:
         aliases = _fields("Aliases", languages, list[_Text], list)
         sites = _fields("Sitelinks", tuple(site_of(l) for l in languages), _Sitelink | None, None)
         claims = _fields("Claims", properties, list[_Statement], list)
-        entity = msgspec.defstruct("Entity", [
-            ("labels", labels | list[Any], msgspec.field(default_factory=list)),
-            ("aliases", aliases | list[Any], msgspec.field(default_factory=list)),
-            ("claims", claims | list[Any], msgspec.field(default_factory=list)),
-            ("sitelinks", sites | list[Any], msgspec.field(default_factory=list)),
-        ], bases=(WikidataEntity,), gc=False)
+        entity = msgspec.defstruct(
+            "Entity",
+            [
+                ("labels", labels | list[Any], msgspec.field(default_factory=list)),
+                ("aliases", aliases | list[Any], msgspec.field(default_factory=list)),
+                ("claims", claims | list[Any], msgspec.field(default_factory=list)),
+                ("sitelinks", sites | list[Any], msgspec.field(default_factory=list)),
+            ],
+            bases=(WikidataEntity,),
+            gc=False,
+        )
         self.decoder = msgspec.json.Decoder(entity)
         pos = {code: i for i, code in enumerate(label_codes)}
         #: Per language, the positions of its label fields to try in order (own code, fallbacks).
@@ -124,6 +131,7 @@ class _Layout:
 def _fields(name: str, keys: tuple[str, ...], kind: Any, default: Any) -> Any:
     """A struct with one field per JSON key (attribute names ``f0``, ``f1``...), ``default``
     when absent (a factory if callable)."""
+
     def spec(key: str) -> Any:
         if callable(default):
             return msgspec.field(default_factory=default, name=key)
@@ -151,8 +159,14 @@ def canonical_title(title: str) -> str:
     unprintable), and a first letter that upper-casing leaves alone."""
     first = title[:1]
     upper = first.upper()
-    if (title.isprintable() and "_" not in title and "  " not in title and first != " " and title[-1:] != " "
-            and (upper == first or len(upper) != 1)):
+    if (
+        title.isprintable()
+        and "_" not in title
+        and "  " not in title
+        and first != " "
+        and title[-1:] != " "
+        and (upper == first or len(upper) != 1)
+    ):
         return title
     return normalize_title(title)
 
@@ -316,8 +330,10 @@ def staged(table: str, *, one_language: bool = False) -> str:
     if table in _BY_LANGUAGE:
         cols = "r.lang AS lang, " + cols
     where = " AND r.lang = ?" if one_language else ""
-    return (f"(SELECT {cols}, (r.rowid << 32) + j.key AS seq "
-            f"FROM wd.s_rows r, json_each(r.data) j WHERE r.tbl = '{table}'{where})")
+    return (
+        f"(SELECT {cols}, (r.rowid << 32) + j.key AS seq "
+        f"FROM wd.s_rows r, json_each(r.data) j WHERE r.tbl = '{table}'{where})"
+    )
 
 
 @dataclass
@@ -369,7 +385,8 @@ def parse_chunk(block: bytes | FileRange, opts: WikidataOptions) -> PackedRows:
             except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
                 rows.count("malformed")
                 if len(rows.malformed) < MALFORMED_EXAMPLES:
-                    rows.malformed.append((n, f"{exc} (expected one JSON entity per line, "
-                                              f"e.g. {{\"type\":\"item\",\"id\":\"Q17\",...}})"))
+                    rows.malformed.append(
+                        (n, f'{exc} (expected one JSON entity per line, e.g. {{"type":"item","id":"Q17",...}})')
+                    )
         tables = _pack(rows)
     return PackedRows(tables, rows.counts, rows.malformed, len(lines) - 1)

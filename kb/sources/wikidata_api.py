@@ -59,9 +59,7 @@ def _client(base_url: str) -> Any:
     try:
         from wikidata.client import Client
     except ImportError:
-        raise MlukeError(
-            "fetching from Wikidata needs the 'wikidata' package: pip install 'mluke[wikidata]'"
-        ) from None
+        raise MlukeError("fetching from Wikidata needs the 'wikidata' package: pip install 'mluke[wikidata]'") from None
     return Client(base_url)
 
 
@@ -76,7 +74,9 @@ def fetch_entity(client: Any, entity_id: str) -> dict[str, Any]:
         raise MlukeError(f"could not fetch {entity_id} from {where}: HTTP {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise MlukeError(f"could not fetch {entity_id} from {where}: {reason}; check the network or --base-url") from None
+        raise MlukeError(
+            f"could not fetch {entity_id} from {where}: {reason}; check the network or --base-url"
+        ) from None
     except (ValueError, KeyError, AssertionError) as exc:
         raise MlukeError(f"{where}: not a Wikidata entity response ({exc})") from None
     if entity.data is None:
@@ -85,7 +85,11 @@ def fetch_entity(client: Any, entity_id: str) -> dict[str, Any]:
 
 
 def add_entities(
-    db: str | os.PathLike[str], ids: Iterable[str], *, base_url: str = WIKIDATA_URL, client: Any = None,
+    db: str | os.PathLike[str],
+    ids: Iterable[str],
+    *,
+    base_url: str = WIKIDATA_URL,
+    client: Any = None,
 ) -> AddReport:
     """Add or refresh entities (``Q17``) and properties (``P36``) of the database ``db`` from Wikidata.
 
@@ -101,8 +105,11 @@ def add_entities(
     ids = list(dict.fromkeys(ids))
     bad = [i for i in ids if not _ID_RE.match(i)]
     if bad or not ids:
-        raise MlukeError(f"not Wikidata ids: {', '.join(map(repr, bad))} (expected e.g. Q17 or P36)" if bad
-                         else "no Wikidata ids given")
+        raise MlukeError(
+            f"not Wikidata ids: {', '.join(map(repr, bad))} (expected e.g. Q17 or P36)"
+            if bad
+            else "no Wikidata ids given"
+        )
     with EntityDB(path) as current:
         languages = current.languages
         properties = tuple(current.properties()) or MLAMA_PROPERTIES
@@ -128,8 +135,15 @@ def add_entities(
     return report
 
 
-def _write(path: Path, rows: Rows, languages: tuple[str, ...], props: tuple[str, ...], report: AddReport,
-           base_url: str, ids: list[str]) -> None:
+def _write(
+    path: Path,
+    rows: Rows,
+    languages: tuple[str, ...],
+    props: tuple[str, ...],
+    report: AddReport,
+    base_url: str,
+    ids: list[str],
+) -> None:
     with EntityDB.update(path) as w:
         q = w.execute
         lang_marks = ",".join("?" * len(languages))
@@ -155,7 +169,6 @@ def _write(path: Path, rows: Rows, languages: tuple[str, ...], props: tuple[str,
                 w.add_fact(subject, pid, obj)
                 report.facts += 1
         for pid, datatype in rows.properties:
-            w.add_property(pid, datatype=datatype,
-                           labels={l: t for p, l, t in rows.property_labels if p == pid})
+            w.add_property(pid, datatype=datatype, labels={l: t for p, l, t in rows.property_labels if p == pid})
             report.properties.append(pid)
         w.add_source("wikidata-api", base_url, ids=ids)

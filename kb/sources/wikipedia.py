@@ -96,7 +96,7 @@ def read_siteinfo(path: Path) -> SiteInfo:
             f"{path}: not a MediaWiki XML export (expected <mediawiki ...><siteinfo>...</siteinfo> at the top)"
         )
     try:
-        root = ET.fromstring(head[start:end + len(b"</siteinfo>")] + b"</mediawiki>")
+        root = ET.fromstring(head[start : end + len(b"</siteinfo>")] + b"</mediawiki>")
     except ET.ParseError as exc:
         raise InputFormatError(f"{path}: the <siteinfo> block is not valid XML ({exc})") from None
     info = next((el for el in root if _local(el.tag) == "siteinfo"), None)
@@ -170,11 +170,11 @@ def read_pages(block: bytes, lang: str, namespaces: dict[str, int]) -> ReadResul
         if end < 0 or cut >= 0:  # no </page> before the next page or the end: this one is cut short
             counts["malformed_pages"] += 1
             if len(res.malformed) < 5:
-                head = block[pos:min(pos + 80, cut if cut >= 0 else len(block))]
+                head = block[pos : min(pos + 80, cut if cut >= 0 else len(block))]
                 res.malformed.append(f"no </page> (the page is cut short) in <page> starting {head!r}")
             pos = cut
             continue
-        raw = block[pos:end + 7]
+        raw = block[pos : end + 7]
         pos = block.find(b"<page>", end)
         try:
             title, ns, pid, redirect, wikitext = _page_fields(ET.fromstring(raw))
@@ -212,8 +212,16 @@ def _rules(lang: str, namespaces: tuple[tuple[str, int], ...]) -> LinkRules:
     return LinkRules(lang, dict(namespaces))
 
 
-def read_dump(path: Path, conn: sqlite3.Connection, info: SiteInfo, raw_file: Path, *, workers: int,
-              chunk_bytes: int, progress: Callable[[int], None]) -> Stage:
+def read_dump(
+    path: Path,
+    conn: sqlite3.Connection,
+    info: SiteInfo,
+    raw_file: Path,
+    *,
+    workers: int,
+    chunk_bytes: int,
+    progress: Callable[[int], None],
+) -> Stage:
     """Step 1: stream the XML into the staging database and ``raw_file`` (resumable)."""
     stage = Stage(conn, "read")
     if stage.done:
@@ -232,8 +240,15 @@ def read_dump(path: Path, conn: sqlite3.Connection, info: SiteInfo, raw_file: Pa
         stream.skip(stage.offset)
         for k, res in enumerate(ordered_map(read_pages, tasks(stream), workers)):
             with stage.chunk(offset=ends[k], line=0, counts=res.counts):
-                append_rows(conn, {"s_pages": res.pages, "s_redirects": res.redirects, "s_links": res.links,
-                                   "malformed": [(m,) for m in res.malformed]})
+                append_rows(
+                    conn,
+                    {
+                        "s_pages": res.pages,
+                        "s_redirects": res.redirects,
+                        "s_links": res.links,
+                        "malformed": [(m,) for m in res.malformed],
+                    },
+                )
                 if res.member:
                     out.write(res.member)
                     out.flush()
@@ -267,8 +282,7 @@ def resolve(conn: sqlite3.Connection, lang: str, max_surfaces: int) -> Stage:
             WHERE c.hops < {MAX_REDIRECT_HOPS} AND r.target != c.source)
         SELECT source, cur FROM chain WHERE NOT EXISTS (SELECT 1 FROM r r2 WHERE r2.source = chain.cur)""")
     q("CREATE TABLE sl(title TEXT PRIMARY KEY, entity TEXT NOT NULL) WITHOUT ROWID")
-    q(f"INSERT OR IGNORE INTO sl SELECT title, entity FROM {staged('titles', one_language=True)} ORDER BY seq",
-      (lang,))
+    q(f"INSERT OR IGNORE INTO sl SELECT title, entity FROM {staged('titles', one_language=True)} ORDER BY seq", (lang,))
     q("CREATE TABLE resolved(title TEXT PRIMARY KEY, entity TEXT NOT NULL, final TEXT NOT NULL) WITHOUT ROWID")
     q("""INSERT INTO resolved
         SELECT d.target, sl.entity, d.final FROM (
@@ -276,8 +290,10 @@ def resolve(conn: sqlite3.Connection, lang: str, max_surfaces: int) -> Stage:
             FROM (SELECT DISTINCT target FROM s_links) t
             LEFT JOIN r ON r.source = t.target LEFT JOIN r_final rf ON rf.source = t.target) d
         JOIN sl ON sl.title = d.final ORDER BY d.target""")
-    q("CREATE TABLE anchors_l(surface TEXT NOT NULL, entity TEXT NOT NULL, count INTEGER NOT NULL, "
-      "PRIMARY KEY(surface, entity)) WITHOUT ROWID")
+    q(
+        "CREATE TABLE anchors_l(surface TEXT NOT NULL, entity TEXT NOT NULL, count INTEGER NOT NULL, "
+        "PRIMARY KEY(surface, entity)) WITHOUT ROWID"
+    )
     q("""INSERT INTO anchors_l SELECT l.surface, rs.entity, SUM(l.count) FROM s_links l
          JOIN resolved rs ON rs.title = l.target GROUP BY l.surface, rs.entity ORDER BY l.surface, rs.entity""")
     q("CREATE TABLE entity_links_l(entity TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID")
@@ -287,14 +303,24 @@ def resolve(conn: sqlite3.Connection, lang: str, max_surfaces: int) -> Stage:
     q("CREATE TABLE surface_set(surface TEXT PRIMARY KEY, part INTEGER NOT NULL) WITHOUT ROWID")
     rows = conn.execute("SELECT DISTINCT surface FROM anchors_l ORDER BY surface")
     while batch := rows.fetchmany(10000):
-        conn.executemany("INSERT INTO surface_set VALUES (?, ?)",
-                         [(s, zlib.crc32(s.encode("utf-8")) % parts) for (s,) in batch])
-    total, resolved_n = q("SELECT COALESCE(SUM(l.count), 0), COALESCE(SUM(CASE WHEN rs.title IS NULL THEN 0 "
-                          "ELSE l.count END), 0) FROM s_links l LEFT JOIN resolved rs ON rs.title = l.target").fetchone()
-    stage.add_counts({"surfaces": n, "surface_parts": parts, "resolved_links": resolved_n,
-                      "unresolved_links": total - resolved_n,
-                      "redirect_loops_or_dangling": q("SELECT COUNT(*) FROM r WHERE source NOT IN "
-                                                      "(SELECT source FROM r_final)").fetchone()[0]})
+        conn.executemany(
+            "INSERT INTO surface_set VALUES (?, ?)", [(s, zlib.crc32(s.encode("utf-8")) % parts) for (s,) in batch]
+        )
+    total, resolved_n = q(
+        "SELECT COALESCE(SUM(l.count), 0), COALESCE(SUM(CASE WHEN rs.title IS NULL THEN 0 "
+        "ELSE l.count END), 0) FROM s_links l LEFT JOIN resolved rs ON rs.title = l.target"
+    ).fetchone()
+    stage.add_counts(
+        {
+            "surfaces": n,
+            "surface_parts": parts,
+            "resolved_links": resolved_n,
+            "unresolved_links": total - resolved_n,
+            "redirect_loops_or_dangling": q(
+                "SELECT COUNT(*) FROM r WHERE source NOT IN (SELECT source FROM r_final)"
+            ).fetchone()[0],
+        }
+    )
     stage.save(chunks=1, offset=0, line=0, done=True)
     q("COMMIT")
     return stage
@@ -320,7 +346,7 @@ def _automaton(staging: str, part: int) -> Any:
 def _lookup(conn: sqlite3.Connection, sql: str, keys: list[str]) -> dict[str, tuple[Any, ...]]:
     out: dict[str, tuple[Any, ...]] = {}
     for i in range(0, len(keys), 900):
-        part = keys[i:i + 900]
+        part = keys[i : i + 900]
         for row in conn.execute(sql.format(",".join("?" * len(part))), part):
             out[row[0]] = row[1:]
     return out
@@ -335,8 +361,10 @@ def _occurrences(text: str, auto: Any, boundaries: bool) -> set[str]:
         if surface in found:
             continue
         start = end - len(surface) + 1
-        if boundaries and ((surface[0].isalnum() and start > 0 and text[start - 1].isalnum())
-                           or (surface[-1].isalnum() and end + 1 < n and text[end + 1].isalnum())):
+        if boundaries and (
+            (surface[0].isalnum() and start > 0 and text[start - 1].isalnum())
+            or (surface[-1].isalnum() and end + 1 < n and text[end + 1].isalnum())
+        ):
             continue
         found.add(surface)
     return found
@@ -365,8 +393,11 @@ def count_pages(raw: str, start: int, size: int, staging: str, lang: str, part: 
         finals = _lookup(conn, "SELECT source, final FROM r_final WHERE source IN ({})", targets)
         redirects = _lookup(conn, "SELECT source FROM r WHERE source IN ({})", targets)
         own = _lookup(conn, "SELECT title, entity FROM sl WHERE title IN ({})", sorted({p["title"] for p in pages}))
-        in_part = _lookup(conn, "SELECT surface, part FROM surface_set WHERE surface IN ({})",
-                          sorted({p["text"][s:e] for p in pages for s, e, t in p["links"] if t in resolved}))
+        in_part = _lookup(
+            conn,
+            "SELECT surface, part FROM surface_set WHERE surface IN ({})",
+            sorted({p["text"][s:e] for p in pages for s, e, t in p["links"] if t in resolved}),
+        )
     finally:
         conn.close()
     boundaries = lang not in NO_SPACE_LANGUAGES
@@ -389,15 +420,24 @@ def count_pages(raw: str, start: int, size: int, staging: str, lang: str, part: 
                     final = finals[t][0] if t in finals else (None if t in redirects else t)
                     links.append((s, e, None, final))
             entity = own.get(p["title"], (None,))[0]
-            out.append(orjson.dumps({"id": p["id"], "title": p["title"], "entity": entity, "text": text,
-                                     "links": links}))
+            out.append(
+                orjson.dumps({"id": p["id"], "title": p["title"], "entity": entity, "text": text, "links": links})
+            )
             out.append(b"\n")
     member = gzip.compress(b"".join(out), compresslevel=6, mtime=0) if out else b""
     return CountResult(member, sorted(link_docs.items()), sorted(text_docs.items()), len(pages))
 
 
-def count_surfaces(conn: sqlite3.Connection, staging: Path, lang: str, corpus_dir: Path, *, workers: int,
-                   pages_per_part: int, progress: Callable[[int], None]) -> list[Stage]:
+def count_surfaces(
+    conn: sqlite3.Connection,
+    staging: Path,
+    lang: str,
+    corpus_dir: Path,
+    *,
+    workers: int,
+    pages_per_part: int,
+    progress: Callable[[int], None],
+) -> list[Stage]:
     """Step 3: one pass per surface part; the first also writes the corpus parts (resumable)."""
     parts = conn.execute("SELECT COALESCE(MAX(part) + 1, 1) FROM surface_set").fetchone()[0]
     members = conn.execute("SELECT file, start, size FROM s_members ORDER BY rowid").fetchall()
@@ -410,7 +450,9 @@ def count_surfaces(conn: sqlite3.Connection, staging: Path, lang: str, corpus_di
         write = part == 0
         _automaton.cache_clear()
         out_file, out_size, out_pages = _corpus_tail(conn, corpus_dir, lang) if write else (corpus_dir, 0, 0)
-        tasks = ((str(staging.parent / f), s, n, str(staging), lang, part, write) for f, s, n in members[stage.chunks:])
+        tasks = (
+            (str(staging.parent / f), s, n, str(staging), lang, part, write) for f, s, n in members[stage.chunks :]
+        )
         for res in ordered_map(count_pages, tasks, workers):
             counts = {"pages": res.pages, **({"corpus_bytes": len(res.member)} if write else {})}
             with stage.chunk(counts=counts) as position:

@@ -58,31 +58,415 @@ CANONICAL_NAMESPACES: dict[str, int] = {
 HIDDEN_LINK_NAMESPACES = frozenset({-2, 6, 14})
 
 # Wikipedia language editions (interlanguage link prefixes) and sister-project interwiki prefixes.
-_WIKI_LANGS = frozenset("""
-aa ab ace ady af ak als alt am ami an ang anp ar arc ary arz as ast atj av avk awa ay az azb ba ban
-bar bat-smg bbc bcl bdr be be-tarask be-x-old bew bg bh bi bjn blk bm bn bo bpy br bs btm bug bxr ca
-cbk-zam cdo ce ceb ch cho chr chy ckb co cr crh cs csb cu cv cy da dag de dga din diq dsb dtp dty dv
-dz ee el eml en eo es et eu ext fa fat ff fi fiu-vro fj fo fon fr frp frr fur fy ga gag gan gcr gd
-gl glk gn gom gor got gpe gsw gu guc gur guw gv ha hak haw he hi hif ho hr hsb ht hu hy hyw hz ia
-iba id ie ig igl ii ik ilo inh io is it iu ja jam jbo jv ka kaa kab kbd kbp kcg kg kge ki kj kk kl
-km kn knc ko koi kr krc ks ksh ku kus kv kw ky la lad lb lbe lez lfn lg li lij lld lmo ln lo lrc lt
-ltg lv lzh mad mai map-bms mdf mg mh mhr mi min mk ml mn mni mnw mo mos mr mrj ms mt mus mwl my myv
-mzn na nah nap nds nds-nl ne new ng nia nl nn no nov nqo nr nrm nso nup nv ny oc olo om or os pa pag
-pam pap pcd pcm pdc pfl pi pih pl pms pnb pnt ps pt pwn qu rki rm rmy rn ro roa-rup roa-tara rsk ru
-rue rup rw sa sah sat sc scn sco sd se sg sgs sh shi shn si simple sk skr sl sm smn sn so sq sr srn
-ss st stq su sv sw syl szl szy ta tay tcy tdd te tet tg th ti tig tk tl tly tn to tpi tr trv ts tt
-tum tw ty tyv udm ug uk ur uz ve vec vep vi vls vo vro wa war wo wuu xal xh xmf yi yo yue za zea zgh
-zh zh-classical zh-min-nan zh-yue zu
-""".split())
-_INTERWIKI = frozenset("""
-b c commons d m mw meta n q s species v voy w wikt wikibooks wikidata wikimedia wikinews wikipedia
-wikiquote wikisource wikispecies wikiversity wikivoyage wiktionary foundation wmf phab mediawikiwiki
-outreach incubator
-""".split())
+_WIKI_LANGS = frozenset(
+    [
+        "aa",
+        "ab",
+        "ace",
+        "ady",
+        "af",
+        "ak",
+        "als",
+        "alt",
+        "am",
+        "ami",
+        "an",
+        "ang",
+        "anp",
+        "ar",
+        "arc",
+        "ary",
+        "arz",
+        "as",
+        "ast",
+        "atj",
+        "av",
+        "avk",
+        "awa",
+        "ay",
+        "az",
+        "azb",
+        "ba",
+        "ban",
+        "bar",
+        "bat-smg",
+        "bbc",
+        "bcl",
+        "bdr",
+        "be",
+        "be-tarask",
+        "be-x-old",
+        "bew",
+        "bg",
+        "bh",
+        "bi",
+        "bjn",
+        "blk",
+        "bm",
+        "bn",
+        "bo",
+        "bpy",
+        "br",
+        "bs",
+        "btm",
+        "bug",
+        "bxr",
+        "ca",
+        "cbk-zam",
+        "cdo",
+        "ce",
+        "ceb",
+        "ch",
+        "cho",
+        "chr",
+        "chy",
+        "ckb",
+        "co",
+        "cr",
+        "crh",
+        "cs",
+        "csb",
+        "cu",
+        "cv",
+        "cy",
+        "da",
+        "dag",
+        "de",
+        "dga",
+        "din",
+        "diq",
+        "dsb",
+        "dtp",
+        "dty",
+        "dv",
+        "dz",
+        "ee",
+        "el",
+        "eml",
+        "en",
+        "eo",
+        "es",
+        "et",
+        "eu",
+        "ext",
+        "fa",
+        "fat",
+        "ff",
+        "fi",
+        "fiu-vro",
+        "fj",
+        "fo",
+        "fon",
+        "fr",
+        "frp",
+        "frr",
+        "fur",
+        "fy",
+        "ga",
+        "gag",
+        "gan",
+        "gcr",
+        "gd",
+        "gl",
+        "glk",
+        "gn",
+        "gom",
+        "gor",
+        "got",
+        "gpe",
+        "gsw",
+        "gu",
+        "guc",
+        "gur",
+        "guw",
+        "gv",
+        "ha",
+        "hak",
+        "haw",
+        "he",
+        "hi",
+        "hif",
+        "ho",
+        "hr",
+        "hsb",
+        "ht",
+        "hu",
+        "hy",
+        "hyw",
+        "hz",
+        "ia",
+        "iba",
+        "id",
+        "ie",
+        "ig",
+        "igl",
+        "ii",
+        "ik",
+        "ilo",
+        "inh",
+        "io",
+        "is",
+        "it",
+        "iu",
+        "ja",
+        "jam",
+        "jbo",
+        "jv",
+        "ka",
+        "kaa",
+        "kab",
+        "kbd",
+        "kbp",
+        "kcg",
+        "kg",
+        "kge",
+        "ki",
+        "kj",
+        "kk",
+        "kl",
+        "km",
+        "kn",
+        "knc",
+        "ko",
+        "koi",
+        "kr",
+        "krc",
+        "ks",
+        "ksh",
+        "ku",
+        "kus",
+        "kv",
+        "kw",
+        "ky",
+        "la",
+        "lad",
+        "lb",
+        "lbe",
+        "lez",
+        "lfn",
+        "lg",
+        "li",
+        "lij",
+        "lld",
+        "lmo",
+        "ln",
+        "lo",
+        "lrc",
+        "lt",
+        "ltg",
+        "lv",
+        "lzh",
+        "mad",
+        "mai",
+        "map-bms",
+        "mdf",
+        "mg",
+        "mh",
+        "mhr",
+        "mi",
+        "min",
+        "mk",
+        "ml",
+        "mn",
+        "mni",
+        "mnw",
+        "mo",
+        "mos",
+        "mr",
+        "mrj",
+        "ms",
+        "mt",
+        "mus",
+        "mwl",
+        "my",
+        "myv",
+        "mzn",
+        "na",
+        "nah",
+        "nap",
+        "nds",
+        "nds-nl",
+        "ne",
+        "new",
+        "ng",
+        "nia",
+        "nl",
+        "nn",
+        "no",
+        "nov",
+        "nqo",
+        "nr",
+        "nrm",
+        "nso",
+        "nup",
+        "nv",
+        "ny",
+        "oc",
+        "olo",
+        "om",
+        "or",
+        "os",
+        "pa",
+        "pag",
+        "pam",
+        "pap",
+        "pcd",
+        "pcm",
+        "pdc",
+        "pfl",
+        "pi",
+        "pih",
+        "pl",
+        "pms",
+        "pnb",
+        "pnt",
+        "ps",
+        "pt",
+        "pwn",
+        "qu",
+        "rki",
+        "rm",
+        "rmy",
+        "rn",
+        "ro",
+        "roa-rup",
+        "roa-tara",
+        "rsk",
+        "ru",
+        "rue",
+        "rup",
+        "rw",
+        "sa",
+        "sah",
+        "sat",
+        "sc",
+        "scn",
+        "sco",
+        "sd",
+        "se",
+        "sg",
+        "sgs",
+        "sh",
+        "shi",
+        "shn",
+        "si",
+        "simple",
+        "sk",
+        "skr",
+        "sl",
+        "sm",
+        "smn",
+        "sn",
+        "so",
+        "sq",
+        "sr",
+        "srn",
+        "ss",
+        "st",
+        "stq",
+        "su",
+        "sv",
+        "sw",
+        "syl",
+        "szl",
+        "szy",
+        "ta",
+        "tay",
+        "tcy",
+        "tdd",
+        "te",
+        "tet",
+        "tg",
+        "th",
+        "ti",
+        "tig",
+        "tk",
+        "tl",
+        "tly",
+        "tn",
+        "to",
+        "tpi",
+        "tr",
+        "trv",
+        "ts",
+        "tt",
+        "tum",
+        "tw",
+        "ty",
+        "tyv",
+        "udm",
+        "ug",
+        "uk",
+        "ur",
+        "uz",
+        "ve",
+        "vec",
+        "vep",
+        "vi",
+        "vls",
+        "vo",
+        "vro",
+        "wa",
+        "war",
+        "wo",
+        "wuu",
+        "xal",
+        "xh",
+        "xmf",
+        "yi",
+        "yo",
+        "yue",
+        "za",
+        "zea",
+        "zgh",
+        "zh",
+        "zh-classical",
+        "zh-min-nan",
+        "zh-yue",
+        "zu",
+    ]
+)
+_INTERWIKI = frozenset(
+    [
+        "b",
+        "c",
+        "commons",
+        "d",
+        "m",
+        "mw",
+        "meta",
+        "n",
+        "q",
+        "s",
+        "species",
+        "v",
+        "voy",
+        "w",
+        "wikt",
+        "wikibooks",
+        "wikidata",
+        "wikimedia",
+        "wikinews",
+        "wikipedia",
+        "wikiquote",
+        "wikisource",
+        "wikispecies",
+        "wikiversity",
+        "wikivoyage",
+        "wiktionary",
+        "foundation",
+        "wmf",
+        "phab",
+        "mediawikiwiki",
+        "outreach",
+        "incubator",
+    ]
+)
 #: Languages written without spaces between words: no word-boundary test, and no link trail
 #: unless :data:`LINK_TRAILS` gives MediaWiki's.
-NO_SPACE_LANGUAGES = frozenset({"ja", "zh", "th", "km", "lo", "my", "bo", "dz", "zh-yue", "yue", "wuu", "gan",
-                                "zh-classical", "lzh", "zh-min-nan"})
+NO_SPACE_LANGUAGES = frozenset(
+    {"ja", "zh", "th", "km", "lo", "my", "bo", "dz", "zh-yue", "yue", "wuu", "gan", "zh-classical", "lzh", "zh-min-nan"}
+)
 _ARABIC_MARKS = "\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed"
 #: The letters of a link trail (``[[Japan]]ese``), as MediaWiki's ``$linkTrail`` of
 #: ``languages/messages/Messages{Xx}.php`` has them, for the languages checked against it
@@ -97,16 +481,19 @@ LINK_TRAILS: dict[str, str] = {
     "zh": "a-z",
 }
 
-_DROP_TAGS = ("ref|references|math|chem|ce|score|timeline|gallery|syntaxhighlight|source|graph|mapframe|maplink"
-              "|templatedata|templatestyles|imagemap|hiero|inputbox|categorytree|indicator|section|charinsert"
-              "|pre|code|noinclude|includeonly|onlyinclude")
+_DROP_TAGS = (
+    "ref|references|math|chem|ce|score|timeline|gallery|syntaxhighlight|source|graph|mapframe|maplink"
+    "|templatedata|templatestyles|imagemap|hiero|inputbox|categorytree|indicator|section|charinsert"
+    "|pre|code|noinclude|includeonly|onlyinclude"
+)
 #: Tags whose content is dropped (not prose), as documented above.
 DROPPED_TAGS = frozenset(_DROP_TAGS.split("|"))
 _COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # The page's own characters of the placeholder plane (private use, group 2) are saved like
 # <nowiki> contents, so that none of them is taken for a placeholder when the pieces are put back.
-_NOWIKI_RE = re.compile(r"<nowiki\s*>(.*?)</nowiki\s*>|<nowiki\s*/>|([\U000f0000-\U000ffffd])",
-                        re.DOTALL | re.IGNORECASE)
+_NOWIKI_RE = re.compile(
+    r"<nowiki\s*>(.*?)</nowiki\s*>|<nowiki\s*/>|([\U000f0000-\U000ffffd])", re.DOTALL | re.IGNORECASE
+)
 _DROP_TAG_RE = re.compile(
     rf"<({_DROP_TAGS})(?:\s[^>]*?)?/>|<({_DROP_TAGS})(?:\s[^>]*)?>.*?</\2\s*>", re.DOTALL | re.IGNORECASE
 )
@@ -171,8 +558,9 @@ def _fold(name: str) -> str:
     return " ".join(name.replace("_", " ").split()).lower()
 
 
-def _tokens(text: str, open_re: re.Pattern[str], close_re: re.Pattern[str] | None,
-            is_open: Callable[[str], bool] | None = None) -> list[tuple[int, int, bool, int]]:
+def _tokens(
+    text: str, open_re: re.Pattern[str], close_re: re.Pattern[str] | None, is_open: Callable[[str], bool] | None = None
+) -> list[tuple[int, int, bool, int]]:
     """``(start, end, is_opener, levels)`` of the tokens in ``text``, in order.
 
     With two patterns, a run of brackets counts one level per pair. With one
@@ -370,8 +758,9 @@ def parse_wikitext(wikitext: str, rules: LinkRules) -> tuple[str, list[tuple[int
     return stripped, links
 
 
-def _read_links(text: str, rules: LinkRules, saved: list[str],
-                level: int = 0) -> tuple[str, list[tuple[int, int, str]]]:
+def _read_links(
+    text: str, rules: LinkRules, saved: list[str], level: int = 0
+) -> tuple[str, list[tuple[int, int, str]]]:
     pieces: list[str] = []
     links: list[tuple[int, int, str]] = []
     pos = 0  # length of the output so far
@@ -414,8 +803,11 @@ def _read_links(text: str, rules: LinkRules, saved: list[str],
             continue
         if nested:  # links inside an anchor: keep their text only
             inner = anchor if sep else target
-            shown = (_read_links(inner, rules, saved, level + 1)[0] if level < 8
-                     else _restore(inner.replace("[[", "").replace("]]", ""), saved))
+            shown = (
+                _read_links(inner, rules, saved, level + 1)[0]
+                if level < 8
+                else _restore(inner.replace("[[", "").replace("]]", ""), saved)
+            )
         else:
             shown = anchor if sep and anchor and not anchor.isspace() else _display(target, anchor if sep else None)
             if saved or "&" in shown or _TRAIL_STOP in shown:

@@ -46,8 +46,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                help="Print the version and exit.")] = False) -> None:
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
     """mluke: multilingual knowledge probing and entity linking with mLUKE."""
 
 
@@ -56,16 +59,24 @@ app.add_typer(cache_commands.app, name="cache", short_help="Show and clean the c
 app.command("pretrain", short_help="Pretrain mLUKE from XLM-R, or train the demo model.")(train_commands.pretrain)
 app.command("probe", short_help="Ask the model which object each subject has (cloze probing).")(probe_commands.probe)
 app.command("eval-mlama", short_help="Evaluate a model on mLAMA 1.1 (P@1, language bias).")(probe_commands.eval_mlama)
-app.command("eval-demo", short_help="Probe and link with the demo model on its held-out facts.")(probe_commands.eval_demo)
+app.command("eval-demo", short_help="Probe and link with the demo model on its held-out facts.")(
+    probe_commands.eval_demo
+)
 app.command("link", short_help="Link entity mentions in texts to the kb's entities.")(link_commands.link)
 app.command("eval-link", short_help="Evaluate entity linking on Mewsli-9.")(link_commands.eval_link)
 app.command("corpus", short_help="Build the pretraining corpus from a dump build's page texts.")(train_commands.corpus)
 app.command("finetune", short_help="Fine-tune mLUKE for NER, relation extraction or QA.")(transfer_commands.finetune)
-app.command("evaluate", short_help="Evaluate a fine-tuned model zero-shot in other languages.")(transfer_commands.evaluate)
+app.command("evaluate", short_help="Evaluate a fine-tuned model zero-shot in other languages.")(
+    transfer_commands.evaluate
+)
 app.add_typer(analysis_commands.app, name="index", short_help="Build and search a FAISS index of span vectors.")
 app.command("eval-cwr", short_help="Contextual word retrieval across languages (MRR).")(analysis_commands.eval_cwr)
-app.command("modularity", short_help="Modularity of span features, communities = languages.")(analysis_commands.modularity)
-app.command("parallel-spans", short_help="Write parallel sentences with entity spans from kb facts.")(analysis_commands.parallel_spans)
+app.command("modularity", short_help="Modularity of span features, communities = languages.")(
+    analysis_commands.modularity
+)
+app.command("parallel-spans", short_help="Write parallel sentences with entity spans from kb facts.")(
+    analysis_commands.parallel_spans
+)
 
 
 def main() -> None:

@@ -10,8 +10,11 @@ import typer
 from kb.cache import cache_dir
 from mluke.cli.output import print_table
 
-app = typer.Typer(help="Show what mluke keeps in its cache folder ($MLUKE_HOME) and remove what is no longer used.",
-                  no_args_is_help=True, rich_markup_mode=None)
+app = typer.Typer(
+    help="Show what mluke keeps in its cache folder ($MLUKE_HOME) and remove what is no longer used.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 
 def _size(n: int) -> str:
@@ -26,17 +29,28 @@ def info() -> None:
 
     entries = cache_entries()
     typer.echo(f"cache folder: {cache_dir()} (set MLUKE_HOME to move it)")
-    print_table(None, ["name", "what", "size", "status"],
-                [[e.path.name, e.kind, _size(e.size), e.status + (f" ({e.why})" if e.why else "")] for e in entries])
+    print_table(
+        None,
+        ["name", "what", "size", "status"],
+        [[e.path.name, e.kind, _size(e.size), e.status + (f" ({e.why})" if e.why else "")] for e in entries],
+    )
     unused = [e for e in entries if e.status in UNUSED]
     total = sum(e.size for e in entries)
-    typer.echo(f"{len(entries)} entries, {_size(total)}; {len(unused)} unused ({_size(sum(e.size for e in unused))}): "
-               "`mluke cache clean` removes them")
+    typer.echo(
+        f"{len(entries)} entries, {_size(total)}; {len(unused)} unused ({_size(sum(e.size for e in unused))}): "
+        "`mluke cache clean` removes them"
+    )
 
 
 @app.command("clean", short_help="Remove unused cache entries (--all: everything not running).")
 def clean(
-    everything: Annotated[bool, typer.Option("--all", help="Also remove what is in use (the embedded kb, the demo models, mention indexes, resumable trainings); each is rebuilt when next needed.")] = False,
+    everything: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Also remove what is in use (the embedded kb, the demo models, mention indexes, resumable trainings); each is rebuilt when next needed.",
+        ),
+    ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be removed.")] = False,
 ) -> None:
     """Remove unused entries: mention indexes of databases that were deleted or rebuilt, older versions,

@@ -62,7 +62,7 @@ def device(value: str | None, dtype: str | None = None) -> None:
         try:
             resolve_device(value)
         except OptionError as exc:
-            raise OptionError(f"--{str(exc)}") from None
+            raise OptionError(f"--{exc!s}") from None
     if dtype is not None and dtype.lower() not in DTYPES:
         raise OptionError(f"--dtype {dtype}: expected one of fp32, bf16, fp16 (or {', '.join(sorted(DTYPES))})")
 

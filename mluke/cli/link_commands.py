@@ -4,7 +4,7 @@ stream: memory does not grow with the input) and :func:`probes.eval_link`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -16,15 +16,48 @@ from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_o
 def link(
     source: Annotated[str, typer.Argument(help="Text file with one text per line, or '-' for standard input.")],
     lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the texts, e.g. ja.")] = "en",
-    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
-    db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
-    method: Annotated[str, typer.Option(help="'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one and feeding each resolved entity back in as context).")] = "combined",
-    prior_weight: Annotated[float, typer.Option(help="Weight of log p(entity | mention) next to the model's log-probability in 'combined' and 'global'.")] = 1.0,
-    nil_threshold: Annotated[Optional[float], typer.Option(help="Mentions whose confidence (0 to 1) is below this are NIL (default: the calibrated threshold, see the README).")] = None,
-    candidates: Annotated[bool, typer.Option("--candidates", help="Show the runner-up candidates in the table and include every candidate's scores in the JSONL output.")] = False,
-    jsonl: Annotated[Optional[str], typer.Option("--jsonl", help="Write one JSON object per input line to this file ('-' for stdout); the terminal then shows a summary instead of every mention.")] = None,
-    limit: Annotated[int, typer.Option(help="Mentions to print on the terminal (the rest are counted; --jsonl writes them all).")] = 50,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")] = True,
+    model: Annotated[
+        str | None, typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")
+    ] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            help="'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one and feeding each resolved entity back in as context)."
+        ),
+    ] = "combined",
+    prior_weight: Annotated[
+        float,
+        typer.Option(
+            help="Weight of log p(entity | mention) next to the model's log-probability in 'combined' and 'global'."
+        ),
+    ] = 1.0,
+    nil_threshold: Annotated[
+        float | None,
+        typer.Option(
+            help="Mentions whose confidence (0 to 1) is below this are NIL (default: the calibrated threshold, see the README)."
+        ),
+    ] = None,
+    candidates: Annotated[
+        bool,
+        typer.Option(
+            "--candidates",
+            help="Show the runner-up candidates in the table and include every candidate's scores in the JSONL output.",
+        ),
+    ] = False,
+    jsonl: Annotated[
+        str | None,
+        typer.Option(
+            "--jsonl",
+            help="Write one JSON object per input line to this file ('-' for stdout); the terminal then shows a summary instead of every mention.",
+        ),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option(help="Mentions to print on the terminal (the rest are counted; --jsonl writes them all).")
+    ] = 50,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")
+    ] = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
@@ -39,9 +72,19 @@ def link(
     from mluke.linking import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally
 
-    stream = iter_link_file(source, lang, kb=db, model=model, method=method, prior_weight=prior_weight,  # type: ignore[arg-type]
-                            nil_threshold=nil_threshold, candidates=candidates, progress=progress, device=device,
-                            dtype=dtype)
+    stream = iter_link_file(
+        source,
+        lang,
+        kb=db,
+        model=model,
+        method=method,
+        prior_weight=prior_weight,  # type: ignore[arg-type]
+        nil_threshold=nil_threshold,
+        candidates=candidates,
+        progress=progress,
+        device=device,
+        dtype=dtype,
+    )
     if jsonl:  # each line written as soon as it is linked
         tally = write_linked(stream, jsonl, overwrite=overwrite)
         if jsonl == "-":
@@ -51,14 +94,18 @@ def link(
         _say_if_nothing_found(tally, source, lang)
         wrote(outputs)
         return
-    tally = LinkTally(keep=limit, runner_ups=3 if candidates else 0)  # counts, and the rows of the first --limit mentions
+    tally = LinkTally(
+        keep=limit, runner_ups=3 if candidates else 0
+    )  # counts, and the rows of the first --limit mentions
     for item in stream:
         tally.add(item)
     columns = [c.format(lang=lang) for c in MENTION_COLUMNS] + (["runner-ups (name prior)"] if candidates else [])
     print_table(None, columns, tally.rows)
     _say_if_nothing_found(tally, source, lang)
     if tally.mentions > limit:
-        typer.echo(f"... and {tally.mentions - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)")
+        typer.echo(
+            f"... and {tally.mentions - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)"
+        )
 
 
 def _say_if_nothing_found(tally: Any, source: str, lang: str) -> None:
@@ -67,20 +114,65 @@ def _say_if_nothing_found(tally: Any, source: str, lang: str) -> None:
     if not tally.texts:
         typer.echo(f"note: {'standard input' if source == '-' else source} holds no text to link")
     elif not tally.mentions:
-        typer.echo(f"note: no {lang!r} name of the kb occurs in the {tally.texts:,} text(s); texts in another "
-                   f"language need --lang (e.g. --lang ja)")
+        typer.echo(
+            f"note: no {lang!r} name of the kb occurs in the {tally.texts:,} text(s); texts in another "
+            f"language need --lang (e.g. --lang ja)"
+        )
 
 
 def eval_link(
-    folder: Annotated[Path, typer.Argument(help="The Mewsli-9 'dataset' folder written by its extraction script (holding <lang>/docs.tsv, <lang>/mentions.tsv, <lang>/text/), or one language folder.")],
-    langs: Annotated[Optional[str], typer.Option("--langs", help="Comma-separated languages to evaluate, e.g. ja,de (default: every language folder found).")] = None,
-    methods: Annotated[str, typer.Option("--methods", help="Comma-separated linking methods to compare: 'prior' (most common entity for the name), 'model' (the model alone), 'combined' (model + prior), 'global' (combined, resolving the most confident mention first; the slowest).")] = "prior,model,combined,global",
-    model: Annotated[Optional[str], typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")] = None,
-    db: Annotated[Optional[Path], typer.Option("--db", help="Entity database whose keys match the dataset's qid column, e.g. a kb built from the Wikidata dump (default: the embedded kb).")] = None,
-    end_to_end: Annotated[bool, typer.Option("--end-to-end/--no-end-to-end", help="Also let the linker find the mentions itself and report precision, recall and F1 against the gold mentions (exact span and entity); --no-end-to-end halves the time.")] = True,
-    nil_threshold: Annotated[Optional[float], typer.Option(help="Treat mentions whose confidence (0 to 1) is below this as NIL (not linked; default: the calibrated threshold).")] = None,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write every score and the skipped-record counts as JSON to this file ('-' for stdout).")] = None,
-    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per (language, method) as CSV to this file ('-' for stdout).")] = None,
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            help="The Mewsli-9 'dataset' folder written by its extraction script (holding <lang>/docs.tsv, <lang>/mentions.tsv, <lang>/text/), or one language folder."
+        ),
+    ],
+    langs: Annotated[
+        str | None,
+        typer.Option(
+            "--langs", help="Comma-separated languages to evaluate, e.g. ja,de (default: every language folder found)."
+        ),
+    ] = None,
+    methods: Annotated[
+        str,
+        typer.Option(
+            "--methods",
+            help="Comma-separated linking methods to compare: 'prior' (most common entity for the name), 'model' (the model alone), 'combined' (model + prior), 'global' (combined, resolving the most confident mention first; the slowest).",
+        ),
+    ] = "prior,model,combined,global",
+    model: Annotated[
+        str | None, typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")
+    ] = None,
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            "--db",
+            help="Entity database whose keys match the dataset's qid column, e.g. a kb built from the Wikidata dump (default: the embedded kb).",
+        ),
+    ] = None,
+    end_to_end: Annotated[
+        bool,
+        typer.Option(
+            "--end-to-end/--no-end-to-end",
+            help="Also let the linker find the mentions itself and report precision, recall and F1 against the gold mentions (exact span and entity); --no-end-to-end halves the time.",
+        ),
+    ] = True,
+    nil_threshold: Annotated[
+        float | None,
+        typer.Option(
+            help="Treat mentions whose confidence (0 to 1) is below this as NIL (not linked; default: the calibrated threshold)."
+        ),
+    ] = None,
+    json_out: Annotated[
+        str | None,
+        typer.Option(
+            "--json", help="Write every score and the skipped-record counts as JSON to this file ('-' for stdout)."
+        ),
+    ] = None,
+    csv_out: Annotated[
+        str | None,
+        typer.Option("--csv", help="Write one row per (language, method) as CSV to this file ('-' for stdout)."),
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     overwrite: OverwriteOption = False,
 ) -> None:
@@ -95,12 +187,22 @@ def eval_link(
     from probes.linking_eval import METRIC_COLUMNS
 
     outputs = check_outputs(overwrite, json_out, csv_out)
-    report = run(folder, langs=split_list(langs), methods=split_list(methods) or [], model=model, kb=db,
-                 end_to_end=end_to_end, nil_threshold=nil_threshold, progress=progress)
+    report = run(
+        folder,
+        langs=split_list(langs),
+        methods=split_list(methods) or [],
+        model=model,
+        kb=db,
+        end_to_end=end_to_end,
+        nil_threshold=nil_threshold,
+        progress=progress,
+    )
     if json_out:
         write_json(report.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
-        write_csv(list(METRIC_COLUMNS), [[r[c] for c in METRIC_COLUMNS] for r in report.rows], csv_out, overwrite=overwrite)
+        write_csv(
+            list(METRIC_COLUMNS), [[r[c] for c in METRIC_COLUMNS] for r in report.rows], csv_out, overwrite=overwrite
+        )
     if "-" in outputs:
         return
     columns, rows = report.table()
@@ -110,5 +212,3 @@ def eval_link(
         for example in report.skipped_examples:
             typer.echo(f"  e.g. {example}")
     wrote(outputs)
-
-

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,26 +14,77 @@ from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_o
 
 
 def probe(
-    template: Annotated[str, typer.Argument(help="Cloze template with one [X] (subject) and one [Y] (object), e.g. '[X] is the capital of [Y]'.")],
-    lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the prompts and labels (an English template is mapped to this language's template).")] = "en",
-    subject: Annotated[Optional[list[str]], typer.Option("--subject", "-s", help="Subject label, key or any name (repeatable); default: every subject with facts.")] = None,
-    candidate: Annotated[Optional[list[str]], typer.Option("--candidate", help="Candidate label or key (repeatable); default: the relation's objects.")] = None,
-    relation: Annotated[Optional[str], typer.Option(help="Wikidata property id (P36...) when the template is not one of the kb's.")] = None,
-    mode: Annotated[Optional[str], typer.Option(help="'entity', 'word' (mLAMA's typed querying) or 'both'; default: entity for mLUKE, else word.")] = None,
-    subject_entity: Annotated[Optional[bool], typer.Option("--subject-entity/--no-subject-entity", help="Give the subject's entity over [X] ([X]&[Y], the default) or not ([Y] only).")] = None,
-    templates: Annotated[Optional[Path], typer.Option("--templates", help="More templates: an mLAMA folder or a templates.jsonl file.")] = None,
+    template: Annotated[
+        str,
+        typer.Argument(
+            help="Cloze template with one [X] (subject) and one [Y] (object), e.g. '[X] is the capital of [Y]'."
+        ),
+    ],
+    lang: Annotated[
+        str,
+        typer.Option(
+            "--lang",
+            "-l",
+            help="Language of the prompts and labels (an English template is mapped to this language's template).",
+        ),
+    ] = "en",
+    subject: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--subject", "-s", help="Subject label, key or any name (repeatable); default: every subject with facts."
+        ),
+    ] = None,
+    candidate: Annotated[
+        list[str] | None,
+        typer.Option("--candidate", help="Candidate label or key (repeatable); default: the relation's objects."),
+    ] = None,
+    relation: Annotated[
+        str | None, typer.Option(help="Wikidata property id (P36...) when the template is not one of the kb's.")
+    ] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(help="'entity', 'word' (mLAMA's typed querying) or 'both'; default: entity for mLUKE, else word."),
+    ] = None,
+    subject_entity: Annotated[
+        bool | None,
+        typer.Option(
+            "--subject-entity/--no-subject-entity",
+            help="Give the subject's entity over [X] ([X]&[Y], the default) or not ([Y] only).",
+        ),
+    ] = None,
+    templates: Annotated[
+        Path | None, typer.Option("--templates", help="More templates: an mLAMA folder or a templates.jsonl file.")
+    ] = None,
     top_k: Annotated[int, typer.Option(help="How many predictions to keep per subject.")] = 5,
-    normalize: Annotated[str, typer.Option(help="Log-probabilities over the 'candidates' or the whole 'vocabulary' (same ranking).")] = "candidates",
-    keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Keep a subject among its own candidates (as mLAMA's evaluation does).")] = False,
-    threshold: Annotated[Optional[float], typer.Option(help="Answer with every candidate of at least this probability (P/R/F1 over all objects).")] = None,
+    normalize: Annotated[
+        str, typer.Option(help="Log-probabilities over the 'candidates' or the whole 'vocabulary' (same ranking).")
+    ] = "candidates",
+    keep_subject: Annotated[
+        bool,
+        typer.Option("--keep-subject", help="Keep a subject among its own candidates (as mLAMA's evaluation does)."),
+    ] = False,
+    threshold: Annotated[
+        float | None,
+        typer.Option(help="Answer with every candidate of at least this probability (P/R/F1 over all objects)."),
+    ] = None,
     max_pieces: Annotated[int, typer.Option(help="Open-vocabulary word answers: longest answer, in word pieces.")] = 5,
-    decoding: Annotated[str, typer.Option(help="Open-vocabulary: 'independent', 'left-to-right' or 'confidence' order.")] = "confidence",
+    decoding: Annotated[
+        str, typer.Option(help="Open-vocabulary: 'independent', 'left-to-right' or 'confidence' order.")
+    ] = "confidence",
     beam: Annotated[int, typer.Option(help="Open-vocabulary word answers: partial answers kept at each step.")] = 5,
-    model: Annotated[Optional[str], typer.Option(help="mLUKE checkpoint or any masked LM, folder or hub name (default: the demo model).")] = None,
-    db: Annotated[Optional[Path], typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="mLUKE checkpoint or any masked LM, folder or hub name (default: the demo model)."),
+    ] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write the full result as JSON to this file ('-' for stdout).")] = None,
-    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write one row per prediction (and mode) as CSV to this file ('-' for stdout).")] = None,
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write the full result as JSON to this file ('-' for stdout).")
+    ] = None,
+    csv_out: Annotated[
+        str | None,
+        typer.Option("--csv", help="Write one row per prediction (and mode) as CSV to this file ('-' for stdout)."),
+    ] = None,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
@@ -53,10 +104,27 @@ def probe(
     outputs = check_outputs(overwrite, json_out, csv_out)
     from mluke.cloze import probe as run
 
-    result = run(template, lang, subjects=subject, candidates=candidate, relation=relation, mode=mode,  # type: ignore[arg-type]
-                 use_subject_entity=subject_entity, top_k=top_k, normalize=normalize,  # type: ignore[arg-type]
-                 exclude_subject=not keep_subject, templates=templates, model=model, kb=db, device=device, dtype=dtype,
-                 threshold=threshold, max_pieces=max_pieces, decoding=decoding, beam=beam)  # type: ignore[arg-type]
+    result = run(
+        template,
+        lang,
+        subjects=subject,
+        candidates=candidate,
+        relation=relation,
+        mode=mode,  # type: ignore[arg-type]
+        use_subject_entity=subject_entity,
+        top_k=top_k,
+        normalize=normalize,  # type: ignore[arg-type]
+        exclude_subject=not keep_subject,
+        templates=templates,
+        model=model,
+        kb=db,
+        device=device,
+        dtype=dtype,
+        threshold=threshold,
+        max_pieces=max_pieces,
+        decoding=decoding,
+        beam=beam,
+    )  # type: ignore[arg-type]
     if json_out:
         write_json(result.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
@@ -68,27 +136,69 @@ def probe(
         typer.echo(f"note: {note}")
     for r in result.results:
         shown = None if threshold is not None else 3  # answer sets are shown whole
-        rows = [[row.label, ", ".join(p.label + (" ✓" if p.correct else "") for p in row.predictions[:shown])
-                 or ("(none)" if shown is None else ""),
-                 ", ".join(row.gold_labels) or ("(none)" if row.gold_known else "?"), row.rank or "-"]
-                for row in r.rows[:limit]]
+        rows = [
+            [
+                row.label,
+                ", ".join(p.label + (" ✓" if p.correct else "") for p in row.predictions[:shown])
+                or ("(none)" if shown is None else ""),
+                ", ".join(row.gold_labels) or ("(none)" if row.gold_known else "?"),
+                row.rank or "-",
+            ]
+            for row in r.rows[:limit]
+        ]
         typer.echo(r.summary())  # above the table, not as its title: long lines do not wrap inside the table
-        print_table(None, ["subject", "top predictions" if shown else f"answers (p >= {threshold:g})", "answer", "rank"],
-                    rows)
+        print_table(
+            None, ["subject", "top predictions" if shown else f"answers (p >= {threshold:g})", "answer", "rank"], rows
+        )
     wrote(outputs)
 
 
 def eval_mlama(
-    folder: Annotated[Path, typer.Argument(help="The mLAMA data folder (holding mlama1.1/<lang>/ and the *_objects/ candidate files).")],
-    model: Annotated[Optional[list[str]], typer.Option(help="mLUKE checkpoint or any Hugging Face masked LM, as a folder or hub name (default: the embedded demo model); repeat to compare models side by side.")] = None,
+    folder: Annotated[
+        Path,
+        typer.Argument(help="The mLAMA data folder (holding mlama1.1/<lang>/ and the *_objects/ candidate files)."),
+    ],
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="mLUKE checkpoint or any Hugging Face masked LM, as a folder or hub name (default: the embedded demo model); repeat to compare models side by side."
+        ),
+    ] = None,
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated languages to evaluate, e.g. en,ja,de.")] = "en",
-    mode: Annotated[Optional[str], typer.Option(help="'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way). Default: entity for mLUKE checkpoints, word for other masked LMs; models without an entity vocabulary always use word mode.")] = None,
-    subject_entity: Annotated[bool, typer.Option("--subject-entity", help="Also give the subject's entity ([X]&[Y] prompts).")] = False,
-    relations: Annotated[Optional[str], typer.Option(help="Comma-separated relation ids to keep (default: all but date relations).")] = None,
-    keep_subject: Annotated[bool, typer.Option("--keep-subject", help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.")] = False,
-    threshold: Annotated[Optional[float], typer.Option(help="Also answer each subject with every candidate whose probability is at least this (possibly none), scored by precision/recall/F1 against all its true objects (N-M relations such as P47 have several), macro-averaged like P@1.")] = None,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write P@1 per relation, macro averages and language bias as JSON ('-' for stdout).")] = None,
-    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")] = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            help="'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way). Default: entity for mLUKE checkpoints, word for other masked LMs; models without an entity vocabulary always use word mode."
+        ),
+    ] = None,
+    subject_entity: Annotated[
+        bool, typer.Option("--subject-entity", help="Also give the subject's entity ([X]&[Y] prompts).")
+    ] = False,
+    relations: Annotated[
+        str | None, typer.Option(help="Comma-separated relation ids to keep (default: all but date relations).")
+    ] = None,
+    keep_subject: Annotated[
+        bool,
+        typer.Option(
+            "--keep-subject",
+            help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.",
+        ),
+    ] = False,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            help="Also answer each subject with every candidate whose probability is at least this (possibly none), scored by precision/recall/F1 against all its true objects (N-M relations such as P47 have several), macro-averaged like P@1."
+        ),
+    ] = None,
+    json_out: Annotated[
+        str | None,
+        typer.Option(
+            "--json", help="Write P@1 per relation, macro averages and language bias as JSON ('-' for stdout)."
+        ),
+    ] = None,
+    csv_out: Annotated[
+        str | None, typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
@@ -101,25 +211,41 @@ def eval_mlama(
     checks.between("--threshold", threshold, 0, 1)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
-    from probes import compare_mlama, eval_mlama as run
+    from probes import compare_mlama
+    from probes import eval_mlama as run
 
-    options = dict(mode=mode, use_subject_entity=subject_entity, exclude_subject=not keep_subject,
-                   relations=split_list(relations), progress=progress, device=device, dtype=dtype, threshold=threshold)
+    options = {
+        "mode": mode,
+        "use_subject_entity": subject_entity,
+        "exclude_subject": not keep_subject,
+        "relations": split_list(relations),
+        "progress": progress,
+        "device": device,
+        "dtype": dtype,
+        "threshold": threshold,
+    }
     sets = ["precision", "recall", "F1"] if threshold is not None else []
     if model and len(model) > 1:
         comparison = compare_mlama(folder, list(model), split_list(langs) or [], **options)
         if json_out:
             write_json(comparison.to_dict(), json_out, overwrite=overwrite)
         if csv_out:
-            write_csv(["model", "mode", "lang", "relation", "subjects", "P@1", *sets],
-                      [[r["model"], r["mode"], r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)]
-                       for r in comparison.rows()],
-                      csv_out, overwrite=overwrite)
+            write_csv(
+                ["model", "mode", "lang", "relation", "subjects", "P@1", *sets],
+                [
+                    [r["model"], r["mode"], r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)]
+                    for r in comparison.rows()
+                ],
+                csv_out,
+                overwrite=overwrite,
+            )
         if "-" in outputs:
             return
         columns, rows = comparison.table()
-        typer.echo("mLAMA P@1 x 100, macro-averaged over relations; entity modes apply to mLUKE checkpoints only, "
-                   "other models are asked in word mode")  # a line, not a title: titles wrap inside the table
+        typer.echo(
+            "mLAMA P@1 x 100, macro-averaged over relations; entity modes apply to mLUKE checkpoints only, "
+            "other models are asked in word mode"
+        )  # a line, not a title: titles wrap inside the table
         print_table(None, columns, rows)
         if threshold is not None:
             typer.echo(f"answer sets (p >= {threshold:g}): F1 x 100, macro-averaged over relations")
@@ -134,30 +260,57 @@ def eval_mlama(
         write_json(report.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
         rows = report.rows()
-        write_csv(["lang", "relation", "subjects", "P@1", *sets],
-                  [[r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)] for r in rows],
-                  csv_out, overwrite=overwrite)
+        write_csv(
+            ["lang", "relation", "subjects", "P@1", *sets],
+            [[r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)] for r in rows],
+            csv_out,
+            overwrite=overwrite,
+        )
     if "-" in outputs:
         return
-    print_table(f"mLAMA P@1 ({report.mode} mode)" + (f", answer sets p >= {threshold:g}" if sets else ""),
-                ["lang", "relation", "subjects", "P@1", *sets],
-                [[r["lang"], r["relation"], r["subjects"], f"{100 * r['P@1']:.1f}", *(f"{100 * r[m]:.1f}" for m in sets)]
-                 for r in report.rows()])
+    print_table(
+        f"mLAMA P@1 ({report.mode} mode)" + (f", answer sets p >= {threshold:g}" if sets else ""),
+        ["lang", "relation", "subjects", "P@1", *sets],
+        [
+            [r["lang"], r["relation"], r["subjects"], f"{100 * r['P@1']:.1f}", *(f"{100 * r[m]:.1f}" for m in sets)]
+            for r in report.rows()
+        ],
+    )
     macro_sets = report.macro_sets
-    print_table("macro average over relations", ["lang", "P@1", *sets],
-                [[l, f"{100 * p:.1f}", *(f"{100 * macro_sets[l][m]:.1f}" for m in sets)] for l, p in report.macro.items()])
-    print_table("language bias: most common false positive", ["lang", "relation", "wrong", "top false positive", "share"],
-                [[b["lang"], b["relation"], b["false_predictions"], b["top_false_positive"] or "-", f"{100 * b['share']:.0f}%"]
-                 for b in report.bias])
+    print_table(
+        "macro average over relations",
+        ["lang", "P@1", *sets],
+        [[l, f"{100 * p:.1f}", *(f"{100 * macro_sets[l][m]:.1f}" for m in sets)] for l, p in report.macro.items()],
+    )
+    print_table(
+        "language bias: most common false positive",
+        ["lang", "relation", "wrong", "top false positive", "share"],
+        [
+            [
+                b["lang"],
+                b["relation"],
+                b["false_predictions"],
+                b["top_false_positive"] or "-",
+                f"{100 * b['share']:.0f}%",
+            ]
+            for b in report.bias
+        ],
+    )
     for note in report.notes:
         typer.echo(f"note: {note}")
     wrote(outputs)
 
 
 def eval_demo(
-    model: Annotated[Optional[Path], typer.Option(help="Demo model folder (default: the cached demo model, trained on first use).")] = None,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write all tables as JSON to this file ('-' for stdout).")] = None,
-    train_sample: Annotated[int, typer.Option(help="Training subjects sampled per (relation, language) for the 'train' rows.")] = 20,
+    model: Annotated[
+        Path | None, typer.Option(help="Demo model folder (default: the cached demo model, trained on first use).")
+    ] = None,
+    json_out: Annotated[
+        str | None, typer.Option("--json", help="Write all tables as JSON to this file ('-' for stdout).")
+    ] = None,
+    train_sample: Annotated[
+        int, typer.Option(help="Training subjects sampled per (relation, language) for the 'train' rows.")
+    ] = 20,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     overwrite: OverwriteOption = False,
 ) -> None:
@@ -175,5 +328,3 @@ def eval_demo(
             return
     typer.echo(report.to_markdown())
     wrote(outputs)
-
-

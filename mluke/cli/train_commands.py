@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,14 +15,42 @@ from mluke.cli.output import print_table
 
 
 def pretrain(
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML run configuration (see `mluke pretrain --print-config` for the paper's recipe).")] = None,
-    preset: Annotated[Optional[str], typer.Option(help="Train the embedded demo model end to end, no download needed: 'demo' (the one the library uses, about 6 minutes) or 'tiny' (a seconds-long miniature, for tests).")] = None,
-    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="With --preset: where to put the model (default: the cache the library uses).")] = None,
-    resume: Annotated[bool, typer.Option("--resume/--no-resume", help="Continue from the newest checkpoint in the run folder.")] = True,
-    max_steps: Annotated[Optional[int], typer.Option(help="Stop after this many more steps (the run can be resumed later).")] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="TOML run configuration (see `mluke pretrain --print-config` for the paper's recipe).",
+        ),
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="Train the embedded demo model end to end, no download needed: 'demo' (the one the library uses, about 6 minutes) or 'tiny' (a seconds-long miniature, for tests)."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", help="With --preset: where to put the model (default: the cache the library uses)."
+        ),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume/--no-resume", help="Continue from the newest checkpoint in the run folder.")
+    ] = True,
+    max_steps: Annotated[
+        int | None, typer.Option(help="Stop after this many more steps (the run can be resumed later).")
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
-    print_config: Annotated[bool, typer.Option("--print-config", help="Print the default (paper) configuration as TOML and exit.")] = False,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="With --preset: replace an --output folder that holds no finished demo model.")] = False,
+    print_config: Annotated[
+        bool, typer.Option("--print-config", help="Print the default (paper) configuration as TOML and exit.")
+    ] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite", help="With --preset: replace an --output folder that holds no finished demo model."
+        ),
+    ] = False,
 ) -> None:
     """Pretrain mLUKE from XLM-R on a corpus (two stages, MLM + MEP), or train the demo model.
 
@@ -48,13 +76,28 @@ def pretrain(
 
 
 def corpus(
-    pages: Annotated[Path, typer.Argument(help="The page-text corpus a dump build wrote (kb.corpus/ next to kb.sqlite).")],
-    tokenizer: Annotated[Path, typer.Option("--tokenizer", help="Folder with the XLM-R tokenizer (tokenizer.json or sentencepiece.bpe.model).")],
+    pages: Annotated[
+        Path, typer.Argument(help="The page-text corpus a dump build wrote (kb.corpus/ next to kb.sqlite).")
+    ],
+    tokenizer: Annotated[
+        Path,
+        typer.Option(
+            "--tokenizer", help="Folder with the XLM-R tokenizer (tokenizer.json or sentencepiece.bpe.model)."
+        ),
+    ],
     vocab: Annotated[Path, typer.Option("--vocab", help="Entity vocabulary (SQLite) from `mluke kb vocab`.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Corpus folder to write (memory-mapped shards + meta.json).")],
-    languages: Annotated[Optional[str], typer.Option(help="Comma-separated languages (default: all in the page corpus).")] = None,
-    unknown_links: Annotated[str, typer.Option(help="Links to entities outside the vocabulary: 'drop' or 'unk'.")] = "drop",
-    keep_without_entities: Annotated[bool, typer.Option("--keep-without-entities", help="Also keep sequences without any entity.")] = False,
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Corpus folder to write (memory-mapped shards + meta.json).")
+    ],
+    languages: Annotated[
+        str | None, typer.Option(help="Comma-separated languages (default: all in the page corpus).")
+    ] = None,
+    unknown_links: Annotated[
+        str, typer.Option(help="Links to entities outside the vocabulary: 'drop' or 'unk'.")
+    ] = "drop",
+    keep_without_entities: Annotated[
+        bool, typer.Option("--keep-without-entities", help="Also keep sequences without any entity.")
+    ] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output folder if it exists.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
 ) -> None:
@@ -63,7 +106,19 @@ def corpus(
     checks.choice("--unknown-links", unknown_links, ["drop", "unk"])
     from mluke.pretraining import build_wiki_corpus
 
-    meta = build_wiki_corpus(pages, tokenizer, vocab, output, languages=split_list(languages), unknown_links=unknown_links,  # type: ignore[arg-type]
-                             keep_without_entities=keep_without_entities, overwrite=overwrite, progress=progress)
-    print_table(f"wrote {output}", ["lang", "sequences", "words", "entities"],
-                [[l, c["sequences"], c["words"], c["entities"]] for l, c in meta["languages"].items()])
+    meta = build_wiki_corpus(
+        pages,
+        tokenizer,
+        vocab,
+        output,
+        languages=split_list(languages),
+        unknown_links=unknown_links,  # type: ignore[arg-type]
+        keep_without_entities=keep_without_entities,
+        overwrite=overwrite,
+        progress=progress,
+    )
+    print_table(
+        f"wrote {output}",
+        ["lang", "sequences", "words", "entities"],
+        [[l, c["sequences"], c["words"], c["entities"]] for l, c in meta["languages"].items()],
+    )

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -14,28 +14,64 @@ from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, show_report, wrote
 
 TASKS = ("ner", "re", "qa")
-TaskArg = Annotated[str, typer.Argument(metavar="TASK", help="'ner' (span NER), 're' (relation extraction) or 'qa' (extractive QA).")]
-KbOption = Annotated[Optional[Path], typer.Option("--db", help="QA: entity database whose names are linked in questions and passages (default: the embedded kb).")]
+TaskArg = Annotated[
+    str, typer.Argument(metavar="TASK", help="'ner' (span NER), 're' (relation extraction) or 'qa' (extractive QA).")
+]
+KbOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--db", help="QA: entity database whose names are linked in questions and passages (default: the embedded kb)."
+    ),
+]
 
 
 def finetune(
     task: TaskArg,
-    train: Annotated[Path, typer.Option("--train", help="Training file: CoNLL-2002/2003 or WikiANN (ner), KBP37/RELX layout (re), SQuAD 1.1 JSON (qa).")],
+    train: Annotated[
+        Path,
+        typer.Option(
+            "--train",
+            help="Training file: CoNLL-2002/2003 or WikiANN (ner), KBP37/RELX layout (re), SQuAD 1.1 JSON (qa).",
+        ),
+    ],
     dev: Annotated[Path, typer.Option("--dev", help="Dev file in the same layout; the epoch best on it is kept.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Folder to write the fine-tuned model to (hub layout, with its labels).")],
-    features: Annotated[str, typer.Option(help="'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; qa: entity tokens over linked names) or 'word' (mLUKE-W: word-piece vectors only).")] = "entity",
-    model: Annotated[Optional[str], typer.Option(help="Pretrained checkpoint folder or hub name (default: the embedded demo model).")] = None,
-    lang: Annotated[Optional[str], typer.Option("--lang", "-l", help="Language of CoNLL files without one (WikiANN lines carry theirs); qa: of the training file (default en).")] = None,
+    output: Annotated[
+        Path,
+        typer.Option("-o", "--output", help="Folder to write the fine-tuned model to (hub layout, with its labels)."),
+    ],
+    features: Annotated[
+        str,
+        typer.Option(
+            help="'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; qa: entity tokens over linked names) or 'word' (mLUKE-W: word-piece vectors only)."
+        ),
+    ] = "entity",
+    model: Annotated[
+        str | None, typer.Option(help="Pretrained checkpoint folder or hub name (default: the embedded demo model).")
+    ] = None,
+    lang: Annotated[
+        str | None,
+        typer.Option(
+            "--lang",
+            "-l",
+            help="Language of CoNLL files without one (WikiANN lines carry theirs); qa: of the training file (default en).",
+        ),
+    ] = None,
     epochs: Annotated[int, typer.Option(help="Training epochs (the paper: 5).")] = 5,
     learning_rate: Annotated[float, typer.Option(help="Peak learning rate of AdamW (the paper: 2e-5).")] = 2e-5,
     batch_size: Annotated[int, typer.Option(help="Input rows per step (the paper searched 4, 8, 16).")] = 16,
-    seed: Annotated[int, typer.Option(help="Seed of the classifier's initial weights, the data order and dropout.")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the classifier's initial weights, the data order and dropout.")
+    ] = 0,
     max_span_pieces: Annotated[int, typer.Option(help="NER: longest span, in word pieces.")] = 16,
     max_length: Annotated[int, typer.Option(help="QA: pieces per input window (question + passage).")] = 384,
-    doc_stride: Annotated[int, typer.Option(help="QA: pieces between the starts of a passage's overlapping windows.")] = 128,
+    doc_stride: Annotated[
+        int, typer.Option(help="QA: pieces between the starts of a passage's overlapping windows.")
+    ] = 128,
     db: KbOption = None,
     device: DeviceOption = None,
-    restart: Annotated[bool, typer.Option("--restart", help="Start over instead of continuing an interrupted run.")] = False,
+    restart: Annotated[
+        bool, typer.Option("--restart", help="Start over instead of continuing an interrupted run.")
+    ] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output folder if it exists.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
 ) -> None:
@@ -57,41 +93,103 @@ def finetune(
     from mluke.transfer import FineTuneConfig
     from probes.transfer import finetune as run
 
-    config = FineTuneConfig(learning_rate=learning_rate, batch_size=batch_size, epochs=epochs, seed=seed,
-                            max_span_pieces=max_span_pieces)
+    config = FineTuneConfig(
+        learning_rate=learning_rate, batch_size=batch_size, epochs=epochs, seed=seed, max_span_pieces=max_span_pieces
+    )
     if task == "qa":
         from probes.transfer import finetune_qa
 
-        qa = finetune_qa(train, dev, output=output, features=features, model=model, kb=db, lang=lang or "en",
-                         config=config, settings={"max_length": max_length, "doc_stride": doc_stride},
-                         overwrite=overwrite, restart=restart, progress=progress, device=device)
-        print_table("epochs", ["epoch", "train loss", "dev F1"],
-                    [[h["epoch"] + 1, f"{h['loss']:.4f}", f"{100 * h['dev']:.1f}"] for h in qa.history])
+        qa = finetune_qa(
+            train,
+            dev,
+            output=output,
+            features=features,
+            model=model,
+            kb=db,
+            lang=lang or "en",
+            config=config,
+            settings={"max_length": max_length, "doc_stride": doc_stride},
+            overwrite=overwrite,
+            restart=restart,
+            progress=progress,
+            device=device,
+        )
+        print_table(
+            "epochs",
+            ["epoch", "train loss", "dev F1"],
+            [[h["epoch"] + 1, f"{h['loss']:.4f}", f"{100 * h['dev']:.1f}"] for h in qa.history],
+        )
         typer.echo(qa.summary())
         return
-    report = run(task, train, dev, output=output, features=features, model=model, lang=lang, config=config,  # type: ignore[arg-type]
-                 overwrite=overwrite, restart=restart, progress=progress, device=device)
-    print_table("epochs", ["epoch", "train loss", "dev score"],
-                [[h["epoch"] + 1, f"{h['loss']:.4f}", f"{100 * h['dev']:.1f}"] for h in report.history])
+    report = run(
+        task,
+        train,
+        dev,
+        output=output,
+        features=features,
+        model=model,
+        lang=lang,
+        config=config,  # type: ignore[arg-type]
+        overwrite=overwrite,
+        restart=restart,
+        progress=progress,
+        device=device,
+    )
+    print_table(
+        "epochs",
+        ["epoch", "train loss", "dev score"],
+        [[h["epoch"] + 1, f"{h['loss']:.4f}", f"{100 * h['dev']:.1f}"] for h in report.history],
+    )
     typer.echo(report.summary())
 
 
 def evaluate(
     task: TaskArg,
     model_dir: Annotated[Path, typer.Argument(metavar="MODEL", help="A folder written by `mluke finetune`.")],
-    test: Annotated[Optional[list[str]], typer.Option("--test", help="ner/re: lang:path of a test file (repeatable), e.g. --test de:de/test.txt")] = None,
-    xquad: Annotated[Optional[Path], typer.Option("--xquad", help="qa: folder of xquad.LANG.json files.")] = None,
-    mlqa: Annotated[Optional[Path], typer.Option("--mlqa", help="qa: folder of MLQA's SPLIT-context-C-question-Q.json files.")] = None,
-    langs: Annotated[Optional[str], typer.Option("--langs", help="qa: comma-separated languages to read (default: all found; MLQA: its seven).")] = None,
-    gxlt: Annotated[bool, typer.Option("--gxlt", help="qa: every MLQA context x question language pair, printed as the G-XLT F1 matrix.")] = False,
+    test: Annotated[
+        list[str] | None,
+        typer.Option("--test", help="ner/re: lang:path of a test file (repeatable), e.g. --test de:de/test.txt"),
+    ] = None,
+    xquad: Annotated[Path | None, typer.Option("--xquad", help="qa: folder of xquad.LANG.json files.")] = None,
+    mlqa: Annotated[
+        Path | None, typer.Option("--mlqa", help="qa: folder of MLQA's SPLIT-context-C-question-Q.json files.")
+    ] = None,
+    langs: Annotated[
+        str | None,
+        typer.Option("--langs", help="qa: comma-separated languages to read (default: all found; MLQA: its seven)."),
+    ] = None,
+    gxlt: Annotated[
+        bool,
+        typer.Option("--gxlt", help="qa: every MLQA context x question language pair, printed as the G-XLT F1 matrix."),
+    ] = False,
     split: Annotated[str, typer.Option(help="qa: MLQA split, 'dev' or 'test'.")] = "dev",
-    link_source: Annotated[str, typer.Option("--link-source", help="qa: 'anchors' (names of the kb in each language) or 'english' (XQuAD: only entities of the English source, read from xquad.en.json).")] = "anchors",
-    scorer: Annotated[Optional[str], typer.Option("--scorer", help="qa: answer normalisation, 'squad' (SQuAD v1.1), 'mlqa' (MLQA's, per context language) or 'mlqa-fixed' (MLQA's with its Arabic bug fixed); default: the official one of each data set (squad for XQuAD, mlqa for MLQA).")] = None,
+    link_source: Annotated[
+        str,
+        typer.Option(
+            "--link-source",
+            help="qa: 'anchors' (names of the kb in each language) or 'english' (XQuAD: only entities of the English source, read from xquad.en.json).",
+        ),
+    ] = "anchors",
+    scorer: Annotated[
+        str | None,
+        typer.Option(
+            "--scorer",
+            help="qa: answer normalisation, 'squad' (SQuAD v1.1), 'mlqa' (MLQA's, per context language) or 'mlqa-fixed' (MLQA's with its Arabic bug fixed); default: the official one of each data set (squad for XQuAD, mlqa for MLQA).",
+        ),
+    ] = None,
     db: KbOption = None,
     batch_size: Annotated[int, typer.Option(help="Input rows per forward pass.")] = 16,
-    json_out: Annotated[Optional[str], typer.Option("--json", help="Write every score (per type too) as JSON to this file ('-' for stdout).")] = None,
-    csv_out: Annotated[Optional[str], typer.Option("--csv", help="Write the per-language table as CSV to this file ('-' for stdout).")] = None,
-    gxlt_csv: Annotated[Optional[str], typer.Option("--gxlt-csv", help="qa: write the G-XLT matrix as CSV to this file ('-' for stdout).")] = None,
+    json_out: Annotated[
+        str | None,
+        typer.Option("--json", help="Write every score (per type too) as JSON to this file ('-' for stdout)."),
+    ] = None,
+    csv_out: Annotated[
+        str | None, typer.Option("--csv", help="Write the per-language table as CSV to this file ('-' for stdout).")
+    ] = None,
+    gxlt_csv: Annotated[
+        str | None,
+        typer.Option("--gxlt-csv", help="qa: write the G-XLT matrix as CSV to this file ('-' for stdout)."),
+    ] = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
@@ -108,20 +206,40 @@ def evaluate(
     if task == "qa":
         _check_qa_sets(xquad, mlqa, split_list(langs), gxlt, split, link_source)
     elif xquad or mlqa or gxlt or gxlt_csv:
-        raise OptionError("--xquad, --mlqa, --gxlt and --gxlt-csv are for `evaluate qa`; ner and re take --test lang:path")
+        raise OptionError(
+            "--xquad, --mlqa, --gxlt and --gxlt-csv are for `evaluate qa`; ner and re take --test lang:path"
+        )
     elif not test:
         raise OptionError(f"evaluate {task} needs at least one --test lang:path, e.g. --test de:de/test.txt")
     if task == "qa":
         from probes.transfer import evaluate_qa
 
         outputs = check_outputs(overwrite, json_out, csv_out, gxlt_csv)
-        qa = evaluate_qa(model_dir, xquad=xquad, mlqa=mlqa, langs=split_list(langs), gxlt=gxlt, split=split, kb=db,
-                         link_source=link_source, batch_size=batch_size, progress=progress, device=device,  # type: ignore[arg-type]
-                         dtype=dtype, scorer=scorer)  # type: ignore[arg-type]
+        qa = evaluate_qa(
+            model_dir,
+            xquad=xquad,
+            mlqa=mlqa,
+            langs=split_list(langs),
+            gxlt=gxlt,
+            split=split,
+            kb=db,
+            link_source=link_source,
+            batch_size=batch_size,
+            progress=progress,
+            device=device,  # type: ignore[arg-type]
+            dtype=dtype,
+            scorer=scorer,
+        )  # type: ignore[arg-type]
         if gxlt_csv:
             write_csv(*qa.gxlt_table(), gxlt_csv, overwrite=overwrite)
-        show_report(qa, f"qa zero-shot, {qa.features} features ({model_dir}; scores x100)", json_out=json_out,
-                    csv_out=csv_out, overwrite=overwrite, outputs=[o for o in outputs if o != gxlt_csv])
+        show_report(
+            qa,
+            f"qa zero-shot, {qa.features} features ({model_dir}; scores x100)",
+            json_out=json_out,
+            csv_out=csv_out,
+            overwrite=overwrite,
+            outputs=[o for o in outputs if o != gxlt_csv],
+        )
         if qa.gxlt and "-" not in outputs:
             print_table("G-XLT F1 x100 (rows: context language, columns: question language)", *qa.gxlt_table())
             wrote([gxlt_csv] if gxlt_csv else [])
@@ -136,12 +254,19 @@ def evaluate(
         tests.append((lang, path))
     outputs = check_outputs(overwrite, json_out, csv_out)
     report = run(task, model_dir, tests, batch_size=batch_size, progress=progress, device=device, dtype=dtype)  # type: ignore[arg-type]
-    show_report(report, f"{report.task} zero-shot, {report.features} features ({model_dir}; scores x100)",
-                json_out=json_out, csv_out=csv_out, overwrite=overwrite, outputs=outputs)
+    show_report(
+        report,
+        f"{report.task} zero-shot, {report.features} features ({model_dir}; scores x100)",
+        json_out=json_out,
+        csv_out=csv_out,
+        overwrite=overwrite,
+        outputs=outputs,
+    )
 
 
-def _check_qa_sets(xquad: Path | None, mlqa: Path | None, langs: list[str] | None, gxlt: bool, split: str,
-                   link_source: str) -> None:
+def _check_qa_sets(
+    xquad: Path | None, mlqa: Path | None, langs: list[str] | None, gxlt: bool, split: str, link_source: str
+) -> None:
     """The QA evaluation's options, before the model is loaded: a data set given, MLQA languages, --gxlt with --mlqa."""
     if xquad is None and mlqa is None:
         raise OptionError("evaluate qa needs --xquad FOLDER and/or --mlqa FOLDER")

@@ -9,5 +9,13 @@ from mluke.pretraining.corpus import Corpus, Document, build_corpus, build_wiki_
 from mluke.pretraining.init import init_from_xlmr
 from mluke.pretraining.trainer import Trainer, pretrain
 
-__all__ = ["Corpus", "Document", "TrainConfig", "Trainer", "build_corpus", "build_wiki_corpus", "init_from_xlmr",
-           "pretrain"]
+__all__ = [
+    "Corpus",
+    "Document",
+    "TrainConfig",
+    "Trainer",
+    "build_corpus",
+    "build_wiki_corpus",
+    "init_from_xlmr",
+    "pretrain",
+]

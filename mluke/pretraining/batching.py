@@ -32,17 +32,32 @@ class Vocabulary:
     pad_entity: int
 
     @classmethod
-    def from_tokenizer(cls, tokenizer) -> "Vocabulary":  # noqa: ANN001
+    def from_tokenizer(cls, tokenizer) -> Vocabulary:
         n = tokenizer.vocab_size
         tokens = [tokenizer.words.id_to_token(i) or "" for i in range(n)]
         special = np.zeros(n, bool)
-        for i in (tokenizer.bos_id, tokenizer.pad_id, tokenizer.eos_id, tokenizer.unk_id, tokenizer.mask_id,
-                  tokenizer.ent_id, tokenizer.ent2_id):
+        for i in (
+            tokenizer.bos_id,
+            tokenizer.pad_id,
+            tokenizer.eos_id,
+            tokenizer.unk_id,
+            tokenizer.mask_id,
+            tokenizer.ent_id,
+            tokenizer.ent2_id,
+        ):
             special[i] = True
         starts = np.array([t.startswith("▁") for t in tokens]) | special
         vocab = tokenizer.entity_vocab
-        return cls(starts, special, tokenizer.mask_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id,
-                   vocab.mask_id, vocab.pad_id)
+        return cls(
+            starts,
+            special,
+            tokenizer.mask_id,
+            tokenizer.bos_id,
+            tokenizer.eos_id,
+            tokenizer.pad_id,
+            vocab.mask_id,
+            vocab.pad_id,
+        )
 
 
 @dataclass
@@ -65,7 +80,7 @@ def mask_example(seq: Sequence, rng: np.random.Generator, cfg: MaskingConfig, vo
         starts[0] = True
         word_of = np.cumsum(starts) - 1
         n_words = int(word_of[-1]) + 1
-        target = max(1, int(round(cfg.word_prob * n)))
+        target = max(1, round(cfg.word_prob * n))
         chosen = np.zeros(n_words, bool)
         covered = 0
         sizes = np.bincount(word_of, minlength=n_words)
@@ -82,7 +97,9 @@ def mask_example(seq: Sequence, rng: np.random.Generator, cfg: MaskingConfig, vo
         decision = rng.random(n_words)
         per_token = decision[word_of]
         to_mask = masked & (per_token < cfg.word_mask_share)
-        to_random = masked & (per_token >= cfg.word_mask_share) & (per_token < cfg.word_mask_share + cfg.word_random_share)
+        to_random = (
+            masked & (per_token >= cfg.word_mask_share) & (per_token < cfg.word_mask_share + cfg.word_random_share)
+        )
         ids = ids.copy()
         ids[to_mask] = vocab.mask_word
         if to_random.any():
@@ -104,7 +121,7 @@ def mask_example(seq: Sequence, rng: np.random.Generator, cfg: MaskingConfig, vo
                 ids[a:b] = vocab.mask_word
                 if cfg.mention_single_mask:  # one <mask> whatever the name's length: no length hint
                     labels[a:b] = IGNORE
-                    keep[a + 1:b] = False
+                    keep[a + 1 : b] = False
                 else:
                     labels[a:b] = np.where(labels[a:b] == IGNORE, seq.word_ids[a:b], labels[a:b])
             if not keep.all():
@@ -115,8 +132,11 @@ def mask_example(seq: Sequence, rng: np.random.Generator, cfg: MaskingConfig, vo
         keep_ent = (ent_labels != IGNORE) | (rng.random(len(ents)) >= cfg.entity_drop_prob)
         ents, ent_labels, spans = ents[keep_ent], ent_labels[keep_ent], spans[keep_ent]
     return MaskedExample(
-        np.concatenate([[vocab.bos], ids, [vocab.eos]]), np.concatenate([[IGNORE], labels, [IGNORE]]),
-        ents, ent_labels, spans + 1,
+        np.concatenate([[vocab.bos], ids, [vocab.eos]]),
+        np.concatenate([[IGNORE], labels, [IGNORE]]),
+        ents,
+        ent_labels,
+        spans + 1,
     )
 
 
@@ -143,6 +163,13 @@ def collate(examples: list[MaskedExample], vocab: Vocabulary, max_mention_length
         for j, (s, t) in enumerate(e.entity_spans):
             span = np.arange(s, min(t, s + max_mention_length))
             positions[i, j, : len(span)] = span
-    batch = {"input_ids": input_ids, "attention_mask": attention, "labels": labels, "entity_ids": entity_ids,
-             "entity_attention_mask": entity_mask, "entity_position_ids": positions, "entity_labels": entity_labels}
+    batch = {
+        "input_ids": input_ids,
+        "attention_mask": attention,
+        "labels": labels,
+        "entity_ids": entity_ids,
+        "entity_attention_mask": entity_mask,
+        "entity_position_ids": positions,
+        "entity_labels": entity_labels,
+    }
     return {k: torch.from_numpy(v) for k, v in batch.items()}

@@ -49,9 +49,13 @@ class MaskingConfig:
     word_random_share: float = 0.1  #: replaced by a random word (the rest is kept)
     whole_word: bool = True  #: mask whole words (SentencePiece '▁' boundaries)
     entity_prob: float = 0.15  #: each entity is replaced by the entity [MASK] with this probability
-    mention_word_prob: float = 0.0  #: a masked entity's mention words are all <mask>ed with this probability (0 in the paper)
+    mention_word_prob: float = (
+        0.0  #: a masked entity's mention words are all <mask>ed with this probability (0 in the paper)
+    )
     mention_single_mask: bool = False  #: ... and become one <mask> (as at [Y] in an entity probe), without word labels
-    entity_drop_prob: float = 0.0  #: an entity left unmasked is removed from the input with this probability (its words stay)
+    entity_drop_prob: float = (
+        0.0  #: an entity left unmasked is removed from the input with this probability (its words stay)
+    )
 
 
 @dataclass
@@ -96,10 +100,12 @@ class TrainConfig:
     masking: MaskingConfig = field(default_factory=MaskingConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
-    stages: list[StageConfig] = field(default_factory=lambda: [
-        StageConfig("new-parameters", 500_000, 5e-4, 2500, "new"),
-        StageConfig("all-parameters", 500_000, 1e-4, 2500, "all"),
-    ])
+    stages: list[StageConfig] = field(
+        default_factory=lambda: [
+            StageConfig("new-parameters", 500_000, 5e-4, 2500, "new"),
+            StageConfig("all-parameters", 500_000, 1e-4, 2500, "all"),
+        ]
+    )
 
     @property
     def total_steps(self) -> int:
@@ -119,7 +125,13 @@ class TrainConfig:
     def from_dict(cls, data: dict[str, Any], where: str = "config") -> TrainConfig:
         """Build from nested dicts; an unknown or misspelled key is an error naming it."""
         parts: dict[str, Any] = {}
-        sections = {"model": ModelConfig, "data": DataConfig, "masking": MaskingConfig, "optim": OptimConfig, "run": RunConfig}
+        sections = {
+            "model": ModelConfig,
+            "data": DataConfig,
+            "masking": MaskingConfig,
+            "optim": OptimConfig,
+            "run": RunConfig,
+        }
         for key, value in data.items():
             if key == "stages":
                 if not isinstance(value, list) or not value:
@@ -151,11 +163,15 @@ class TrainConfig:
             raise InputFormatError(f"{where}: batch sizes must be positive")
         for stage in self.stages:
             if stage.train not in ("new", "all") or stage.steps < 0 or stage.learning_rate <= 0:
-                raise InputFormatError(f"{where}: stage {stage.name!r}: train must be 'new' or 'all', steps >= 0, learning_rate > 0")
+                raise InputFormatError(
+                    f"{where}: stage {stage.name!r}: train must be 'new' or 'all', steps >= 0, learning_rate > 0"
+                )
         m = self.masking
         probs = (m.word_prob, m.entity_prob, m.mention_word_prob, m.entity_drop_prob)
         if not (all(0 <= x <= 1 for x in probs) and m.word_mask_share + m.word_random_share <= 1):
-            raise InputFormatError(f"{where}: masking probabilities must lie in [0, 1] and mask + random shares sum to <= 1")
+            raise InputFormatError(
+                f"{where}: masking probabilities must lie in [0, 1] and mask + random shares sum to <= 1"
+            )
         if self.data.alpha <= 0:
             raise InputFormatError(f"{where}: data.alpha must be positive (0.7 in the paper)")
 
@@ -166,7 +182,9 @@ def _make(kind: type, values: Any, where: str) -> Any:
     names = {f.name for f in dataclasses.fields(kind)}
     unknown = sorted(set(values) - names)
     if unknown:
-        raise InputFormatError(f"{where}: unknown key(s) {', '.join(unknown)}; expected some of {', '.join(sorted(names))}")
+        raise InputFormatError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; expected some of {', '.join(sorted(names))}"
+        )
     try:
         return kind(**values)
     except TypeError as exc:

@@ -42,8 +42,13 @@ from mluke.tokenizer import MlukeTokenizer, encode_with_spans
 
 FORMAT = "mluke-pretraining-corpus"
 FORMAT_VERSION = 1
-_ARRAYS = {"word_ids": np.int32, "word_offsets": np.int64, "entity_ids": np.int32, "entity_spans": np.int32,
-           "entity_offsets": np.int64}
+_ARRAYS = {
+    "word_ids": np.int32,
+    "word_offsets": np.int64,
+    "entity_ids": np.int32,
+    "entity_spans": np.int32,
+    "entity_offsets": np.int64,
+}
 
 
 @dataclass
@@ -72,15 +77,24 @@ def documents_from_wiki_corpus(path: str | Path, languages: Iterable[str] | None
     from kb.sources.corpus import WikiCorpus
 
     corpus = WikiCorpus(path)
-    for lang in (corpus.languages if languages is None else languages):
+    for lang in corpus.languages if languages is None else languages:
         for page in corpus.pages(lang):
             links = [(l.start, l.end, l.entity) for l in page.links if l.entity is not None]
             yield Document(lang, page.text, links, title=page.title)
 
 
-def build_wiki_corpus(pages: str | Path, tokenizer: str | Path, vocab: str | Path, output: str | Path, *,
-                      languages: Iterable[str] | None = None, unknown_links: Literal["drop", "unk"] = "drop",
-                      keep_without_entities: bool = False, overwrite: bool = False, progress: bool = True) -> dict[str, Any]:
+def build_wiki_corpus(
+    pages: str | Path,
+    tokenizer: str | Path,
+    vocab: str | Path,
+    output: str | Path,
+    *,
+    languages: Iterable[str] | None = None,
+    unknown_links: Literal["drop", "unk"] = "drop",
+    keep_without_entities: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> dict[str, Any]:
     """The pretraining corpus of a dump build's page texts: what ``mluke corpus`` does.
 
     ``pages``: the page-text corpus folder (:class:`kb.WikiCorpus`); ``tokenizer``:
@@ -90,13 +104,22 @@ def build_wiki_corpus(pages: str | Path, tokenizer: str | Path, vocab: str | Pat
     from kb.vocab import EntityVocab
 
     if unknown_links not in ("drop", "unk"):
-        raise OptionError("{unknown_links}: expected 'drop' or 'unk'",
-                          options={"unknown_links": option("unknown_links", unknown_links)})
+        raise OptionError(
+            "{unknown_links}: expected 'drop' or 'unk'",
+            options={"unknown_links": option("unknown_links", unknown_links)},
+        )
     entity_vocab = EntityVocab(vocab)
     tok = MlukeTokenizer.from_pretrained(tokenizer, entity_vocab=entity_vocab)
-    return build_corpus(documents_from_wiki_corpus(pages, languages), tok, entity_vocab, output,
-                        unknown_links=unknown_links, keep_without_entities=keep_without_entities, overwrite=overwrite,
-                        progress=progress)
+    return build_corpus(
+        documents_from_wiki_corpus(pages, languages),
+        tok,
+        entity_vocab,
+        output,
+        unknown_links=unknown_links,
+        keep_without_entities=keep_without_entities,
+        overwrite=overwrite,
+        progress=progress,
+    )
 
 
 def split_sentences(lang: str, text: str) -> list[tuple[int, int]]:
@@ -175,10 +198,19 @@ def _file_hash(path: Path) -> str:
 
 
 def build_corpus(
-    documents: Iterable[Document], tokenizer: MlukeTokenizer, vocab: EntityVocab, out_dir: str | Path, *,
-    max_length: int = 512, max_entities: int = 128, max_mention_length: int = 30,
-    unknown_links: Literal["drop", "unk"] = "drop", keep_without_entities: bool = False,
-    split: bool = True, overwrite: bool = False, progress: bool = True,
+    documents: Iterable[Document],
+    tokenizer: MlukeTokenizer,
+    vocab: EntityVocab,
+    out_dir: str | Path,
+    *,
+    max_length: int = 512,
+    max_entities: int = 128,
+    max_mention_length: int = 30,
+    unknown_links: Literal["drop", "unk"] = "drop",
+    keep_without_entities: bool = False,
+    split: bool = True,
+    overwrite: bool = False,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Build a corpus folder (see module docs) and return its ``meta.json`` content.
 
@@ -191,8 +223,14 @@ def build_corpus(
 
     out_dir = Path(out_dir)
     writer = CorpusWriter(out_dir, overwrite=overwrite)
-    stats = {"documents": 0, "sentences": 0, "links": 0, "links_unknown": 0, "links_dropped_long": 0,
-             "sequences_without_entities": 0}
+    stats = {
+        "documents": 0,
+        "sentences": 0,
+        "links": 0,
+        "links_unknown": 0,
+        "links_dropped_long": 0,
+        "sequences_without_entities": 0,
+    }
     limit = max_length - 2
     try:
         pending: dict[str, tuple[list[int], list[int], list[tuple[int, int]]]] = {}
@@ -213,7 +251,9 @@ def build_corpus(
             flat = [sent for sentences in per_doc for sent in sentences]
             keys = sorted({k for _, links in flat for _, _, k in links})
             ids_by_key = dict(zip(keys, vocab.ids_of_keys(keys)))
-            encoded = iter(encode_with_spans(tokenizer.words, [s for s, _ in flat], [[(a, b) for a, b, _ in l] for _, l in flat]))
+            encoded = iter(
+                encode_with_spans(tokenizer.words, [s for s, _ in flat], [[(a, b) for a, b, _ in l] for _, l in flat])
+            )
             for doc, sentences in zip(chunk, per_doc):
                 stats["documents"] += 1
                 for (_, links), (ids, _, spans) in zip(sentences, encoded):
@@ -254,13 +294,22 @@ def build_corpus(
         tokenizer.save_pretrained(tok_dir)
         shutil.copyfile(vocab.path, writer.tmp / "entity_vocab.sqlite")
         meta = {
-            "format": FORMAT, "format_version": FORMAT_VERSION,
-            "parameters": {"max_length": max_length, "max_entities": max_entities, "max_mention_length": max_mention_length,
-                           "unknown_links": unknown_links, "keep_without_entities": keep_without_entities, "split": split},
-            "languages": writer.counts, "stats": stats,
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "parameters": {
+                "max_length": max_length,
+                "max_entities": max_entities,
+                "max_mention_length": max_mention_length,
+                "unknown_links": unknown_links,
+                "keep_without_entities": keep_without_entities,
+                "split": split,
+            },
+            "languages": writer.counts,
+            "stats": stats,
             "tokenizer_hash": _file_hash(tok_dir / "tokenizer.json"),
             "entity_vocab_hash": _file_hash(writer.tmp / "entity_vocab.sqlite"),
-            "word_vocab_size": tokenizer.vocab_size, "entity_vocab_size": len(vocab),
+            "word_vocab_size": tokenizer.vocab_size,
+            "entity_vocab_size": len(vocab),
         }
         writer.close(meta)
     except BaseException:
@@ -287,13 +336,20 @@ class LanguageShard:
         self.lang = lang
         n = counts["sequences"]
         self._arrays = {}
-        sizes = {"word_ids": counts["words"], "word_offsets": n + 1, "entity_ids": counts["entities"],
-                 "entity_offsets": n + 1, "entity_spans": counts["entities"] * 2}
+        sizes = {
+            "word_ids": counts["words"],
+            "word_offsets": n + 1,
+            "entity_ids": counts["entities"],
+            "entity_offsets": n + 1,
+            "entity_spans": counts["entities"] * 2,
+        }
         for name, dtype in _ARRAYS.items():
             path = folder / f"{name}.bin"
             expected = sizes[name] * np.dtype(dtype).itemsize
             if not path.is_file() or path.stat().st_size != expected:
-                raise InputFormatError(f"{path}: missing or of the wrong size (expected {expected} bytes); rebuild the corpus")
+                raise InputFormatError(
+                    f"{path}: missing or of the wrong size (expected {expected} bytes); rebuild the corpus"
+                )
             self._arrays[name] = np.memmap(path, dtype=dtype, mode="r") if expected else np.zeros(0, dtype)
         self._n = n
 
@@ -306,8 +362,10 @@ class LanguageShard:
         a = self._arrays
         w0, w1 = a["word_offsets"][i], a["word_offsets"][i + 1]
         e0, e1 = a["entity_offsets"][i], a["entity_offsets"][i + 1]
-        spans = a["entity_spans"][2 * e0: 2 * e1].reshape(-1, 2)
-        return Sequence(self.lang, np.asarray(a["word_ids"][w0:w1]), np.asarray(a["entity_ids"][e0:e1]), np.asarray(spans))
+        spans = a["entity_spans"][2 * e0 : 2 * e1].reshape(-1, 2)
+        return Sequence(
+            self.lang, np.asarray(a["word_ids"][w0:w1]), np.asarray(a["entity_ids"][e0:e1]), np.asarray(spans)
+        )
 
 
 class Corpus:
@@ -324,7 +382,9 @@ class Corpus:
         bad = next((lang for lang in self.meta["languages"] if not is_plain_name(lang)), None)
         if bad is not None:  # each language is a folder of the corpus: ../x or /x would reach other files
             raise InputFormatError(f"{meta_path}: language {bad!r} is not a folder name inside the corpus")
-        self.shards = {lang: LanguageShard(self.path / lang, lang, c) for lang, c in sorted(self.meta["languages"].items())}
+        self.shards = {
+            lang: LanguageShard(self.path / lang, lang, c) for lang, c in sorted(self.meta["languages"].items())
+        }
 
     @property
     def languages(self) -> list[str]:

@@ -34,8 +34,13 @@ def is_new_parameter(name: str) -> bool:
 
 
 def init_from_xlmr(
-    xlmr: str | os.PathLike[str], *, entity_vocab_size: int, entity_emb_size: int = 256,
-    use_entity_aware_attention: bool = False, dropout: float | None = None, seed: int = 0,
+    xlmr: str | os.PathLike[str],
+    *,
+    entity_vocab_size: int,
+    entity_emb_size: int = 256,
+    use_entity_aware_attention: bool = False,
+    dropout: float | None = None,
+    seed: int = 0,
 ) -> MlukeForMaskedLM:
     """A new mLUKE model whose word side is the given ``XLMRobertaForMaskedLM`` (hub name or folder)."""
     from transformers import XLMRobertaForMaskedLM
@@ -49,14 +54,24 @@ def init_from_xlmr(
         raise MlukeError(f"cannot load the XLM-R checkpoint {str(xlmr)!r} as a {where}: {exc}") from None
     sc = src.config
     config = LukeConfig(
-        vocab_size=sc.vocab_size + 2, entity_vocab_size=entity_vocab_size, hidden_size=sc.hidden_size,
-        entity_emb_size=entity_emb_size, num_hidden_layers=sc.num_hidden_layers,
-        num_attention_heads=sc.num_attention_heads, intermediate_size=sc.intermediate_size, hidden_act=sc.hidden_act,
+        vocab_size=sc.vocab_size + 2,
+        entity_vocab_size=entity_vocab_size,
+        hidden_size=sc.hidden_size,
+        entity_emb_size=entity_emb_size,
+        num_hidden_layers=sc.num_hidden_layers,
+        num_attention_heads=sc.num_attention_heads,
+        intermediate_size=sc.intermediate_size,
+        hidden_act=sc.hidden_act,
         hidden_dropout_prob=sc.hidden_dropout_prob if dropout is None else dropout,
         attention_probs_dropout_prob=sc.attention_probs_dropout_prob if dropout is None else dropout,
-        max_position_embeddings=sc.max_position_embeddings, type_vocab_size=sc.type_vocab_size,
-        initializer_range=sc.initializer_range, layer_norm_eps=sc.layer_norm_eps,
-        use_entity_aware_attention=use_entity_aware_attention, bos_token_id=0, pad_token_id=1, eos_token_id=2,
+        max_position_embeddings=sc.max_position_embeddings,
+        type_vocab_size=sc.type_vocab_size,
+        initializer_range=sc.initializer_range,
+        layer_norm_eps=sc.layer_norm_eps,
+        use_entity_aware_attention=use_entity_aware_attention,
+        bos_token_id=0,
+        pad_token_id=1,
+        eos_token_id=2,
     )
     torch.manual_seed(seed)
     model = MlukeForMaskedLM(config)
@@ -65,8 +80,13 @@ def init_from_xlmr(
         luke = model.luke
         words = s["roberta.embeddings.word_embeddings.weight"]
         luke.embeddings.word_embeddings.weight[: words.shape[0]] = words
-        luke.embeddings.word_embeddings.weight[words.shape[0]:] = words.mean(0)
-        for name in ("position_embeddings.weight", "token_type_embeddings.weight", "LayerNorm.weight", "LayerNorm.bias"):
+        luke.embeddings.word_embeddings.weight[words.shape[0] :] = words.mean(0)
+        for name in (
+            "position_embeddings.weight",
+            "token_type_embeddings.weight",
+            "LayerNorm.weight",
+            "LayerNorm.bias",
+        ):
             luke.embeddings.get_parameter(name).copy_(s[f"roberta.embeddings.{name}"])
         for name, param in luke.encoder.named_parameters():
             key = f"roberta.encoder.{name}"
@@ -80,7 +100,7 @@ def init_from_xlmr(
         pos = s["roberta.embeddings.position_embeddings.weight"]
         offset = sc.pad_token_id + 1
         ent.position_embeddings.weight[: pos.shape[0] - offset] = pos[offset:]
-        ent.position_embeddings.weight[pos.shape[0] - offset:] = pos[-1]
+        ent.position_embeddings.weight[pos.shape[0] - offset :] = pos[-1]
         ent.token_type_embeddings.weight.copy_(s["roberta.embeddings.token_type_embeddings.weight"])
         ent.LayerNorm.weight.copy_(s["roberta.embeddings.LayerNorm.weight"])
         ent.LayerNorm.bias.copy_(s["roberta.embeddings.LayerNorm.bias"])
@@ -95,5 +115,5 @@ def _extend(src: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
         return src
     out = like.detach().clone()
     out[: src.shape[0]] = src
-    out[src.shape[0]:] = src.mean(0)
+    out[src.shape[0] :] = src.mean(0)
     return out

@@ -61,8 +61,13 @@ class LanguageSampler:
         return out
 
     def state_dict(self) -> dict[str, Any]:
-        return {"seed": self.seed, "step": self.step, "cursor": {l: list(c) for l, c in self.cursor.items()},
-                "sizes": self.sizes, "probs": self.probs}
+        return {
+            "seed": self.seed,
+            "step": self.step,
+            "cursor": {l: list(c) for l, c in self.cursor.items()},
+            "sizes": self.sizes,
+            "probs": self.probs,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state["sizes"] != self.sizes or state["seed"] != self.seed:

@@ -102,7 +102,9 @@ def _optimizer(model: torch.nn.Module, config: TrainConfig, stage: StageConfig) 
     o = config.optim
     return torch.optim.AdamW(
         [{"params": decay, "weight_decay": o.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=stage.learning_rate, betas=tuple(o.betas), eps=o.eps,
+        lr=stage.learning_rate,
+        betas=tuple(o.betas),
+        eps=o.eps,
     )
 
 
@@ -146,9 +148,14 @@ class Trainer:
     # -- construction and checkpoints -----------------------------------------------------
     def _new_model(self) -> MlukeForMaskedLM:
         m = self.config.model
-        return init_from_xlmr(m.xlmr, entity_vocab_size=self.corpus.meta["entity_vocab_size"],
-                              entity_emb_size=m.entity_emb_size, use_entity_aware_attention=m.use_entity_aware_attention,
-                              dropout=self.config.optim.dropout, seed=self.config.run.seed)
+        return init_from_xlmr(
+            m.xlmr,
+            entity_vocab_size=self.corpus.meta["entity_vocab_size"],
+            entity_emb_size=m.entity_emb_size,
+            use_entity_aware_attention=m.use_entity_aware_attention,
+            dropout=self.config.optim.dropout,
+            seed=self.config.run.seed,
+        )
 
     def _enter_stage(self, index: int, step_in_stage: int) -> None:
         stage = self.config.stages[index]
@@ -162,7 +169,9 @@ class Trainer:
         if self.world > 1:
             from torch.nn.parallel import DistributedDataParallel
 
-            self.ddp = DistributedDataParallel(self.ddp, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+            self.ddp = DistributedDataParallel(
+                self.ddp, device_ids=[self.device.index] if self.device.type == "cuda" else None
+            )
 
     def checkpoints(self) -> list[Path]:
         """Finished checkpoints, oldest first (a half-written one, under a temporary name, is not one)."""
@@ -180,14 +189,28 @@ class Trainer:
             tmp.mkdir()
             state = {k: v.detach().contiguous().cpu().clone() for k, v in self.model.state_dict().items()}
             save_file(state, str(tmp / "model.safetensors"))
-            torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                        "scaler": self.scaler.state_dict(), "torch_rng": torch.get_rng_state(),
-                        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []},
-                       tmp / "optimizer.pt")
-            (tmp / STATE_FILE).write_text(json.dumps({
-                "step": self.step, "stage": self.stage_index, "sampler": self.sampler.state_dict(),
-                "config": self.config.to_dict(), "world_size": self.world,
-            }, indent=1))
+            torch.save(
+                {
+                    "optimizer": self.optimizer.state_dict(),
+                    "scheduler": self.scheduler.state_dict(),
+                    "scaler": self.scaler.state_dict(),
+                    "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                },
+                tmp / "optimizer.pt",
+            )
+            (tmp / STATE_FILE).write_text(
+                json.dumps(
+                    {
+                        "step": self.step,
+                        "stage": self.stage_index,
+                        "sampler": self.sampler.state_dict(),
+                        "config": self.config.to_dict(),
+                        "world_size": self.world,
+                    },
+                    indent=1,
+                )
+            )
         for old in self.checkpoints()[: -self.config.run.keep_checkpoints]:
             trash = temporary_name(old, "old")  # renamed first: never a half-deleted checkpoint under its name
             old.rename(trash)
@@ -215,12 +238,16 @@ class Trainer:
         missing, unexpected = self.model.load_state_dict(weights, strict=False)
         tied = {"lm_head.decoder.weight", "entity_predictions.decoder.weight"}
         if set(missing) - tied or unexpected:
-            raise MlukeError(f"{last}: checkpoint does not match the model (missing {missing}, unexpected {unexpected})")
+            raise MlukeError(
+                f"{last}: checkpoint does not match the model (missing {missing}, unexpected {unexpected})"
+            )
         self.step = int(state["step"])
         self.sampler.load_state_dict(state["sampler"])
-        index, _, in_stage = _stage_at(self.config.stages, self.step)
+        index, _, _in_stage = _stage_at(self.config.stages, self.step)
         self._enter_stage(index, 0)
-        extra = torch.load(last / "optimizer.pt", weights_only=True, map_location="cpu")  # any device, any process count
+        extra = torch.load(
+            last / "optimizer.pt", weights_only=True, map_location="cpu"
+        )  # any device, any process count
         if state["stage"] == index:
             self.optimizer.load_state_dict(extra["optimizer"])
             self.scheduler.load_state_dict(extra["scheduler"])
@@ -243,7 +270,7 @@ class Trainer:
             rng = np.random.default_rng([self.config.run.seed, self.step, g, 11])
             examples.append(mask_example(self.corpus[lang][idx], rng, self.config.masking, self.vocab))
         mb = self.config.optim.micro_batch_size
-        return [examples[i:i + mb] for i in range(0, len(examples), mb)]
+        return [examples[i : i + mb] for i in range(0, len(examples), mb)]
 
     def train_step(self) -> dict[str, float]:
         index, stage, in_stage = _stage_at(self.config.stages, self.step)
@@ -252,8 +279,12 @@ class Trainer:
         t0 = time.perf_counter()
         micro = [collate(m, self.vocab, self.config.model.max_mention_length) for m in self._global_batch()]
         data_s = time.perf_counter() - t0
-        counts = self._all_reduce([sum(int((b["labels"] != -100).sum()) for b in micro),
-                                   sum(int((b["entity_labels"] != -100).sum()) for b in micro)])
+        counts = self._all_reduce(
+            [
+                sum(int((b["labels"] != -100).sum()) for b in micro),
+                sum(int((b["entity_labels"] != -100).sum()) for b in micro),
+            ]
+        )
         n_words, n_ents = max(1.0, counts[0]), max(1.0, counts[1])
         self.ddp.train()
         sums = torch.zeros(2, dtype=torch.float64, device=self.device)
@@ -279,9 +310,16 @@ class Trainer:
         self.step += 1
         step_s = time.perf_counter() - t0
         tokens = sum(int(b["attention_mask"].sum()) for b in micro) * self.world
-        return {"step": self.step, "stage": stage.name, "lr": lr, "mlm_loss": sums[0] / n_words,
-                "mep_loss": sums[1] / n_ents, "loss": sums[0] / n_words + sums[1] / n_ents,
-                "tokens_per_s": tokens / step_s, "data_wait_share": data_s / step_s}
+        return {
+            "step": self.step,
+            "stage": stage.name,
+            "lr": lr,
+            "mlm_loss": sums[0] / n_words,
+            "mep_loss": sums[1] / n_ents,
+            "loss": sums[0] / n_words + sums[1] / n_ents,
+            "tokens_per_s": tokens / step_s,
+            "data_wait_share": data_s / step_s,
+        }
 
     def _all_reduce(self, values: list[float] | torch.Tensor) -> list[float]:
         """The sums over all processes of ``values``, as floats; the one place collectives run, always with a
@@ -372,7 +410,9 @@ class _LossModule(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, batch: dict[str, torch.Tensor], labels: torch.Tensor, ent_labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, batch: dict[str, torch.Tensor], labels: torch.Tensor, ent_labels: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         words, ents = self.model.encode(**batch)
         keep, ekeep = labels != -100, ent_labels != -100
         ce = torch.nn.functional.cross_entropy
@@ -387,12 +427,15 @@ def require_tensorboard() -> None:
     import importlib.util
 
     if importlib.util.find_spec("tensorboard") is None:
-        raise MlukeError("run.tensorboard = true needs the 'tensorboard' package: pip install 'mluke[tensorboard]' "
-                         "(or set run.tensorboard = false; the log is in log.jsonl either way)")
+        raise MlukeError(
+            "run.tensorboard = true needs the 'tensorboard' package: pip install 'mluke[tensorboard]' "
+            "(or set run.tensorboard = false; the log is in log.jsonl either way)"
+        )
 
 
-def pretrain(config: TrainConfig | str | Path, *, resume: bool = True, progress: bool = True,
-             max_steps: int | None = None) -> Path:
+def pretrain(
+    config: TrainConfig | str | Path, *, resume: bool = True, progress: bool = True, max_steps: int | None = None
+) -> Path:
     """Pretrain (or continue) and export the final model; returns the exported folder (what ``mluke pretrain
     --config`` does). ``config``: a :class:`TrainConfig` or the path of its TOML file."""
     if not isinstance(config, TrainConfig):

@@ -16,5 +16,14 @@ from mluke.transfer.models import TransferModel, new_model
 from mluke.transfer.predict import decode_spans, predict_relations, predict_spans
 from mluke.transfer.training import FineTuneConfig, FineTuner
 
-__all__ = ["FineTuneConfig", "FineTuner", "TransferModel", "decode_spans", "load_transfer", "new_model",
-           "predict_relations", "predict_spans", "save_transfer"]
+__all__ = [
+    "FineTuneConfig",
+    "FineTuner",
+    "TransferModel",
+    "decode_spans",
+    "load_transfer",
+    "new_model",
+    "predict_relations",
+    "predict_spans",
+    "save_transfer",
+]

@@ -20,8 +20,14 @@ from mluke.transfer.models import TransferModel
 FORMAT_VERSION = 1
 
 
-def save_transfer(model: TransferModel, tokenizer: MlukeTokenizer, directory: str | os.PathLike[str], *,
-                  overwrite: bool = False, extra: dict[str, Any] | None = None) -> Path:
+def save_transfer(
+    model: TransferModel,
+    tokenizer: MlukeTokenizer,
+    directory: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> Path:
     """Write ``model`` and ``tokenizer`` to ``directory`` (see the module docs); ``extra`` goes into the
     ``mluke_transfer`` block (e.g. training scores)."""
     from safetensors.torch import save_file
@@ -30,13 +36,21 @@ def save_transfer(model: TransferModel, tokenizer: MlukeTokenizer, directory: st
     with atomic_path(directory, overwrite=overwrite) as tmp:
         tmp.mkdir()
         config = model.config.to_dict()
-        config.update({
-            "architectures": ["MlukeTransferModel"],
-            "id2label": {str(i): label for i, label in enumerate(model.labels)},
-            "label2id": {label: i for i, label in enumerate(model.labels)},
-            "mluke_transfer": {"format_version": FORMAT_VERSION, "task": model.task, "features": model.features,
-                               "labels": model.labels, "settings": model.settings, **(extra or {})},
-        })
+        config.update(
+            {
+                "architectures": ["MlukeTransferModel"],
+                "id2label": {str(i): label for i, label in enumerate(model.labels)},
+                "label2id": {label: i for i, label in enumerate(model.labels)},
+                "mluke_transfer": {
+                    "format_version": FORMAT_VERSION,
+                    "task": model.task,
+                    "features": model.features,
+                    "labels": model.labels,
+                    "settings": model.settings,
+                    **(extra or {}),
+                },
+            }
+        )
         for key in ("dtype", "torch_dtype", "_name_or_path"):
             config.pop(key, None)
         (tmp / "config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -62,12 +76,21 @@ def load_transfer(directory: str | os.PathLike[str]) -> tuple[TransferModel, Mlu
         data = json.loads(config_path.read_text(encoding="utf-8"))
         block = data.pop("mluke_transfer")
     except (ValueError, KeyError):
-        raise InputFormatError(f"{config_path}: not the config of a fine-tuned mluke model (no mluke_transfer block)") from None
+        raise InputFormatError(
+            f"{config_path}: not the config of a fine-tuned mluke model (no mluke_transfer block)"
+        ) from None
     if block.get("format_version") != FORMAT_VERSION:
-        raise InputFormatError(f"{config_path}: format version {block.get('format_version')}, this mluke reads {FORMAT_VERSION}")
+        raise InputFormatError(
+            f"{config_path}: format version {block.get('format_version')}, this mluke reads {FORMAT_VERSION}"
+        )
     config = LukeConfig.from_dict({k: v for k, v in data.items() if k not in ("id2label", "label2id", "architectures")})
-    model = TransferModel(LukeModel(config, add_pooling_layer=False), block["task"], block["features"], block["labels"],
-                          settings=block.get("settings"))
+    model = TransferModel(
+        LukeModel(config, add_pooling_layer=False),
+        block["task"],
+        block["features"],
+        block["labels"],
+        settings=block.get("settings"),
+    )
     weights = directory / "model.safetensors"
     if not weights.is_file():
         raise InputFormatError(f"{directory}: no model.safetensors")

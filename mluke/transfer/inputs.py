@@ -52,10 +52,18 @@ def _with_specials(tokenizer: Any, ids: list[int], spans: list[Span], max_length
     return [tokenizer.bos_id, *ids[:limit], tokenizer.eos_id], kept
 
 
-def ner_rows(tokenizer: Any, sentences: Sequence[Sequence[str]], langs: Sequence[str | None], *, features: str,
-             max_span_pieces: int = 16, max_entities: int = 128, max_length: int = 512,
-             gold: Sequence[Sequence[tuple[int, int, str]]] | None = None,
-             label_ids: dict[str, int] | None = None) -> list[Row]:
+def ner_rows(
+    tokenizer: Any,
+    sentences: Sequence[Sequence[str]],
+    langs: Sequence[str | None],
+    *,
+    features: str,
+    max_span_pieces: int = 16,
+    max_entities: int = 128,
+    max_length: int = 512,
+    gold: Sequence[Sequence[tuple[int, int, str]]] | None = None,
+    label_ids: dict[str, int] | None = None,
+) -> list[Row]:
     """Rows for span NER: every span of at most ``max_span_pieces`` pieces made of whole words.
 
     ``features="word"``: one row per sentence, a slot per span (its first and last piece).
@@ -85,8 +93,15 @@ def ner_rows(tokenizer: Any, sentences: Sequence[Sequence[str]], langs: Sequence
     return rows
 
 
-def relation_rows(tokenizer: Any, texts: Sequence[str], pairs: Sequence[tuple[Span, Span]], *, features: str,
-                  labels: Sequence[int] | None = None, max_length: int = 512) -> list[Row]:
+def relation_rows(
+    tokenizer: Any,
+    texts: Sequence[str],
+    pairs: Sequence[tuple[Span, Span]],
+    *,
+    features: str,
+    labels: Sequence[int] | None = None,
+    max_length: int = 512,
+) -> list[Row]:
     """One row per example: the head and tail mentions as two slots.
 
     ``features="entity"``: entities [HEAD] (id 1) and [TAIL] (id 2) over the mentions' pieces.
@@ -121,18 +136,18 @@ def collate(rows: Sequence[Row], *, pad_id: int, max_mention_length: int = 30) -
         "labels": torch.full((len(rows), slots), -100, dtype=torch.long),
     }
     for r, row in enumerate(rows):
-        batch["input_ids"][r, :len(row.ids)] = torch.tensor(row.ids)
-        batch["attention_mask"][r, :len(row.ids)] = 1
+        batch["input_ids"][r, : len(row.ids)] = torch.tensor(row.ids)
+        batch["attention_mask"][r, : len(row.ids)] = 1
         for k, ((s, e), eid) in enumerate(zip(row.slots, row.entity_ids)):
             if s < 0:
                 continue
             batch["entity_ids"][r, k] = eid
             batch["entity_attention_mask"][r, k] = 1
             positions = torch.arange(s, min(e, s + mention))
-            batch["entity_position_ids"][r, k, :len(positions)] = positions
+            batch["entity_position_ids"][r, k, : len(positions)] = positions
             batch["slot_start"][r, k], batch["slot_end"][r, k] = s, e - 1
         if row.labels:
-            batch["labels"][r, :len(row.labels)] = torch.tensor(row.labels)
+            batch["labels"][r, : len(row.labels)] = torch.tensor(row.labels)
     batch["slot_mask"] = batch["entity_attention_mask"].bool()
     return batch
 
@@ -141,4 +156,4 @@ def batches(rows: Sequence[Row], size: int, *, order: Sequence[int] | None = Non
     """``rows`` in groups of ``size`` (in ``order`` when given)."""
     picked = [rows[i] for i in order] if order is not None else list(rows)
     for start in range(0, len(picked), size):
-        yield picked[start:start + size]
+        yield picked[start : start + size]

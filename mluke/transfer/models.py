@@ -34,8 +34,10 @@ Task = Literal["ner", "re", "qa"]
 
 def check_features(features: str) -> str:
     if features not in ("entity", "word"):
-        raise OptionError("{features}: expected 'entity' (mLUKE-E) or 'word' (mLUKE-W)",
-                          options={"features": option("features", features)})
+        raise OptionError(
+            "{features}: expected 'entity' (mLUKE-E) or 'word' (mLUKE-W)",
+            options={"features": option("features", features)},
+        )
     return features
 
 
@@ -49,8 +51,10 @@ def encoder_from(pretrained: Any, entity_rows: list[int]) -> LukeModel:
     state = {k: v for k, v in pretrained.luke.state_dict().items() if not k.startswith("pooler.") and k != table_key}
     missing, unexpected = encoder.load_state_dict(state, strict=False)
     if set(missing) != {table_key} or unexpected:
-        raise OptionError(f"the pretrained encoder does not fit: missing {sorted(set(missing) - {table_key})}, "
-                          f"unexpected {sorted(unexpected)}")
+        raise OptionError(
+            f"the pretrained encoder does not fit: missing {sorted(set(missing) - {table_key})}, "
+            f"unexpected {sorted(unexpected)}"
+        )
     with torch.no_grad():
         table = pretrained.luke.entity_embeddings.entity_embeddings.weight
         encoder.entity_embeddings.entity_embeddings.weight.copy_(table[entity_rows])
@@ -65,8 +69,16 @@ class TransferModel(nn.Module):
     (rows x slots x labels) span scores for NER, (rows x labels) pair scores for relations.
     """
 
-    def __init__(self, encoder: LukeModel, task: Task, features: Features, labels: list[str], *,
-                 dropout: float = 0.1, settings: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        encoder: LukeModel,
+        task: Task,
+        features: Features,
+        labels: list[str],
+        *,
+        dropout: float = 0.1,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__()
         self.luke = encoder
         self.task, self.features, self.labels = task, check_features(features), list(labels)
@@ -89,9 +101,14 @@ class TransferModel(nn.Module):
                 inputs |= {k: batch[k] for k in ("entity_ids", "entity_position_ids", "entity_attention_mask")}
             return self.luke(**inputs).last_hidden_state
         if self.features == "entity":
-            states = encode_entity_rows(self.luke, input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                                        entity_ids=batch["entity_ids"], entity_position_ids=batch["entity_position_ids"],
-                                        entity_attention_mask=batch["entity_attention_mask"])
+            states = encode_entity_rows(
+                self.luke,
+                input_ids=batch["input_ids"],
+                attention_mask=batch["attention_mask"],
+                entity_ids=batch["entity_ids"],
+                entity_position_ids=batch["entity_position_ids"],
+                entity_attention_mask=batch["entity_attention_mask"],
+            )
             return states if self.task == "ner" else states[:, :2].flatten(1)
         words = self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
         first = torch.gather(words, 1, batch["slot_start"][..., None].expand(-1, -1, words.shape[-1]))
@@ -109,14 +126,23 @@ class TransferModel(nn.Module):
         logits = self(batch)
         if self.task == "qa":
             logits = logits.masked_fill(batch["attention_mask"][..., None] == 0, torch.finfo(logits.dtype).min)
-            return (nn.functional.cross_entropy(logits[..., 0], batch["start_positions"])
-                    + nn.functional.cross_entropy(logits[..., 1], batch["end_positions"])) / 2
+            return (
+                nn.functional.cross_entropy(logits[..., 0], batch["start_positions"])
+                + nn.functional.cross_entropy(logits[..., 1], batch["end_positions"])
+            ) / 2
         labels = batch["labels"] if self.task == "ner" else batch["labels"][:, 0]
         return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
 
 
-def new_model(pretrained: Any, task: Task, features: Features, labels: list[str], *, dropout: float = 0.1,
-              settings: dict[str, Any] | None = None) -> TransferModel:
+def new_model(
+    pretrained: Any,
+    task: Task,
+    features: Features,
+    labels: list[str],
+    *,
+    dropout: float = 0.1,
+    settings: dict[str, Any] | None = None,
+) -> TransferModel:
     """A fine-tuning model on a loaded ``mluke.load`` bundle: its encoder, an entity table (NER: [PAD],
     [MASK]; relations: [PAD], [HEAD], [TAIL] from [MASK]; QA with entity features: the whole table, frozen)
     and a new classifier."""
@@ -124,7 +150,9 @@ def new_model(pretrained: Any, task: Task, features: Features, labels: list[str]
     if vocab is None:
         raise OptionError("fine-tuning needs a model with an entity vocabulary (for the [MASK] and [PAD] rows)")
     whole = task == "qa" and check_features(features) == "entity"
-    rows = list(range(len(vocab))) if whole else [vocab.pad_id, vocab.mask_id] + ([vocab.mask_id] if task == "re" else [])
+    rows = (
+        list(range(len(vocab))) if whole else [vocab.pad_id, vocab.mask_id] + ([vocab.mask_id] if task == "re" else [])
+    )
     with torch.random.fork_rng():  # the classifier's initial weights follow the seed; the global RNG is left as it was
         torch.manual_seed((settings or {}).get("seed", 0))
         net = TransferModel(encoder_from(model, rows), task, features, labels, dropout=dropout, settings=settings)

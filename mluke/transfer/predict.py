@@ -25,14 +25,26 @@ def decode_spans(scored: Sequence[tuple[int, int, int, float]]) -> list[tuple[in
 
 
 @torch.inference_mode()
-def predict_spans(model: TransferModel, tokenizer: Any, sentences: Sequence[Sequence[str]],
-                  langs: Sequence[str | None], *, batch_size: int = 16) -> list[list[tuple[int, int, str]]]:
+def predict_spans(
+    model: TransferModel,
+    tokenizer: Any,
+    sentences: Sequence[Sequence[str]],
+    langs: Sequence[str | None],
+    *,
+    batch_size: int = 16,
+) -> list[list[tuple[int, int, str]]]:
     """Entity spans ``(first word, end word, type)`` of each sentence of words: every span scored, the
     spans whose best label is an entity type decoded greedily by probability."""
     model.eval()
     settings = model.settings
-    rows = ner_rows(tokenizer, sentences, langs, features=model.features,
-                    max_span_pieces=settings.get("max_span_pieces", 16), max_entities=settings.get("max_entities", 128))
+    rows = ner_rows(
+        tokenizer,
+        sentences,
+        langs,
+        features=model.features,
+        max_span_pieces=settings.get("max_span_pieces", 16),
+        max_entities=settings.get("max_entities", 128),
+    )
     found: list[list[tuple[int, int, int, float]]] = [[] for _ in sentences]
     by_size = sorted(range(len(rows)), key=lambda i: (-len(rows[i].slots), -len(rows[i].ids)))  # less padding
     device = model_device(model)
@@ -47,15 +59,21 @@ def predict_spans(model: TransferModel, tokenizer: Any, sentences: Sequence[Sequ
 
 
 @torch.inference_mode()
-def predict_relations(model: TransferModel, tokenizer: Any, texts: Sequence[str], pairs: Sequence[tuple[Span, Span]],
-                      *, batch_size: int = 16) -> list[str]:
+def predict_relations(
+    model: TransferModel,
+    tokenizer: Any,
+    texts: Sequence[str],
+    pairs: Sequence[tuple[Span, Span]],
+    *,
+    batch_size: int = 16,
+) -> list[str]:
     """The label of each (head, tail) character-span pair in its text."""
     model.eval()
     rows = relation_rows(tokenizer, texts, pairs, features=model.features)
     by_size = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))  # less padding
     out: dict[int, str] = {}
     for k in range(0, len(rows), batch_size):
-        part = by_size[k:k + batch_size]
+        part = by_size[k : k + batch_size]
         batch = to_device(collate([rows[i] for i in part], pad_id=tokenizer.pad_id), model_device(model))
         best = model(batch).argmax(-1).tolist()
         out.update((i, model.labels[b]) for i, b in zip(part, best))

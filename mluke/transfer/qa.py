@@ -42,11 +42,20 @@ def _answer_pieces(offsets: Sequence[tuple[int, int]], answer: tuple[int, int]) 
     return (inside[0], inside[-1]) if inside else None
 
 
-def qa_rows(tokenizer, questions: Sequence[str], contexts: Sequence[str], *, features: str,  # noqa: ANN001
-            question_names: Sequence[Sequence[LinkedName]] | None = None,
-            context_names: Sequence[Sequence[LinkedName]] | None = None,
-            answers: Sequence[tuple[int, int] | None] | None = None, max_length: int = 384, doc_stride: int = 128,
-            max_query_length: int = 64, max_entities: int = 64) -> list[QaRow]:
+def qa_rows(
+    tokenizer,
+    questions: Sequence[str],
+    contexts: Sequence[str],
+    *,
+    features: str,
+    question_names: Sequence[Sequence[LinkedName]] | None = None,
+    context_names: Sequence[Sequence[LinkedName]] | None = None,
+    answers: Sequence[tuple[int, int] | None] | None = None,
+    max_length: int = 384,
+    doc_stride: int = 128,
+    max_query_length: int = 64,
+    max_entities: int = 64,
+) -> list[QaRow]:
     """The windows of every (question, passage) pair; see the module docs.
 
     ``question_names`` / ``context_names``: per example, linked names (entity tokens for ``features="entity"``;
@@ -54,8 +63,10 @@ def qa_rows(tokenizer, questions: Sequence[str], contexts: Sequence[str], *, fea
     the passage (training), else ``None``. ``max_entities``: entity tokens per row, the question's first.
     """
     if max_query_length < 1 or doc_stride < 1 or max_length < 8:
-        raise OptionError(f"max_length={max_length}, max_query_length={max_query_length}, doc_stride={doc_stride}: "
-                          "expected positive numbers, with room for a question and some passage in max_length")
+        raise OptionError(
+            f"max_length={max_length}, max_query_length={max_query_length}, doc_stride={doc_stride}: "
+            "expected positive numbers, with room for a question and some passage in max_length"
+        )
     n = len(questions)
     q_names = question_names if question_names is not None else [[] for _ in range(n)]
     c_names = context_names if context_names is not None else [[] for _ in range(n)]
@@ -67,18 +78,30 @@ def qa_rows(tokenizer, questions: Sequence[str], contexts: Sequence[str], *, fea
         head = [tokenizer.bos_id, *q_ids, tokenizer.eos_id, tokenizer.eos_id]
         room = max_length - len(head) - 1
         if room < 1:
-            raise OptionError(f"question {i}: {len(q_ids)} pieces leave no room for the passage in max_length={max_length}")
+            raise OptionError(
+                f"question {i}: {len(q_ids)} pieces leave no room for the passage in max_length={max_length}"
+            )
         answer = _answer_pieces(c_offsets, answers[i]) if answers is not None and answers[i] is not None else None
-        q_slots = [((s + 1, e + 1), eid) for (s, e), (_, _, eid) in zip(q_pieces, q_names[i]) if e <= len(q_ids) and e > s]
+        q_slots = [
+            ((s + 1, e + 1), eid) for (s, e), (_, _, eid) in zip(q_pieces, q_names[i]) if e <= len(q_ids) and e > s
+        ]
         begin = 0
         while True:
             end = min(len(c_ids), begin + room)
             shift = len(head) - begin
-            slots = list(q_slots) + [((s + shift, e + shift), eid) for (s, e), (_, _, eid) in zip(c_pieces, c_names[i])
-                                     if s >= begin and e <= end and e > s]
+            slots = list(q_slots) + [
+                ((s + shift, e + shift), eid)
+                for (s, e), (_, _, eid) in zip(c_pieces, c_names[i])
+                if s >= begin and e <= end and e > s
+            ]
             slots = slots[:max_entities] if features == "entity" else []
-            row = QaRow([*head, *c_ids[begin:end], tokenizer.eos_id], [s for s, _ in slots], [e for _, e in slots],
-                        example=i, offsets=[None] * len(head) + list(c_offsets[begin:end]) + [None])
+            row = QaRow(
+                [*head, *c_ids[begin:end], tokenizer.eos_id],
+                [s for s, _ in slots],
+                [e for _, e in slots],
+                example=i,
+                offsets=[None] * len(head) + list(c_offsets[begin:end]) + [None],
+            )
             if answer is not None and begin <= answer[0] and answer[1] < end:
                 row.start, row.end = answer[0] + shift, answer[1] + shift
             rows.append(row)
@@ -96,13 +119,14 @@ def collate_qa(rows: Sequence[QaRow], *, pad_id: int, max_mention_length: int = 
     batch["end_positions"] = torch.tensor([r.end for r in rows], dtype=torch.long)
     mask = torch.zeros_like(batch["input_ids"], dtype=torch.bool)
     for r, row in enumerate(rows):
-        mask[r, :len(row.offsets)] = torch.tensor([o is not None for o in row.offsets])
+        mask[r, : len(row.offsets)] = torch.tensor([o is not None for o in row.offsets])
     batch["context_mask"] = mask
     return batch
 
 
-def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor, *,
-               max_answer_length: int = 30) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def best_spans(
+    start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor, *, max_answer_length: int = 30
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per row, the passage span ``start <= end < start + max_answer_length`` with the highest
     ``start_logit + end_logit``: (start, end, score) tensors of shape (rows,)."""
     width = start_logits.shape[1]
@@ -116,8 +140,15 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, context_mas
 
 
 @torch.inference_mode()
-def predict_answers(model, tokenizer, rows: Sequence[QaRow], contexts: Sequence[str], *,  # noqa: ANN001
-                    batch_size: int = 16, max_answer_length: int = 30) -> list[tuple[str, float]]:
+def predict_answers(
+    model,
+    tokenizer,
+    rows: Sequence[QaRow],
+    contexts: Sequence[str],
+    *,
+    batch_size: int = 16,
+    max_answer_length: int = 30,
+) -> list[tuple[str, float]]:
     """The best answer text of each passage (over all its windows) and its score; ``("", -inf)`` for a
     question none of whose windows holds a passage piece."""
     model.eval()
@@ -125,12 +156,17 @@ def predict_answers(model, tokenizer, rows: Sequence[QaRow], contexts: Sequence[
     device = next(model.parameters()).device
     order = sorted(range(len(rows)), key=lambda k: -len(rows[k].ids))  # less padding
     for at in range(0, len(order), batch_size):
-        part = [rows[k] for k in order[at:at + batch_size]]
-        batch = {k: v.to(device) for k, v in collate_qa(part, pad_id=tokenizer.pad_id,
-                                                         max_mention_length=tokenizer.max_mention_length).items()}
+        part = [rows[k] for k in order[at : at + batch_size]]
+        batch = {
+            k: v.to(device)
+            for k, v in collate_qa(
+                part, pad_id=tokenizer.pad_id, max_mention_length=tokenizer.max_mention_length
+            ).items()
+        }
         logits = model(batch).float()
-        starts, ends, scores = best_spans(logits[..., 0], logits[..., 1], batch["context_mask"],
-                                          max_answer_length=max_answer_length)
+        starts, ends, scores = best_spans(
+            logits[..., 0], logits[..., 1], batch["context_mask"], max_answer_length=max_answer_length
+        )
         for row, s, e, score in zip(part, starts.tolist(), ends.tolist(), scores.tolist()):
             if score > best[row.example][1] and row.offsets[s] is not None and row.offsets[e] is not None:
                 a, b = row.offsets[s][0], row.offsets[e][1]

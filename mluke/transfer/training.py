@@ -75,6 +75,7 @@ def _schedule(optimizer: torch.optim.Optimizer, total: int, warmup: float) -> to
         if step < ramp:
             return (step + 1) / ramp
         return max(0.0, (total - step) / max(1, total - ramp))
+
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
@@ -85,9 +86,19 @@ class FineTuner:
     ``collate_fn`` turns a list of rows into tensors (QA rows need :func:`mluke.transfer.qa.collate_qa`).
     """
 
-    def __init__(self, model: TransferModel, rows: Sequence[Row], *, config: FineTuneConfig, work: Path,
-                 evaluate: Callable[[TransferModel], float], pad_id: int, identity: dict[str, Any],
-                 restart: bool = False, collate_fn: Callable[..., dict[str, torch.Tensor]] = collate) -> None:
+    def __init__(
+        self,
+        model: TransferModel,
+        rows: Sequence[Row],
+        *,
+        config: FineTuneConfig,
+        work: Path,
+        evaluate: Callable[[TransferModel], float],
+        pad_id: int,
+        identity: dict[str, Any],
+        restart: bool = False,
+        collate_fn: Callable[..., dict[str, torch.Tensor]] = collate,
+    ) -> None:
         self.model, self.rows, self.config = model, list(rows), config.check()
         self.collate = collate_fn
         self.evaluate, self.pad_id, self.work = evaluate, pad_id, Path(work)
@@ -113,9 +124,12 @@ class FineTuner:
         if self.work.exists():
             if not stamp.is_file() or stamp.read_text(encoding="utf-8") != text:
                 changed, options = _changes(stamp, json.loads(text))
-                raise InputFormatError(f"{self.work}: holds an interrupted fine-tuning run with other data or settings"
-                                       f"{changed}; re-run it with the same ones to continue, or pass {{restart}} to "
-                                       "start over", options={**options, "restart": flag("restart")})
+                raise InputFormatError(
+                    f"{self.work}: holds an interrupted fine-tuning run with other data or settings"
+                    f"{changed}; re-run it with the same ones to continue, or pass {{restart}} to "
+                    "start over",
+                    options={**options, "restart": flag("restart")},
+                )
             if (self.work / "state.pt").is_file():
                 self._load()
                 self.resumed = True
@@ -126,9 +140,16 @@ class FineTuner:
 
     # -- resumable state -----------------------------------------------------------------------------
     def _save(self) -> None:
-        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                 "scheduler": self.scheduler.state_dict(), "rng": torch.get_rng_state(), "epoch": self.epoch,
-                 "step_in_epoch": self.step_in_epoch, "history": self.history, "best": self.best}
+        state = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "rng": torch.get_rng_state(),
+            "epoch": self.epoch,
+            "step_in_epoch": self.step_in_epoch,
+            "history": self.history,
+            "best": self.best,
+        }
         with atomic_path(self.work / "state.pt", overwrite=True) as tmp:
             torch.save(state, tmp)
 
@@ -155,20 +176,32 @@ class FineTuner:
         """
         if self.resumed and self.epoch < self.config.epochs:
             done = self.epoch * self.steps_per_epoch + self.step_in_epoch
-            print(f"Resuming the interrupted fine-tuning run in {self.work} at step {done:,} of {self.total:,} "
-                  f"(epoch {self.epoch + 1} of {self.config.epochs}).", file=sys.stderr, flush=True)
+            print(
+                f"Resuming the interrupted fine-tuning run in {self.work} at step {done:,} of {self.total:,} "
+                f"(epoch {self.epoch + 1} of {self.config.epochs}).",
+                file=sys.stderr,
+                flush=True,
+            )
         with torch.random.fork_rng():
             torch.manual_seed(self.config.seed)
             if self.rng_state is not None:
                 torch.set_rng_state(self.rng_state)
-            bar = tqdm(total=self.total, initial=self.epoch * self.steps_per_epoch + self.step_in_epoch,
-                       desc="fine-tune", unit="step", disable=not progress, mininterval=0.5, dynamic_ncols=True)
+            bar = tqdm(
+                total=self.total,
+                initial=self.epoch * self.steps_per_epoch + self.step_in_epoch,
+                desc="fine-tune",
+                unit="step",
+                disable=not progress,
+                mininterval=0.5,
+                dynamic_ncols=True,
+            )
             with bar:
                 while self.epoch < self.config.epochs:
                     self._epoch(bar, on_step)
         if (self.work / "best.pt").is_file():
-            self.model.load_state_dict(torch.load(self.work / "best.pt", weights_only=True,
-                                                  map_location=model_device(self.model)))
+            self.model.load_state_dict(
+                torch.load(self.work / "best.pt", weights_only=True, map_location=model_device(self.model))
+            )
         return self.history
 
     def _epoch(self, bar: Any, on_step: Callable[[int], None] | None) -> None:
@@ -214,7 +247,11 @@ def _changes(stamp: Path, now: dict[str, Any]) -> tuple[str, dict[str, Option]]:
     except (OSError, ValueError):
         return " (its run.json is missing or unreadable)", {}
     parts, options = [], {}
-    flat_before = {**before.get("identity", {}), **before.get("identity", {}).get("settings", {}), **before.get("config", {})}
+    flat_before = {
+        **before.get("identity", {}),
+        **before.get("identity", {}).get("settings", {}),
+        **before.get("config", {}),
+    }
     flat_now = {**now["identity"], **now["identity"].get("settings", {}), **now["config"]}
     for key in [k for k in flat_now if k != "settings"] + [k for k in flat_before if k not in flat_now]:
         old, new = flat_before.get(key), flat_now.get(key)

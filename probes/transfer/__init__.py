@@ -23,7 +23,30 @@ from probes.transfer.qa_run import QaFineTuneReport, QaReport, evaluate_qa, fine
 from probes.transfer.re_data import ReDataset, ReExample, read_re, write_kbp37
 from probes.transfer.run import FineTuneReport, TransferReport, evaluate, finetune
 
-__all__ = ["FineTuneReport", "NerDataset", "NerSentence", "QaDataset", "QaExample", "QaFineTuneReport", "QaReport",
-           "ReDataset", "ReExample", "TransferReport", "evaluate", "evaluate_qa", "finetune", "finetune_qa", "ner_scores",
-           "qa_scores", "re_scores", "read_mlqa", "read_ner", "read_re", "read_squad", "read_xquad", "write_conll",
-           "write_kbp37", "write_squad"]
+__all__ = [
+    "FineTuneReport",
+    "NerDataset",
+    "NerSentence",
+    "QaDataset",
+    "QaExample",
+    "QaFineTuneReport",
+    "QaReport",
+    "ReDataset",
+    "ReExample",
+    "TransferReport",
+    "evaluate",
+    "evaluate_qa",
+    "finetune",
+    "finetune_qa",
+    "ner_scores",
+    "qa_scores",
+    "re_scores",
+    "read_mlqa",
+    "read_ner",
+    "read_re",
+    "read_squad",
+    "read_xquad",
+    "write_conll",
+    "write_kbp37",
+    "write_squad",
+]

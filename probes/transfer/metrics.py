@@ -25,6 +25,7 @@ def _check_lengths(gold: Sequence, predicted: Sequence, what: str) -> None:
 
 # -- NER -------------------------------------------------------------------------------------------------------------
 
+
 def ner_scores(gold: Sequence[NerSentence], predicted: Sequence[Sequence[tuple[int, int, str]]]) -> dict:
     """Entity-level precision, recall and F1 of predicted spans, one list of spans per gold sentence.
 
@@ -49,13 +50,18 @@ def ner_scores(gold: Sequence[NerSentence], predicted: Sequence[Sequence[tuple[i
         report.pop(key, None)
 
     def row(r: dict) -> dict:
-        return {"precision": float(r["precision"]), "recall": float(r["recall"]),
-                "f1": float(r["f1-score"]), "support": int(r["support"])}
+        return {
+            "precision": float(r["precision"]),
+            "recall": float(r["recall"]),
+            "f1": float(r["f1-score"]),
+            "support": int(r["support"]),
+        }
 
     return {**row(micro), "per_type": {t: row(r) for t, r in sorted(report.items())}}
 
 
 # -- relation extraction ---------------------------------------------------------------------------------------------
+
 
 def re_scores(gold_labels: Sequence[str], predicted_labels: Sequence[str]) -> dict:
     """Macro F1 over relation types, as the SemEval-2010 task 8 official scorer and the RELX paper count it.
@@ -95,8 +101,14 @@ def re_scores(gold_labels: Sequence[str], predicted_labels: Sequence[str]) -> di
     per_type = {}
     for t in types:
         precision, recall = _ratio(tp[t], tp[t] + fp[t]), _ratio(tp[t], tp[t] + fn[t])
-        per_type[t] = {"precision": precision, "recall": recall, "f1": _f1(precision, recall),
-                       "support": tp[t] + fn[t], "predicted": tp[t] + fp[t], "correct": tp[t]}
+        per_type[t] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": _f1(precision, recall),
+            "support": tp[t] + fn[t],
+            "predicted": tp[t] + fp[t],
+            "correct": tp[t],
+        }
     all_tp, all_fp, all_fn = sum(tp.values()), sum(fp.values()), sum(fn.values())
     micro_f1 = _f1(_ratio(all_tp, all_tp + all_fp), _ratio(all_tp, all_tp + all_fn))
     return {
@@ -106,4 +118,3 @@ def re_scores(gold_labels: Sequence[str], predicted_labels: Sequence[str]) -> di
         "per_type": per_type,
         "types": types,
     }
-

@@ -88,8 +88,13 @@ FORMAT_VERSION = 1
 
 #: Entity types of the NER sets, one per kb entity kind.
 NER_TYPES = ("CITY", "CONTINENT", "COUNTRY", "CURRENCY", "LANGUAGE")
-KIND_TYPES = {"city": "CITY", "continent": "CONTINENT", "country": "COUNTRY", "currency": "CURRENCY",
-              "language": "LANGUAGE"}
+KIND_TYPES = {
+    "city": "CITY",
+    "continent": "CONTINENT",
+    "country": "COUNTRY",
+    "currency": "CURRENCY",
+    "language": "LANGUAGE",
+}
 
 
 @dataclass(frozen=True)
@@ -104,14 +109,17 @@ class Relation:
     symmetric: bool = False
 
 
-RELATIONS: dict[str, Relation] = {r.name: r for r in (
-    Relation("country", "city", "country", ("P17",)),
-    Relation("capital", "country", "capital", ("P36",), ("P1376",)),
-    Relation("continent", "country", "continent", ("P30",)),
-    Relation("official_language", "country", "language", ("P37",)),
-    Relation("currency", "country", "currency", ("P38",)),
-    Relation("shares_border", "country", "country2", ("P47",), symmetric=True),
-)}
+RELATIONS: dict[str, Relation] = {
+    r.name: r
+    for r in (
+        Relation("country", "city", "country", ("P17",)),
+        Relation("capital", "country", "capital", ("P36",), ("P1376",)),
+        Relation("continent", "country", "continent", ("P30",)),
+        Relation("official_language", "country", "language", ("P37",)),
+        Relation("currency", "country", "currency", ("P38",)),
+        Relation("shares_border", "country", "country2", ("P47",), symmetric=True),
+    )
+}
 NO_RELATION = "no_relation"
 #: Every label the RE sets use.
 RE_LABELS: tuple[str, ...] = (
@@ -128,10 +136,16 @@ PATTERNS = load_patterns()
 
 # -- the kb side -----------------------------------------------------------------------------------------------------
 
+
 def _usable_label(label: str) -> bool:
     """Whether a name can go into every output format unchanged (no brackets, commas, markers, odd spaces)."""
-    return (bool(label) and len(label) <= 60 and " ".join(label.split()) == label
-            and not any(c in BAD_LABEL_CHARS for c in label) and not all(is_punct(c) for c in label))
+    return (
+        bool(label)
+        and len(label) <= 60
+        and " ".join(label.split()) == label
+        and not any(c in BAD_LABEL_CHARS for c in label)
+        and not all(is_punct(c) for c in label)
+    )
 
 
 class KbWorld:
@@ -160,9 +174,10 @@ class KbWorld:
             for per_kind in raw.values():
                 for label in per_kind.values():
                     counts[label] = counts.get(label, 0) + 1
-            self._labels[lang] = {kind: {k: v for k, v in sorted(per_kind.items())
-                                         if counts[v] == 1 and _usable_label(v)}
-                                  for kind, per_kind in raw.items()}
+            self._labels[lang] = {
+                kind: {k: v for k, v in sorted(per_kind.items()) if counts[v] == 1 and _usable_label(v)}
+                for kind, per_kind in raw.items()
+            }
         return self._labels[lang]
 
 
@@ -177,7 +192,7 @@ def heldout_entities(db: EntityDB, *, seed: int = 0, share: float = 0.3) -> dict
     for kind in KbWorld.KINDS:
         keys = sorted(db.keys(kind))
         random.Random(f"{seed}/heldout/{kind}").shuffle(keys)
-        out[kind] = frozenset(keys[:round(share * len(keys))])
+        out[kind] = frozenset(keys[: round(share * len(keys))])
     return out
 
 
@@ -186,20 +201,27 @@ class _Pool:
 
     def __init__(self, world: KbWorld, lang: str, excluded: dict[str, frozenset[str]]) -> None:
         labels = world.labels(lang)
-        self.labels = {kind: {k: v for k, v in per_kind.items() if k not in excluded.get(kind, ())}
-                       for kind, per_kind in labels.items()}
+        self.labels = {
+            kind: {k: v for k, v in per_kind.items() if k not in excluded.get(kind, ())}
+            for kind, per_kind in labels.items()
+        }
         self.world = world
         ok = self.labels
         self.pairs: dict[str, list[tuple[str, str]]] = {}
         for name, rel in RELATIONS.items():
             sk, ok_kind = SLOT_KINDS[rel.subject], SLOT_KINDS[rel.object]
-            self.pairs[name] = [(s, o) for s, o in world.pairs[name]
-                                if s in ok[sk] and o in ok[ok_kind] and ok[sk][s] != ok[ok_kind][o]]
+            self.pairs[name] = [
+                (s, o) for s, o in world.pairs[name] if s in ok[sk] and o in ok[ok_kind] and ok[sk][s] != ok[ok_kind][o]
+            ]
         # per country, the entities a NER sentence about it may name
         self.options: dict[str, dict[str, list[str]]] = {slot: {} for slot in SLOT_KINDS if slot != "country"}
-        for slot, rel_name, country_is_subject in (("city", "country", False), ("capital", "capital", True),
-                                                   ("continent", "continent", True), ("language", "official_language", True),
-                                                   ("currency", "currency", True)):
+        for slot, rel_name, country_is_subject in (
+            ("city", "country", False),
+            ("capital", "capital", True),
+            ("continent", "continent", True),
+            ("language", "official_language", True),
+            ("currency", "currency", True),
+        ):
             for s, o in self.pairs[rel_name]:
                 country, other = (s, o) if country_is_subject else (o, s)
                 self.options[slot].setdefault(country, []).append(other)
@@ -225,6 +247,7 @@ class _Pool:
 
 
 # -- generation ------------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class MiniatureSplit:
@@ -275,8 +298,10 @@ def pattern_split(task: str, heldout_patterns: Collection[int] | None = None) ->
         test = [i for i in range(n) if i in heldout]
         train = [i for i in range(n) if i not in heldout]
         if not test or not train:
-            raise OptionError(f"heldout_patterns={sorted(heldout)} leaves {task} group {group!r} (patterns 0-{n - 1}) "
-                              "without a training or a test pattern")
+            raise OptionError(
+                f"heldout_patterns={sorted(heldout)} leaves {task} group {group!r} (patterns 0-{n - 1}) "
+                "without a training or a test pattern"
+            )
         out[group] = {"train": train, "test": test}
     return out
 
@@ -291,12 +316,7 @@ def _sizes(train_size: int, dev_size: int, test_size: int) -> dict[str, int]:
 
 def _plan(languages: tuple[str, ...], sizes: dict[str, int]) -> list[tuple[str, str, int]]:
     """(language, split, size) to generate: train and dev in English, test everywhere."""
-    plan = []
-    for lang in languages:
-        for split in SPLITS:
-            if split == "test" or lang == "en":
-                plan.append((lang, split, sizes[split]))
-    return plan
+    return [(lang, split, sizes[split]) for lang in languages for split in SPLITS if split == "test" or lang == "en"]
 
 
 def _rng(seed: int, task: str, lang: str, split: str) -> random.Random:
@@ -320,8 +340,9 @@ def _fresh(draw: Callable[[], Any], seen: set[str], what: str, *, repeats: int =
     raise OptionError(f"could not fill a pattern for {what}: too few distinct names in the kb")
 
 
-def _draw_ner(rng: random.Random, pool: _Pool, lang: str, patterns: Sequence[str],
-              usable: Sequence[int]) -> tuple[Rendered, int, dict[str, str]] | None:
+def _draw_ner(
+    rng: random.Random, pool: _Pool, lang: str, patterns: Sequence[str], usable: Sequence[int]
+) -> tuple[Rendered, int, dict[str, str]] | None:
     """One NER sentence about a random country, with its own city, capital, neighbours and so on."""
     index = rng.choice(usable)
     slots = pattern_slots(patterns[index])
@@ -336,8 +357,15 @@ def _draw_ner(rng: random.Random, pool: _Pool, lang: str, patterns: Sequence[str
     return render(patterns[index], lang, names), index, keys
 
 
-def _generate_ner(world: KbWorld, languages: tuple[str, ...], *, seed: int, sizes: dict[str, int],
-                  split_of: dict[str, list[int]], heldout: dict[str, frozenset[str]]) -> dict[str, dict[str, MiniatureSplit]]:
+def _generate_ner(
+    world: KbWorld,
+    languages: tuple[str, ...],
+    *,
+    seed: int,
+    sizes: dict[str, int],
+    split_of: dict[str, list[int]],
+    heldout: dict[str, frozenset[str]],
+) -> dict[str, dict[str, MiniatureSplit]]:
     out: dict[str, dict[str, MiniatureSplit]] = {}
     seen_train: set[str] = set()
     for lang, split, size in _plan(languages, sizes):
@@ -373,8 +401,9 @@ def _label_counts(size: int, groups: list[str], no_relation_share: float) -> lis
     return plan
 
 
-def _draw_re(rng: random.Random, pool: _Pool, lang: str, patterns: Sequence[str], indices: Sequence[int],
-             group: str) -> tuple[Rendered, int, dict[str, str]] | None:
+def _draw_re(
+    rng: random.Random, pool: _Pool, lang: str, patterns: Sequence[str], indices: Sequence[int], group: str
+) -> tuple[Rendered, int, dict[str, str]] | None:
     """One RE example of ``group``: a real fact for a relation, an unrelated pair for no_relation."""
     index = rng.choice(indices)
     if group == NO_RELATION:
@@ -396,9 +425,16 @@ def _draw_re(rng: random.Random, pool: _Pool, lang: str, patterns: Sequence[str]
     return render(patterns[index], lang, names), index, keys
 
 
-def _generate_re(world: KbWorld, languages: tuple[str, ...], *, seed: int, sizes: dict[str, int],
-                 split_of: dict[str, dict[str, list[int]]], heldout: dict[str, frozenset[str]],
-                 no_relation_share: float) -> dict[str, dict[str, MiniatureSplit]]:
+def _generate_re(
+    world: KbWorld,
+    languages: tuple[str, ...],
+    *,
+    seed: int,
+    sizes: dict[str, int],
+    split_of: dict[str, dict[str, list[int]]],
+    heldout: dict[str, frozenset[str]],
+    no_relation_share: float,
+) -> dict[str, dict[str, MiniatureSplit]]:
     out: dict[str, dict[str, MiniatureSplit]] = {}
     seen_train: set[str] = set()
     for lang, split, size in _plan(languages, sizes):
@@ -406,8 +442,9 @@ def _generate_re(world: KbWorld, languages: tuple[str, ...], *, seed: int, sizes
         side = "train" if split != "test" else "test"
         patterns = PATTERNS[lang]
         groups = [g for g in RE_GROUPS if g == NO_RELATION or pool.pairs[g]]
-        if NO_RELATION in groups and not all(pool.labels[SLOT_KINDS[s]] for i in split_of[NO_RELATION][side]
-                                             for s in NO_RELATION_SLOTS[i]):
+        if NO_RELATION in groups and not all(
+            pool.labels[SLOT_KINDS[s]] for i in split_of[NO_RELATION][side] for s in NO_RELATION_SLOTS[i]
+        ):
             groups.remove(NO_RELATION)
         if not groups and size:
             raise OptionError(f"the kb has too few {lang!r} labels and facts for any RE example of {split}")
@@ -438,52 +475,113 @@ def _re_example(rendered: Rendered, group: str, keys: dict[str, str], ident: str
     return ReExample(ident, rendered.text, rendered.chars[first], rendered.chars[second], label, lang)
 
 
-def generate_ner(db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: int = 0, train_size: int = 2000,
-                 test_size: int = 300, dev_size: int = 300, heldout_patterns: Collection[int] = NER_HELDOUT,
-                 heldout_share: float = 0.3) -> dict[str, dict[str, MiniatureSplit]]:
+def generate_ner(
+    db: EntityDB,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
+    *,
+    seed: int = 0,
+    train_size: int = 2000,
+    test_size: int = 300,
+    dev_size: int = 300,
+    heldout_patterns: Collection[int] = NER_HELDOUT,
+    heldout_share: float = 0.3,
+) -> dict[str, dict[str, MiniatureSplit]]:
     """Like :func:`make_ner`, keeping for each sentence its pattern id and entity keys."""
     langs = _check_languages(languages)
     split_of = pattern_split("ner", heldout_patterns)["ner"]
-    return _generate_ner(KbWorld(db), langs, seed=seed, sizes=_sizes(train_size, dev_size, test_size),
-                         split_of=split_of, heldout=heldout_entities(db, seed=seed, share=heldout_share))
+    return _generate_ner(
+        KbWorld(db),
+        langs,
+        seed=seed,
+        sizes=_sizes(train_size, dev_size, test_size),
+        split_of=split_of,
+        heldout=heldout_entities(db, seed=seed, share=heldout_share),
+    )
 
 
-def generate_re(db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: int = 0, train_size: int = 2000,
-                test_size: int = 300, dev_size: int = 300, heldout_patterns: Collection[int] = RE_HELDOUT,
-                heldout_share: float = 0.3, no_relation_share: float = 0.25) -> dict[str, dict[str, MiniatureSplit]]:
+def generate_re(
+    db: EntityDB,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
+    *,
+    seed: int = 0,
+    train_size: int = 2000,
+    test_size: int = 300,
+    dev_size: int = 300,
+    heldout_patterns: Collection[int] = RE_HELDOUT,
+    heldout_share: float = 0.3,
+    no_relation_share: float = 0.25,
+) -> dict[str, dict[str, MiniatureSplit]]:
     """Like :func:`make_re`, keeping for each example its pattern id and entity keys."""
     langs = _check_languages(languages)
     if not 0 <= no_relation_share <= 1:
         raise OptionError(f"no_relation_share must be in [0, 1]; got {no_relation_share}")
-    return _generate_re(KbWorld(db), langs, seed=seed, sizes=_sizes(train_size, dev_size, test_size),
-                        split_of=pattern_split("re", heldout_patterns),
-                        heldout=heldout_entities(db, seed=seed, share=heldout_share),
-                        no_relation_share=no_relation_share)
+    return _generate_re(
+        KbWorld(db),
+        langs,
+        seed=seed,
+        sizes=_sizes(train_size, dev_size, test_size),
+        split_of=pattern_split("re", heldout_patterns),
+        heldout=heldout_entities(db, seed=seed, share=heldout_share),
+        no_relation_share=no_relation_share,
+    )
 
 
-def make_ner(db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: int = 0, train_size: int = 2000,
-             test_size: int = 300, dev_size: int = 300, heldout_patterns: Collection[int] = NER_HELDOUT,
-             heldout_share: float = 0.3) -> dict[str, dict[str, list[NerSentence]]]:
+def make_ner(
+    db: EntityDB,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
+    *,
+    seed: int = 0,
+    train_size: int = 2000,
+    test_size: int = 300,
+    dev_size: int = 300,
+    heldout_patterns: Collection[int] = NER_HELDOUT,
+    heldout_share: float = 0.3,
+) -> dict[str, dict[str, list[NerSentence]]]:
     """NER sentences ``{lang: {"train"|"dev"|"test": [...]}}``: train and dev in English only, test in every language.
 
     Train and dev use the patterns not in ``heldout_patterns`` and no held-out entity; tests use only the
     held-out patterns.
     """
-    made = generate_ner(db, languages, seed=seed, train_size=train_size, test_size=test_size, dev_size=dev_size,
-                        heldout_patterns=heldout_patterns, heldout_share=heldout_share)
+    made = generate_ner(
+        db,
+        languages,
+        seed=seed,
+        train_size=train_size,
+        test_size=test_size,
+        dev_size=dev_size,
+        heldout_patterns=heldout_patterns,
+        heldout_share=heldout_share,
+    )
     return {lang: {split: s.examples for split, s in splits.items()} for lang, splits in made.items()}
 
 
-def make_re(db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: int = 0, train_size: int = 2000,
-            test_size: int = 300, dev_size: int = 300, heldout_patterns: Collection[int] = RE_HELDOUT,
-            heldout_share: float = 0.3, no_relation_share: float = 0.25) -> dict[str, dict[str, list[ReExample]]]:
+def make_re(
+    db: EntityDB,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
+    *,
+    seed: int = 0,
+    train_size: int = 2000,
+    test_size: int = 300,
+    dev_size: int = 300,
+    heldout_patterns: Collection[int] = RE_HELDOUT,
+    heldout_share: float = 0.3,
+    no_relation_share: float = 0.25,
+) -> dict[str, dict[str, list[ReExample]]]:
     """RE examples ``{lang: {"train"|"dev"|"test": [...]}}`` (KBP37 labels, see the module docs).
 
     About ``no_relation_share`` of each split is ``no_relation``, the rest spread evenly over the relations.
     """
-    made = generate_re(db, languages, seed=seed, train_size=train_size, test_size=test_size, dev_size=dev_size,
-                       heldout_patterns=heldout_patterns, heldout_share=heldout_share,
-                       no_relation_share=no_relation_share)
+    made = generate_re(
+        db,
+        languages,
+        seed=seed,
+        train_size=train_size,
+        test_size=test_size,
+        dev_size=dev_size,
+        heldout_patterns=heldout_patterns,
+        heldout_share=heldout_share,
+        no_relation_share=no_relation_share,
+    )
     return {lang: {split: s.examples for split, s in splits.items()} for lang, splits in made.items()}
 
 
@@ -494,18 +592,35 @@ DEFAULT_SIZES = {"ner_train": 2000, "ner_dev": 300, "ner_test": 300, "re_train":
 
 
 def _pattern_manifest(task: str, split_of: dict[str, dict[str, list[int]]]) -> dict[str, Any]:
-    ids = {side: [f"{task}/{i}" if task == "ner" else f"re/{group}/{i}"
-                  for group, sides in split_of.items() for i in sides[side]] for side in ("train", "test")}
-    english = {(f"{task}/{i}" if task == "ner" else f"re/{group}/{i}"): PATTERNS["en"][group][i]
-               for group, sides in split_of.items() for i in sorted(sides["train"] + sides["test"])}
+    ids = {
+        side: [
+            f"{task}/{i}" if task == "ner" else f"re/{group}/{i}"
+            for group, sides in split_of.items()
+            for i in sides[side]
+        ]
+        for side in ("train", "test")
+    }
+    english = {
+        (f"{task}/{i}" if task == "ner" else f"re/{group}/{i}"): PATTERNS["en"][group][i]
+        for group, sides in split_of.items()
+        for i in sorted(sides["train"] + sides["test"])
+    }
     return {**ids, "english": english, "per_language": {g: len(PATTERNS["en"][g]) for g in split_of}}
 
 
-def write_miniature(db: EntityDB, folder: str | Path, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: int = 0,
-                    heldout_share: float = 0.3, no_relation_share: float = 0.25,
-                    ner_heldout_patterns: Collection[int] = NER_HELDOUT,
-                    re_heldout_patterns: Collection[int] = RE_HELDOUT, overwrite: bool = False,
-                    **sizes: int) -> Path:
+def write_miniature(
+    db: EntityDB,
+    folder: str | Path,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
+    *,
+    seed: int = 0,
+    heldout_share: float = 0.3,
+    no_relation_share: float = 0.25,
+    ner_heldout_patterns: Collection[int] = NER_HELDOUT,
+    re_heldout_patterns: Collection[int] = RE_HELDOUT,
+    overwrite: bool = False,
+    **sizes: int,
+) -> Path:
     """Write the NER (WikiANN) and RE (KBP37) miniature sets and ``manifest.json`` under ``folder``.
 
     ``sizes``: any of ``ner_train``, ``ner_dev``, ``ner_test``, ``re_train``, ``re_dev``, ``re_test``
@@ -523,10 +638,23 @@ def write_miniature(db: EntityDB, folder: str | Path, languages: Iterable[str] =
     re_split = pattern_split("re", re_heldout_patterns)
     if not 0 <= no_relation_share <= 1:
         raise OptionError(f"no_relation_share must be in [0, 1]; got {no_relation_share}")
-    ner = _generate_ner(world, langs, seed=seed, split_of=ner_split["ner"], heldout=heldout,
-                        sizes=_sizes(n["ner_train"], n["ner_dev"], n["ner_test"]))
-    rel = _generate_re(world, langs, seed=seed, split_of=re_split, heldout=heldout, no_relation_share=no_relation_share,
-                       sizes=_sizes(n["re_train"], n["re_dev"], n["re_test"]))
+    ner = _generate_ner(
+        world,
+        langs,
+        seed=seed,
+        split_of=ner_split["ner"],
+        heldout=heldout,
+        sizes=_sizes(n["ner_train"], n["ner_dev"], n["ner_test"]),
+    )
+    rel = _generate_re(
+        world,
+        langs,
+        seed=seed,
+        split_of=re_split,
+        heldout=heldout,
+        no_relation_share=no_relation_share,
+        sizes=_sizes(n["re_train"], n["re_dev"], n["re_test"]),
+    )
     files: list[str] = []
     counts: dict[str, dict[str, dict[str, int]]] = {"ner": {}, "re": {}}
     with atomic_path(folder, overwrite=overwrite, what=" (miniature sets)") as tmp:
@@ -548,23 +676,45 @@ def write_miniature(db: EntityDB, folder: str | Path, languages: Iterable[str] =
             "char_languages": sorted(CHAR_LANGUAGES & set(langs)),
             "sizes": {task: {split: n[f"{task}_{split}"] for split in SPLITS} for task in ("ner", "re")},
             "counts": counts,
-            "ner": {"format": "wikiann", "scheme": "iob2", "types": list(NER_TYPES),
-                    "patterns": _pattern_manifest("ner", ner_split)},
-            "re": {"format": "kbp37", "labels": list(RE_LABELS), "no_relation_share": no_relation_share,
-                   "relations": {name: {"subject": SLOT_KINDS[r.subject], "object": SLOT_KINDS[r.object],
-                                        "properties": list(r.properties),
-                                        "inverse_properties": list(r.inverse_properties), "symmetric": r.symmetric}
-                                 for name, r in RELATIONS.items()},
-                   "no_relation_slots": [list(pair) for pair in NO_RELATION_SLOTS],
-                   "patterns": _pattern_manifest("re", re_split)},
-            "heldout_entities": {"share": heldout_share, "counts": {k: len(v) for k, v in heldout.items()},
-                                 "keys": {k: sorted(v) for k, v in heldout.items()}},
-            "kb": {"path": str(db.path), "provenance": db.provenance, "created": db.meta.get("created"),
-                   "format_version": db.meta.get("format_version")},
+            "ner": {
+                "format": "wikiann",
+                "scheme": "iob2",
+                "types": list(NER_TYPES),
+                "patterns": _pattern_manifest("ner", ner_split),
+            },
+            "re": {
+                "format": "kbp37",
+                "labels": list(RE_LABELS),
+                "no_relation_share": no_relation_share,
+                "relations": {
+                    name: {
+                        "subject": SLOT_KINDS[r.subject],
+                        "object": SLOT_KINDS[r.object],
+                        "properties": list(r.properties),
+                        "inverse_properties": list(r.inverse_properties),
+                        "symmetric": r.symmetric,
+                    }
+                    for name, r in RELATIONS.items()
+                },
+                "no_relation_slots": [list(pair) for pair in NO_RELATION_SLOTS],
+                "patterns": _pattern_manifest("re", re_split),
+            },
+            "heldout_entities": {
+                "share": heldout_share,
+                "counts": {k: len(v) for k, v in heldout.items()},
+                "keys": {k: sorted(v) for k, v in heldout.items()},
+            },
+            "kb": {
+                "path": str(db.path),
+                "provenance": db.provenance,
+                "created": db.meta.get("created"),
+                "format_version": db.meta.get("format_version"),
+            },
             "files": sorted(files),
         }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True) + "\n",
-                                           encoding="utf-8", newline="\n")
+        (tmp / "manifest.json").write_text(
+            json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8", newline="\n"
+        )
     return Path(folder)
 
 

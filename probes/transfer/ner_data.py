@@ -62,7 +62,7 @@ class NerSentence:
 
     def entity_text(self, span: Span, sep: str = " ") -> str:
         """The words of one span joined by ``sep`` (``""`` for ja/zh, one character a word)."""
-        return sep.join(self.words[span[0]:span[1]])
+        return sep.join(self.words[span[0] : span[1]])
 
 
 @dataclass
@@ -100,15 +100,23 @@ class NerDataset:
         return sum(len(s.spans) for s in self.sentences)
 
     def __repr__(self) -> str:
-        head = (f"NerDataset({len(self.sentences):,} sentences, {self.n_entities:,} entities, "
-                f"types={', '.join(self.types) or '-'}, scheme={self.scheme}, fmt={self.fmt}, "
-                f"encoding={self.encoding}, {sum(self.skipped.values()):,} bad or repaired lines, "
-                f"dropped {self.dropped_sentences:,} sentences)")
-        return "\n".join([head, *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
-                          *(f"  e.g. {e}" for e in self.examples)])
+        head = (
+            f"NerDataset({len(self.sentences):,} sentences, {self.n_entities:,} entities, "
+            f"types={', '.join(self.types) or '-'}, scheme={self.scheme}, fmt={self.fmt}, "
+            f"encoding={self.encoding}, {sum(self.skipped.values()):,} bad or repaired lines, "
+            f"dropped {self.dropped_sentences:,} sentences)"
+        )
+        return "\n".join(
+            [
+                head,
+                *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
+                *(f"  e.g. {e}" for e in self.examples),
+            ]
+        )
 
 
 # -- tags and spans ----------------------------------------------------------------------------------------------------
+
 
 def _check_scheme(scheme: str, *, allow_auto: bool = False) -> str:
     valid = ("auto", *SCHEMES) if allow_auto else SCHEMES
@@ -203,7 +211,7 @@ def spans_to_tags(n_words: int, spans: Iterable[Sequence]) -> list[str]:
     tags = ["O"] * n_words
     for s, e, t in _sorted_spans(n_words, spans):
         tags[s] = f"B-{t}"
-        tags[s + 1:e] = [f"I-{t}"] * (e - s - 1)
+        tags[s + 1 : e] = [f"I-{t}"] * (e - s - 1)
     return tags
 
 
@@ -230,6 +238,7 @@ def detect_scheme(tag_sequences: Iterable[Sequence[str]]) -> str:
 
 
 # -- reading -------------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class _Raw:
@@ -263,8 +272,11 @@ def _check_format(fmt: str) -> str:
 
 def _conll_width(lines: Sequence[str]) -> int:
     """The usual number of columns of the file's token lines (the widest when tied), at least 2."""
-    widths = Counter(len(_COLUMNS.split(line.strip(" \t"))) for line in lines
-                     if line.strip(" \t") and not line.lstrip().startswith(DOCSTART))
+    widths = Counter(
+        len(_COLUMNS.split(line.strip(" \t")))
+        for line in lines
+        if line.strip(" \t") and not line.lstrip().startswith(DOCSTART)
+    )
     widths.pop(1, None)
     if not widths:
         return 2
@@ -331,12 +343,16 @@ def _resolve_scheme(raws: Sequence[_Raw], scheme: str, path: Path) -> str:
     if scheme == "auto":
         return found
     if found == "bioes" and scheme != "bioes":
-        raise InputFormatError(f"{path}: the file has E-/S- tags (BIOES) but scheme={scheme!r} was given; "
-                               "use {scheme}", options={"scheme": option("scheme", "bioes")})
+        raise InputFormatError(
+            f"{path}: the file has E-/S- tags (BIOES) but scheme={scheme!r} was given; use {{scheme}}",
+            options={"scheme": option("scheme", "bioes")},
+        )
     if scheme == "bioes" and found != "bioes" and any(tag != "O" for raw in raws for _, _, tag in raw.rows):
-        raise InputFormatError(f"{path}: scheme='bioes' was given but the file has no E-/S- tag, so it is not "
-                               f"BIOES (its tags look {found.upper()}); use {{scheme}}",
-                               options={"scheme": option("scheme", "auto")})
+        raise InputFormatError(
+            f"{path}: scheme='bioes' was given but the file has no E-/S- tag, so it is not "
+            f"BIOES (its tags look {found.upper()}); use {{scheme}}",
+            options={"scheme": option("scheme", "auto")},
+        )
     return scheme
 
 
@@ -362,8 +378,9 @@ def read_ner(path: str | Path, *, lang: str | None = None, scheme: str = "auto",
         languages = sorted({raw.lang for raw in raws if raw.lang})
         raws = [raw for raw in raws if raw.lang == lang]
         if not raws and languages:
-            raise InputFormatError(f"{path}: no sentence in language {lang!r}; languages in the file: "
-                                   f"{', '.join(languages)}")
+            raise InputFormatError(
+                f"{path}: no sentence in language {lang!r}; languages in the file: {', '.join(languages)}"
+            )
     if not raws:
         raise InputFormatError(skips.nothing_read(path, "sentence"))
     scheme = _resolve_scheme(raws, scheme, path)
@@ -381,8 +398,10 @@ def _sentence(raw: _Raw, scheme: str, lang: str | None, path: Path, skips: Skips
 
 # -- writing -------------------------------------------------------------------------------------------------------
 
-def write_conll(dataset_or_sentences: NerDataset | Iterable[NerSentence], path: str | Path, *,
-                fmt: str = "wikiann") -> Path:
+
+def write_conll(
+    dataset_or_sentences: NerDataset | Iterable[NerSentence], path: str | Path, *, fmt: str = "wikiann"
+) -> Path:
     """Write sentences as a UTF-8 file in IOB2 that :func:`read_ner` reads back to the same sentences.
 
     ``fmt="wikiann"``: ``lang:word<TAB>tag`` lines (every sentence needs a ``lang``);
@@ -402,8 +421,10 @@ def write_conll(dataset_or_sentences: NerDataset | Iterable[NerSentence], path: 
 def _sentence_lines(sentence: NerSentence, fmt: str) -> list[str]:
     tags = spans_to_tags(len(sentence.words), sentence.spans)
     if fmt == "wikiann" and not (sentence.lang and _LANG.match(sentence.lang)):
-        raise OptionError(f"fmt='wikiann' needs a language code for every sentence; got {sentence.lang!r} "
-                          f"for {' '.join(sentence.words)[:60]!r} (or write fmt='conll')")
+        raise OptionError(
+            f"fmt='wikiann' needs a language code for every sentence; got {sentence.lang!r} "
+            f"for {' '.join(sentence.words)[:60]!r} (or write fmt='conll')"
+        )
     forbidden = "\t\n\r" if fmt == "wikiann" else " \t\n\r"
     for word in sentence.words:
         if not word or any(c in word for c in forbidden) or (fmt == "conll" and word == DOCSTART):

@@ -17,8 +17,15 @@ from functools import cache
 from importlib import resources
 
 #: Pattern slot -> kb entity kind (``capital`` is a city, ``country2`` a second country).
-SLOT_KINDS = {"city": "city", "capital": "city", "country": "country", "country2": "country",
-              "continent": "continent", "language": "language", "currency": "currency"}
+SLOT_KINDS = {
+    "city": "city",
+    "capital": "city",
+    "country": "country",
+    "country2": "country",
+    "continent": "continent",
+    "language": "language",
+    "currency": "currency",
+}
 #: Languages whose NER words are single characters (PAN-X splits these the same way).
 CHAR_LANGUAGES = frozenset({"ja", "zh", "th"})
 
@@ -33,10 +40,14 @@ def load_patterns() -> dict[str, dict[str, tuple[str, ...]]]:
 #: no_relation pattern i pairs these two slots (the same in every language).
 NO_RELATION_SLOTS = (("city", "country"), ("country", "country2"), ("country", "language"), ("city", "country"))
 
-_EN_THE = re.compile(r"\b(Republic|Kingdom|States|Emirates|Islands|Territories|Territory|Netherlands|Antilles|"
-                     r"Philippines|Bahamas|Maldives|Comoros|Gambia)\b")
-_NL_DE = re.compile(r"\b(Republiek|Staten|Emiraten|Filipijnen|Malediven|Comoren|Seychellen|Bahama’s|Antillen|"
-                    r"Marianen|[Gg]ebieden)\b|eilanden$")
+_EN_THE = re.compile(
+    r"\b(Republic|Kingdom|States|Emirates|Islands|Territories|Territory|Netherlands|Antilles|"
+    r"Philippines|Bahamas|Maldives|Comoros|Gambia)\b"
+)
+_NL_DE = re.compile(
+    r"\b(Republiek|Staten|Emiraten|Filipijnen|Malediven|Comoren|Seychellen|Bahama’s|Antillen|"
+    r"Marianen|[Gg]ebieden)\b|eilanden$"
+)
 
 
 def _article(lang: str, kind: str, label: str) -> str:
@@ -64,7 +75,7 @@ def _has_final_consonant(label: str) -> bool:
 # -- rendering -------------------------------------------------------------------------------------------------------
 
 _SLOT = re.compile(r"\{(\w+)\}(?:~([^\s/]+)/([^\s/.,!?;:()]+))?")
-BAD_LABEL_CHARS = set("()[]{}<>（）［］,，،;\"~\t\r\n|")
+BAD_LABEL_CHARS = set('()[]{}<>（）［］,，،;"~\t\r\n|')
 
 
 def pattern_slots(pattern: str) -> tuple[str, ...]:
@@ -122,7 +133,7 @@ def render(pattern: str, lang: str, names: dict[str, str]) -> Rendered:
     word_spans: dict[str, tuple[int, int]] = {}
     pos = 0
     for match in _SLOT.finditer(pattern):
-        literal = pattern[pos:match.start()]
+        literal = pattern[pos : match.start()]
         text += literal
         words += _literal_words(literal, lang)
         slot = match.group(1)

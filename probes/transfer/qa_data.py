@@ -96,11 +96,17 @@ class QaDataset:
 
     def __repr__(self) -> str:
         head = f"QaDataset({len(self.examples):,} questions, skipped {sum(self.skipped.values()):,} records)"
-        return "\n".join([head, *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
-                          *(f"  e.g. {e}" for e in self.examples_skipped)])
+        return "\n".join(
+            [
+                head,
+                *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
+                *(f"  e.g. {e}" for e in self.examples_skipped),
+            ]
+        )
 
 
 # -- reading -----------------------------------------------------------------------------------------------------------
+
 
 def _load(path: Path) -> list[Any]:
     """The ``data`` list of a SQuAD-layout file; anything else is an :class:`InputFormatError` naming it."""
@@ -131,7 +137,7 @@ def _answer_problem(answer: Any, context: str) -> str | None:
         return "answer_start not an int"
     if not isinstance(text, str) or not text:
         return "answer text missing or empty"
-    if start < 0 or context[start:start + len(text)] != text:
+    if start < 0 or context[start : start + len(text)] != text:
         return "answer text not at answer_start"
     return None
 
@@ -141,8 +147,18 @@ def _dropped(reason: str) -> str:
     return f"answer dropped ({reason.removeprefix('answer ')})"
 
 
-def _question(qa: Any, where: str, context: str, title: str, lang: str | None, question_lang: str | None,
-              require_answers: bool, seen: set[str], path: Path, skips: Skips) -> QaExample | None:
+def _question(
+    qa: Any,
+    where: str,
+    context: str,
+    title: str,
+    lang: str | None,
+    question_lang: str | None,
+    require_answers: bool,
+    seen: set[str],
+    path: Path,
+    skips: Skips,
+) -> QaExample | None:
     """The example of one ``qas`` record, or None after counting why it is skipped (``seen``: ids kept so far)."""
     ident = qa.get("id") if isinstance(qa, dict) else None
     if isinstance(ident, int) and not isinstance(ident, bool):
@@ -183,8 +199,13 @@ def _question(qa: Any, where: str, context: str, title: str, lang: str | None, q
     return QaExample(ident, question, context, tuple(answers), title, lang, question_lang)
 
 
-def read_squad(path: str | os.PathLike[str], *, lang: str | None = None, question_lang: str | None = None,
-               require_answers: bool = True) -> QaDataset:
+def read_squad(
+    path: str | os.PathLike[str],
+    *,
+    lang: str | None = None,
+    question_lang: str | None = None,
+    require_answers: bool = True,
+) -> QaDataset:
     """The questions of a SQuAD-layout file (SQuAD 1.1, one XQuAD language, one MLQA pair), in file order.
 
     ``lang`` (the context's language) and ``question_lang`` (default: ``lang``) are
@@ -216,8 +237,18 @@ def read_squad(path: str | os.PathLike[str], *, lang: str | None = None, questio
                 skips.add(path, f"article {i} paragraph {j}", "qas not a list", type(qas).__name__)
                 continue
             for k, qa in enumerate(qas):
-                example = _question(qa, f"article {i} paragraph {j} question {k}", context, title, lang,
-                                    question_lang, require_answers, seen, path, skips)
+                example = _question(
+                    qa,
+                    f"article {i} paragraph {j} question {k}",
+                    context,
+                    title,
+                    lang,
+                    question_lang,
+                    require_answers,
+                    seen,
+                    path,
+                    skips,
+                )
                 if example is not None:
                     seen.add(example.id)
                     examples.append(example)
@@ -243,17 +274,20 @@ def mlqa_path(folder: str | os.PathLike[str], context_lang: str, question_lang: 
     return Path(folder) / f"{split}-context-{context_lang}-question-{question_lang}.json"
 
 
-def read_mlqa(folder: str | os.PathLike[str], context_lang: str, question_lang: str, *,
-              split: str = "dev") -> QaDataset:
+def read_mlqa(
+    folder: str | os.PathLike[str], context_lang: str, question_lang: str, *, split: str = "dev"
+) -> QaDataset:
     """The MLQA questions in ``question_lang`` on contexts in ``context_lang`` (see :func:`mlqa_path`).
 
     Parallel questions share their id across languages, so the ids link translations.
     """
-    return read_squad(mlqa_path(folder, context_lang, question_lang, split), lang=context_lang,
-                      question_lang=question_lang)
+    return read_squad(
+        mlqa_path(folder, context_lang, question_lang, split), lang=context_lang, question_lang=question_lang
+    )
 
 
 # -- writing -------------------------------------------------------------------------------------------------------
+
 
 def _check_writable(example: QaExample, seen: set[str]) -> None:
     problems = []
@@ -264,8 +298,13 @@ def _check_writable(example: QaExample, seen: set[str]) -> None:
     if not isinstance(example.question, str) or not example.question.strip():
         problems.append("an empty question")
     for start, text in example.answers:
-        if (not isinstance(start, int) or not isinstance(text, str) or not text or start < 0
-                or example.context[start:start + len(text)] != text):
+        if (
+            not isinstance(start, int)
+            or not isinstance(text, str)
+            or not text
+            or start < 0
+            or example.context[start : start + len(text)] != text
+        ):
             problems.append(f"answer {(start, text)!r} not at its answer_start in the context")
     if problems:
         raise OptionError(f"cannot write question {example.id!r} in the SQuAD layout: {'; '.join(problems)}")
@@ -286,8 +325,15 @@ def write_squad(examples: Iterable[QaExample], path: str | os.PathLike[str], *, 
         _check_writable(example, seen)
         seen.add(example.id)
         qas = articles.setdefault(example.title, {}).setdefault(example.context, [])
-        qas.append({"id": example.id, "question": example.question,
-                    "answers": [{"answer_start": start, "text": text} for start, text in example.answers]})
-    data = [{"title": title, "paragraphs": [{"context": context, "qas": qas} for context, qas in paragraphs.items()]}
-            for title, paragraphs in articles.items()]
+        qas.append(
+            {
+                "id": example.id,
+                "question": example.question,
+                "answers": [{"answer_start": start, "text": text} for start, text in example.answers],
+            }
+        )
+    data = [
+        {"title": title, "paragraphs": [{"context": context, "qas": qas} for context, qas in paragraphs.items()]}
+        for title, paragraphs in articles.items()
+    ]
     write_json({"version": "1.1", "data": data}, path, overwrite=overwrite)

@@ -34,8 +34,9 @@ LinkSource = Literal["anchors", "english"]
 CACHE_VERSION = 1
 
 
-def link_texts(index: Any, texts: Sequence[str], lang: str, *,
-               allowed: Sequence[frozenset[str] | None] | None = None) -> list[list[Link]]:
+def link_texts(
+    index: Any, texts: Sequence[str], lang: str, *, allowed: Sequence[frozenset[str] | None] | None = None
+) -> list[list[Link]]:
     """The linked names of each text. Without ``allowed[i]``: mentions with exactly one candidate. With it:
     mentions with exactly one candidate in ``allowed[i]``, linked to that one."""
     unique = list(dict.fromkeys(texts))  # passages repeat across their questions: detect each once
@@ -52,8 +53,14 @@ def link_texts(index: Any, texts: Sequence[str], lang: str, *,
     return out
 
 
-def link_examples(examples: Sequence[QaExample], index: Any, *, lang: str, question_lang: str | None = None,
-                  english: Mapping[str, QaExample] | None = None) -> dict[str, dict[str, list[Link]]]:
+def link_examples(
+    examples: Sequence[QaExample],
+    index: Any,
+    *,
+    lang: str,
+    question_lang: str | None = None,
+    english: Mapping[str, QaExample] | None = None,
+) -> dict[str, dict[str, list[Link]]]:
     """``{id: {"question": links, "context": links}}`` for QA examples (see the module docs).
 
     ``english``: the English source of translated examples by id (the ``english`` link source); examples
@@ -79,10 +86,18 @@ def _identity(path: str | os.PathLike[str]) -> list[Any]:
     return [str(p), st.st_size, st.st_mtime_ns]
 
 
-def cached_links(path: str | os.PathLike[str], examples: Sequence[QaExample], index: Any, *, lang: str,
-                 question_lang: str | None = None, source: LinkSource = "anchors",
-                 english_path: str | os.PathLike[str] | None = None, english: Mapping[str, QaExample] | None = None,
-                 cache: bool = True) -> dict[str, dict[str, list[Link]]]:
+def cached_links(
+    path: str | os.PathLike[str],
+    examples: Sequence[QaExample],
+    index: Any,
+    *,
+    lang: str,
+    question_lang: str | None = None,
+    source: LinkSource = "anchors",
+    english_path: str | os.PathLike[str] | None = None,
+    english: Mapping[str, QaExample] | None = None,
+    cache: bool = True,
+) -> dict[str, dict[str, list[Link]]]:
     """:func:`link_examples` for the examples read from ``path``, through the cache (see the module docs).
 
     ``source="english"`` needs ``english`` (the English examples by id) read from ``english_path``.
@@ -91,20 +106,33 @@ def cached_links(path: str | os.PathLike[str], examples: Sequence[QaExample], in
         raise OptionError(f"link source {source!r}: expected 'anchors' or 'english'")
     if source == "english" and (english is None or english_path is None):
         raise OptionError("the 'english' link source needs the English version of the data (e.g. xquad.en.json)")
-    ident = json.dumps([CACHE_VERSION, _identity(path), lang, question_lang or lang, source,
-                        _identity(english_path) if source == "english" else None,
-                        str(getattr(index, "path", None)), getattr(index, "provenance", None)], sort_keys=True, default=str)
+    ident = json.dumps(
+        [
+            CACHE_VERSION,
+            _identity(path),
+            lang,
+            question_lang or lang,
+            source,
+            _identity(english_path) if source == "english" else None,
+            str(getattr(index, "path", None)),
+            getattr(index, "provenance", None),
+        ],
+        sort_keys=True,
+        default=str,
+    )
     target = cache_dir() / "qa-links" / f"{hashlib.sha256(ident.encode()).hexdigest()[:24]}.json"
     if cache and target.is_file():
         try:
             data = json.loads(target.read_text(encoding="utf-8"))
             if {e.id for e in examples} <= data.keys():
-                return {k: {part: [tuple(x) for x in v[part]] for part in ("question", "context")}
-                        for k, v in data.items()}  # type: ignore[misc]
+                return {
+                    k: {part: [tuple(x) for x in v[part]] for part in ("question", "context")} for k, v in data.items()
+                }  # type: ignore[misc]
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache file is rebuilt
-    links = link_examples(examples, index, lang=lang, question_lang=question_lang,
-                          english=english if source == "english" else None)
+    links = link_examples(
+        examples, index, lang=lang, question_lang=question_lang, english=english if source == "english" else None
+    )
     if cache:
         target.parent.mkdir(parents=True, exist_ok=True)
         write_json(links, target, overwrite=True)

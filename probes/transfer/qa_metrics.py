@@ -70,8 +70,10 @@ def check_scorer(scorer: str, lang: str | None = None) -> None:
     if scorer not in SCORERS:
         raise OptionError(f"unknown QA scorer {scorer!r}; choose one of {', '.join(SCORERS)}")
     if lang is not None and scorer != "squad" and _base(lang) not in MLQA_SCORED:
-        raise OptionError(f"the {scorer} scorer has rules only for MLQA's languages ({' '.join(MLQA_SCORED)}), "
-                          f"not {lang!r}; use scorer 'squad' (SQuAD v1.1 rules, as XQuAD's authors do)")
+        raise OptionError(
+            f"the {scorer} scorer has rules only for MLQA's languages ({' '.join(MLQA_SCORED)}), "
+            f"not {lang!r}; use scorer 'squad' (SQuAD v1.1 rules, as XQuAD's authors do)"
+        )
 
 
 def _is_unicode_punctuation(char: str) -> bool:
@@ -84,7 +86,7 @@ def _mixed_segmentation(text: str) -> list[str]:
     tokens: list[str] = []
     start = 0
     for match in _MLQA_HAN.finditer(text):
-        tokens.extend(text[start:match.start()].split())
+        tokens.extend(text[start : match.start()].split())
         tokens.append(match.group())
         start = match.end()
     tokens.extend(text[start:].split())
@@ -152,8 +154,9 @@ def f1_score(prediction: str, golds: Sequence[str], lang: str, scorer: Scorer = 
     return max(_token_f1(predicted, answer_tokens(gold, lang, scorer)) for gold in golds)
 
 
-def qa_scores(predictions: Mapping[str, str], golds: Mapping[str, Sequence[str]], lang: str,
-              scorer: Scorer = "squad") -> dict:
+def qa_scores(
+    predictions: Mapping[str, str], golds: Mapping[str, Sequence[str]], lang: str, scorer: Scorer = "squad"
+) -> dict:
     """Mean EM and F1 over the questions in ``golds`` (fractions in [0, 1]) under ``scorer``
     (``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``; MLQA's are per ``lang``, the context language).
 
@@ -177,8 +180,7 @@ def qa_scores(predictions: Mapping[str, str], golds: Mapping[str, Sequence[str]]
     return {"exact_match": em / n, "f1": f1 / n, "questions": n, "missing": missing, "scorer": scorer}
 
 
-def gxlt_matrix(scores: Mapping[tuple[str, str], float],
-                langs: Sequence[str]) -> tuple[list[str], list[list[object]]]:
+def gxlt_matrix(scores: Mapping[tuple[str, str], float], langs: Sequence[str]) -> tuple[list[str], list[list[object]]]:
     """MLQA's G-XLT table: one row per context language, one column per question language.
 
     ``scores`` maps (context_lang, question_lang) to a fraction in [0, 1]. Cells are x100 and
@@ -189,8 +191,9 @@ def gxlt_matrix(scores: Mapping[tuple[str, str], float],
     rows: list[list[object]] = []
     for context in langs:
         row: list[object] = [context]
-        row.extend(round(100 * scores[context, question], 1) if (context, question) in scores else "-"
-                   for question in langs)
+        row.extend(
+            round(100 * scores[context, question], 1) if (context, question) in scores else "-" for question in langs
+        )
         rows.append(row)
     average: list[object] = ["average"]
     for question in langs:

@@ -48,8 +48,10 @@ Fact = tuple[str, str, str]  # relation, subject key, object key
 
 def _facts(world: KbWorld, langs: Sequence[str], excluded: dict[str, frozenset[str]]) -> list[Fact]:
     """Facts whose subject and object have a usable name in every language of ``langs``."""
-    named = {kind: set.intersection(*(set(world.labels(lang)[kind]) - excluded.get(kind, frozenset()) for lang in langs))
-             for kind in KbWorld.KINDS}
+    named = {
+        kind: set.intersection(*(set(world.labels(lang)[kind]) - excluded.get(kind, frozenset()) for lang in langs))
+        for kind in KbWorld.KINDS
+    }
     out = []
     for name, rel in RELATIONS.items():
         sk, ok = SLOT_KINDS[rel.subject], SLOT_KINDS[rel.object]
@@ -61,8 +63,13 @@ def _facts(world: KbWorld, langs: Sequence[str], excluded: dict[str, frozenset[s
     return out
 
 
-def _draw(rng: random.Random, facts: Sequence[Fact], by_relation: dict[str, list[Fact]], sentences: int,
-          patterns: Sequence[int]) -> tuple[list[tuple[Fact, int]], int]:
+def _draw(
+    rng: random.Random,
+    facts: Sequence[Fact],
+    by_relation: dict[str, list[Fact]],
+    sentences: int,
+    patterns: Sequence[int],
+) -> tuple[list[tuple[Fact, int]], int]:
     """The facts of one passage with their pattern indices, and which of them the question asks about."""
     relation = rng.choice(sorted(by_relation))
     target = rng.choice(by_relation[relation])
@@ -79,8 +86,15 @@ def _draw(rng: random.Random, facts: Sequence[Fact], by_relation: dict[str, list
     return [(f, rng.choice(patterns)) for f in chosen], chosen.index(target)
 
 
-def _example(ident: str, lang: str, passage: list[tuple[Fact, int]], target: int, question: int,
-             names: dict[str, dict[str, str]], title: str) -> QaExample:
+def _example(
+    ident: str,
+    lang: str,
+    passage: list[tuple[Fact, int]],
+    target: int,
+    question: int,
+    names: dict[str, dict[str, str]],
+    title: str,
+) -> QaExample:
     """Render a passage and its question in ``lang``; ``names[kind][key]`` are the labels."""
     sep = "" if lang in NO_SPACE else " "
     text, answer = "", None
@@ -96,14 +110,25 @@ def _example(ident: str, lang: str, passage: list[tuple[Fact, int]], target: int
         text += rendered.text
     relation, s, _ = passage[target][0]
     subject_slot = load_questions()["subject_slots"][relation]
-    q = render(load_questions()["questions"][lang][relation][question], lang,
-               {subject_slot: names[SLOT_KINDS[subject_slot]][s]})
+    q = render(
+        load_questions()["questions"][lang][relation][question],
+        lang,
+        {subject_slot: names[SLOT_KINDS[subject_slot]][s]},
+    )
     assert answer is not None
     return QaExample(ident, q.text, text, (answer,), title=title, lang=lang)
 
 
-def generate_qa(db: Any, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: int = 0, train_size: int = 1000,
-                dev_size: int = 200, test_size: int = 300, sentences: int = 4) -> dict[str, dict[str, list[QaExample]]]:
+def generate_qa(
+    db: Any,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
+    *,
+    seed: int = 0,
+    train_size: int = 1000,
+    dev_size: int = 200,
+    test_size: int = 300,
+    sentences: int = 4,
+) -> dict[str, dict[str, list[QaExample]]]:
     """``{"train": {"en": [...]}, "dev": {"en": [...]}, "test": {lang: [...]}}`` (see the module docs).
 
     Train and dev leave out 30% of the entities of each kind (:func:`heldout_entities`); the test set may use
@@ -118,8 +143,11 @@ def generate_qa(db: Any, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: in
     world = KbWorld(db)
     heldout = heldout_entities(db, seed=seed)
     out: dict[str, dict[str, list[QaExample]]] = {}
-    for split, size, pool_langs, excluded in (("train", train_size, ("en",), heldout), ("dev", dev_size, ("en",), heldout),
-                                              ("test", test_size, langs, {})):
+    for split, size, pool_langs, excluded in (
+        ("train", train_size, ("en",), heldout),
+        ("dev", dev_size, ("en",), heldout),
+        ("test", test_size, langs, {}),
+    ):
         facts = _facts(world, pool_langs, excluded)
         by_relation: dict[str, list[Fact]] = {}
         for f in facts:
@@ -130,20 +158,32 @@ def generate_qa(db: Any, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: in
         patterns, question = (TEST_PATTERNS, TEST_QUESTION) if split == "test" else (TRAIN_PATTERNS, TRAIN_QUESTION)
         draws = [_draw(rng, facts, by_relation, sentences, patterns) for _ in range(size)]
         out[split] = {}
-        for lang in (pool_langs if split == "test" else ("en",)):
+        for lang in pool_langs if split == "test" else ("en",):
             names = {kind: world.labels(lang)[kind] for kind in KbWorld.KINDS}
-            out[split][lang] = [_example(f"{split}-{n:05d}", lang, passage, target, question, names,
-                                         passage[target][0][0]) for n, (passage, target) in enumerate(draws)]
+            out[split][lang] = [
+                _example(f"{split}-{n:05d}", lang, passage, target, question, names, passage[target][0][0])
+                for n, (passage, target) in enumerate(draws)
+            ]
     return out
 
 
-def write_qa_miniature(db: Any, folder: str | Path, languages: Iterable[str] = MLUKE_LANGUAGES, *, seed: int = 0,
-                       train_size: int = 1000, dev_size: int = 200, test_size: int = 300, sentences: int = 4,
-                       overwrite: bool = False) -> Path:
+def write_qa_miniature(
+    db: Any,
+    folder: str | Path,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
+    *,
+    seed: int = 0,
+    train_size: int = 1000,
+    dev_size: int = 200,
+    test_size: int = 300,
+    sentences: int = 4,
+    overwrite: bool = False,
+) -> Path:
     """Write :func:`generate_qa`'s sets: ``train.en.json``, ``dev.en.json``, ``xquad/xquad.{lang}.json``,
     ``mlqa/test-context-{c}-question-{q}.json`` (MLQA's languages among ``languages``) and ``manifest.json``."""
-    sets = generate_qa(db, languages, seed=seed, train_size=train_size, dev_size=dev_size, test_size=test_size,
-                       sentences=sentences)
+    sets = generate_qa(
+        db, languages, seed=seed, train_size=train_size, dev_size=dev_size, test_size=test_size, sentences=sentences
+    )
     with atomic_path(folder, overwrite=overwrite) as tmp:
         (tmp / "xquad").mkdir(parents=True)
         (tmp / "mlqa").mkdir()
@@ -154,11 +194,22 @@ def write_qa_miniature(db: Any, folder: str | Path, languages: Iterable[str] = M
         mlqa = [lang for lang in MLQA_LANGUAGES if lang in sets["test"]]
         for c in mlqa:
             for q in mlqa:
-                pairs = [QaExample(a.id, b.question, a.context, a.answers, a.title, c, q)
-                         for a, b in zip(sets["test"][c], sets["test"][q])]
+                pairs = [
+                    QaExample(a.id, b.question, a.context, a.answers, a.title, c, q)
+                    for a, b in zip(sets["test"][c], sets["test"][q])
+                ]
                 write_squad(pairs, mlqa_path(tmp / "mlqa", c, q, "test"))
-        write_json({"format": "mluke-miniature-qa", "format_version": 1, "seed": seed, "languages": list(sets["test"]),
-                    "sizes": {"train": train_size, "dev": dev_size, "test": test_size}, "sentences": sentences,
-                    "passage_patterns": {"train": list(TRAIN_PATTERNS), "test": list(TEST_PATTERNS)},
-                    "question_patterns": {"train": [TRAIN_QUESTION], "test": [TEST_QUESTION]}}, tmp / "manifest.json")
+        write_json(
+            {
+                "format": "mluke-miniature-qa",
+                "format_version": 1,
+                "seed": seed,
+                "languages": list(sets["test"]),
+                "sizes": {"train": train_size, "dev": dev_size, "test": test_size},
+                "sentences": sentences,
+                "passage_patterns": {"train": list(TRAIN_PATTERNS), "test": list(TEST_PATTERNS)},
+                "question_patterns": {"train": [TRAIN_QUESTION], "test": [TEST_QUESTION]},
+            },
+            tmp / "manifest.json",
+        )
     return Path(folder)

@@ -25,7 +25,13 @@ from probes.transfer.qa_metrics import Scorer, check_scorer, gxlt_matrix, qa_sco
 
 #: MLQA's languages, the G-XLT matrix's rows and columns.
 MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")
-QA_DEFAULTS = {"max_length": 384, "doc_stride": 128, "max_query_length": 64, "max_answer_length": 30, "max_entities": 64}
+QA_DEFAULTS = {
+    "max_length": 384,
+    "doc_stride": 128,
+    "max_query_length": 64,
+    "max_answer_length": 30,
+    "max_entities": 64,
+}
 
 
 @dataclass
@@ -45,15 +51,28 @@ class QaInputs:
         ids = vocab.ids_of_keys([k for *_, k in links])
         return [(s, e, i) for (s, e, _), i in zip(links, ids) if i is not None]
 
-    def rows(self, examples: Sequence[QaExample], links: dict[str, dict[str, list[Link]]], features: str, *,
-             answers: bool = False) -> list[Any]:
+    def rows(
+        self,
+        examples: Sequence[QaExample],
+        links: dict[str, dict[str, list[Link]]],
+        features: str,
+        *,
+        answers: bool = False,
+    ) -> list[Any]:
         s = self.settings
-        return qa_rows(self.tokenizer, [e.question for e in examples], [e.context for e in examples], features=features,
-                       question_names=[self.names(links[e.id]["question"]) for e in examples],
-                       context_names=[self.names(links[e.id]["context"]) for e in examples],
-                       answers=[(e.answers[0][0], e.answers[0][0] + len(e.answers[0][1])) for e in examples] if answers else None,
-                       max_length=s["max_length"], doc_stride=s["doc_stride"], max_query_length=s["max_query_length"],
-                       max_entities=s["max_entities"])
+        return qa_rows(
+            self.tokenizer,
+            [e.question for e in examples],
+            [e.context for e in examples],
+            features=features,
+            question_names=[self.names(links[e.id]["question"]) for e in examples],
+            context_names=[self.names(links[e.id]["context"]) for e in examples],
+            answers=[(e.answers[0][0], e.answers[0][0] + len(e.answers[0][1])) for e in examples] if answers else None,
+            max_length=s["max_length"],
+            doc_stride=s["doc_stride"],
+            max_query_length=s["max_query_length"],
+            max_entities=s["max_entities"],
+        )
 
 
 def _index(db: Any, langs: Sequence[str]) -> Any:
@@ -65,13 +84,27 @@ def _index(db: Any, langs: Sequence[str]) -> Any:
     return MentionIndex.for_db(db, languages=known or None)
 
 
-def answer_dataset(model: Any, inputs: QaInputs, examples: Sequence[QaExample], links: dict[str, dict[str, list[Link]]],
-                   *, lang: str, scorer: Scorer = "squad", batch_size: int = 16) -> tuple[dict[str, Any], dict[str, str]]:
+def answer_dataset(
+    model: Any,
+    inputs: QaInputs,
+    examples: Sequence[QaExample],
+    links: dict[str, dict[str, list[Link]]],
+    *,
+    lang: str,
+    scorer: Scorer = "squad",
+    batch_size: int = 16,
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Scores (:func:`probes.transfer.qa_metrics.qa_scores` under ``scorer``, in ``lang``'s rules for MLQA's)
     and the predicted answer of every example."""
     rows = inputs.rows(examples, links, model.features)
-    found = predict_answers(model, inputs.tokenizer, rows, [e.context for e in examples], batch_size=batch_size,
-                            max_answer_length=inputs.settings["max_answer_length"])
+    found = predict_answers(
+        model,
+        inputs.tokenizer,
+        rows,
+        [e.context for e in examples],
+        batch_size=batch_size,
+        max_answer_length=inputs.settings["max_answer_length"],
+    )
     predictions = {e.id: text for e, (text, _) in zip(examples, found)}
     return qa_scores(predictions, {e.id: e.answer_texts for e in examples}, lang, scorer), predictions
 
@@ -92,16 +125,29 @@ class QaFineTuneReport:
 
     def summary(self) -> str:
         best = max(self.history, key=lambda h: h["dev"])
-        return (f"fine-tuned qa ({self.features} features) on {self.train_size:,} questions ({self.windows:,} windows, "
-                f"{self.names_per_question:.1f} linked names per question) in {self.seconds:,.0f} s; kept epoch "
-                f"{best['epoch'] + 1} (dev F1 {100 * best['dev']:.1f}); wrote {self.output}")
+        return (
+            f"fine-tuned qa ({self.features} features) on {self.train_size:,} questions ({self.windows:,} windows, "
+            f"{self.names_per_question:.1f} linked names per question) in {self.seconds:,.0f} s; kept epoch "
+            f"{best['epoch'] + 1} (dev F1 {100 * best['dev']:.1f}); wrote {self.output}"
+        )
 
 
-def finetune_qa(train: str | os.PathLike[str], dev: str | os.PathLike[str], *, output: str | os.PathLike[str],
-                features: str = "entity", model: Any = None, kb: Any = None, lang: str = "en",
-                config: FineTuneConfig | None = None, settings: dict[str, int] | None = None,
-                overwrite: bool = False, restart: bool = False, progress: bool = True,
-                device: Any = None) -> QaFineTuneReport:
+def finetune_qa(
+    train: str | os.PathLike[str],
+    dev: str | os.PathLike[str],
+    *,
+    output: str | os.PathLike[str],
+    features: str = "entity",
+    model: Any = None,
+    kb: Any = None,
+    lang: str = "en",
+    config: FineTuneConfig | None = None,
+    settings: dict[str, int] | None = None,
+    overwrite: bool = False,
+    restart: bool = False,
+    progress: bool = True,
+    device: Any = None,
+) -> QaFineTuneReport:
     """Fine-tune ``model`` (default: the demo model) for extractive QA on SQuAD-format ``train`` and keep the
     epoch with the best F1 on ``dev``. Names are linked from ``kb``'s anchors (default: the embedded kb);
     ``features="entity"`` (mLUKE-E) gives them entity tokens, ``"word"`` (mLUKE-W) does not. ``settings``:
@@ -120,25 +166,65 @@ def finetune_qa(train: str | os.PathLike[str], dev: str | os.PathLike[str], *, o
     train_links = cached_links(train, train_data.examples, inputs.index, lang=lang)
     dev_links = cached_links(dev, dev_data.examples, inputs.index, lang=lang)
     rows = inputs.rows(train_data.examples, train_links, features, answers=True)
-    net = place(new_model(bundle, "qa", features, ["start", "end"], dropout=config.dropout,
-                          settings={"seed": config.seed, **qa_settings}), device)
-    identity = {"task": "qa", "features": features, "model": str(model), "train": _stat(train), "dev": _stat(dev),
-                "settings": qa_settings}
+    net = place(
+        new_model(
+            bundle,
+            "qa",
+            features,
+            ["start", "end"],
+            dropout=config.dropout,
+            settings={"seed": config.seed, **qa_settings},
+        ),
+        device,
+    )
+    identity = {
+        "task": "qa",
+        "features": features,
+        "model": str(model),
+        "train": _stat(train),
+        "dev": _stat(dev),
+        "settings": qa_settings,
+    }
     work = output.with_name(output.name + ".work")
 
     def dev_f1(m: Any) -> float:
         return answer_dataset(m, inputs, dev_data.examples, dev_links, lang=lang)[0]["f1"]
 
-    tuner = FineTuner(net, rows, config=config, work=work, pad_id=bundle.tokenizer.pad_id, identity=identity,
-                      restart=restart, evaluate=dev_f1, collate_fn=collate_qa)
+    tuner = FineTuner(
+        net,
+        rows,
+        config=config,
+        work=work,
+        pad_id=bundle.tokenizer.pad_id,
+        identity=identity,
+        restart=restart,
+        evaluate=dev_f1,
+        collate_fn=collate_qa,
+    )
     history = tuner.train(progress=progress)
-    save_transfer(net, bundle.tokenizer, output, overwrite=overwrite, extra={
-        "train": str(train), "dev": str(dev), "history": history, "config": asdict(config)})
+    save_transfer(
+        net,
+        bundle.tokenizer,
+        output,
+        overwrite=overwrite,
+        extra={"train": str(train), "dev": str(dev), "history": history, "config": asdict(config)},
+    )
     shutil.rmtree(work, ignore_errors=True)
     names = sum(len(v["question"]) + len(v["context"]) for v in train_links.values()) / max(1, len(train_links))
-    skipped = {f"train: {k}": v for k, v in train_data.skipped.items()} | {f"dev: {k}": v for k, v in dev_data.skipped.items()}
-    return QaFineTuneReport(output, features, len(train_data), len(dev_data), len(rows), names, history,
-                            time.perf_counter() - started, skipped)
+    skipped = {f"train: {k}": v for k, v in train_data.skipped.items()} | {
+        f"dev: {k}": v for k, v in dev_data.skipped.items()
+    }
+    return QaFineTuneReport(
+        output,
+        features,
+        len(train_data),
+        len(dev_data),
+        len(rows),
+        names,
+        history,
+        time.perf_counter() - started,
+        skipped,
+    )
 
 
 def _stat(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -167,8 +253,13 @@ class QaReport(TableReport):
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"features": self.features, "model": self.model, "languages": self.rows, "average": self.averages(),
-                "gxlt": {"langs": self.gxlt_langs, "f1": self.gxlt}}
+        return {
+            "features": self.features,
+            "model": self.model,
+            "languages": self.rows,
+            "average": self.averages(),
+            "gxlt": {"langs": self.gxlt_langs, "f1": self.gxlt},
+        }
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing (scores x100); each dataset's average after its rows."""
@@ -176,12 +267,28 @@ class QaReport(TableReport):
         averages = self.averages()
         for name in dict.fromkeys(r["dataset"] for r in self.rows):
             mine = [r for r in self.rows if r["dataset"] == name and r["lang"] == r["question_lang"]]
-            rows += [[name, r["lang"], r["questions"], round(100 * r["exact_match"], 1), round(100 * r["f1"], 1),
-                      r.get("scorer", "")] for r in mine]
+            rows += [
+                [
+                    name,
+                    r["lang"],
+                    r["questions"],
+                    round(100 * r["exact_match"], 1),
+                    round(100 * r["f1"], 1),
+                    r.get("scorer", ""),
+                ]
+                for r in mine
+            ]
             if name in averages:
-                rows.append([name, "average", sum(r["questions"] for r in mine),
-                             round(100 * averages[name]["exact_match"], 1), round(100 * averages[name]["f1"], 1),
-                             "/".join(dict.fromkeys(r.get("scorer", "") for r in mine))])
+                rows.append(
+                    [
+                        name,
+                        "average",
+                        sum(r["questions"] for r in mine),
+                        round(100 * averages[name]["exact_match"], 1),
+                        round(100 * averages[name]["f1"], 1),
+                        "/".join(dict.fromkeys(r.get("scorer", "") for r in mine)),
+                    ]
+                )
         return ["dataset", "lang", "questions", "EM", "F1", "scorer"], rows
 
     def gxlt_table(self) -> tuple[list[str], list[list[Any]]]:
@@ -190,11 +297,22 @@ class QaReport(TableReport):
         return gxlt_matrix(scores, self.gxlt_langs)  # type: ignore[arg-type]
 
 
-def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[str] | None = None,
-                mlqa: str | os.PathLike[str] | None = None, langs: Sequence[str] | None = None, gxlt: bool = False,
-                split: str = "dev", kb: Any = None, link_source: LinkSource = "anchors", batch_size: int = 16,
-                progress: bool = True, device: Any = None, dtype: Any = None,
-                scorer: Scorer | None = None) -> QaReport:
+def evaluate_qa(
+    model_dir: str | os.PathLike[str],
+    *,
+    xquad: str | os.PathLike[str] | None = None,
+    mlqa: str | os.PathLike[str] | None = None,
+    langs: Sequence[str] | None = None,
+    gxlt: bool = False,
+    split: str = "dev",
+    kb: Any = None,
+    link_source: LinkSource = "anchors",
+    batch_size: int = 16,
+    progress: bool = True,
+    device: Any = None,
+    dtype: Any = None,
+    scorer: Scorer | None = None,
+) -> QaReport:
     """Score a fine-tuned QA model zero-shot on XQuAD (``xquad/xquad.{lang}.json``) and MLQA
     (``mlqa/{split}-context-{c}-question-{q}.json``). ``langs``: the languages to read (default: those found;
     for MLQA its seven). ``gxlt``: every MLQA context x question pair of those languages. ``link_source``:
@@ -218,7 +336,11 @@ def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[s
         jobs += [("xquad", folder / f"xquad.{lang}.json", lang, lang, english) for lang in found]
     if mlqa is not None:
         folder = Path(mlqa)
-        pick = list(langs) if langs is not None else [l for l in MLQA_LANGUAGES if mlqa_path(folder, l, l, split).is_file()]
+        pick = (
+            list(langs)
+            if langs is not None
+            else [l for l in MLQA_LANGUAGES if mlqa_path(folder, l, l, split).is_file()]
+        )
         if not pick:
             raise OptionError(f"{folder}: no {split}-context-L-question-L.json files of MLQA's languages")
         pairs = [(c, q) for c in pick for q in pick] if gxlt else [(lang, lang) for lang in pick]
@@ -243,13 +365,31 @@ def evaluate_qa(model_dir: str | os.PathLike[str], *, xquad: str | os.PathLike[s
             if english_path not in english_examples:
                 english_examples[english_path] = {e.id: e for e in read_squad(english_path, lang="en")}
             english = english_examples[english_path]
-        links = cached_links(path, data.examples, index, lang=c, question_lang=q, source=source,
-                             english_path=english_path if source == "english" else None, english=english)
-        scores, _ = answer_dataset(model, inputs, data.examples, links, lang=c, scorer=scorer or official[dataset],
-                                   batch_size=batch_size)
-        rows.append({"dataset": dataset, "lang": c, "question_lang": q, "questions": scores["questions"],
-                     "exact_match": scores["exact_match"], "f1": scores["f1"], "scorer": scores["scorer"],
-                     "skipped": sum(data.skipped.values())})
+        links = cached_links(
+            path,
+            data.examples,
+            index,
+            lang=c,
+            question_lang=q,
+            source=source,
+            english_path=english_path if source == "english" else None,
+            english=english,
+        )
+        scores, _ = answer_dataset(
+            model, inputs, data.examples, links, lang=c, scorer=scorer or official[dataset], batch_size=batch_size
+        )
+        rows.append(
+            {
+                "dataset": dataset,
+                "lang": c,
+                "question_lang": q,
+                "questions": scores["questions"],
+                "exact_match": scores["exact_match"],
+                "f1": scores["f1"],
+                "scorer": scores["scorer"],
+                "skipped": sum(data.skipped.values()),
+            }
+        )
         if dataset == "mlqa" and gxlt:
             matrix[f"{c}/{q}"] = scores["f1"]
     gxlt_langs = list(dict.fromkeys(job[2] for job in jobs if job[0] == "mlqa")) if gxlt else []

@@ -52,11 +52,11 @@ class ReExample:
 
     @property
     def head_text(self) -> str:
-        return self.text[self.head[0]:self.head[1]]
+        return self.text[self.head[0] : self.head[1]]
 
     @property
     def tail_text(self) -> str:
-        return self.text[self.tail[0]:self.tail[1]]
+        return self.text[self.tail[0] : self.tail[1]]
 
 
 @dataclass
@@ -82,13 +82,21 @@ class ReDataset:
         return tuple(sorted({t for t in map(relation_type, self.labels) if t}))
 
     def __repr__(self) -> str:
-        head = (f"ReDataset({len(self.examples):,} examples, {len(self.labels)} labels, "
-                f"encoding={self.encoding}, skipped {sum(self.skipped.values()):,} blocks)")
-        return "\n".join([head, *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
-                          *(f"  e.g. {e}" for e in self.examples_skipped)])
+        head = (
+            f"ReDataset({len(self.examples):,} examples, {len(self.labels)} labels, "
+            f"encoding={self.encoding}, skipped {sum(self.skipped.values()):,} blocks)"
+        )
+        return "\n".join(
+            [
+                head,
+                *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
+                *(f"  e.g. {e}" for e in self.examples_skipped),
+            ]
+        )
 
 
 # -- labels ----------------------------------------------------------------------------------------------------------
+
 
 def parse_label(label: str) -> tuple[str, str] | None:
     """``("per:employee_of", "e1,e2")`` for ``per:employee_of(e1,e2)``, None for ``no_relation``.
@@ -113,6 +121,7 @@ def relation_type(label: str) -> str | None:
 
 
 # -- reading -----------------------------------------------------------------------------------------------------------
+
 
 class _BadBlock(Exception):
     """A block that cannot be read: ``reason`` and ``detail`` for the skip report."""
@@ -146,7 +155,7 @@ def _marker_positions(sentence: str) -> tuple[str, dict[str, int]]:
     positions: dict[str, int] = {}
     length, last = 0, 0
     for match in _MARKER.finditer(sentence):
-        parts.append(sentence[last:match.start()])
+        parts.append(sentence[last : match.start()])
         length += match.start() - last
         last = match.end()
         if match.group() in positions:
@@ -207,7 +216,7 @@ def _blocks(lines: Sequence[str]) -> Iterator[list[tuple[int, str]]]:
 
 def _example(block: list[tuple[int, str]], lang: str | None) -> ReExample:
     """The example of one block; raises :class:`_BadBlock`."""
-    (first, sentence_line), *rest = block
+    (_first, sentence_line), *rest = block
     rest = [(n, line) for n, line in rest if not line.strip().lower().startswith("comment")]
     ident, tab, sentence = sentence_line.partition("\t")
     if not tab or not ident.strip():
@@ -247,6 +256,7 @@ def read_re(path: str | Path, *, lang: str | None = None) -> ReDataset:
 
 
 # -- writing -------------------------------------------------------------------------------------------------------
+
 
 def _marked(example: ReExample) -> str:
     """The sentence with markers: spaced (`` <e1> x </e1> ``) where the text has a space or ends, else tight.

@@ -67,8 +67,11 @@ def _group(split: Any, i: int) -> str:
     return split.patterns[i].split("/")[1]
 
 
-def tag_examples(splits: Mapping[str, Mapping[str, Any]], heldout: Mapping[str, Collection[str]],
-                 pretraining_facts: Collection[Fact] = ()) -> dict[str, set[str]]:
+def tag_examples(
+    splits: Mapping[str, Mapping[str, Any]],
+    heldout: Mapping[str, Collection[str]],
+    pretraining_facts: Collection[Fact] = (),
+) -> dict[str, set[str]]:
     """Example id -> its tags (see the module docs) for every test example of ``splits``
     (``generate_re``'s output: ``{lang: {split: MiniatureSplit}}``); ``heldout``: ``heldout_entities``'s
     keys per kind; ``pretraining_facts``: facts as :func:`kb_facts_as_relations` gives them."""
@@ -117,6 +120,9 @@ def subset_scores(examples: Sequence[Any], predicted: Sequence[str], tags: Mappi
         gold = [examples[i].label for i in idx]
         pred = [predicted[i] for i in idx]
         scores = re_scores(gold, pred)
-        out[subset] = {"examples": len(idx), "accuracy": sum(g == p for g, p in zip(gold, pred)) / len(idx),
-                       "macro_f1": float(scores["macro_f1"])}
+        out[subset] = {
+            "examples": len(idx),
+            "accuracy": sum(g == p for g, p in zip(gold, pred)) / len(idx),
+            "macro_f1": float(scores["macro_f1"]),
+        }
     return out

@@ -15,7 +15,15 @@ from kb.errors import OptionError, option
 from kb.files import check_output
 from mluke.checkpoint import open_model
 from mluke.devices import place
-from mluke.transfer import FineTuneConfig, FineTuner, load_transfer, new_model, predict_relations, predict_spans, save_transfer
+from mluke.transfer import (
+    FineTuneConfig,
+    FineTuner,
+    load_transfer,
+    new_model,
+    predict_relations,
+    predict_spans,
+    save_transfer,
+)
 from mluke.transfer.inputs import ner_rows, relation_rows
 from probes.report import TableReport
 from probes.transfer.metrics import ner_scores, re_scores
@@ -42,16 +50,19 @@ def _identity(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-def score(task: str, model: Any, tokenizer: Any, data: Sequence[Any], *, lang: str | None = None,
-          batch_size: int = 16) -> dict[str, Any]:
+def score(
+    task: str, model: Any, tokenizer: Any, data: Sequence[Any], *, lang: str | None = None, batch_size: int = 16
+) -> dict[str, Any]:
     """The model's scores on NER sentences (span micro F1, seqeval strict IOB2) or relation examples
     (macro F1 over relation types, see :func:`probes.transfer.metrics.re_scores`)."""
     if task == "ner":
-        predicted = predict_spans(model, tokenizer, [s.words for s in data], [s.lang or lang for s in data],
-                                  batch_size=batch_size)
+        predicted = predict_spans(
+            model, tokenizer, [s.words for s in data], [s.lang or lang for s in data], batch_size=batch_size
+        )
         return ner_scores(data, predicted)
-    labels = predict_relations(model, tokenizer, [e.text for e in data], [(e.head, e.tail) for e in data],
-                               batch_size=batch_size)
+    labels = predict_relations(
+        model, tokenizer, [e.text for e in data], [(e.head, e.tail) for e in data], batch_size=batch_size
+    )
     return re_scores([e.label for e in data], labels)
 
 
@@ -79,14 +90,27 @@ class FineTuneReport:
 
     def summary(self) -> str:
         best = self.best
-        return (f"fine-tuned {self.task} ({self.features} features) on {self.train_size:,} examples in "
-                f"{self.seconds:,.0f} s; kept epoch {best['epoch'] + 1} (dev {100 * best['dev']:.1f}); wrote {self.output}")
+        return (
+            f"fine-tuned {self.task} ({self.features} features) on {self.train_size:,} examples in "
+            f"{self.seconds:,.0f} s; kept epoch {best['epoch'] + 1} (dev {100 * best['dev']:.1f}); wrote {self.output}"
+        )
 
 
-def finetune(task: Task, train: str | os.PathLike[str], dev: str | os.PathLike[str], *, output: str | os.PathLike[str],
-             features: str = "entity", model: Any = None, lang: str | None = None,
-             config: FineTuneConfig | None = None, overwrite: bool = False, restart: bool = False,
-             progress: bool = True, device: Any = None) -> FineTuneReport:
+def finetune(
+    task: Task,
+    train: str | os.PathLike[str],
+    dev: str | os.PathLike[str],
+    *,
+    output: str | os.PathLike[str],
+    features: str = "entity",
+    model: Any = None,
+    lang: str | None = None,
+    config: FineTuneConfig | None = None,
+    overwrite: bool = False,
+    restart: bool = False,
+    progress: bool = True,
+    device: Any = None,
+) -> FineTuneReport:
     """Fine-tune ``model`` (default: the demo model) on ``train`` and keep the epoch best on ``dev``.
 
     ``task``: ``"ner"`` (CoNLL-2002/2003 or WikiANN files, see :func:`probes.transfer.ner_data.read_ner`)
@@ -113,24 +137,58 @@ def finetune(task: Task, train: str | os.PathLike[str], dev: str | os.PathLike[s
     tok = bundle.tokenizer
     index = {l: i for i, l in enumerate(labels)}
     if task == "ner":
-        rows = ner_rows(tok, [s.words for s in items], [s.lang or lang for s in items], features=features,
-                        max_span_pieces=config.max_span_pieces, max_entities=config.max_entities,
-                        gold=[s.spans for s in items], label_ids=index)
+        rows = ner_rows(
+            tok,
+            [s.words for s in items],
+            [s.lang or lang for s in items],
+            features=features,
+            max_span_pieces=config.max_span_pieces,
+            max_entities=config.max_entities,
+            gold=[s.spans for s in items],
+            label_ids=index,
+        )
     else:
-        rows = relation_rows(tok, [e.text for e in items], [(e.head, e.tail) for e in items], features=features,
-                             labels=[index[e.label] for e in items])
-    identity = {"task": task, "features": features, "model": str(model), "train": _identity(train),
-                "dev": _identity(dev), "labels": labels}
+        rows = relation_rows(
+            tok,
+            [e.text for e in items],
+            [(e.head, e.tail) for e in items],
+            features=features,
+            labels=[index[e.label] for e in items],
+        )
+    identity = {
+        "task": task,
+        "features": features,
+        "model": str(model),
+        "train": _identity(train),
+        "dev": _identity(dev),
+        "labels": labels,
+    }
     work = output.with_name(output.name + ".work")
-    tuner = FineTuner(net, rows, config=config, work=work, pad_id=tok.pad_id, identity=identity, restart=restart,
-                      evaluate=lambda m: _main_score(task, score(task, m, tok, dev_items, lang=lang)))
+    tuner = FineTuner(
+        net,
+        rows,
+        config=config,
+        work=work,
+        pad_id=tok.pad_id,
+        identity=identity,
+        restart=restart,
+        evaluate=lambda m: _main_score(task, score(task, m, tok, dev_items, lang=lang)),
+    )
     history = tuner.train(progress=progress)
-    save_transfer(net, tok, output, overwrite=overwrite, extra={
-        "train": str(train), "dev": str(dev), "history": history, "config": asdict(config)})
+    save_transfer(
+        net,
+        tok,
+        output,
+        overwrite=overwrite,
+        extra={"train": str(train), "dev": str(dev), "history": history, "config": asdict(config)},
+    )
     shutil.rmtree(work, ignore_errors=True)
-    skipped = {f"train: {k}": v for k, v in train_data.skipped.items()} | {f"dev: {k}": v for k, v in dev_data.skipped.items()}
-    return FineTuneReport(output, task, features, labels, len(items), len(dev_items), history,
-                          time.perf_counter() - started, skipped)
+    skipped = {f"train: {k}": v for k, v in train_data.skipped.items()} | {
+        f"dev: {k}": v for k, v in dev_data.skipped.items()
+    }
+    return FineTuneReport(
+        output, task, features, labels, len(items), len(dev_items), history, time.perf_counter() - started, skipped
+    )
 
 
 @dataclass
@@ -149,20 +207,34 @@ class TransferReport(TableReport):
         return {k: sum(r[k] for r in self.rows) / len(self.rows) for k in keys}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task": self.task, "features": self.features, "model": self.model, "languages": self.rows,
-                "average": self.average}
+        return {
+            "task": self.task,
+            "features": self.features,
+            "model": self.model,
+            "languages": self.rows,
+            "average": self.average,
+        }
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing (scores x100), the average last."""
         keys = ["precision", "recall", "f1"] if self.task == "ner" else ["macro_f1", "micro_f1", "accuracy"]
         rows = [[r["lang"], r["examples"], *(round(100 * r[k], 1) for k in keys)] for r in self.rows]
-        rows.append(["average", sum(r["examples"] for r in self.rows), *(round(100 * self.average[k], 1) for k in keys)])
+        rows.append(
+            ["average", sum(r["examples"] for r in self.rows), *(round(100 * self.average[k], 1) for k in keys)]
+        )
         return ["lang", "examples", *keys], rows
 
 
-def evaluate(task: Task, model_dir: str | os.PathLike[str],
-             tests: Mapping[str, str | os.PathLike[str]] | Sequence[tuple[str, str | os.PathLike[str]]], *,
-             batch_size: int = 16, progress: bool = True, device: Any = None, dtype: Any = None) -> TransferReport:
+def evaluate(
+    task: Task,
+    model_dir: str | os.PathLike[str],
+    tests: Mapping[str, str | os.PathLike[str]] | Sequence[tuple[str, str | os.PathLike[str]]],
+    *,
+    batch_size: int = 16,
+    progress: bool = True,
+    device: Any = None,
+    dtype: Any = None,
+) -> TransferReport:
     """Score a fine-tuned model on test files, one per language (``{"de": "de/test.txt", ...}``), on
     ``device`` in ``dtype`` (:mod:`mluke.devices`)."""
     from tqdm import tqdm
@@ -181,6 +253,13 @@ def evaluate(task: Task, model_dir: str | os.PathLike[str],
         items: Sequence[NerSentence | ReExample] = data.sentences if task == "ner" else data.examples
         scores = score(task, model, tok, items, lang=lang, batch_size=batch_size)
         keep = ("precision", "recall", "f1") if task == "ner" else ("macro_f1", "micro_f1", "accuracy")
-        rows.append({"lang": lang, "examples": len(items), **{k: float(scores[k]) for k in keep},
-                     "per_type": scores["per_type"], "skipped": sum(data.skipped.values())})
+        rows.append(
+            {
+                "lang": lang,
+                "examples": len(items),
+                **{k: float(scores[k]) for k in keep},
+                "per_type": scores["per_type"],
+                "skipped": sum(data.skipped.values()),
+            }
+        )
     return TransferReport(task, model.features, str(model_dir), rows)

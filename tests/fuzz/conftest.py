@@ -20,8 +20,11 @@ from hypothesis import HealthCheck, settings
 # the tiny sentencepiece model of tests/mluke (a fixture is found by its name here)
 from tests.mluke.conftest import spm_model  # noqa: F401
 
-_COMMON = {"deadline": None, "print_blob": True,
-           "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
+_COMMON = {
+    "deadline": None,
+    "print_blob": True,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
 settings.register_profile("ci", max_examples=100, derandomize=True, database=None, **_COMMON)
 settings.register_profile("long", max_examples=2000, **_COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -36,14 +36,16 @@ from probes.transfer.re_data import ReExample, read_re
 from tests.fuzz.strategies import examples, unicode_text
 
 #: Bytes that are not UTF-8: a stray continuation byte, cut sequences, an over-long form, a surrogate, beyond U+10FFFF.
-BAD_UTF8 = st.sampled_from([b"\xff", b"\xfe\xff", b"\x80", b"\xc3", b"\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80",
-                            b"\xf4\x90\x80\x80", b"caf\xe9"])
+BAD_UTF8 = st.sampled_from(
+    [b"\xff", b"\xfe\xff", b"\x80", b"\xc3", b"\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"caf\xe9"]
+)
 #: Random bytes inside one line (no line end).
 GARBAGE = st.binary(min_size=1, max_size=6).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b"")).filter(bool)
 
 
-def _layout(records: list[list[bytes]], header: tuple[bytes, ...] = (), sep: tuple[bytes, ...] = (b"",)
-            ) -> tuple[bytes, list[range]]:
+def _layout(
+    records: list[list[bytes]], header: tuple[bytes, ...] = (), sep: tuple[bytes, ...] = (b"",)
+) -> tuple[bytes, list[range]]:
     """A file of records of lines, ``sep`` lines after each, and the line numbers (from 1) of each record."""
     lines, ranges = list(header), []
     for record in records:
@@ -78,21 +80,24 @@ def _around(read: list, original: list, i: int, duplicated: bool) -> list:
     """Check that ``read`` is ``original`` with record ``i`` replaced by what it became; return that."""
     n = len(original)
     if duplicated:
-        assert read == original[:i + 1] + [original[i]] + original[i + 1:]
+        assert read == [*original[: i + 1], original[i], *original[i + 1 :]]
         return [original[i]] * 2
     after = n - i - 1
     assert read[:i] == original[:i]
-    assert read[len(read) - after:] == original[i + 1:] if after else True
-    middle = read[i:len(read) - after]
+    assert read[len(read) - after :] == original[i + 1 :] if after else True
+    middle = read[i : len(read) - after]
     assert len(middle) <= 2, middle  # a record cut in two at most
     return middle
 
 
-# -- NER (CoNLL-2002/2003, WikiANN) ---------------------------------------------------------------------------------------
+# -- NER (CoNLL-2002/2003, WikiANN) --
 
 #: A word: no whitespace of any kind (a line of only a no-break space is a blank line to the reader).
-_NER_WORD = st.text(st.characters(exclude_categories=("Cs", "Zs", "Zl", "Zp", "Cc"), exclude_characters="\ufeff"),
-                    min_size=1, max_size=6).filter(lambda w: w != "-DOCSTART-")
+_NER_WORD = st.text(
+    st.characters(exclude_categories=("Cs", "Zs", "Zl", "Zp", "Cc"), exclude_characters="\ufeff"),
+    min_size=1,
+    max_size=6,
+).filter(lambda w: w != "-DOCSTART-")
 _NER_TYPES = ("PER", "LOC", "ORG", "MISC")
 _BAD_TAGS = (b"X-PER", b"B-", b"b-LOC", b"BLOC", b"I_PER", b"0", b"-", b"B-\xc2\xa0", b"")
 
@@ -121,8 +126,9 @@ def _ner_lines(sentence: NerSentence, fmt: str) -> list[bytes]:
     return [f"{w}{middle} {t}".encode() for w, t in zip(sentence.words, tags)]
 
 
-@pytest.mark.parametrize("kind", ["drop tag", "bad tag", "other type", "I- tag", "truncate", "garbage", "bad utf-8",
-                                  "no lang", "duplicate"])
+@pytest.mark.parametrize(
+    "kind", ["drop tag", "bad tag", "other type", "I- tag", "truncate", "garbage", "bad utf-8", "no lang", "duplicate"]
+)
 @settings(max_examples=examples(20))
 @given(data=st.data())
 def test_ner_bad_line_drops_its_sentence_only(data, kind):
@@ -141,12 +147,15 @@ def test_ner_bad_line_drops_its_sentence_only(data, kind):
     elif kind == "drop tag":
         mutated[i][j] = line[:word_end]
     elif kind in ("bad tag", "other type", "I- tag"):
-        tag = line[word_end + 1:].split(b" ")[-1]
-        new = {"bad tag": data.draw(st.sampled_from(_BAD_TAGS)), "other type": b"B-OTHER",
-               "I- tag": b"I-" + (tag[2:] or b"PER")}[kind]
-        mutated[i][j] = line[:len(line) - len(tag)] + new
+        tag = line[word_end + 1 :].split(b" ")[-1]
+        new = {
+            "bad tag": data.draw(st.sampled_from(_BAD_TAGS)),
+            "other type": b"B-OTHER",
+            "I- tag": b"I-" + (tag[2:] or b"PER"),
+        }[kind]
+        mutated[i][j] = line[: len(line) - len(tag)] + new
     elif kind == "truncate":
-        mutated[i][j] = line[:data.draw(st.integers(1, len(line) - 1))]
+        mutated[i][j] = line[: data.draw(st.integers(1, len(line) - 1))]
     elif kind in ("garbage", "bad utf-8"):
         junk = data.draw(GARBAGE if kind == "garbage" else BAD_UTF8)
         at = data.draw(st.integers(line.index(b":") + 1 if fmt == "wikiann" else 0, word_end))
@@ -180,10 +189,13 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
-# -- RE (KBP37, RELX) -----------------------------------------------------------------------------------------------------
+# -- RE (KBP37, RELX) --
 
-_RE_WORD = st.text(st.characters(exclude_categories=("Cs", "Zs", "Zl", "Zp", "Cc"), exclude_characters="<>\ufeff"),
-                   min_size=1, max_size=6)
+_RE_WORD = st.text(
+    st.characters(exclude_categories=("Cs", "Zs", "Zl", "Zp", "Cc"), exclude_characters="<>\ufeff"),
+    min_size=1,
+    max_size=6,
+)
 _RE_LABELS = ("no_relation", "per:employee_of(e1,e2)", "org:founded_by(e2,e1)", "per:city_of_birth(e1,e2)")
 
 
@@ -209,8 +221,22 @@ def re_examples(draw: st.DrawFn, ident: str) -> tuple[ReExample, bytes]:
     return ReExample(ident, text, spans["1"], spans["2"], label), f'{ident}\t" {" ".join(marked)} "'.encode()
 
 
-@pytest.mark.parametrize("kind", ["truncate sentence", "truncate label", "drop label", "drop marker", "drop id",
-                                  "drop tab", "flip label", "bad label", "garbage", "bad utf-8", "duplicate"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "truncate sentence",
+        "truncate label",
+        "drop label",
+        "drop marker",
+        "drop id",
+        "drop tab",
+        "flip label",
+        "bad label",
+        "garbage",
+        "bad utf-8",
+        "duplicate",
+    ],
+)
 @settings(max_examples=examples(15))
 @given(data=st.data())
 def test_re_bad_block_is_skipped_where_it_is(data, kind):
@@ -223,20 +249,23 @@ def test_re_bad_block_is_skipped_where_it_is(data, kind):
     if kind == "duplicate":
         mutated.insert(i, list(records[i]))
     elif kind == "truncate sentence":
-        mutated[i][0] = sentence[:data.draw(st.integers(1, len(sentence) - 1))]
+        mutated[i][0] = sentence[: data.draw(st.integers(1, len(sentence) - 1))]
     elif kind == "truncate label":
-        mutated[i][1] = label[:data.draw(st.integers(1, len(label) - 1))]
+        mutated[i][1] = label[: data.draw(st.integers(1, len(label) - 1))]
     elif kind == "drop label":
         mutated[i] = [sentence]
     elif kind == "drop marker":
         mutated[i][0] = sentence.replace(data.draw(st.sampled_from([b"<e1>", b"</e1>", b"<e2>", b"</e2>"])), b"", 1)
     elif kind == "drop id":
-        mutated[i][0] = sentence[sentence.index(b"\t"):]
+        mutated[i][0] = sentence[sentence.index(b"\t") :]
     elif kind == "drop tab":
         mutated[i][0] = sentence.replace(b"\t", b" ")
     elif kind in ("flip label", "bad label"):
-        choices = [x.encode() for x in _RE_LABELS] if kind == "flip label" else [
-            b"per:employee_of", b"per:employee_of(e1,e3)", b"(e1,e2)", b"no relation", b"x(e1, e2)"]
+        choices = (
+            [x.encode() for x in _RE_LABELS]
+            if kind == "flip label"
+            else [b"per:employee_of", b"per:employee_of(e1,e3)", b"(e1,e2)", b"no relation", b"x(e1, e2)"]
+        )
         mutated[i][1] = data.draw(st.sampled_from([c for c in choices if c != label]))
     else:
         junk = data.draw(GARBAGE if kind == "garbage" else BAD_UTF8)
@@ -258,10 +287,11 @@ def test_re_bad_block_is_skipped_where_it_is(data, kind):
     if kind in ("drop label", "drop id", "drop tab", "bad label", "drop marker"):
         assert not middle
     if kind == "flip label":
-        assert [(e.text, e.head, e.tail) for e in middle] == [(e.text, e.head, e.tail) for e in baseline[i:i + 1]]
+        assert [(e.text, e.head, e.tail) for e in middle] == [(e.text, e.head, e.tail) for e in baseline[i : i + 1]]
 
 
-# -- QA (SQuAD 1.1 layout) ------------------------------------------------------------------------------------------------
+# -- QA (SQuAD 1.1 layout) --
+
 
 @st.composite
 def squad_data(draw: st.DrawFn) -> dict:
@@ -280,8 +310,13 @@ def squad_data(draw: st.DrawFn) -> dict:
                     start = draw(st.integers(0, len(context) - 1))
                     end = draw(st.integers(start + 1, len(context)))
                     answers.append({"answer_start": start, "text": context[start:end]})
-                qas.append({"id": f"q{next(counter):04d}", "question": "Q? " + draw(unicode_text(max_size=3)),
-                            "answers": answers})
+                qas.append(
+                    {
+                        "id": f"q{next(counter):04d}",
+                        "question": "Q? " + draw(unicode_text(max_size=3)),
+                        "answers": answers,
+                    }
+                )
             paragraphs.append({"context": context, "qas": qas})
         articles.append({"title": f"article {a}", "paragraphs": paragraphs})
     return {"version": "1.1", "data": articles}
@@ -291,23 +326,66 @@ def squad_data(draw: st.DrawFn) -> dict:
 _NOT_OBJECT = st.sampled_from([[], "x", 3, None, [{"a": 1}]])
 _QA_MUTATIONS = {
     "article": ["not an object", "drop paragraphs", "paragraphs type", "title type", "duplicate"],
-    "paragraph": ["not an object", "drop context", "context type", "truncate context", "drop qas", "qas type",
-                  "duplicate"],
-    "question": ["not an object", "drop id", "id type", "truncate id", "drop question", "question type",
-                 "blank question", "drop answers", "answers type", "no answers", "duplicate"],
-    "answer": ["not an object", "drop answer_start", "answer_start type", "drop text", "text type", "truncate text",
-               "shift start", "duplicate"],
+    "paragraph": [
+        "not an object",
+        "drop context",
+        "context type",
+        "truncate context",
+        "drop qas",
+        "qas type",
+        "duplicate",
+    ],
+    "question": [
+        "not an object",
+        "drop id",
+        "id type",
+        "truncate id",
+        "drop question",
+        "question type",
+        "blank question",
+        "drop answers",
+        "answers type",
+        "no answers",
+        "duplicate",
+    ],
+    "answer": [
+        "not an object",
+        "drop answer_start",
+        "answer_start type",
+        "drop text",
+        "text type",
+        "truncate text",
+        "shift start",
+        "duplicate",
+    ],
 }
 #: Corruptions after which the records below the node cannot be read.
-_QA_FATAL = {"not an object", "drop paragraphs", "paragraphs type", "drop context", "context type", "drop qas",
-             "qas type", "drop id", "drop question", "question type", "blank question", "drop answers", "answers type",
-             "no answers"}
+_QA_FATAL = {
+    "not an object",
+    "drop paragraphs",
+    "paragraphs type",
+    "drop context",
+    "context type",
+    "drop qas",
+    "qas type",
+    "drop id",
+    "drop question",
+    "question type",
+    "blank question",
+    "drop answers",
+    "answers type",
+    "no answers",
+}
 
 
 def _questions(data: dict) -> list[tuple[tuple[int, ...], dict]]:
     """Every question record with its path (article, paragraph, question), in file order."""
-    return [((a, p, q), qa) for a, art in enumerate(data["data"]) for p, par in enumerate(art["paragraphs"])
-            for q, qa in enumerate(par["qas"])]
+    return [
+        ((a, p, q), qa)
+        for a, art in enumerate(data["data"])
+        for p, par in enumerate(art["paragraphs"])
+        for q, qa in enumerate(par["qas"])
+    ]
 
 
 @pytest.mark.parametrize("level, kind", [(level, kind) for level, kinds in _QA_MUTATIONS.items() for kind in kinds])
@@ -322,12 +400,15 @@ def test_qa_bad_record_is_skipped_with_its_location(data, level, kind):
     # the node to corrupt: its path, and the positions (in file order) of the questions under it
     (a, p, q), _ = data.draw(st.sampled_from(questions), label="question")
     path = {"article": (a,), "paragraph": (a, p), "question": (a, p, q), "answer": (a, p, q)}[level]
-    under = [k for k, (where, _) in enumerate(questions) if where[:len(path)] == path]
+    under = [k for k, (where, _) in enumerate(questions) if where[: len(path)] == path]
     article = bad["data"][a]
     paragraph = article["paragraphs"][p]
     qa = paragraph["qas"][q]
-    parent, key, node = {"article": (bad["data"], a, article), "paragraph": (article["paragraphs"], p, paragraph),
-                         "question": (paragraph["qas"], q, qa)}.get(level, (None, None, None))
+    parent, key, node = {
+        "article": (bad["data"], a, article),
+        "paragraph": (article["paragraphs"], p, paragraph),
+        "question": (paragraph["qas"], q, qa),
+    }.get(level, (None, None, None))
     new_id = None
     if level == "answer":
         k = data.draw(st.integers(0, len(qa["answers"]) - 1), label="answer")
@@ -340,12 +421,15 @@ def test_qa_bad_record_is_skipped_with_its_location(data, level, kind):
         del node[kind[5:]]
     elif kind.endswith(" type"):
         field = kind[:-5]
-        node[field] = data.draw(st.sampled_from([3, 2.5, True, None, ["x"], {"x": 1}, "x"]).filter(
-            lambda v: not isinstance(v, type(node[field])) or isinstance(v, bool)))
+        node[field] = data.draw(
+            st.sampled_from([3, 2.5, True, None, ["x"], {"x": 1}, "x"]).filter(
+                lambda v: not isinstance(v, type(node[field])) or isinstance(v, bool)
+            )
+        )
         new_id = node[field] if field == "id" else None
     elif kind.startswith("truncate "):
         field = kind[9:]
-        node[field] = node[field][:data.draw(st.integers(0, len(node[field]) - 1))]
+        node[field] = node[field][: data.draw(st.integers(0, len(node[field]) - 1))]
         new_id = node[field] if field == "id" else None
     elif kind == "blank question":
         node["question"] = data.draw(st.sampled_from(["", " ", "\n\t"]))
@@ -365,8 +449,8 @@ def test_qa_bad_record_is_skipped_with_its_location(data, level, kind):
     lo, hi = under[0], under[-1] + 1
     after = len(questions) - hi
     assert result.examples[:lo] == original.examples[:lo]
-    assert result.examples[len(result.examples) - after:] == original.examples[hi:] if after else True
-    middle = result.examples[lo:len(result.examples) - after]
+    assert result.examples[len(result.examples) - after :] == original.examples[hi:] if after else True
+    middle = result.examples[lo : len(result.examples) - after]
     touched_ids = {questions[k][1]["id"] for k in under} | {str(new_id)}
     for example in result.examples_skipped:  # each skip is reported at the corrupted node or below it
         where = re.match(re.escape(str(file)) + r" \[(.*?)\]: ", example)
@@ -378,7 +462,7 @@ def test_qa_bad_record_is_skipped_with_its_location(data, level, kind):
             assert location.startswith("article " + " paragraph ".join(map(str, path[:2]))), (location, path)
     if kind == "duplicate" and level == "answer":  # a repeated answer is kept, as annotators' repeats are
         answers = list(original.examples[lo].answers)
-        assert middle[0].answers == tuple(answers[:k + 1] + answers[k:]) and result.skipped == {}
+        assert middle[0].answers == tuple(answers[: k + 1] + answers[k:]) and result.skipped == {}
     elif kind == "duplicate":  # the copies are skipped as duplicate ids
         assert result.examples == original.examples
         assert result.skipped == {"duplicate question id": len(under)}
@@ -386,7 +470,7 @@ def test_qa_bad_record_is_skipped_with_its_location(data, level, kind):
         assert middle == [] and sum(result.skipped.values()) >= 1
     else:  # the questions under the node are read (maybe changed: a cut answer, a new title) or skipped
         assert len(middle) <= len(under)
-        if len(middle) < len(under) or level == "answer" and len(middle[0].answers) < len(qa["answers"]):
+        if len(middle) < len(under) or (level == "answer" and len(middle[0].answers) < len(qa["answers"])):
             assert sum(result.skipped.values()) >= 1
         for example in middle:
             assert example.id in touched_ids
@@ -400,8 +484,10 @@ def test_qa_file_that_is_not_utf8_json_fails_clearly(data, kind):
 
     good = json.dumps(data.draw(squad_data(), label="file"), ensure_ascii=False).encode()
     if kind == "truncate":
-        bad = good[:data.draw(st.integers(0, len(good) - 1))]
-        pattern = r"bad\.json: not JSON \(line \d+: " if _is_utf8(bad) else r"bad\.json: bytes that are not UTF-8 at byte"
+        bad = good[: data.draw(st.integers(0, len(good) - 1))]
+        pattern = (
+            r"bad\.json: not JSON \(line \d+: " if _is_utf8(bad) else r"bad\.json: bytes that are not UTF-8 at byte"
+        )
     else:
         at = data.draw(st.integers(0, len(good)))
         bad = good[:at] + data.draw(BAD_UTF8) + good[at:]
@@ -413,7 +499,7 @@ def test_qa_file_that_is_not_utf8_json_fails_clearly(data, kind):
         read_squad(_write(Path(tmp) / "bad.json", bad))
 
 
-# -- Mewsli-9 -------------------------------------------------------------------------------------------------------------
+# -- Mewsli-9 --
 
 _DOCS_HEADER = b"docid\ttitle\tcurid\trevid\turl\ttext_md5"
 _MENTIONS_HEADER = b"docid\tposition\tlength\tmention\turl\tlang\tqid\tqid_in_refs\tfreq_bin"
@@ -444,7 +530,7 @@ def _mention_row(docid: str, start: int, end: int, surface: str, qid: str) -> by
 def _corrupt_row(data: st.DataObject, row: bytes, kind: str) -> bytes:
     fields = row.split(b"\t")
     if kind == "truncate":
-        return row[:data.draw(st.integers(1, len(row) - 1))]
+        return row[: data.draw(st.integers(1, len(row) - 1))]
     if kind == "drop field":
         del fields[data.draw(st.integers(0, len(fields) - 1))]
     elif kind == "bad integer":
@@ -471,8 +557,10 @@ def test_mewsli_bad_row_is_skipped_where_it_is(data, target, kind):
     from probes.mewsli import read_mewsli
 
     texts, mentions = data.draw(mewsli_folders(), label="dataset")
-    docs_rows = [f"{d}\t{d} title\t1\t2\thttps://en.wikipedia.org/wiki/{d}\t{hashlib.md5(t.encode()).hexdigest()}".encode()
-                 for d, t in texts.items()]
+    docs_rows = [
+        f"{d}\t{d} title\t1\t2\thttps://en.wikipedia.org/wiki/{d}\t{hashlib.md5(t.encode()).hexdigest()}".encode()
+        for d, t in texts.items()
+    ]
     mention_rows = [_mention_row(*m) for m in mentions]
     text_bytes = {d: t.encode() for d, t in texts.items()}
     assume(mentions or target != "mentions.tsv")
@@ -483,7 +571,7 @@ def test_mewsli_bad_row_is_skipped_where_it_is(data, target, kind):
     if target == "text":
         raw = bad_texts[touched_doc]
         if kind == "truncate":
-            bad_texts[touched_doc] = raw[:data.draw(st.integers(0, len(raw) - 1))]
+            bad_texts[touched_doc] = raw[: data.draw(st.integers(0, len(raw) - 1))]
         else:
             at = data.draw(st.integers(0, len(raw)))
             bad_texts[touched_doc] = raw[:at] + data.draw(GARBAGE if kind == "garbage" else BAD_UTF8) + raw[at:]
@@ -512,8 +600,20 @@ def test_mewsli_bad_row_is_skipped_where_it_is(data, target, kind):
     if target == "mentions.tsv":  # every document; every mention but the corrupted row's
         assert {d.docid: d.text for d in result} == texts
         gold = mentions[r]
-        touched = Counter({(gold[0], next(m for d in original if d.docid == gold[0] for m in d.mentions
-                                          if (m.start, m.end, m.key) == (gold[1], gold[2], gold[4]))): 1})
+        touched = Counter(
+            {
+                (
+                    gold[0],
+                    next(
+                        m
+                        for d in original
+                        if d.docid == gold[0]
+                        for m in d.mentions
+                        if (m.start, m.end, m.key) == (gold[1], gold[2], gold[4])
+                    ),
+                ): 1
+            }
+        )
         if kind == "duplicate":
             assert pairs == expected + touched and result.skipped == {}
         else:
@@ -539,7 +639,7 @@ def test_mewsli_bad_row_is_skipped_where_it_is(data, target, kind):
         assert touched_doc not in {d.docid for d in result} and result.skipped["unreadable text file"] == 1
 
 
-# -- mLAMA ------------------------------------------------------------------------------------------------------------------
+# -- mLAMA --
 
 _FACT_FIELDS = ("sub_uri", "sub_label", "obj_uri", "obj_label")
 _MLAMA_MUTATIONS = {
@@ -548,16 +648,32 @@ _MLAMA_MUTATIONS = {
     "objects": ["truncate", "not an object", "relation type", "objects type", "bad utf-8"],
 }
 #: Corruptions that make a file unreadable: always a clear error (mLAMA's bad records are fatal).
-_MLAMA_FATAL = {"truncate", "drop field", "field type", "not an object", "bad utf-8", "unknown placeholder",
-                "relation type", "objects type"}
+_MLAMA_FATAL = {
+    "truncate",
+    "drop field",
+    "field type",
+    "not an object",
+    "bad utf-8",
+    "unknown placeholder",
+    "relation type",
+    "objects type",
+}
 
 
 @st.composite
 def mlama_facts(draw: st.DrawFn) -> list[dict]:
     """Facts of P36 with subjects and objects of their own (so that no label is shared between facts)."""
     labels = unicode_text(min_size=1, max_size=4)
-    return [{"sub_uri": f"Q{1000 + k}", "sub_label": draw(labels), "obj_uri": f"Q{2000 + k}", "obj_label": draw(labels),
-             "lineid": k} for k in range(draw(st.integers(2, 6)))]
+    return [
+        {
+            "sub_uri": f"Q{1000 + k}",
+            "sub_label": draw(labels),
+            "obj_uri": f"Q{2000 + k}",
+            "obj_label": draw(labels),
+            "lineid": k,
+        }
+        for k in range(draw(st.integers(2, 6)))
+    ]
 
 
 def _jsonl_line(row: object) -> bytes:
@@ -585,7 +701,7 @@ def test_mlama_bad_record_is_a_clear_error_naming_its_line(data, target, kind, b
             doc = json.loads(objects_path.read_text(encoding="utf-8"))
             good = bad = json.dumps(doc, ensure_ascii=False).encode()
             if kind == "truncate":
-                bad = good[:data.draw(st.integers(0, len(good) - 1))]
+                bad = good[: data.draw(st.integers(0, len(good) - 1))]
             elif kind == "not an object":
                 bad = json.dumps(list(doc.values())).encode()
             elif kind == "relation type":
@@ -605,7 +721,7 @@ def test_mlama_bad_record_is_a_clear_error_naming_its_line(data, target, kind, b
         if kind == "duplicate":
             lines.insert(i, lines[i])
         elif kind == "truncate":
-            lines[i] = lines[i][:data.draw(st.integers(0, len(lines[i]) - 1))]
+            lines[i] = lines[i][: data.draw(st.integers(0, len(lines[i]) - 1))]
         elif kind == "drop field":
             del row[data.draw(st.sampled_from(_FACT_FIELDS if target == "facts" else ("relation", "template")))]
             lines[i] = _jsonl_line(row)
@@ -648,7 +764,7 @@ def test_mlama_bad_record_is_a_clear_error_naming_its_line(data, target, kind, b
         assert rel == before
 
 
-# -- the Wikidata JSON dump -----------------------------------------------------------------------------------------------
+# -- the Wikidata JSON dump --
 
 _WD_LANGS = ("ar", "en", "fr", "ja")
 _WD_MUTATIONS = ["truncate", "drop field", "field type", "not an object", "garbage", "bad utf-8", "duplicate"]
@@ -681,7 +797,7 @@ def wikidata_dumps(draw: st.DrawFn, kind: str) -> tuple[list[bytes], int, bool]:
     if kind == "duplicate":
         lines.insert(i, body + b",")
     elif kind == "truncate":  # inside the object: never valid JSON
-        lines[i] = body[:draw(st.integers(1, len(body) - 1))] + comma
+        lines[i] = body[: draw(st.integers(1, len(body) - 1))] + comma
     elif kind == "drop field":
         field = draw(st.sampled_from(sorted(entity)))
         del entity[field]
@@ -734,8 +850,12 @@ def test_wikidata_bad_line_is_reported_at_its_line(data, kind, chunk_bytes):
         conn = connect_staging(Path(tmp) / "wikidata.sqlite", WIKIDATA_SCHEMA)
         try:
             stage = read_wikidata(path, conn, opts, workers=1, chunk_bytes=chunk_bytes, progress=lambda n: None)
-            staged = _merge([{(t, lang): orjson.loads(data)} for t, lang, data in
-                             conn.execute("SELECT tbl, lang, data FROM s_rows ORDER BY rowid")])
+            staged = _merge(
+                [
+                    {(t, lang): orjson.loads(data)}
+                    for t, lang, data in conn.execute("SELECT tbl, lang, data FROM s_rows ORDER BY rowid")
+                ]
+            )
             malformed = conn.execute("SELECT line FROM malformed ORDER BY line").fetchall()
         finally:
             conn.close()
@@ -757,7 +877,7 @@ def test_truncated_compressed_dump_fails_clearly(data, dump, compression):
 
     plain = b"\n".join(wikidata_lines(malformed=False)) + b"\n" if dump == "wikidata" else wikipedia_xml("en")
     packed = bz2.compress(plain) if compression == "bz2" else gzip.compress(plain, mtime=0)
-    cut = packed[:data.draw(st.integers(0, len(packed) - 1), label="cut at")]
+    cut = packed[: data.draw(st.integers(0, len(packed) - 1), label="cut at")]
     with tempfile.TemporaryDirectory() as tmp:
         path = _write(Path(tmp) / f"dump.{compression}", cut)
         chunk_bytes = data.draw(st.sampled_from([1 << 20, 500]), label="chunk bytes")
@@ -766,31 +886,52 @@ def test_truncated_compressed_dump_fails_clearly(data, dump, compression):
         try:
             with pytest.raises(InputFormatError, match=re.escape(str(path)) + ": .*truncated"):
                 if dump == "wikidata":
-                    read_wikidata(path, conn, WikidataOptions(_WD_LANGS), workers=1, chunk_bytes=chunk_bytes,
-                                  progress=lambda n: None)
+                    read_wikidata(
+                        path,
+                        conn,
+                        WikidataOptions(_WD_LANGS),
+                        workers=1,
+                        chunk_bytes=chunk_bytes,
+                        progress=lambda n: None,
+                    )
                 else:
                     info = SiteInfo("enwiki", "en", {v: k for k, v in NAMESPACES["en"].items()})
-                    read_dump(path, conn, info, Path(tmp) / "raw.jsonl.gz", workers=1, chunk_bytes=chunk_bytes,
-                              progress=lambda n: None)
+                    read_dump(
+                        path,
+                        conn,
+                        info,
+                        Path(tmp) / "raw.jsonl.gz",
+                        workers=1,
+                        chunk_bytes=chunk_bytes,
+                        progress=lambda n: None,
+                    )
         finally:
             conn.close()
 
 
-# -- the Wikipedia XML dump -----------------------------------------------------------------------------------------------
+# -- the Wikipedia XML dump --
 
 _WP_MUTATIONS = ["truncate", "drop field", "field type", "garbage", "bad utf-8", "unescaped markup", "duplicate"]
-_WP_FIELDS = {"title": rb"<title>.*?</title>", "ns": rb"<ns>.*?</ns>", "id": rb"<id>.*?</id>",
-              "revision": rb"<revision>.*?</revision>", "text": rb"<text[^>]*>.*?</text>", "redirect": rb"<redirect[^>]*/>"}
-_WP_TYPES = {"ns": [b"<ns>abc</ns>", b"<ns>0.0</ns>", b"<ns><b>0</b></ns>"],
-             "id": [b"<id>x1</id>", b"<id>1.5</id>", b"<id>-</id>", b"<id>0x1</id>"],
-             "title": [b"<title><b>x</b></title>"]}
+_WP_FIELDS = {
+    "title": rb"<title>.*?</title>",
+    "ns": rb"<ns>.*?</ns>",
+    "id": rb"<id>.*?</id>",
+    "revision": rb"<revision>.*?</revision>",
+    "text": rb"<text[^>]*>.*?</text>",
+    "redirect": rb"<redirect[^>]*/>",
+}
+_WP_TYPES = {
+    "ns": [b"<ns>abc</ns>", b"<ns>0.0</ns>", b"<ns><b>0</b></ns>"],
+    "id": [b"<id>x1</id>", b"<id>1.5</id>", b"<id>-</id>", b"<id>0x1</id>"],
+    "title": [b"<title><b>x</b></title>"],
+}
 
 
 def _pages(xml: bytes) -> tuple[bytes, list[bytes], bytes]:
     """The head (``<siteinfo>``), each ``<page>...</page>`` with the line end before it, and the tail."""
     starts = [m.start() for m in re.finditer(rb"\n  <page>", xml)]
     ends = [m.end() for m in re.finditer(rb"</page>", xml)]
-    return xml[:starts[0]], [xml[a:b] for a, b in zip(starts, ends)], xml[ends[-1]:]
+    return xml[: starts[0]], [xml[a:b] for a, b in zip(starts, ends)], xml[ends[-1] :]
 
 
 def _read_result(res) -> dict:
@@ -803,8 +944,14 @@ def _read_result(res) -> dict:
     where = re.compile(r" in <page> starting b['\"]<page>")
     assert all(where.search(m) for m in res.malformed), res.malformed
     malformed = [where.split(m)[0] for m in res.malformed]
-    return {"pages": res.pages, "redirects": res.redirects, "links": Counter({(s, t): n for s, t, n in res.links}),
-            "member": [orjson.loads(x) for x in lines], "counts": Counter(counts), "malformed": malformed}
+    return {
+        "pages": res.pages,
+        "redirects": res.redirects,
+        "links": Counter({(s, t): n for s, t, n in res.links}),
+        "member": [orjson.loads(x) for x in lines],
+        "counts": Counter(counts),
+        "malformed": malformed,
+    }
 
 
 @pytest.mark.parametrize("kind", _WP_MUTATIONS)
@@ -824,10 +971,13 @@ def test_wikipedia_bad_page_is_reported_and_the_others_kept(data, lang, kind, ch
     if kind == "duplicate":
         mutated.insert(i, page)
     elif kind == "truncate":  # cut before its </page>
-        mutated[i] = page[:data.draw(st.integers(*inside), label="cut at")]
+        mutated[i] = page[: data.draw(st.integers(*inside), label="cut at")]
     elif kind in ("drop field", "field type"):
-        names = [n for n, rx in _WP_FIELDS.items() if re.search(rx, page, re.DOTALL)] if kind == "drop field" \
+        names = (
+            [n for n, rx in _WP_FIELDS.items() if re.search(rx, page, re.DOTALL)]
+            if kind == "drop field"
             else list(_WP_TYPES)
+        )
         name = data.draw(st.sampled_from(names), label="field")
         new = b"" if kind == "drop field" else data.draw(st.sampled_from(_WP_TYPES[name]))
         mutated[i] = re.sub(_WP_FIELDS[name], lambda m: new, page, count=1, flags=re.DOTALL)
@@ -847,21 +997,30 @@ def test_wikipedia_bad_page_is_reported_and_the_others_kept(data, lang, kind, ch
     merged["counts"] = sum((part["counts"] for part in parts), Counter())
     assert whole == merged  # no page takes or loses another's records
     own = parts[i]
-    if kind in ("truncate", "unescaped markup", "bad utf-8") or kind == "field type" and name == "id":
+    if kind in ("truncate", "unescaped markup", "bad utf-8") or (kind == "field type" and name == "id"):
         assert own["counts"]["malformed_pages"] == 1 and not own["pages"] and not own["member"]
     # the build's reader, cutting the dump into chunks of pages: the same counts, pages and reports
     with tempfile.TemporaryDirectory() as tmp:
         path = _write(Path(tmp) / "wiki.xml", xml)
         conn = connect_staging(Path(tmp) / "wiki.sqlite", STAGING_SCHEMA)
         try:
-            stage = read_dump(path, conn, SiteInfo(f"{lang}wiki", lang, namespaces), Path(tmp) / "raw.jsonl.gz",
-                              workers=1, chunk_bytes=chunk_bytes, progress=lambda n: None)
+            stage = read_dump(
+                path,
+                conn,
+                SiteInfo(f"{lang}wiki", lang, namespaces),
+                Path(tmp) / "raw.jsonl.gz",
+                workers=1,
+                chunk_bytes=chunk_bytes,
+                progress=lambda n: None,
+            )
             malformed = [m for (m,) in conn.execute("SELECT message FROM malformed ORDER BY rowid")]
             staged_pages = conn.execute("SELECT title, page_id FROM s_pages ORDER BY rowid").fetchall()
         finally:
             conn.close()
         member = [orjson.loads(x) for x in gzip.decompress((Path(tmp) / "raw.jsonl.gz").read_bytes()).splitlines()]
     counts = Counter({k: v for k, v in stage.counts.items() if k != "end_of_dump"})
-    assert counts == whole["counts"] and [re.split(r" in <page> starting b['\"]<page>", m)[0] for m in malformed] \
-        == whole["malformed"]
+    assert (
+        counts == whole["counts"]
+        and [re.split(r" in <page> starting b['\"]<page>", m)[0] for m in malformed] == whole["malformed"]
+    )
     assert staged_pages == whole["pages"] and member == whole["member"]

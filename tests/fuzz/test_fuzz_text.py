@@ -30,7 +30,7 @@ EN = LinkRules("en", {v: k for k, v in NAMESPACES["en"].items()})
 JA = LinkRules("ja", {v: k for k, v in NAMESPACES["ja"].items()})
 _PLACEHOLDER_PLANE = re.compile("[\U000f0000-\U000ffffd]")
 
-# -- 1. wikitext ----------------------------------------------------------------------------------------------------------
+# -- 1. wikitext --
 
 #: Characters that are plain text everywhere in wikitext: letters, digits, symbols and marks of every
 #: script (also beyond the BMP and in the private-use planes), none of the markup characters.
@@ -58,8 +58,12 @@ class Doc:
 
 def _template(depth: int) -> st.SearchStrategy[str]:
     """``{{name|arg|k=v}}`` with links, parameters ``{{{1|x}}}`` and templates nested in the arguments."""
-    arg = st.one_of(_WORDS, _WORDS.map(lambda w: f"[[{w}]]"), _WORDS.map(lambda w: f"k={w}"),
-                    _WORDS.map(lambda w: "{{{1|" + w + "}}}"))
+    arg = st.one_of(
+        _WORDS,
+        _WORDS.map(lambda w: f"[[{w}]]"),
+        _WORDS.map(lambda w: f"k={w}"),
+        _WORDS.map(lambda w: "{{{1|" + w + "}}}"),
+    )
     if depth > 0:
         arg = st.one_of(arg, st.deferred(lambda: _template(depth - 1)))
     return st.builds(lambda name, args: "{{" + "|".join([name, *args]) + "}}", _WORDS, st.lists(arg, max_size=3))
@@ -99,14 +103,32 @@ def documents(draw: st.DrawFn, rules: LinkRules) -> Doc:
             doc.add(f"<nowiki>{inner}</nowiki>", inner)
         elif kind == "textlink":  # shown as text, not an article link
             w, url = draw(_WORDS), draw(_WORD)
-            markup, shown = draw(st.sampled_from([(f"[[Help:{w}|{w}]]", w), (f"[[:Category:{w}]]", f"Category:{w}"),
-                                                  (f"[[#{w}|{w}]]", w), (f"[[wikt:{w}]]", f"wikt:{w}"),
-                                                  (f"[[|{w}]]", w), (f"[http://example.org/{url} {w}]", w)]))
+            markup, shown = draw(
+                st.sampled_from(
+                    [
+                        (f"[[Help:{w}|{w}]]", w),
+                        (f"[[:Category:{w}]]", f"Category:{w}"),
+                        (f"[[#{w}|{w}]]", w),
+                        (f"[[wikt:{w}]]", f"wikt:{w}"),
+                        (f"[[|{w}]]", w),
+                        (f"[http://example.org/{url} {w}]", w),
+                    ]
+                )
+            )
             doc.add(markup, shown)
         elif kind == "format":
             w = draw(_WORDS)
-            markup, shown = draw(st.sampled_from([(f"'''{w}'''", w), (f"''{w}''", w), (f"{w} &amp; {w}", f"{w} & {w}"),
-                                                  (f"{w}<!-- c -->{w}", w + w), (f"{w}<ref>r</ref>", w)]))
+            markup, shown = draw(
+                st.sampled_from(
+                    [
+                        (f"'''{w}'''", w),
+                        (f"''{w}''", w),
+                        (f"{w} &amp; {w}", f"{w} & {w}"),
+                        (f"{w}<!-- c -->{w}", w + w),
+                        (f"{w}<ref>r</ref>", w),
+                    ]
+                )
+            )
             doc.add(markup, shown)
         else:
             target, anchor, section = draw(_WORDS), draw(_WORDS), draw(_WORDS)
@@ -157,18 +179,79 @@ def test_wikitext_links_and_text_of_known_pieces(rules, data):
 
 
 #: Tokens of real markup, broken and unbalanced pieces included, for the random mixtures.
-_MARKUP_TOKENS = ("[[", "]]", "[", "]", "|", "{{", "}}", "{{{", "}}}", "\n{|", "\n|}", "\n|-", "||", "<ref>", "</ref>",
-                  "<ref name=x/>", '<ref name="a">', "<!--", "-->", "<nowiki>", "</nowiki>", "<nowiki/>", "<math>",
-                  "</math>", "<br>", "<", ">", "&amp;", "&nbsp;", "&#128514;", "&#99999999;", "&", "''", "'''", "\n==",
-                  "==\n", "\n*", "\n#", "\n:", "\n;", "\n----", "#", ":", "File:", "Category:", "fr:", "wikt:", "Help:",
-                  "http://x.org", "__TOC__", "%41", "%", "\n", " ", "  ", "\t", "\u00a0", "(", ")", ",")
+_MARKUP_TOKENS = (
+    "[[",
+    "]]",
+    "[",
+    "]",
+    "|",
+    "{{",
+    "}}",
+    "{{{",
+    "}}}",
+    "\n{|",
+    "\n|}",
+    "\n|-",
+    "||",
+    "<ref>",
+    "</ref>",
+    "<ref name=x/>",
+    '<ref name="a">',
+    "<!--",
+    "-->",
+    "<nowiki>",
+    "</nowiki>",
+    "<nowiki/>",
+    "<math>",
+    "</math>",
+    "<br>",
+    "<",
+    ">",
+    "&amp;",
+    "&nbsp;",
+    "&#128514;",
+    "&#99999999;",
+    "&",
+    "''",
+    "'''",
+    "\n==",
+    "==\n",
+    "\n*",
+    "\n#",
+    "\n:",
+    "\n;",
+    "\n----",
+    "#",
+    ":",
+    "File:",
+    "Category:",
+    "fr:",
+    "wikt:",
+    "Help:",
+    "http://x.org",
+    "__TOC__",
+    "%41",
+    "%",
+    "\n",
+    " ",
+    "  ",
+    "\t",
+    "\u00a0",
+    "(",
+    ")",
+    ",",
+)
 
 
 @st.composite
 def broken_wikitext(draw: st.DrawFn) -> str:
     """Random mixtures: markup tokens, words of every script, random text, and valid documents cut and spliced."""
-    piece = st.one_of(st.sampled_from(_MARKUP_TOKENS), _WORDS, unicode_text(max_size=4),
-                      documents(EN).map(lambda d: " ".join(d.wikitext)))
+    piece = st.one_of(
+        st.sampled_from(_MARKUP_TOKENS),
+        _WORDS,
+        unicode_text(max_size=4),
+        documents(EN).map(lambda d: " ".join(d.wikitext)),
+    )
     text = "".join(draw(st.lists(piece, max_size=30)))
     for _ in range(draw(st.integers(0, 3))):  # cut out or duplicate a slice: unbalanced brackets and tags
         if not text:
@@ -188,7 +271,7 @@ def test_wikitext_never_raises_and_spans_stay_on_the_text(rules, wikitext):
     _check_spans(wikitext, plain, links)
 
 
-# -- 2. the tokenizer's entity spans --------------------------------------------------------------------------------------
+# -- 2. the tokenizer's entity spans --
 
 _ENTITY_VOCAB = {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3, "en:Tokyo": 4}
 
@@ -264,18 +347,18 @@ def test_entity_positions_cover_exactly_the_pieces_of_their_spans(tokenizer, bat
         # the text is cut at every (moved) span boundary and each segment tokenized on its own
         cuts = sorted({0, len(text), *(_moved(text, p) for span in text_spans for p in span)})
         segments = [tokenizer.words.encode(text[a:b], add_special_tokens=False) for a, b in pairwise(cuts)]
-        assert full["input_ids"][i][1:len(all_offsets) + 1] == [x for seg in segments for x in seg.ids]
+        assert full["input_ids"][i][1 : len(all_offsets) + 1] == [x for seg in segments for x in seg.ids]
         assert all_offsets == [(x + a, y + a) for a, seg in zip(cuts, segments) for x, y in seg.offsets]
         kept, dropped, clipped, positions = [], [], [], []
         for k, span in enumerate(text_spans):
             pieces = _expected_pieces(text, all_offsets, span)
             if pieces:  # contiguous; nothing cut but mentions longer than max_mention_length pieces
                 assert pieces == list(range(pieces[0], pieces[-1] + 1))
-                first_pieces = [p + 1 for p in pieces[:tokenizer.max_mention_length]]
+                first_pieces = [p + 1 for p in pieces[: tokenizer.max_mention_length]]
                 assert list(range(*full.entity_token_spans[i][full.kept_entities[i].index(k)])) == first_pieces
             else:
                 assert k in full.dropped_entities[i]
-            inside = [p for p in pieces if p < limit][:tokenizer.max_mention_length]
+            inside = [p for p in pieces if p < limit][: tokenizer.max_mention_length]
             if not inside:
                 dropped.append(k)
                 continue
@@ -287,15 +370,16 @@ def test_entity_positions_cover_exactly_the_pieces_of_their_spans(tokenizer, bat
         assert enc.clipped_entities[i] == clipped
         assert [list(range(s, e)) for s, e in enc.entity_token_spans[i]] == positions
         if any(enc.kept_entities):  # entity inputs are there when some text keeps an entity
-            rows = enc["entity_position_ids"][i][:len(kept)]
+            rows = enc["entity_position_ids"][i][: len(kept)]
             assert [[p for p in row if p >= 0] for row in rows] == positions
-            assert enc["entity_ids"][i][:len(kept)] == [mask] * len(kept)
+            assert enc["entity_ids"][i][: len(kept)] == [mask] * len(kept)
             assert enc["entity_attention_mask"][i] == [1] * len(kept) + [0] * (len(enc["entity_ids"][i]) - len(kept))
         else:
             assert "entity_ids" not in enc
 
 
-# -- 3. batched mention detection -------------------------------------------------------------------------------------------
+# -- 3. batched mention detection --
+
 
 @pytest.fixture(scope="module")
 def mention_index(embedded_db):
@@ -312,8 +396,40 @@ def kb_names(embedded_db) -> dict[str, list[str]]:
 
 
 #: Separators, punctuation, characters whose folding changes lengths or needs care, other scripts.
-_NOISE = (" ", " ", ", ", ". ", "\n", "-", "(", ")", "'s", "\u0301", "\u200d", "\u200b", "ß", "ﬁ", "İ", "ǅ", "１２", "x",
-          "東", "ก", "\u3000", "\u00a0", "\t", "한국", "서울에서", "\ud800", "\udfff", "😂", "𠮷", "\U000f0000", "Ⅻ", "ｶﾞ")
+_NOISE = (
+    " ",
+    " ",
+    ", ",
+    ". ",
+    "\n",
+    "-",
+    "(",
+    ")",
+    "'s",
+    "\u0301",
+    "\u200d",
+    "\u200b",
+    "ß",
+    "ﬁ",
+    "İ",
+    "ǅ",
+    "１２",
+    "x",
+    "東",
+    "ก",
+    "\u3000",
+    "\u00a0",
+    "\t",
+    "한국",
+    "서울에서",
+    "\ud800",
+    "\udfff",
+    "😂",
+    "𠮷",
+    "\U000f0000",
+    "Ⅻ",
+    "ｶﾞ",
+)
 
 
 @st.composite
@@ -322,9 +438,15 @@ def texts_in(draw: st.DrawFn, names: list[str], others: list[str]) -> str:
     separators, noise and random characters."""
     name = st.sampled_from(names)
     part = st.one_of(
-        name, name, name.map(str.upper), st.tuples(name, st.integers(0, 30)).map(lambda p: p[0][:p[1]]),
-        st.tuples(name, st.integers(0, 30)).map(lambda p: p[0][p[1]:]), st.sampled_from(others),
-        st.sampled_from(_NOISE), st.text(max_size=3), unicode_text(max_size=2),
+        name,
+        name,
+        name.map(str.upper),
+        st.tuples(name, st.integers(0, 30)).map(lambda p: p[0][: p[1]]),
+        st.tuples(name, st.integers(0, 30)).map(lambda p: p[0][p[1] :]),
+        st.sampled_from(others),
+        st.sampled_from(_NOISE),
+        st.text(max_size=3),
+        unicode_text(max_size=2),
     )
     parts = draw(st.lists(part, max_size=25))
     return draw(st.sampled_from(["", " ", " ", ", "])).join(parts)
@@ -339,7 +461,7 @@ def test_batch_detection_equals_one_by_one_in_every_language(mention_index, kb_n
     texts = data.draw(st.lists(texts_in(kb_names[lang], others), min_size=1, max_size=12), label="texts")
     expected = [mention_index.detect(t, lang) for t in texts]
     for found, text in zip(expected, texts):
-        assert all(text[m.start:m.end] == m.surface for m in found)
+        assert all(text[m.start : m.end] == m.surface for m in found)
     event("texts with mentions", min(3, sum(map(bool, expected))))  # (3: three or more)
     with pytest.MonkeyPatch.context() as patch:
         if small_batches:  # many batches of a few texts

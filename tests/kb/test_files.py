@@ -49,7 +49,10 @@ def test_an_interrupted_write_leaves_nothing_and_keeps_the_old_file(tmp_path):
     with atomic_path(folder, overwrite=True) as tmp:
         tmp.mkdir()
         (tmp / "new.bin").write_text("2")
-    assert [p.name for p in folder.iterdir()] == ["new.bin"] and sorted(p.name for p in tmp_path.iterdir()) == ["model", "r.json"]
+    assert [p.name for p in folder.iterdir()] == ["new.bin"] and sorted(p.name for p in tmp_path.iterdir()) == [
+        "model",
+        "r.json",
+    ]
     assert check_output(tmp_path / "a" / "b.txt") == tmp_path / "a" / "b.txt" and (tmp_path / "a").is_dir()
 
 
@@ -59,7 +62,10 @@ def test_read_lines_names_the_file_and_the_bad_line(tmp_path):
     assert read_lines(good) == ["Paris", "東京"]
     with pytest.raises(kb.InputFormatError, match=r"missing\.txt: no such file$"):
         read_lines(tmp_path / "missing.txt", pipe_hint="mluke link -")
-    with pytest.raises(kb.InputFormatError, match=r"is not a file: .*pipe it in: echo 'Paris is the capital of France\.' \| mluke link -"):
+    with pytest.raises(
+        kb.InputFormatError,
+        match=r"is not a file: .*pipe it in: echo 'Paris is the capital of France\.' \| mluke link -",
+    ):
         read_lines("Paris is the capital of France.", pipe_hint="mluke link -")
     with pytest.raises(kb.InputFormatError, match="echo '東京は日本の首都です。'"):
         read_lines("東京は日本の首都です。", pipe_hint="mluke link -")
@@ -73,8 +79,10 @@ def test_read_lines_names_the_file_and_the_bad_line(tmp_path):
 
 def test_comma_lists_and_option_spellings():
     assert split_list(" en, ja,,de ") == ["en", "ja", "de"] and split_list(None) is None and split_list("") == []
-    err = kb.MlukeError("x; pass {restart} or {relation}", options={"restart": flag("restart"),
-                                                                   "relation": kb.errors.option("relation", "P..")})
+    err = kb.MlukeError(
+        "x; pass {restart} or {relation}",
+        options={"restart": flag("restart"), "relation": kb.errors.option("relation", "P..")},
+    )
     assert str(err) == "x; pass restart=True or relation='P..'"
     assert err.for_cli() == "x; pass --restart or --relation P.."
     assert kb.KbFormatError is kb.InputFormatError

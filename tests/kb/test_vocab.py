@@ -52,8 +52,21 @@ def test_hf_round_trip_keeps_ids(tmp_path, tiny_db):
 def test_hf_import_reads_special_ids_from_the_file(tmp_path):
     # the lite checkpoints' layout: [MASK]=0, [UNK]=1, [PAD]=2, [MASK2]=3
     src = tmp_path / "entity_vocab.json"
-    src.write_text(json.dumps({"[MASK]": 0, "[UNK]": 1, "[PAD]": 2, "[MASK2]": 3, "en:Tokyo": 4,
-                               "ja:東京": 4, "en:Star Wars: A New Hope": 5}, ensure_ascii=False), encoding="utf-8")
+    src.write_text(
+        json.dumps(
+            {
+                "[MASK]": 0,
+                "[UNK]": 1,
+                "[PAD]": 2,
+                "[MASK2]": 3,
+                "en:Tokyo": 4,
+                "ja:東京": 4,
+                "en:Star Wars: A New Hope": 5,
+            },
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
     v = EntityVocab.import_hf(src, tmp_path / "v.sqlite")
     assert (v.mask_id, v.unk_id, v.pad_id, v.mask2_id) == (0, 1, 2, 3)
     assert v.get_id("ja", "東京") == 4 and v.get_id("en", "Star Wars: A New Hope") == 5
@@ -93,13 +106,16 @@ def test_jsonl_round_trip_and_errors(tmp_path, tiny_db):
     assert lines[4]["count"] == 800 and ["日本", "ja"] in lines[4]["entities"]
     back = EntityVocab.import_jsonl(out, tmp_path / "back.sqlite", db=tiny_db)
     assert [(e.id, e.key, e.special, e.count, e.names) for e in back] == [
-        (e.id, e.key, e.special, e.count, e.names) for e in v]
+        (e.id, e.key, e.special, e.count, e.names) for e in v
+    ]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": 0, "entities": [["[PAD]", "en"]], "count": 0}\n{"id": 1, "entities": "oops"}\n')
     with pytest.raises(KbFormatError, match="line 2"):
         EntityVocab.import_jsonl(bad, tmp_path / "b.sqlite")
     dup = tmp_path / "dup.jsonl"
-    dup.write_text('{"id": 4, "entities": [["Tokyo", "en"]], "count": 1}\n{"id": 5, "entities": [["Tokyo", "en"]], "count": 1}\n')
+    dup.write_text(
+        '{"id": 4, "entities": [["Tokyo", "en"]], "count": 1}\n{"id": 5, "entities": [["Tokyo", "en"]], "count": 1}\n'
+    )
     with pytest.raises(KbFormatError, match="appears twice"):
         EntityVocab.import_jsonl(dup, tmp_path / "d.sqlite")
     assert not (tmp_path / "d.sqlite").exists()
@@ -121,8 +137,14 @@ def test_bad_sizes(tmp_path, tiny_db):
 def test_streamed_hf_reader_at_any_chunk_size(tmp_path, chunk):
     from kb.vocab import _stream_json_object
 
-    data = {"[PAD]": 0, "en:A \"quoted\" title": 4, "ja:東京": 5, "en:Back\\slash": 6, "zh:\u4e1c\u4eac": 7,
-            "en:Emoji 😀 𠮷": 8}
+    data = {
+        "[PAD]": 0,
+        'en:A "quoted" title': 4,
+        "ja:東京": 5,
+        "en:Back\\slash": 6,
+        "zh:\u4e1c\u4eac": 7,
+        "en:Emoji 😀 𠮷": 8,
+    }
     path = tmp_path / "v.json"
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
     got = [(k, int(v)) for k, v in _stream_json_object(path, chunk=chunk)]

@@ -11,8 +11,32 @@ import torch
 
 import kb
 
-LANG_SAMPLE = ("ar", "bn", "de", "el", "en", "es", "fi", "fr", "hi", "id", "it", "ja", "ko", "nl", "pl", "pt", "ru",
-               "sv", "sw", "te", "th", "tr", "vi", "zh")
+LANG_SAMPLE = (
+    "ar",
+    "bn",
+    "de",
+    "el",
+    "en",
+    "es",
+    "fi",
+    "fr",
+    "hi",
+    "id",
+    "it",
+    "ja",
+    "ko",
+    "nl",
+    "pl",
+    "pt",
+    "ru",
+    "sv",
+    "sw",
+    "te",
+    "th",
+    "tr",
+    "vi",
+    "zh",
+)
 # the lite checkpoints' special-entity order, deliberately not [PAD]=0
 LITE_SPECIALS = {"[MASK]": 0, "[UNK]": 1, "[PAD]": 2, "[MASK2]": 3}
 
@@ -33,14 +57,31 @@ def spm_model(tmp_path_factory: pytest.TempPathFactory, embedded_db: kb.EntityDB
     corpus = folder / "corpus.txt"
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
     spm.SentencePieceTrainer.train(
-        input=str(corpus), model_prefix=str(folder / "sentencepiece.bpe"), vocab_size=1500, model_type="unigram",
-        character_coverage=0.9995, bos_id=1, eos_id=2, unk_id=0, pad_id=-1, num_threads=1, minloglevel=2,
+        input=str(corpus),
+        model_prefix=str(folder / "sentencepiece.bpe"),
+        vocab_size=1500,
+        model_type="unigram",
+        character_coverage=0.9995,
+        bos_id=1,
+        eos_id=2,
+        unk_id=0,
+        pad_id=-1,
+        num_threads=1,
+        minloglevel=2,
     )
     return folder / "sentencepiece.bpe.model"
 
 
-def write_tiny_checkpoint(directory: Path, spm_model: Path, *, entity_aware: bool = True, lite: bool = False,
-                          weights: str = "bin", drop: tuple[str, ...] = (), seed: int = 0) -> Path:
+def write_tiny_checkpoint(
+    directory: Path,
+    spm_model: Path,
+    *,
+    entity_aware: bool = True,
+    lite: bool = False,
+    weights: str = "bin",
+    drop: tuple[str, ...] = (),
+    seed: int = 0,
+) -> Path:
     """A random LukeForMaskedLM in the hub layout: config.json, pytorch_model.bin (no tied decoder),
     sentencepiece.bpe.model, added_tokens.json, entity_vocab.json with lite-order special ids."""
     import sentencepiece as spm
@@ -52,14 +93,36 @@ def write_tiny_checkpoint(directory: Path, spm_model: Path, *, entity_aware: boo
     vocab_size = n_spm + 4  # fairseq: +<pad>, +<mask>, then <ent>, <ent2>
     entity_vocab = dict(LITE_SPECIALS)
     if not lite:
-        for i, (lang, title) in enumerate([("en", "Tokyo"), ("ja", "東京"), ("en", "Japan"), ("ja", "日本"),
-                                           ("en", "Paris"), ("fr", "Paris"), ("en", "France")]):
-            entity_vocab[f"{lang}:{title}"] = 4 + {"Tokyo": 0, "東京": 0, "Japan": 1, "日本": 1, "Paris": 2, "France": 3}[title]
+        for i, (lang, title) in enumerate(
+            [
+                ("en", "Tokyo"),
+                ("ja", "東京"),
+                ("en", "Japan"),
+                ("ja", "日本"),
+                ("en", "Paris"),
+                ("fr", "Paris"),
+                ("en", "France"),
+            ]
+        ):
+            entity_vocab[f"{lang}:{title}"] = (
+                4 + {"Tokyo": 0, "東京": 0, "Japan": 1, "日本": 1, "Paris": 2, "France": 3}[title]
+            )
     n_entities = max(entity_vocab.values()) + 1
     config = LukeConfig(
-        vocab_size=vocab_size, entity_vocab_size=n_entities, hidden_size=32, entity_emb_size=16, num_hidden_layers=2,
-        num_attention_heads=2, intermediate_size=64, max_position_embeddings=514, type_vocab_size=1,
-        layer_norm_eps=1e-5, use_entity_aware_attention=entity_aware, bos_token_id=0, pad_token_id=1, eos_token_id=2,
+        vocab_size=vocab_size,
+        entity_vocab_size=n_entities,
+        hidden_size=32,
+        entity_emb_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+        use_entity_aware_attention=entity_aware,
+        bos_token_id=0,
+        pad_token_id=1,
+        eos_token_id=2,
     )
     torch.manual_seed(seed)
     model = LukeForMaskedLM(config)
@@ -83,7 +146,9 @@ def write_tiny_checkpoint(directory: Path, spm_model: Path, *, entity_aware: boo
     (directory / "added_tokens.json").write_text(json.dumps({"<ent>": vocab_size - 2, "<ent2>": vocab_size - 1}))
     (directory / "entity_vocab.json").write_text(json.dumps(entity_vocab, ensure_ascii=False), encoding="utf-8")
     (directory / "special_tokens_map.json").write_text(json.dumps({"mask_token": "<mask>"}))
-    (directory / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "MLukeTokenizer", "max_entity_length": 32}))
+    (directory / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "MLukeTokenizer", "max_entity_length": 32})
+    )
     return directory
 
 

@@ -70,7 +70,8 @@ def test_info_and_clean_tell_used_from_unused(tmp_path, monkeypatch, embedded_db
     res = runner.invoke(app, ["cache", "clean"])
     assert res.exit_code == 0 and "removed 5 entries" in res.output, res.output
     assert sorted(p.name for p in home.iterdir()) == sorted(
-        [embedded_path().name, used.path.name, "tiny-model-v4.work", "notes.txt"])
+        [embedded_path().name, used.path.name, "tiny-model-v4.work", "notes.txt"]
+    )
 
 
 def test_clean_all_keeps_a_training_that_is_running(tmp_path, monkeypatch, embedded_db_path):

@@ -15,8 +15,11 @@ TEXT = "The capital of Japan is <mask>."
 
 
 def _inputs(tok):
-    return tok([TEXT, "Tokyo is the capital of Japan."], entity_spans=[[(15, 20), (24, 30)], [(0, 5), (24, 29)]],
-               entities=[[("en", "Japan"), None], [("en", "Tokyo"), ("en", "Japan")]])
+    return tok(
+        [TEXT, "Tokyo is the capital of Japan."],
+        entity_spans=[[(15, 20), (24, 30)], [(0, 5), (24, 29)]],
+        entities=[[("en", "Japan"), None], [("en", "Tokyo"), ("en", "Japan")]],
+    )
 
 
 def test_outputs_equal_transformers_with_correct_ids_and_tied_head(tiny_checkpoint):
@@ -59,7 +62,7 @@ def test_save_load_round_trip_is_bit_for_bit(tiny_checkpoint, tmp_path):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert again.entity_vocab.special_ids == bundle.entity_vocab.special_ids
     assert [e.names for e in again.entity_vocab] == [e.names for e in bundle.entity_vocab]
-    assert dict(_inputs(again.tokenizer)) .keys() == dict(_inputs(bundle.tokenizer)).keys()
+    assert dict(_inputs(again.tokenizer)).keys() == dict(_inputs(bundle.tokenizer)).keys()
     assert all(torch.equal(x, y) for x, y in zip(_inputs(again.tokenizer).values(), _inputs(bundle.tokenizer).values()))
     # transformers' own class reads what we wrote correctly (the word head is written out)
     ref = LukeForMaskedLM.from_pretrained(out).eval()
@@ -70,7 +73,9 @@ def test_save_load_round_trip_is_bit_for_bit(tiny_checkpoint, tmp_path):
         mluke.save(bundle, out)
 
 
-@pytest.mark.parametrize("entity_aware, lite, weights", [(False, False, "safetensors"), (True, True, "bin"), (False, True, "safetensors")])
+@pytest.mark.parametrize(
+    "entity_aware, lite, weights", [(False, False, "safetensors"), (True, True, "bin"), (False, True, "safetensors")]
+)
 def test_variants_load(spm_model, tmp_path, entity_aware, lite, weights):
     folder = write_tiny_checkpoint(tmp_path / "ck", spm_model, entity_aware=entity_aware, lite=lite, weights=weights)
     model, tok, vocab = mluke.load(folder)
@@ -97,7 +102,12 @@ def test_encode_entities_equals_the_full_encoder(spm_model, tmp_path, entity_awa
 
 
 def test_missing_entity_aware_queries_start_from_the_word_query(spm_model, tmp_path):
-    drop = tuple(f"luke.encoder.layer.{i}.attention.self.{q}_query.{p}" for i in range(2) for q in ("w2e", "e2w", "e2e") for p in ("weight", "bias"))
+    drop = tuple(
+        f"luke.encoder.layer.{i}.attention.self.{q}_query.{p}"
+        for i in range(2)
+        for q in ("w2e", "e2w", "e2e")
+        for p in ("weight", "bias")
+    )
     folder = write_tiny_checkpoint(tmp_path / "ck", spm_model, drop=drop)
     model = load_model(folder)
     att = model.luke.encoder.layer[1].attention.self
@@ -120,7 +130,7 @@ def test_missing_unexpected_or_misshapen_weights_fail_clearly(spm_model, tmp_pat
     torch.save(state, folder / "pytorch_model.bin")
     with pytest.raises(CheckpointError, match="wrong shape.*lm_head.dense.bias"):
         mluke.load(folder)
-    state = {k[len("luke."):]: v for k, v in state.items() if k.startswith("luke.")}
+    state = {k[len("luke.") :]: v for k, v in state.items() if k.startswith("luke.")}
     torch.save(state, folder / "pytorch_model.bin")
     with pytest.raises(CheckpointError, match="without prediction heads"):
         mluke.load(folder)
@@ -145,7 +155,7 @@ def test_bad_folders(tiny_checkpoint, tmp_path):
 
 
 def test_candidate_scores_equal_full_softmax(tiny_checkpoint):
-    model, tok, vocab = mluke.load(tiny_checkpoint)
+    model, tok, _vocab = mluke.load(tiny_checkpoint)
     inputs = tok(TEXT, entity_spans=[(24, 30)])
     with torch.no_grad():
         words, ents = model.encode(**inputs)
@@ -155,9 +165,13 @@ def test_candidate_scores_equal_full_softmax(tiny_checkpoint):
         expected = torch.log_softmax(full.entity_logits[:, 0], -1)[:, cands]
         for chunk in (3, 5, 65536):
             assert torch.allclose(model.entity_scores(h, cands, chunk_size=chunk), expected, atol=1e-5)
-        assert torch.allclose(model.entity_scores(h, cands, normalize=False), full.entity_logits[:, 0, cands], atol=1e-5)
+        assert torch.allclose(
+            model.entity_scores(h, cands, normalize=False), full.entity_logits[:, 0, cands], atol=1e-5
+        )
         per_row = model.entity_scores(h.repeat(2, 1), torch.tensor([[4, 6], [0, 5]]))
-        assert torch.allclose(per_row, torch.log_softmax(full.entity_logits[0, 0], -1)[torch.tensor([[4, 6], [0, 5]])], atol=1e-5)
+        assert torch.allclose(
+            per_row, torch.log_softmax(full.entity_logits[0, 0], -1)[torch.tensor([[4, 6], [0, 5]])], atol=1e-5
+        )
         pos = (inputs["input_ids"][0] == tok.mask_id).nonzero()[0, 0]
         wfull = torch.log_softmax(full.logits[0, pos], -1)
         assert torch.allclose(model.word_scores(words[0, pos][None])[0], wfull, atol=1e-5)

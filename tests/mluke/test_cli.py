@@ -47,7 +47,9 @@ def test_build_info_lookup_vocab(tmp_path, embedded_db_path):
     res = runner.invoke(app, ["kb", "build", "--embedded", "-o", str(out), "--languages", "en,ja"])
     assert res.exit_code == 0, res.output
     assert "entities" in res.output and out.exists()
-    res = runner.invoke(app, ["kb", "info", str(out), "--json", str(tmp_path / "info.json"), "--csv", str(tmp_path / "info.csv")])
+    res = runner.invoke(
+        app, ["kb", "info", str(out), "--json", str(tmp_path / "info.json"), "--csv", str(tmp_path / "info.csv")]
+    )
     assert res.exit_code == 0 and "per language" in res.output
     info = json.loads((tmp_path / "info.json").read_text())
     assert set(info["languages"]) == {"en", "ja"} and info["entities"] > 6000

@@ -28,8 +28,8 @@ def test_the_checks_accept_what_the_library_accepts():
     from probes.retrieval import KINDS
     from probes.transfer.qa_run import MLQA_LANGUAGES
 
-    assert checks.PRESETS == tuple(PRESETS)
-    assert checks.DEMO_HIDDEN_SIZE == PRESETS["demo"].hidden_size
+    assert tuple(PRESETS) == checks.PRESETS
+    assert PRESETS["demo"].hidden_size == checks.DEMO_HIDDEN_SIZE
     assert checks.LINK_METHODS == METHODS
     assert checks.SPAN_FEATURES == FEATURES
     assert checks.INDEX_KINDS == KINDS
@@ -55,7 +55,7 @@ def test_help_has_a_summary_and_no_type_placeholders(path, cmd):
     assert "<bool>" not in text
     lines = text.splitlines()
     usage = next(i for i, line in enumerate(lines) if line.startswith("Usage:"))
-    summary = next(line.strip() for line in lines[usage + 1:] if line.strip())
+    summary = next(line.strip() for line in lines[usage + 1 :] if line.strip())
     assert len(summary) > 15 and not summary.startswith(("Options", "Arguments")), summary
     if path:
         short = cmd.get_short_help_str(limit=80)
@@ -128,8 +128,9 @@ def _no_gpu(case):
     if "cuda" in args:
         import torch
 
-        return pytest.param(*case, marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here"),
-                            id=" ".join(args[:4]))
+        return pytest.param(
+            *case, marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here"), id=" ".join(args[:4])
+        )
     return pytest.param(*case, id=" ".join(args[:4]))
 
 
@@ -156,11 +157,14 @@ def test_refusals_on_a_fresh_cache_take_seconds_in_a_new_process(tmp_path):
     home = tmp_path / "fresh-home"
     (tmp_path / "text.txt").write_text("Tokyo is the capital of Japan.\n", encoding="utf-8")
     env = {"MLUKE_HOME": str(home), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    for args, message in [(["link", str(tmp_path / "text.txt"), "--lang", "xx"], "error: --lang xx"),
-                          (["pretrain", "--preset", "foo"], "error: --preset foo")]:
+    for args, message in [
+        (["link", str(tmp_path / "text.txt"), "--lang", "xx"], "error: --lang xx"),
+        (["pretrain", "--preset", "foo"], "error: --preset foo"),
+    ]:
         started = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "mluke", *args], capture_output=True, text=True, env=env,
-                              timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "mluke", *args], capture_output=True, text=True, env=env, timeout=120
+        )
         took = time.perf_counter() - started
         assert proc.returncode == 1 and proc.stderr.startswith(message), proc.stderr
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

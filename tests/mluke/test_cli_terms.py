@@ -15,22 +15,37 @@ runner = CliRunner()
 def test_a_subject_too_long_for_the_model_is_named(tiny_demo, embedded_db):
     long_subject = " ".join(["word"] * 1000)
     with pytest.raises(OptionError) as err:
-        mluke.probe("[X] is the capital of [Y]", "en", subjects=[long_subject], candidates=["Japan"], model=tiny_demo,
-                    kb=embedded_db)
+        mluke.probe(
+            "[X] is the capital of [Y]",
+            "en",
+            subjects=[long_subject],
+            candidates=["Japan"],
+            model=tiny_demo,
+            kb=embedded_db,
+        )
     assert "1,000 words" in str(err.value) and "the model reads at most 512" in str(err.value)
     assert err.value.for_cli().startswith("--subject 'word word")
     with pytest.raises(OptionError, match="1,000 words"):  # open vocabulary too
-        mluke.probe("[X] is the capital of [Y]", "en", subjects=[long_subject], model=tiny_demo, kb=embedded_db,
-                    relation="P740")
+        mluke.probe(
+            "[X] is the capital of [Y]", "en", subjects=[long_subject], model=tiny_demo, kb=embedded_db, relation="P740"
+        )
 
 
 def test_vocab_import_reads_the_layout_from_the_file(tmp_path):
     jsonl = tmp_path / "ev.jsonl"
-    jsonl.write_text("\n".join(json.dumps(r) for r in [
-        {"id": 0, "entities": [["[PAD]", "en"]], "count": 0},
-        {"id": 1, "entities": [["[UNK]", "en"]], "count": 0},
-        {"id": 2, "entities": [["[MASK]", "en"]], "count": 0},
-        {"id": 3, "entities": [["Tokyo", "en"], ["東京", "ja"]], "count": 7}]) + "\n", encoding="utf-8")
+    jsonl.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"id": 0, "entities": [["[PAD]", "en"]], "count": 0},
+                {"id": 1, "entities": [["[UNK]", "en"]], "count": 0},
+                {"id": 2, "entities": [["[MASK]", "en"]], "count": 0},
+                {"id": 3, "entities": [["Tokyo", "en"], ["東京", "ja"]], "count": 7},
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     res = runner.invoke(app, ["kb", "vocab-import", str(jsonl), "-o", str(tmp_path / "v.sqlite")])
     assert res.exit_code == 0, res.output
     assert "4 ids" in res.output
@@ -39,15 +54,18 @@ def test_vocab_import_reads_the_layout_from_the_file(tmp_path):
     res = runner.invoke(app, ["kb", "vocab-import", str(plain), "-o", str(tmp_path / "p.sqlite")])
     message = res.exception.for_cli()
     assert "no language prefix" in message and "pass --default-lang en" in message and "default_lang" not in message
-    res = runner.invoke(app, ["kb", "vocab-import", str(plain), "-o", str(tmp_path / "p.sqlite"), "--default-lang", "en"])
+    res = runner.invoke(
+        app, ["kb", "vocab-import", str(plain), "-o", str(tmp_path / "p.sqlite"), "--default-lang", "en"]
+    )
     assert res.exit_code == 0, res.output
 
 
 def test_a_text_file_given_as_the_wikidata_dump_is_not_called_truncated(tmp_path):
     notes = tmp_path / "notes.txt"
     notes.write_text("shopping list\nmilk, eggs\n", encoding="utf-8")
-    res = runner.invoke(app, ["kb", "build", "--wikidata", str(notes), "-o", str(tmp_path / "kb.sqlite"),
-                              "--workers", "1", "--quiet"])
+    res = runner.invoke(
+        app, ["kb", "build", "--wikidata", str(notes), "-o", str(tmp_path / "kb.sqlite"), "--workers", "1", "--quiet"]
+    )
     message = res.exception.for_cli()
     assert "not a Wikidata JSON dump" in message and "line 1:" in message
     assert "truncated" not in message and not (tmp_path / "kb.sqlite").exists()

@@ -66,8 +66,9 @@ def test_two_first_runs_at_once_one_trains_the_other_waits(tmp_path, embedded_db
     _same_weights(model, tiny_demo)  # the waiting did not disturb the training
 
 
-def test_interrupted_training_resumes_from_its_checkpoint_and_says_so(tmp_path, embedded_db, tiny_demo, monkeypatch,
-                                                                       capsys):
+def test_interrupted_training_resumes_from_its_checkpoint_and_says_so(
+    tmp_path, embedded_db, tiny_demo, monkeypatch, capsys
+):
     """Ctrl-C at step 7 of 22 keeps the checkpoint; the next call continues from step 7 and ends with the
     same model as a run never interrupted."""
     import mluke.demo
@@ -104,12 +105,15 @@ def test_ctrl_c_in_the_command_line_then_the_rerun_resumes(tmp_path, embedded_db
     home = _fresh_home(tmp_path, embedded_db_path)
     env = {"MLUKE_HOME": str(home)}
     run = jobs.start(["pretrain", "--preset", "tiny"], log=tmp_path / "run.log", env=env, prelude=SLOW_STEPS)
-    assert jobs.wait_for(lambda: re.search(r"\| ([3-9]|1[0-5])/22 ", run.output()) is not None, run, timeout=300,
-                         interval=0.05), run.output()
+    assert jobs.wait_for(
+        lambda: re.search(r"\| ([3-9]|1[0-5])/22 ", run.output()) is not None, run, timeout=300, interval=0.05
+    ), run.output()
     run._handle.send_signal(signal.SIGINT)
     assert run.wait() == 130, run.output()
     text = run.output()
-    stopped = re.search(r"Interrupted at step (\d+) of 22; the checkpoint is kept in (\S+) and the next run resumes", text)
+    stopped = re.search(
+        r"Interrupted at step (\d+) of 22; the checkpoint is kept in (\S+) and the next run resumes", text
+    )
     assert stopped, text[-2000:]  # exit code 130 (typer's for Ctrl-C), and what was kept
     assert "Traceback" not in text
     at = int(stopped.group(1))

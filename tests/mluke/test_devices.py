@@ -71,7 +71,16 @@ def test_cli_device_and_dtype(tiny_demo, embedded_db_path):
     from mluke.cli import app
 
     runner = CliRunner()
-    args = ["probe", "[X] is the capital of [Y].", "--model", str(tiny_demo), "--db", str(embedded_db_path), "--limit", "2"]
+    args = [
+        "probe",
+        "[X] is the capital of [Y].",
+        "--model",
+        str(tiny_demo),
+        "--db",
+        str(embedded_db_path),
+        "--limit",
+        "2",
+    ]
     res = runner.invoke(app, [*args, "--device", "auto", "--dtype", "bf16"])
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, [*args, "--dtype", "int4"])

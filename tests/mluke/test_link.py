@@ -7,8 +7,8 @@ from typer.testing import CliRunner
 import mluke
 from mluke.cli import app
 from mluke.confidence import Calibration
-from probes.linking_calibration import COMMON_WORD_SENTENCES
 from mluke.linking import Linker, _windows
+from probes.linking_calibration import COMMON_WORD_SENTENCES
 
 PARIS, FRANCE, TOKYO, JAPAN = "geonames:2988507", "geonames:3017382", "geonames:1850147", "geonames:1861060"
 #: P(top candidate right | link) = 1: the confidence is the link probability alone. The default calibration
@@ -27,7 +27,7 @@ def test_links_mentions_to_entities(linker):
     by_surface = {m.surface: m for m in found}
     assert by_surface["Paris"].key == PARIS and by_surface["France"].key == FRANCE
     for m in found:
-        assert text[m.start:m.end] == m.surface and not m.nil
+        assert text[m.start : m.end] == m.surface and not m.nil
     assert by_surface["France"].name == "France" and by_surface["Paris"].name == "Paris (France)"
     assert by_surface["Paris"].link_probability == 0.95 and 0.0 < by_surface["Paris"].confidence <= 0.95
     ja = {m.surface: m for m in linker.link("東京は日本の首都です。", "ja")}
@@ -80,23 +80,76 @@ def test_link_cli(tiny_demo, embedded_db_path, tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("東京は日本の首都です。\n\nパリはフランスの首都です。\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
-    res = CliRunner().invoke(app, ["link", str(src), "--lang", "ja", "--model", str(tiny_demo), "--db", str(embedded_db_path),
-                                   "--jsonl", str(out), "--nil-threshold", "0"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "link",
+            str(src),
+            "--lang",
+            "ja",
+            "--model",
+            str(tiny_demo),
+            "--db",
+            str(embedded_db_path),
+            "--jsonl",
+            str(out),
+            "--nil-threshold",
+            "0",
+        ],
+    )
     assert res.exit_code == 0, res.output
     rows = [json.loads(l) for l in out.read_text(encoding="utf-8").splitlines()]
     assert [r["line"] for r in rows] == [1, 2, 3] and rows[1]["mentions"] == []
     assert {m["key"] for m in rows[0]["mentions"]} == {TOKYO, JAPAN}
-    res = CliRunner().invoke(app, ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path),
-                                   "--nil-threshold", "0"], input="Paris is the capital of France.\n")
+    res = CliRunner().invoke(
+        app,
+        ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path), "--nil-threshold", "0"],
+        input="Paris is the capital of France.\n",
+    )
     assert res.exit_code == 0 and "Paris (France)" in res.output and PARIS in res.output
     header = res.output.splitlines()[1]
     assert "name (en)" in header and "confidence" in header and "title" not in header and "runner-ups" not in header
-    res = CliRunner().invoke(app, ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path),
-                                   "--candidates", "--nil-threshold", "0"], input="We live in Cambridge.\n")
+    res = CliRunner().invoke(
+        app,
+        [
+            "link",
+            "-",
+            "--lang",
+            "en",
+            "--model",
+            str(tiny_demo),
+            "--db",
+            str(embedded_db_path),
+            "--candidates",
+            "--nil-threshold",
+            "0",
+        ],
+        input="We live in Cambridge.\n",
+    )
     assert res.exit_code == 0 and "runner-ups" in res.output and res.output.count("Cambridge (") >= 2, res.output
-    res = CliRunner().invoke(app, ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path),
-                                   "--method", "global", "--prior-weight", "0.5", "--candidates", "--jsonl", "-",
-                                   "--nil-threshold", "0"], input="Paris is the capital of France.\n")
+    res = CliRunner().invoke(
+        app,
+        [
+            "link",
+            "-",
+            "--lang",
+            "en",
+            "--model",
+            str(tiny_demo),
+            "--db",
+            str(embedded_db_path),
+            "--method",
+            "global",
+            "--prior-weight",
+            "0.5",
+            "--candidates",
+            "--jsonl",
+            "-",
+            "--nil-threshold",
+            "0",
+        ],
+        input="Paris is the capital of France.\n",
+    )
     assert res.exit_code == 0, res.output
     mentions = json.loads(res.output)["mentions"]
     assert [m["key"] for m in mentions] == [PARIS, FRANCE]
@@ -107,8 +160,8 @@ def test_link_cli(tiny_demo, embedded_db_path, tmp_path):
 
 
 def test_public_api_names_are_functions_after_submodule_imports():
-    import mluke.cloze  # noqa: F401
-    import mluke.linking  # noqa: F401
+    import mluke.cloze
+    import mluke.linking
 
     assert callable(mluke.probe) and mluke.probe.__module__ == "mluke.cloze"
     assert callable(mluke.link) and mluke.link.__module__ == "mluke.linking"
@@ -168,16 +221,25 @@ def test_model_scores_are_the_mep_softmax_over_known_candidates(linker, tiny_dem
     model, tok, vocab = linker.bundle
     with torch.inference_mode():
         _, hidden = model.encode(**tok(item["text"], entity_spans=spans))
-        scores = [model.entity_scores(hidden[0, slot][None], torch.tensor(
-            [vocab.id_of_key(r["key"]) for r in m.candidates if vocab.id_of_key(r["key"]) is not None]), normalize=False)[0]
-            for slot, m in enumerate(found)]
+        scores = [
+            model.entity_scores(
+                hidden[0, slot][None],
+                torch.tensor(
+                    [vocab.id_of_key(r["key"]) for r in m.candidates if vocab.id_of_key(r["key"]) is not None]
+                ),
+                normalize=False,
+            )[0]
+            for slot, m in enumerate(found)
+        ]
     for m, logits in zip(found, scores):
         known = [(r["key"], vocab.id_of_key(r["key"])) for r in m.candidates]
         known = [(k, v) for k, v in known if v is not None]
         share = math.log(len(known) / len(m.candidates))  # the unknown candidates keep 1/n each
         expected = dict(zip([k for k, _ in known], (torch.log_softmax(logits, -1) + share).tolist()))
         assert {r["key"]: r["model"] for r in m.candidates if r["key"] in expected} == pytest.approx(expected, abs=1e-5)
-        assert all(r["model"] == pytest.approx(-math.log(len(m.candidates))) for r in m.candidates if r["key"] not in expected)
+        assert all(
+            r["model"] == pytest.approx(-math.log(len(m.candidates))) for r in m.candidates if r["key"] not in expected
+        )
         assert sum(math.exp(r["model"]) for r in m.candidates) == pytest.approx(1.0)
         assert m.key == max(expected, key=expected.get)
 
@@ -261,8 +323,11 @@ def test_single_candidate_mention_can_be_nil(tiny_demo, embedded_db):
     vocab = lift.bundle.entity_vocab
     keys = sorted({k for f in info["train"] if f["lang"] == "en" for k in (f["subject"], f["object"])})
     names = embedded_db.labels(keys, "en")
-    label = next(names[k] for k, v in zip(keys, vocab.ids_of_keys(keys)) if v is not None and k in names
-                 and names[k][:1].isupper() and len(lift.index.candidates("en", names[k])) == 1)
+    label = next(
+        names[k]
+        for k, v in zip(keys, vocab.ids_of_keys(keys))
+        if v is not None and k in names and names[k][:1].isupper() and len(lift.index.candidates("en", names[k])) == 1
+    )
     one, two = f"We flew to {label} in May.", f"{label} is where the border with the sea runs."
     a = lift.link(one, "en", spans=[(11, 11 + len(label))])[0]
     b = lift.link(two, "en", spans=[(0, len(label))])[0]

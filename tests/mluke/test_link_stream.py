@@ -30,10 +30,15 @@ def lines(embedded_db, linker):
     """Sentences about cities and countries the demo model knows, an empty line, a line without
     mentions, and one long line."""
     vocab = linker.bundle.entity_vocab
-    facts = [f for pid in ("P17", "P36") for f in embedded_db.facts(property=pid) if vocab.id_of_key(f.subject) is not None]
+    facts = [
+        f for pid in ("P17", "P36") for f in embedded_db.facts(property=pid) if vocab.id_of_key(f.subject) is not None
+    ]
     labels = embedded_db.labels(sorted({k for f in facts for k in (f.subject, f.object)}), "en")
-    texts = [embedded_db.template(f.property, "en").fill(labels[f.subject], labels[f.object])
-             for f in facts if f.subject in labels and f.object in labels][:20]
+    texts = [
+        embedded_db.template(f.property, "en").fill(labels[f.subject], labels[f.object])
+        for f in facts
+        if f.subject in labels and f.object in labels
+    ][:20]
     assert len(texts) == 20
     long = " ".join(texts * 8)  # many windows and mentions
     return [*texts[:5], "", "Nothing to see here.", long, *texts[5:], "Paris, France and Tokyo. Berlin"]
@@ -53,12 +58,29 @@ def same(a, b):
 
 
 def test_stream_gives_the_results_of_one_call(linker, lines):
-    assert sum(r["model"] is not None for found in linker.link(lines[:5], "en", candidates=True)
-               for m in found for r in m.candidates) > 10  # the model scores many of them
+    assert (
+        sum(
+            r["model"] is not None
+            for found in linker.link(lines[:5], "en", candidates=True)
+            for m in found
+            for r in m.candidates
+        )
+        > 10
+    )  # the model scores many of them
     for method in ("combined", "prior", "global"):
         whole = linker.link(lines, "en", method=method, window_chars=200, candidates=True)
-        stream = list(linker.link_iter(lines, "en", method=method, window_chars=200, candidates=True, chunk_texts=3,
-                                       chunk_chars=500, segment_windows=2))
+        stream = list(
+            linker.link_iter(
+                lines,
+                "en",
+                method=method,
+                window_chars=200,
+                candidates=True,
+                chunk_texts=3,
+                chunk_chars=500,
+                segment_windows=2,
+            )
+        )
         assert [t for t, _ in stream] == lines
         assert same([list(found) for _, found in stream], whole), method
     assert not same([[1.0]], [[1.001]]) and not same([{"key": "a"}], [{"key": "b"}])
@@ -90,8 +112,20 @@ def test_cli_jsonl_equals_the_whole_result(linker, lines, tiny_demo, embedded_db
     src.write_text("\n".join(many) + "\n", encoding="utf-8")
     whole = LinkedTexts(many, linker.link(many, "en"), "en", "combined")
     out = tmp_path / "out.jsonl"
-    res = CliRunner().invoke(app, ["link", str(src), "--model", str(tiny_demo), "--db", str(embedded_db_path),
-                                   "--jsonl", str(out), "--no-progress"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "link",
+            str(src),
+            "--model",
+            str(tiny_demo),
+            "--db",
+            str(embedded_db_path),
+            "--jsonl",
+            str(out),
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert same([json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()], whole.records())
     counts = whole.summary()
@@ -103,10 +137,13 @@ def test_cli_jsonl_equals_the_whole_result(linker, lines, tiny_demo, embedded_db
     assert same([json.loads(line) for line in streamed], whole.records())
     first = json.loads(streamed[0])  # in the bytes LinkedTexts.to_jsonl writes
     LinkedTexts([first["text"]], [[LinkedMention(**m) for m in first["mentions"]]], "en", "combined").to_jsonl(
-        tmp_path / "one.jsonl")
+        tmp_path / "one.jsonl"
+    )
     assert len(first["mentions"]) == 2 and (tmp_path / "one.jsonl").read_text(encoding="utf-8") == streamed[0]
-    res = CliRunner().invoke(app, ["link", str(src), "--model", str(tiny_demo), "--db", str(embedded_db_path),
-                                   "--limit", "3", "--no-progress"])  # the table: the first 3 mentions, the rest counted
+    res = CliRunner().invoke(
+        app,
+        ["link", str(src), "--model", str(tiny_demo), "--db", str(embedded_db_path), "--limit", "3", "--no-progress"],
+    )  # the table: the first 3 mentions, the rest counted
     assert res.exit_code == 0 and f"and {counts['mentions'] - 3:,} more mentions" in res.output
 
 
@@ -142,10 +179,26 @@ def test_failed_or_interrupted_run_leaves_no_output(linker, tiny_demo, embedded_
 def test_interrupted_process_leaves_no_output(tiny_demo, embedded_db_path, tmp_path):
     """Ctrl-C (SIGINT) while ``mluke link - --jsonl OUT`` streams: nothing at OUT, no temporary file left."""
     out = tmp_path / "out.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "mluke", "link", "-", "--model", str(tiny_demo), "--db",
-                             str(embedded_db_path), "--jsonl", str(out), "--no-progress"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mluke",
+            "link",
+            "-",
+            "--model",
+            str(tiny_demo),
+            "--db",
+            str(embedded_db_path),
+            "--jsonl",
+            str(out),
+            "--no-progress",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     proc.stdin.write(b"Paris is in France.\n" * 300)  # a chunk to link, then it waits for more
     proc.stdin.flush()
     deadline = time.monotonic() + 120
@@ -171,4 +224,3 @@ def test_iter_lines_reads_lines_as_splitlines_does(tmp_path):
         next(lines)
     with pytest.raises(kb.InputFormatError, match="no such file"):
         iter_lines(tmp_path / "missing.txt")  # checked at once, not at the first line
-

@@ -29,6 +29,7 @@ def test_non_empty_sets_and_duplicates():
 
 def test_macro_average_over_subjects():
     got = macro_set_scores([([], []), ([], ["Q1"]), (["Q1"], []), (["Q1", "Q2"], ["Q1"])])
-    assert got == pytest.approx({"precision": (1 + 1 + 0 + 0.5) / 4, "recall": (1 + 0 + 1 + 1) / 4,
-                                 "F1": (1 + 0 + 0 + 2 / 3) / 4})
+    assert got == pytest.approx(
+        {"precision": (1 + 1 + 0 + 0.5) / 4, "recall": (1 + 0 + 1 + 1) / 4, "F1": (1 + 0 + 0 + 2 / 3) / 4}
+    )
     assert macro_set_scores([]) == {"precision": None, "recall": None, "F1": None}

@@ -34,7 +34,9 @@ JAPAN, TOKYO, FRANCE, PARIS = "geonames:1861060", "geonames:1850147", "geonames:
 
 @pytest.fixture(scope="session")
 def pt_tokenizer(tiny_checkpoint, embedded_db, tmp_path_factory) -> MlukeTokenizer:
-    keys = sorted({f.subject for f in embedded_db.facts(property="P36")} | {f.object for f in embedded_db.facts(property="P36")})
+    keys = sorted(
+        {f.subject for f in embedded_db.facts(property="P36")} | {f.object for f in embedded_db.facts(property="P36")}
+    )
     vocab = kb.EntityVocab.for_entities(embedded_db, keys, tmp_path_factory.mktemp("v") / "v.sqlite")
     tok = MlukeTokenizer.from_pretrained(tiny_checkpoint, entity_vocab=vocab)
     return tok
@@ -62,8 +64,16 @@ def corpus_dir(pt_tokenizer, embedded_db, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def xlmr_dir(pt_tokenizer, tmp_path_factory) -> Path:
-    cfg = XLMRobertaConfig(vocab_size=pt_tokenizer.vocab_size - 2, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                           intermediate_size=64, max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5)
+    cfg = XLMRobertaConfig(
+        vocab_size=pt_tokenizer.vocab_size - 2,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+    )
     torch.manual_seed(0)
     out = tmp_path_factory.mktemp("xlmr") / "xlmr"
     XLMRobertaForMaskedLM(cfg).save_pretrained(out)
@@ -85,8 +95,17 @@ def _config(corpus_dir: Path, xlmr_dir: Path, out: Path, *, batch=8, micro=4, st
 
 def test_config_defaults_are_the_paper_recipe_and_round_trip(tmp_path):
     c = TrainConfig()
-    assert (c.optim.batch_size, c.optim.weight_decay, c.optim.betas, c.optim.eps, c.data.alpha) == (2048, 0.01, (0.9, 0.999), 1e-6, 0.7)
-    assert [(s.steps, s.learning_rate, s.warmup_steps, s.train) for s in c.stages] == [(500_000, 5e-4, 2500, "new"), (500_000, 1e-4, 2500, "all")]
+    assert (c.optim.batch_size, c.optim.weight_decay, c.optim.betas, c.optim.eps, c.data.alpha) == (
+        2048,
+        0.01,
+        (0.9, 0.999),
+        1e-6,
+        0.7,
+    )
+    assert [(s.steps, s.learning_rate, s.warmup_steps, s.train) for s in c.stages] == [
+        (500_000, 5e-4, 2500, "new"),
+        (500_000, 1e-4, 2500, "all"),
+    ]
     assert (c.masking.word_prob, c.masking.entity_prob, c.optim.max_grad_norm) == (0.15, 0.15, 0.0)
     path = tmp_path / "run.toml"
     path.write_text(c.to_toml())
@@ -123,12 +142,24 @@ def test_corpus_is_deterministic_and_handles_unknown_links(pt_tokenizer, embedde
     b = build_corpus(docs, pt_tokenizer, pt_tokenizer.entity_vocab, tmp_path / "b", progress=False)
     assert a["languages"] == b["languages"] and a["stats"] == b["stats"]
     for name in ("word_ids", "entity_ids", "entity_spans", "word_offsets"):
-        assert (tmp_path / "a" / "en" / f"{name}.bin").read_bytes() == (tmp_path / "b" / "en" / f"{name}.bin").read_bytes()
+        assert (tmp_path / "a" / "en" / f"{name}.bin").read_bytes() == (
+            tmp_path / "b" / "en" / f"{name}.bin"
+        ).read_bytes()
     assert a["stats"]["links_unknown"] == 1 and a["stats"]["sequences_without_entities"] == 2
-    c = build_corpus(docs, pt_tokenizer, pt_tokenizer.entity_vocab, tmp_path / "c", progress=False,
-                     unknown_links="unk", keep_without_entities=True)
+    c = build_corpus(
+        docs,
+        pt_tokenizer,
+        pt_tokenizer.entity_vocab,
+        tmp_path / "c",
+        progress=False,
+        unknown_links="unk",
+        keep_without_entities=True,
+    )
     assert c["languages"]["en"]["sequences"] == a["languages"]["en"]["sequences"] + 2
-    assert pt_tokenizer.entity_vocab.unk_id in Corpus(tmp_path / "c")["en"][len(Corpus(tmp_path / "c")["en"]) - 1].entity_ids
+    assert (
+        pt_tokenizer.entity_vocab.unk_id
+        in Corpus(tmp_path / "c")["en"][len(Corpus(tmp_path / "c")["en"]) - 1].entity_ids
+    )
     with pytest.raises(kb.OutputExistsError):
         build_corpus(docs, pt_tokenizer, pt_tokenizer.entity_vocab, tmp_path / "a", progress=False)
 
@@ -143,8 +174,12 @@ def test_sentences_are_split_in_every_script(pt_tokenizer, tmp_path):
 
 def test_whole_word_masking_and_entity_masking(pt_tokenizer):
     vocab = Vocabulary.from_tokenizer(pt_tokenizer)
-    ids = np.array(pt_tokenizer.encode_words(["Tokyo is the capital of Japan and Paris is the capital of France " * 3])[0])
-    seq = Sequence("en", ids, np.array([4, 5, 6, 7, 8, 9, 10]), np.array([[0, 1], [2, 3], [3, 4], [5, 6], [6, 7], [8, 9], [9, 10]]))
+    ids = np.array(
+        pt_tokenizer.encode_words(["Tokyo is the capital of Japan and Paris is the capital of France " * 3])[0]
+    )
+    seq = Sequence(
+        "en", ids, np.array([4, 5, 6, 7, 8, 9, 10]), np.array([[0, 1], [2, 3], [3, 4], [5, 6], [6, 7], [8, 9], [9, 10]])
+    )
     cfg = MaskingConfig()
     masked_share, mask_tok, random_tok, kept, ent_masked = [], 0, 0, 0, []
     starts = vocab.word_starts[ids]
@@ -206,7 +241,7 @@ def test_whole_word_masking_and_entity_masking(pt_tokenizer):
 def test_language_sampling_uses_alpha_and_resumes():
     sizes = {"en": 10_000, "sw": 100}
     p7 = language_probabilities(sizes, 0.7)
-    assert p7["sw"] == pytest.approx(100 ** 0.7 / (100 ** 0.7 + 10_000 ** 0.7))
+    assert p7["sw"] == pytest.approx(100**0.7 / (100**0.7 + 10_000**0.7))
     assert language_probabilities(sizes, 1.0)["sw"] == pytest.approx(100 / 10_100)
     sampler = LanguageSampler(sizes, 0.7, seed=3)
     draws = [lang for _ in range(200) for lang, _ in sampler.next_batch(50)]
@@ -233,7 +268,9 @@ def test_init_from_xlmr_keeps_the_word_model(xlmr_dir, pt_tokenizer):
     assert (ours - theirs).abs().max() < 1e-5  # without entities mLUKE starts as XLM-R
     assert model.lm_head.decoder.weight is model.luke.embeddings.word_embeddings.weight
     word_pos = src.roberta.embeddings.position_embeddings.weight
-    assert torch.equal(model.luke.entity_embeddings.position_embeddings.weight[5], word_pos[7])  # sequence index 5 = word position id 7
+    assert torch.equal(
+        model.luke.entity_embeddings.position_embeddings.weight[5], word_pos[7]
+    )  # sequence index 5 = word position id 7
     with pytest.raises(mluke.MlukeError, match="cannot load the XLM-R checkpoint"):
         init_from_xlmr(xlmr_dir.parent / "nope", entity_vocab_size=5)
 
@@ -252,13 +289,16 @@ def test_two_stages_train_the_right_parameters(corpus_dir, xlmr_dir, tmp_path):
     assert "luke.entity_embeddings.entity_embeddings.weight" in changed
     trainer.train()
     after = _params(trainer.model)
-    assert not torch.equal(mid["luke.encoder.layer.0.attention.self.query.weight"], after["luke.encoder.layer.0.attention.self.query.weight"])
+    assert not torch.equal(
+        mid["luke.encoder.layer.0.attention.self.query.weight"],
+        after["luke.encoder.layer.0.attention.self.query.weight"],
+    )
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [r["stage"] for r in log] == ["new", "new", "all", "all"]
     assert [r["lr"] for r in log] == pytest.approx([1e-3, 1e-3, 5e-4, 5e-4])  # warm-up of 1 step, reset per stage
     assert all(np.isfinite(r["loss"]) and r["mlm_loss"] > 0 and r["mep_loss"] > 0 for r in log)
     exported = trainer.export()
-    model, tok, vocab = mluke.load(exported)
+    model, _tok, vocab = mluke.load(exported)
     assert len(vocab) == trainer.corpus.meta["entity_vocab_size"]
     a = _params(model)
     assert all(torch.equal(a[k], after[k]) for k in a)
@@ -298,9 +338,27 @@ def _torchrun(config: TrainConfig, toml: Path) -> tuple[dict, dict[str, torch.Te
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = str(sock.getsockname()[1])
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", port,
-                           "-m", "mluke", "pretrain", "--config", str(toml), "--no-progress"],
-                          capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            port,
+            "-m",
+            "mluke",
+            "pretrain",
+            "--config",
+            str(toml),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     last = sorted((Path(config.run.output) / "checkpoints").glob("step-*"))[-1]
     return json.loads((last / "trainer_state.json").read_text()), load_file(str(last / "model.safetensors"))
@@ -311,8 +369,9 @@ def test_two_processes_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp
     one = Trainer(single, progress=False)
     one.train()
     one.save_checkpoint()
-    state, two = _torchrun(_config(corpus_dir, xlmr_dir, tmp_path / "two", batch=8, micro=4, steps=(1, 2)),
-                           tmp_path / "two.toml")
+    state, two = _torchrun(
+        _config(corpus_dir, xlmr_dir, tmp_path / "two", batch=8, micro=4, steps=(1, 2)), tmp_path / "two.toml"
+    )
     assert state["world_size"] == 2 and state["step"] == 3
     a = _params(one.model)
     assert max(float((a[k] - two[k]).abs().max()) for k in two) < 1e-5
@@ -376,7 +435,11 @@ def test_pretraining_on_the_gpu(corpus_dir, xlmr_dir, tmp_path, precision):
     cpu = Trainer(cpu_config, progress=False)
     cpu.train()
     config = _config(corpus_dir, xlmr_dir, tmp_path / precision)
-    config.run.device, config.run.bf16, config.run.fp16 = "cuda", "on" if precision == "bf16" else "off", precision == "fp16"
+    config.run.device, config.run.bf16, config.run.fp16 = (
+        "cuda",
+        "on" if precision == "bf16" else "off",
+        precision == "fp16",
+    )
     gpu = Trainer(config, progress=False)
     assert gpu.device.type == "cuda"
     gpu.train()
@@ -388,7 +451,9 @@ def test_pretraining_on_the_gpu(corpus_dir, xlmr_dir, tmp_path, precision):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="two-process NCCL needs two GPUs (NCCL refuses two ranks on one GPU)")
+@pytest.mark.skipif(
+    torch.cuda.device_count() < 2, reason="two-process NCCL needs two GPUs (NCCL refuses two ranks on one GPU)"
+)
 def test_two_gpus_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp_path):
     single = _config(corpus_dir, xlmr_dir, tmp_path / "one", batch=8, micro=4, steps=(1, 2))
     single.run.bf16 = "off"
@@ -419,17 +484,36 @@ def test_corpus_from_a_dump_builds_page_texts(pt_tokenizer, embedded_db, tmp_pat
     pages = tmp_path / "kb.corpus"
     (pages / "ja").mkdir(parents=True)
     text = "東京は日本の首都です。日本はアジアにある。"
-    record = {"id": 1, "title": "東京", "entity": TOKYO, "text": text,
-              "links": [[0, 2, TOKYO, "東京"], [3, 5, JAPAN, "日本"], [11, 13, JAPAN, "日本"], [16, 19, None, "アジア"]]}
+    record = {
+        "id": 1,
+        "title": "東京",
+        "entity": TOKYO,
+        "text": text,
+        "links": [[0, 2, TOKYO, "東京"], [3, 5, JAPAN, "日本"], [11, 13, JAPAN, "日本"], [16, 19, None, "アジア"]],
+    }
     with gzip.open(pages / "ja" / "part-00000.jsonl.gz", "wt", encoding="utf-8") as f:
         f.write(json.dumps(record, ensure_ascii=False) + "\n")
     write_manifest(pages, {"languages": {"ja": {"parts": ["part-00000.jsonl.gz"], "pages": 1}}})
     docs = list(documents_from_wiki_corpus(pages))
-    assert [(d.lang, d.title, d.links) for d in docs] == [("ja", "東京", [(0, 2, TOKYO), (3, 5, JAPAN), (11, 13, JAPAN)])]
+    assert [(d.lang, d.title, d.links) for d in docs] == [
+        ("ja", "東京", [(0, 2, TOKYO), (3, 5, JAPAN), (11, 13, JAPAN)])
+    ]
     tok_dir = tmp_path / "tok"
     pt_tokenizer.save_pretrained(tok_dir)
-    res = CliRunner().invoke(app, ["corpus", str(pages), "--tokenizer", str(tok_dir), "--vocab", str(pt_tokenizer.entity_vocab.path),
-                                   "-o", str(tmp_path / "corpus"), "--no-progress"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "corpus",
+            str(pages),
+            "--tokenizer",
+            str(tok_dir),
+            "--vocab",
+            str(pt_tokenizer.entity_vocab.path),
+            "-o",
+            str(tmp_path / "corpus"),
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0, res.output
     corpus = Corpus(tmp_path / "corpus")
     assert corpus.sizes() == {"ja": 1} and len(corpus["ja"][0].entity_ids) == 3

@@ -26,7 +26,10 @@ def bundle(tiny_demo):
 def test_demo_folder_is_a_checkpoint_with_heldout_pairs(tiny_demo, bundle):
     info = json.loads((tiny_demo / "demo.json").read_text())
     assert info["heldout"] and info["train"] and info["tokenizer"] == TOKENIZER_RECORD
-    assert info["libraries"]["transformers"] == transformers.__version__ and info["libraries"]["torch"] == torch.__version__
+    assert (
+        info["libraries"]["transformers"] == transformers.__version__
+        and info["libraries"]["torch"] == torch.__version__
+    )
     train_pairs = {(f["property"], f["subject"], f["object"], f["lang"]) for f in info["train"]}
     for f in info["heldout"]:
         assert (f["property"], f["subject"], f["object"], f["lang"]) not in train_pairs
@@ -63,8 +66,16 @@ def test_entity_scores_are_mep_log_probabilities(bundle, embedded_db):
     ids = [vocab.id_of_key(k) for k in keys]
     full, restricted = torch.log_softmax(logits, -1)[ids], torch.log_softmax(logits[ids], -1)
     for normalize, expected in (("vocabulary", full), ("candidates", restricted)):
-        r = probe("The capital of [X] is [Y].", lang="en", subjects=[facts[0].subject], candidates=keys, model=bundle,
-                  kb=embedded_db, top_k=2, normalize=normalize)
+        r = probe(
+            "The capital of [X] is [Y].",
+            lang="en",
+            subjects=[facts[0].subject],
+            candidates=keys,
+            model=bundle,
+            kb=embedded_db,
+            top_k=2,
+            normalize=normalize,
+        )
         by_key = {p.key: p for p in r.rows[0].predictions}
         assert [by_key[k].source for k in keys] == ["entity", "entity"]
         assert [by_key[k].score for k in keys] == pytest.approx(expected.tolist(), abs=1e-4)
@@ -79,8 +90,15 @@ def test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join(bundl
     monkeypatch.setattr(mluke.model, "chunked_logsumexp", lambda *a, **k: calls.append(1) or real(*a, **k))
     facts = _in_vocab_capitals(bundle[2], embedded_db, 6)
     subjects = [f.subject for f in facts[:3]]
-    kwargs = dict(lang="en", relation="P36", subjects=subjects, candidates=[f.object for f in facts], model=bundle,
-                  kb=embedded_db, top_k=6)
+    kwargs = {
+        "lang": "en",
+        "relation": "P36",
+        "subjects": subjects,
+        "candidates": [f.object for f in facts],
+        "model": bundle,
+        "kb": embedded_db,
+        "top_k": 6,
+    }
     cands = probe("The capital of [X] is [Y].", **kwargs)
     assert not calls  # every candidate is in the entity vocabulary: n x c dot products only
     vocab_scores = probe("The capital of [X] is [Y].", normalize="vocabulary", **kwargs)
@@ -92,8 +110,15 @@ def test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join(bundl
     # a candidate outside the entity vocabulary is word-scored; both kinds share one scale, then renormalised
     calls.clear()
     outside = next(f.object for f in embedded_db.facts(property="P36") if bundle[2].id_of_key(f.object) is None)
-    mixed = probe("The capital of [X] is [Y].", lang="en", subjects=subjects[:1], candidates=[outside, *cands.rows[0].gold],
-                  model=bundle, kb=embedded_db, top_k=3)
+    mixed = probe(
+        "The capital of [X] is [Y].",
+        lang="en",
+        subjects=subjects[:1],
+        candidates=[outside, *cands.rows[0].gold],
+        model=bundle,
+        kb=embedded_db,
+        top_k=3,
+    )
     preds = mixed.rows[0].predictions
     assert {p.source for p in preds} == {"entity", "word"} and calls
     assert sum(math.exp(p.score) for p in preds) == pytest.approx(1.0, abs=1e-4)
@@ -102,20 +127,38 @@ def test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join(bundl
 @pytest.mark.parametrize("mode", ["entity", "word"])
 def test_a_subject_is_left_out_of_its_own_ranking(bundle, embedded_db, mode):
     fact = next(f for f in embedded_db.facts(property="P47"))
-    kwargs = dict(lang="en", relation="P47", subjects=[fact.subject], candidates=[fact.subject, fact.object], mode=mode,
-                  model=bundle, kb=embedded_db, top_k=2)
+    kwargs = {
+        "lang": "en",
+        "relation": "P47",
+        "subjects": [fact.subject],
+        "candidates": [fact.subject, fact.object],
+        "mode": mode,
+        "model": bundle,
+        "kb": embedded_db,
+        "top_k": 2,
+    }
     r = probe("[X] shares a border with [Y].", **kwargs)
     scores = {p.key: p.score for p in r.rows[0].predictions}
     assert scores[fact.subject] == float("-inf") and scores[fact.object] == pytest.approx(0.0, abs=1e-6)
     assert r.rows[0].predictions[0].key == fact.object and r.rows[0].rank == 1
     assert any("left out of its own ranking" in n for n in r.notes)
     kept = probe("[X] shares a border with [Y].", exclude_subject=False, **kwargs)
-    assert all(math.isfinite(p.score) for p in kept.rows[0].predictions) and not any("left out" in n for n in kept.notes)
+    assert all(math.isfinite(p.score) for p in kept.rows[0].predictions) and not any(
+        "left out" in n for n in kept.notes
+    )
 
 
 def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
-    r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan"], candidates=["Tokyo"], mode="word",
-              model=bundle, kb=embedded_db, normalize="vocabulary")
+    r = probe(
+        "The capital of [X] is [Y].",
+        lang="en",
+        subjects=["Japan"],
+        candidates=["Tokyo"],
+        mode="word",
+        model=bundle,
+        kb=embedded_db,
+        normalize="vocabulary",
+    )
     model, tok, _ = bundle
     pieces = tok.encode_words(["Tokyo"])[0]
     enc = tok("The capital of Japan is " + "<mask>" * len(pieces) + ".")
@@ -125,31 +168,64 @@ def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
     expected = sum(float(logp[w, p]) for w, p in zip(where, pieces)) / len(pieces)
     assert r.rows[0].predictions[0].score == pytest.approx(expected, abs=1e-4)
     assert r.rows[0].predictions[0].source == "word"
-    alone = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan"], candidates=["Tokyo"], mode="word",
-                  model=bundle, kb=embedded_db)
+    alone = probe(
+        "The capital of [X] is [Y].",
+        lang="en",
+        subjects=["Japan"],
+        candidates=["Tokyo"],
+        mode="word",
+        model=bundle,
+        kb=embedded_db,
+    )
     assert alone.rows[0].predictions[0].score == pytest.approx(0.0, abs=1e-6)  # the only candidate: probability 1
 
 
 def test_both_modes_subject_entity_and_batching(bundle, embedded_db):
-    a = probe("[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, mode="both", batch_size=7,
-              use_subject_entity=False)
-    b = probe("[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, mode="both", batch_size=64,
-              use_subject_entity=False)
+    a = probe(
+        "[X] is located in [Y].",
+        lang="de",
+        relation="P30",
+        model=bundle,
+        kb=embedded_db,
+        mode="both",
+        batch_size=7,
+        use_subject_entity=False,
+    )
+    b = probe(
+        "[X] is located in [Y].",
+        lang="de",
+        relation="P30",
+        model=bundle,
+        kb=embedded_db,
+        mode="both",
+        batch_size=64,
+        use_subject_entity=False,
+    )
     assert set(a.modes) == {"entity", "word"}
     for m in ("entity", "word"):
         for ra, rb in zip(a.modes[m].rows, b.modes[m].rows):
             assert [p.key for p in ra.predictions] == [p.key for p in rb.predictions]
             assert [p.score for p in ra.predictions] == pytest.approx([p.score for p in rb.predictions], abs=1e-4)
-    xy = probe("[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, use_subject_entity=True)
+    xy = probe(
+        "[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, use_subject_entity=True
+    )
     assert xy.use_subject_entity and [r.subject for r in xy.rows] == [r.subject for r in a.rows]
-    assert any(p1.score != p2.score for r1, r2 in zip(xy.rows, a.rows) for p1, p2 in zip(r1.predictions, r2.predictions))
+    assert any(
+        p1.score != p2.score for r1, r2 in zip(xy.rows, a.rows) for p1, p2 in zip(r1.predictions, r2.predictions)
+    )
 
 
 def test_y_before_x_and_free_templates(bundle, embedded_db):
     r = probe("[Y] hat die Hauptstadt [X].", lang="de", relation="P1376", model=bundle, kb=embedded_db, top_k=2)
     assert r.relation == "P1376" and r.rows
-    free = probe("Frankly, [Y] is what [X] is about.", lang="en", subjects=["Japan", "France"],
-                 candidates=["Tokyo", "Paris", "Kyoto"], model=bundle, kb=embedded_db)
+    free = probe(
+        "Frankly, [Y] is what [X] is about.",
+        lang="en",
+        subjects=["Japan", "France"],
+        candidates=["Tokyo", "Paris", "Kyoto"],
+        model=bundle,
+        kb=embedded_db,
+    )
     assert free.relation is None and free.metrics["with_gold"] == 0 and len(free.rows) == 2
 
 
@@ -174,9 +250,14 @@ def test_outputs(bundle, embedded_db, tmp_path):
         ({"template": "The capital of [X] is [Y].", "top_k": 0}, "top_k=0: expected a positive number"),
         ({"template": "The capital of [X] is [Y].", "relation": "capital"}, "relation 'capital': expected a Wikidata"),
         # a free-text subject is asked with decoded words now; a wrong decoding method is the error
-        ({"template": "[X] was founded in [Y].", "subjects": ["Sony"], "mode": "word", "decoding": "greedy"},
-         "decoding='greedy': expected 'independent', 'left-to-right' or 'confidence'"),
-        ({"template": "The capital of [X] is [Y].", "threshold": 2}, r"threshold=2: expected a probability in \(0, 1\]"),
+        (
+            {"template": "[X] was founded in [Y].", "subjects": ["Sony"], "mode": "word", "decoding": "greedy"},
+            "decoding='greedy': expected 'independent', 'left-to-right' or 'confidence'",
+        ),
+        (
+            {"template": "The capital of [X] is [Y].", "threshold": 2},
+            r"threshold=2: expected a probability in \(0, 1\]",
+        ),
     ],
 )
 def test_bad_input(bundle, embedded_db, kwargs, message):
@@ -193,8 +274,23 @@ def test_cli_probe_and_cached_preset(tiny_demo, embedded_db_path, tmp_path):
     runner = CliRunner()
     res = runner.invoke(app, ["pretrain", "--preset", "tiny", "-o", str(tiny_demo), "--no-progress"])
     assert res.exit_code == 0 and "demo model ready" in res.output  # cached: returns at once
-    res = runner.invoke(app, ["probe", "[X] is the capital of [Y]", "--lang", "ja", "--model", str(tiny_demo),
-                              "--db", str(embedded_db_path), "--mode", "both", "--csv", str(tmp_path / "p.csv")])
+    res = runner.invoke(
+        app,
+        [
+            "probe",
+            "[X] is the capital of [Y]",
+            "--lang",
+            "ja",
+            "--model",
+            str(tiny_demo),
+            "--db",
+            str(embedded_db_path),
+            "--mode",
+            "both",
+            "--csv",
+            str(tmp_path / "p.csv"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "using the 'ja' template" in res.output and res.output.count("MRR") == 2  # entity and word tables
     assert (tmp_path / "p.csv").read_text(encoding="utf-8").startswith("subject,subject_key,rank")
@@ -217,8 +313,14 @@ def test_mode_both_writes_both_modes(bundle, embedded_db, tmp_path):
 
 
 def test_no_gold_answers_gives_no_metrics(bundle, embedded_db):
-    r = probe("Frankly, [Y] is what [X] is about.", lang="en", subjects=["Japan"], candidates=["Tokyo", "Paris"],
-              model=bundle, kb=embedded_db)
+    r = probe(
+        "Frankly, [Y] is what [X] is about.",
+        lang="en",
+        subjects=["Japan"],
+        candidates=["Tokyo", "Paris"],
+        model=bundle,
+        kb=embedded_db,
+    )
     assert r.metrics["with_gold"] == 0 and r.metrics["P@1"] is None and r.metrics["MRR"] is None
     assert "P@1 n/a" in r.summary() and "P@1 0.000" not in repr(r)
     assert r.to_dict()["metrics"]["P@1"] is None
@@ -228,7 +330,11 @@ def test_relation_messages_say_what_the_kb_has(bundle, embedded_db):
     with pytest.raises(mluke.MlukeError) as err:
         probe("[X] likes [Y]", lang="ja", model=bundle, kb=embedded_db)
     message = str(err.value)
-    assert "P36 (capital)" in message and "P1376 (capital of)" in message and "P740 (location of formation), no facts" in message
+    assert (
+        "P36 (capital)" in message
+        and "P1376 (capital of)" in message
+        and "P740 (location of formation), no facts" in message
+    )
     assert "43 relations (7 with facts here)" in message
     assert "relation='P..'" in message and "--relation P.." in err.value.for_cli()
     with pytest.raises(mluke.MlukeError, match="relation P999 is unknown to this kb"):
@@ -247,12 +353,23 @@ def test_cli_probe_outputs_titles_and_flags(tiny_demo, embedded_db_path, tmp_pat
     from mluke.cli import app
 
     runner = CliRunner()
-    base = ["probe", "[X] is the capital of [Y]", "--lang", "ja", "--model", str(tiny_demo), "--db", str(embedded_db_path)]
+    base = [
+        "probe",
+        "[X] is the capital of [Y]",
+        "--lang",
+        "ja",
+        "--model",
+        str(tiny_demo),
+        "--db",
+        str(embedded_db_path),
+    ]
     out = tmp_path / "new" / "result.json"  # a folder that does not exist yet
     res = runner.invoke(app, [*base, "--mode", "both", "--json", str(out), "--csv", str(tmp_path / "r.csv")])
     assert res.exit_code == 0, res.output
     assert json.loads(out.read_text(encoding="utf-8"))["mode"] == "both"
-    assert "[ja, P1376, entity mode, [X]&[Y] for " in res.output and "[ja, P1376, word mode]" in res.output  # not markup
+    assert (
+        "[ja, P1376, entity mode, [X]&[Y] for " in res.output and "[ja, P1376, word mode]" in res.output
+    )  # not markup
     assert "[X]は[Y]の首都です。" in res.output and f"wrote {out}" in res.output
     csv_text = (tmp_path / "r.csv").read_text(encoding="utf-8")
     assert csv_text.splitlines()[0].endswith(",mode") and ",word" in csv_text and ",entity" in csv_text
@@ -262,8 +379,21 @@ def test_cli_probe_outputs_titles_and_flags(tiny_demo, embedded_db_path, tmp_pat
     assert json.loads(out.read_text(encoding="utf-8"))["mode"] == "both"  # kept
     assert runner.invoke(app, [*base, "--json", str(out), "--overwrite"]).exit_code == 0
     assert json.loads(out.read_text(encoding="utf-8"))["mode"] == "entity"
-    res = runner.invoke(app, ["probe", "[X] likes [Y]", "--subject", "Japan", "--candidate", "Tokyo", "--model",
-                              str(tiny_demo), "--db", str(embedded_db_path)])
+    res = runner.invoke(
+        app,
+        [
+            "probe",
+            "[X] likes [Y]",
+            "--subject",
+            "Japan",
+            "--candidate",
+            "Tokyo",
+            "--model",
+            str(tiny_demo),
+            "--db",
+            str(embedded_db_path),
+        ],
+    )
     assert res.exit_code == 0 and "P@1 n/a" in res.output
 
 
@@ -287,7 +417,9 @@ def test_first_demo_training_says_so_and_hides_transformers_bars(tmp_path, embed
     assert not (tmp_path / "demo").exists()
     before = hf_logging.is_progress_bar_enabled()
     with mluke.demo.transformers_bars(False):
-        tiny = XLMRobertaConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8)
+        tiny = XLMRobertaConfig(
+            vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8
+        )
         XLMRobertaForMaskedLM(tiny).save_pretrained(tmp_path / "x")
     assert "Writing model shards" not in capsys.readouterr().err and hf_logging.is_progress_bar_enabled() == before
 
@@ -326,27 +458,32 @@ def test_open_vocabulary_answers_rank_the_whole_entity_vocabulary(bundle, embedd
     enc = tok(text, entity_spans=[(ys, ye), (xs, xe)], entities=[None, vocab.id_of_key(key)])
     with torch.no_grad():
         logp = torch.log_softmax(model(**enc).entity_logits[0, 0], -1)
-    logp[list(vocab.special_ids.values()) + [vocab.id_of_key(key)]] = float("-inf")
+    logp[[*list(vocab.special_ids.values()), vocab.id_of_key(key)]] = float("-inf")
     top = logp.topk(5)
     assert [vocab.id_of_key(p.key) for p in known.predictions] == top.indices.tolist()
     assert [p.score for p in known.predictions] == pytest.approx(top.values.tolist(), abs=1e-4)
     for p in known.predictions:  # named in Japanese where the kb can
         assert p.label == (embedded_db.label(p.key, "ja") or embedded_db.label(p.key, "en"))
-    words = probe("[X] was founded in [Y]", lang="ja", subjects=[label], mode="word", model=bundle, kb=embedded_db,
-                  top_k=3)
-    assert words.open_vocabulary and all(p.source == "word" and p.key.startswith("pieces:") for p in words.rows[0].predictions)
+    words = probe(
+        "[X] was founded in [Y]", lang="ja", subjects=[label], mode="word", model=bundle, kb=embedded_db, top_k=3
+    )
+    assert words.open_vocabulary and all(
+        p.source == "word" and p.key.startswith("pieces:") for p in words.rows[0].predictions
+    )
     assert any("words of 1-5 pieces decoded (confidence, beam 5)" in n for n in words.notes)
 
 
 def test_subject_entities_by_default_where_the_vocabulary_has_them(bundle, embedded_db):
-    kwargs = dict(lang="en", model=bundle, kb=embedded_db, top_k=3)
+    kwargs = {"lang": "en", "model": bundle, "kb": embedded_db, "top_k": 3}
     auto = probe("[X] is the capital of [Y]", **kwargs)
     flags = [row.subject_entity for row in auto.rows]
     assert any(flags) and not all(flags)  # the tiny vocabulary holds some capitals only
     assert any(n.startswith("[X]&[Y]: ") and "asked with [Y] only" in n for n in auto.notes)
     assert f"[X]&[Y] for {sum(flags)} of {len(flags)}" in auto.summary()
     explicit = probe("[X] is the capital of [Y]", use_subject_entity=True, **kwargs)
-    assert [[p.score for p in r.predictions] for r in explicit.rows] == [[p.score for p in r.predictions] for r in auto.rows]
+    assert [[p.score for p in r.predictions] for r in explicit.rows] == [
+        [p.score for p in r.predictions] for r in auto.rows
+    ]
     plain = probe("[X] is the capital of [Y]", use_subject_entity=False, **kwargs)
     assert not any(row.subject_entity for row in plain.rows) and "[Y] only" in plain.summary()
 
@@ -359,8 +496,25 @@ def test_templates_for_one_call_and_the_cli(bundle, embedded_db, tiny_demo, embe
     mine = {("P36", "en"): "[X] has [Y] as its capital."}
     r = probe("[X] has [Y] as its capital", lang="en", templates=mine, model=bundle, kb=embedded_db, top_k=1)
     assert r.relation == "P36" and r.metrics["with_gold"] > 0
-    key, label = _in_vocab_subject(bundle, embedded_db)
-    res = CliRunner().invoke(app, ["probe", "[X] was founded in [Y]", "--lang", "ja", "--subject", label, "--subject",
-                                   "ソニー", "--top-k", "3", "--model", str(tiny_demo), "--db", str(embedded_db_path)])
+    _key, label = _in_vocab_subject(bundle, embedded_db)
+    res = CliRunner().invoke(
+        app,
+        [
+            "probe",
+            "[X] was founded in [Y]",
+            "--lang",
+            "ja",
+            "--subject",
+            label,
+            "--subject",
+            "ソニー",
+            "--top-k",
+            "3",
+            "--model",
+            str(tiny_demo),
+            "--db",
+            str(embedded_db_path),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "open vocabulary" in res.output and "ソニー" in res.output and "P740" in res.output

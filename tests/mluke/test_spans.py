@@ -41,8 +41,10 @@ def test_word_vector_is_the_mean_of_its_pieces(bundle):
 def test_entity_kinds_use_the_entities(bundle):
     first, second = [e.key for e in bundle.entity_vocab if e.key][:2]  # entities the tiny demo knows
     assert bundle.entity_vocab.id_of_key(FRANCE) is None  # ... and one it does not: [MASK]
-    np.testing.assert_allclose(span_vectors(bundle, TEXTS[:1], SPANS[:1], features="entity", entities=[[None, FRANCE]]),
-                               span_vectors(bundle, TEXTS[:1], SPANS[:1], features="entity", entities=[[None, None]]))
+    np.testing.assert_allclose(
+        span_vectors(bundle, TEXTS[:1], SPANS[:1], features="entity", entities=[[None, FRANCE]]),
+        span_vectors(bundle, TEXTS[:1], SPANS[:1], features="entity", entities=[[None, None]]),
+    )
     word = span_vectors(bundle, TEXTS[:1], SPANS[:1])
     with_keys = span_vectors(bundle, TEXTS[:1], SPANS[:1], features="entity", entities=[[None, first]])
     masks = span_vectors(bundle, TEXTS[:1], SPANS[:1], features="entity", entities=[[None, None]])
@@ -64,11 +66,14 @@ def test_normalize_and_long_texts(bundle):
     assert (np.abs(near).sum(1) > 0).all()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"features": "tokens"}, "expected one of"),
-    ({"layer": 9}, "does not exist"),
-    ({"entities": [[None]]}, "one entity"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"features": "tokens"}, "expected one of"),
+        ({"layer": 9}, "does not exist"),
+        ({"entities": [[None]]}, "one entity"),
+    ],
+)
 def test_bad_arguments(bundle, kwargs, message):
     with pytest.raises(OptionError, match=message):
         span_vectors(bundle, TEXTS[:1], SPANS[:1], **kwargs)

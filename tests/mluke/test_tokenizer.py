@@ -1,7 +1,6 @@
 import json
 import os
 import shutil
-import warnings
 from pathlib import Path
 
 import pytest
@@ -59,8 +58,12 @@ def reference(xlmr_json) -> Tokenizer:
 def xlmr_tok(xlmr_json, tmp_path_factory) -> MlukeTokenizer:
     folder = tmp_path_factory.mktemp("xlmr")
     shutil.copy(xlmr_json, folder / "tokenizer.json")
-    (folder / "entity_vocab.json").write_text(json.dumps(
-        {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京": 4, "en:Japan": 5}, ensure_ascii=False))
+    (folder / "entity_vocab.json").write_text(
+        json.dumps(
+            {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京": 4, "en:Japan": 5},
+            ensure_ascii=False,
+        )
+    )
     return MlukeTokenizer.from_pretrained(folder)
 
 
@@ -68,7 +71,12 @@ def test_fairseq_layout_of_the_real_tokenizer(xlmr_tok):
     ids = xlmr_tok("Tokyo is the capital of Japan.", return_tensors=None)["input_ids"][0]
     assert ids == [0, 71667, 83, 70, 10323, 111, 15758, 5, 2]
     assert (xlmr_tok.bos_id, xlmr_tok.pad_id, xlmr_tok.eos_id, xlmr_tok.unk_id) == (0, 1, 2, 3)
-    assert (xlmr_tok.mask_id, xlmr_tok.ent_id, xlmr_tok.ent2_id, xlmr_tok.vocab_size) == (250001, 250002, 250003, 250004)
+    assert (xlmr_tok.mask_id, xlmr_tok.ent_id, xlmr_tok.ent2_id, xlmr_tok.vocab_size) == (
+        250001,
+        250002,
+        250003,
+        250004,
+    )
 
 
 @pytest.mark.parametrize("lang", sorted(SENTENCES))
@@ -82,7 +90,7 @@ def test_golden_ids_and_entity_positions_in_24_languages(lang, xlmr_tok, referen
     enc = xlmr_tok(text, entity_spans=[(start, end)], return_tensors=None)
     # the original cuts the text at span boundaries and tokenizes each segment on its own
     cut = start - 1 if start > 0 and text[start - 1] == " " else start
-    cut_end = end - 1 if text[end - 1:end] == " " else end
+    cut_end = end - 1 if text[end - 1 : end] == " " else end
     segments = [s for s in (text[:cut], text[cut:cut_end], text[cut_end:]) if s]
     expected = [0] + [i for s in segments for i in reference.encode(s, add_special_tokens=False).ids] + [2]
     assert enc["input_ids"][0] == expected
@@ -90,13 +98,15 @@ def test_golden_ids_and_entity_positions_in_24_languages(lang, xlmr_tok, referen
     pieces = xlmr_tok.convert_ids_to_tokens(enc["input_ids"][0][a:b])
     assert "".join(pieces).replace("▁", "") == mention
     positions = enc["entity_position_ids"][0][0]
-    assert positions[: b - a] == list(range(a, b)) and set(positions[b - a:]) == {-1} and len(positions) == 30
+    assert positions[: b - a] == list(range(a, b)) and set(positions[b - a :]) == {-1} and len(positions) == 30
     assert enc["entity_ids"] == [[2]]  # no entity given: [MASK]
 
 
 def test_spans_on_word_boundaries_keep_whole_text_ids(xlmr_tok, reference):
     text = "Tokyo is the capital of Japan ."
-    enc = xlmr_tok(text, entity_spans=[(0, 5), (24, 29)], entities=[("en", "Tokyo"), ("en", "Japan")], return_tensors=None)
+    enc = xlmr_tok(
+        text, entity_spans=[(0, 5), (24, 29)], entities=[("en", "Tokyo"), ("en", "Japan")], return_tensors=None
+    )
     assert enc["input_ids"][0] == reference.encode(text).ids
     assert enc["entity_ids"] == [[4, 5]]
     assert [p[:2] for p in enc["entity_position_ids"][0]] == [[1, -1], [6, -1]]
@@ -124,21 +134,42 @@ def test_mask_in_text_stays_mask_on_every_path(tiny_checkpoint, xlmr_tok):
         assert ids.count(t.mask_id) == 1 and t.unk_id not in ids and t.bos_id == ids[0]
         a, b = with_entity.entity_token_spans[0][0]
         assert ids[a:b] == [t.mask_id]
-        for task, spans in (("entity_classification", [(24, 30)]), ("entity_pair_classification", [(15, 20), (24, 30)]),
-                            ("entity_span_classification", [(24, 30)])):
+        for task, spans in (
+            ("entity_classification", [(24, 30)]),
+            ("entity_pair_classification", [(15, 20), (24, 30)]),
+            ("entity_span_classification", [(24, 30)]),
+        ):
             assert t.mask_id in t(text, entity_spans=spans, task=task, return_tensors=None)["input_ids"][0]
 
 
 def test_entities_by_title_pair_key_id_and_special(tmp_path, tiny_db, xlmr_tok):
     src = tmp_path / "entity_vocab.json"
-    src.write_text(json.dumps({"[MASK]": 0, "[UNK]": 1, "[PAD]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京都": 4,
-                               "en:Japan": 5, "ja:日本": 5}, ensure_ascii=False))
+    src.write_text(
+        json.dumps(
+            {
+                "[MASK]": 0,
+                "[UNK]": 1,
+                "[PAD]": 2,
+                "[MASK2]": 3,
+                "en:Tokyo": 4,
+                "ja:東京都": 4,
+                "en:Japan": 5,
+                "ja:日本": 5,
+            },
+            ensure_ascii=False,
+        )
+    )
     vocab = kb.EntityVocab.import_hf(src, tmp_path / "v.sqlite", db=tiny_db)
     tok = MlukeTokenizer(xlmr_tok.words, vocab, kb=tiny_db)
     text = "Tokyo Japan Denmark Atlantis Tokyo Japan"
     spans = [(0, 5), (6, 11), (12, 19), (20, 28), (29, 34), (35, 40)]
-    enc = tok(text, entity_spans=spans, entities=["Tokyo", ("ja", "日本"), "Q35", "Atlantis", "Q1490", 5],
-              lang="en", return_tensors=None)
+    enc = tok(
+        text,
+        entity_spans=spans,
+        entities=["Tokyo", ("ja", "日本"), "Q35", "Atlantis", "Q1490", 5],
+        lang="en",
+        return_tensors=None,
+    )
     assert enc["entity_ids"] == [[4, 5, 1, 1, 4, 5]]  # Denmark, Atlantis unknown -> [UNK]=1
     assert enc.unknown_entities == [[2, 3]]
     enc = tok(text, entity_spans=spans[:2], entities=["[MASK2]", None], return_tensors=None)
@@ -175,7 +206,11 @@ def test_task_formats(tiny_checkpoint):
 def test_batching_pads_words_and_entities(tiny_checkpoint):
     tok = MlukeTokenizer.from_pretrained(tiny_checkpoint)
     texts = ["Tokyo", "Tokyo is the capital of Japan.", "Paris"]
-    enc = tok(texts, entity_spans=[[(0, 5)], [(0, 5), (24, 29)], []], entities=[[("en", "Tokyo")], [("en", "Tokyo"), ("en", "Japan")], []])
+    enc = tok(
+        texts,
+        entity_spans=[[(0, 5)], [(0, 5), (24, 29)], []],
+        entities=[[("en", "Tokyo")], [("en", "Tokyo"), ("en", "Japan")], []],
+    )
     assert enc["input_ids"].shape[0] == 3 and enc["entity_ids"].shape == (3, 2)
     pad = tok.entity_vocab.pad_id
     assert pad == 2
@@ -183,7 +218,7 @@ def test_batching_pads_words_and_entities(tiny_checkpoint):
     assert enc["entity_attention_mask"].tolist() == [[1, 0], [1, 1], [0, 0]]
     assert (enc["entity_position_ids"][0, 1] == -1).all() and (enc["entity_position_ids"][2] == -1).all()
     lengths = enc["attention_mask"].sum(1).tolist()
-    assert lengths[1] > lengths[0] and (enc["input_ids"][0, lengths[0]:] == tok.pad_id).all()
+    assert lengths[1] > lengths[0] and (enc["input_ids"][0, lengths[0] :] == tok.pad_id).all()
     with pytest.raises(MlukeError, match="one list per text"):
         tok(texts, entity_spans=[[(0, 5)]])
 
@@ -245,8 +280,13 @@ def test_save_and_reload_gives_the_same_encoding(tiny_checkpoint, tmp_path):
     tok = MlukeTokenizer.from_pretrained(tiny_checkpoint)
     tok.save_pretrained(tmp_path)
     save_entity_vocab(tok.entity_vocab, tmp_path)
-    assert {"tokenizer.json", "sentencepiece.bpe.model", "added_tokens.json", "entity_vocab.json",
-            "entity_vocab.sqlite"} <= set(os.listdir(tmp_path))
+    assert {
+        "tokenizer.json",
+        "sentencepiece.bpe.model",
+        "added_tokens.json",
+        "entity_vocab.json",
+        "entity_vocab.sqlite",
+    } <= set(os.listdir(tmp_path))
     again = MlukeTokenizer.from_pretrained(tmp_path)
     text = "東京は日本の首都です。 <mask>"
     a = tok(text, entity_spans=[(0, 2)], entities=[("ja", "東京")], return_tensors=None)
@@ -254,7 +294,7 @@ def test_save_and_reload_gives_the_same_encoding(tiny_checkpoint, tmp_path):
     assert dict(a) == dict(b) and a["entity_ids"] == [[4]]
 
 
-# -- issue 26: corner cases against transformers' MLukeTokenizer --------------------------------------------------------
+# -- issue 26: corner cases against transformers' MLukeTokenizer --
 @pytest.fixture(scope="session")
 def hf_mluke(xlmr_json, tmp_path_factory):
     """transformers' own MLukeTokenizer on the real XLM-R tokenizer.json and the same entity vocabulary."""
@@ -262,14 +302,21 @@ def hf_mluke(xlmr_json, tmp_path_factory):
     from transformers import MLukeTokenizer as HfMLukeTokenizer
 
     if int(transformers.__version__.split(".")[0]) < 5:
-        pytest.skip("transformers 4.x's MLukeTokenizer reads only sentencepiece.bpe.model, not an XLM-R tokenizer.json: "
-                    "these comparisons run with transformers 5.x")
+        pytest.skip(
+            "transformers 4.x's MLukeTokenizer reads only sentencepiece.bpe.model, not an XLM-R tokenizer.json: "
+            "these comparisons run with transformers 5.x"
+        )
     folder = tmp_path_factory.mktemp("hf_mluke")
     shutil.copy(xlmr_json, folder / "tokenizer.json")
-    (folder / "entity_vocab.json").write_text(json.dumps(
-        {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京": 4, "en:Japan": 5}, ensure_ascii=False))
-    (folder / "tokenizer_config.json").write_text(json.dumps(
-        {"tokenizer_class": "MLukeTokenizer", "max_entity_length": 32, "max_mention_length": 30}))
+    (folder / "entity_vocab.json").write_text(
+        json.dumps(
+            {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京": 4, "en:Japan": 5},
+            ensure_ascii=False,
+        )
+    )
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "MLukeTokenizer", "max_entity_length": 32, "max_mention_length": 30})
+    )
     return HfMLukeTokenizer.from_pretrained(str(folder))
 
 
@@ -285,32 +332,73 @@ def _same_as_hf(ours, theirs, keys=_ENTITY_KEYS):
 def test_padding_max_length_pads_entity_arrays_to_max_entity_length(xlmr_tok, hf_mluke, spans, max_entity_length):
     text = "Tokyo is the capital of Japan."
     names = [("en", text[s:e]) for s, e in spans]
-    ours = xlmr_tok(text, entity_spans=spans, entities=names, padding="max_length", max_length=16,
-                    max_entity_length=max_entity_length, return_tensors=None)
-    theirs = hf_mluke(text, entity_spans=spans, entities=[f"en:{n}" for _, n in names], padding="max_length",
-                      max_length=16, max_entity_length=max_entity_length)
+    ours = xlmr_tok(
+        text,
+        entity_spans=spans,
+        entities=names,
+        padding="max_length",
+        max_length=16,
+        max_entity_length=max_entity_length,
+        return_tensors=None,
+    )
+    theirs = hf_mluke(
+        text,
+        entity_spans=spans,
+        entities=[f"en:{n}" for _, n in names],
+        padding="max_length",
+        max_length=16,
+        max_entity_length=max_entity_length,
+    )
     _same_as_hf(ours, theirs)
     assert len(ours["entity_ids"][0]) == max_entity_length and len(ours["input_ids"][0]) == 16
-    assert ours["entity_position_ids"][0][len(spans):] == [[-1] * 30] * (max_entity_length - len(spans))
-    batch = xlmr_tok([text, "Japan."], entity_spans=[spans, [(0, 5)]], padding="max_length", max_length=16,
-                     max_entity_length=max_entity_length)
-    assert batch["entity_ids"].shape == (2, max_entity_length) and batch["entity_position_ids"].shape == (2, max_entity_length, 30)
-    assert batch["entity_attention_mask"].tolist() == [[1] * len(spans) + [0] * (max_entity_length - len(spans)),
-                                                       [1] + [0] * (max_entity_length - 1)]
+    assert ours["entity_position_ids"][0][len(spans) :] == [[-1] * 30] * (max_entity_length - len(spans))
+    batch = xlmr_tok(
+        [text, "Japan."],
+        entity_spans=[spans, [(0, 5)]],
+        padding="max_length",
+        max_length=16,
+        max_entity_length=max_entity_length,
+    )
+    assert batch["entity_ids"].shape == (2, max_entity_length) and batch["entity_position_ids"].shape == (
+        2,
+        max_entity_length,
+        30,
+    )
+    assert batch["entity_attention_mask"].tolist() == [
+        [1] * len(spans) + [0] * (max_entity_length - len(spans)),
+        [1] + [0] * (max_entity_length - 1),
+    ]
 
 
-@pytest.mark.parametrize("text, special", [
-    ("Capital to <unk>, such", "<unk>"), ("Hello\n<s>\nhi", "<s>"), ("x </s> y", "</s>"), ("a  <mask>", "<mask>"),
-    ("Paris is the <mask> of France.", "<mask>"), ("x <pad>y", "<pad>"), ("a <ent> b", "<ent>"), ("b\t<ent2>c", "<ent2>"),
-])
+@pytest.mark.parametrize(
+    "text, special",
+    [
+        ("Capital to <unk>, such", "<unk>"),
+        ("Hello\n<s>\nhi", "<s>"),
+        ("x </s> y", "</s>"),
+        ("a  <mask>", "<mask>"),
+        ("Paris is the <mask> of France.", "<mask>"),
+        ("x <pad>y", "<pad>"),
+        ("a <ent> b", "<ent>"),
+        ("b\t<ent2>c", "<ent2>"),
+    ],
+)
 def test_whitespace_before_a_special_token_makes_no_piece(xlmr_tok, reference, text, special):
     # sentencepiece (the slow XLM-R/mLUKE tokenizers) encodes the text on each side of a special token on its
     # own and drops whitespace at its ends: ids(left.rstrip()) + [special] + ids(right).
     left, right = text.split(special)
-    expected = [0, *reference.encode(left.rstrip(), add_special_tokens=False).ids, xlmr_tok.words.token_to_id(special),
-                *reference.encode(right, add_special_tokens=False).ids, 2]
+    expected = [
+        0,
+        *reference.encode(left.rstrip(), add_special_tokens=False).ids,
+        xlmr_tok.words.token_to_id(special),
+        *reference.encode(right, add_special_tokens=False).ids,
+        2,
+    ]
     ids = xlmr_tok(text, return_tensors=None)["input_ids"][0]
-    assert ids == expected and 6 not in ids[: len(expected) - 1 - len(reference.encode(right, add_special_tokens=False).ids)]
+    assert (
+        ids == expected
+        and 6 not in ids[: len(expected) - 1 - len(reference.encode(right, add_special_tokens=False).ids)]
+    )
 
 
 def test_whitespace_before_special_tokens_golden_ids(xlmr_tok, hf_mluke):
@@ -318,15 +406,20 @@ def test_whitespace_before_special_tokens_golden_ids(xlmr_tok, hf_mluke):
     assert xlmr_tok("Hello\n<s>\nhi", return_tensors=None)["input_ids"][0] == [0, 35378, 0, 1274, 2]
     # <mask> is left-stripping in XLM-R's own tokenizer.json too: there transformers agrees
     text = "Paris is the <mask> of France."
-    assert xlmr_tok(text, return_tensors=None)["input_ids"][0] == hf_mluke(text)["input_ids"] == [
-        0, 7270, 83, 70, 250001, 111, 9942, 5, 2]
+    assert (
+        xlmr_tok(text, return_tensors=None)["input_ids"][0]
+        == hf_mluke(text)["input_ids"]
+        == [0, 7270, 83, 70, 250001, 111, 9942, 5, 2]
+    )
 
 
 def test_special_tokens_lstrip_survives_save_and_reload(xlmr_tok, tmp_path):
     xlmr_tok.save_pretrained(tmp_path)
     again = MlukeTokenizer.from_pretrained(tmp_path)
-    assert again("Capital to <unk>, such", return_tensors=None)["input_ids"] == xlmr_tok(
-        "Capital to <unk>, such", return_tensors=None)["input_ids"]
+    assert (
+        again("Capital to <unk>, such", return_tensors=None)["input_ids"]
+        == xlmr_tok("Capital to <unk>, such", return_tensors=None)["input_ids"]
+    )
 
 
 _PAIRS = [
@@ -344,15 +437,29 @@ def test_text_pairs_equal_transformers(xlmr_tok, hf_mluke, text, pair, spans, sp
     # and MLukeTokenizer.create_token_type_ids_from_sequences give 0s): a bug we do not copy.
     assert plain["token_type_ids"][0] == [0] * len(plain["input_ids"][0])
     keys = [("ja" if "東" in t[s:e] else "en", t[s:e]) for t, sp in ((text, spans), (pair, spans_pair)) for s, e in sp]
-    ours = xlmr_tok(text, text_pair=pair, entity_spans=spans, entity_spans_pair=spans_pair, entities=keys[: len(spans)],
-                    entities_pair=keys[len(spans):], return_tensors=None, return_token_type_ids=True)
-    theirs = hf_mluke(text, pair, entity_spans=spans, entity_spans_pair=spans_pair,
-                      entities=[f"{k[0]}:{k[1]}" for k in keys[: len(spans)]],
-                      entities_pair=[f"{k[0]}:{k[1]}" for k in keys[len(spans):]], return_token_type_ids=True)
-    _same_as_hf(ours, theirs, _ENTITY_KEYS + ("token_type_ids", "entity_token_type_ids"))
+    ours = xlmr_tok(
+        text,
+        text_pair=pair,
+        entity_spans=spans,
+        entity_spans_pair=spans_pair,
+        entities=keys[: len(spans)],
+        entities_pair=keys[len(spans) :],
+        return_tensors=None,
+        return_token_type_ids=True,
+    )
+    theirs = hf_mluke(
+        text,
+        pair,
+        entity_spans=spans,
+        entity_spans_pair=spans_pair,
+        entities=[f"{k[0]}:{k[1]}" for k in keys[: len(spans)]],
+        entities_pair=[f"{k[0]}:{k[1]}" for k in keys[len(spans) :]],
+        return_token_type_ids=True,
+    )
+    _same_as_hf(ours, theirs, (*_ENTITY_KEYS, "token_type_ids", "entity_token_type_ids"))
     ids = ours["input_ids"][0]
     n_a = ids.index(2) - 1
-    assert ids[n_a + 1: n_a + 3] == [2, 2] and ids[-1] == 2  # <s> A </s></s> B </s>
+    assert ids[n_a + 1 : n_a + 3] == [2, 2] and ids[-1] == 2  # <s> A </s></s> B </s>
     assert ours.kept_entities == [list(range(len(spans) + len(spans_pair)))]
     b_first = ours.entity_token_spans[0][len(spans)]
     assert ours.offsets[0][b_first[0]][0] == spans_pair[0][0]  # offsets of B point into text_pair
@@ -367,18 +474,29 @@ def test_pair_truncation_is_longest_first_like_transformers(xlmr_tok, hf_mluke, 
 
 # transformers 5.24's MLukeTokenizer cannot truncate a pair with entities (no truncate_sequences): the figures
 # below apply its longest_first rule by hand. A: 9 pieces, 3 entities at pieces 0, 2, 4; B: 6 pieces, 1 entity at 0.
-@pytest.mark.parametrize("max_length, max_entity_length, ids, entity_ids, positions", [
-    (12, 32, [0, 71667, 136, 15758, 136, 2, 2, 15758, 83, 142, 90695, 2], [4, 5, 5], [1, 3, 7]),  # A 4, B 4
-    (9, 32, [0, 71667, 136, 15758, 2, 2, 15758, 83, 2], [4, 5, 5], [1, 3, 6]),  # A 3, B 2
-    (16, 2, [0, 71667, 136, 15758, 136, 71667, 621, 2, 2, 15758, 83, 142, 90695, 23295, 5, 2], [4, 5], [1, 9]),
-    (10, 1, [0, 71667, 136, 15758, 2, 2, 15758, 83, 142, 2], [4], [1]),  # 2 + 1 entities fit, 1 kept: A's
-])
+@pytest.mark.parametrize(
+    "max_length, max_entity_length, ids, entity_ids, positions",
+    [
+        (12, 32, [0, 71667, 136, 15758, 136, 2, 2, 15758, 83, 142, 90695, 2], [4, 5, 5], [1, 3, 7]),  # A 4, B 4
+        (9, 32, [0, 71667, 136, 15758, 2, 2, 15758, 83, 2], [4, 5, 5], [1, 3, 6]),  # A 3, B 2
+        (16, 2, [0, 71667, 136, 15758, 136, 71667, 621, 2, 2, 15758, 83, 142, 90695, 23295, 5, 2], [4, 5], [1, 9]),
+        (10, 1, [0, 71667, 136, 15758, 2, 2, 15758, 83, 142, 2], [4], [1]),  # 2 + 1 entities fit, 1 kept: A's
+    ],
+)
 def test_pair_entity_truncation_is_longest_first(xlmr_tok, max_length, max_entity_length, ids, entity_ids, positions):
     text, pair = "Tokyo and Japan and Tokyo are big places.", "Japan is an island country."
     with pytest.warns(EntityTruncationWarning):
-        enc = xlmr_tok(text, text_pair=pair, entity_spans=[(0, 5), (10, 15), (20, 25)], entity_spans_pair=[(0, 5)],
-                       entities=[("en", "Tokyo"), ("en", "Japan"), ("en", "Tokyo")], entities_pair=[("en", "Japan")],
-                       max_length=max_length, max_entity_length=max_entity_length, return_tensors=None)
+        enc = xlmr_tok(
+            text,
+            text_pair=pair,
+            entity_spans=[(0, 5), (10, 15), (20, 25)],
+            entity_spans_pair=[(0, 5)],
+            entities=[("en", "Tokyo"), ("en", "Japan"), ("en", "Tokyo")],
+            entities_pair=[("en", "Japan")],
+            max_length=max_length,
+            max_entity_length=max_entity_length,
+            return_tensors=None,
+        )
     assert enc["input_ids"][0] == ids and enc["entity_ids"][0] == entity_ids
     assert [row[0] for row in enc["entity_position_ids"][0]] == positions
 

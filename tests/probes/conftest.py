@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 
-JAPAN, TOKYO, FRANCE, PARIS, GERMANY, BERLIN, SPAIN = ("geonames:1861060", "geonames:1850147", "geonames:3017382",
-                                                       "geonames:2988507", "geonames:2921044", "geonames:2950159",
-                                                       "geonames:2510769")
+JAPAN, TOKYO, FRANCE, PARIS, GERMANY, BERLIN, SPAIN = (
+    "geonames:1861060",
+    "geonames:1850147",
+    "geonames:3017382",
+    "geonames:2988507",
+    "geonames:2921044",
+    "geonames:2950159",
+    "geonames:2510769",
+)
 
 
 def _jsonl(path: Path, rows: list[dict]) -> None:
@@ -19,24 +25,49 @@ def _jsonl(path: Path, rows: list[dict]) -> None:
 
 def write_mlama(root: Path) -> Path:
     fact = lambda s, sl, o, ol, i: {"sub_uri": s, "sub_label": sl, "obj_uri": o, "obj_label": ol, "lineid": i}  # noqa: E731
-    _jsonl(root / "mlama1.1" / "en" / "templates.jsonl", [
-        {"relation": "P36", "template": "The capital of [X] is [Y] ."},
-        {"relation": "P47", "template": "[X] shares border with [Y] ."},
-        {"relation": "P569", "template": "[X] was born in [Y] ."},
-        {"relation": "date_of_birth", "template": "[X] (born [Y])."},
-    ])
-    _jsonl(root / "mlama1.1" / "en" / "P36.jsonl", [
-        fact(JAPAN, "Japan", TOKYO, "Tokyo", 1), fact(FRANCE, "France", PARIS, "Paris", 2), fact(GERMANY, "Germany", BERLIN, "Berlin", 3)])
-    _jsonl(root / "mlama1.1" / "en" / "P47.jsonl", [
-        fact(FRANCE, "France", GERMANY, "Germany", 1), fact(FRANCE, "France", SPAIN, "Spain", 2),  # N-M: both kept
-        fact(GERMANY, "Germany", FRANCE, "France", 3)])
+    _jsonl(
+        root / "mlama1.1" / "en" / "templates.jsonl",
+        [
+            {"relation": "P36", "template": "The capital of [X] is [Y] ."},
+            {"relation": "P47", "template": "[X] shares border with [Y] ."},
+            {"relation": "P569", "template": "[X] was born in [Y] ."},
+            {"relation": "date_of_birth", "template": "[X] (born [Y])."},
+        ],
+    )
+    _jsonl(
+        root / "mlama1.1" / "en" / "P36.jsonl",
+        [
+            fact(JAPAN, "Japan", TOKYO, "Tokyo", 1),
+            fact(FRANCE, "France", PARIS, "Paris", 2),
+            fact(GERMANY, "Germany", BERLIN, "Berlin", 3),
+        ],
+    )
+    _jsonl(
+        root / "mlama1.1" / "en" / "P47.jsonl",
+        [
+            fact(FRANCE, "France", GERMANY, "Germany", 1),
+            fact(FRANCE, "France", SPAIN, "Spain", 2),  # N-M: both kept
+            fact(GERMANY, "Germany", FRANCE, "France", 3),
+        ],
+    )
     _jsonl(root / "mlama1.1" / "en" / "P569.jsonl", [fact(JAPAN, "Japan", "Q1", "1900", 1)])
     _jsonl(root / "mlama1.1" / "ja" / "templates.jsonl", [{"relation": "P36", "template": "[Y]は[X]の首都です。"}])
-    _jsonl(root / "mlama1.1" / "ja" / "P36.jsonl", [fact(JAPAN, "日本", TOKYO, "東京", 1), fact(FRANCE, "フランス", PARIS, "パリ", 2)])
+    _jsonl(
+        root / "mlama1.1" / "ja" / "P36.jsonl",
+        [fact(JAPAN, "日本", TOKYO, "東京", 1), fact(FRANCE, "フランス", PARIS, "パリ", 2)],
+    )
     (root / "TREx_multilingual_objects").mkdir(parents=True)
-    (root / "TREx_multilingual_objects" / "en.json").write_text(json.dumps({
-        "P36": {"objects": ["Tokyo", "Paris", "Berlin", "Atlantis"]}, "P47": {"objects": ["Germany", "Spain", "France"]}}))
-    (root / "TREx_multilingual_objects" / "ja.json").write_text(json.dumps({"P36": {"objects": ["東京", "パリ", "ベルリン"]}}, ensure_ascii=False))
+    (root / "TREx_multilingual_objects" / "en.json").write_text(
+        json.dumps(
+            {
+                "P36": {"objects": ["Tokyo", "Paris", "Berlin", "Atlantis"]},
+                "P47": {"objects": ["Germany", "Spain", "France"]},
+            }
+        )
+    )
+    (root / "TREx_multilingual_objects" / "ja.json").write_text(
+        json.dumps({"P36": {"objects": ["東京", "パリ", "ベルリン"]}}, ensure_ascii=False)
+    )
     return root
 
 

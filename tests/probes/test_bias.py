@@ -10,8 +10,17 @@ from probes.bias import bias_by_language, language_bias
 
 def _result(lang: str, mode: str, answers: list[tuple[str, str]]) -> ProbeResult:
     """Subjects with (gold, top-1 prediction) object keys; labels are the keys upper-cased."""
-    rows = [SubjectResult(f"s{i}", f"S{i}", [gold], [gold.upper()], [Prediction(pred, pred.upper(), -0.1, mode, pred == gold)],
-                          1 if pred == gold else 2) for i, (gold, pred) in enumerate(answers)]
+    rows = [
+        SubjectResult(
+            f"s{i}",
+            f"S{i}",
+            [gold],
+            [gold.upper()],
+            [Prediction(pred, pred.upper(), -0.1, mode, pred == gold)],
+            1 if pred == gold else 2,
+        )
+        for i, (gold, pred) in enumerate(answers)
+    ]
     return ProbeResult("[X] ... [Y]", lang, "P36", mode, False, 1, rows)  # type: ignore[arg-type]
 
 

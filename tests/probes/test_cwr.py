@@ -21,19 +21,30 @@ from probes.parallel import parallel_spans
 
 
 def test_parallel_jsonl_round_trip_and_bad_lines(tmp_path):
-    good = [ParallelSpan("1", "en", "Paris is in France.", (0, 5), ((0, 5, "Q90"), (12, 18, "Q142"))),
-            ParallelSpan("1", "ja", "パリはフランスにある。", (0, 2), ((0, 2, "Q90"),))]
+    good = [
+        ParallelSpan("1", "en", "Paris is in France.", (0, 5), ((0, 5, "Q90"), (12, 18, "Q142"))),
+        ParallelSpan("1", "ja", "パリはフランスにある。", (0, 2), ((0, 2, "Q90"),)),
+    ]
     path = tmp_path / "spans.jsonl"
     write_parallel_jsonl(good, path)
     lines = path.read_text(encoding="utf-8").splitlines()
-    bad = ['{"id": "2", "lang": "de", "text": "Kurz", "span": [2, 9]}', "not json", "[1, 2]",
-           '{"id": "3", "lang": "de", "text": "Berlin", "span": [0, 6], "entities": [[0, 6]]}',
-           '{"lang": "de", "text": "Berlin", "span": [0, 6]}']
+    bad = [
+        '{"id": "2", "lang": "de", "text": "Kurz", "span": [2, 9]}',
+        "not json",
+        "[1, 2]",
+        '{"id": "3", "lang": "de", "text": "Berlin", "span": [0, 6], "entities": [[0, 6]]}',
+        '{"lang": "de", "text": "Berlin", "span": [0, 6]}',
+    ]
     path.write_text("\n".join([lines[0], *bad, "", lines[1]]) + "\n", encoding="utf-8")
     data = read_parallel_jsonl(path)
     assert data.items == good and data.languages() == ["en", "ja"]
-    assert data.skipped == {"span not [start, end] inside the text": 1, "not JSON": 1, "not a JSON object": 1,
-                            "entity not [start, end, key] inside the text": 1, "missing id, lang or text": 1}
+    assert data.skipped == {
+        "span not [start, end] inside the text": 1,
+        "not JSON": 1,
+        "not a JSON object": 1,
+        "entity not [start, end, key] inside the text": 1,
+        "missing id, lang or text": 1,
+    }
     assert data.examples[0].startswith(f"{path}:2: span not")
     assert data.items[1].surface == "パリ"
 
@@ -50,24 +61,45 @@ def test_duplicate_ids_and_empty_files_are_fatal(tmp_path):
 
 
 def _squad(contexts: list[tuple[str, list[tuple[str, int, str]]]]) -> dict:
-    return {"version": "1.0", "data": [{"title": "t", "paragraphs": [
-        {"context": c, "qas": [{"id": i, "question": "?", "answers": [{"answer_start": s, "text": a}]} for i, s, a in qas]}
-        for c, qas in contexts]}]}
+    return {
+        "version": "1.0",
+        "data": [
+            {
+                "title": "t",
+                "paragraphs": [
+                    {
+                        "context": c,
+                        "qas": [
+                            {"id": i, "question": "?", "answers": [{"answer_start": s, "text": a}]} for i, s, a in qas
+                        ],
+                    }
+                    for c, qas in contexts
+                ],
+            }
+        ],
+    }
 
 
 def test_mlqa_layout(tmp_path):
     en = "The Eiffel Tower is in Paris."
     ar = "يقع برج إيفل في باريس"
-    (tmp_path / "dev-context-en-question-en.json").write_text(json.dumps(_squad(
-        [(en, [("q1", en.index("Paris"), "Paris"), ("q2", 4, "Eiffel Tower"), ("bad", 0, "Nope")])])))
-    (tmp_path / "dev-context-ar-question-ar.json").write_text(json.dumps(_squad(
-        [(ar, [("q1", ar.index("باريس"), "باريس")])]), ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "dev-context-en-question-en.json").write_text(
+        json.dumps(_squad([(en, [("q1", en.index("Paris"), "Paris"), ("q2", 4, "Eiffel Tower"), ("bad", 0, "Nope")])]))
+    )
+    (tmp_path / "dev-context-ar-question-ar.json").write_text(
+        json.dumps(_squad([(ar, [("q1", ar.index("باريس"), "باريس")])]), ensure_ascii=False), encoding="utf-8"
+    )
     data = read_mlqa_spans(tmp_path, ["en", "ar"])
-    assert [(i.id, i.lang, i.surface) for i in data.items] == [("q1", "en", "Paris"), ("q2", "en", "Eiffel Tower"),
-                                                                 ("q1", "ar", "باريس")]
+    assert [(i.id, i.lang, i.surface) for i in data.items] == [
+        ("q1", "en", "Paris"),
+        ("q2", "en", "Eiffel Tower"),
+        ("q1", "ar", "باريس"),
+    ]
     assert data.items[-1].span[1] == len(ar)  # an answer at the very end of the context
     assert data.skipped == {"answer text not at answer_start": 1}
-    assert data.examples == [f"{tmp_path / 'dev-context-en-question-en.json'} [question bad]: answer text not at answer_start"]
+    assert data.examples == [
+        f"{tmp_path / 'dev-context-en-question-en.json'} [question bad]: answer text not at answer_start"
+    ]
     with pytest.raises(InputFormatError, match="dev-context-de-question-de.json"):
         read_mlqa_spans(tmp_path, ["de"])
 
@@ -92,7 +124,7 @@ def test_parallel_sentences_from_the_kb(spans, embedded_db):
         assert item.span in [(s, e) for s, e, _ in item.entities]
     assert all(set(v) == {"en", "de", "ja"} for v in by_id.values())
     first = by_id["0/subject"]
-    assert len({dict(((s, e), k) for s, e, k in i.entities)[i.span] for i in first.values()}) == 1  # the same entity
+    assert len({{(s, e): k for s, e, k in i.entities}[i.span] for i in first.values()}) == 1  # the same entity
     assert spans == parallel_spans(embedded_db, ["en", "de", "ja"], size=24)  # seeded
     with pytest.raises(OptionError, match="no patterns for xx"):
         parallel_spans(embedded_db, ["en", "xx"])

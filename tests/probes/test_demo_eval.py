@@ -48,8 +48,19 @@ def test_demo_linking_evaluation(tiny_demo, embedded_db):
 
 
 def test_eval_demo_cli_reports_probing_and_linking(tiny_demo, tmp_path):
-    out = CliRunner().invoke(app, ["eval-demo", "--model", str(tiny_demo), "--no-progress", "--train-sample", "1",
-                                  "--json", str(tmp_path / "r.json")])
+    out = CliRunner().invoke(
+        app,
+        [
+            "eval-demo",
+            "--model",
+            str(tiny_demo),
+            "--no-progress",
+            "--train-sample",
+            "1",
+            "--json",
+            str(tmp_path / "r.json"),
+        ],
+    )
     assert out.exit_code == 0, out.output
     summary = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert "all" in summary["by_relation"] and summary["by_relation"]["all"]["held-out"]["pairs"] > 0

@@ -22,15 +22,24 @@ MENTIONS_HEADER = "docid\tposition\tlength\tmention\turl\tlang\tqid\tqid_in_refs
 
 # (docid, text or None for a document without text file, [(surface, key)] in text order)
 EN = [
-    ("en-1", "Paris is the capital of France. Valencia and London are big cities.",
-     [("Paris", PARIS), ("France", FRANCE), ("Valencia", VALENCIA_ES), ("London", LONDON)]),
-    ("en-2", "Tokyo is in Japan.\r\nAtlantis is not.",  # \r\n: offsets count every character
-     [("Tokyo", TOKYO), ("Japan", JAPAN), ("Atlantis", NOT_IN_KB)]),
+    (
+        "en-1",
+        "Paris is the capital of France. Valencia and London are big cities.",
+        [("Paris", PARIS), ("France", FRANCE), ("Valencia", VALENCIA_ES), ("London", LONDON)],
+    ),
+    (
+        "en-2",
+        "Tokyo is in Japan.\r\nAtlantis is not.",  # \r\n: offsets count every character
+        [("Tokyo", TOKYO), ("Japan", JAPAN), ("Atlantis", NOT_IN_KB)],
+    ),
     ("en-3", None, [("Paris", PARIS)]),
 ]
 JA = [
-    ("ja-1", "東京は日本の首都です。パリはフランスの首都です。",
-     [("東京", TOKYO), ("日本", JAPAN), ("パリ", PARIS), ("フランス", FRANCE)]),
+    (
+        "ja-1",
+        "東京は日本の首都です。パリはフランスの首都です。",
+        [("東京", TOKYO), ("日本", JAPAN), ("パリ", PARIS), ("フランス", FRANCE)],
+    ),
     ("ja-2", "ロンドンとバレンシアは都市です。", [("ロンドン", LONDON), ("バレンシア", VALENCIA_ES)]),
     ("ja-3", "何もない文書です。", []),
 ]
@@ -82,18 +91,33 @@ def linker(tiny_demo, embedded_db):
 def test_reader_spans_keys_and_skips(mewsli):
     data = read_mewsli(mewsli)
     assert isinstance(data, LinkingSet) and data.languages == ("en", "ja")
-    assert [(d.lang, d.docid) for d in data] == [("en", "en-1"), ("en", "en-2"), ("ja", "ja-1"), ("ja", "ja-2"), ("ja", "ja-3")]
+    assert [(d.lang, d.docid) for d in data] == [
+        ("en", "en-1"),
+        ("en", "en-2"),
+        ("ja", "ja-1"),
+        ("ja", "ja-2"),
+        ("ja", "ja-3"),
+    ]
     en2 = data.docs[1]
     assert en2.text == "Tokyo is in Japan.\r\nAtlantis is not."
-    assert en2.mentions == (GoldMention(0, 5, "Tokyo", TOKYO), GoldMention(12, 17, "Japan", JAPAN),
-                            GoldMention(20, 28, "Atlantis", NOT_IN_KB))
+    assert en2.mentions == (
+        GoldMention(0, 5, "Tokyo", TOKYO),
+        GoldMention(12, 17, "Japan", JAPAN),
+        GoldMention(20, 28, "Atlantis", NOT_IN_KB),
+    )
     for doc in data:
-        assert all(doc.text[m.start:m.end] == m.surface for m in doc.mentions)
+        assert all(doc.text[m.start : m.end] == m.surface for m in doc.mentions)
     assert [(m.surface, m.key) for m in data.docs[2].mentions] == [(s, k) for s, k in JA[0][2]]
     assert data.docs[4].mentions == () and data.mentions == 13
-    assert data.skipped == {"document without text file": 1, "mention of a document without text file": 1,
-                            "mention does not match the text": 1, "bad integer": 1, "unknown docid": 1,
-                            "wrong number of fields": 1, "span outside the text": 1}
+    assert data.skipped == {
+        "document without text file": 1,
+        "mention of a document without text file": 1,
+        "mention does not match the text": 1,
+        "bad integer": 1,
+        "unknown docid": 1,
+        "wrong number of fields": 1,
+        "span outside the text": 1,
+    }
     mentions_tsv = mewsli / "en" / "mentions.tsv"
     assert f"{mentions_tsv}:10: mention does not match the text (text has 'Tokyo', mention 'Tokio')" in data.examples
     assert any(e.startswith(f"{mentions_tsv}:11: bad integer") for e in data.examples)
@@ -158,17 +182,39 @@ def test_evaluate_linking_matches_hand_counts(mewsli, linker, embedded_db, tmp_p
     report = evaluate_linking(data, linker, progress=False, batch_docs=2)
     methods = ("prior", "model", "combined", "global")
     assert [(r["lang"], r["method"]) for r in report.rows] == [(l, m) for l in ("en", "ja", "all") for m in methods]
-    assert report.languages == ["en", "ja"] and report.skipped == data.skipped and report.skipped_examples == list(data.examples)
+    assert (
+        report.languages == ["en", "ja"]
+        and report.skipped == data.skipped
+        and report.skipped_examples == list(data.examples)
+    )
     # the prior is known exactly: every mention right but Valencia (prior: Venezuela's), Atlantis is not in the kb
     prior_en, prior_ja = report.row("en", "prior"), report.row("ja", "prior")
-    assert (prior_en["mentions"], prior_en["in_kb"], prior_en["correct"], prior_en["ambiguous"], prior_en["ambiguous_correct"]) == (7, 6, 5, 2, 1)
-    assert (prior_ja["mentions"], prior_ja["in_kb"], prior_ja["correct"], prior_ja["ambiguous"], prior_ja["ambiguous_correct"]) == (6, 6, 5, 2, 1)
+    assert (
+        prior_en["mentions"],
+        prior_en["in_kb"],
+        prior_en["correct"],
+        prior_en["ambiguous"],
+        prior_en["ambiguous_correct"],
+    ) == (7, 6, 5, 2, 1)
+    assert (
+        prior_ja["mentions"],
+        prior_ja["in_kb"],
+        prior_ja["correct"],
+        prior_ja["ambiguous"],
+        prior_ja["ambiguous_correct"],
+    ) == (6, 6, 5, 2, 1)
     assert prior_en["accuracy"] == pytest.approx(5 / 6) and prior_en["ambiguous_accuracy"] == pytest.approx(0.5)
     for lang in ("en", "ja"):
         for method in methods:
             row = report.row(lang, method)
             n, in_kb, correct, amb, amb_correct, detected, tp = _by_hand(data.docs, linker, lang, method, embedded_db)
-            assert (row["mentions"], row["in_kb"], row["correct"], row["ambiguous"], row["ambiguous_correct"]) == (n, in_kb, correct, amb, amb_correct)
+            assert (row["mentions"], row["in_kb"], row["correct"], row["ambiguous"], row["ambiguous_correct"]) == (
+                n,
+                in_kb,
+                correct,
+                amb,
+                amb_correct,
+            )
             assert (row["detected"], row["true_positives"]) == (detected, tp)
             assert row["accuracy"] == pytest.approx(correct / in_kb)
             p, r = tp / detected, tp / n
@@ -176,7 +222,16 @@ def test_evaluate_linking_matches_hand_counts(mewsli, linker, embedded_db, tmp_p
             assert row["f1"] == pytest.approx(2 * p * r / (p + r) if p + r else 0.0)
     for method in methods:
         both, total = [report.row(l, method) for l in ("en", "ja")], report.row("all", method)
-        for col in ("docs", "mentions", "in_kb", "correct", "ambiguous", "ambiguous_correct", "detected", "true_positives"):
+        for col in (
+            "docs",
+            "mentions",
+            "in_kb",
+            "correct",
+            "ambiguous",
+            "ambiguous_correct",
+            "detected",
+            "true_positives",
+        ):
             assert total[col] == sum(r[col] for r in both)
         assert total["accuracy"] == pytest.approx(total["correct"] / total["in_kb"])
         assert total["precision"] == pytest.approx(total["true_positives"] / total["detected"])
@@ -193,11 +248,17 @@ def test_evaluate_linking_matches_hand_counts(mewsli, linker, embedded_db, tmp_p
     md = report.to_markdown()
     assert md.splitlines()[0].startswith("| lang | method | mentions | in KB | acc |")
     assert "| en | prior | 7 | 6 | 83.3 | 2 | 50.0 |" in md
-    assert repr(report).startswith("LinkingReport(2 languages, methods prior, model, combined, global, 13 gold mentions")
+    assert repr(report).startswith(
+        "LinkingReport(2 languages, methods prior, model, combined, global, 13 gold mentions"
+    )
 
 
 def test_evaluate_linking_options(linker):
-    docs = [LinkDoc("d1", "en", "Paris and London.", (GoldMention(0, 5, "Paris", PARIS), GoldMention(10, 16, "London", LONDON)))]
+    docs = [
+        LinkDoc(
+            "d1", "en", "Paris and London.", (GoldMention(0, 5, "Paris", PARIS), GoldMention(10, 16, "London", LONDON))
+        )
+    ]
     report = evaluate_linking(docs, linker, methods=["prior"], end_to_end=False, progress=False)
     assert [r["lang"] for r in report.rows] == ["en", "all"] and report.skipped == {}
     row = report.row("en", "prior")
@@ -215,8 +276,19 @@ def test_evaluate_linking_options(linker):
 
 def test_eval_link_cli(mewsli, tiny_demo, embedded_db_path, linker, tmp_path):
     runner = CliRunner()
-    base = ["eval-link", str(mewsli), "--langs", "en,ja", "--methods", "prior,combined", "--model", str(tiny_demo),
-            "--db", str(embedded_db_path), "--no-progress"]
+    base = [
+        "eval-link",
+        str(mewsli),
+        "--langs",
+        "en,ja",
+        "--methods",
+        "prior,combined",
+        "--model",
+        str(tiny_demo),
+        "--db",
+        str(embedded_db_path),
+        "--no-progress",
+    ]
     res = runner.invoke(app, [*base, "--json", "-"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)

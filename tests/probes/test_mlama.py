@@ -47,8 +47,22 @@ def test_evaluate_mlama_on_the_tiny_demo(mlama_dir, tiny_demo):
 
 
 def test_eval_mlama_cli(mlama_dir, tiny_demo, tmp_path):
-    res = CliRunner().invoke(app, ["eval-mlama", str(mlama_dir), "--model", str(tiny_demo), "--langs", "en,ja",
-                                   "--json", str(tmp_path / "r.json"), "--csv", str(tmp_path / "r.csv"), "--no-progress"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval-mlama",
+            str(mlama_dir),
+            "--model",
+            str(tiny_demo),
+            "--langs",
+            "en,ja",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--csv",
+            str(tmp_path / "r.csv"),
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "macro average" in res.output and "language bias" in res.output
     data = json.loads((tmp_path / "r.json").read_text())
@@ -57,14 +71,25 @@ def test_eval_mlama_cli(mlama_dir, tiny_demo, tmp_path):
 
 
 def _row(subject, gold, top):
-    return SubjectResult(subject, subject, [gold], [gold], [Prediction(top, top.upper(), -1.0, "entity", top == gold)], 1 if top == gold else 2)
+    return SubjectResult(
+        subject,
+        subject,
+        [gold],
+        [gold],
+        [Prediction(top, top.upper(), -1.0, "entity", top == gold)],
+        1 if top == gold else 2,
+    )
 
 
 def test_language_bias_counts_the_top_false_positive():
     rows = [_row("a", "x", "paris"), _row("b", "y", "paris"), _row("c", "z", "rome"), _row("d", "w", "w")]
     result = ProbeResult("[X] is in [Y].", "fr", "P17", "entity", False, 1, rows)
     bias = language_bias(result)
-    assert bias["false_predictions"] == 3 and bias["top_false_positive"] == "PARIS" and bias["share"] == pytest.approx(2 / 3)
+    assert (
+        bias["false_predictions"] == 3
+        and bias["top_false_positive"] == "PARIS"
+        and bias["share"] == pytest.approx(2 / 3)
+    )
     assert language_bias(ProbeResult("t", "fr", None, "word", False, 1, [_row("d", "w", "w")]))["share"] == 0.0
 
 
@@ -75,16 +100,21 @@ def _google_re(mlama_dir):
     with (en / "templates.jsonl").open("a", encoding="utf-8") as f:
         f.write(json.dumps({"relation": "place_of_birth", "template": "[X] was born in [Y] ."}) + "\n")
         f.write(json.dumps({"relation": "P131", "template": "[X] is located in [Y] ."}) + "\n")
-    rows = [{"sub_label": "France", "obj_label": "Paris", "lineid": 1, "uuid": "a"},
-            {"sub_label": "Alice Example", "obj_label": "Tokyo", "lineid": 2, "uuid": "b"},
-            {"sub_label": "Bob", "obj_label": "Springfield", "lineid": 3, "uuid": "c"}]
+    rows = [
+        {"sub_label": "France", "obj_label": "Paris", "lineid": 1, "uuid": "a"},
+        {"sub_label": "Alice Example", "obj_label": "Tokyo", "lineid": 2, "uuid": "b"},
+        {"sub_label": "Bob", "obj_label": "Springfield", "lineid": 3, "uuid": "c"},
+    ]
     (en / "place_of_birth.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    trex = [{"sub_uri": "Q900", "sub_label": "Springfield", "obj_uri": "Q1", "obj_label": "Illinois"},
-            {"sub_uri": "Q901", "sub_label": "Springfield", "obj_uri": "Q2", "obj_label": "Massachusetts"}]
+    trex = [
+        {"sub_uri": "Q900", "sub_label": "Springfield", "obj_uri": "Q1", "obj_label": "Illinois"},
+        {"sub_uri": "Q901", "sub_label": "Springfield", "obj_uri": "Q2", "obj_label": "Massachusetts"},
+    ]
     (en / "P131.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trex), encoding="utf-8")
     (mlama_dir / "GoogleRE_objects").mkdir()
-    (mlama_dir / "GoogleRE_objects" / "en.json").write_text(json.dumps(
-        {"place_of_birth": {"objects": ["Paris", "Tokyo", "Springfield", "Berlin"]}}))
+    (mlama_dir / "GoogleRE_objects" / "en.json").write_text(
+        json.dumps({"place_of_birth": {"objects": ["Paris", "Tokyo", "Springfield", "Berlin"]}})
+    )
     return en
 
 
@@ -97,9 +127,11 @@ def test_google_re_relations_are_matched_by_label_and_keep_the_language(mlama_di
     assert pob.subjects == {FRANCE: "France", "label:Alice Example": "Alice Example", "label:Bob": "Bob"}
     assert pob.gold == {FRANCE: {PARIS}, "label:Alice Example": {TOKYO}, "label:Bob": {"Springfield"}}
     assert pob.candidates == [(PARIS, "Paris"), (TOKYO, "Tokyo"), (None, "Springfield"), (BERLIN, "Berlin")]
-    assert pob.note == ("en/place_of_birth: no sub_uri/obj_uri (Google-RE layout); matched by label to the QIDs of "
-                        "the language's other relations: 1 of 3 subjects, 2 of 3 objects (the rest kept as labels, "
-                        "scored with word masks)")
+    assert pob.note == (
+        "en/place_of_birth: no sub_uri/obj_uri (Google-RE layout); matched by label to the QIDs of "
+        "the language's other relations: 1 of 3 subjects, 2 of 3 objects (the rest kept as labels, "
+        "scored with word masks)"
+    )
     assert rels["P36"].note == ""
 
 
@@ -119,9 +151,22 @@ def test_google_re_file_errors_name_the_file_and_line(mlama_dir):
 
 def test_evaluate_mlama_with_a_google_re_relation(mlama_dir, tiny_demo, tmp_path):
     _google_re(mlama_dir)
-    res = CliRunner().invoke(app, ["eval-mlama", str(mlama_dir), "--model", str(tiny_demo), "--langs", "en",
-                                   "--relations", "P36,place_of_birth", "--json", str(tmp_path / "r.json"),
-                                   "--no-progress"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval-mlama",
+            str(mlama_dir),
+            "--model",
+            str(tiny_demo),
+            "--langs",
+            "en",
+            "--relations",
+            "P36,place_of_birth",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "r.json").read_text())
     assert {r["relation"]: r["subjects"] for r in data["relations"]} == {"P36": 3, "place_of_birth": 3}

@@ -23,7 +23,8 @@ def test_equals_networkx_on_the_same_graph():
     assert modularity(x, labels, k=4) == pytest.approx(nx.community.modularity(graph, parts, weight="weight"), abs=1e-6)
     graph_unweighted = nx.Graph(list(zip(i.tolist(), j.tolist())))
     assert modularity(x, labels, k=4, weighted=False) == pytest.approx(
-        nx.community.modularity(graph_unweighted, parts), abs=1e-6)
+        nx.community.modularity(graph_unweighted, parts), abs=1e-6
+    )
 
 
 def test_separated_languages_score_high_and_mixed_ones_near_zero():

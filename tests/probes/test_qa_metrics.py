@@ -6,11 +6,20 @@ from __future__ import annotations
 import pytest
 
 from kb.errors import OptionError
-from probes.transfer.qa_metrics import (ARTICLES, SCORERS, answer_tokens, check_scorer, exact_match, f1_score,
-                                        gxlt_matrix, normalize_answer, qa_scores)
-
+from probes.transfer.qa_metrics import (
+    ARTICLES,
+    SCORERS,
+    answer_tokens,
+    check_scorer,
+    exact_match,
+    f1_score,
+    gxlt_matrix,
+    normalize_answer,
+    qa_scores,
+)
 
 # -- SQuAD v1.1 rules (SQuAD, XQuAD in every language) ------------------------------------------------------------
+
 
 def test_squad_removes_only_ascii_punctuation():
     # issue 26: curly quotes are not in string.punctuation, so they stay glued to the words.
@@ -23,7 +32,7 @@ def test_squad_removes_only_ascii_punctuation():
     assert exact_match("Wait…", ["Wait"], "en", "squad") == 0.0
     assert f1_score("Wait…", ["Wait"], "en", "squad") == 0.0
     # ASCII punctuation goes, "$" included
-    assert normalize_answer("  The \"$100,000\" dollars! ", "en") == "100000 dollars"
+    assert normalize_answer('  The "$100,000" dollars! ', "en") == "100000 dollars"
     assert exact_match("Wait...", ["wait"], "en", "squad") == 1.0
 
 
@@ -57,6 +66,7 @@ def test_squad_partial_f1_and_repeated_tokens():
 
 
 # -- MLQA rules (MLQA, G-XLT; per context language) ---------------------------------------------------------------
+
 
 def test_mlqa_removes_unicode_punctuation():
     assert exact_match("“Gone with the Wind”", ["Gone with the Wind"], "en", "mlqa") == 1.0
@@ -137,6 +147,7 @@ def test_mlqa_refuses_languages_its_script_does_not_score():
 
 # -- per question ------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("scorer", SCORERS)
 def test_max_over_gold_answers(scorer):
     golds = ["blue car", "house in town", "a red house"]
@@ -164,6 +175,7 @@ def test_gold_answers_must_be_a_non_empty_list():
 
 # -- data set ----------------------------------------------------------------------------------------------------
 
+
 def test_qa_scores_means_and_missing():
     golds = {"q1": ["Paris"], "q2": ["Berlin"], "q3": ["red house in town"], "q4": ["Gone with the Wind"]}
     predictions = {"q1": "paris.", "q3": "the big red house", "q4": "“Gone with the Wind”", "not-a-question": "Berlin"}
@@ -181,8 +193,15 @@ def test_qa_scores_needs_golds():
 
 
 def test_gxlt_matrix():
-    scores = {("en", "en"): 0.8, ("en", "de"): 0.5, ("de", "en"): 0.6, ("de", "de"): 0.7,
-              ("ar", "en"): 0.4, ("ar", "ar"): 0.55555, ("zh", "zh"): 0.9}  # zh is not in langs: ignored
+    scores = {
+        ("en", "en"): 0.8,
+        ("en", "de"): 0.5,
+        ("de", "en"): 0.6,
+        ("de", "de"): 0.7,
+        ("ar", "en"): 0.4,
+        ("ar", "ar"): 0.55555,
+        ("zh", "zh"): 0.9,
+    }  # zh is not in langs: ignored
     columns, rows = gxlt_matrix(scores, ["en", "de", "ar"])
     assert columns == ["context \\ question", "en", "de", "ar"]
     assert [row[0] for row in rows] == ["en", "de", "ar", "average"]

@@ -37,8 +37,9 @@ def test_flat_is_exact_cosine(data):
     assert (ids[:, 0] == np.arange(50)).all()
 
 
-@pytest.mark.parametrize("kind, params", [("hnsw", {"hnsw_m": 16, "ef_search": 64}),
-                                          ("ivfpq", {"nlist": 16, "pq_m": 8, "nprobe": 16})])
+@pytest.mark.parametrize(
+    "kind, params", [("hnsw", {"hnsw_m": 16, "ef_search": 64}), ("ivfpq", {"nlist": 16, "pq_m": 8, "nprobe": 16})]
+)
 def test_approximate_kinds_find_the_neighbours(data, kind, params):
     base, queries = data
     index = build_index(base, kind=kind, **params)

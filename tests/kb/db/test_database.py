@@ -83,8 +83,16 @@ def test_info_stats_and_provenance(tiny_db):
     assert en["titles"] == 5 and en["labels"] == 5 and en["aliases"] == 3 and en["redirects"] == 5
     assert en["facts"] == 3  # both ends labelled in English
     assert info["languages"]["ja"]["facts"] == 2  # Q17 P36 Q1490 and Q17 P37 Q5287
-    assert info["languages"]["ar"] == {"entities": 1, "titles": 1, "labels": 0, "aliases": 0, "facts": 0,
-                                       "templates": 0, "redirects": 0, "anchors": 0}
+    assert info["languages"]["ar"] == {
+        "entities": 1,
+        "titles": 1,
+        "labels": 0,
+        "aliases": 0,
+        "facts": 0,
+        "templates": 0,
+        "redirects": 0,
+        "anchors": 0,
+    }
     assert len(tiny_db) == 5
 
 
@@ -103,8 +111,13 @@ def test_facts_per_language_in_groups_of_languages(tmp_path, monkeypatch):
             w.add_fact(s, "P1", o)
     # by hand: a fact counts where both ends have a label
     labelled = {key: set(langs[i:]) for i, key in enumerate(["Q1", "Q2", "Q3", "Q4"])}
-    expected = {lang: sum(lang in labelled[s] and lang in labelled[o]
-                          for s, o in [("Q1", "Q2"), ("Q1", "Q4"), ("Q3", "Q2"), ("Q4", "Q1")]) for lang in langs}
+    expected = {
+        lang: sum(
+            lang in labelled[s] and lang in labelled[o]
+            for s, o in [("Q1", "Q2"), ("Q1", "Q4"), ("Q3", "Q2"), ("Q4", "Q1")]
+        )
+        for lang in langs
+    }
     conn = sqlite3.connect(path)
     try:
         for bits in (62, 2, 1):
@@ -118,11 +131,10 @@ def test_facts_per_language_in_groups_of_languages(tmp_path, monkeypatch):
 
 def test_build_is_atomic(tmp_path):
     path = tmp_path / "kb.sqlite"
-    with pytest.raises(RuntimeError):
-        with EntityDB.create(path) as w:
-            w.add_languages(["en"])
-            w.add_entity("Q1")
-            raise RuntimeError("interrupted")
+    with pytest.raises(RuntimeError), EntityDB.create(path) as w:
+        w.add_languages(["en"])
+        w.add_entity("Q1")
+        raise RuntimeError("interrupted")
     assert not path.exists()
     assert list(tmp_path.iterdir()) == []  # no partial file left behind
 
@@ -130,9 +142,8 @@ def test_build_is_atomic(tmp_path):
 def test_existing_file_is_never_overwritten_silently(tmp_path):
     path = write_tiny_db(tmp_path / "kb.sqlite")
     before = path.read_bytes()
-    with pytest.raises(OutputExistsError, match="overwrite"):
-        with EntityDB.create(path) as w:
-            w.add_entity("Q1")
+    with pytest.raises(OutputExistsError, match="overwrite"), EntityDB.create(path) as w:
+        w.add_entity("Q1")
     assert path.read_bytes() == before
     with EntityDB.create(path, overwrite=True) as w:
         w.add_languages(["en"])
@@ -188,18 +199,15 @@ def test_a_vocabulary_is_not_a_database(tmp_path, tiny_db):
 
 
 def test_writer_validates_keys_pids_templates_languages(tmp_path):
-    with pytest.raises(KbFormatError, match="not an entity key"):
-        with EntityDB.create(tmp_path / "a.sqlite") as w:
-            w.add_entity("Tokyo")
+    with pytest.raises(KbFormatError, match="not an entity key"), EntityDB.create(tmp_path / "a.sqlite") as w:
+        w.add_entity("Tokyo")
     with pytest.raises(KbFormatError, match="not a Wikidata property id"):
         with EntityDB.create(tmp_path / "b.sqlite") as w:
             w.add_fact("Q1", "capital", "Q2")
-    with pytest.raises(kb.TemplateError, match="template P36/en"):
-        with EntityDB.create(tmp_path / "c.sqlite") as w:
-            w.add_template("P36", "en", "The capital of [X].")
-    with pytest.raises(kb.UnknownLanguageError):
-        with EntityDB.create(tmp_path / "d.sqlite") as w:
-            w.add_languages(["English"])
+    with pytest.raises(kb.TemplateError, match="template P36/en"), EntityDB.create(tmp_path / "c.sqlite") as w:
+        w.add_template("P36", "en", "The capital of [X].")
+    with pytest.raises(kb.UnknownLanguageError), EntityDB.create(tmp_path / "d.sqlite") as w:
+        w.add_languages(["English"])
     assert not any(tmp_path.iterdir())
 
 

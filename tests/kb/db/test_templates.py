@@ -53,7 +53,13 @@ def test_language_codes():
 
 @pytest.mark.parametrize(
     "raw, norm",
-    [("tokyo_tower", "Tokyo tower"), ("  New   York ", "New York"), ("東京", "東京"), ("ßtraße", "ßtraße"), ("état", "État")],
+    [
+        ("tokyo_tower", "Tokyo tower"),
+        ("  New   York ", "New York"),
+        ("東京", "東京"),
+        ("ßtraße", "ßtraße"),
+        ("état", "État"),
+    ],
 )
 def test_normalize_title(raw, norm):
     assert normalize_title(raw) == norm

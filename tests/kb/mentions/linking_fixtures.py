@@ -12,15 +12,15 @@ import kb
 
 # (surface, {entity: link count}, link_docs, text_docs) in English.
 ANCHORS = [
-    ("New York", {"Q60": 90, "Q1384": 10}, 50, 100),          # lp 0.5
-    ("New York City", {"Q60": 40}, 30, 40),                   # lp 0.75
-    ("New York Times", {"Q9684": 20}, 2, 100),                # lp 0.02
-    ("York", {"Q42462": 30, "Q60": 1}, 10, 100),              # lp 0.1
-    ("Paris", {"Q90": 50, "Q830149": 5}, 40, 80),             # lp 0.5
-    ("paris", {"Q90": 5}, 10, 20),                            # a spelling variant: counts add up
-    ("Times", {"Q11259": 3}, 1, 1000),                        # lp 0.001: below the default 1%
+    ("New York", {"Q60": 90, "Q1384": 10}, 50, 100),  # lp 0.5
+    ("New York City", {"Q60": 40}, 30, 40),  # lp 0.75
+    ("New York Times", {"Q9684": 20}, 2, 100),  # lp 0.02
+    ("York", {"Q42462": 30, "Q60": 1}, 10, 100),  # lp 0.1
+    ("Paris", {"Q90": 50, "Q830149": 5}, 40, 80),  # lp 0.5
+    ("paris", {"Q90": 5}, 10, 20),  # a spelling variant: counts add up
+    ("Times", {"Q11259": 3}, 1, 1000),  # lp 0.001: below the default 1%
     ("AT&T", {"Q35476": 7}, 5, 10),
-    ("the", {"Q1": 1}, 1, 100_000),                           # lp 0.00001
+    ("the", {"Q1": 1}, 1, 100_000),  # lp 0.00001
     ("Straße", {"Q1000": 4}, 2, 4),
     ("İstanbul", {"Q406": 12}, 6, 10),
     ("ﬁlm festival", {"Q2000": 3}, 3, 6),
@@ -30,8 +30,30 @@ ANCHORS = [
 def write_linking_db(path: Path) -> Path:
     with kb.EntityDB.create(path, provenance={"builder": "tests/linking_fixtures"}) as w:
         w.add_languages(["en", "de", "ja", "ko", "th", "tr"])
-        keys = {"Q1", "Q60", "Q1384", "Q9684", "Q42462", "Q90", "Q830149", "Q11259", "Q35476", "Q1000", "Q406",
-                "Q2000", "Q8678", "Q2807", "Q5826", "Q1490", "Q16", "Q1861", "Q884", "Q8684", "Q1867", "Q43"}
+        keys = {
+            "Q1",
+            "Q60",
+            "Q1384",
+            "Q9684",
+            "Q42462",
+            "Q90",
+            "Q830149",
+            "Q11259",
+            "Q35476",
+            "Q1000",
+            "Q406",
+            "Q2000",
+            "Q8678",
+            "Q2807",
+            "Q5826",
+            "Q1490",
+            "Q16",
+            "Q1861",
+            "Q884",
+            "Q8684",
+            "Q1867",
+            "Q43",
+        }
         for key in sorted(keys):
             w.add_entity(key)
         for surface, counts, link_docs, text_docs in ANCHORS:
@@ -52,9 +74,9 @@ def write_linking_db(path: Path) -> Path:
         w.add_title("de", "Köln", "Q365")
         w.add_entity("Q365")
         w.add_redirect("de", "Cologne", "Koeln")
-        w.add_redirect("de", "Koeln", "Köln")                    # two hops
+        w.add_redirect("de", "Koeln", "Köln")  # two hops
         w.add_redirect("de", "Schleife A", "Schleife B")
-        w.add_redirect("de", "Schleife B", "Schleife A")        # a loop resolves to nothing
+        w.add_redirect("de", "Schleife B", "Schleife A")  # a loop resolves to nothing
         w.add_label("Q1490", "de", "Tokio")
         # Japanese: no spaces between words.
         w.add_title("ja", "東京", "Q1490")
@@ -62,7 +84,7 @@ def write_linking_db(path: Path) -> Path:
         w.add_title("ja", "京都", "Q1861")
         w.add_title("ja", "カナダ", "Q16")
         w.add_label("Q16", "ja", "カナダ")
-        w.add_title("ja", "Tokyo", "Q1490")                       # a Latin-script name in Japanese
+        w.add_title("ja", "Tokyo", "Q1490")  # a Latin-script name in Japanese
         # Korean: particles attach to nouns.
         w.add_title("ko", "서울", "Q8684")
         w.add_title("ko", "대한민국", "Q884")

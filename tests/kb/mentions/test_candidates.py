@@ -30,7 +30,9 @@ def linking_db(tmp_path_factory):
 def test_anchor_priors_come_from_raw_counts(tiny_db):
     anchors = AnchorCandidates(tiny_db)
     assert anchors.candidates("en", "Tokyo") == [
-        Candidate("Q1490", 100 / 102, 100, "anchors"), Candidate("Q1748", 2 / 102, 2, "anchors")]
+        Candidate("Q1490", 100 / 102, 100, "anchors"),
+        Candidate("Q1748", 2 / 102, 2, "anchors"),
+    ]
     assert anchors.candidates("en", "TOKYO") == anchors.candidates("en", "tokyo") == anchors.candidates("en", "Tokyo")
     assert anchors.candidates("en", "Kyoto") == []
     assert anchors.link_probability("en", "tokyo") == pytest.approx(0.4)
@@ -44,7 +46,9 @@ def test_anchor_spellings_add_up(linking_db):
     anchors = AnchorCandidates(linking_db)
     # "Paris" (Q90: 50, Q830149: 5) and "paris" (Q90: 5) are one surface
     assert anchors.candidates("en", "PARIS") == [
-        Candidate("Q90", 55 / 60, 55, "anchors"), Candidate("Q830149", 5 / 60, 5, "anchors")]
+        Candidate("Q90", 55 / 60, 55, "anchors"),
+        Candidate("Q830149", 5 / 60, 5, "anchors"),
+    ]
     assert anchors.link_probability("en", "Paris") == pytest.approx(50 / 100)
 
 
@@ -78,7 +82,9 @@ def test_name_candidates_follow_redirects_and_weights_are_configurable(linking_d
     names = NameCandidates(linking_db)
     assert [c.key for c in names.candidates("de", "Cologne")] == ["Q365"]  # two redirect hops
     assert names.candidates("de", "Schleife A") == []  # a redirect loop resolves to nothing
-    uniform = NameCandidates(linking_db, weights={k: 1.0 for k in ("title", "redirect", "label", "title_base", "alias")})
+    uniform = NameCandidates(
+        linking_db, weights=dict.fromkeys(("title", "redirect", "label", "title_base", "alias"), 1.0)
+    )
     assert [c.prior for c in uniform.candidates("de", "Valencia")] == pytest.approx([1 / 3] * 3)
     with pytest.raises(kb.OptionError, match="alias"):
         NameCandidates(linking_db, weights={"title": 1.0})
@@ -107,8 +113,10 @@ def test_combined_mixes_sources_by_weight(tiny_db):
 
 def _raw_names(db, lang):
     conn = sqlite3.connect(db.path)
-    sql = ("SELECT surface FROM anchors WHERE lang = ?1 UNION SELECT title FROM titles WHERE lang = ?1 "
-           "UNION SELECT name FROM names WHERE lang = ?1 UNION SELECT source FROM redirects WHERE lang = ?1")
+    sql = (
+        "SELECT surface FROM anchors WHERE lang = ?1 UNION SELECT title FROM titles WHERE lang = ?1 "
+        "UNION SELECT name FROM names WHERE lang = ?1 UNION SELECT source FROM redirects WHERE lang = ?1"
+    )
     names = [r[0] for r in conn.execute(sql, (lang,))]
     conn.close()
     return names

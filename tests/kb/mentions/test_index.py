@@ -39,7 +39,7 @@ def test_longest_non_overlapping_matches_leftmost_first(index):
     found = index.detect(text, "en")
     assert spans(found) == [("New York City", "Q60"), ("Paris", "Q90"), ("York", "Q42462")]
     for m in found:
-        assert text[m.start:m.end] == m.surface
+        assert text[m.start : m.end] == m.surface
     # "New York" wins over "York": the leftmost match is taken first
     assert spans(index.detect("New York", "en")) == [("New York", "Q60")]
 
@@ -93,7 +93,7 @@ def test_offsets_refer_to_the_original_text_when_folding_changes_lengths(index):
     found = index.detect(text, "en")
     assert [m.surface for m in found] == ["ＮＥＷ ＹＯＲＫ", "Straße", "ﬁlm festival", "İstanbul", "AT & T"]
     for m in found:
-        assert text[m.start:m.end] == m.surface
+        assert text[m.start : m.end] == m.surface
     assert [c.key for c in found[3].candidates] == ["Q406"]
 
 
@@ -102,7 +102,7 @@ def test_unspaced_scripts_match_anywhere(index):
     assert spans(index.detect(text, "ja")) == [("東京都", "Q1490"), ("京都", "Q1861"), ("カナダ", "Q16")]
     thai = "ฉันอยู่ที่กรุงเทพมหานคร"
     [m] = index.detect(thai, "th")
-    assert m.surface == "กรุงเทพมหานคร" and thai[m.start:m.end] == m.surface
+    assert m.surface == "กรุงเทพมหานคร" and thai[m.start : m.end] == m.surface
 
 
 def test_korean_matches_at_word_starts_with_attached_particles(index):
@@ -144,8 +144,32 @@ def test_batch_equals_one_by_one(index):
 
 
 def _ascii_text(rng, n):
-    words = ["New", "York", "City", "Times", "Paris", "PARIS", "the", "AT&T", "AT", "&", "T", "festival", "and", ",",
-             "york-city", "Paris2", "2", "\n", "\t", "\x1f", "\x00", "~", "newyork", "NEW  YORK"]
+    words = [
+        "New",
+        "York",
+        "City",
+        "Times",
+        "Paris",
+        "PARIS",
+        "the",
+        "AT&T",
+        "AT",
+        "&",
+        "T",
+        "festival",
+        "and",
+        ",",
+        "york-city",
+        "Paris2",
+        "2",
+        "\n",
+        "\t",
+        "\x1f",
+        "\x00",
+        "~",
+        "newyork",
+        "NEW  YORK",
+    ]
     return " ".join(rng.choice(words) for _ in range(n))
 
 
@@ -186,12 +210,45 @@ def test_units_are_cut_like_the_tokenizer():
     from kb.mentions.units import ascii_classes, bmp_classes
 
     rng = random.Random(5)
-    _cut_like_the_tokenizer(["".join(chr(rng.randrange(128)) for _ in range(rng.randrange(0, 60))).lower()
-                             for _ in range(200)], ascii_classes())
+    _cut_like_the_tokenizer(
+        ["".join(chr(rng.randrange(128)) for _ in range(rng.randrange(0, 60))).lower() for _ in range(200)],
+        ascii_classes(),
+    )
     # BMP text: letters of several scripts, combining marks (after letters, spaces, punctuation and Han),
     # unspaced scripts, digits, punctuation, symbols, odd spaces, joiners
-    pieces = ["a", "é", "z", "9", "ж", "ω", "ب", "क", "्", "\u0301", "\u0301\u0302", "東", "の", "カ", "ก", "\u0e31",
-              "ສ", " ", "  ", "\u3000", "\u00a0", "\n", ".", ",", "-", "&", "\u200d", "\u200c", "€", "½", "x\u0301y"]
+    pieces = [
+        "a",
+        "é",
+        "z",
+        "9",
+        "ж",
+        "ω",
+        "ب",
+        "क",
+        "्",
+        "\u0301",
+        "\u0301\u0302",
+        "東",
+        "の",
+        "カ",
+        "ก",
+        "\u0e31",
+        "ສ",
+        " ",
+        "  ",
+        "\u3000",
+        "\u00a0",
+        "\n",
+        ".",
+        ",",
+        "-",
+        "&",
+        "\u200d",
+        "\u200c",
+        "€",
+        "½",
+        "x\u0301y",
+    ]
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(0, 40))) for _ in range(500)]
     texts += ["".join(chr(rng.randrange(0x80, 0x10000)) for _ in range(30)) for _ in range(100)]
     usable = [t for t in texts if not has_hangul(t)]
@@ -208,7 +265,7 @@ def test_unit_table_finds_its_units_and_only_them():
     words = sorted({"".join(rng.choice("abcdefgh") for _ in range(rng.randrange(1, 6))) for _ in range(300)})
     for units in (["ab"], words[:3], words):  # small tables: every home slot must exist
         table = UnitTable.build(units)
-        text = " ".join(words + ["zz", "q"])
+        text = " ".join([*words, "zz", "q"])
         buf = np.frombuffer(text.encode("utf-32-le"), np.uint32)
         starts, ends = cut(buf, ascii_classes())
         ids = table.lookup(buf, starts, ends).tolist()
@@ -222,13 +279,33 @@ def test_batches_equal_one_by_one_in_every_language(embedded_db):
     index = MentionIndex.build(embedded_db)
     rng = random.Random(1)
     keys = [*embedded_db.keys("country"), *embedded_db.keys("language"), *list(embedded_db.keys("city"))[:500]]
-    noise = [" ", ", ", ". ", "\n", "-", "(", "\u0301", "\u200d", "ß", "ﬁ", "İ", "１２", "x", "東", "ก", "\u3000", "\u00a0"]
+    noise = [
+        " ",
+        ", ",
+        ". ",
+        "\n",
+        "-",
+        "(",
+        "\u0301",
+        "\u200d",
+        "ß",
+        "ﬁ",
+        "İ",
+        "１２",
+        "x",
+        "東",
+        "ก",
+        "\u3000",
+        "\u00a0",
+    ]
     for lang in MLUKE_LANGUAGES:
         names = sorted(embedded_db.labels(keys, lang).values())
         texts = []
         for _ in range(40):
-            parts = [rng.choice(names) if rng.random() < 0.6 else rng.choice(noise) for _ in range(rng.randrange(0, 25))]
-            parts += [w[:rng.randrange(len(w) + 1)] for w in rng.sample(names, 3)]  # cut names
+            parts = [
+                rng.choice(names) if rng.random() < 0.6 else rng.choice(noise) for _ in range(rng.randrange(0, 25))
+            ]
+            parts += [w[: rng.randrange(len(w) + 1)] for w in rng.sample(names, 3)]  # cut names
             rng.shuffle(parts)
             texts.append(("" if rng.random() < 0.3 else " ").join(parts))
         expected = [index.detect(t, lang) for t in texts]
@@ -238,7 +315,20 @@ def test_batches_equal_one_by_one_in_every_language(embedded_db):
 def test_batches_of_other_scripts_equal_one_by_one(embedded_index):
     rng = random.Random(11)
     for lang, words in {
-        "de": ["Paris", "München", "Köln", "Österreich", "liegt", "in", "Straße", "ﬁlm", "Valencia", ",", "\u0301", "Ü"],
+        "de": [
+            "Paris",
+            "München",
+            "Köln",
+            "Österreich",
+            "liegt",
+            "in",
+            "Straße",
+            "ﬁlm",
+            "Valencia",
+            ",",
+            "\u0301",
+            "Ü",
+        ],
         "ja": ["東京", "都", "京都", "カナダ", "に", "Tokyo", "、", "ｶﾞ", "日本", "の", "首都"],
         "hi": ["भारत", "दिल्ली", "की", "राजधानी", "है", "।", "Delhi"],
         "ko": ["서울", "서울에서", "한국", "의", "수도", "Seoul"],
@@ -264,7 +354,22 @@ def test_colliding_unit_hashes_fall_back_to_one_text_at_a_time(linking_db, monke
 
 def _random_text(rng, lang, n):
     words = {
-        "en": ["New", "York", "City", "Times", "Paris", "paris", "the", "AT&T", "Straße", "ﬁlm", "festival", "and", ",", "\n"],
+        "en": [
+            "New",
+            "York",
+            "City",
+            "Times",
+            "Paris",
+            "paris",
+            "the",
+            "AT&T",
+            "Straße",
+            "ﬁlm",
+            "festival",
+            "and",
+            ",",
+            "\n",
+        ],
         "ja": ["東京", "都", "京都", "カナダ", "に", "Tokyo", "、", "ｶﾞ"],
     }[lang]
     sep = " " if lang == "en" else ""
@@ -289,7 +394,7 @@ def test_one_megabyte_text_is_processed_in_chunks(index):
     assert len(found) == 3 * n
     assert {m.surface for m in found} == {"New York City", "Paris", "York"}
     last = found[-1]
-    assert text[last.start:last.end] == "York" and last.start == len(text) - len(sentence) + sentence.index("York.")
+    assert text[last.start : last.end] == "York" and last.start == len(text) - len(sentence) + sentence.index("York.")
 
 
 def test_embedded_kb_ambiguous_names_across_languages(embedded_index):
@@ -312,7 +417,7 @@ def test_index_candidates_agree_with_the_source(linking_db, index):
         keep = index.stats()[lang]["keep_unscored"]
         for entry in source.entries(lang):
             lp = entry.link_probability
-            if entry.candidates and (lp is None and keep or lp is not None and lp >= 0.01):
+            if entry.candidates and ((lp is None and keep) or (lp is not None and lp >= 0.01)):
                 assert index.candidates(lang, entry.key) == list(entry.candidates), (lang, entry.key)
                 assert index.link_probability(lang, entry.key) == lp
 

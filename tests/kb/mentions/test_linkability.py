@@ -65,7 +65,7 @@ def test_stored_statistics_are_kept(index, embedded_db):
 
 
 def test_sentence_starts_and_word_frequencies():
-    assert is_sentence_start("Nice.", 0) and is_sentence_start("Yes. (Nice", 6) and is_sentence_start("a:\n\"Nice", 4)
+    assert is_sentence_start("Nice.", 0) and is_sentence_start("Yes. (Nice", 6) and is_sentence_start('a:\n"Nice', 4)
     assert not is_sentence_start("a Nice", 2) and not is_sentence_start("a, Nice", 3)
     assert zipf("the", "en") > 7 and zipf("xqzzy", "en") == 0.0 and zipf("ローマ字", "ja") > 3
     assert zipf("jambo", "sw") is None  # no word list for Swahili: no frequency evidence

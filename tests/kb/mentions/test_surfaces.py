@@ -52,19 +52,19 @@ def test_offsets_map_every_token_back_to_the_original(text):
         assert folded.folded[s:e] == tok
         span = folded.original_span(s, e)
         if span is not None:  # a token that starts or ends inside a segment has no exact original span
-            assert fold(text[span[0]:span[1]]) == tok, (tok, text[span[0]:span[1]])
+            assert fold(text[span[0] : span[1]]) == tok, (tok, text[span[0] : span[1]])
 
 
 @pytest.mark.parametrize(
     ("text", "folded", "token", "original"),
     [
-        ("the ﬁlm", "the film", "film", "ﬁlm"),           # 1 character -> 2
+        ("the ﬁlm", "the film", "film", "ﬁlm"),  # 1 character -> 2
         ("big Straße now", "big strasse now", "strasse", "Straße"),
         ("ｉｎ Ｔｏｋｙｏ ok", "in tokyo ok", "tokyo", "Ｔｏｋｙｏ"),  # same length, other characters
         ("from İzmir on", "from izmir on", "izmir", "İzmir"),
-        ("ｶﾞｷﾞ屋", "ガギ屋", "ギ", "ｷﾞ"),                  # 2 characters -> 1
+        ("ｶﾞｷﾞ屋", "ガギ屋", "ギ", "ｷﾞ"),  # 2 characters -> 1
         ("an e\u0301cole", "an école", "école", "e\u0301cole"),
-        ("a ㍿ b", "a 株式会社 b", "株", None),             # inside a segment: no exact span
+        ("a ㍿ b", "a 株式会社 b", "株", None),  # inside a segment: no exact span
     ],
 )
 def test_original_spans_of_length_changing_characters(text, folded, token, original):
@@ -75,7 +75,7 @@ def test_original_spans_of_length_changing_characters(text, folded, token, origi
     if original is None:
         assert span is None
     else:
-        assert text[span[0]:span[1]] == original
+        assert text[span[0] : span[1]] == original
 
 
 def test_tokens_follow_the_script_of_each_character():
@@ -129,4 +129,4 @@ def test_ascii_fast_path_gives_the_same_tokens():
         parts = _token_re().split(text)
         tokens, bounds = token_bounds(text)
         assert tokens == parts[1::2]
-        assert [text[bounds[2 * i]:bounds[2 * i + 1]] for i in range(len(tokens))] == tokens
+        assert [text[bounds[2 * i] : bounds[2 * i + 1]] for i in range(len(tokens))] == tokens

@@ -30,55 +30,143 @@ def _sitelinks(**by_site: str) -> dict[str, Any]:
 def _claim(pid: str, qid: str | None, rank: str = "normal", snaktype: str = "value") -> dict[str, Any]:
     snak: dict[str, Any] = {"snaktype": snaktype, "property": pid, "hash": "0" * 40, "datatype": "wikibase-item"}
     if qid is not None and snaktype == "value":
-        snak["datavalue"] = {"value": {"entity-type": "item", "numeric-id": int(qid[1:]), "id": qid},
-                             "type": "wikibase-entityid"}
-    return {"mainsnak": snak, "type": "statement", "id": f"X${pid}", "rank": rank,
-            "references": [{"hash": "1" * 40, "snaks": {"P248": [{"snaktype": "value", "property": "P248",
-                            "datavalue": {"value": {"entity-type": "item", "numeric-id": 36578, "id": "Q36578"},
-                                          "type": "wikibase-entityid"}, "datatype": "wikibase-item"}]},
-                            "snaks-order": ["P248"]}]}
+        snak["datavalue"] = {
+            "value": {"entity-type": "item", "numeric-id": int(qid[1:]), "id": qid},
+            "type": "wikibase-entityid",
+        }
+    return {
+        "mainsnak": snak,
+        "type": "statement",
+        "id": f"X${pid}",
+        "rank": rank,
+        "references": [
+            {
+                "hash": "1" * 40,
+                "snaks": {
+                    "P248": [
+                        {
+                            "snaktype": "value",
+                            "property": "P248",
+                            "datavalue": {
+                                "value": {"entity-type": "item", "numeric-id": 36578, "id": "Q36578"},
+                                "type": "wikibase-entityid",
+                            },
+                            "datatype": "wikibase-item",
+                        }
+                    ]
+                },
+                "snaks-order": ["P248"],
+            }
+        ],
+    }
 
 
-def _item(qid: str, labels: dict, sitelinks: dict, claims: dict | list | None = None,
-          aliases: dict | list | None = None) -> dict[str, Any]:
-    return {"type": "item", "id": qid, "labels": labels,
-            "descriptions": {"en": {"language": "en", "value": "a test item"}},
-            "aliases": aliases if aliases is not None else {}, "claims": claims if claims is not None else {},
-            "sitelinks": sitelinks, "pageid": int(qid[1:]) + 1, "ns": 0, "title": qid, "lastrevid": 1,
-            "modified": "2024-01-01T00:00:00Z"}
+def _item(
+    qid: str, labels: dict, sitelinks: dict, claims: dict | list | None = None, aliases: dict | list | None = None
+) -> dict[str, Any]:
+    return {
+        "type": "item",
+        "id": qid,
+        "labels": labels,
+        "descriptions": {"en": {"language": "en", "value": "a test item"}},
+        "aliases": aliases if aliases is not None else {},
+        "claims": claims if claims is not None else {},
+        "sitelinks": sitelinks,
+        "pageid": int(qid[1:]) + 1,
+        "ns": 0,
+        "title": qid,
+        "lastrevid": 1,
+        "modified": "2024-01-01T00:00:00Z",
+    }
 
 
 def wikidata_entities() -> list[dict[str, Any]]:
     """The entities of the fixture dump, in dump order."""
     return [
-        {"type": "property", "datatype": "wikibase-item", "id": "P36", "labels": _labels(en="capital", ja="首都"),
-         "descriptions": {}, "aliases": {}, "claims": {}, "pageid": 1, "ns": 120, "title": "Property:P36",
-         "lastrevid": 1, "modified": "2024-01-01T00:00:00Z"},
-        {"type": "property", "datatype": "external-id", "id": "P214", "labels": _labels(en="VIAF ID"),
-         "descriptions": {}, "aliases": [], "claims": [], "pageid": 2, "ns": 120, "title": "Property:P214",
-         "lastrevid": 1, "modified": "2024-01-01T00:00:00Z"},
-        _item("Q17", _labels(en="Japan", ja="日本", ar="اليابان", fr="Japon"),
-              _sitelinks(enwiki="Japan", jawiki="日本", arwiki="اليابان", frwiki="Japon",
-                         commonswiki="Category:Japan", enwikiquote="Japan", specieswiki="Japan", enwikivoyage="Japan"),
-              claims={"P36": [_claim("P36", "Q1490"), _claim("P36", "Q999", rank="deprecated")],
-                      "P37": [_claim("P37", "Q5287")],
-                      "P30": [_claim("P30", None, snaktype="somevalue")],
-                      "P31": [_claim("P31", "Q6256")],  # Q6256 is not in the dump: the fact is dropped
-                      "P1082": [{"mainsnak": {"snaktype": "value", "property": "P1082", "datatype": "quantity",
-                                              "datavalue": {"value": {"amount": "+125000000", "unit": "1"},
-                                                            "type": "quantity"}},
-                                 "type": "statement", "rank": "normal"}]},
-              aliases={"en": [{"language": "en", "value": "Nippon"}, {"language": "en", "value": "Nihon"}],
-                       "de": [{"language": "de", "value": "Nippon"}]}),
-        _item("Q1490", _labels(en="Tokyo", ja="東京"), _sitelinks(enwiki="Tokyo", jawiki="東京都"),
-              claims={"P17": [_claim("P17", "Q17")]}, aliases=[]),
-        _item("Q5287", _labels(en="Japanese", ja="日本語"),
-              _sitelinks(enwiki="Japanese language", jawiki="日本語")),
+        {
+            "type": "property",
+            "datatype": "wikibase-item",
+            "id": "P36",
+            "labels": _labels(en="capital", ja="首都"),
+            "descriptions": {},
+            "aliases": {},
+            "claims": {},
+            "pageid": 1,
+            "ns": 120,
+            "title": "Property:P36",
+            "lastrevid": 1,
+            "modified": "2024-01-01T00:00:00Z",
+        },
+        {
+            "type": "property",
+            "datatype": "external-id",
+            "id": "P214",
+            "labels": _labels(en="VIAF ID"),
+            "descriptions": {},
+            "aliases": [],
+            "claims": [],
+            "pageid": 2,
+            "ns": 120,
+            "title": "Property:P214",
+            "lastrevid": 1,
+            "modified": "2024-01-01T00:00:00Z",
+        },
+        _item(
+            "Q17",
+            _labels(en="Japan", ja="日本", ar="اليابان", fr="Japon"),
+            _sitelinks(
+                enwiki="Japan",
+                jawiki="日本",
+                arwiki="اليابان",
+                frwiki="Japon",
+                commonswiki="Category:Japan",
+                enwikiquote="Japan",
+                specieswiki="Japan",
+                enwikivoyage="Japan",
+            ),
+            claims={
+                "P36": [_claim("P36", "Q1490"), _claim("P36", "Q999", rank="deprecated")],
+                "P37": [_claim("P37", "Q5287")],
+                "P30": [_claim("P30", None, snaktype="somevalue")],
+                "P31": [_claim("P31", "Q6256")],  # Q6256 is not in the dump: the fact is dropped
+                "P1082": [
+                    {
+                        "mainsnak": {
+                            "snaktype": "value",
+                            "property": "P1082",
+                            "datatype": "quantity",
+                            "datavalue": {"value": {"amount": "+125000000", "unit": "1"}, "type": "quantity"},
+                        },
+                        "type": "statement",
+                        "rank": "normal",
+                    }
+                ],
+            },
+            aliases={
+                "en": [{"language": "en", "value": "Nippon"}, {"language": "en", "value": "Nihon"}],
+                "de": [{"language": "de", "value": "Nippon"}],
+            },
+        ),
+        _item(
+            "Q1490",
+            _labels(en="Tokyo", ja="東京"),
+            _sitelinks(enwiki="Tokyo", jawiki="東京都"),
+            claims={"P17": [_claim("P17", "Q17")]},
+            aliases=[],
+        ),
+        _item("Q5287", _labels(en="Japanese", ja="日本語"), _sitelinks(enwiki="Japanese language", jawiki="日本語")),
         _item("Q85", _labels(ar="القاهرة", en="Cairo"), _sitelinks(arwiki="القاهرة", enwiki="Cairo")),
-        _item("Q2", _labels(en="Face with Tears of Joy 😂"), _sitelinks(enwiki="Face with Tears of Joy 😂"),
-              claims={"P36": [_claim("P36", "Q1490")]}),
-        _item("Q200", _labels(en="Only on Commons", de="Nur Commons"),
-              _sitelinks(commonswiki="Only on Commons", dewiki="Nur Commons")),
+        _item(
+            "Q2",
+            _labels(en="Face with Tears of Joy 😂"),
+            _sitelinks(enwiki="Face with Tears of Joy 😂"),
+            claims={"P36": [_claim("P36", "Q1490")]},
+        ),
+        _item(
+            "Q200",
+            _labels(en="Only on Commons", de="Nur Commons"),
+            _sitelinks(commonswiki="Only on Commons", dewiki="Nur Commons"),
+        ),
         _item("Q300", _labels(en="No links at all"), []),
     ]
 
@@ -105,10 +193,28 @@ def write_wikidata(path: Path, *, malformed: bool = True, compression: str = "no
 
 
 NAMESPACES = {
-    "en": {-2: "Media", -1: "Special", 1: "Talk", 2: "User", 4: "Wikipedia", 6: "File", 10: "Template",
-           14: "Category", 100: "Portal"},
-    "ja": {-2: "メディア", -1: "特別", 1: "ノート", 2: "利用者", 4: "Wikipedia", 6: "ファイル", 10: "Template",
-           14: "Category", 100: "Portal"},
+    "en": {
+        -2: "Media",
+        -1: "Special",
+        1: "Talk",
+        2: "User",
+        4: "Wikipedia",
+        6: "File",
+        10: "Template",
+        14: "Category",
+        100: "Portal",
+    },
+    "ja": {
+        -2: "メディア",
+        -1: "特別",
+        1: "ノート",
+        2: "利用者",
+        4: "Wikipedia",
+        6: "ファイル",
+        10: "Template",
+        14: "Category",
+        100: "Portal",
+    },
     "ar": {-2: "ميديا", -1: "خاص", 1: "نقاش", 2: "مستخدم", 4: "ويكيبيديا", 6: "ملف", 10: "قالب", 14: "تصنيف"},
 }
 
@@ -175,31 +281,53 @@ def _esc(s: str) -> str:
 
 def wikipedia_xml(lang: str, pages: list[tuple[str, int, str, str | None]] | None = None) -> bytes:
     """A ``pages-articles.xml`` of ``lang`` in the MediaWiki export format."""
-    out = [(f'<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" '
-            f'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" version="0.10" xml:lang="{lang}">'),
-           "  <siteinfo>", "    <sitename>Wikipedia</sitename>", f"    <dbname>{lang}wiki</dbname>",
-           f"    <base>https://{lang}.wikipedia.org/wiki/Main_Page</base>", "    <generator>MediaWiki 1.42.0</generator>",
-           "    <case>first-letter</case>", "    <namespaces>"]
+    out = [
+        (
+            f'<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" '
+            f'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" version="0.10" xml:lang="{lang}">'
+        ),
+        "  <siteinfo>",
+        "    <sitename>Wikipedia</sitename>",
+        f"    <dbname>{lang}wiki</dbname>",
+        f"    <base>https://{lang}.wikipedia.org/wiki/Main_Page</base>",
+        "    <generator>MediaWiki 1.42.0</generator>",
+        "    <case>first-letter</case>",
+        "    <namespaces>",
+    ]
     for key, name in sorted({**NAMESPACES[lang], 0: ""}.items()):
-        out.append(f'      <namespace key="{key}" case="first-letter" />' if key == 0
-                   else f'      <namespace key="{key}" case="first-letter">{_esc(name)}</namespace>')
+        out.append(
+            f'      <namespace key="{key}" case="first-letter" />'
+            if key == 0
+            else f'      <namespace key="{key}" case="first-letter">{_esc(name)}</namespace>'
+        )
     out += ["    </namespaces>", "  </siteinfo>"]
     for i, (title, ns, text, redirect) in enumerate(pages if pages is not None else PAGES[lang], 1):
         out += ["  <page>", f"    <title>{_esc(title)}</title>", f"    <ns>{ns}</ns>", f"    <id>{i}</id>"]
         if redirect is not None:
             out.append(f'    <redirect title="{_esc(redirect)}" />')
-        out += ["    <revision>", f"      <id>{i * 100}</id>", f"      <parentid>{i * 100 - 1}</parentid>",
-                "      <timestamp>2024-01-01T00:00:00Z</timestamp>",
-                "      <contributor>", "        <username>Editor</username>", "        <id>7</id>", "      </contributor>",
-                "      <model>wikitext</model>", "      <format>text/x-wiki</format>",
-                f'      <text bytes="{len(text.encode())}" sha1="abc" xml:space="preserve">{_esc(text)}</text>',
-                "      <sha1>abc</sha1>", "    </revision>", "  </page>"]
+        out += [
+            "    <revision>",
+            f"      <id>{i * 100}</id>",
+            f"      <parentid>{i * 100 - 1}</parentid>",
+            "      <timestamp>2024-01-01T00:00:00Z</timestamp>",
+            "      <contributor>",
+            "        <username>Editor</username>",
+            "        <id>7</id>",
+            "      </contributor>",
+            "      <model>wikitext</model>",
+            "      <format>text/x-wiki</format>",
+            f'      <text bytes="{len(text.encode())}" sha1="abc" xml:space="preserve">{_esc(text)}</text>',
+            "      <sha1>abc</sha1>",
+            "    </revision>",
+            "  </page>",
+        ]
     out.append("</mediawiki>")
     return ("\n".join(out) + "\n").encode("utf-8")
 
 
-def write_wikipedia(path: Path, lang: str, *, compression: str = "none",
-                    pages: list[tuple[str, int, str, str | None]] | None = None) -> Path:
+def write_wikipedia(
+    path: Path, lang: str, *, compression: str = "none", pages: list[tuple[str, int, str, str | None]] | None = None
+) -> Path:
     data = wikipedia_xml(lang, pages)
     if compression == "bz2":
         data = bz2.compress(data)

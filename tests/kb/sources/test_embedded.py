@@ -49,7 +49,11 @@ def test_relations_are_consistent(embedded_db):
         assert embedded_db.facts(property=prop), prop
         assert embedded_db.property_label(prop, "en")
     switzerland = embedded_db.lookup("en", "Switzerland")[0].key
-    assert {embedded_db.label(o, "en") for o in embedded_db.objects(switzerland, "P37")} >= {"German", "French", "Italian"}
+    assert {embedded_db.label(o, "en") for o in embedded_db.objects(switzerland, "P37")} >= {
+        "German",
+        "French",
+        "Italian",
+    }
 
 
 def test_ambiguous_city_names_get_unique_titles(embedded_db):
@@ -72,8 +76,18 @@ def test_keys_are_source_prefixed_and_stable(embedded_db):
 
 def _script_ok(lang: str, text: str) -> bool:
     names = {unicodedata.name(c, "") for c in text if c.isalpha()}
-    expect = {"ar": "ARABIC", "bn": "BENGALI", "el": "GREEK", "hi": "DEVANAGARI", "ja": "CJK", "ko": "HANGUL",
-              "ru": "CYRILLIC", "te": "TELUGU", "th": "THAI", "zh": "CJK"}.get(lang, "LATIN")
+    expect = {
+        "ar": "ARABIC",
+        "bn": "BENGALI",
+        "el": "GREEK",
+        "hi": "DEVANAGARI",
+        "ja": "CJK",
+        "ko": "HANGUL",
+        "ru": "CYRILLIC",
+        "te": "TELUGU",
+        "th": "THAI",
+        "zh": "CJK",
+    }.get(lang, "LATIN")
     return any(expect in n for n in names)
 
 
@@ -113,31 +127,83 @@ def test_unknown_language_is_refused(tmp_path):
 # -- city names per language -------------------------------------------------------------
 # GeoNames ids of the cities the tests below name.
 OSAKA, KYOTO, NAGOYA, YOKOHAMA, SAPPORO, KOBE, FUKUOKA, HIROSHIMA, SAITAMA = (
-    1853909, 1857910, 1856057, 1848354, 2128295, 1859171, 1863967, 1862415, 6940394)
+    1853909,
+    1857910,
+    1856057,
+    1848354,
+    2128295,
+    1859171,
+    1863967,
+    1862415,
+    6940394,
+)
 SHANGHAI, BEIJING, GUANGZHOU, SHENZHEN, WUHAN, TIANJIN, HARBIN = (
-    1796236, 1816670, 1809858, 1795565, 1791247, 1792947, 2037013)
+    1796236,
+    1816670,
+    1809858,
+    1795565,
+    1791247,
+    1792947,
+    2037013,
+)
 SEOUL, BUSAN, INCHEON, DAEGU = 1835848, 1838524, 1843564, 1835329
 CAIRO, ALEXANDRIA, GIZA, MOSUL, ORAN, TANGIER, JEDDAH = 360630, 361058, 360995, 99072, 2485926, 2530335, 105343
 MOSCOW, SAINT_PETERSBURG, NOVOSIBIRSK = 524901, 498817, 1496747
 MUMBAI, DELHI, HYDERABAD, CHENNAI, KOLKATA, PUNE, RAJKOT = (
-    1275339, 1273294, 1269843, 1264527, 1275004, 1259229, 1258847)
+    1275339,
+    1273294,
+    1269843,
+    1264527,
+    1275004,
+    1259229,
+    1258847,
+)
 DHAKA, CHATTOGRAM, BANGKOK, CHIANG_MAI, RIO, ATHENS, THESSALONIKI = (
-    1185241, 1205733, 1609350, 1153671, 3451190, 264371, 734077)
+    1185241,
+    1205733,
+    1609350,
+    1153671,
+    3451190,
+    264371,
+    734077,
+)
 LONDON, MUNICH, COLOGNE, VIENNA, ZURICH, BERLIN = 2643743, 2867714, 2886242, 2761369, 2657896, 2950159
 MADRID, SEVILLE, MEXICO_CITY, NEW_YORK, PARIS, MARSEILLE, ROME, PALERMO = (
-    3117735, 2510911, 3530597, 5128581, 2988507, 2995469, 3169070, 2523920)
+    3117735,
+    2510911,
+    3530597,
+    5128581,
+    2988507,
+    2995469,
+    3169070,
+    2523920,
+)
 AMSTERDAM, ROTTERDAM, WARSAW, KRAKOW, LODZ = 2759794, 2747891, 756135, 3094802, 3093133
 LISBON, SAO_PAULO, STOCKHOLM, MALMO, HELSINKI, TAMPERE = 2267057, 3448439, 2673730, 2692969, 658225, 634963
 ISTANBUL, IZMIR, ANKARA, HANOI, HAIPHONG, DA_NANG, HO_CHI_MINH = (
-    745044, 311046, 323786, 1581130, 1581298, 1583992, 1566083)
+    745044,
+    311046,
+    323786,
+    1581130,
+    1581298,
+    1583992,
+    1566083,
+)
 JAKARTA, SURABAYA, BANDUNG, DAR_ES_SALAAM, NAIROBI, MOMBASA = 1642911, 1625822, 1650357, 160263, 184745, 186301
 LA_PAZ, CIUDAD_DE_LA_PAZ, BOGOTA = 3911925, 12226438, 3688689
 
 #: Per language: the exact label of some of its best-known cities (the name its Wikipedia would use,
 #: as far as CLDR and GeoNames offer it).
 CITY_LABELS: dict[str, dict[int, str]] = {
-    "ar": {CAIRO: "القاهرة", ALEXANDRIA: "الإسكندرية", GIZA: "الجيزة", MOSUL: "الموصل", ORAN: "وهران",
-           TANGIER: "طنجة", JEDDAH: "جدة"},
+    "ar": {
+        CAIRO: "القاهرة",
+        ALEXANDRIA: "الإسكندرية",
+        GIZA: "الجيزة",
+        MOSUL: "الموصل",
+        ORAN: "وهران",
+        TANGIER: "طنجة",
+        JEDDAH: "جدة",
+    },
     "bn": {DHAKA: "ঢাকা", CHATTOGRAM: "চট্টগ্রাম", MUMBAI: "মুম্বাই", DELHI: "দিল্লি", HYDERABAD: "হায়দ্রাবাদ"},
     "de": {BERLIN: "Berlin", COLOGNE: "Köln", VIENNA: "Wien", ZURICH: "Zürich", MOSCOW: "Moskau"},
     "el": {ATHENS: "Αθήνα", THESSALONIKI: "Θεσσαλονίκη", BEIJING: "Πεκίνο", MOSCOW: "Μόσχα"},
@@ -148,24 +214,59 @@ CITY_LABELS: dict[str, dict[int, str]] = {
     "hi": {DELHI: "दिल्ली", MUMBAI: "मुम्बई", HYDERABAD: "हैदराबाद", PUNE: "पुणे", KOLKATA: "कोलकाता"},
     "id": {JAKARTA: "Jakarta", SURABAYA: "Surabaya", BANDUNG: "Bandung", BOGOTA: "Bogotá"},
     "it": {ROME: "Roma", PALERMO: "Palermo", MOSCOW: "Mosca"},
-    "ja": {OSAKA: "大阪", KYOTO: "京都", NAGOYA: "名古屋", YOKOHAMA: "横浜", SAPPORO: "札幌", KOBE: "神戸",
-           FUKUOKA: "福岡", HIROSHIMA: "広島", GUANGZHOU: "広州", SHENZHEN: "深圳", HARBIN: "ハルビン",
-           BUSAN: "釜山", LA_PAZ: "ラパス"},
-    "ko": {SEOUL: "서울", BUSAN: "부산", INCHEON: "인천", DAEGU: "대구", OSAKA: "오사카", TIANJIN: "톈진",
-           BEIJING: "베이징", YOKOHAMA: "요코하마"},
+    "ja": {
+        OSAKA: "大阪",
+        KYOTO: "京都",
+        NAGOYA: "名古屋",
+        YOKOHAMA: "横浜",
+        SAPPORO: "札幌",
+        KOBE: "神戸",
+        FUKUOKA: "福岡",
+        HIROSHIMA: "広島",
+        GUANGZHOU: "広州",
+        SHENZHEN: "深圳",
+        HARBIN: "ハルビン",
+        BUSAN: "釜山",
+        LA_PAZ: "ラパス",
+    },
+    "ko": {
+        SEOUL: "서울",
+        BUSAN: "부산",
+        INCHEON: "인천",
+        DAEGU: "대구",
+        OSAKA: "오사카",
+        TIANJIN: "톈진",
+        BEIJING: "베이징",
+        YOKOHAMA: "요코하마",
+    },
     "nl": {AMSTERDAM: "Amsterdam", ROTTERDAM: "Rotterdam"},
     "pl": {WARSAW: "Warszawa", KRAKOW: "Kraków", LODZ: "Łódź"},
     "pt": {LISBON: "Lisboa", SAO_PAULO: "São Paulo", RIO: "Rio de Janeiro"},
-    "ru": {MOSCOW: "Москва", SAINT_PETERSBURG: "Санкт-Петербург", NOVOSIBIRSK: "Новосибирск", BEIJING: "Пекин",
-           MUMBAI: "Мумбаи", GUANGZHOU: "Гуанчжоу"},
+    "ru": {
+        MOSCOW: "Москва",
+        SAINT_PETERSBURG: "Санкт-Петербург",
+        NOVOSIBIRSK: "Новосибирск",
+        BEIJING: "Пекин",
+        MUMBAI: "Мумбаи",
+        GUANGZHOU: "Гуанчжоу",
+    },
     "sv": {STOCKHOLM: "Stockholm", MALMO: "Malmö"},
     "sw": {DAR_ES_SALAAM: "Dar es Salaam", NAIROBI: "Nairobi", MOMBASA: "Mombasa"},
     "te": {MUMBAI: "ముంబై", DELHI: "ఢిల్లీ", HYDERABAD: "హైదరాబాదు", CHENNAI: "చెన్నై"},
     "th": {BANGKOK: "กรุงเทพ", CHIANG_MAI: "เชียงใหม่", BEIJING: "ปักกิ่ง", RIO: "รีโอเดจาเนโร"},
     "tr": {ISTANBUL: "İstanbul", ANKARA: "Ankara", IZMIR: "İzmir"},
     "vi": {HANOI: "Hà Nội", HAIPHONG: "Hải Phòng", DA_NANG: "Đà Nẵng"},
-    "zh": {SHANGHAI: "上海", BEIJING: "北京", GUANGZHOU: "广州", SHENZHEN: "深圳", WUHAN: "武汉",
-           YOKOHAMA: "横滨市", KOBE: "神户市", OSAKA: "大阪", BUSAN: "釜山"},
+    "zh": {
+        SHANGHAI: "上海",
+        BEIJING: "北京",
+        GUANGZHOU: "广州",
+        SHENZHEN: "深圳",
+        WUHAN: "武汉",
+        YOKOHAMA: "横滨市",
+        KOBE: "神户市",
+        OSAKA: "大阪",
+        BUSAN: "釜山",
+    },
 }
 #: Per language: other well-known spellings (readings, official or older forms) that must still resolve.
 CITY_ALIASES: dict[str, dict[str, int]] = {
@@ -180,8 +281,17 @@ CITY_ALIASES: dict[str, dict[str, int]] = {
     "hi": {"मुंबई": MUMBAI},
     "id": {"Bogota": BOGOTA, "Sao Paulo": SAO_PAULO},
     "it": {"Rome": ROME},
-    "ja": {"大阪市": OSAKA, "おおさかし": OSAKA, "横浜市": YOKOHAMA, "よこはま": YOKOHAMA, "ヨコハマ": YOKOHAMA,
-           "神戸市": KOBE, "深セン市": SHENZHEN, "ハルビン市": HARBIN, "さいたま": SAITAMA},
+    "ja": {
+        "大阪市": OSAKA,
+        "おおさかし": OSAKA,
+        "横浜市": YOKOHAMA,
+        "よこはま": YOKOHAMA,
+        "ヨコハマ": YOKOHAMA,
+        "神戸市": KOBE,
+        "深セン市": SHENZHEN,
+        "ハルビン市": HARBIN,
+        "さいたま": SAITAMA,
+    },
     "ko": {"부산광역시": BUSAN, "오사카 시": OSAKA, "오사카시": OSAKA, "톈진 시": TIANJIN},
     "nl": {"Bogota": BOGOTA},
     "pl": {"Warsaw": WARSAW},
@@ -197,8 +307,15 @@ CITY_ALIASES: dict[str, dict[str, int]] = {
 }
 
 _RUSSIAN = set("абвгдеёжзийклмнопрстуфхцчшщъыьэюя")
-_BLOCKS = {"bn": "BENGALI", "el": "GREEK", "hi": "DEVANAGARI", "ko": "HANGUL", "te": "TELUGU", "th": "THAI",
-           "zh": "CJK UNIFIED"}
+_BLOCKS = {
+    "bn": "BENGALI",
+    "el": "GREEK",
+    "hi": "DEVANAGARI",
+    "ko": "HANGUL",
+    "te": "TELUGU",
+    "th": "THAI",
+    "zh": "CJK UNIFIED",
+}
 
 
 def _hiragana_only(text: str) -> bool:
@@ -216,7 +333,9 @@ def _city_label_ok(lang: str, label: str, japanese_city: bool) -> bool:
     if not letters:
         return False
     if lang == "ja":
-        if not all(n.startswith(("CJK UNIFIED", "HIRAGANA", "KATAKANA")) or c in "々ヶ" for c, n in zip(letters, names)):
+        if not all(
+            n.startswith(("CJK UNIFIED", "HIRAGANA", "KATAKANA")) or c in "々ヶ" for c, n in zip(letters, names)
+        ):
             return False
         return not _hiragana_only(label) and not (japanese_city and _katakana_only(label))
     if lang == "ar":  # the Arabic alphabet, not Persian, Urdu, Kurdish or Uyghur letters
@@ -254,8 +373,11 @@ def _largest_cities(db: kb.EntityDB, info: dict[str, tuple[int, str]], lang: str
 def test_largest_cities_are_labelled_in_the_language_script(embedded_db, city_info, lang):
     largest = _largest_cities(embedded_db, city_info, lang)
     labels = embedded_db.labels(largest, lang)
-    bad = {k: v for k, v in labels.items()
-           if not _city_label_ok(lang, v, city_info[k][1] == "JP") and (lang, k) not in _SCRIPT_EXCEPTIONS}
+    bad = {
+        k: v
+        for k, v in labels.items()
+        if not _city_label_ok(lang, v, city_info[k][1] == "JP") and (lang, k) not in _SCRIPT_EXCEPTIONS
+    }
     assert not bad, (lang, bad)
     assert len(labels) >= len(largest) // 2, (lang, len(labels), len(largest))
 

@@ -10,15 +10,24 @@ import kb
 from kb.db.templates import read_templates
 from kb.sources.relation_table import load_relations
 
-SCRIPTS = {"ar": "ARABIC", "bn": "BENGALI", "el": "GREEK", "hi": "DEVANAGARI", "ko": "HANGUL", "ru": "CYRILLIC",
-           "te": "TELUGU", "th": "THAI"}
+SCRIPTS = {
+    "ar": "ARABIC",
+    "bn": "BENGALI",
+    "el": "GREEK",
+    "hi": "DEVANAGARI",
+    "ko": "HANGUL",
+    "ru": "CYRILLIC",
+    "te": "TELUGU",
+    "th": "THAI",
+}
 
 
 def _script_ok(lang: str, text: str) -> bool:
     names = [unicodedata.name(c, "") for c in text.replace("[X]", "").replace("[Y]", "") if c.isalpha()]
     if lang == "ja":
         return any("HIRAGANA" in n or "KATAKANA" in n for n in names) and all(
-            n.startswith(("CJK", "HIRAGANA", "KATAKANA")) for n in names)
+            n.startswith(("CJK", "HIRAGANA", "KATAKANA")) for n in names
+        )
     if lang == "zh":
         return bool(names) and all(n.startswith("CJK") for n in names)
     expect = SCRIPTS.get(lang, "LATIN")
@@ -66,14 +75,20 @@ def _mlama_folder(root):
     (data / "en").mkdir(parents=True)
     (data / "ja").mkdir()
     (data / "xx").mkdir()
-    (data / "en" / "templates.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [
-        {"relation": "P36", "template": "The capital of [X] is [Y] ."},
-        {"relation": "place_of_birth", "template": "[X] was born in [Y] ."},
-        {"relation": "P740", "template": "[X] was founded in [Y]."},  # the same as ours
-        {"relation": "not_a_property", "template": "[X] and [Y]"},
-    ]))
-    (data / "ja" / "templates.jsonl").write_text(json.dumps({"relation": "P36", "template": "[Y]は[X]の首都です。"},
-                                                            ensure_ascii=False) + "\n", encoding="utf-8")
+    (data / "en" / "templates.jsonl").write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in [
+                {"relation": "P36", "template": "The capital of [X] is [Y] ."},
+                {"relation": "place_of_birth", "template": "[X] was born in [Y] ."},
+                {"relation": "P740", "template": "[X] was founded in [Y]."},  # the same as ours
+                {"relation": "not_a_property", "template": "[X] and [Y]"},
+            ]
+        )
+    )
+    (data / "ja" / "templates.jsonl").write_text(
+        json.dumps({"relation": "P36", "template": "[Y]は[X]の首都です。"}, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     (data / "xx" / "templates.jsonl").write_text(json.dumps({"relation": "P36", "template": "[X] xx [Y]"}) + "\n")
     return root
 

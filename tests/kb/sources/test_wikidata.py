@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -56,7 +57,11 @@ def test_keeps_wikipedia_sitelinks_labels_aliases_and_claims(built):
         assert [m.key for m in db.lookup("en", "Nippon")] == ["Q17"]
         # item-valued claims of the chosen properties whose object is kept; not deprecated, not somevalue
         assert [(f.subject, f.property, f.object) for f in db.facts()] == [
-            ("Q1490", "P17", "Q17"), ("Q17", "P36", "Q1490"), ("Q2", "P36", "Q1490"), ("Q17", "P37", "Q5287")]
+            ("Q1490", "P17", "Q17"),
+            ("Q17", "P36", "Q1490"),
+            ("Q2", "P36", "Q1490"),
+            ("Q17", "P37", "Q5287"),
+        ]
         assert db.property_label("P36", "ja") == "首都"  # from the dump
         assert db.property_label("P17", "en") == "country"  # no property line in the dump: our label
         assert "P214" not in db.properties()  # not a chosen property
@@ -85,18 +90,28 @@ def test_claims_whose_object_is_not_in_the_database_are_counted_and_said(built, 
     path, report = built
     # Q17 P31 Q6256: Q6256 is not in the dump (a partial dump); the other four claims make facts
     assert report.wikidata["facts"] == 4 and report.wikidata["facts_without_object"] == 1
-    assert ("wikidata facts: kept 4; dropped 1 claims whose object is not in the database (not in the dump, "
-            "e.g. a partial dump, or an item skipped for want of a Wikipedia article; all_items=True keeps those)"
-            ) in report.summary()
+    assert (
+        "wikidata facts: kept 4; dropped 1 claims whose object is not in the database (not in the dump, "
+        "e.g. a partial dump, or an item skipped for want of a Wikipedia article; all_items=True keeps those)"
+    ) in report.summary()
     with kb.EntityDB(path) as db:
         assert len(list(db.facts())) == 4
         assert db.sources()[0]["facts_without_object"] == 1  # also in the database's provenance
     # an object that is an item without a Wikipedia article: dropped unless all_items keeps it
     entities = wikidata_entities()
     q17 = next(e for e in entities if e.get("id") == "Q17")
-    q17["claims"]["P36"].append({**q17["claims"]["P36"][0], "mainsnak": {
-        **q17["claims"]["P36"][0]["mainsnak"], "datavalue": {
-            "value": {"entity-type": "item", "numeric-id": 300, "id": "Q300"}, "type": "wikibase-entityid"}}})
+    q17["claims"]["P36"].append(
+        {
+            **q17["claims"]["P36"][0],
+            "mainsnak": {
+                **q17["claims"]["P36"][0]["mainsnak"],
+                "datavalue": {
+                    "value": {"entity-type": "item", "numeric-id": 300, "id": "Q300"},
+                    "type": "wikibase-entityid",
+                },
+            },
+        }
+    )
     dump = tmp_path / "dump.json"
     dump.write_bytes(b"[\n" + b",\n".join(json.dumps(e, ensure_ascii=False).encode() for e in entities) + b"\n]\n")
     assert _build(tmp_path, dump).wikidata["facts_without_object"] == 2  # Q6256 and the skipped Q300
@@ -161,8 +176,8 @@ def test_plain_dump_ranges_tile_the_file_at_line_ends(tmp_path):
     for start, size in [(0, 10), (0, 1 << 20), (2, 7), (15, 100_000)]:
         ranges = [r for _, r in kb.sources.decompress.iter_ranges(path, start, size)]
         assert ranges[0].start == start and ranges[-1].end == len(data)
-        assert all(a.end == b.start for a, b in zip(ranges, ranges[1:]))
-        assert all(data[r.end - 1:r.end] == b"\n" for r in ranges[:-1])  # whole lines only
+        assert all(a.end == b.start for a, b in itertools.pairwise(ranges))
+        assert all(data[r.end - 1 : r.end] == b"\n" for r in ranges[:-1])  # whole lines only
         assert b"".join(r.read() for r in ranges) == data[start:]
         assert all(len(r) - size <= 200_020 for r in ranges)  # at most one line past the size
     assert [len(r.read().split(b"\n")) for _, r in kb.sources.decompress.iter_ranges(path, 0, 10)] == [3, 2, 2]
@@ -226,9 +241,17 @@ def test_entity_repeated_in_the_dump_keeps_its_first_label_and_all_aliases(tmp_p
 def test_extraction_handles_api_shapes_and_empty_maps():
     opts = WikidataOptions(("en", "zh"), ("P36",))
     rows = Rows()
-    entity = {"type": "item", "id": "Q9", "labels": {"zh-hans": {"language": "zh-hans", "value": "东京"}},
-              "aliases": [], "claims": [], "sitelinks": {"zhwiki": {"site": "zhwiki", "title": "东京都"},
-                                                          "zhwikiquote": {"site": "zhwikiquote", "title": "x"}}}
+    entity = {
+        "type": "item",
+        "id": "Q9",
+        "labels": {"zh-hans": {"language": "zh-hans", "value": "东京"}},
+        "aliases": [],
+        "claims": [],
+        "sitelinks": {
+            "zhwiki": {"site": "zhwiki", "title": "东京都"},
+            "zhwikiquote": {"site": "zhwikiquote", "title": "x"},
+        },
+    }
     extract(convert_entity(entity, opts), opts, rows)
     assert rows.titles == {"zh": [("东京都", "Q9")]} and rows.labels == {"zh": [("东京", "Q9")]}
     assert not rows.aliases
@@ -247,8 +270,34 @@ def test_unknown_language_of_wikipedia_dump_and_bad_options(tmp_path):
 
 def test_sitelink_titles_are_normalised_like_links():
     # the fast path of canonical_title must agree with normalize_title on every title
-    titles = ["Japan", "東京都", "tokyo", "Tokyo_Tower", "Tokyo  Tower", " Tokyo", "Tokyo ", "Foo\u3000Bar",
-              "Foo\u00a0Bar", "Foo\tBar", "ßtraße", "ǅemal", "ǆemal", "émile", "Émile", "İstanbul", "ıdır",
-              "😂 emoji", "", " ", "القاهرة", "a", "Ω", "ω", "Foo\u2028Bar", "Foo\x85Bar", "x_"]
+    titles = [
+        "Japan",
+        "東京都",
+        "tokyo",
+        "Tokyo_Tower",
+        "Tokyo  Tower",
+        " Tokyo",
+        "Tokyo ",
+        "Foo\u3000Bar",
+        "Foo\u00a0Bar",
+        "Foo\tBar",
+        "ßtraße",
+        "ǅemal",
+        "ǆemal",
+        "émile",
+        "Émile",
+        "İstanbul",
+        "ıdır",
+        "😂 emoji",
+        "",
+        " ",
+        "القاهرة",
+        "a",
+        "Ω",
+        "ω",
+        "Foo\u2028Bar",
+        "Foo\x85Bar",
+        "x_",
+    ]
     for title in titles:
         assert canonical_title(title) == normalize_title(title), repr(title)

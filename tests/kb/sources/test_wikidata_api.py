@@ -28,45 +28,89 @@ def _entity_data(entity: dict) -> dict:
 
 def _item(qid: str, labels: dict, sitelinks: dict, claims: dict | None = None) -> dict:
     return {
-        "pageid": 1, "ns": 0, "title": qid, "lastrevid": 2, "modified": "2024-05-01T00:00:00Z", "type": "item",
-        "id": qid, "labels": {l: {"language": l, "value": v} for l, v in labels.items()},
-        "descriptions": {"en": {"language": "en", "value": "test"}}, "aliases": {},
+        "pageid": 1,
+        "ns": 0,
+        "title": qid,
+        "lastrevid": 2,
+        "modified": "2024-05-01T00:00:00Z",
+        "type": "item",
+        "id": qid,
+        "labels": {l: {"language": l, "value": v} for l, v in labels.items()},
+        "descriptions": {"en": {"language": "en", "value": "test"}},
+        "aliases": {},
         "claims": claims or {},
         "sitelinks": {s: {"site": s, "title": t, "badges": []} for s, t in sitelinks.items()},
     }
 
 
 def _claim(pid: str, qid: str) -> dict:
-    return {"mainsnak": {"snaktype": "value", "property": pid, "hash": "h", "datatype": "wikibase-item",
-                         "datavalue": {"value": {"entity-type": "item", "numeric-id": int(qid[1:]), "id": qid},
-                                       "type": "wikibase-entityid"}},
-            "type": "statement", "id": f"{qid}$1", "rank": "normal"}
+    return {
+        "mainsnak": {
+            "snaktype": "value",
+            "property": pid,
+            "hash": "h",
+            "datatype": "wikibase-item",
+            "datavalue": {
+                "value": {"entity-type": "item", "numeric-id": int(qid[1:]), "id": qid},
+                "type": "wikibase-entityid",
+            },
+        },
+        "type": "statement",
+        "id": f"{qid}$1",
+        "rank": "normal",
+    }
 
 
 RESPONSES = {
     # Tokyo, renamed in ja and with a new label; capital-of claim to Japan
-    "Q1490": _entity_data(_item("Q1490", {"en": "Tokyo", "ja": "東京都", "ar": "طوكيو"},
-                                {"enwiki": "Tokyo", "jawiki": "東京都", "arwiki": "طوكيو", "commonswiki": "Tokyo"},
-                                {"P1376": [_claim("P1376", "Q17")], "P17": [_claim("P17", "Q17")]})),
+    "Q1490": _entity_data(
+        _item(
+            "Q1490",
+            {"en": "Tokyo", "ja": "東京都", "ar": "طوكيو"},
+            {"enwiki": "Tokyo", "jawiki": "東京都", "arwiki": "طوكيو", "commonswiki": "Tokyo"},
+            {"P1376": [_claim("P1376", "Q17")], "P17": [_claim("P17", "Q17")]},
+        )
+    ),
     # a new item: Osaka, in Japan
-    "Q35765": _entity_data(_item("Q35765", {"en": "Osaka", "ja": "大阪市"}, {"enwiki": "Osaka", "jawiki": "大阪市"},
-                                 {"P17": [_claim("P17", "Q17")], "P31": [_claim("P31", "Q515")]})),
+    "Q35765": _entity_data(
+        _item(
+            "Q35765",
+            {"en": "Osaka", "ja": "大阪市"},
+            {"enwiki": "Osaka", "jawiki": "大阪市"},
+            {"P17": [_claim("P17", "Q17")], "P31": [_claim("P31", "Q515")]},
+        )
+    ),
     # Q999 was merged into Q35765: the server answers with Q35765's data
-    "Q999": _entity_data(_item("Q35765", {"en": "Osaka", "ja": "大阪市"}, {"enwiki": "Osaka", "jawiki": "大阪市"},
-                               {"P17": [_claim("P17", "Q17")]})),
+    "Q999": _entity_data(
+        _item(
+            "Q35765",
+            {"en": "Osaka", "ja": "大阪市"},
+            {"enwiki": "Osaka", "jawiki": "大阪市"},
+            {"P17": [_claim("P17", "Q17")]},
+        )
+    ),
     # no Wikipedia article in the database's languages
     "Q5000": _entity_data(_item("Q5000", {"en": "A commons-only thing"}, {"commonswiki": "Thing"})),
-    "P1376": {"entities": {"P1376": {"type": "property", "datatype": "wikibase-item", "id": "P1376",
-                                     "labels": {"en": {"language": "en", "value": "capital of"},
-                                                "ja": {"language": "ja", "value": "首都"}},
-                                     "descriptions": {}, "aliases": {}, "claims": {}}}},
+    "P1376": {
+        "entities": {
+            "P1376": {
+                "type": "property",
+                "datatype": "wikibase-item",
+                "id": "P1376",
+                "labels": {"en": {"language": "en", "value": "capital of"}, "ja": {"language": "ja", "value": "首都"}},
+                "descriptions": {},
+                "aliases": {},
+                "claims": {},
+            }
+        }
+    },
 }
 
 
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         prefix = "/wiki/Special:EntityData/"
-        name = self.path[len(prefix):-len(".json")] if self.path.startswith(prefix) else ""
+        name = self.path[len(prefix) : -len(".json")] if self.path.startswith(prefix) else ""
         self.server.requests.append(self.path)  # type: ignore[attr-defined]
         if name in RESPONSES:
             body, code = json.dumps(RESPONSES[name]).encode(), 200
@@ -98,8 +142,14 @@ def server():
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     dump = write_wikidata(tmp_path / "latest-all.json")
-    kb.build_from_dumps(tmp_path / "kb.sqlite", wikidata=dump, languages=("ar", "en", "ja"),
-                        properties=("P17", "P36", "P37"), workers=1, progress=False)
+    kb.build_from_dumps(
+        tmp_path / "kb.sqlite",
+        wikidata=dump,
+        languages=("ar", "en", "ja"),
+        properties=("P17", "P36", "P37"),
+        workers=1,
+        progress=False,
+    )
     return tmp_path / "kb.sqlite"
 
 

@@ -187,11 +187,43 @@ def missing(expected: list[tuple[str, str]], got: list[tuple[str, str]]) -> list
 
 # -- a seeded generator of real-looking pages ----------------------------------------------------
 _WORDS = {
-    "en": "the city river was founded in north of and near capital largest port century old town".split(),
-    "de": "die Stadt liegt am Fluss und ist größte Hauptstadt im Norden des alten Landes".split(),
-    "ru": "город река находится в на и столица крупнейший порт века старый север".split(),
-    "ar": "مدينة في هي نهر عاصمة و أكبر ميناء القرن شمال القديمة".split(),
-    "ja": "は の が を に 首都 である 流れる 最大 港 北部 古い 都市".split(),
+    "en": [
+        "the",
+        "city",
+        "river",
+        "was",
+        "founded",
+        "in",
+        "north",
+        "of",
+        "and",
+        "near",
+        "capital",
+        "largest",
+        "port",
+        "century",
+        "old",
+        "town",
+    ],
+    "de": [
+        "die",
+        "Stadt",
+        "liegt",
+        "am",
+        "Fluss",
+        "und",
+        "ist",
+        "größte",
+        "Hauptstadt",
+        "im",
+        "Norden",
+        "des",
+        "alten",
+        "Landes",
+    ],
+    "ru": ["город", "река", "находится", "в", "на", "и", "столица", "крупнейший", "порт", "века", "старый", "север"],
+    "ar": ["مدينة", "في", "هي", "نهر", "عاصمة", "و", "أكبر", "ميناء", "القرن", "شمال", "القديمة"],
+    "ja": ["は", "の", "が", "を", "に", "首都", "である", "流れる", "最大", "港", "北部", "古い", "都市"],
 }
 _TITLES = {
     "en": ["Tokyo", "Japan", "River Thames", "New York City", "Mount Fuji", "Battle of Hastings", "Paris"],
@@ -200,8 +232,13 @@ _TITLES = {
     "ar": ["القاهرة", "مصر", "نهر النيل", "الإسكندرية", "الأهرامات", "البحر الأحمر"],
     "ja": ["東京", "日本", "富士山", "京都市", "大阪府", "琵琶湖"],
 }
-_TRAILS = {"en": ["s", "ese", "n", "ian"], "de": ["s", "es", "n", "ern", "än"], "ru": ["е", "у", "ой", "ы", "ом"],
-           "ar": ["ي", "ية", "ون"], "ja": ["は", "の", "で"]}
+_TRAILS = {
+    "en": ["s", "ese", "n", "ian"],
+    "de": ["s", "es", "n", "ern", "än"],
+    "ru": ["е", "у", "ой", "ы", "ом"],
+    "ar": ["ي", "ية", "ون"],
+    "ja": ["は", "の", "で"],
+}
 _SECTIONS = {"en": "History", "de": "Geschichte", "ru": "История", "ar": "تاريخ", "ja": "歴史"}
 _FILE = {"en": "File", "de": "Datei", "ru": "Файл", "ar": "ملف", "ja": "ファイル"}
 _CATEGORY = {"en": "Category", "de": "Kategorie", "ru": "Категория", "ar": "تصنيف", "ja": "カテゴリ"}
@@ -275,9 +312,11 @@ class PageGenerator:
 
     def table(self) -> str:
         indent = self.rng.choice(["", ":", "::"])
-        rows = "\n".join(f"|-\n| {self.link()} || {self.words(1, 2)} || {self.link()}" for _ in range(self.rng.randint(1, 3)))
-        nested = "\n|-\n|\n{| class=\"wikitable\"\n| " + self.link() + "\n|}" if self.rng.random() < 0.3 else ""
-        return f"{indent}{{| class=\"wikitable sortable\"\n|+ {self.words(1, 2)}\n! {self.words(1, 1)} !! {self.words(1, 1)}\n{rows}{nested}\n|}}"
+        rows = "\n".join(
+            f"|-\n| {self.link()} || {self.words(1, 2)} || {self.link()}" for _ in range(self.rng.randint(1, 3))
+        )
+        nested = '\n|-\n|\n{| class="wikitable"\n| ' + self.link() + "\n|}" if self.rng.random() < 0.3 else ""
+        return f'{indent}{{| class="wikitable sortable"\n|+ {self.words(1, 2)}\n! {self.words(1, 1)} !! {self.words(1, 1)}\n{rows}{nested}\n|}}'
 
     def block(self) -> str:
         """One paragraph-level piece of a page."""
@@ -286,9 +325,16 @@ class PageGenerator:
         if kind <= 3:
             return self.sentence() + self.sep + self.sentence()
         if kind == 4:
-            return self.sentence() + f"<ref>{{{{cite web|title={self.link()}|url=http://example.org}}}}</ref>" + self.sep + self.sentence()
+            return (
+                self.sentence()
+                + f"<ref>{{{{cite web|title={self.link()}|url=http://example.org}}}}</ref>"
+                + self.sep
+                + self.sentence()
+            )
         if kind == 5:
-            return self.sentence() + f"<ref name=\"r{r.randrange(3)}\">{self.words()} {self.link()}</ref><ref name=\"r0\" />"
+            return (
+                self.sentence() + f'<ref name="r{r.randrange(3)}">{self.words()} {self.link()}</ref><ref name="r0" />'
+            )
         if kind == 6:
             return self.template() + "\n" + self.sentence()
         if kind == 7:
@@ -296,22 +342,26 @@ class PageGenerator:
         if kind == 8:
             return f"<gallery>\n{_FILE[lang]}:A.jpg|{self.link()} {self.words(1, 2)}\n{_FILE[lang]}:B.png|{self.words(1, 2)}\n</gallery>"
         if kind == 9:
-            return (f"[[{_FILE[lang]}:Map.svg|thumb|right|{self.words(1, 2)} {self.link()}]]\n" + self.sentence())
+            return f"[[{_FILE[lang]}:Map.svg|thumb|right|{self.words(1, 2)} {self.link()}]]\n" + self.sentence()
         if kind == 10:
             return "\n".join(f"{r.choice(['*', '#', ':', '**'])} {self.sentence()}" for _ in range(r.randint(1, 3)))
         if kind == 11:
             return f"== {self.words(1, 2)} {self.link()} ==\n" + self.sentence()
         if kind == 12:
             tag = r.choice(["span", "div", "small", "blockquote"])
-            return f"<{tag} lang=\"{lang}\">{self.sentence()}</{tag}>"
+            return f'<{tag} lang="{lang}">{self.sentence()}</{tag}>'
         if kind == 13:
             return f"<!-- {self.link()} -->" + self.sentence() + f"<math>x^2</math> <code>{self.link()}</code>"
         if kind == 14:
-            return (self.sentence() + f" [[{_HELP[lang]}:Contents|{self.words(1, 1)}]] [[wikt:{self.words(1, 1)}]]"
-                    f" [[:fr:{self.title()}|{self.words(1, 1)}]] [[#{_SECTIONS[lang]}|{self.words(1, 1)}]]")
+            return (
+                self.sentence() + f" [[{_HELP[lang]}:Contents|{self.words(1, 1)}]] [[wikt:{self.words(1, 1)}]]"
+                f" [[:fr:{self.title()}|{self.words(1, 1)}]] [[#{_SECTIONS[lang]}|{self.words(1, 1)}]]"
+            )
         return self.sentence() + f" [http://example.org {self.words(1, 2)}]" + self.sep + self.sentence()
 
     def page(self) -> str:
         blocks = [self.block() for _ in range(self.rng.randint(3, 9))]
-        tail = f"\n\n[[{_CATEGORY[self.lang]}:{self.title()}]]\n[[{'fr' if self.lang != 'fr' else 'en'}:{self.title()}]]"
+        tail = (
+            f"\n\n[[{_CATEGORY[self.lang]}:{self.title()}]]\n[[{'fr' if self.lang != 'fr' else 'en'}:{self.title()}]]"
+        )
         return "'''" + self.title() + "''' " + self.sentence() + "\n\n" + "\n\n".join(blocks) + tail

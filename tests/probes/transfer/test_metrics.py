@@ -72,11 +72,23 @@ def test_re_hand_computed():
     # MEMBERS: predicted for a no_relation pair, never gold                     -> P 0,   R 0,   F1 0
     scores = re_scores(gold, pred)
     assert scores["types"] == [FOUND, MEMBERS, EMP]
-    assert scores["per_type"][EMP] == {"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2, "predicted": 2,
-                                       "correct": 1}
+    assert scores["per_type"][EMP] == {
+        "precision": 0.5,
+        "recall": 0.5,
+        "f1": 0.5,
+        "support": 2,
+        "predicted": 2,
+        "correct": 1,
+    }
     assert scores["per_type"][FOUND]["f1"] == pytest.approx(2 / 3)
-    assert scores["per_type"][MEMBERS] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0, "predicted": 1,
-                                           "correct": 0}
+    assert scores["per_type"][MEMBERS] == {
+        "precision": 0.0,
+        "recall": 0.0,
+        "f1": 0.0,
+        "support": 0,
+        "predicted": 1,
+        "correct": 0,
+    }
     assert "no_relation" not in scores["per_type"]
     assert scores["macro_f1"] == pytest.approx((0.5 + 2 / 3 + 0.0) / 3)  # MEMBERS counts: seen in predictions
     assert scores["micro_f1"] == pytest.approx(0.5)  # 2 right, 2 false positives, 2 false negatives
@@ -95,10 +107,15 @@ def test_re_no_relation_is_not_averaged():
     pred = ["no_relation"] * 9 + [f"{EMP}(e1,e2)"]
     scores = re_scores(gold, pred)
     assert scores["types"] == [EMP] and scores["macro_f1"] == 1.0  # not (1.0 + 1.0) / 2 with a no_relation class
-    spurious = re_scores(gold, [f"{EMP}(e1,e2)"] + pred[1:])  # one no_relation predicted as EMP
+    spurious = re_scores(gold, [f"{EMP}(e1,e2)", *pred[1:]])  # one no_relation predicted as EMP
     assert spurious["per_type"][EMP]["precision"] == 0.5 and spurious["macro_f1"] == pytest.approx(2 / 3)
-    assert re_scores(["no_relation"], ["no_relation"]) == {"macro_f1": 0.0, "micro_f1": 0.0, "accuracy": 1.0,
-                                                           "per_type": {}, "types": []}
+    assert re_scores(["no_relation"], ["no_relation"]) == {
+        "macro_f1": 0.0,
+        "micro_f1": 0.0,
+        "accuracy": 1.0,
+        "per_type": {},
+        "types": [],
+    }
 
 
 def test_re_bad_input():

@@ -46,6 +46,7 @@ def facts_between(db: kb.EntityDB, a: str, b: str) -> list[kb.db.Fact]:
 
 # -- the pattern table -----------------------------------------------------------------------------------------------
 
+
 def test_every_language_has_the_same_numbered_patterns() -> None:
     assert set(mini.PATTERNS) == set(kb.MLUKE_LANGUAGES)
     english = mini.PATTERNS["en"]
@@ -100,9 +101,13 @@ def test_re_labels() -> None:
 
 # -- rendering -------------------------------------------------------------------------------------------------------
 
+
 def test_render_words_and_spans() -> None:
-    r = mini.render("Many people in {city} ({country}) speak {language}.", "en",
-                    {"city": "San José", "country": "Costa Rica", "language": "Spanish"})
+    r = mini.render(
+        "Many people in {city} ({country}) speak {language}.",
+        "en",
+        {"city": "San José", "country": "Costa Rica", "language": "Spanish"},
+    )
     assert r.text == "Many people in San José (Costa Rica) speak Spanish."
     assert r.words == ("Many", "people", "in", "San", "José", "(", "Costa", "Rica", ")", "speak", "Spanish", ".")
     assert r.word_spans == {"city": (3, 5), "country": (6, 8), "language": (10, 11)}
@@ -125,16 +130,20 @@ def test_korean_particles_follow_the_last_syllable() -> None:
 
 
 def test_english_and_dutch_articles_stay_outside_the_name() -> None:
-    r = mini.render("{country} and {country2} are neighbouring countries.", "en",
-                    {"country": "United States", "country2": "Mexico"})
+    r = mini.render(
+        "{country} and {country2} are neighbouring countries.", "en", {"country": "United States", "country2": "Mexico"}
+    )
     assert r.text == "The United States and Mexico are neighbouring countries."
     assert r.words[r.word_spans["country"][0] - 1] == "The"
     assert r.words[slice(*r.word_spans["country"])] == ("United", "States")
-    assert mini.render("{city} ligt in {country}.", "nl", {"city": "Utrecht", "country": "Verenigd Koninkrijk"}
-                       ).text == "Utrecht ligt in het Verenigd Koninkrijk."
+    assert (
+        mini.render("{city} ligt in {country}.", "nl", {"city": "Utrecht", "country": "Verenigd Koninkrijk"}).text
+        == "Utrecht ligt in het Verenigd Koninkrijk."
+    )
 
 
 # -- NER sets --------------------------------------------------------------------------------------------------------
+
 
 def test_ner_splits_and_sizes(ner: dict[str, dict[str, mini.MiniatureSplit]]) -> None:
     assert set(ner) == set(kb.MLUKE_LANGUAGES)
@@ -166,8 +175,9 @@ def test_ner_spans_are_the_kb_labels(embedded_db: kb.EntityDB, ner: dict[str, di
                 assert len(sentence.words) > sum(e - s for s, e, _ in sentence.spans), "no words around the names"
 
 
-def test_ner_entities_are_consistent_with_the_facts(embedded_db: kb.EntityDB,
-                                                    ner: dict[str, dict[str, mini.MiniatureSplit]]) -> None:
+def test_ner_entities_are_consistent_with_the_facts(
+    embedded_db: kb.EntityDB, ner: dict[str, dict[str, mini.MiniatureSplit]]
+) -> None:
     for part in (ner["en"]["train"], ner["fr"]["test"], ner["ja"]["test"]):
         for used in part.entities:
             keys = {slot: key for slot, key, _ in used}
@@ -187,8 +197,10 @@ def test_ner_char_languages_split_per_character(ner: dict[str, dict[str, mini.Mi
 
 # -- RE sets ---------------------------------------------------------------------------------------------------------
 
-def test_re_examples_point_at_the_names_and_state_facts(embedded_db: kb.EntityDB,
-                                                        rel: dict[str, dict[str, mini.MiniatureSplit]]) -> None:
+
+def test_re_examples_point_at_the_names_and_state_facts(
+    embedded_db: kb.EntityDB, rel: dict[str, dict[str, mini.MiniatureSplit]]
+) -> None:
     assert set(rel) == set(kb.MLUKE_LANGUAGES)
     for lang, splits in rel.items():
         assert set(splits) == ({"train", "dev", "test"} if lang == "en" else {"test"}), lang
@@ -211,9 +223,11 @@ def test_re_examples_point_at_the_names_and_state_facts(embedded_db: kb.EntityDB
                 assert name == group
                 relation = mini.RELATIONS[name]
                 subject, obj = keys[relation.subject], keys[relation.object]
-                assert any(f.property in relation.properties for f in embedded_db.facts(subject=subject, object=obj)) \
-                    or any(f.property in relation.properties for f in embedded_db.facts(subject=obj, object=subject)), \
+                assert any(
+                    f.property in relation.properties for f in embedded_db.facts(subject=subject, object=obj)
+                ) or any(f.property in relation.properties for f in embedded_db.facts(subject=obj, object=subject)), (
                     example
+                )
                 subject_label = embedded_db.label(subject, lang)
                 if not relation.symmetric:
                     assert (example.head_text if direction == "e1,e2" else example.tail_text) == subject_label, example
@@ -230,8 +244,10 @@ def test_re_labels_are_balanced(rel: dict[str, dict[str, mini.MiniatureSplit]]) 
 
 # -- held-out patterns and entities ----------------------------------------------------------------------------------
 
-def test_train_and_test_patterns_are_disjoint(written: Path, ner: dict[str, dict[str, mini.MiniatureSplit]],
-                                              rel: dict[str, dict[str, mini.MiniatureSplit]]) -> None:
+
+def test_train_and_test_patterns_are_disjoint(
+    written: Path, ner: dict[str, dict[str, mini.MiniatureSplit]], rel: dict[str, dict[str, mini.MiniatureSplit]]
+) -> None:
     manifest = mini.read_manifest(written)
     for task, made in (("ner", ner), ("re", rel)):
         train_ids = set(manifest[task]["patterns"]["train"])
@@ -248,9 +264,12 @@ def test_train_and_test_patterns_are_disjoint(written: Path, ner: dict[str, dict
     assert "re/no_relation/3" in manifest["re"]["patterns"]["test"]
 
 
-def test_heldout_entities_never_reach_training(embedded_db: kb.EntityDB, written: Path,
-                                               ner: dict[str, dict[str, mini.MiniatureSplit]],
-                                               rel: dict[str, dict[str, mini.MiniatureSplit]]) -> None:
+def test_heldout_entities_never_reach_training(
+    embedded_db: kb.EntityDB,
+    written: Path,
+    ner: dict[str, dict[str, mini.MiniatureSplit]],
+    rel: dict[str, dict[str, mini.MiniatureSplit]],
+) -> None:
     heldout = mini.heldout_entities(embedded_db, seed=0)
     held = set().union(*heldout.values())
     manifest_keys = mini.read_manifest(written)["heldout_entities"]["keys"]
@@ -265,6 +284,7 @@ def test_heldout_entities_never_reach_training(embedded_db: kb.EntityDB, written
 
 
 # -- determinism and files -------------------------------------------------------------------------------------------
+
 
 def _contents(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -282,11 +302,20 @@ def test_same_seed_same_files_other_seed_other_files(embedded_db: kb.EntityDB, w
 
 def test_written_files_read_back(embedded_db: kb.EntityDB, written: Path) -> None:
     languages = tuple(kb.MLUKE_LANGUAGES)
-    sizes = {"train_size": WRITE_SMALL["ner_train"], "dev_size": WRITE_SMALL["ner_dev"],
-             "test_size": WRITE_SMALL["ner_test"]}
+    sizes = {
+        "train_size": WRITE_SMALL["ner_train"],
+        "dev_size": WRITE_SMALL["ner_dev"],
+        "test_size": WRITE_SMALL["ner_test"],
+    }
     ner = mini.make_ner(embedded_db, languages, seed=0, **sizes)
-    rel = mini.make_re(embedded_db, languages, seed=0, train_size=WRITE_SMALL["re_train"],
-                       dev_size=WRITE_SMALL["re_dev"], test_size=WRITE_SMALL["re_test"])
+    rel = mini.make_re(
+        embedded_db,
+        languages,
+        seed=0,
+        train_size=WRITE_SMALL["re_train"],
+        dev_size=WRITE_SMALL["re_dev"],
+        test_size=WRITE_SMALL["re_test"],
+    )
     manifest = mini.read_manifest(written)
     assert manifest["languages"] == list(languages) and manifest["seed"] == 0
     assert manifest["kb"]["path"] == str(embedded_db.path)

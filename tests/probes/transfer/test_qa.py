@@ -13,8 +13,7 @@ from kb.mentions import MentionIndex
 from mluke.cli import app
 from mluke.transfer import FineTuneConfig, load_transfer
 from mluke.transfer.qa import best_spans, collate_qa, qa_rows
-from probes.transfer import evaluate_qa, finetune_qa, read_mlqa, read_squad, read_xquad
-from probes.transfer import qa_linking
+from probes.transfer import evaluate_qa, finetune_qa, qa_linking, read_mlqa, read_squad, read_xquad
 from probes.transfer.qa_data import QaExample, write_squad
 from probes.transfer.qa_linking import cached_links, link_examples
 from probes.transfer.qa_miniature import generate_qa, load_questions, write_qa_miniature
@@ -28,14 +27,21 @@ def tokenizer(tiny_demo):
 
 
 def _answer_text(row, context):
-    return context[row.offsets[row.start][0]:row.offsets[row.end][1]]
+    return context[row.offsets[row.start][0] : row.offsets[row.end][1]]
 
 
 def test_windows_overlap_and_keep_an_answer_at_the_very_end(tokenizer):
     context = " ".join(f"Sentence {i} names the city of Lyon." for i in range(40)) + " The answer is Valparaíso"
     answer = (context.index("Valparaíso"), len(context))
-    rows = qa_rows(tokenizer, ["Which city ends the text?"], [context], features="word", answers=[answer],
-                   max_length=64, doc_stride=24)
+    rows = qa_rows(
+        tokenizer,
+        ["Which city ends the text?"],
+        [context],
+        features="word",
+        answers=[answer],
+        max_length=64,
+        doc_stride=24,
+    )
     assert len(rows) > 5 and all(len(r.ids) <= 64 for r in rows)
     holding = [r for r in rows if r.start]
     assert holding and all(_answer_text(r, context) == "Valparaíso" for r in holding)
@@ -46,22 +52,35 @@ def test_windows_overlap_and_keep_an_answer_at_the_very_end(tokenizer):
     assert all(b < a2 for a2, b in zip(lasts, firsts[1:]))  # consecutive windows overlap
     assert firsts[0] == 0 and lasts[-1] == len(context)
     q_len = len(tokenizer.encode_words(["Which city ends the text?"])[0])
-    assert rows[0].ids[:q_len + 3] == [tokenizer.bos_id, *rows[0].ids[1:q_len + 1], tokenizer.eos_id, tokenizer.eos_id]
+    assert rows[0].ids[: q_len + 3] == [
+        tokenizer.bos_id,
+        *rows[0].ids[1 : q_len + 1],
+        tokenizer.eos_id,
+        tokenizer.eos_id,
+    ]
 
 
 def test_entity_tokens_cover_the_linked_names_in_both_texts(tokenizer):
     question, context = "Where is Kyoto?", "Kyoto is a city in Japan. 京都は日本の都市です。"
     q_names = [(9, 14, 5)]
     c_names = [(0, 5, 5), (19, 24, 7), (26, 28, 5), (29, 31, 7)]
-    row, = qa_rows(tokenizer, [question], [context], features="entity", question_names=[q_names],
-                   context_names=[c_names], answers=[(19, 24)])
+    (row,) = qa_rows(
+        tokenizer,
+        [question],
+        [context],
+        features="entity",
+        question_names=[q_names],
+        context_names=[c_names],
+        answers=[(19, 24)],
+    )
     assert row.entity_ids == [5, 5, 7, 5, 7] and _answer_text(row, context) == "Japan"
     q_end = row.ids.index(tokenizer.eos_id)
     assert 1 <= row.slots[0][0] < row.slots[0][1] <= q_end  # the question's name, inside the question
-    covered = [context[row.offsets[s][0]:row.offsets[e - 1][1]].strip() for s, e in row.slots[1:]]
+    covered = [context[row.offsets[s][0] : row.offsets[e - 1][1]].strip() for s, e in row.slots[1:]]
     assert covered == ["Kyoto", "Japan", "京都", "日本"]
-    word_row, = qa_rows(tokenizer, [question], [context], features="word", question_names=[q_names],
-                        context_names=[c_names])
+    (word_row,) = qa_rows(
+        tokenizer, [question], [context], features="word", question_names=[q_names], context_names=[c_names]
+    )
     assert word_row.slots == [] and word_row.ids == row.ids  # the same pieces, no entity tokens
     batch = collate_qa([row, word_row], pad_id=tokenizer.pad_id)
     assert batch["entity_ids"].shape == (2, 5) and batch["context_mask"][0].sum() == len([o for o in row.offsets if o])
@@ -80,7 +99,9 @@ def test_best_spans_respect_order_length_and_context():
 
 def test_linking_ignores_ambiguous_names_unless_the_english_source_decides(tiny_db):
     index = MentionIndex.build(tiny_db, keep_unscored=True)  # names without link counts too
-    example = QaExample("q1", "Where is Tokyo?", "Tokyo is the capital of Japan, not of Denmark.", ((0, "Tokyo"),), lang="en")
+    example = QaExample(
+        "q1", "Where is Tokyo?", "Tokyo is the capital of Japan, not of Denmark.", ((0, "Tokyo"),), lang="en"
+    )
     plain = link_examples([example], index, lang="en")["q1"]
     assert plain["question"] == []  # "Tokyo": Q1490 or Q1748
     assert plain["context"] == [(24, 29, "Q17"), (38, 45, "Q35")]
@@ -114,10 +135,10 @@ def test_miniature_is_parallel_and_holds_its_patterns_out(embedded_db):
     sets = generate_qa(embedded_db, ["en", "de", "ja", "ar"], train_size=40, dev_size=10, test_size=30, sentences=3)
     test = sets["test"]
     assert [e.id for e in test["en"]] == [e.id for e in test["ja"]] == [e.id for e in test["ar"]]
-    for lang, examples in test.items():
+    for examples in test.values():
         for e in examples:
-            (start, text), = e.answers
-            assert e.context[start:start + len(text)] == text and text not in e.question
+            ((start, text),) = e.answers
+            assert e.context[start : start + len(text)] == text and text not in e.question
     questions = load_questions()["questions"]["en"]
     train_q = {q.split("{")[0] for group in questions.values() for q in group[:1]}
     assert all(any(e.question.startswith(p) for p in train_q) for e in sets["train"]["en"])
@@ -128,22 +149,34 @@ def test_miniature_is_parallel_and_holds_its_patterns_out(embedded_db):
 
 
 def test_finetune_and_evaluate_with_gxlt(tiny_demo, embedded_db, tmp_path):
-    data = write_qa_miniature(embedded_db, tmp_path / "qa", ["en", "de", "ja"], train_size=40, dev_size=10,
-                              test_size=12, sentences=2)
-    assert sorted(p.name for p in (data / "mlqa").iterdir()) == [f"test-context-{c}-question-{q}.json"
-                                                                 for c in ("de", "en") for q in ("de", "en")]
+    data = write_qa_miniature(
+        embedded_db, tmp_path / "qa", ["en", "de", "ja"], train_size=40, dev_size=10, test_size=12, sentences=2
+    )
+    assert sorted(p.name for p in (data / "mlqa").iterdir()) == [
+        f"test-context-{c}-question-{q}.json" for c in ("de", "en") for q in ("de", "en")
+    ]
     assert read_mlqa(data / "mlqa", "de", "en", split="test").examples[0].question_lang == "en"
     out = tmp_path / "qa-e"
-    report = finetune_qa(data / "train.en.json", data / "dev.en.json", output=out, model=tiny_demo, kb=embedded_db,
-                         config=FAST, progress=False)
+    report = finetune_qa(
+        data / "train.en.json",
+        data / "dev.en.json",
+        output=out,
+        model=tiny_demo,
+        kb=embedded_db,
+        config=FAST,
+        progress=False,
+    )
     assert [h["epoch"] for h in report.history] == [0, 1] and report.names_per_question > 1
     model, tok = load_transfer(out)
     assert model.task == "qa" and model.features == "entity" and tok.entity_vocab is not None
     assert model.luke.config.entity_vocab_size == len(tok.entity_vocab)
-    result = evaluate_qa(out, xquad=data / "xquad", mlqa=data / "mlqa", split="test", gxlt=True, kb=embedded_db,
-                         progress=False)
-    assert {(r["dataset"], r["lang"], r["question_lang"]) for r in result.rows} >= {("xquad", "ja", "ja"),
-                                                                                    ("mlqa", "de", "en")}
+    result = evaluate_qa(
+        out, xquad=data / "xquad", mlqa=data / "mlqa", split="test", gxlt=True, kb=embedded_db, progress=False
+    )
+    assert {(r["dataset"], r["lang"], r["question_lang"]) for r in result.rows} >= {
+        ("xquad", "ja", "ja"),
+        ("mlqa", "de", "en"),
+    }
     assert all(0 <= r["f1"] <= 1 and r["questions"] == 12 for r in result.rows)
     # each data set's official scorer by default: SQuAD v1.1 for XQuAD (ja too), MLQA's for MLQA
     assert {r["scorer"] for r in result.rows if r["dataset"] == "xquad"} == {"squad"}
@@ -169,19 +202,63 @@ def test_evaluate_qa_checks_the_scorer_before_loading_the_model(tmp_path):
 
 
 def test_cli_finetune_and_evaluate_qa(tiny_demo, embedded_db, embedded_db_path, tmp_path):
-    data = write_qa_miniature(embedded_db, tmp_path / "qa", ["en", "de"], train_size=24, dev_size=8, test_size=8,
-                              sentences=2)
+    data = write_qa_miniature(
+        embedded_db, tmp_path / "qa", ["en", "de"], train_size=24, dev_size=8, test_size=8, sentences=2
+    )
     runner = CliRunner()
     out = tmp_path / "qa-w"
-    res = runner.invoke(app, ["finetune", "qa", "--train", str(data / "train.en.json"), "--dev", str(data / "dev.en.json"),
-                              "--features", "word", "--model", str(tiny_demo), "--db", str(embedded_db_path), "-o", str(out),
-                              "--epochs", "1", "--learning-rate", "1e-3", "--batch-size", "8", "--no-progress"])
+    res = runner.invoke(
+        app,
+        [
+            "finetune",
+            "qa",
+            "--train",
+            str(data / "train.en.json"),
+            "--dev",
+            str(data / "dev.en.json"),
+            "--features",
+            "word",
+            "--model",
+            str(tiny_demo),
+            "--db",
+            str(embedded_db_path),
+            "-o",
+            str(out),
+            "--epochs",
+            "1",
+            "--learning-rate",
+            "1e-3",
+            "--batch-size",
+            "8",
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "dev F1" in res.output and "kept epoch 1" in res.output
-    res = runner.invoke(app, ["evaluate", "qa", str(out), "--xquad", str(data / "xquad"), "--mlqa", str(data / "mlqa"),
-                              "--split", "test", "--gxlt", "--db", str(embedded_db_path), "--gxlt-csv",
-                              str(tmp_path / "g.csv"), "--json", str(tmp_path / "r.json"), "--no-progress",
-                              "--scorer", "mlqa-fixed"])
+    res = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "qa",
+            str(out),
+            "--xquad",
+            str(data / "xquad"),
+            "--mlqa",
+            str(data / "mlqa"),
+            "--split",
+            "test",
+            "--gxlt",
+            "--db",
+            str(embedded_db_path),
+            "--gxlt-csv",
+            str(tmp_path / "g.csv"),
+            "--json",
+            str(tmp_path / "r.json"),
+            "--no-progress",
+            "--scorer",
+            "mlqa-fixed",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "G-XLT" in res.output and "average" in res.output
     matrix = list(csv.reader((tmp_path / "g.csv").open(encoding="utf-8")))

@@ -17,15 +17,21 @@ def splits(embedded_db):
 def test_tags_follow_the_training_facts_and_held_out_entities(splits, embedded_db):
     heldout = heldout_entities(embedded_db, seed=0)
     held = set().union(*heldout.values())
-    trained = {example_fact(s.patterns[i].split("/")[1], ents) for part in ("train", "dev")
-               for s in [splits["en"][part]] for i, ents in enumerate(s.entities)} - {None}
-    assert trained and not any(k in held for part in ("train", "dev") for ents in splits["en"][part].entities
-                               for _, k, _ in ents)
+    trained = {
+        example_fact(s.patterns[i].split("/")[1], ents)
+        for part in ("train", "dev")
+        for s in [splits["en"][part]]
+        for i, ents in enumerate(s.entities)
+    } - {None}
+    assert trained and not any(
+        k in held for part in ("train", "dev") for ents in splits["en"][part].entities for _, k, _ in ents
+    )
     tags = tag_examples(splits, heldout)
     tests = [(s, i) for lang in ("en", "de") for s in [splits[lang]["test"]] for i in range(len(s))]
     assert set(tags) == {s.examples[i].id for s, i in tests}
-    counts = {t: sum(t in v for v in tags.values()) for t in ("unseen", "seen_finetuning", "heldout_entity",
-                                                              "no_relation")}
+    counts = {
+        t: sum(t in v for v in tags.values()) for t in ("unseen", "seen_finetuning", "heldout_entity", "no_relation")
+    }
     assert all(counts.values()), counts  # every subset occurs at this size
     for s, i in tests:
         mine = tags[s.examples[i].id]

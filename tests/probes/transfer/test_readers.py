@@ -7,8 +7,15 @@ from pathlib import Path
 import pytest
 
 from kb.errors import InputFormatError, OptionError
-from probes.transfer.ner_data import (NerSentence, detect_format, detect_scheme, read_ner, spans_to_tags,
-                                      tags_to_spans, write_conll)
+from probes.transfer.ner_data import (
+    NerSentence,
+    detect_format,
+    detect_scheme,
+    read_ner,
+    spans_to_tags,
+    tags_to_spans,
+    write_conll,
+)
 from probes.transfer.re_data import ReExample, parse_label, read_re, relation_type, write_kbp37
 
 DATA = Path(__file__).parent / "data"
@@ -26,6 +33,7 @@ def write(tmp_path: Path, name: str, text: str, encoding: str = "utf-8") -> Path
 
 
 # -- NER: every distributed layout ---------------------------------------------------------------------------------
+
 
 def test_conll2003_english_iob1():
     ds = read_ner(DATA / "conll2003_en.txt", lang="en")
@@ -68,8 +76,10 @@ def test_conll2002_spanish_two_columns_latin1():
 def test_conll2002_dutch_three_columns_docstart():
     ds = read_ner(DATA / "conll2002_nl.txt")
     assert ds.scheme == "iob2" and ds.encoding == "latin-1"
-    assert entities(ds) == [[("Buitenlandse Zaken", "ORG"), ("België", "LOC"), ("Jan de Vries", "PER")],
-                            [("Nederlands", "MISC")]]
+    assert entities(ds) == [
+        [("Buitenlandse Zaken", "ORG"), ("België", "LOC"), ("Jan de Vries", "PER")],
+        [("Nederlands", "MISC")],
+    ]
     assert ds.sentences[0].words[0] == "De"  # -DOCSTART- directly followed by the sentence
 
 
@@ -108,6 +118,7 @@ def test_format_detection_and_explicit_format():
 
 
 # -- NER: schemes -----------------------------------------------------------------------------------------------------
+
 
 def test_tags_to_spans_each_scheme():
     iob1 = ["I-PER", "I-PER", "B-PER", "O", "I-LOC", "I-ORG"]
@@ -177,23 +188,28 @@ def test_impossible_or_unknown_scheme(tmp_path):
 
 # -- NER: bad lines, missing files, encodings ------------------------------------------------------------------------
 
+
 def test_bad_conll_lines_drop_their_sentence_only(tmp_path):
-    text = ("-DOCSTART- -X- -X- O\n\n"
-            "Good NNP I-NP I-ORG\none CD I-NP O\n\n"                 # 3-4: kept
-            "Bad NNP I-NP I-PER\ncolumns NNS I-NP\n\n"              # 7: 3 columns instead of 4
-            "Fine NNP I-NP I-LOC\n\n"                               # 9: kept
-            "Odd NNP I-NP PERSON\n\n"                               # 11: not a tag
-            "Lower NNP I-NP b-per\nword\n\n"                        # 13: bad tag, 14: one column
-            "Last NNP I-NP I-MISC\nline . O O\n")                   # 16-17: kept, no blank line at the end
+    text = (
+        "-DOCSTART- -X- -X- O\n\n"
+        "Good NNP I-NP I-ORG\none CD I-NP O\n\n"  # 3-4: kept
+        "Bad NNP I-NP I-PER\ncolumns NNS I-NP\n\n"  # 7: 3 columns instead of 4
+        "Fine NNP I-NP I-LOC\n\n"  # 9: kept
+        "Odd NNP I-NP PERSON\n\n"  # 11: not a tag
+        "Lower NNP I-NP b-per\nword\n\n"  # 13: bad tag, 14: one column
+        "Last NNP I-NP I-MISC\nline . O O\n"
+    )  # 16-17: kept, no blank line at the end
     path = write(tmp_path, "bad.txt", text)
     ds = read_ner(path)
     assert entities(ds) == [[("Good", "ORG")], [("Fine", "LOC")], [("Last", "MISC")]]
     assert ds.skipped == {"wrong number of columns": 2, "bad tag": 2}
     assert ds.dropped_sentences == 3
-    assert ds.examples == [f"{path}:7: wrong number of columns (3 instead of 4)",
-                           f"{path}:11: bad tag ('PERSON')",
-                           f"{path}:13: bad tag ('b-per')",
-                           f"{path}:14: wrong number of columns (1 instead of 4)"]
+    assert ds.examples == [
+        f"{path}:7: wrong number of columns (3 instead of 4)",
+        f"{path}:11: bad tag ('PERSON')",
+        f"{path}:13: bad tag ('b-per')",
+        f"{path}:14: wrong number of columns (1 instead of 4)",
+    ]
     assert "4 bad or repaired lines" in repr(ds) and "dropped 3 sentences" in repr(ds)
 
 
@@ -204,11 +220,13 @@ def test_examples_keep_the_first_three_per_reason(tmp_path):
 
 
 def test_bad_wikiann_lines(tmp_path):
-    text = ("en:Paris\tB-LOC\nen:.\tO\n\n"
-            "Berlin\tB-LOC\n\n"                       # 4: no lang: prefix
-            "en:London\tB-LOC\tx\n\n"                 # 6: three fields
-            "de:Rom\tB-LOC\nfr:Rome\tB-LOC\n\n"       # 9: language changes
-            "ja:京\tI-LOC\n")                          # kept (IOB1 detected: I- at the start)
+    text = (
+        "en:Paris\tB-LOC\nen:.\tO\n\n"
+        "Berlin\tB-LOC\n\n"  # 4: no lang: prefix
+        "en:London\tB-LOC\tx\n\n"  # 6: three fields
+        "de:Rom\tB-LOC\nfr:Rome\tB-LOC\n\n"  # 9: language changes
+        "ja:京\tI-LOC\n"
+    )  # kept (IOB1 detected: I- at the start)
     path = write(tmp_path, "bad.tsv", text)
     ds = read_ner(path)
     assert ds.fmt == "wikiann" and entities(ds, "") == [[("Paris", "LOC")], [("京", "LOC")]]
@@ -254,9 +272,16 @@ def test_crlf_conll(tmp_path):
 
 # -- NER: tags for seqeval, writing ------------------------------------------------------------------------------------
 
+
 def test_spans_to_tags():
-    assert spans_to_tags(6, [(3, 5, "LOC"), (0, 1, "PER"), (1, 2, "PER")]) == \
-        ["B-PER", "B-PER", "O", "B-LOC", "I-LOC", "O"]
+    assert spans_to_tags(6, [(3, 5, "LOC"), (0, 1, "PER"), (1, 2, "PER")]) == [
+        "B-PER",
+        "B-PER",
+        "O",
+        "B-LOC",
+        "I-LOC",
+        "O",
+    ]
     assert spans_to_tags(0, []) == []
     with pytest.raises(OptionError, match="overlaps"):
         spans_to_tags(5, [(0, 2, "PER"), (1, 3, "LOC")])
@@ -266,8 +291,9 @@ def test_spans_to_tags():
         spans_to_tags(2, [(1, 1, "PER")])
 
 
-@pytest.mark.parametrize("name", ["conll2003_en.txt", "conll2003_de.txt", "conll2002_es.txt", "conll2002_nl.txt",
-                                  "wikiann.tsv"])
+@pytest.mark.parametrize(
+    "name", ["conll2003_en.txt", "conll2003_de.txt", "conll2002_es.txt", "conll2002_nl.txt", "wikiann.tsv"]
+)
 @pytest.mark.parametrize("fmt", ["wikiann", "conll"])
 def test_write_conll_round_trip(tmp_path, name, fmt):
     original = read_ner(DATA / name, lang=None if name == "wikiann.tsv" else name[-6:-4])
@@ -280,11 +306,15 @@ def test_write_conll_round_trip(tmp_path, name, fmt):
 
 
 def test_write_conll_writes_iob2_lines(tmp_path):
-    sentences = [NerSentence(("東", "京", "は"), ((0, 2, "LOC"),), "ja"), NerSentence((), (), "ja"),
-                 NerSentence(("New", "York", "Boston"), ((0, 2, "LOC"), (2, 3, "LOC")), "en")]
+    sentences = [
+        NerSentence(("東", "京", "は"), ((0, 2, "LOC"),), "ja"),
+        NerSentence((), (), "ja"),
+        NerSentence(("New", "York", "Boston"), ((0, 2, "LOC"), (2, 3, "LOC")), "en"),
+    ]
     path = write_conll(sentences, tmp_path / "w.tsv")
-    assert path.read_text(encoding="utf-8") == ("ja:東\tB-LOC\nja:京\tI-LOC\nja:は\tO\n\n"
-                                                "en:New\tB-LOC\nen:York\tI-LOC\nen:Boston\tB-LOC\n\n")
+    assert path.read_text(encoding="utf-8") == (
+        "ja:東\tB-LOC\nja:京\tI-LOC\nja:は\tO\n\nen:New\tB-LOC\nen:York\tI-LOC\nen:Boston\tB-LOC\n\n"
+    )
     path = write_conll(sentences[2:], tmp_path / "w.txt", fmt="conll")
     assert path.read_text(encoding="utf-8") == "New B-LOC\nYork I-LOC\nBoston B-LOC\n\n"
 
@@ -300,13 +330,14 @@ def test_write_conll_refuses_what_it_cannot_read_back(tmp_path):
 
 # -- relation extraction -----------------------------------------------------------------------------------------------
 
+
 def test_kbp37_layout_crlf_both_directions():
     assert b"\r\n" in (DATA / "kbp37.txt").read_bytes()
     ds = read_re(DATA / "kbp37.txt", lang="en")
     assert [e.id for e in ds] == ["0", "1", "2", "3", "4", "5"]
     assert [(e.head_text, e.tail_text, e.label) for e in ds] == [
         ("Maria Lopez", "Acme Corp", "per:employee_of(e1,e2)"),
-        ("John Smith", "Globex", "per:employee_of(e1,e2)"),           # e2 before e1 in the sentence
+        ("John Smith", "Globex", "per:employee_of(e1,e2)"),  # e2 before e1 in the sentence
         ("Initech", "Bill Lumbergh", "org:founded_by(e1,e2)"),
         ("Bill Lumbergh", "Initech", "org:founded_by(e2,e1)"),
         ("Paris", "London", "no_relation"),
@@ -319,8 +350,13 @@ def test_kbp37_layout_crlf_both_directions():
     assert second.text == "Globex hired John Smith as its new chief financial officer ."
     assert second.head == (13, 23) and second.tail == (0, 6)
     assert ds.examples[5].text == "The band Pixies formed in Boston ." and ds.examples[5].head == (9, 15)
-    assert ds.labels == ("no_relation", "org:city_of_headquarters(e1,e2)", "org:founded_by(e1,e2)",
-                         "org:founded_by(e2,e1)", "per:employee_of(e1,e2)")
+    assert ds.labels == (
+        "no_relation",
+        "org:city_of_headquarters(e1,e2)",
+        "org:founded_by(e1,e2)",
+        "org:founded_by(e2,e1)",
+        "per:employee_of(e1,e2)",
+    )
     assert ds.relation_types == ("org:city_of_headquarters", "org:founded_by", "per:employee_of")
     assert ds.skipped == {} and ds.examples_skipped == []
     for e in ds:
@@ -340,35 +376,48 @@ def test_relx_german_utf8_tight_markers():
 
 
 def test_re_bad_blocks_are_counted_with_their_line(tmp_path):
-    text = ('1\t" <e1> A </e1> met <e2> B </e2> . "\nno_relation\n\n'               # 1: good
-            'no tab here <e1> A </e1> <e2> B </e2>\nno_relation\n\n'                 # 4: no id<TAB>
-            '3\t" <e1> A </e1> met B . "\nno_relation\n\n'                           # 7: no <e2> at all
-            '4\t" <e1> A </e1> met <e2> B </e2> and <e1> C </e1> "\nno_relation\n\n'  # 10: <e1> twice
-            '5\t" <e1> A met <e2> B </e2> . "\nno_relation\n\n'                      # 13: no </e1>
-            '6\t" </e1> A <e1> met <e2> B </e2> . "\nno_relation\n\n'                # 16: closed before opened
-            '7\t" <e1> A <e2> B </e2> </e1> . "\nno_relation\n\n'                    # 19: nested
-            '8\t" <e1> A </e1> met <e2> B </e2> . "\nper:title\n\n'                  # 23: no direction
-            '9\t" <e1> A </e1> met <e2> B </e2> . "\nOther\n\n'                      # 26: not a label
-            '10\t" <e1> </e1> met <e2> B </e2> . "\nno_relation\n\n'                 # 28: empty entity
-            '11\t" <e1> A </e1> met <e2> B </e2> . "\n\n'                            # 31: no label
-            '12\t" <e1> C </e1> saw <e2> D </e2> . "\nper:spouse(e2,e1)\n')          # 34: good
+    text = (
+        '1\t" <e1> A </e1> met <e2> B </e2> . "\nno_relation\n\n'  # 1: good
+        "no tab here <e1> A </e1> <e2> B </e2>\nno_relation\n\n"  # 4: no id<TAB>
+        '3\t" <e1> A </e1> met B . "\nno_relation\n\n'  # 7: no <e2> at all
+        '4\t" <e1> A </e1> met <e2> B </e2> and <e1> C </e1> "\nno_relation\n\n'  # 10: <e1> twice
+        '5\t" <e1> A met <e2> B </e2> . "\nno_relation\n\n'  # 13: no </e1>
+        '6\t" </e1> A <e1> met <e2> B </e2> . "\nno_relation\n\n'  # 16: closed before opened
+        '7\t" <e1> A <e2> B </e2> </e1> . "\nno_relation\n\n'  # 19: nested
+        '8\t" <e1> A </e1> met <e2> B </e2> . "\nper:title\n\n'  # 23: no direction
+        '9\t" <e1> A </e1> met <e2> B </e2> . "\nOther\n\n'  # 26: not a label
+        '10\t" <e1> </e1> met <e2> B </e2> . "\nno_relation\n\n'  # 28: empty entity
+        '11\t" <e1> A </e1> met <e2> B </e2> . "\n\n'  # 31: no label
+        '12\t" <e1> C </e1> saw <e2> D </e2> . "\nper:spouse(e2,e1)\n'
+    )  # 34: good
     path = write(tmp_path, "bad.txt", text)
     ds = read_re(path)
     assert [(e.id, e.head_text, e.tail_text) for e in ds] == [("1", "A", "B"), ("12", "C", "D")]
-    assert ds.skipped == {"no id<TAB>sentence line": 1, "missing marker": 1, "duplicated marker": 1,
-                          "unbalanced markers": 2, "entities overlap": 1, "bad label": 2, "empty entity": 1,
-                          "no label line": 1}
+    assert ds.skipped == {
+        "no id<TAB>sentence line": 1,
+        "missing marker": 1,
+        "duplicated marker": 1,
+        "unbalanced markers": 2,
+        "entities overlap": 1,
+        "bad label": 2,
+        "empty entity": 1,
+        "no label line": 1,
+    }
     lines = [e.split(": ")[0].rsplit(":", 1)[1] for e in ds.examples_skipped]
     assert lines == ["4", "7", "10", "13", "16", "19", "23", "26", "28", "31"]
     assert f"{path}:23: bad label ('per:title')" in ds.examples_skipped
 
 
 def test_re_blocks_without_blank_line_and_comments(tmp_path):
-    text = ('1\t"<e1>A</e1> met <e2>B</e2>."\nno_relation\n'
-            '2\t"<e2>C</e2> met <e1>D</e1>."\nper:spouse(e1,e2)\nComment: SemEval-2010 style\n')
+    text = (
+        '1\t"<e1>A</e1> met <e2>B</e2>."\nno_relation\n'
+        '2\t"<e2>C</e2> met <e1>D</e1>."\nper:spouse(e1,e2)\nComment: SemEval-2010 style\n'
+    )
     ds = read_re(write(tmp_path, "x.txt", text))
-    assert [(e.id, e.text, e.label) for e in ds] == [("1", "A met B.", "no_relation"),
-                                                     ("2", "C met D.", "per:spouse(e1,e2)")]
+    assert [(e.id, e.text, e.label) for e in ds] == [
+        ("1", "A met B.", "no_relation"),
+        ("2", "C met D.", "per:spouse(e1,e2)"),
+    ]
 
 
 def test_re_missing_and_empty_files(tmp_path):
@@ -400,20 +449,25 @@ def test_write_kbp37_round_trip(tmp_path, name):
 
 
 def test_write_kbp37_layout(tmp_path):
-    examples = [ReExample("7", "Anna (Berlin) met Bob.", (0, 4), (6, 12), "per:cities_of_residence(e1,e2)"),
-                ReExample("8", "AB", (0, 1), (1, 2), "no_relation")]
+    examples = [
+        ReExample("7", "Anna (Berlin) met Bob.", (0, 4), (6, 12), "per:cities_of_residence(e1,e2)"),
+        ReExample("8", "AB", (0, 1), (1, 2), "no_relation"),
+    ]
     path = write_kbp37(examples, tmp_path / "w.txt")
     assert path.read_text(encoding="utf-8") == (
         '7\t" <e1> Anna </e1> (<e2>Berlin</e2>) met Bob. "\nper:cities_of_residence(e1,e2)\n\n'
-        '8\t" <e1> A</e1><e2>B </e2> "\nno_relation\n\n')  # padded only beside a space or an end
+        '8\t" <e1> A</e1><e2>B </e2> "\nno_relation\n\n'
+    )  # padded only beside a space or an end
     assert read_re(path).examples == examples
 
 
 def test_write_kbp37_refuses_bad_examples(tmp_path):
-    bad = [ReExample("1", "A met B", (0, 1), (0, 3), "no_relation"),          # overlap
-           ReExample("2", "A met B", (0, 1), (6, 9), "no_relation"),          # outside the text
-           ReExample("3", "A met B", (0, 1), (6, 7), "per:title"),            # no direction
-           ReExample("4", "A\nmet B", (0, 1), (6, 7), "no_relation")]         # line break
+    bad = [
+        ReExample("1", "A met B", (0, 1), (0, 3), "no_relation"),  # overlap
+        ReExample("2", "A met B", (0, 1), (6, 9), "no_relation"),  # outside the text
+        ReExample("3", "A met B", (0, 1), (6, 7), "per:title"),  # no direction
+        ReExample("4", "A\nmet B", (0, 1), (6, 7), "no_relation"),
+    ]  # line break
     for example in bad:
         with pytest.raises(OptionError, match=f"cannot write example '{example.id}'"):
             write_kbp37([example], tmp_path / "x.txt")

@@ -18,8 +18,9 @@ FAST = FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=2, max_entities=3
 @pytest.mark.parametrize("task, train", [("ner", "wikiann.tsv"), ("re", "kbp37.txt")])
 def test_finetune_then_evaluate(tiny_demo, tmp_path, task, train):
     out = tmp_path / f"{task}-model"
-    report = finetune(task, DATA / train, DATA / train, output=out, features="entity", model=tiny_demo, config=FAST,
-                      progress=False)
+    report = finetune(
+        task, DATA / train, DATA / train, output=out, features="entity", model=tiny_demo, config=FAST, progress=False
+    )
     assert [h["epoch"] for h in report.history] == [0, 1] and all(0 <= h["dev"] <= 1 for h in report.history)
     assert "kept epoch" in report.summary() and not (tmp_path / f"{task}-model.work").exists()
     model, _ = load_transfer(out)
@@ -39,13 +40,47 @@ def test_finetune_then_evaluate(tiny_demo, tmp_path, task, train):
 def test_cli_finetune_and_evaluate(tiny_demo, tmp_path):
     runner = CliRunner()
     out = tmp_path / "ner-w"
-    res = runner.invoke(app, ["finetune", "ner", "--train", str(DATA / "wikiann.tsv"), "--dev", str(DATA / "wikiann.tsv"),
-                              "--features", "word", "--model", str(tiny_demo), "-o", str(out), "--epochs", "1",
-                              "--learning-rate", "1e-3", "--batch-size", "4", "--no-progress"])
+    res = runner.invoke(
+        app,
+        [
+            "finetune",
+            "ner",
+            "--train",
+            str(DATA / "wikiann.tsv"),
+            "--dev",
+            str(DATA / "wikiann.tsv"),
+            "--features",
+            "word",
+            "--model",
+            str(tiny_demo),
+            "-o",
+            str(out),
+            "--epochs",
+            "1",
+            "--learning-rate",
+            "1e-3",
+            "--batch-size",
+            "4",
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "kept epoch 1" in res.output
-    res = runner.invoke(app, ["evaluate", "ner", str(out), "--test", f"en:{DATA / 'wikiann.tsv'}", "--test",
-                              f"de:{DATA / 'wikiann.tsv'}", "--json", str(tmp_path / "r.json"), "--no-progress"])
+    res = runner.invoke(
+        app,
+        [
+            "evaluate",
+            "ner",
+            str(out),
+            "--test",
+            f"en:{DATA / 'wikiann.tsv'}",
+            "--test",
+            f"de:{DATA / 'wikiann.tsv'}",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "average" in res.output and json.loads((tmp_path / "r.json").read_text())["features"] == "word"
     res = runner.invoke(app, ["evaluate", "ner", str(out), "--test", "nolang"])
