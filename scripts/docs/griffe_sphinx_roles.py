@@ -70,3 +70,7 @@ class SphinxRoles(griffe.Extension):
             if obj.docstring is not None and ":" in obj.docstring.value:
                 obj.docstring.value = render(obj.docstring.value, obj)
             stack.extend(member for member in obj.members.values() if not member.is_alias)
+
+    def on_package_loaded(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        """The same hook under its griffe 1.x name (rewriting twice changes nothing: no role is left)."""
+        self.on_package(pkg=pkg, **kwargs)
