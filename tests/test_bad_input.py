@@ -1,4 +1,4 @@
-"""Bad inputs from the README's "When things go wrong" table that no other test checks exactly."""
+"""Bad inputs from the "When things go wrong" table (docs/troubleshooting.md) that no other test checks exactly."""
 
 import json
 

@@ -17,6 +17,38 @@ def test_ci_runs_the_readme_test_command():
     assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
+def test_readme_is_a_front_page_that_links_only_to_existing_files():
+    """README stays short (the rest lives on the documentation site) and none of its links is broken."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 220
+    targets = re.findall(r"\]\(([^)\s]+)\)", readme)
+    assert len(targets) >= 20  # the docs pages, the six notebooks and the benchmarks are linked
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert f"notebooks/{notebook.name}" in targets, f"README does not link {notebook.name}"
+    assert "benchmarks/RESULTS.md" in targets
+    missing = []
+    headings = {
+        re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", readme, re.M)
+    }
+    for target in targets:
+        if re.match(r"[a-z]+:", target):
+            continue  # a URL: not checked offline
+        path, _, anchor = target.partition("#")
+        if not path:
+            if anchor not in headings:
+                missing.append(target)
+        elif not (ROOT / path).exists():
+            missing.append(target)
+    assert not missing, f"README links to files or sections that do not exist: {missing}"
+
+
+def test_ci_builds_the_documentation_strictly():
+    """.ci/run builds the site with --strict, so a broken link in docs/ fails CI."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"mkdocs build --strict", ci)
+    assert (ROOT / "mkdocs.yml").exists()
+
+
 def _module(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

@@ -32,7 +32,7 @@ def test_every_command_has_help_and_is_documented(path, cmd):
     for param in cmd.params:
         if param.param_type_name == "option" and param.name != "help":
             assert param.help, f"{' '.join(path)} {param.opts} has no help"
-    assert f"mluke {' '.join(path)}" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"mluke {' '.join(path)}" in (ROOT / "docs" / "command-line.md").read_text(encoding="utf-8")
 
 
 def _mluke(*args: str, check: bool = True) -> subprocess.CompletedProcess:
