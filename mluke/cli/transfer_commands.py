@@ -90,7 +90,7 @@ def finetune(
     checks.at_least("--max-length", max_length, 16)
     checks.at_least("--doc-stride", doc_stride, 1)
     checks.device(device)
-    from mluke.transfer import FineTuneConfig
+    from mluke.finetuning import FineTuneConfig
     from probes.transfer import finetune as run
 
     config = FineTuneConfig(

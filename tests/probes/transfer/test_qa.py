@@ -11,12 +11,13 @@ from typer.testing import CliRunner
 import mluke
 from kb.mentions import MentionIndex
 from mluke.cli import app
-from mluke.transfer import FineTuneConfig, load_transfer
-from mluke.transfer.qa import best_spans, collate_qa, qa_rows
-from probes.transfer import evaluate_qa, finetune_qa, qa_linking, read_mlqa, read_squad, read_xquad
-from probes.transfer.qa_data import QaExample, write_squad
-from probes.transfer.qa_linking import cached_links, link_examples
-from probes.transfer.qa_miniature import generate_qa, load_questions, write_qa_miniature
+from mluke.finetuning import FineTuneConfig, load_transfer
+from mluke.finetuning.qa import best_spans, collate_qa, qa_rows
+from probes.transfer import evaluate_qa, finetune_qa, read_mlqa, read_squad, read_xquad
+from probes.transfer.miniature.qa import generate_qa, load_questions, write_qa_miniature
+from probes.transfer.readers.qa import QaExample, write_squad
+from probes.transfer.runs import qa_linking
+from probes.transfer.runs.qa_linking import cached_links, link_examples
 
 FAST = FineTuneConfig(learning_rate=1e-3, batch_size=8, epochs=2)
 

@@ -11,10 +11,10 @@ Readers of the datasets, metrics and whole runs (what ``mluke finetune`` / ``mlu
 :mod:`probes.transfer`.
 """
 
-from mluke.transfer.checkpoint import load_transfer, save_transfer
-from mluke.transfer.models import TransferModel, new_model
-from mluke.transfer.predict import decode_spans, predict_relations, predict_spans
-from mluke.transfer.training import FineTuneConfig, FineTuner
+from mluke.finetuning.checkpoint import load_transfer, save_transfer
+from mluke.finetuning.models import TransferModel, new_model
+from mluke.finetuning.predict import decode_spans, predict_relations, predict_spans
+from mluke.finetuning.training import FineTuneConfig, FineTuner
 
 __all__ = [
     "FineTuneConfig",

@@ -1,6 +1,6 @@
 """Which miniature RE test examples a model could have memorised: subsets by what the model has seen.
 
-The miniature RE test sets (:func:`probes.transfer.miniature.generate_re`) state real kb facts, and the same
+The miniature RE test sets (:func:`probes.transfer.miniature.relations.generate_re`) state real kb facts, and the same
 facts can occur in the English fine-tuning set and in the pretraining corpus (the demo model is pretrained
 on the kb's facts). A score over all test examples then mixes transfer with recall of memorised pairs. This
 module tags every test example so E and W can be scored apart on:
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from probes.transfer.metrics import re_scores
+from probes.transfer.metrics.ner_re import re_scores
 
 SUBSETS = ("all", "unseen", "seen_finetuning", "seen_pretraining", "heldout_entity", "no_relation")
 
@@ -32,7 +32,7 @@ def example_fact(group: str, entities: Sequence[tuple[str, str, str]]) -> Fact |
     """The fact an RE example states, as ``(relation, subject key, object key)`` (``None`` for no_relation);
     ``entities`` is the example's ``((slot, key, label), ...)`` from :class:`MiniatureSplit`. Symmetric
     relations are put in one order (the smaller key first)."""
-    from probes.transfer.miniature import NO_RELATION, RELATIONS
+    from probes.transfer.miniature.sampling import NO_RELATION, RELATIONS
 
     if group == NO_RELATION:
         return None
@@ -47,7 +47,7 @@ def example_fact(group: str, entities: Sequence[tuple[str, str, str]]) -> Fact |
 def kb_facts_as_relations(facts: Iterable[tuple[str, str, str]]) -> set[Fact]:
     """kb facts ``(subject, property, object)`` (e.g. a model's pretraining facts) as miniature RE facts,
     through each relation's properties and inverse properties."""
-    from probes.transfer.miniature import RELATIONS
+    from probes.transfer.miniature.sampling import RELATIONS
 
     out: set[Fact] = set()
     for s, p, o in facts:
@@ -110,7 +110,7 @@ def tag_examples(
 
 def subset_scores(examples: Sequence[Any], predicted: Sequence[str], tags: Mapping[str, set[str]]) -> dict[str, dict]:
     """Per subset: the number of examples, accuracy (label and direction right) and macro F1 over relation
-    types (:func:`probes.transfer.metrics.re_scores`) of ``predicted`` against the examples' labels."""
+    types (:func:`probes.transfer.metrics.ner_re.re_scores`) of ``predicted`` against the examples' labels."""
     out: dict[str, dict] = {}
     for subset in SUBSETS:
         idx = [i for i, e in enumerate(examples) if subset in tags[e.id]]

@@ -8,8 +8,8 @@ from typing import Any
 import torch
 
 from mluke.devices import model_device, to_device
-from mluke.transfer.inputs import Span, batches, collate, ner_rows, relation_rows
-from mluke.transfer.models import TransferModel
+from mluke.finetuning.inputs import Span, batches, collate, ner_rows, relation_rows
+from mluke.finetuning.models import TransferModel
 
 
 def decode_spans(scored: Sequence[tuple[int, int, int, float]]) -> list[tuple[int, int, int]]:

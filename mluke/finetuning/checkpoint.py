@@ -14,8 +14,8 @@ from transformers import LukeConfig, LukeModel
 
 from kb.errors import InputFormatError
 from kb.files import atomic_path
+from mluke.finetuning.models import TransferModel
 from mluke.tokenizer import MlukeTokenizer
-from mluke.transfer.models import TransferModel
 
 FORMAT_VERSION = 1
 

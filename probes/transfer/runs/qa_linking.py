@@ -26,7 +26,7 @@ from typing import Any, Literal
 from kb.cache import cache_dir
 from kb.errors import OptionError
 from kb.files import write_json
-from probes.transfer.qa_data import QaExample
+from probes.transfer.readers.qa import QaExample
 
 #: ``(start, end, entity key)`` in characters of a text.
 Link = tuple[int, int, str]

@@ -15,7 +15,7 @@ from kb.errors import OptionError, option
 from kb.files import check_output
 from mluke.checkpoint import open_model
 from mluke.devices import place
-from mluke.transfer import (
+from mluke.finetuning import (
     FineTuneConfig,
     FineTuner,
     load_transfer,
@@ -24,11 +24,11 @@ from mluke.transfer import (
     predict_spans,
     save_transfer,
 )
-from mluke.transfer.inputs import ner_rows, relation_rows
+from mluke.finetuning.inputs import ner_rows, relation_rows
 from probes.report import TableReport
-from probes.transfer.metrics import ner_scores, re_scores
-from probes.transfer.ner_data import NerSentence, read_ner
-from probes.transfer.re_data import ReExample, read_re
+from probes.transfer.metrics.ner_re import ner_scores, re_scores
+from probes.transfer.readers.ner import NerSentence, read_ner
+from probes.transfer.readers.relations import ReExample, read_re
 
 Task = Literal["ner", "re"]
 
@@ -54,7 +54,7 @@ def score(
     task: str, model: Any, tokenizer: Any, data: Sequence[Any], *, lang: str | None = None, batch_size: int = 16
 ) -> dict[str, Any]:
     """The model's scores on NER sentences (span micro F1, seqeval strict IOB2) or relation examples
-    (macro F1 over relation types, see :func:`probes.transfer.metrics.re_scores`)."""
+    (macro F1 over relation types, see :func:`probes.transfer.metrics.ner_re.re_scores`)."""
     if task == "ner":
         predicted = predict_spans(
             model, tokenizer, [s.words for s in data], [s.lang or lang for s in data], batch_size=batch_size
@@ -113,8 +113,8 @@ def finetune(
 ) -> FineTuneReport:
     """Fine-tune ``model`` (default: the demo model) on ``train`` and keep the epoch best on ``dev``.
 
-    ``task``: ``"ner"`` (CoNLL-2002/2003 or WikiANN files, see :func:`probes.transfer.ner_data.read_ner`)
-    or ``"re"`` (KBP37 / RELX files, :func:`probes.transfer.re_data.read_re`). ``features``: ``"entity"``
+    ``task``: ``"ner"`` (CoNLL-2002/2003 or WikiANN files, see :func:`probes.transfer.readers.ner.read_ner`)
+    or ``"re"`` (KBP37 / RELX files, :func:`probes.transfer.readers.relations.read_re`). ``features``: ``"entity"``
     (mLUKE-E) or ``"word"`` (mLUKE-W). ``config``: the paper's settings by default. The model is written
     to ``output`` in the hub layout with its labels; an interrupted run continues when run again
     (``restart=True`` starts over). ``device``: where to train (``"auto"``: a GPU when there is one).

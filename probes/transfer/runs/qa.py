@@ -16,12 +16,12 @@ from kb.errors import OptionError
 from kb.files import check_output
 from mluke.checkpoint import open_model
 from mluke.devices import place
-from mluke.transfer import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
-from mluke.transfer.qa import LinkedName, collate_qa, predict_answers, qa_rows
+from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
+from mluke.finetuning.qa import LinkedName, collate_qa, predict_answers, qa_rows
 from probes.report import TableReport
-from probes.transfer.qa_data import QaExample, mlqa_path, read_mlqa, read_squad
-from probes.transfer.qa_linking import Link, LinkSource, cached_links
-from probes.transfer.qa_metrics import Scorer, check_scorer, gxlt_matrix, qa_scores
+from probes.transfer.metrics.qa import Scorer, check_scorer, gxlt_matrix, qa_scores
+from probes.transfer.readers.qa import QaExample, mlqa_path, read_mlqa, read_squad
+from probes.transfer.runs.qa_linking import Link, LinkSource, cached_links
 
 #: MLQA's languages, the G-XLT matrix's rows and columns.
 MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")
@@ -94,7 +94,7 @@ def answer_dataset(
     scorer: Scorer = "squad",
     batch_size: int = 16,
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Scores (:func:`probes.transfer.qa_metrics.qa_scores` under ``scorer``, in ``lang``'s rules for MLQA's)
+    """Scores (:func:`probes.transfer.metrics.qa.qa_scores` under ``scorer``, in ``lang``'s rules for MLQA's)
     and the predicted answer of every example."""
     rows = inputs.rows(examples, links, model.features)
     found = predict_answers(
@@ -317,8 +317,8 @@ def evaluate_qa(
     (``mlqa/{split}-context-{c}-question-{q}.json``). ``langs``: the languages to read (default: those found;
     for MLQA its seven). ``gxlt``: every MLQA context x question pair of those languages. ``link_source``:
     ``"anchors"`` or ``"english"`` (XQuAD's English file, same ids, is the source; see
-    :mod:`probes.transfer.qa_linking`). ``device`` / ``dtype``: where and in which precision the model runs.
-    ``scorer``: the answer normalisation (:mod:`probes.transfer.qa_metrics`); default: each data set's official
+    :mod:`probes.transfer.runs.qa_linking`). ``device`` / ``dtype``: where and in which precision the model runs.
+    ``scorer``: the answer normalisation (:mod:`probes.transfer.metrics.qa`); default: each data set's official
     one, ``"squad"`` (SQuAD v1.1) for XQuAD and ``"mlqa"`` (per context language) for MLQA and G-XLT."""
     from tqdm import tqdm
 

@@ -27,8 +27,8 @@ from tqdm import tqdm
 from kb.errors import InputFormatError, Option, OptionError, flag
 from kb.files import atomic_path, atomic_text
 from mluke.devices import model_device, to_device
-from mluke.transfer.inputs import Row, batches, collate
-from mluke.transfer.models import TransferModel
+from mluke.finetuning.inputs import Row, batches, collate
+from mluke.finetuning.models import TransferModel
 
 
 @dataclass
@@ -83,7 +83,7 @@ class FineTuner:
     """One fine-tuning run of ``model`` on ``rows`` (see the module docs); ``work`` is its work folder.
 
     ``evaluate(model) -> float`` scores the model on dev data after each epoch (higher is better);
-    ``collate_fn`` turns a list of rows into tensors (QA rows need :func:`mluke.transfer.qa.collate_qa`).
+    ``collate_fn`` turns a list of rows into tensors (QA rows need :func:`mluke.finetuning.qa.collate_qa`).
     """
 
     def __init__(

@@ -1,7 +1,7 @@
 """Miniature extractive-QA sets made from the embedded kb's facts, parallel across 24 languages.
 
 Each example is a passage of a few sentences, each stating one kb fact with a relation pattern of the
-miniature RE sets (:mod:`probes.transfer.patterns`), and a question about one of those facts
+miniature RE sets (:mod:`probes.transfer.miniature.patterns`), and a question about one of those facts
 (``probes/data/miniature_questions.json``, written for mluke); the answer is the object's name in the
 passage's language. The other sentences are about other subjects (never the question's), so the passage holds
 one right answer, but names of the same kind stand next to it.
@@ -26,10 +26,10 @@ from typing import Any
 from kb.errors import OptionError
 from kb.files import atomic_path, write_json
 from kb.languages import MLUKE_LANGUAGES
-from probes.transfer.miniature import PATTERNS, RELATIONS, KbWorld, heldout_entities
-from probes.transfer.patterns import SLOT_KINDS, render
-from probes.transfer.qa_data import QaExample, mlqa_path, write_squad
-from probes.transfer.qa_run import MLQA_LANGUAGES
+from probes.transfer.miniature.patterns import SLOT_KINDS, render
+from probes.transfer.miniature.sampling import PATTERNS, RELATIONS, KbWorld, heldout_entities
+from probes.transfer.readers.qa import QaExample, mlqa_path, write_squad
+from probes.transfer.runs.qa import MLQA_LANGUAGES
 
 TRAIN_PATTERNS, TEST_PATTERNS = (0, 1), (2,)
 TRAIN_QUESTION, TEST_QUESTION = 0, 1

@@ -6,7 +6,7 @@ features (mLUKE-E) or word features (mLUKE-W), as in section 4 of the mLUKE pape
 - Relation, entity: entities [HEAD] and [TAIL] over the two mentions, their embeddings initialised from the
   entity [MASK]; their vectors concatenated.
 - Relation, word: ``<ent>``/``<ent2>`` markers around head and tail; the vectors of the opening markers.
-- QA: start and end scores over the last-layer word vectors (:mod:`mluke.transfer.qa` builds the rows); with
+- QA: start and end scores over the last-layer word vectors (:mod:`mluke.finetuning.qa` builds the rows); with
   entity features the input also holds an entity token for every linked name of the question and passage.
 
 The encoder keeps a small entity table of its own (NER: [PAD], [MASK]; relations: [PAD], [HEAD], [TAIL]),
@@ -65,7 +65,7 @@ class TransferModel(nn.Module):
     """The mLUKE encoder with a linear classifier over entity or word features (see the module docs).
 
     ``labels``: the label set, index 0 being "no entity" (NER) or ``no_relation`` (relations) when present.
-    ``forward(batch)`` takes :func:`mluke.transfer.inputs.collate` tensors and returns
+    ``forward(batch)`` takes :func:`mluke.finetuning.inputs.collate` tensors and returns
     (rows x slots x labels) span scores for NER, (rows x labels) pair scores for relations.
     """
 

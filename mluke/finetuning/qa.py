@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import torch
 
 from kb.errors import OptionError
+from mluke.finetuning.inputs import Row, collate
 from mluke.tokenizer import encode_with_spans
-from mluke.transfer.inputs import Row, collate
 
 #: ``(start, end, entity id)`` in characters of a question or passage.
 LinkedName = tuple[int, int, int]
@@ -112,7 +112,7 @@ def qa_rows(
 
 
 def collate_qa(rows: Sequence[QaRow], *, pad_id: int, max_mention_length: int = 30) -> dict[str, torch.Tensor]:
-    """:func:`mluke.transfer.inputs.collate` tensors plus ``start_positions``, ``end_positions`` and
+    """:func:`mluke.finetuning.inputs.collate` tensors plus ``start_positions``, ``end_positions`` and
     ``context_mask`` (the pieces an answer may use)."""
     batch = collate(rows, pad_id=pad_id, max_mention_length=max_mention_length)
     batch["start_positions"] = torch.tensor([r.start for r in rows], dtype=torch.long)

@@ -6,8 +6,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from kb.errors import OptionError
-from probes.transfer.ner_data import NerSentence, spans_to_tags
-from probes.transfer.re_data import relation_type
+from probes.transfer.readers.ner import NerSentence
+from probes.transfer.readers.ner_tags import spans_to_tags
+from probes.transfer.readers.relations import relation_type
 
 
 def _f1(precision: float, recall: float) -> float:
