@@ -12,8 +12,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb.db import EntityDB
 from kb.errors import OptionError
 from kb.files import check_output
+from kb.renamed import renamed_keyword
 from mluke.checkpoint import open_model
 from mluke.devices import place
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
@@ -75,7 +77,7 @@ class QaInputs:
         )
 
 
-def _index(db: Any, langs: Sequence[str]) -> Any:
+def _index(db: EntityDB | str | Path | None, langs: Sequence[str]) -> Any:
     from kb import open_db
     from kb.mentions import MentionIndex
 
@@ -132,6 +134,7 @@ class QaFineTuneReport:
         )
 
 
+@renamed_keyword("kb", "db")
 def finetune_qa(
     train: str | os.PathLike[str],
     dev: str | os.PathLike[str],
@@ -139,7 +142,7 @@ def finetune_qa(
     output: str | os.PathLike[str],
     features: str = "entity",
     model: Any = None,
-    kb: Any = None,
+    db: EntityDB | str | Path | None = None,
     lang: str = "en",
     config: FineTuneConfig | None = None,
     settings: dict[str, int] | None = None,
@@ -148,11 +151,33 @@ def finetune_qa(
     progress: bool = True,
     device: Any = None,
 ) -> QaFineTuneReport:
-    """Fine-tune ``model`` (default: the demo model) for extractive QA on SQuAD-format ``train`` and keep the
-    epoch with the best F1 on ``dev``. Names are linked from ``kb``'s anchors (default: the embedded kb);
-    ``features="entity"`` (mLUKE-E) gives them entity tokens, ``"word"`` (mLUKE-W) does not. ``settings``:
-    windowing and decoding (``QA_DEFAULTS``). An interrupted run continues when run again. ``device``: where
-    to train (``"auto"``: a GPU when there is one)."""
+    """Fine-tune a model for extractive QA on SQuAD-format data, keeping the epoch with the best dev F1.
+
+    An interrupted run continues when run again (same arguments).
+
+    Args:
+        train: the SQuAD-format training file.
+        dev: the SQuAD-format file that picks the best epoch.
+        output: the folder the fine-tuned model is written to.
+        features: ``"entity"`` (mLUKE-E: linked names get entity tokens) or ``"word"`` (mLUKE-W: they do not).
+        model: the mLUKE model to fine-tune (anything :func:`mluke.open_model` takes; default: the demo model).
+        db: the entity database whose anchors link the names (default: the embedded kb); ``kb=`` is its
+            deprecated spelling.
+        lang: the language of ``train`` and ``dev``.
+        config: learning rate, batch size, epochs, seed (:class:`mluke.finetuning.FineTuneConfig`).
+        settings: windowing and decoding, any of ``QA_DEFAULTS``.
+        overwrite: replace an existing ``output``.
+        restart: start again instead of continuing an interrupted run.
+        progress: show progress bars.
+        device: where to train (``"auto"``: a GPU when there is one).
+
+    Returns:
+        The run's :class:`QaFineTuneReport`.
+
+    Raises:
+        OptionError: unknown settings or a bad option.
+        InputFormatError: an unreadable ``train`` or ``dev`` file.
+    """
     started = time.perf_counter()
     config = (config or FineTuneConfig()).check()
     unknown = set(settings or {}) - set(QA_DEFAULTS)
@@ -162,7 +187,7 @@ def finetune_qa(
     output = check_output(output, overwrite=overwrite)
     train_data, dev_data = read_squad(train, lang=lang), read_squad(dev, lang=lang)
     bundle = open_model(model)
-    inputs = QaInputs(bundle.tokenizer, _index(kb, [lang]), qa_settings)
+    inputs = QaInputs(bundle.tokenizer, _index(db, [lang]), qa_settings)
     train_links = cached_links(train, train_data.examples, inputs.index, lang=lang)
     dev_links = cached_links(dev, dev_data.examples, inputs.index, lang=lang)
     rows = inputs.rows(train_data.examples, train_links, features, answers=True)
@@ -297,6 +322,7 @@ class QaReport(TableReport):
         return gxlt_matrix(scores, self.gxlt_langs)  # type: ignore[arg-type]
 
 
+@renamed_keyword("kb", "db")
 def evaluate_qa(
     model_dir: str | os.PathLike[str],
     *,
@@ -305,7 +331,7 @@ def evaluate_qa(
     langs: Sequence[str] | None = None,
     gxlt: bool = False,
     split: str = "dev",
-    kb: Any = None,
+    db: EntityDB | str | Path | None = None,
     link_source: LinkSource = "anchors",
     batch_size: int = 16,
     progress: bool = True,
@@ -313,13 +339,33 @@ def evaluate_qa(
     dtype: Any = None,
     scorer: Scorer | None = None,
 ) -> QaReport:
-    """Score a fine-tuned QA model zero-shot on XQuAD (``xquad/xquad.{lang}.json``) and MLQA
-    (``mlqa/{split}-context-{c}-question-{q}.json``). ``langs``: the languages to read (default: those found;
-    for MLQA its seven). ``gxlt``: every MLQA context x question pair of those languages. ``link_source``:
-    ``"anchors"`` or ``"english"`` (XQuAD's English file, same ids, is the source; see
-    :mod:`probes.transfer.runs.qa_linking`). ``device`` / ``dtype``: where and in which precision the model runs.
-    ``scorer``: the answer normalisation (:mod:`probes.transfer.metrics.qa`); default: each data set's official
-    one, ``"squad"`` (SQuAD v1.1) for XQuAD and ``"mlqa"`` (per context language) for MLQA and G-XLT."""
+    """Score a fine-tuned QA model zero-shot on XQuAD and MLQA.
+
+    Args:
+        model_dir: a folder written by :func:`finetune_qa`.
+        xquad: a folder of ``xquad.{lang}.json`` files.
+        mlqa: a folder of ``{split}-context-{c}-question-{q}.json`` files.
+        langs: the languages to read (default: those found; for MLQA its seven).
+        gxlt: score every MLQA context x question pair of those languages (the G-XLT matrix).
+        split: MLQA's split, ``"dev"`` or ``"test"``.
+        db: the entity database whose anchors link the names (default: the embedded kb); ``kb=`` is its
+            deprecated spelling.
+        link_source: ``"anchors"`` or ``"english"`` (XQuAD's English file, same ids, is the source; see
+            :mod:`probes.transfer.runs.qa_linking`).
+        batch_size: windows per forward pass.
+        progress: show a progress bar.
+        device: where the model runs.
+        dtype: the precision it runs in.
+        scorer: the answer normalisation (:mod:`probes.transfer.metrics.qa`); default: each data set's official
+            one, ``"squad"`` (SQuAD v1.1) for XQuAD and ``"mlqa"`` (per context language) for MLQA and G-XLT.
+
+    Returns:
+        A :class:`QaReport` with a row per file (and the G-XLT matrix when asked for).
+
+    Raises:
+        OptionError: nothing to evaluate, no files found, a scorer that does not fit a language, or a model
+            fine-tuned for another task.
+    """
     from tqdm import tqdm
 
     if xquad is None and mlqa is None:
@@ -353,7 +399,7 @@ def evaluate_qa(
     if model.task != "qa":
         raise OptionError(f"{model_dir} was fine-tuned for {model.task!r}, not 'qa'")
     settings = {k: int(model.settings.get(k, v)) for k, v in QA_DEFAULTS.items()}
-    index = _index(kb, [lang for _, _, c, q, _ in jobs for lang in (c, q)])
+    index = _index(db, [lang for _, _, c, q, _ in jobs for lang in (c, q)])
     inputs = QaInputs(tokenizer, index, settings)
     rows, matrix = [], {}
     english_examples: dict[Path, dict[str, QaExample]] = {}
