@@ -65,11 +65,11 @@ def _read_jsonl(path: Path) -> list[tuple[int, Any]]:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputFormatError(f"{path}, line {line}: bytes that are not UTF-8 ({exc.reason})") from None
     rows = []
-    for lineno, line in enumerate(io.StringIO(text, newline=None), 1):
-        if not line.strip():
+    for lineno, row in enumerate(io.StringIO(text, newline=None), 1):
+        if not row.strip():
             continue
         try:
-            rows.append((lineno, json.loads(line)))
+            rows.append((lineno, json.loads(row)))
         except json.JSONDecodeError as exc:
             raise InputFormatError(f"{path}, line {lineno}: not valid JSON ({exc})") from None
     return rows

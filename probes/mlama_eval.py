@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probes.mlama import read_mlama
+
+if TYPE_CHECKING:
+    from mluke.cloze import Mode
 
 #: The answer-set metrics of a report with a threshold (see :mod:`mluke.object_sets`).
 SET_METRICS = ("precision", "recall", "F1")
@@ -64,7 +67,7 @@ class MlamaReport:
         return sum(macro.values()) / len(macro) if macro else None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "model": self.model,
             "mode": self.mode,
             "macro_p_at_1": self.macro,
@@ -133,7 +136,7 @@ def eval_mlama(
     model: Any = None,
     langs: list[str] | tuple[str, ...] = ("en",),
     *,
-    mode: str | None = None,
+    mode: Mode | None = None,
     use_subject_entity: bool = False,
     relations: list[str] | None = None,
     exclude_subject: bool = True,

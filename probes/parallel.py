@@ -53,7 +53,7 @@ def parallel_spans(
     by_relation: dict[str, list[tuple[str, str, str]]] = {}
     for fact in facts:
         by_relation.setdefault(fact[0], []).append(fact)
-    chosen = []  # round robin over relations, so every relation is represented
+    chosen: list[tuple[str, str, str]] = []  # round robin over relations, so every relation is represented
     while len(chosen) < size and any(by_relation.values()):
         for name in RELATIONS:
             if by_relation.get(name) and len(chosen) < size:

@@ -81,7 +81,8 @@ def qa_rows(
             raise OptionError(
                 f"question {i}: {len(q_ids)} pieces leave no room for the passage in max_length={max_length}"
             )
-        answer = _answer_pieces(c_offsets, answers[i]) if answers is not None and answers[i] is not None else None
+        chars = answers[i] if answers is not None else None
+        answer = _answer_pieces(c_offsets, chars) if chars is not None else None
         q_slots = [
             ((s + 1, e + 1), eid) for (s, e), (_, _, eid) in zip(q_pieces, q_names[i]) if e <= len(q_ids) and e > s
         ]

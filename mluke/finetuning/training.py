@@ -56,7 +56,8 @@ class FineTuneConfig:
 
 
 def _optimizer(model: TransferModel, config: FineTuneConfig) -> torch.optim.AdamW:
-    decay, plain = [], []
+    decay: list[torch.nn.Parameter] = []
+    plain: list[torch.nn.Parameter] = []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
@@ -83,7 +84,8 @@ class FineTuner:
     """One fine-tuning run of ``model`` on ``rows`` (see the module docs); ``work`` is its work folder.
 
     ``evaluate(model) -> float`` scores the model on dev data after each epoch (higher is better);
-    ``collate_fn`` turns a list of rows into tensors (QA rows need :func:`mluke.finetuning.qa.collate_qa`).
+    ``collate_fn`` turns a list of rows into tensors (QA rows need :func:`mluke.finetuning.qa.collate_qa`);
+    ``pad_id``: the tokenizer's padding id (a tokenizer without one is an ``OptionError``).
     """
 
     def __init__(
@@ -94,13 +96,15 @@ class FineTuner:
         config: FineTuneConfig,
         work: Path,
         evaluate: Callable[[TransferModel], float],
-        pad_id: int,
+        pad_id: int | None,
         identity: dict[str, Any],
         restart: bool = False,
         collate_fn: Callable[..., dict[str, torch.Tensor]] = collate,
     ) -> None:
         self.model, self.rows, self.config = model, list(rows), config.check()
         self.collate = collate_fn
+        if pad_id is None:
+            raise OptionError("the tokenizer has no padding token: fine-tuning pads its batches with it")
         self.evaluate, self.pad_id, self.work = evaluate, pad_id, Path(work)
         self.steps_per_epoch = math.ceil(len(self.rows) / config.batch_size)
         self.total = self.steps_per_epoch * config.epochs

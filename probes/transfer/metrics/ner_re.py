@@ -87,7 +87,9 @@ def re_scores(gold_labels: Sequence[str], predicted_labels: Sequence[str]) -> di
     are an :class:`OptionError`.
     """
     _check_lengths(gold_labels, predicted_labels, "labels")
-    tp, fp, fn = Counter(), Counter(), Counter()
+    tp: Counter[str] = Counter()
+    fp: Counter[str] = Counter()
+    fn: Counter[str] = Counter()
     for g, p in zip(gold_labels, predicted_labels):
         g_type, p_type = relation_type(g), relation_type(p)
         if g == p:

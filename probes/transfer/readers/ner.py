@@ -28,6 +28,7 @@ file's (``scheme="iob2"`` for a file with ``E-`` tags) is a
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -237,7 +238,9 @@ def _resolve_scheme(raws: Sequence[_Raw], scheme: str, path: Path) -> str:
     return scheme
 
 
-def read_ner(path: str | Path, *, lang: str | None = None, scheme: str = "auto", fmt: str = "auto") -> NerDataset:
+def read_ner(
+    path: str | os.PathLike[str], *, lang: str | None = None, scheme: str = "auto", fmt: str = "auto"
+) -> NerDataset:
     """Sentences and entity spans of a CoNLL-2002/2003 or WikiANN file (see the module docs).
 
     ``lang``: the language of a CoNLL file's sentences; for a WikiANN file, whose

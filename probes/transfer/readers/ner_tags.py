@@ -49,10 +49,11 @@ def decode_tags(tags: Sequence[str], scheme: str) -> tuple[list[Span], list[tupl
 
     def close(end: int) -> None:
         nonlocal start, open_type
-        if open_type is not None:
+        closing = open_type
+        if closing is not None:
             if scheme == "bioes":
                 problems.append((end - 1, "entity not closed with E- (closed there)"))
-            spans.append((start, end, open_type))
+            spans.append((start, end, closing))
         start, open_type = -1, None
 
     for i, tag in enumerate(tags):
@@ -60,6 +61,9 @@ def decode_tags(tags: Sequence[str], scheme: str) -> tuple[list[Span], list[tupl
         if parsed is None:
             raise OptionError(f"not a tag: {tag!r} at position {i}; tags are O, B-X, I-X, E-X or S-X")
         prefix, typ = parsed
+        if typ is None:  # O
+            close(i)
+            continue
         if prefix in "ES" and scheme != "bioes":
             raise OptionError(f"tag {tag!r} at position {i} is BIOES, not {scheme.upper()}; use scheme='bioes'")
         if prefix == "I" and open_type == typ:
@@ -69,8 +73,6 @@ def decode_tags(tags: Sequence[str], scheme: str) -> tuple[list[Span], list[tupl
             start, open_type = -1, None
             continue
         close(i)
-        if prefix == "O":
-            continue
         if prefix == "I" and scheme != "iob1":
             problems.append((i, "I- continuing nothing (read as B-)"))
         if prefix == "E":

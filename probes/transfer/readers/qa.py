@@ -226,7 +226,7 @@ def read_squad(
         if not isinstance(paragraphs, list):
             skips.add(path, f"article {i}", "paragraphs not a list", type(paragraphs).__name__)
             continue
-        title = article.get("title") if isinstance(article.get("title"), str) else ""
+        title = article["title"] if isinstance(article.get("title"), str) else ""
         for j, paragraph in enumerate(paragraphs):
             context = paragraph.get("context") if isinstance(paragraph, dict) else None
             if not isinstance(context, str):

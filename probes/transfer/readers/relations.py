@@ -20,6 +20,7 @@ skipped, never fatal. A missing file or one without any example is a
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -234,7 +235,7 @@ def _example(block: list[tuple[int, str]], lang: str | None) -> ReExample:
     return ReExample(ident.strip(), text, head, tail, label, lang)
 
 
-def read_re(path: str | Path, *, lang: str | None = None) -> ReDataset:
+def read_re(path: str | os.PathLike[str], *, lang: str | None = None) -> ReDataset:
     """Examples of a KBP37 / RELX file (see the module docs); ``lang`` is stored on each example.
 
     UTF-8 is read when the file is valid UTF-8, else latin-1. Bad blocks are

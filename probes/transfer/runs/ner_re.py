@@ -25,6 +25,7 @@ from mluke.finetuning import (
     save_transfer,
 )
 from mluke.finetuning.inputs import ner_rows, relation_rows
+from mluke.finetuning.models import Features
 from probes.report import TableReport
 from probes.transfer.metrics.ner_re import ner_scores, re_scores
 from probes.transfer.readers.ner import NerSentence, read_ner
@@ -102,7 +103,7 @@ def finetune(
     dev: str | os.PathLike[str],
     *,
     output: str | os.PathLike[str],
-    features: str = "entity",
+    features: Features = "entity",
     model: Any = None,
     lang: str | None = None,
     config: FineTuneConfig | None = None,
@@ -133,7 +134,8 @@ def finetune(
         labels = (["no_relation"] if "no_relation" in seen else []) + [l for l in seen if l != "no_relation"]
     bundle = open_model(model)
     settings = {"seed": config.seed, "max_span_pieces": config.max_span_pieces, "max_entities": config.max_entities}
-    net = place(new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings), device)
+    net = new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings)
+    place(net, device)  # in place
     tok = bundle.tokenizer
     index = {l: i for i, l in enumerate(labels)}
     if task == "ner":

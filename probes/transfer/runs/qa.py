@@ -19,6 +19,7 @@ from kb.renamed import renamed_keyword
 from mluke.checkpoint import open_model
 from mluke.devices import place
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
+from mluke.finetuning.models import Features
 from mluke.finetuning.qa import LinkedName, collate_qa, predict_answers, qa_rows
 from probes.report import TableReport
 from probes.transfer.metrics.qa import Scorer, check_scorer, gxlt_matrix, qa_scores
@@ -140,7 +141,7 @@ def finetune_qa(
     dev: str | os.PathLike[str],
     *,
     output: str | os.PathLike[str],
-    features: str = "entity",
+    features: Features = "entity",
     model: Any = None,
     db: EntityDB | str | Path | None = None,
     lang: str = "en",
@@ -191,17 +192,10 @@ def finetune_qa(
     train_links = cached_links(train, train_data.examples, inputs.index, lang=lang)
     dev_links = cached_links(dev, dev_data.examples, inputs.index, lang=lang)
     rows = inputs.rows(train_data.examples, train_links, features, answers=True)
-    net = place(
-        new_model(
-            bundle,
-            "qa",
-            features,
-            ["start", "end"],
-            dropout=config.dropout,
-            settings={"seed": config.seed, **qa_settings},
-        ),
-        device,
+    net = new_model(
+        bundle, "qa", features, ["start", "end"], dropout=config.dropout, settings={"seed": config.seed, **qa_settings}
     )
+    place(net, device)  # in place
     identity = {
         "task": "qa",
         "features": features,
@@ -378,8 +372,8 @@ def evaluate_qa(
         found = sorted(p.name.split(".")[1] for p in folder.glob("xquad.*.json")) if langs is None else list(langs)
         if not found:
             raise OptionError(f"{folder}: no xquad.LANG.json files")
-        english = folder / "xquad.en.json"
-        jobs += [("xquad", folder / f"xquad.{lang}.json", lang, lang, english) for lang in found]
+        english_file = folder / "xquad.en.json"
+        jobs += [("xquad", folder / f"xquad.{lang}.json", lang, lang, english_file) for lang in found]
     if mlqa is not None:
         folder = Path(mlqa)
         pick = (
@@ -406,7 +400,7 @@ def evaluate_qa(
     for dataset, path, c, q, english_path in tqdm(jobs, desc="evaluate", unit="file", disable=not progress):
         data = read_mlqa(path.parent, c, q, split=split) if dataset == "mlqa" else read_squad(path, lang=c)
         source: LinkSource = link_source if dataset == "xquad" else "anchors"
-        english = None
+        english: dict[str, QaExample] | None = None
         if source == "english" and english_path is not None:
             if english_path not in english_examples:
                 english_examples[english_path] = {e.id: e for e in read_squad(english_path, lang="en")}

@@ -113,7 +113,7 @@ def cached_links(
             lang,
             question_lang or lang,
             source,
-            _identity(english_path) if source == "english" else None,
+            _identity(english_path) if source == "english" and english_path is not None else None,
             str(getattr(index, "path", None)),
             getattr(index, "provenance", None),
         ],
