@@ -157,12 +157,19 @@ def f1_score(prediction: str, golds: Sequence[str], lang: str, scorer: Scorer = 
 def qa_scores(
     predictions: Mapping[str, str], golds: Mapping[str, Sequence[str]], lang: str, scorer: Scorer = "squad"
 ) -> dict:
-    """Mean EM and F1 over the questions in ``golds`` (fractions in [0, 1]) under ``scorer``
-    (``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``; MLQA's are per ``lang``, the context language).
+    """Mean EM and F1 over the questions in ``golds`` (fractions in [0, 1]) under ``scorer``.
 
-    Returns ``exact_match``, ``f1``, ``questions`` (number of gold questions), ``missing`` (gold
-    questions without a prediction; they score 0, as in the official scripts) and ``scorer``.
     Predictions for ids that are not in ``golds`` are ignored.
+
+    Args:
+        predictions: the predicted answer text by question id.
+        golds: the gold answer texts by question id.
+        lang: the context language (MLQA's scorers are per language).
+        scorer: ``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``.
+
+    Returns:
+        ``exact_match``, ``f1``, ``questions`` (number of gold questions), ``missing`` (gold questions without a
+        prediction; they score 0, as in the official scripts) and ``scorer``.
     """
     check_scorer(scorer, lang)
     if not golds:

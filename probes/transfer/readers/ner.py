@@ -243,10 +243,19 @@ def read_ner(
 ) -> NerDataset:
     """Sentences and entity spans of a CoNLL-2002/2003 or WikiANN file (see the module docs).
 
-    ``lang``: the language of a CoNLL file's sentences; for a WikiANN file, whose
-    lines name their language, only the sentences in ``lang`` are kept.
-    ``scheme``: "auto" (detected, see :func:`detect_scheme`), "iob1", "iob2" or "bioes".
-    ``fmt``: "auto", "conll" or "wikiann".
+    Args:
+        path: the file.
+        lang: the language of a CoNLL file's sentences; for a WikiANN file, whose lines name their language,
+            only the sentences in ``lang`` are kept.
+        scheme: "auto" (detected, see :func:`~probes.transfer.readers.ner_tags.detect_scheme`), "iob1", "iob2"
+            or "bioes".
+        fmt: "auto", "conll" or "wikiann".
+
+    Returns:
+        The :class:`NerDataset`, with the bad lines and repaired tags it counted.
+
+    Raises:
+        InputFormatError: a missing file, a file without any sentence, or a scheme that cannot be the file's.
     """
     scheme = check_scheme(scheme, allow_auto=True)
     fmt = _check_format(fmt)
@@ -288,9 +297,16 @@ def write_conll(
 ) -> Path:
     """Write sentences as a UTF-8 file in IOB2 that :func:`read_ner` reads back to the same sentences.
 
-    ``fmt="wikiann"``: ``lang:word<TAB>tag`` lines (every sentence needs a ``lang``);
-    ``fmt="conll"``: ``word tag`` lines like CoNLL-2002 Spanish. Sentences without
-    words are left out. Returns the path written.
+    Sentences without words are left out.
+
+    Args:
+        dataset_or_sentences: a :class:`NerDataset` or sentences.
+        path: the file to write.
+        fmt: ``"wikiann"``: ``lang:word<TAB>tag`` lines (every sentence needs a ``lang``); ``"conll"``:
+            ``word tag`` lines like CoNLL-2002 Spanish.
+
+    Returns:
+        The path written.
     """
     fmt = _check_format(fmt)
     if fmt == "auto":

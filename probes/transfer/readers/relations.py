@@ -236,10 +236,20 @@ def _example(block: list[tuple[int, str]], lang: str | None) -> ReExample:
 
 
 def read_re(path: str | os.PathLike[str], *, lang: str | None = None) -> ReDataset:
-    """Examples of a KBP37 / RELX file (see the module docs); ``lang`` is stored on each example.
+    """Examples of a KBP37 / RELX file (see the module docs).
 
-    UTF-8 is read when the file is valid UTF-8, else latin-1. Bad blocks are
-    skipped and counted, with the line where each starts.
+    UTF-8 is read when the file is valid UTF-8, else latin-1. Bad blocks are skipped and counted, with the line
+    where each starts.
+
+    Args:
+        path: the file.
+        lang: stored on each example.
+
+    Returns:
+        The :class:`ReDataset`.
+
+    Raises:
+        InputFormatError: a missing file or one without any example.
     """
     path = Path(path)
     lines, encoding = read_data_lines(path)
@@ -304,9 +314,15 @@ def _check_writable(example: ReExample) -> None:
 def write_kbp37(examples: Iterable[ReExample], path: str | Path) -> Path:
     """Write examples in the KBP37 layout (UTF-8, ``\\n``) that :func:`read_re` reads back to the same examples.
 
-    Texts are expected normalised as :func:`read_re` makes them (single spaces,
-    stripped). An example that cannot be written faithfully is an :class:`OptionError`.
-    Returns the path written.
+    Args:
+        examples: examples with texts normalised as :func:`read_re` makes them (single spaces, stripped).
+        path: the file to write.
+
+    Returns:
+        The path written.
+
+    Raises:
+        OptionError: an example that cannot be written faithfully.
     """
     path = Path(path)
     blocks = []

@@ -112,13 +112,32 @@ def finetune(
     progress: bool = True,
     device: Any = None,
 ) -> FineTuneReport:
-    """Fine-tune ``model`` (default: the demo model) on ``train`` and keep the epoch best on ``dev``.
+    """Fine-tune a model for NER or relation extraction on ``train`` and keep the epoch best on ``dev``.
 
-    ``task``: ``"ner"`` (CoNLL-2002/2003 or WikiANN files, see :func:`probes.transfer.readers.ner.read_ner`)
-    or ``"re"`` (KBP37 / RELX files, :func:`probes.transfer.readers.relations.read_re`). ``features``: ``"entity"``
-    (mLUKE-E) or ``"word"`` (mLUKE-W). ``config``: the paper's settings by default. The model is written
-    to ``output`` in the hub layout with its labels; an interrupted run continues when run again
-    (``restart=True`` starts over). ``device``: where to train (``"auto"``: a GPU when there is one).
+    The model is written to ``output`` in the hub layout with its labels; an interrupted run continues when run
+    again.
+
+    Args:
+        task: ``"ner"`` (CoNLL-2002/2003 or WikiANN files, see :func:`probes.transfer.readers.ner.read_ner`) or
+            ``"re"`` (KBP37 / RELX files, :func:`probes.transfer.readers.relations.read_re`).
+        train: the training file.
+        dev: the file that picks the best epoch.
+        output: the folder the fine-tuned model is written to.
+        features: ``"entity"`` (mLUKE-E) or ``"word"`` (mLUKE-W).
+        model: the mLUKE model to fine-tune (anything :func:`mluke.open_model` takes; default: the demo model).
+        lang: the language of CoNLL files (WikiANN lines carry theirs).
+        config: the paper's settings by default.
+        overwrite: replace an existing ``output``.
+        restart: start over instead of continuing an interrupted run.
+        progress: show progress bars.
+        device: where to train (``"auto"``: a GPU when there is one).
+
+    Returns:
+        The run's :class:`FineTuneReport`.
+
+    Raises:
+        OptionError: a bad task or option.
+        InputFormatError: an unreadable ``train`` or ``dev`` file.
     """
     started = time.perf_counter()
     _check_task(task)
@@ -237,8 +256,23 @@ def evaluate(
     device: Any = None,
     dtype: Any = None,
 ) -> TransferReport:
-    """Score a fine-tuned model on test files, one per language (``{"de": "de/test.txt", ...}``), on
-    ``device`` in ``dtype`` (:mod:`mluke.devices`)."""
+    """Score a fine-tuned model on test files, one per language.
+
+    Args:
+        task: ``"ner"`` or ``"re"``, as the model was fine-tuned.
+        model_dir: a folder written by :func:`finetune`.
+        tests: the test file of each language (``{"de": "de/test.txt", ...}`` or pairs).
+        batch_size: examples per forward pass.
+        progress: show a progress bar.
+        device: where the model runs (:mod:`mluke.devices`).
+        dtype: the precision it runs in.
+
+    Returns:
+        A :class:`TransferReport` with a row per language.
+
+    Raises:
+        OptionError: a bad task, no test files, or a model fine-tuned for another task.
+    """
     from tqdm import tqdm
 
     _check_task(task)
