@@ -81,11 +81,22 @@ def _schedule(optimizer: torch.optim.Optimizer, total: int, warmup: float) -> to
 
 
 class FineTuner:
-    """One fine-tuning run of ``model`` on ``rows`` (see the module docs); ``work`` is its work folder.
+    """One fine-tuning run of ``model`` on ``rows`` (see the module docs).
 
-    ``evaluate(model) -> float`` scores the model on dev data after each epoch (higher is better);
-    ``collate_fn`` turns a list of rows into tensors (QA rows need :func:`mluke.finetuning.qa.collate_qa`);
-    ``pad_id``: the tokenizer's padding id (a tokenizer without one is an ``OptionError``).
+    Args:
+        model: the model to train (in place).
+        rows: the training rows.
+        config: the run's settings.
+        work: the run's work folder (resumable state).
+        evaluate: ``evaluate(model) -> float`` scores the model on dev data after each epoch (higher is better).
+        pad_id: the tokenizer's padding id.
+        identity: what the run is (data, model, settings): a work folder of another run is not continued.
+        restart: start over instead of continuing.
+        collate_fn: turns a list of rows into tensors (QA rows need :func:`mluke.finetuning.qa.collate_qa`).
+
+    Raises:
+        OptionError: a tokenizer without a padding id, or a work folder of a run with other settings (without
+            ``restart``).
     """
 
     def __init__(
