@@ -3,11 +3,13 @@
 
 - :mod:`~probes.transfer.runs.ner_re` — :func:`finetune` / :func:`evaluate` for NER and relation extraction;
 - :mod:`~probes.transfer.runs.qa` — :func:`finetune_qa` / :func:`evaluate_qa` for extractive QA, with the
-  entity-linked input of :mod:`~probes.transfer.runs.qa_linking`.
+  entity-linked input of :mod:`~probes.transfer.runs.qa_linking` and the reports of
+  :mod:`~probes.transfer.runs.qa_reports`.
 """
 
 from probes.transfer.runs.ner_re import FineTuneReport, TransferReport, evaluate, finetune
-from probes.transfer.runs.qa import QaFineTuneReport, QaReport, evaluate_qa, finetune_qa
+from probes.transfer.runs.qa import evaluate_qa, finetune_qa
+from probes.transfer.runs.qa_reports import QaFineTuneReport, QaReport
 
 __all__ = [
     "FineTuneReport",

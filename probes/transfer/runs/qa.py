@@ -8,7 +8,7 @@ import os
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +21,10 @@ from mluke.devices import place
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
 from mluke.finetuning.models import Features
 from mluke.finetuning.qa import LinkedName, collate_qa, predict_answers, qa_rows
-from probes.report import TableReport
-from probes.transfer.metrics.qa import Scorer, check_scorer, gxlt_matrix, qa_scores
+from probes.transfer.metrics.qa import Scorer, check_scorer, qa_scores
 from probes.transfer.readers.qa import QaExample, mlqa_path, read_mlqa, read_squad
 from probes.transfer.runs.qa_linking import Link, LinkSource, cached_links
+from probes.transfer.runs.qa_reports import QaFineTuneReport, QaReport
 
 #: MLQA's languages, the G-XLT matrix's rows and columns.
 MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")
@@ -110,29 +110,6 @@ def answer_dataset(
     )
     predictions = {e.id: text for e, (text, _) in zip(examples, found)}
     return qa_scores(predictions, {e.id: e.answer_texts for e in examples}, lang, scorer), predictions
-
-
-@dataclass
-class QaFineTuneReport:
-    """What a QA fine-tuning run did: sizes, loss and dev F1 per epoch, linked names per question."""
-
-    output: Path
-    features: str
-    train_size: int
-    dev_size: int
-    windows: int
-    names_per_question: float
-    history: list[dict[str, Any]]
-    seconds: float
-    skipped: dict[str, int] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        best = max(self.history, key=lambda h: h["dev"])
-        return (
-            f"fine-tuned qa ({self.features} features) on {self.train_size:,} questions ({self.windows:,} windows, "
-            f"{self.names_per_question:.1f} linked names per question) in {self.seconds:,.0f} s; kept epoch "
-            f"{best['epoch'] + 1} (dev F1 {100 * best['dev']:.1f}); wrote {self.output}"
-        )
 
 
 @renamed_keyword("kb", "db")
@@ -249,71 +226,6 @@ def finetune_qa(
 def _stat(path: str | os.PathLike[str]) -> dict[str, Any]:
     st = Path(path).stat()
     return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
-@dataclass
-class QaReport(TableReport):
-    """Zero-shot QA scores: ``rows`` (dataset, lang = context language, question_lang, questions, exact_match,
-    f1, scorer, skipped) and, when asked for, MLQA's G-XLT F1 matrix ``gxlt`` keyed ``"c/q"``."""
-
-    features: str
-    model: str
-    rows: list[dict[str, Any]]
-    gxlt: dict[str, float] = field(default_factory=dict)
-    gxlt_langs: list[str] = field(default_factory=list)
-
-    def averages(self) -> dict[str, dict[str, float]]:
-        """Mean EM and F1 per dataset over its same-language rows."""
-        out: dict[str, dict[str, float]] = {}
-        for name in dict.fromkeys(r["dataset"] for r in self.rows):
-            mine = [r for r in self.rows if r["dataset"] == name and r["lang"] == r["question_lang"]]
-            if mine:
-                out[name] = {k: sum(r[k] for r in mine) / len(mine) for k in ("exact_match", "f1")}
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "features": self.features,
-            "model": self.model,
-            "languages": self.rows,
-            "average": self.averages(),
-            "gxlt": {"langs": self.gxlt_langs, "f1": self.gxlt},
-        }
-
-    def table(self) -> tuple[list[str], list[list[Any]]]:
-        """Columns and rows for printing (scores x100); each dataset's average after its rows."""
-        rows: list[list[Any]] = []
-        averages = self.averages()
-        for name in dict.fromkeys(r["dataset"] for r in self.rows):
-            mine = [r for r in self.rows if r["dataset"] == name and r["lang"] == r["question_lang"]]
-            rows += [
-                [
-                    name,
-                    r["lang"],
-                    r["questions"],
-                    round(100 * r["exact_match"], 1),
-                    round(100 * r["f1"], 1),
-                    r.get("scorer", ""),
-                ]
-                for r in mine
-            ]
-            if name in averages:
-                rows.append(
-                    [
-                        name,
-                        "average",
-                        sum(r["questions"] for r in mine),
-                        round(100 * averages[name]["exact_match"], 1),
-                        round(100 * averages[name]["f1"], 1),
-                        "/".join(dict.fromkeys(r.get("scorer", "") for r in mine)),
-                    ]
-                )
-        return ["dataset", "lang", "questions", "EM", "F1", "scorer"], rows
-
-    def gxlt_table(self) -> tuple[list[str], list[list[Any]]]:
-        """The G-XLT F1 matrix (x100): a row per context language, a column per question language."""
-        scores = {tuple(k.split("/")): v for k, v in self.gxlt.items()}
-        return gxlt_matrix(scores, self.gxlt_langs)  # type: ignore[arg-type]
 
 
 @renamed_keyword("kb", "db")
