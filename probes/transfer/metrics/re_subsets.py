@@ -29,9 +29,15 @@ Fact = tuple[str, str, str]  # (relation name, subject key, object key)
 
 
 def example_fact(group: str, entities: Sequence[tuple[str, str, str]]) -> Fact | None:
-    """The fact an RE example states, as ``(relation, subject key, object key)`` (``None`` for no_relation);
-    ``entities`` is the example's ``((slot, key, label), ...)`` from :class:`MiniatureSplit`. Symmetric
-    relations are put in one order (the smaller key first)."""
+    """The fact an RE example states; symmetric relations in one order (the smaller key first).
+
+    Args:
+        group: the example's relation, or ``no_relation``.
+        entities: the example's ``((slot, key, label), ...)`` from :class:`MiniatureSplit`.
+
+    Returns:
+        ``(relation, subject key, object key)``, or ``None`` for no_relation.
+    """
     from probes.transfer.miniature.sampling import NO_RELATION, RELATIONS
 
     if group == NO_RELATION:
@@ -45,8 +51,15 @@ def example_fact(group: str, entities: Sequence[tuple[str, str, str]]) -> Fact |
 
 
 def kb_facts_as_relations(facts: Iterable[tuple[str, str, str]]) -> set[Fact]:
-    """kb facts ``(subject, property, object)`` (e.g. a model's pretraining facts) as miniature RE facts,
-    through each relation's properties and inverse properties."""
+    """kb facts (e.g. a model's pretraining facts) as miniature RE facts, through each relation's properties
+    and inverse properties.
+
+    Args:
+        facts: ``(subject, property, object)`` triples.
+
+    Returns:
+        The ``(relation, subject key, object key)`` facts.
+    """
     from probes.transfer.miniature.sampling import RELATIONS
 
     out: set[Fact] = set()
@@ -72,9 +85,16 @@ def tag_examples(
     heldout: Mapping[str, Collection[str]],
     pretraining_facts: Collection[Fact] = (),
 ) -> dict[str, set[str]]:
-    """Example id -> its tags (see the module docs) for every test example of ``splits``
-    (``generate_re``'s output: ``{lang: {split: MiniatureSplit}}``); ``heldout``: ``heldout_entities``'s
-    keys per kind; ``pretraining_facts``: facts as :func:`kb_facts_as_relations` gives them."""
+    """The tags (see the module docs) of every test example of ``splits``.
+
+    Args:
+        splits: ``generate_re``'s output, ``{lang: {split: MiniatureSplit}}``.
+        heldout: ``heldout_entities``'s keys per kind.
+        pretraining_facts: facts as :func:`kb_facts_as_relations` gives them.
+
+    Returns:
+        Example id -> its tags.
+    """
     held = set().union(*heldout.values()) if heldout else set()
     finetuning: set[Fact] = set()
     for split_name in ("train", "dev"):
@@ -109,8 +129,17 @@ def tag_examples(
 
 
 def subset_scores(examples: Sequence[Any], predicted: Sequence[str], tags: Mapping[str, set[str]]) -> dict[str, dict]:
-    """Per subset: the number of examples, accuracy (label and direction right) and macro F1 over relation
-    types (:func:`probes.transfer.metrics.ner_re.re_scores`) of ``predicted`` against the examples' labels."""
+    """Per subset: the number of examples, accuracy (label and direction right) and macro F1 over relation types
+    (:func:`probes.transfer.metrics.ner_re.re_scores`) of ``predicted`` against the examples' labels.
+
+    Args:
+        examples: the test examples.
+        predicted: the predicted label of each.
+        tags: :func:`tag_examples`'s output.
+
+    Returns:
+        ``{subset: {"examples": n, "accuracy": ..., "macro_f1": ...}}`` (only ``examples`` for an empty subset).
+    """
     out: dict[str, dict] = {}
     for subset in SUBSETS:
         idx = [i for i, e in enumerate(examples) if subset in tags[e.id]]

@@ -125,9 +125,26 @@ def write_miniature(
 ) -> Path:
     """Write the NER (WikiANN) and RE (KBP37) miniature sets and ``manifest.json`` under ``folder``.
 
-    ``sizes``: any of ``ner_train``, ``ner_dev``, ``ner_test``, ``re_train``, ``re_dev``, ``re_test``
-    (defaults 2000/300/300 for each task). The folder appears only once complete; an existing one is
-    replaced only with ``overwrite``. Returns the folder.
+    The folder appears only once complete.
+
+    Args:
+        db: the entity database the entities and facts come from.
+        folder: the folder to write.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        heldout_share: the share of the entities of each kind kept out of train and dev.
+        no_relation_share: the share of ``no_relation`` examples in each RE split.
+        ner_heldout_patterns: the NER pattern indices kept for the test sets.
+        re_heldout_patterns: the RE pattern indices kept for the test sets.
+        overwrite: replace an existing folder (else it is refused).
+        **sizes: any of ``ner_train``, ``ner_dev``, ``ner_test``, ``re_train``, ``re_dev``, ``re_test``
+            (defaults 2000/300/300 for each task).
+
+    Returns:
+        The folder.
+
+    Raises:
+        OptionError: an unknown size name, language or share, or a kb too small to fill the patterns.
     """
     unknown = sorted(set(sizes) - set(SIZE_NAMES))
     if unknown:
@@ -221,5 +238,12 @@ def write_miniature(
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:
-    """The manifest a :func:`write_miniature` folder holds."""
+    """The manifest a :func:`write_miniature` folder holds.
+
+    Args:
+        folder: the folder.
+
+    Returns:
+        The manifest's content.
+    """
     return json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))

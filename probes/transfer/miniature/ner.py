@@ -91,7 +91,21 @@ def generate_ner(
     heldout_patterns: Collection[int] = NER_HELDOUT,
     heldout_share: float = 0.3,
 ) -> dict[str, dict[str, MiniatureSplit]]:
-    """Like :func:`make_ner`, keeping for each sentence its pattern id and entity keys."""
+    """Like :func:`make_ner`, keeping for each sentence its pattern id and entity keys.
+
+    Args:
+        db: the entity database the entities and facts come from.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        train_size: English training examples.
+        test_size: test examples per language.
+        dev_size: English dev examples.
+        heldout_patterns: the pattern indices kept for the test sets.
+        heldout_share: the share of the entities of each kind kept out of train and dev.
+
+    Returns:
+        ``{lang: {split: MiniatureSplit}}``.
+    """
     langs = check_languages(languages)
     split_of = pattern_split("ner", heldout_patterns)["ner"]
     return ner_splits(
@@ -115,10 +129,23 @@ def make_ner(
     heldout_patterns: Collection[int] = NER_HELDOUT,
     heldout_share: float = 0.3,
 ) -> dict[str, dict[str, list[NerSentence]]]:
-    """NER sentences ``{lang: {"train"|"dev"|"test": [...]}}``: train and dev in English only, test in every language.
+    """NER sentences: train and dev in English only, test in every language.
 
     Train and dev use the patterns not in ``heldout_patterns`` and no held-out entity; tests use only the
     held-out patterns.
+
+    Args:
+        db: the entity database the entities and facts come from.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        train_size: English training examples.
+        test_size: test examples per language.
+        dev_size: English dev examples.
+        heldout_patterns: the pattern indices kept for the test sets.
+        heldout_share: the share of the entities of each kind kept out of train and dev.
+
+    Returns:
+        ``{lang: {"train"|"dev"|"test": [NerSentence, ...]}}``.
     """
     made = generate_ner(
         db,

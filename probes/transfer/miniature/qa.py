@@ -129,10 +129,23 @@ def generate_qa(
     test_size: int = 300,
     sentences: int = 4,
 ) -> dict[str, dict[str, list[QaExample]]]:
-    """``{"train": {"en": [...]}, "dev": {"en": [...]}, "test": {lang: [...]}}`` (see the module docs).
+    """The miniature QA sets (see the module docs).
 
-    Train and dev leave out 30% of the entities of each kind (:func:`heldout_entities`); the test set may use
-    any entity named in all ``languages``.
+    Train and dev leave out 30% of the entities of each kind
+    (:func:`~probes.transfer.miniature.sampling.heldout_entities`); the test set may use any entity named in all
+    ``languages``.
+
+    Args:
+        db: the entity database.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        train_size: English training questions.
+        dev_size: English dev questions.
+        test_size: test questions per language.
+        sentences: fact sentences per passage.
+
+    Returns:
+        ``{"train": {"en": [...]}, "dev": {"en": [...]}, "test": {lang: [...]}}``.
     """
     langs = tuple(dict.fromkeys(languages))
     missing = [lang for lang in langs if lang not in load_questions()["questions"] or lang not in PATTERNS]
@@ -179,8 +192,25 @@ def write_qa_miniature(
     sentences: int = 4,
     overwrite: bool = False,
 ) -> Path:
-    """Write :func:`generate_qa`'s sets: ``train.en.json``, ``dev.en.json``, ``xquad/xquad.{lang}.json``,
-    ``mlqa/test-context-{c}-question-{q}.json`` (MLQA's languages among ``languages``) and ``manifest.json``."""
+    """Write :func:`generate_qa`'s sets under ``folder``.
+
+    Files: ``train.en.json``, ``dev.en.json``, ``xquad/xquad.{lang}.json``,
+    ``mlqa/test-context-{c}-question-{q}.json`` (MLQA's languages among ``languages``) and ``manifest.json``.
+
+    Args:
+        db: the entity database.
+        folder: the folder to write.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        train_size: English training questions.
+        dev_size: English dev questions.
+        test_size: test questions per language.
+        sentences: fact sentences per passage.
+        overwrite: replace an existing folder (else it is refused).
+
+    Returns:
+        The folder.
+    """
     sets = generate_qa(
         db, languages, seed=seed, train_size=train_size, dev_size=dev_size, test_size=test_size, sentences=sentences
     )

@@ -133,7 +133,22 @@ def generate_re(
     heldout_share: float = 0.3,
     no_relation_share: float = 0.25,
 ) -> dict[str, dict[str, MiniatureSplit]]:
-    """Like :func:`make_re`, keeping for each example its pattern id and entity keys."""
+    """Like :func:`make_re`, keeping for each example its pattern id and entity keys.
+
+    Args:
+        db: the entity database the entities and facts come from.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        train_size: English training examples.
+        test_size: test examples per language.
+        dev_size: English dev examples.
+        heldout_patterns: the pattern indices kept for the test sets.
+        heldout_share: the share of the entities of each kind kept out of train and dev.
+        no_relation_share: the share of ``no_relation`` examples in each split.
+
+    Returns:
+        ``{lang: {split: MiniatureSplit}}``.
+    """
     langs = check_languages(languages)
     if not 0 <= no_relation_share <= 1:
         raise OptionError(f"no_relation_share must be in [0, 1]; got {no_relation_share}")
@@ -160,9 +175,24 @@ def make_re(
     heldout_share: float = 0.3,
     no_relation_share: float = 0.25,
 ) -> dict[str, dict[str, list[ReExample]]]:
-    """RE examples ``{lang: {"train"|"dev"|"test": [...]}}`` (KBP37 labels, see the module docs).
+    """RE examples (KBP37 labels, see :mod:`probes.transfer.miniature.folder`): train and dev in English only,
+    test in every language.
 
     About ``no_relation_share`` of each split is ``no_relation``, the rest spread evenly over the relations.
+
+    Args:
+        db: the entity database the entities and facts come from.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        train_size: English training examples.
+        test_size: test examples per language.
+        dev_size: English dev examples.
+        heldout_patterns: the pattern indices kept for the test sets.
+        heldout_share: the share of the entities of each kind kept out of train and dev.
+        no_relation_share: the share of ``no_relation`` examples in each split.
+
+    Returns:
+        ``{lang: {"train"|"dev"|"test": [ReExample, ...]}}``.
     """
     made = generate_re(
         db,

@@ -115,6 +115,17 @@ def heldout_entities(db: EntityDB, *, seed: int = 0, share: float = 0.3) -> dict
     """The entities of each kind kept out of train and dev: ``round(share * n)`` keys drawn with the seed.
 
     The draw depends only on the kb's keys and the seed, so it is the same for every language.
+
+    Args:
+        db: the entity database.
+        seed: the seed of the draw.
+        share: the share of each kind held out, in [0, 1).
+
+    Returns:
+        ``{kind: frozenset of keys}``.
+
+    Raises:
+        OptionError: a share outside [0, 1).
     """
     if not 0 <= share < 1:
         raise OptionError(f"heldout_share must be in [0, 1); got {share}")
@@ -214,10 +225,18 @@ def check_languages(languages: Iterable[str]) -> tuple[str, ...]:
 
 
 def pattern_split(task: str, heldout_patterns: Collection[int] | None = None) -> dict[str, dict[str, list[int]]]:
-    """``{group: {"train": [...], "test": [...]}}``: which pattern indices each group trains and tests on.
+    """Which pattern indices each group trains and tests on.
 
-    ``group`` is ``ner`` for NER, a relation name or ``no_relation`` for RE; every group must keep at least
-    one pattern on each side.
+    Args:
+        task: ``"ner"`` or ``"re"``.
+        heldout_patterns: the indices kept for testing (default: :data:`NER_HELDOUT` or :data:`RE_HELDOUT`).
+
+    Returns:
+        ``{group: {"train": [...], "test": [...]}}``; ``group`` is ``ner`` for NER, a relation name or
+        ``no_relation`` for RE.
+
+    Raises:
+        OptionError: an unknown task, or a group left without a pattern on either side.
     """
     if task not in ("ner", "re"):
         raise OptionError(f"task must be 'ner' or 're', not {task!r}")
