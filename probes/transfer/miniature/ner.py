@@ -56,8 +56,24 @@ def ner_splits(
     split_of: dict[str, list[int]],
     heldout: dict[str, frozenset[str]],
 ) -> dict[str, dict[str, MiniatureSplit]]:
-    """The NER sentences of every (language, split) of the plan, drawn from ``world`` (shared with
-    :func:`probes.transfer.miniature.folder.write_miniature`, which writes both tasks from one world)."""
+    """The NER sentences of every (language, split) of the plan, drawn from ``world``.
+
+    Shared with :func:`probes.transfer.miniature.folder.write_miniature`, which writes both tasks from one world.
+
+    Args:
+        world: the kb's entities, facts and labels.
+        languages: checked languages.
+        seed: the seed of every draw.
+        sizes: :func:`~probes.transfer.miniature.sampling.check_sizes`'s output.
+        split_of: the pattern indices of each side (:func:`~probes.transfer.miniature.sampling.pattern_split`).
+        heldout: the entities kept out of train and dev, per kind.
+
+    Returns:
+        ``{lang: {split: MiniatureSplit}}``.
+
+    Raises:
+        OptionError: a kb too small to fill the patterns.
+    """
     out: dict[str, dict[str, MiniatureSplit]] = {}
     seen_train: set[str] = set()
     for lang, split, size in split_plan(languages, sizes):

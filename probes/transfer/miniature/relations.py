@@ -79,8 +79,25 @@ def re_splits(
     heldout: dict[str, frozenset[str]],
     no_relation_share: float,
 ) -> dict[str, dict[str, MiniatureSplit]]:
-    """The RE examples of every (language, split) of the plan, drawn from ``world`` (shared with
-    :func:`probes.transfer.miniature.folder.write_miniature`, which writes both tasks from one world)."""
+    """The RE examples of every (language, split) of the plan, drawn from ``world``.
+
+    Shared with :func:`probes.transfer.miniature.folder.write_miniature`, which writes both tasks from one world.
+
+    Args:
+        world: the kb's entities, facts and labels.
+        languages: checked languages.
+        seed: the seed of every draw.
+        sizes: :func:`~probes.transfer.miniature.sampling.check_sizes`'s output.
+        split_of: the pattern indices of each side (:func:`~probes.transfer.miniature.sampling.pattern_split`).
+        heldout: the entities kept out of train and dev, per kind.
+        no_relation_share: the share of ``no_relation`` examples in each split.
+
+    Returns:
+        ``{lang: {split: MiniatureSplit}}``.
+
+    Raises:
+        OptionError: a kb too small to fill the patterns.
+    """
     out: dict[str, dict[str, MiniatureSplit]] = {}
     seen_train: set[str] = set()
     for lang, split, size in split_plan(languages, sizes):

@@ -214,7 +214,17 @@ class MiniatureSplit:
 
 
 def check_languages(languages: Iterable[str]) -> tuple[str, ...]:
-    """The languages without repeats, in order; an unknown or missing language is an ``OptionError``."""
+    """The languages without repeats, in order.
+
+    Args:
+        languages: the languages asked for.
+
+    Returns:
+        The languages.
+
+    Raises:
+        OptionError: a language without patterns, or none at all.
+    """
     langs = tuple(dict.fromkeys(languages))
     unknown = [lang for lang in langs if lang not in PATTERNS]
     if unknown:
@@ -257,7 +267,19 @@ def pattern_split(task: str, heldout_patterns: Collection[int] | None = None) ->
 
 
 def check_sizes(train_size: int, dev_size: int, test_size: int) -> dict[str, int]:
-    """``{"train": n, "dev": n, "test": n}``; a negative or non-integer size is an ``OptionError``."""
+    """The sizes of the three splits, checked.
+
+    Args:
+        train_size: training examples.
+        dev_size: dev examples.
+        test_size: test examples per language.
+
+    Returns:
+        ``{"train": n, "dev": n, "test": n}``.
+
+    Raises:
+        OptionError: a negative or non-integer size.
+    """
     sizes = {"train": train_size, "dev": dev_size, "test": test_size}
     for name, n in sizes.items():
         if not isinstance(n, int) or n < 0:
@@ -266,19 +288,48 @@ def check_sizes(train_size: int, dev_size: int, test_size: int) -> dict[str, int
 
 
 def split_plan(languages: tuple[str, ...], sizes: dict[str, int]) -> list[tuple[str, str, int]]:
-    """(language, split, size) to generate: train and dev in English, test everywhere."""
+    """What to generate: train and dev in English, test everywhere.
+
+    Args:
+        languages: the languages.
+        sizes: :func:`check_sizes`'s output.
+
+    Returns:
+        ``(language, split, size)`` triples.
+    """
     return [(lang, split, sizes[split]) for lang in languages for split in SPLITS if split == "test" or lang == "en"]
 
 
 def split_rng(seed: int, task: str, lang: str, split: str) -> random.Random:
-    """The random source of one (task, language, split): the same draws whatever else is generated."""
+    """The random source of one (task, language, split): the same draws whatever else is generated.
+
+    Args:
+        seed: the run's seed.
+        task: ``"ner"`` or ``"re"``.
+        lang: the language.
+        split: the split.
+
+    Returns:
+        A seeded ``random.Random``.
+    """
     return random.Random(f"{seed}/{task}/{lang}/{split}")
 
 
 def draw_fresh(draw: Callable[[], Any], seen: set[str], what: str, *, repeats: int = 30, tries: int = 1000) -> Any:
     """The first result of ``draw()`` whose text is not in ``seen`` (after ``repeats`` repeats, a repeat will do).
 
-    ``draw`` returns None when its entities do not fit together; ``tries`` such calls in a row are an error.
+    Args:
+        draw: returns a result whose first item has a ``text``, or None when its entities do not fit together.
+        seen: the texts drawn so far (the result's is added).
+        what: names the set in the error.
+        repeats: texts already seen before a repeat is accepted.
+        tries: None results in a row before giving up.
+
+    Returns:
+        The result.
+
+    Raises:
+        OptionError: ``tries`` None results in a row (too few distinct names in the kb).
     """
     repeated = 0
     for _ in range(tries):

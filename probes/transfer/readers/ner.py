@@ -138,7 +138,14 @@ def _is_wikiann_line(line: str) -> bool:
 
 
 def detect_format(lines: Sequence[str]) -> str:
-    """``"wikiann"`` when most of the first data lines are ``lang:word<TAB>tag``, else ``"conll"``."""
+    """The layout of a named-entity file.
+
+    Args:
+        lines: the file's lines.
+
+    Returns:
+        ``"wikiann"`` when most of the first data lines are ``lang:word<TAB>tag``, else ``"conll"``.
+    """
     sample = [line for line in lines if line.strip()][:200]
     wikiann = sum(_is_wikiann_line(line) for line in sample)
     return "wikiann" if sample and wikiann * 2 > len(sample) else "conll"

@@ -29,7 +29,14 @@ def check_scheme(scheme: str, *, allow_auto: bool = False) -> str:
 
 
 def parse_tag(tag: str) -> tuple[str, str | None] | None:
-    """``("B", "PER")`` for ``B-PER``, ``("O", None)`` for ``O``, None for anything else."""
+    """The prefix and type of one tag.
+
+    Args:
+        tag: a tag such as ``B-PER`` or ``O``.
+
+    Returns:
+        ``("B", "PER")`` for ``B-PER``, ``("O", None)`` for ``O``, None for anything else.
+    """
     match = _TAG.match(tag)
     if not match:
         return None
@@ -37,11 +44,20 @@ def parse_tag(tag: str) -> tuple[str, str | None] | None:
 
 
 def decode_tags(tags: Sequence[str], scheme: str) -> tuple[list[Span], list[tuple[int, str]]]:
-    """Spans of a valid tag sequence under ``scheme``, and (position, problem) for each tag breaking the scheme.
+    """Spans of a valid tag sequence under ``scheme``, and each tag breaking the scheme.
 
-    Problems are repaired the usual way: an ``I-``/``E-`` continuing nothing starts
-    an entity (as ``B-``/``S-``); a BIOES entity without ``E-`` ends where the next tag
-    does not continue it.
+    Problems are repaired the usual way: an ``I-``/``E-`` continuing nothing starts an entity (as ``B-``/``S-``);
+    a BIOES entity without ``E-`` ends where the next tag does not continue it.
+
+    Args:
+        tags: one sentence's tags.
+        scheme: ``"iob1"``, ``"iob2"`` or ``"bioes"``.
+
+    Returns:
+        ``(spans, problems)``: spans ``(first, end exclusive, type)`` and ``(position, problem)`` pairs.
+
+    Raises:
+        OptionError: a tag that is not O/B-X/I-X/E-X/S-X, or an E-/S- tag outside BIOES.
     """
     spans: list[Span] = []
     problems: list[tuple[int, str]] = []
@@ -86,16 +102,36 @@ def decode_tags(tags: Sequence[str], scheme: str) -> tuple[list[Span], list[tupl
 
 
 def tags_to_spans(tags: Sequence[str], scheme: str) -> list[Span]:
-    """Entity spans ``(first, end exclusive, type)`` of one sentence's tags in ``scheme`` (iob1, iob2 or bioes).
+    """Entity spans of one sentence's tags, lenient like the usual evaluation scripts.
 
-    Lenient like the usual evaluation scripts: an ``I-X`` after nothing of type X
-    starts an entity. A tag that is not O/B-X/I-X/E-X/S-X, or an E-/S- tag outside
-    BIOES, is an :class:`OptionError`.
+    An ``I-X`` after nothing of type X starts an entity.
+
+    Args:
+        tags: one sentence's tags.
+        scheme: ``"iob1"``, ``"iob2"`` or ``"bioes"``.
+
+    Returns:
+        Spans ``(first, end exclusive, type)``.
+
+    Raises:
+        OptionError: an unknown scheme, a tag that is not O/B-X/I-X/E-X/S-X, or an E-/S- tag outside BIOES.
     """
     return decode_tags(tags, check_scheme(scheme))[0]
 
 
 def sorted_spans(n_words: int, spans: Iterable[Sequence]) -> list[Span]:
+    """Spans as ``(int, int, str)`` triples sorted by position, checked.
+
+    Args:
+        n_words: the sentence's length in words.
+        spans: ``(first, end exclusive, type)`` spans.
+
+    Returns:
+        The sorted spans.
+
+    Raises:
+        OptionError: a span empty, outside the sentence or overlapping another.
+    """
     result = sorted((int(s), int(e), str(t)) for s, e, t in spans)
     previous_end = 0
     for s, e, t in result:
@@ -110,7 +146,15 @@ def sorted_spans(n_words: int, spans: Iterable[Sequence]) -> list[Span]:
 def spans_to_tags(n_words: int, spans: Iterable[Sequence]) -> list[str]:
     """IOB2 tags (``B-X`` starts every entity) of a sentence of ``n_words`` words with these spans.
 
-    Spans outside the sentence, empty or overlapping are an :class:`OptionError`.
+    Args:
+        n_words: the sentence's length in words.
+        spans: ``(first, end exclusive, type)`` spans.
+
+    Returns:
+        One tag per word.
+
+    Raises:
+        OptionError: spans outside the sentence, empty or overlapping.
     """
     tags = ["O"] * n_words
     for s, e, t in sorted_spans(n_words, spans):
@@ -120,10 +164,16 @@ def spans_to_tags(n_words: int, spans: Iterable[Sequence]) -> list[str]:
 
 
 def detect_scheme(tag_sequences: Iterable[Sequence[str]]) -> str:
-    """``"bioes"`` when some tag is E-/S-, ``"iob1"`` when some entity starts with ``I-``, else ``"iob2"``.
+    """The tag scheme of a file's tag sequences.
 
-    An entity starts with ``I-X`` when the tag before it is ``O``, of another type, or
-    there is none (sentence start). Unreadable tags are ignored.
+    An entity starts with ``I-X`` when the tag before it is ``O``, of another type, or there is none (sentence
+    start). Unreadable tags are ignored.
+
+    Args:
+        tag_sequences: the tags of each sentence.
+
+    Returns:
+        ``"bioes"`` when some tag is E-/S-, ``"iob1"`` when some entity starts with ``I-``, else ``"iob2"``.
     """
     iob1 = False
     for tags in tag_sequences:

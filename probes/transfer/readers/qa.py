@@ -286,7 +286,17 @@ def read_xquad(folder: str | os.PathLike[str], langs: Sequence[str]) -> dict[str
 
 
 def mlqa_path(folder: str | os.PathLike[str], context_lang: str, question_lang: str, split: str = "dev") -> Path:
-    """Where MLQA keeps a pair: ``folder/{split}-context-{c}-question-{q}.json`` (split ``dev`` or ``test``)."""
+    """Where MLQA keeps a (context, question) language pair.
+
+    Args:
+        folder: the MLQA folder.
+        context_lang: the contexts' language.
+        question_lang: the questions' language.
+        split: ``"dev"`` or ``"test"``.
+
+    Returns:
+        ``folder/{split}-context-{c}-question-{q}.json``.
+    """
     if split not in MLQA_SPLITS:
         raise OptionError(f"MLQA split {split!r} unknown; expected one of {', '.join(MLQA_SPLITS)}")
     return Path(folder) / f"{split}-context-{context_lang}-question-{question_lang}.json"

@@ -100,9 +100,16 @@ class ReDataset:
 
 
 def parse_label(label: str) -> tuple[str, str] | None:
-    """``("per:employee_of", "e1,e2")`` for ``per:employee_of(e1,e2)``, None for ``no_relation``.
+    """The relation and direction of a KBP37 label.
 
-    Anything else is an :class:`OptionError`.
+    Args:
+        label: a label such as ``per:employee_of(e1,e2)`` or ``no_relation``.
+
+    Returns:
+        ``("per:employee_of", "e1,e2")``, or None for ``no_relation``.
+
+    Raises:
+        OptionError: a label of neither form.
     """
     if label == NO_RELATION:
         return None
@@ -115,7 +122,14 @@ def parse_label(label: str) -> tuple[str, str] | None:
 def relation_type(label: str) -> str | None:
     """The relation type of a label, without its direction: ``per:employee_of(e1,e2)`` -> ``per:employee_of``.
 
-    None for ``no_relation``; a label of neither form is an :class:`OptionError`.
+    Args:
+        label: a KBP37 label.
+
+    Returns:
+        The type, or None for ``no_relation``.
+
+    Raises:
+        OptionError: a label of neither form.
     """
     parsed = parse_label(label)
     return parsed[0] if parsed else None

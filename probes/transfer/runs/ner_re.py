@@ -54,8 +54,21 @@ def _identity(path: str | os.PathLike[str]) -> dict[str, Any]:
 def score(
     task: str, model: Any, tokenizer: Any, data: Sequence[Any], *, lang: str | None = None, batch_size: int = 16
 ) -> dict[str, Any]:
-    """The model's scores on NER sentences (span micro F1, seqeval strict IOB2) or relation examples
-    (macro F1 over relation types, see :func:`probes.transfer.metrics.ner_re.re_scores`)."""
+    """The model's scores on NER sentences (span micro F1, seqeval strict IOB2) or relation examples (macro F1
+    over relation types, see :func:`probes.transfer.metrics.ner_re.re_scores`).
+
+    Args:
+        task: ``"ner"`` or ``"re"``.
+        model: the fine-tuned model.
+        tokenizer: its tokenizer.
+        data: NER sentences or relation examples.
+        lang: the language of items that carry none.
+        batch_size: rows per forward pass.
+
+    Returns:
+        The scores of :func:`~probes.transfer.metrics.ner_re.ner_scores` or
+        :func:`~probes.transfer.metrics.ner_re.re_scores`.
+    """
     if task == "ner":
         predicted = predict_spans(
             model, tokenizer, [s.words for s in data], [s.lang or lang for s in data], batch_size=batch_size

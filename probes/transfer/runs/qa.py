@@ -97,8 +97,20 @@ def answer_dataset(
     scorer: Scorer = "squad",
     batch_size: int = 16,
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Scores (:func:`probes.transfer.metrics.qa.qa_scores` under ``scorer``, in ``lang``'s rules for MLQA's)
-    and the predicted answer of every example."""
+    """The scores and the predicted answer of every example.
+
+    Args:
+        model: the fine-tuned QA model.
+        inputs: the tokenizer, mention index and input settings.
+        examples: the questions.
+        links: their linked names (:func:`~probes.transfer.runs.qa_linking.cached_links`).
+        lang: the context language (MLQA's scorers are per language).
+        scorer: the answer normalisation.
+        batch_size: rows per forward pass.
+
+    Returns:
+        ``(scores, predictions)``: :func:`probes.transfer.metrics.qa.qa_scores` and the answer text by id.
+    """
     rows = inputs.rows(examples, links, model.features)
     found = predict_answers(
         model,
