@@ -20,7 +20,18 @@ _TAG = re.compile(r"^(?:O|([BIES])-(\S+))$")
 
 
 def check_scheme(scheme: str, *, allow_auto: bool = False) -> str:
-    """The scheme in lower case; one not in :data:`SCHEMES` (nor ``"auto"`` with ``allow_auto``) is an error."""
+    """The scheme in lower case, checked.
+
+    Args:
+        scheme: the scheme asked for.
+        allow_auto: also accept ``"auto"`` (readers detect the scheme).
+
+    Returns:
+        The scheme.
+
+    Raises:
+        OptionError: a scheme not in :data:`SCHEMES` (nor ``"auto"`` with ``allow_auto``).
+    """
     valid = ("auto", *SCHEMES) if allow_auto else SCHEMES
     name = scheme.lower() if isinstance(scheme, str) else scheme
     if name not in valid:
