@@ -42,7 +42,10 @@ def finetune(
     features: Annotated[
         str,
         typer.Option(
-            help="'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; qa: entity tokens over linked names) or 'word' (mLUKE-W: word-piece vectors only)."
+            help=(
+                "'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; qa: entity tokens over linked names) or "
+                "'word' (mLUKE-W: word-piece vectors only)."
+            )
         ),
     ] = "entity",
     model: Annotated[
@@ -53,7 +56,10 @@ def finetune(
         typer.Option(
             "--lang",
             "-l",
-            help="Language of CoNLL files without one (WikiANN lines carry theirs); qa: of the training file (default en).",
+            help=(
+                "Language of CoNLL files without one (WikiANN lines carry theirs); qa: of the training file (default "
+                "en)."
+            ),
         ),
     ] = None,
     epochs: Annotated[int, typer.Option(help="Training epochs (the paper: 5).")] = 5,
@@ -167,14 +173,21 @@ def evaluate(
         str,
         typer.Option(
             "--link-source",
-            help="qa: 'anchors' (names of the kb in each language) or 'english' (XQuAD: only entities of the English source, read from xquad.en.json).",
+            help=(
+                "qa: 'anchors' (names of the kb in each language) or 'english' (XQuAD: only entities of the English "
+                "source, read from xquad.en.json)."
+            ),
         ),
     ] = "anchors",
     scorer: Annotated[
         str | None,
         typer.Option(
             "--scorer",
-            help="qa: answer normalisation, 'squad' (SQuAD v1.1), 'mlqa' (MLQA's, per context language) or 'mlqa-fixed' (MLQA's with its Arabic bug fixed); default: the official one of each data set (squad for XQuAD, mlqa for MLQA).",
+            help=(
+                "qa: answer normalisation, 'squad' (SQuAD v1.1), 'mlqa' (MLQA's, per context language) or 'mlqa-fixed' "
+                "(MLQA's with its Arabic bug fixed); default: the official one of each data set (squad for XQuAD, mlqa "
+                "for MLQA)."
+            ),
         ),
     ] = None,
     db: KbOption = None,
