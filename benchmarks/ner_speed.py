@@ -1,11 +1,11 @@
 """NER speed at the mluke-base shape (random weights): inference sentences/s of our span-NER heads
-(``mluke.transfer``, entity features "E" and word features "W") against transformers'
+(``mluke.finetuning``, entity features "E" and word features "W") against transformers'
 ``LukeForEntitySpanClassification`` on the same sentences and spans, and fine-tuning tokens/s of our
 ``TransferModel.loss`` step against a plain loop over the transformers class.
 
 Sentences: ``--sentences`` (64) seeded English-like sentences of 10-25 words drawn from the
 tokenizer's whole-word pieces (a quarter capitalised, so some words are several pieces), then ".";
-every span of whole words of <= 16 pieces is scored (``mluke.transfer.inputs.ner_rows``: E puts all
+every span of whole words of <= 16 pieces is scored (``mluke.finetuning.inputs.ner_rows``: E puts all
 spans of a sentence in one row, split into rows of <= 128 span [MASK]s; W has one row per sentence).
 
 Shared weights: ours E is ``new_model(bundle, "ner", "entity", [O, PER, LOC, ORG, MISC], seed 0)``,
@@ -96,7 +96,7 @@ def tokens_of(rows) -> int:
 def prepare(checkpoint: Path, out: Path) -> None:
     """Our E and W models from the random checkpoint, saved once (``out/ner-e``, ``out/ner-w``)."""
     import mluke
-    from mluke.transfer import new_model, save_transfer
+    from mluke.finetuning import new_model, save_transfer
 
     if (out / "ner-e" / "model.safetensors").is_file() and (out / "ner-w" / "model.safetensors").is_file():
         return
@@ -142,8 +142,8 @@ def baseline_inputs(batch: dict) -> dict:
 
 def load_method(method: str, work: Path):
     """(forward(batch) -> logits, model, tokenizer, features) of an inference or fine-tuning method."""
+    from mluke.finetuning import load_transfer
     from mluke.tokenizer import MlukeTokenizer
-    from mluke.transfer import load_transfer
 
     if "transformers" in method:
         ref = baseline(work / "ner-e")
@@ -164,7 +164,7 @@ def infer(forward, tok, sentences, features: str, by_size: bool):
     token rows computed with padding)."""
     import torch
 
-    from mluke.transfer.inputs import batches, collate, ner_rows
+    from mluke.finetuning.inputs import batches, collate, ner_rows
 
     rows = ner_rows(
         tok,
@@ -226,8 +226,8 @@ def measure(method: str, work: Path, n_sentences: int) -> dict:
 def measure_training(method: str, model, tok, sentences) -> dict:
     import torch
 
-    from mluke.transfer.inputs import batches, collate, ner_rows
-    from mluke.transfer.training import FineTuneConfig, _optimizer, _schedule
+    from mluke.finetuning.inputs import batches, collate, ner_rows
+    from mluke.finetuning.training import FineTuneConfig, _optimizer, _schedule
 
     rows = ner_rows(
         tok,
@@ -289,8 +289,8 @@ def profile(work: Path, n_sentences: int) -> None:
     """Stage-by-stage time of one batch (the first 8 rows) for ours E and the baseline, best of 3."""
     import torch
 
+    from mluke.finetuning.inputs import collate, ner_rows
     from mluke.model import _last_layer_entity_rows
-    from mluke.transfer.inputs import collate, ner_rows
 
     torch.set_num_threads(bench_threads())
     _, ours, tok, _ = load_method("ours-E", work)

@@ -1,5 +1,5 @@
 """The miniature cross-lingual QA experiment: passages and questions made from the embedded kb's facts in 24
-languages (``probes.transfer.qa_miniature``; passage and question patterns of the test set held out of
+languages (``probes.transfer.miniature.qa``; passage and question patterns of the test set held out of
 training), fine-tuned on English with the demo model, with entity-linked input (mLUKE-E) and without
 (mLUKE-W), several seeds; evaluated zero-shot on every language (XQuAD layout) and on MLQA's seven languages
 as the full context x question matrix (G-XLT). Names are linked from the embedded kb's names (the
@@ -28,9 +28,9 @@ def run(args: argparse.Namespace) -> dict:
     import kb
     from kb.files import write_json
     from mluke.demo import demo_model
-    from mluke.transfer import FineTuneConfig
-    from probes.transfer.qa_miniature import write_qa_miniature
-    from probes.transfer.qa_run import evaluate_qa, finetune_qa
+    from mluke.finetuning import FineTuneConfig
+    from probes.transfer.miniature.qa import write_qa_miniature
+    from probes.transfer.runs.qa import evaluate_qa, finetune_qa
 
     torch.set_num_threads(args.threads)
     work = args.work

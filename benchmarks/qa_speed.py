@@ -2,7 +2,7 @@
 against transformers' ``LukeForQuestionAnswering`` on the same windows.
 
 Data: ``--examples`` English question-passage pairs from the miniature QA generator
-(``probes.transfer.qa_miniature.generate_qa``), passages of 8 to 24 kb-fact sentences (about 110 to 330
+(``probes.transfer.miniature.qa.generate_qa``), passages of 8 to 24 kb-fact sentences (about 110 to 330
 word pieces; XQuAD's paragraphs are about 140 words), written as one SQuAD-format file.
 
 Linking (``--examples 1190`` pairs by default, XQuAD's size per language; in the parent process): the
@@ -20,7 +20,7 @@ process, interleaved, ``--repeats`` times:
   decoding (the 20 best starts x 20 best ends of each window, checked one by one in Python);
 - ``transformers-sorted``: the same model and decoding, windows batched as ours (by length, padded to the
   longest in the batch), to separate the batching from the rest;
-- ``ours``: :func:`mluke.transfer.qa.predict_answers` (batches sorted by length, vectorised decoding).
+- ``ours``: :func:`mluke.finetuning.qa.predict_answers` (batches sorted by length, vectorised decoding).
 
 The script fails unless every method picks the same answer for every question.
 
@@ -44,8 +44,8 @@ N_ENTITIES = 1_200_001
 def make_examples(n: int) -> list:
     """``n`` English pairs with passages of 8-24 sentences (ids unique)."""
     import kb
-    from probes.transfer.qa_data import QaExample
-    from probes.transfer.qa_miniature import generate_qa
+    from probes.transfer.miniature.qa import generate_qa
+    from probes.transfer.readers.qa import QaExample
 
     out: list = []
     sizes = list(range(8, 25, 2))
@@ -63,8 +63,8 @@ def linking(work: Path, n: int) -> dict:
 
     import kb
     from kb.mentions import MentionIndex
-    from probes.transfer.qa_data import read_squad, write_squad
-    from probes.transfer.qa_linking import cached_links
+    from probes.transfer.readers.qa import read_squad, write_squad
+    from probes.transfer.runs.qa_linking import cached_links
 
     os.environ["MLUKE_HOME"] = str(work / "home")
     path = work / f"xquad-sized-{n}.json"
@@ -98,7 +98,7 @@ def prepare(work: Path) -> Path:
     from model_scoring import make_checkpoint
 
     import mluke
-    from mluke.transfer import new_model, save_transfer
+    from mluke.finetuning import new_model, save_transfer
 
     checkpoint, out = work / "mluke-base-random", work / "qa-speed" / "qa-e"
     if not (checkpoint / "model.safetensors").is_file():
@@ -118,8 +118,8 @@ def rows_of(tok, examples):
     """Windows with entity tokens over the kb's names (keys hashed into the random entity table)."""
     import kb
     from kb.mentions import MentionIndex
-    from mluke.transfer.qa import qa_rows
-    from probes.transfer.qa_linking import link_examples
+    from mluke.finetuning.qa import qa_rows
+    from probes.transfer.runs.qa_linking import link_examples
 
     links = link_examples(examples, MentionIndex.for_db(kb.default_db(), languages=["en"]), lang="en")
 
@@ -176,8 +176,8 @@ def nbest(start, end, row):
 def measure(method: str, work: Path, n: int) -> dict:
     import torch
 
-    from mluke.transfer import load_transfer
-    from mluke.transfer.qa import collate_qa, predict_answers
+    from mluke.finetuning import load_transfer
+    from mluke.finetuning.qa import collate_qa, predict_answers
 
     torch.set_num_threads(2)
     from mluke.tokenizer import MlukeTokenizer

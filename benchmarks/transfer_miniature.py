@@ -6,7 +6,7 @@ Writes ``benchmarks/results/transfer_miniature.json`` (every score) and prints a
 paper's Table 3: per language and on average, the mean and spread over seeds, E against W.
 
 RE is also scored on subsets of the test examples by what the model has seen
-(:mod:`probes.transfer.re_subsets`): facts stated neither in the English fine-tuning data nor in the
+(:mod:`probes.transfer.metrics.re_subsets`): facts stated neither in the English fine-tuning data nor in the
 pretraining facts listed in the demo model's ``demo.json`` (``unseen``), facts seen in either, examples naming a held-out entity, and the negatives;
 pooled over the 23 zero-shot languages and for English (``re_subsets`` in the JSON; ``--subsets-only``
 recomputes them from the fine-tuned models of an earlier run).
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> dict:
     import kb
     from kb.files import write_json
     from mluke.demo import demo_model
-    from mluke.transfer import FineTuneConfig
+    from mluke.finetuning import FineTuneConfig
     from probes.transfer import evaluate, finetune
     from probes.transfer.miniature import write_miniature
 
@@ -90,13 +90,13 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def re_subsets(args: argparse.Namespace, data: Path) -> dict:
-    """Subset scores (see :mod:`probes.transfer.re_subsets`) of every fine-tuned RE model of the run."""
+    """Subset scores (see :mod:`probes.transfer.metrics.re_subsets`) of every fine-tuned RE model of the run."""
     import kb
     from mluke.demo import demo_model
-    from mluke.transfer import load_transfer, predict_relations
+    from mluke.finetuning import load_transfer, predict_relations
+    from probes.transfer.metrics.re_subsets import kb_facts_as_relations, subset_scores, tag_examples
     from probes.transfer.miniature import generate_re, heldout_entities
-    from probes.transfer.re_data import read_re
-    from probes.transfer.re_subsets import kb_facts_as_relations, subset_scores, tag_examples
+    from probes.transfer.readers.relations import read_re
 
     db = kb.default_db()
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
@@ -140,7 +140,7 @@ def subsets_table(results: dict) -> str:
     """Markdown: per subset, examples and mean (spread) over seeds of macro F1 and accuracy x100, E and W."""
     import statistics
 
-    from probes.transfer.re_subsets import SUBSETS
+    from probes.transfer.metrics.re_subsets import SUBSETS
 
     runs = results["re_subsets"]["runs"]
     lines = [

@@ -23,8 +23,8 @@ import torch
 from tqdm.auto import tqdm
 
 from kb.errors import OptionError, option
+from mluke.finetuning.inputs import Row, batches, collate
 from mluke.tokenizer import encode_with_spans
-from mluke.transfer.inputs import Row, batches, collate
 
 SpanFeatures = Literal["word", "entity", "entity-token"]
 FEATURES = ("word", "entity", "entity-token")

@@ -4,8 +4,9 @@ The outer layer of the library: uses both :mod:`kb` and :mod:`mluke`; nothing in
 those imports ``probes`` back. Each ``eval_*`` function is what the ``mluke``
 command of the same name does.
 
-- :func:`eval_mlama` / :func:`read_mlama` — mLAMA 1.1 folders, P@1 macro-averaged over relations
-  (:class:`MlamaReport`); :func:`compare_mlama` — several models side by side (:class:`MlamaComparison`);
+- :func:`read_mlama` (:mod:`probes.mlama`) / :func:`eval_mlama` (:mod:`probes.mlama_eval`) — mLAMA 1.1
+  folders, P@1 macro-averaged over relations (:class:`MlamaReport`); :func:`compare_mlama` — several models
+  side by side (:class:`MlamaComparison`);
 - :func:`language_bias` — top false-positive prediction and its share (paper, Table 6);
   :func:`bias_by_language` — the objects each language over-predicts;
 - :func:`build_index` / :class:`SpanIndex` (:mod:`probes.retrieval`) — FAISS indexes over span vectors;
@@ -15,9 +16,9 @@ command of the same name does.
   :func:`parallel_spans` (:mod:`probes.parallel`) — parallel sentences from the kb;
 - :func:`eval_demo` — the demo model on held-out vs training (fact, language) pairs and its
   ambiguous-city linking set (:class:`DemoReport`);
-- :func:`eval_link` / :func:`evaluate_linking` / :func:`read_mewsli` (:mod:`probes.mewsli`) — Mewsli-9 folders (:class:`LinkingSet`
-  of :class:`LinkDoc` with :class:`GoldMention`), in-KB / ambiguous accuracy and end-to-end P/R/F1 per
-  language and method (:class:`LinkingReport`);
+- :func:`eval_link` / :func:`evaluate_linking` / :func:`read_mewsli` (:mod:`probes.mewsli`) — Mewsli-9
+  folders (:class:`LinkingSet` of :class:`LinkDoc` with :class:`GoldMention`), in-KB / ambiguous accuracy and
+  end-to-end P/R/F1 per language and method (:class:`LinkingReport`);
 - :func:`calibrate` / :func:`free_wording_docs` (:mod:`probes.linking_calibration`) — fit the linker's
   confidence (NIL) calibration on the demo model and score NIL precision / recall; the demo's
   ambiguous-city sentences in held-out free wording (does context beat the prior?).
@@ -29,7 +30,8 @@ from probes.demo_eval import DemoReport, eval_demo
 from probes.linking_calibration import calibrate, free_wording_docs
 from probes.linking_eval import LinkingReport, eval_link, evaluate_linking
 from probes.mewsli import GoldMention, LinkDoc, LinkingSet, read_mewsli
-from probes.mlama import MlamaComparison, MlamaReport, compare_mlama, eval_mlama, read_mlama
+from probes.mlama import read_mlama
+from probes.mlama_eval import MlamaComparison, MlamaReport, compare_mlama, eval_mlama
 from probes.modularity import modularity, modularity_by_language
 from probes.parallel import parallel_spans
 from probes.retrieval import SpanIndex, build_index

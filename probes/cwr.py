@@ -154,7 +154,7 @@ def write_parallel_jsonl(
 
 def read_mlqa_spans(folder: str | os.PathLike[str], langs: Sequence[str], *, split: str = "dev") -> SpanSet:
     """The answer spans of MLQA's ``{split}-context-{lang}-question-{lang}.json`` files, one per language."""
-    from probes.transfer.qa_data import read_mlqa
+    from probes.transfer.readers.qa import read_mlqa
 
     folder = Path(folder)
     skips, items = Skips(), []

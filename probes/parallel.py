@@ -2,7 +2,7 @@
 
 Each sentence states one kb fact (a city's country, a country's capital, continent, official language,
 currency or neighbour) through one of the miniature relation patterns
-(:mod:`probes.transfer.patterns`); pattern ``i`` means the same in every language, so the renderings of a
+(:mod:`probes.transfer.miniature.patterns`); pattern ``i`` means the same in every language, so the renderings of a
 fact with the same pattern are translations of each other. Only facts whose two entities have a usable,
 unshared label in every requested language are used, so every language gets the same sentences.
 
@@ -20,8 +20,8 @@ from kb.db import EntityDB
 from kb.errors import OptionError
 from kb.languages import MLUKE_LANGUAGES
 from probes.cwr import ParallelSpan
-from probes.transfer.miniature import PATTERNS, RELATIONS, KbWorld
-from probes.transfer.patterns import SLOT_KINDS, render
+from probes.transfer.miniature.patterns import SLOT_KINDS, render
+from probes.transfer.miniature.sampling import PATTERNS, RELATIONS, KbWorld
 
 
 def parallel_spans(
@@ -53,7 +53,7 @@ def parallel_spans(
     by_relation: dict[str, list[tuple[str, str, str]]] = {}
     for fact in facts:
         by_relation.setdefault(fact[0], []).append(fact)
-    chosen = []  # round robin over relations, so every relation is represented
+    chosen: list[tuple[str, str, str]] = []  # round robin over relations, so every relation is represented
     while len(chosen) < size and any(by_relation.values()):
         for name in RELATIONS:
             if by_relation.get(name) and len(chosen) < size:

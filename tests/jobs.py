@@ -35,7 +35,7 @@ PRELOAD = [
     "transformers",
     "safetensors.torch",
     "mluke.pretraining",
-    "mluke.transfer",
+    "mluke.finetuning",
     "probes.transfer",
     "seqeval.metrics",
     "tqdm",

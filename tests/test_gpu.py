@@ -34,7 +34,7 @@ def test_span_vectors_on_the_gpu(tiny_demo):
 def test_a_fine_tuning_run_on_the_gpu(tiny_demo, tmp_path):
     from pathlib import Path
 
-    from mluke.transfer import FineTuneConfig, load_transfer
+    from mluke.finetuning import FineTuneConfig, load_transfer
     from probes.transfer import finetune
 
     data = Path(__file__).parent / "probes" / "transfer" / "data" / "wikiann.tsv"

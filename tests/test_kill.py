@@ -322,7 +322,7 @@ NER_DATA = ROOT / "tests" / "probes" / "transfer" / "data" / "conll2003_en.txt"
 FINETUNE_PRELUDE = """
 import os as _os, shutil as _shutil
 from pathlib import Path as _Path
-import mluke.transfer.training as _training
+import mluke.finetuning.training as _training
 _Tuner = _training.FineTuner
 _train, _save = _Tuner.train, _Tuner._save
 def _started(self, **kw):
@@ -436,7 +436,7 @@ def test_killed_as_it_created_its_work_folder(tmp_path, tiny_demo):
     folder, before its first file there was complete (written under a temporary name). What such a kill
     leaves, the folder with at most a temporary file in it, is started afresh, not refused as a run of
     other inputs (dump build) or settings (fine-tuning)."""
-    from mluke.transfer import FineTuneConfig
+    from mluke.finetuning import FineTuneConfig
     from probes.transfer import finetune
     from tests.kb.sources.dump_fixtures import write_wikidata
 

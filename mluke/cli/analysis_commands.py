@@ -64,7 +64,10 @@ def build(
     features: Annotated[
         str,
         typer.Option(
-            help="'word' (mean of the span's pieces), 'entity' (the same with entity tokens over the text's entities) or 'entity-token' (the entity token's vector)."
+            help=(
+                "'word' (mean of the span's pieces), 'entity' (the same with entity tokens over the text's entities) "
+                "or 'entity-token' (the entity token's vector)."
+            )
         ),
     ] = "word",
     layer: LayerOption = -1,

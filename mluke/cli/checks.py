@@ -21,7 +21,7 @@ DEMO_HIDDEN_SIZE = 128  #: mluke.demo.PRESETS["demo"].hidden_size
 LINK_METHODS = ("combined", "prior", "model", "global")  #: mluke.linking.METHODS
 SPAN_FEATURES = ("word", "entity", "entity-token")  #: mluke.spans.FEATURES
 INDEX_KINDS = ("flat", "hnsw", "ivfpq")  #: probes.retrieval.KINDS
-MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")  #: probes.transfer.qa_run.MLQA_LANGUAGES
+MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")  #: probes.transfer.runs.qa.MLQA_LANGUAGES
 
 
 def choice(flag: str, value: str, choices: Sequence[str]) -> str:

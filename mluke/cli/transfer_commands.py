@@ -42,7 +42,10 @@ def finetune(
     features: Annotated[
         str,
         typer.Option(
-            help="'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; qa: entity tokens over linked names) or 'word' (mLUKE-W: word-piece vectors only)."
+            help=(
+                "'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; qa: entity tokens over linked names) or "
+                "'word' (mLUKE-W: word-piece vectors only)."
+            )
         ),
     ] = "entity",
     model: Annotated[
@@ -53,7 +56,10 @@ def finetune(
         typer.Option(
             "--lang",
             "-l",
-            help="Language of CoNLL files without one (WikiANN lines carry theirs); qa: of the training file (default en).",
+            help=(
+                "Language of CoNLL files without one (WikiANN lines carry theirs); qa: of the training file (default "
+                "en)."
+            ),
         ),
     ] = None,
     epochs: Annotated[int, typer.Option(help="Training epochs (the paper: 5).")] = 5,
@@ -90,7 +96,7 @@ def finetune(
     checks.at_least("--max-length", max_length, 16)
     checks.at_least("--doc-stride", doc_stride, 1)
     checks.device(device)
-    from mluke.transfer import FineTuneConfig
+    from mluke.finetuning import FineTuneConfig
     from probes.transfer import finetune as run
 
     config = FineTuneConfig(
@@ -105,7 +111,7 @@ def finetune(
             output=output,
             features=features,
             model=model,
-            kb=db,
+            db=db,
             lang=lang or "en",
             config=config,
             settings={"max_length": max_length, "doc_stride": doc_stride},
@@ -167,14 +173,21 @@ def evaluate(
         str,
         typer.Option(
             "--link-source",
-            help="qa: 'anchors' (names of the kb in each language) or 'english' (XQuAD: only entities of the English source, read from xquad.en.json).",
+            help=(
+                "qa: 'anchors' (names of the kb in each language) or 'english' (XQuAD: only entities of the English "
+                "source, read from xquad.en.json)."
+            ),
         ),
     ] = "anchors",
     scorer: Annotated[
         str | None,
         typer.Option(
             "--scorer",
-            help="qa: answer normalisation, 'squad' (SQuAD v1.1), 'mlqa' (MLQA's, per context language) or 'mlqa-fixed' (MLQA's with its Arabic bug fixed); default: the official one of each data set (squad for XQuAD, mlqa for MLQA).",
+            help=(
+                "qa: answer normalisation, 'squad' (SQuAD v1.1), 'mlqa' (MLQA's, per context language) or 'mlqa-fixed' "
+                "(MLQA's with its Arabic bug fixed); default: the official one of each data set (squad for XQuAD, mlqa "
+                "for MLQA)."
+            ),
         ),
     ] = None,
     db: KbOption = None,
@@ -222,7 +235,7 @@ def evaluate(
             langs=split_list(langs),
             gxlt=gxlt,
             split=split,
-            kb=db,
+            db=db,
             link_source=link_source,
             batch_size=batch_size,
             progress=progress,

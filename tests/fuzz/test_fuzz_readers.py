@@ -31,8 +31,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kb.errors import InputFormatError, MlukeError
-from probes.transfer.ner_data import NerSentence, read_ner
-from probes.transfer.re_data import ReExample, read_re
+from probes.transfer.readers.ner import NerSentence, read_ner
+from probes.transfer.readers.relations import ReExample, read_re
 from tests.fuzz.strategies import examples, unicode_text
 
 #: Bytes that are not UTF-8: a stray continuation byte, cut sequences, an over-long form, a surrogate, beyond U+10FFFF.
@@ -392,7 +392,7 @@ def _questions(data: dict) -> list[tuple[tuple[int, ...], dict]]:
 @settings(max_examples=examples(8))
 @given(data=st.data())
 def test_qa_bad_record_is_skipped_with_its_location(data, level, kind):
-    from probes.transfer.qa_data import read_squad
+    from probes.transfer.readers.qa import read_squad
 
     good = data.draw(squad_data(), label="file")
     bad = copy.deepcopy(good)
@@ -480,7 +480,7 @@ def test_qa_bad_record_is_skipped_with_its_location(data, level, kind):
 @settings(max_examples=examples(20))
 @given(data=st.data())
 def test_qa_file_that_is_not_utf8_json_fails_clearly(data, kind):
-    from probes.transfer.qa_data import read_squad
+    from probes.transfer.readers.qa import read_squad
 
     good = json.dumps(data.draw(squad_data(), label="file"), ensure_ascii=False).encode()
     if kind == "truncate":

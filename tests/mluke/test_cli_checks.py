@@ -26,7 +26,7 @@ def test_the_checks_accept_what_the_library_accepts():
     from mluke.linking import METHODS
     from mluke.spans import FEATURES
     from probes.retrieval import KINDS
-    from probes.transfer.qa_run import MLQA_LANGUAGES
+    from probes.transfer.runs.qa import MLQA_LANGUAGES
 
     assert tuple(PRESETS) == checks.PRESETS
     assert PRESETS["demo"].hidden_size == checks.DEMO_HIDDEN_SIZE

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kb.errors import InputFormatError, OptionError
-from probes.transfer.qa_data import (
+from probes.transfer.readers.qa import (
     QaExample,
     mlqa_path,
     read_mlqa,

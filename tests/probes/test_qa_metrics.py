@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kb.errors import OptionError
-from probes.transfer.qa_metrics import (
+from probes.transfer.metrics.qa import (
     ARTICLES,
     SCORERS,
     answer_tokens,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kb.errors import OptionError
-from probes.transfer.metrics import ner_scores, re_scores
-from probes.transfer.ner_data import NerSentence
+from probes.transfer.metrics.ner_re import ner_scores, re_scores
+from probes.transfer.readers.ner import NerSentence
 
 GOLD = [
     NerSentence(("Angela", "Merkel", "visited", "Paris", "."), ((0, 2, "PER"), (3, 4, "LOC"))),

@@ -11,12 +11,13 @@ from typer.testing import CliRunner
 import mluke
 from kb.mentions import MentionIndex
 from mluke.cli import app
-from mluke.transfer import FineTuneConfig, load_transfer
-from mluke.transfer.qa import best_spans, collate_qa, qa_rows
-from probes.transfer import evaluate_qa, finetune_qa, qa_linking, read_mlqa, read_squad, read_xquad
-from probes.transfer.qa_data import QaExample, write_squad
-from probes.transfer.qa_linking import cached_links, link_examples
-from probes.transfer.qa_miniature import generate_qa, load_questions, write_qa_miniature
+from mluke.finetuning import FineTuneConfig, load_transfer
+from mluke.finetuning.qa import best_spans, collate_qa, qa_rows
+from probes.transfer import evaluate_qa, finetune_qa, read_mlqa, read_squad, read_xquad
+from probes.transfer.miniature.qa import generate_qa, load_questions, write_qa_miniature
+from probes.transfer.readers.qa import QaExample, write_squad
+from probes.transfer.runs import qa_linking
+from probes.transfer.runs.qa_linking import cached_links, link_examples
 
 FAST = FineTuneConfig(learning_rate=1e-3, batch_size=8, epochs=2)
 
@@ -162,7 +163,7 @@ def test_finetune_and_evaluate_with_gxlt(tiny_demo, embedded_db, tmp_path):
         data / "dev.en.json",
         output=out,
         model=tiny_demo,
-        kb=embedded_db,
+        db=embedded_db,
         config=FAST,
         progress=False,
     )
@@ -171,7 +172,7 @@ def test_finetune_and_evaluate_with_gxlt(tiny_demo, embedded_db, tmp_path):
     assert model.task == "qa" and model.features == "entity" and tok.entity_vocab is not None
     assert model.luke.config.entity_vocab_size == len(tok.entity_vocab)
     result = evaluate_qa(
-        out, xquad=data / "xquad", mlqa=data / "mlqa", split="test", gxlt=True, kb=embedded_db, progress=False
+        out, xquad=data / "xquad", mlqa=data / "mlqa", split="test", gxlt=True, db=embedded_db, progress=False
     )
     assert {(r["dataset"], r["lang"], r["question_lang"]) for r in result.rows} >= {
         ("xquad", "ja", "ja"),
@@ -184,12 +185,27 @@ def test_finetune_and_evaluate_with_gxlt(tiny_demo, embedded_db, tmp_path):
     assert result.table()[0][-1] == "scorer"
     columns, rows = result.gxlt_table()
     assert columns[1:] == ["en", "de"] and [r[0] for r in rows] == ["en", "de", "average"]
-    english = evaluate_qa(out, xquad=data / "xquad", link_source="english", kb=embedded_db, progress=False)
+    english = evaluate_qa(out, xquad=data / "xquad", link_source="english", db=embedded_db, progress=False)
     assert len(english.rows) == 3
+    with pytest.warns(DeprecationWarning, match=r"evaluate_qa\(kb=\.\.\.\) is deprecated; use db="):  # the old name
+        old_name = evaluate_qa(out, xquad=data / "xquad", link_source="english", kb=embedded_db, progress=False)
+    assert old_name.rows == english.rows
     with pytest.raises(mluke.MlukeError, match="nothing to evaluate"):
         evaluate_qa(out)
     with pytest.raises(mluke.MlukeError, match="'ja'.*use scorer 'squad'"):  # MLQA's rules know no Japanese
-        evaluate_qa(out, xquad=data / "xquad", scorer="mlqa", kb=embedded_db, progress=False)
+        evaluate_qa(out, xquad=data / "xquad", scorer="mlqa", db=embedded_db, progress=False)
+
+
+def test_kb_keyword_is_a_deprecated_spelling_of_db(tmp_path):
+    with pytest.warns(DeprecationWarning, match=r"finetune_qa\(kb=\.\.\.\) is deprecated; use db="):
+        with pytest.raises(mluke.MlukeError, match="unknown QA settings"):  # reached: kb= was accepted
+            finetune_qa(
+                tmp_path / "t.json", tmp_path / "d.json", output=tmp_path / "o", kb="embedded", settings={"x": 1}
+            )
+    with pytest.raises(TypeError, match="both kb= and db="):
+        finetune_qa(tmp_path / "t.json", tmp_path / "d.json", output=tmp_path / "o", kb="embedded", db="embedded")
+    with pytest.raises(TypeError, match="both kb= and db="):
+        evaluate_qa(tmp_path, kb="embedded", db="embedded")
 
 
 def test_evaluate_qa_checks_the_scorer_before_loading_the_model(tmp_path):

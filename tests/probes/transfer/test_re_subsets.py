@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from probes.transfer.metrics.re_subsets import example_fact, kb_facts_as_relations, subset_scores, tag_examples
 from probes.transfer.miniature import RELATIONS, generate_re, heldout_entities
-from probes.transfer.re_subsets import example_fact, kb_facts_as_relations, subset_scores, tag_examples
 
 
 @pytest.fixture(scope="module")

@@ -7,16 +7,9 @@ from pathlib import Path
 import pytest
 
 from kb.errors import InputFormatError, OptionError
-from probes.transfer.ner_data import (
-    NerSentence,
-    detect_format,
-    detect_scheme,
-    read_ner,
-    spans_to_tags,
-    tags_to_spans,
-    write_conll,
-)
-from probes.transfer.re_data import ReExample, parse_label, read_re, relation_type, write_kbp37
+from probes.transfer.readers.ner import NerSentence, detect_format, read_ner, write_conll
+from probes.transfer.readers.ner_tags import detect_scheme, spans_to_tags, tags_to_spans
+from probes.transfer.readers.relations import ReExample, parse_label, read_re, relation_type, write_kbp37
 
 DATA = Path(__file__).parent / "data"
 

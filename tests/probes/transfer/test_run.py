@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 import mluke
 from mluke.cli import app
-from mluke.transfer import FineTuneConfig, load_transfer
+from mluke.finetuning import FineTuneConfig, load_transfer
 from probes.transfer import evaluate, finetune
 
 DATA = Path(__file__).parent / "data"

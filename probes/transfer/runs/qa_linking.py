@@ -26,7 +26,7 @@ from typing import Any, Literal
 from kb.cache import cache_dir
 from kb.errors import OptionError
 from kb.files import write_json
-from probes.transfer.qa_data import QaExample
+from probes.transfer.readers.qa import QaExample
 
 #: ``(start, end, entity key)`` in characters of a text.
 Link = tuple[int, int, str]
@@ -37,8 +37,18 @@ CACHE_VERSION = 1
 def link_texts(
     index: Any, texts: Sequence[str], lang: str, *, allowed: Sequence[frozenset[str] | None] | None = None
 ) -> list[list[Link]]:
-    """The linked names of each text. Without ``allowed[i]``: mentions with exactly one candidate. With it:
-    mentions with exactly one candidate in ``allowed[i]``, linked to that one."""
+    """The linked names of each text.
+
+    Args:
+        index: the mention index.
+        texts: the texts.
+        lang: their language.
+        allowed: per text, the entities it may link to: mentions with exactly one candidate in ``allowed[i]``
+            are linked to that one. Without it: mentions with exactly one candidate.
+
+    Returns:
+        The links of each text.
+    """
     unique = list(dict.fromkeys(texts))  # passages repeat across their questions: detect each once
     found = dict(zip(unique, index.detect_batch(unique, lang)))
     out = []
@@ -61,10 +71,18 @@ def link_examples(
     question_lang: str | None = None,
     english: Mapping[str, QaExample] | None = None,
 ) -> dict[str, dict[str, list[Link]]]:
-    """``{id: {"question": links, "context": links}}`` for QA examples (see the module docs).
+    """The linked names of QA examples' questions and passages (see the module docs).
 
-    ``english``: the English source of translated examples by id (the ``english`` link source); examples
-    without one are linked from the anchors alone.
+    Args:
+        examples: the examples.
+        index: the mention index.
+        lang: the passages' language.
+        question_lang: the questions' language (default: ``lang``).
+        english: the English source of translated examples by id (the ``english`` link source); examples without
+            one are linked from the anchors alone.
+
+    Returns:
+        ``{id: {"question": links, "context": links}}``.
     """
     q_lang = question_lang or lang
     allowed: list[frozenset[str] | None] | None = None
@@ -100,7 +118,22 @@ def cached_links(
 ) -> dict[str, dict[str, list[Link]]]:
     """:func:`link_examples` for the examples read from ``path``, through the cache (see the module docs).
 
-    ``source="english"`` needs ``english`` (the English examples by id) read from ``english_path``.
+    Args:
+        path: the file the examples were read from (part of the cache key).
+        examples: the examples.
+        index: the mention index.
+        lang: the passages' language.
+        question_lang: the questions' language (default: ``lang``).
+        source: ``"anchors"`` or ``"english"``.
+        english_path: with ``source="english"``, the English file.
+        english: with ``source="english"``, the English examples by id read from ``english_path``.
+        cache: read and write the cache.
+
+    Returns:
+        ``{id: {"question": links, "context": links}}``.
+
+    Raises:
+        OptionError: an unknown source, or ``"english"`` without the English data.
     """
     if source not in ("anchors", "english"):
         raise OptionError(f"link source {source!r}: expected 'anchors' or 'english'")
@@ -113,7 +146,7 @@ def cached_links(
             lang,
             question_lang or lang,
             source,
-            _identity(english_path) if source == "english" else None,
+            _identity(english_path) if source == "english" and english_path is not None else None,
             str(getattr(index, "path", None)),
             getattr(index, "provenance", None),
         ],

@@ -1,6 +1,6 @@
 """Which miniature RE test examples a model could have memorised: subsets by what the model has seen.
 
-The miniature RE test sets (:func:`probes.transfer.miniature.generate_re`) state real kb facts, and the same
+The miniature RE test sets (:func:`probes.transfer.miniature.relations.generate_re`) state real kb facts, and the same
 facts can occur in the English fine-tuning set and in the pretraining corpus (the demo model is pretrained
 on the kb's facts). A score over all test examples then mixes transfer with recall of memorised pairs. This
 module tags every test example so E and W can be scored apart on:
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from probes.transfer.metrics import re_scores
+from probes.transfer.metrics.ner_re import re_scores
 
 SUBSETS = ("all", "unseen", "seen_finetuning", "seen_pretraining", "heldout_entity", "no_relation")
 
@@ -29,10 +29,16 @@ Fact = tuple[str, str, str]  # (relation name, subject key, object key)
 
 
 def example_fact(group: str, entities: Sequence[tuple[str, str, str]]) -> Fact | None:
-    """The fact an RE example states, as ``(relation, subject key, object key)`` (``None`` for no_relation);
-    ``entities`` is the example's ``((slot, key, label), ...)`` from :class:`MiniatureSplit`. Symmetric
-    relations are put in one order (the smaller key first)."""
-    from probes.transfer.miniature import NO_RELATION, RELATIONS
+    """The fact an RE example states; symmetric relations in one order (the smaller key first).
+
+    Args:
+        group: the example's relation, or ``no_relation``.
+        entities: the example's ``((slot, key, label), ...)`` from :class:`MiniatureSplit`.
+
+    Returns:
+        ``(relation, subject key, object key)``, or ``None`` for no_relation.
+    """
+    from probes.transfer.miniature.sampling import NO_RELATION, RELATIONS
 
     if group == NO_RELATION:
         return None
@@ -45,9 +51,16 @@ def example_fact(group: str, entities: Sequence[tuple[str, str, str]]) -> Fact |
 
 
 def kb_facts_as_relations(facts: Iterable[tuple[str, str, str]]) -> set[Fact]:
-    """kb facts ``(subject, property, object)`` (e.g. a model's pretraining facts) as miniature RE facts,
-    through each relation's properties and inverse properties."""
-    from probes.transfer.miniature import RELATIONS
+    """kb facts (e.g. a model's pretraining facts) as miniature RE facts, through each relation's properties
+    and inverse properties.
+
+    Args:
+        facts: ``(subject, property, object)`` triples.
+
+    Returns:
+        The ``(relation, subject key, object key)`` facts.
+    """
+    from probes.transfer.miniature.sampling import RELATIONS
 
     out: set[Fact] = set()
     for s, p, o in facts:
@@ -72,9 +85,16 @@ def tag_examples(
     heldout: Mapping[str, Collection[str]],
     pretraining_facts: Collection[Fact] = (),
 ) -> dict[str, set[str]]:
-    """Example id -> its tags (see the module docs) for every test example of ``splits``
-    (``generate_re``'s output: ``{lang: {split: MiniatureSplit}}``); ``heldout``: ``heldout_entities``'s
-    keys per kind; ``pretraining_facts``: facts as :func:`kb_facts_as_relations` gives them."""
+    """The tags (see the module docs) of every test example of ``splits``.
+
+    Args:
+        splits: ``generate_re``'s output, ``{lang: {split: MiniatureSplit}}``.
+        heldout: ``heldout_entities``'s keys per kind.
+        pretraining_facts: facts as :func:`kb_facts_as_relations` gives them.
+
+    Returns:
+        Example id -> its tags.
+    """
     held = set().union(*heldout.values()) if heldout else set()
     finetuning: set[Fact] = set()
     for split_name in ("train", "dev"):
@@ -109,8 +129,17 @@ def tag_examples(
 
 
 def subset_scores(examples: Sequence[Any], predicted: Sequence[str], tags: Mapping[str, set[str]]) -> dict[str, dict]:
-    """Per subset: the number of examples, accuracy (label and direction right) and macro F1 over relation
-    types (:func:`probes.transfer.metrics.re_scores`) of ``predicted`` against the examples' labels."""
+    """Per subset: the number of examples, accuracy (label and direction right) and macro F1 over relation types
+    (:func:`probes.transfer.metrics.ner_re.re_scores`) of ``predicted`` against the examples' labels.
+
+    Args:
+        examples: the test examples.
+        predicted: the predicted label of each.
+        tags: :func:`tag_examples`'s output.
+
+    Returns:
+        ``{subset: {"examples": n, "accuracy": ..., "macro_f1": ...}}`` (only ``examples`` for an empty subset).
+    """
     out: dict[str, dict] = {}
     for subset in SUBSETS:
         idx = [i for i, e in enumerate(examples) if subset in tags[e.id]]

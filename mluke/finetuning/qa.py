@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import torch
 
 from kb.errors import OptionError
+from mluke.finetuning.inputs import Row, collate
 from mluke.tokenizer import encode_with_spans
-from mluke.transfer.inputs import Row, collate
 
 #: ``(start, end, entity id)`` in characters of a question or passage.
 LinkedName = tuple[int, int, int]
@@ -58,9 +58,24 @@ def qa_rows(
 ) -> list[QaRow]:
     """The windows of every (question, passage) pair; see the module docs.
 
-    ``question_names`` / ``context_names``: per example, linked names (entity tokens for ``features="entity"``;
-    their boundaries cut the text in both kinds). ``answers``: per example, the answer's character span in
-    the passage (training), else ``None``. ``max_entities``: entity tokens per row, the question's first.
+    Args:
+        tokenizer: the mLUKE tokenizer.
+        questions: the question of each example.
+        contexts: the passage of each example.
+        features: ``"entity"`` (linked names get entity tokens) or ``"word"``.
+        question_names: per example, the question's linked names (their boundaries cut the text in both kinds).
+        context_names: per example, the passage's linked names.
+        answers: per example, the answer's character span in the passage (training), else ``None``.
+        max_length: pieces per window.
+        doc_stride: pieces between window starts.
+        max_query_length: the question's pieces kept.
+        max_entities: entity tokens per row, the question's first.
+
+    Returns:
+        The rows, each example's windows in order.
+
+    Raises:
+        OptionError: a question that leaves no room for the passage.
     """
     if max_query_length < 1 or doc_stride < 1 or max_length < 8:
         raise OptionError(
@@ -81,7 +96,8 @@ def qa_rows(
             raise OptionError(
                 f"question {i}: {len(q_ids)} pieces leave no room for the passage in max_length={max_length}"
             )
-        answer = _answer_pieces(c_offsets, answers[i]) if answers is not None and answers[i] is not None else None
+        chars = answers[i] if answers is not None else None
+        answer = _answer_pieces(c_offsets, chars) if chars is not None else None
         q_slots = [
             ((s + 1, e + 1), eid) for (s, e), (_, _, eid) in zip(q_pieces, q_names[i]) if e <= len(q_ids) and e > s
         ]
@@ -112,8 +128,17 @@ def qa_rows(
 
 
 def collate_qa(rows: Sequence[QaRow], *, pad_id: int, max_mention_length: int = 30) -> dict[str, torch.Tensor]:
-    """:func:`mluke.transfer.inputs.collate` tensors plus ``start_positions``, ``end_positions`` and
-    ``context_mask`` (the pieces an answer may use)."""
+    """:func:`mluke.finetuning.inputs.collate` tensors plus ``start_positions``, ``end_positions`` and
+    ``context_mask`` (the pieces an answer may use).
+
+    Args:
+        rows: the rows of one batch.
+        pad_id: the tokenizer's padding id.
+        max_mention_length: pieces per entity position list.
+
+    Returns:
+        The batch tensors.
+    """
     batch = collate(rows, pad_id=pad_id, max_mention_length=max_mention_length)
     batch["start_positions"] = torch.tensor([r.start for r in rows], dtype=torch.long)
     batch["end_positions"] = torch.tensor([r.end for r in rows], dtype=torch.long)
@@ -128,7 +153,17 @@ def best_spans(
     start_logits: torch.Tensor, end_logits: torch.Tensor, context_mask: torch.Tensor, *, max_answer_length: int = 30
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per row, the passage span ``start <= end < start + max_answer_length`` with the highest
-    ``start_logit + end_logit``: (start, end, score) tensors of shape (rows,)."""
+    ``start_logit + end_logit``.
+
+    Args:
+        start_logits: (rows, pieces).
+        end_logits: (rows, pieces).
+        context_mask: (rows, pieces), true on the pieces an answer may use.
+        max_answer_length: the longest answer, in pieces.
+
+    Returns:
+        ``(start, end, score)`` tensors of shape (rows,).
+    """
     width = start_logits.shape[1]
     scores = start_logits[:, :, None] + end_logits[:, None, :]
     positions = torch.arange(width, device=scores.device)
@@ -149,8 +184,19 @@ def predict_answers(
     batch_size: int = 16,
     max_answer_length: int = 30,
 ) -> list[tuple[str, float]]:
-    """The best answer text of each passage (over all its windows) and its score; ``("", -inf)`` for a
-    question none of whose windows holds a passage piece."""
+    """The best answer text of each passage (over all its windows) and its score.
+
+    Args:
+        model: a QA model.
+        tokenizer: its tokenizer.
+        rows: the windows of :func:`qa_rows`.
+        contexts: the passage of each example.
+        batch_size: rows per forward pass.
+        max_answer_length: the longest answer, in pieces.
+
+    Returns:
+        ``(text, score)`` per example; ``("", -inf)`` for a question none of whose windows holds a passage piece.
+    """
     model.eval()
     best: list[tuple[str, float]] = [("", float("-inf")) for _ in contexts]
     device = next(model.parameters()).device

@@ -6,7 +6,7 @@ features (mLUKE-E) or word features (mLUKE-W), as in section 4 of the mLUKE pape
 - Relation, entity: entities [HEAD] and [TAIL] over the two mentions, their embeddings initialised from the
   entity [MASK]; their vectors concatenated.
 - Relation, word: ``<ent>``/``<ent2>`` markers around head and tail; the vectors of the opening markers.
-- QA: start and end scores over the last-layer word vectors (:mod:`mluke.transfer.qa` builds the rows); with
+- QA: start and end scores over the last-layer word vectors (:mod:`mluke.finetuning.qa` builds the rows); with
   entity features the input also holds an entity token for every linked name of the question and passage.
 
 The encoder keeps a small entity table of its own (NER: [PAD], [MASK]; relations: [PAD], [HEAD], [TAIL]),
@@ -33,6 +33,17 @@ Task = Literal["ner", "re", "qa"]
 
 
 def check_features(features: str) -> str:
+    """``features`` when it is ``"entity"`` (mLUKE-E) or ``"word"`` (mLUKE-W).
+
+    Args:
+        features: the feature kind asked for.
+
+    Returns:
+        ``features``, unchanged.
+
+    Raises:
+        OptionError: any other value.
+    """
     if features not in ("entity", "word"):
         raise OptionError(
             "{features}: expected 'entity' (mLUKE-E) or 'word' (mLUKE-W)",
@@ -42,8 +53,15 @@ def check_features(features: str) -> str:
 
 
 def encoder_from(pretrained: Any, entity_rows: list[int]) -> LukeModel:
-    """A new ``LukeModel`` with the pretrained model's weights and an entity table of ``entity_rows``
-    (vocabulary ids of the pretrained table, in order; row 0 is padding)."""
+    """A new ``LukeModel`` with the pretrained model's weights and an entity table of ``entity_rows``.
+
+    Args:
+        pretrained: the pretrained mLUKE model (the first item of a ``mluke.load`` bundle).
+        entity_rows: vocabulary ids of the pretrained table, in order; row 0 is padding.
+
+    Returns:
+        The encoder.
+    """
     config = copy.deepcopy(pretrained.config)
     config.entity_vocab_size = len(entity_rows)
     encoder = LukeModel(config, add_pooling_layer=False)
@@ -65,7 +83,7 @@ class TransferModel(nn.Module):
     """The mLUKE encoder with a linear classifier over entity or word features (see the module docs).
 
     ``labels``: the label set, index 0 being "no entity" (NER) or ``no_relation`` (relations) when present.
-    ``forward(batch)`` takes :func:`mluke.transfer.inputs.collate` tensors and returns
+    ``forward(batch)`` takes :func:`mluke.finetuning.inputs.collate` tensors and returns
     (rows x slots x labels) span scores for NER, (rows x labels) pair scores for relations.
     """
 
@@ -143,9 +161,25 @@ def new_model(
     dropout: float = 0.1,
     settings: dict[str, Any] | None = None,
 ) -> TransferModel:
-    """A fine-tuning model on a loaded ``mluke.load`` bundle: its encoder, an entity table (NER: [PAD],
-    [MASK]; relations: [PAD], [HEAD], [TAIL] from [MASK]; QA with entity features: the whole table, frozen)
-    and a new classifier."""
+    """A fine-tuning model on a loaded ``mluke.load`` bundle: its encoder, an entity table and a new classifier.
+
+    The entity table is [PAD], [MASK] for NER; [PAD], [HEAD], [TAIL] (from [MASK]) for relations; the whole
+    table, frozen, for QA with entity features.
+
+    Args:
+        pretrained: the bundle.
+        task: ``"ner"``, ``"re"`` or ``"qa"``.
+        features: ``"entity"`` (mLUKE-E) or ``"word"`` (mLUKE-W).
+        labels: the classifier's labels (QA: ``["start", "end"]``).
+        dropout: dropout before the classifier.
+        settings: stored with the model (input settings such as ``max_span_pieces``).
+
+    Returns:
+        The :class:`TransferModel`.
+
+    Raises:
+        OptionError: a model without an entity vocabulary, or an unknown feature kind.
+    """
     model, _, vocab = pretrained
     if vocab is None:
         raise OptionError("fine-tuning needs a model with an entity vocabulary (for the [MASK] and [PAD] rows)")

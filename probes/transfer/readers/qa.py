@@ -208,10 +208,17 @@ def read_squad(
 ) -> QaDataset:
     """The questions of a SQuAD-layout file (SQuAD 1.1, one XQuAD language, one MLQA pair), in file order.
 
-    ``lang`` (the context's language) and ``question_lang`` (default: ``lang``) are
-    stored on each example; the file does not say them. Bad records are counted and
-    skipped (see the module docs); questions without answers are kept with
-    ``answers=()`` when ``require_answers`` is False (e.g. test files without gold).
+    Bad records are counted and skipped (see the module docs).
+
+    Args:
+        path: the file.
+        lang: the context's language, stored on each example (the file does not say it).
+        question_lang: the questions' language (default: ``lang``).
+        require_answers: when False, questions without answers are kept with ``answers=()`` (e.g. test files
+            without gold).
+
+    Returns:
+        The :class:`QaDataset`.
     """
     path = Path(path)
     data = _load(path)
@@ -226,7 +233,7 @@ def read_squad(
         if not isinstance(paragraphs, list):
             skips.add(path, f"article {i}", "paragraphs not a list", type(paragraphs).__name__)
             continue
-        title = article.get("title") if isinstance(article.get("title"), str) else ""
+        title = article["title"] if isinstance(article.get("title"), str) else ""
         for j, paragraph in enumerate(paragraphs):
             context = paragraph.get("context") if isinstance(paragraph, dict) else None
             if not isinstance(context, str):
@@ -258,7 +265,18 @@ def read_squad(
 
 
 def read_xquad(folder: str | os.PathLike[str], langs: Sequence[str]) -> dict[str, QaDataset]:
-    """XQuAD's ``folder/xquad.{lang}.json`` for each language (context and question in that language)."""
+    """XQuAD's ``folder/xquad.{lang}.json`` for each language (context and question in that language).
+
+    Args:
+        folder: the XQuAD folder.
+        langs: the languages to read.
+
+    Returns:
+        ``{lang: QaDataset}``.
+
+    Raises:
+        OptionError: no language given.
+    """
     if isinstance(langs, str):
         langs = [langs]
     if not langs:
@@ -268,7 +286,17 @@ def read_xquad(folder: str | os.PathLike[str], langs: Sequence[str]) -> dict[str
 
 
 def mlqa_path(folder: str | os.PathLike[str], context_lang: str, question_lang: str, split: str = "dev") -> Path:
-    """Where MLQA keeps a pair: ``folder/{split}-context-{c}-question-{q}.json`` (split ``dev`` or ``test``)."""
+    """Where MLQA keeps a (context, question) language pair.
+
+    Args:
+        folder: the MLQA folder.
+        context_lang: the contexts' language.
+        question_lang: the questions' language.
+        split: ``"dev"`` or ``"test"``.
+
+    Returns:
+        ``folder/{split}-context-{c}-question-{q}.json``.
+    """
     if split not in MLQA_SPLITS:
         raise OptionError(f"MLQA split {split!r} unknown; expected one of {', '.join(MLQA_SPLITS)}")
     return Path(folder) / f"{split}-context-{context_lang}-question-{question_lang}.json"
@@ -280,6 +308,15 @@ def read_mlqa(
     """The MLQA questions in ``question_lang`` on contexts in ``context_lang`` (see :func:`mlqa_path`).
 
     Parallel questions share their id across languages, so the ids link translations.
+
+    Args:
+        folder: the MLQA folder.
+        context_lang: the contexts' language.
+        question_lang: the questions' language.
+        split: ``"dev"`` or ``"test"``.
+
+    Returns:
+        The :class:`QaDataset`.
     """
     return read_squad(
         mlqa_path(folder, context_lang, question_lang, split), lang=context_lang, question_lang=question_lang
@@ -313,11 +350,17 @@ def _check_writable(example: QaExample, seen: set[str]) -> None:
 def write_squad(examples: Iterable[QaExample], path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
     """Write examples in the SQuAD 1.1 layout that :func:`read_squad` reads back.
 
-    Questions are grouped into articles by title and into paragraphs by context
-    (each in order of first appearance), so examples read back in that grouped order.
-    Languages are not stored (the layout has no place for them). An example that
-    cannot be written faithfully is an :class:`OptionError`; the file is written
-    atomically and an existing one is refused unless ``overwrite``.
+    Questions are grouped into articles by title and into paragraphs by context (each in order of first
+    appearance), so examples read back in that grouped order. Languages are not stored (the layout has no place
+    for them). The file is written atomically.
+
+    Args:
+        examples: the questions.
+        path: the file to write.
+        overwrite: replace an existing file (else it is refused).
+
+    Raises:
+        OptionError: an example that cannot be written faithfully.
     """
     articles: dict[str, dict[str, list[dict[str, Any]]]] = {}
     seen: set[str] = set()

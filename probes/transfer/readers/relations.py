@@ -20,6 +20,7 @@ skipped, never fatal. A missing file or one without any example is a
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -99,9 +100,16 @@ class ReDataset:
 
 
 def parse_label(label: str) -> tuple[str, str] | None:
-    """``("per:employee_of", "e1,e2")`` for ``per:employee_of(e1,e2)``, None for ``no_relation``.
+    """The relation and direction of a KBP37 label.
 
-    Anything else is an :class:`OptionError`.
+    Args:
+        label: a label such as ``per:employee_of(e1,e2)`` or ``no_relation``.
+
+    Returns:
+        ``("per:employee_of", "e1,e2")``, or None for ``no_relation``.
+
+    Raises:
+        OptionError: a label of neither form.
     """
     if label == NO_RELATION:
         return None
@@ -114,7 +122,14 @@ def parse_label(label: str) -> tuple[str, str] | None:
 def relation_type(label: str) -> str | None:
     """The relation type of a label, without its direction: ``per:employee_of(e1,e2)`` -> ``per:employee_of``.
 
-    None for ``no_relation``; a label of neither form is an :class:`OptionError`.
+    Args:
+        label: a KBP37 label.
+
+    Returns:
+        The type, or None for ``no_relation``.
+
+    Raises:
+        OptionError: a label of neither form.
     """
     parsed = parse_label(label)
     return parsed[0] if parsed else None
@@ -234,11 +249,21 @@ def _example(block: list[tuple[int, str]], lang: str | None) -> ReExample:
     return ReExample(ident.strip(), text, head, tail, label, lang)
 
 
-def read_re(path: str | Path, *, lang: str | None = None) -> ReDataset:
-    """Examples of a KBP37 / RELX file (see the module docs); ``lang`` is stored on each example.
+def read_re(path: str | os.PathLike[str], *, lang: str | None = None) -> ReDataset:
+    """Examples of a KBP37 / RELX file (see the module docs).
 
-    UTF-8 is read when the file is valid UTF-8, else latin-1. Bad blocks are
-    skipped and counted, with the line where each starts.
+    UTF-8 is read when the file is valid UTF-8, else latin-1. Bad blocks are skipped and counted, with the line
+    where each starts.
+
+    Args:
+        path: the file.
+        lang: stored on each example.
+
+    Returns:
+        The :class:`ReDataset`.
+
+    Raises:
+        InputFormatError: a missing file or one without any example.
     """
     path = Path(path)
     lines, encoding = read_data_lines(path)
@@ -303,9 +328,15 @@ def _check_writable(example: ReExample) -> None:
 def write_kbp37(examples: Iterable[ReExample], path: str | Path) -> Path:
     """Write examples in the KBP37 layout (UTF-8, ``\\n``) that :func:`read_re` reads back to the same examples.
 
-    Texts are expected normalised as :func:`read_re` makes them (single spaces,
-    stripped). An example that cannot be written faithfully is an :class:`OptionError`.
-    Returns the path written.
+    Args:
+        examples: examples with texts normalised as :func:`read_re` makes them (single spaces, stripped).
+        path: the file to write.
+
+    Returns:
+        The path written.
+
+    Raises:
+        OptionError: an example that cannot be written faithfully.
     """
     path = Path(path)
     blocks = []

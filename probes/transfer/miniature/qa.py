@@ -1,7 +1,7 @@
 """Miniature extractive-QA sets made from the embedded kb's facts, parallel across 24 languages.
 
 Each example is a passage of a few sentences, each stating one kb fact with a relation pattern of the
-miniature RE sets (:mod:`probes.transfer.patterns`), and a question about one of those facts
+miniature RE sets (:mod:`probes.transfer.miniature.patterns`), and a question about one of those facts
 (``probes/data/miniature_questions.json``, written for mluke); the answer is the object's name in the
 passage's language. The other sentences are about other subjects (never the question's), so the passage holds
 one right answer, but names of the same kind stand next to it.
@@ -26,10 +26,10 @@ from typing import Any
 from kb.errors import OptionError
 from kb.files import atomic_path, write_json
 from kb.languages import MLUKE_LANGUAGES
-from probes.transfer.miniature import PATTERNS, RELATIONS, KbWorld, heldout_entities
-from probes.transfer.patterns import SLOT_KINDS, render
-from probes.transfer.qa_data import QaExample, mlqa_path, write_squad
-from probes.transfer.qa_run import MLQA_LANGUAGES
+from probes.transfer.miniature.patterns import SLOT_KINDS, render
+from probes.transfer.miniature.sampling import PATTERNS, RELATIONS, KbWorld, heldout_entities
+from probes.transfer.readers.qa import QaExample, mlqa_path, write_squad
+from probes.transfer.runs.qa import MLQA_LANGUAGES
 
 TRAIN_PATTERNS, TEST_PATTERNS = (0, 1), (2,)
 TRAIN_QUESTION, TEST_QUESTION = 0, 1
@@ -129,10 +129,23 @@ def generate_qa(
     test_size: int = 300,
     sentences: int = 4,
 ) -> dict[str, dict[str, list[QaExample]]]:
-    """``{"train": {"en": [...]}, "dev": {"en": [...]}, "test": {lang: [...]}}`` (see the module docs).
+    """The miniature QA sets (see the module docs).
 
-    Train and dev leave out 30% of the entities of each kind (:func:`heldout_entities`); the test set may use
-    any entity named in all ``languages``.
+    Train and dev leave out 30% of the entities of each kind
+    (:func:`~probes.transfer.miniature.sampling.heldout_entities`); the test set may use any entity named in all
+    ``languages``.
+
+    Args:
+        db: the entity database.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        train_size: English training questions.
+        dev_size: English dev questions.
+        test_size: test questions per language.
+        sentences: fact sentences per passage.
+
+    Returns:
+        ``{"train": {"en": [...]}, "dev": {"en": [...]}, "test": {lang: [...]}}``.
     """
     langs = tuple(dict.fromkeys(languages))
     missing = [lang for lang in langs if lang not in load_questions()["questions"] or lang not in PATTERNS]
@@ -179,8 +192,25 @@ def write_qa_miniature(
     sentences: int = 4,
     overwrite: bool = False,
 ) -> Path:
-    """Write :func:`generate_qa`'s sets: ``train.en.json``, ``dev.en.json``, ``xquad/xquad.{lang}.json``,
-    ``mlqa/test-context-{c}-question-{q}.json`` (MLQA's languages among ``languages``) and ``manifest.json``."""
+    """Write :func:`generate_qa`'s sets under ``folder``.
+
+    Files: ``train.en.json``, ``dev.en.json``, ``xquad/xquad.{lang}.json``,
+    ``mlqa/test-context-{c}-question-{q}.json`` (MLQA's languages among ``languages``) and ``manifest.json``.
+
+    Args:
+        db: the entity database.
+        folder: the folder to write.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        train_size: English training questions.
+        dev_size: English dev questions.
+        test_size: test questions per language.
+        sentences: fact sentences per passage.
+        overwrite: replace an existing folder (else it is refused).
+
+    Returns:
+        The folder.
+    """
     sets = generate_qa(
         db, languages, seed=seed, train_size=train_size, dev_size=dev_size, test_size=test_size, sentences=sentences
     )

@@ -1,4 +1,4 @@
-"""Fine-tuning heads, the training loop, checkpoints and decoding (mluke.transfer)."""
+"""Fine-tuning heads, the training loop, checkpoints and decoding (mluke.finetuning)."""
 
 import shutil
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import mluke
-from mluke.transfer import (
+from mluke.finetuning import (
     FineTuneConfig,
     FineTuner,
     decode_spans,
@@ -16,7 +16,7 @@ from mluke.transfer import (
     predict_spans,
     save_transfer,
 )
-from mluke.transfer.inputs import collate, join_words, ner_rows, relation_rows
+from mluke.finetuning.inputs import collate, join_words, ner_rows, relation_rows
 
 SENTENCES = [["Paris", "is", "in", "France", "."], ["東", "京", "は", "日", "本", "に", "あ", "る"]]
 LANGS = ["en", "ja"]

@@ -1,20 +1,21 @@
-"""Fine-tuning mLUKE for cross-lingual transfer: span NER and relation classification with entity features
-(mLUKE-E) or word features (mLUKE-W).
+"""Fine-tuning mLUKE for cross-lingual transfer: span NER, relation classification and extractive QA with
+entity features (mLUKE-E) or word features (mLUKE-W). (Called ``mluke.transfer`` before 0.2.)
 
 - :func:`new_model` / :class:`TransferModel` — the heads on the mLUKE encoder (``models``);
 - :class:`FineTuner` / :class:`FineTuneConfig` — the seeded, resumable training loop (``training``);
 - :func:`save_transfer` / :func:`load_transfer` — checkpoints in the hub layout with their labels;
 - :func:`predict_spans` / :func:`predict_relations` — predictions (``predict``);
-- ``inputs`` — span enumeration, marked pairs and batch tensors.
+- ``inputs`` — span enumeration, marked pairs and batch tensors;
+- ``qa`` — QA windows, answer positions and span decoding.
 
 Readers of the datasets, metrics and whole runs (what ``mluke finetune`` / ``mluke evaluate`` do) are in
 :mod:`probes.transfer`.
 """
 
-from mluke.transfer.checkpoint import load_transfer, save_transfer
-from mluke.transfer.models import TransferModel, new_model
-from mluke.transfer.predict import decode_spans, predict_relations, predict_spans
-from mluke.transfer.training import FineTuneConfig, FineTuner
+from mluke.finetuning.checkpoint import load_transfer, save_transfer
+from mluke.finetuning.models import TransferModel, new_model
+from mluke.finetuning.predict import decode_spans, predict_relations, predict_spans
+from mluke.finetuning.training import FineTuneConfig, FineTuner
 
 __all__ = [
     "FineTuneConfig",

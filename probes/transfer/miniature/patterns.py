@@ -79,11 +79,26 @@ BAD_LABEL_CHARS = set('()[]{}<>（）［］,，،;"~\t\r\n|')
 
 
 def pattern_slots(pattern: str) -> tuple[str, ...]:
-    """The slot names of a pattern, in order."""
+    """The slot names of a pattern, in order.
+
+    Args:
+        pattern: a sentence pattern.
+
+    Returns:
+        The slot names.
+    """
     return tuple(m.group(1) for m in _SLOT.finditer(pattern))
 
 
 def is_punct(char: str) -> bool:
+    """Whether a character is punctuation (Unicode category P*).
+
+    Args:
+        char: one character.
+
+    Returns:
+        True for punctuation.
+    """
     return unicodedata.category(char).startswith("P")
 
 
@@ -109,7 +124,15 @@ def _literal_words(text: str, lang: str) -> list[str]:
 
 
 def name_words(label: str, lang: str) -> list[str]:
-    """The NER words of an entity name: its characters (spaces left out) for ja/zh/th, else its space-split words."""
+    """The NER words of an entity name: its characters (spaces left out) for ja/zh/th, else its space-split words.
+
+    Args:
+        label: the name.
+        lang: its language.
+
+    Returns:
+        The words.
+    """
     if lang in CHAR_LANGUAGES:
         return [c for c in label if not c.isspace()]
     return label.split()
@@ -126,7 +149,16 @@ class Rendered:
 
 
 def render(pattern: str, lang: str, names: dict[str, str]) -> Rendered:
-    """Fill ``pattern`` with ``names`` (slot -> label) in ``lang``; a slot used twice must not occur."""
+    """Fill a pattern with names in one language; a slot used twice must not occur.
+
+    Args:
+        pattern: the sentence pattern.
+        lang: its language.
+        names: slot -> label.
+
+    Returns:
+        The :class:`Rendered` text, its words and the character and word spans of every slot.
+    """
     text = ""
     words: list[str] = []
     chars: dict[str, tuple[int, int]] = {}

@@ -27,8 +27,8 @@ from tqdm import tqdm
 from kb.errors import InputFormatError, Option, OptionError, flag
 from kb.files import atomic_path, atomic_text
 from mluke.devices import model_device, to_device
-from mluke.transfer.inputs import Row, batches, collate
-from mluke.transfer.models import TransferModel
+from mluke.finetuning.inputs import Row, batches, collate
+from mluke.finetuning.models import TransferModel
 
 
 @dataclass
@@ -56,7 +56,8 @@ class FineTuneConfig:
 
 
 def _optimizer(model: TransferModel, config: FineTuneConfig) -> torch.optim.AdamW:
-    decay, plain = [], []
+    decay: list[torch.nn.Parameter] = []
+    plain: list[torch.nn.Parameter] = []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
@@ -80,10 +81,22 @@ def _schedule(optimizer: torch.optim.Optimizer, total: int, warmup: float) -> to
 
 
 class FineTuner:
-    """One fine-tuning run of ``model`` on ``rows`` (see the module docs); ``work`` is its work folder.
+    """One fine-tuning run of ``model`` on ``rows`` (see the module docs).
 
-    ``evaluate(model) -> float`` scores the model on dev data after each epoch (higher is better);
-    ``collate_fn`` turns a list of rows into tensors (QA rows need :func:`mluke.transfer.qa.collate_qa`).
+    Args:
+        model: the model to train (in place).
+        rows: the training rows.
+        config: the run's settings.
+        work: the run's work folder (resumable state).
+        evaluate: ``evaluate(model) -> float`` scores the model on dev data after each epoch (higher is better).
+        pad_id: the tokenizer's padding id.
+        identity: what the run is (data, model, settings): a work folder of another run is not continued.
+        restart: start over instead of continuing.
+        collate_fn: turns a list of rows into tensors (QA rows need :func:`mluke.finetuning.qa.collate_qa`).
+
+    Raises:
+        OptionError: a tokenizer without a padding id, or a work folder of a run with other settings (without
+            ``restart``).
     """
 
     def __init__(
@@ -94,13 +107,15 @@ class FineTuner:
         config: FineTuneConfig,
         work: Path,
         evaluate: Callable[[TransferModel], float],
-        pad_id: int,
+        pad_id: int | None,
         identity: dict[str, Any],
         restart: bool = False,
         collate_fn: Callable[..., dict[str, torch.Tensor]] = collate,
     ) -> None:
         self.model, self.rows, self.config = model, list(rows), config.check()
         self.collate = collate_fn
+        if pad_id is None:
+            raise OptionError("the tokenizer has no padding token: fine-tuning pads its batches with it")
         self.evaluate, self.pad_id, self.work = evaluate, pad_id, Path(work)
         self.steps_per_epoch = math.ceil(len(self.rows) / config.batch_size)
         self.total = self.steps_per_epoch * config.epochs

@@ -8,20 +8,23 @@ import os
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kb.db import EntityDB
 from kb.errors import OptionError
 from kb.files import check_output
+from kb.renamed import renamed_keyword
 from mluke.checkpoint import open_model
 from mluke.devices import place
-from mluke.transfer import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
-from mluke.transfer.qa import LinkedName, collate_qa, predict_answers, qa_rows
-from probes.report import TableReport
-from probes.transfer.qa_data import QaExample, mlqa_path, read_mlqa, read_squad
-from probes.transfer.qa_linking import Link, LinkSource, cached_links
-from probes.transfer.qa_metrics import Scorer, check_scorer, gxlt_matrix, qa_scores
+from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
+from mluke.finetuning.models import Features
+from mluke.finetuning.qa import LinkedName, collate_qa, predict_answers, qa_rows
+from probes.transfer.metrics.qa import Scorer, check_scorer, qa_scores
+from probes.transfer.readers.qa import QaExample, mlqa_path, read_mlqa, read_squad
+from probes.transfer.runs.qa_linking import Link, LinkSource, cached_links
+from probes.transfer.runs.qa_reports import QaFineTuneReport, QaReport
 
 #: MLQA's languages, the G-XLT matrix's rows and columns.
 MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")
@@ -75,7 +78,7 @@ class QaInputs:
         )
 
 
-def _index(db: Any, langs: Sequence[str]) -> Any:
+def _index(db: EntityDB | str | Path | None, langs: Sequence[str]) -> Any:
     from kb import open_db
     from kb.mentions import MentionIndex
 
@@ -94,8 +97,20 @@ def answer_dataset(
     scorer: Scorer = "squad",
     batch_size: int = 16,
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Scores (:func:`probes.transfer.qa_metrics.qa_scores` under ``scorer``, in ``lang``'s rules for MLQA's)
-    and the predicted answer of every example."""
+    """The scores and the predicted answer of every example.
+
+    Args:
+        model: the fine-tuned QA model.
+        inputs: the tokenizer, mention index and input settings.
+        examples: the questions.
+        links: their linked names (:func:`~probes.transfer.runs.qa_linking.cached_links`).
+        lang: the context language (MLQA's scorers are per language).
+        scorer: the answer normalisation.
+        batch_size: rows per forward pass.
+
+    Returns:
+        ``(scores, predictions)``: :func:`probes.transfer.metrics.qa.qa_scores` and the answer text by id.
+    """
     rows = inputs.rows(examples, links, model.features)
     found = predict_answers(
         model,
@@ -109,37 +124,15 @@ def answer_dataset(
     return qa_scores(predictions, {e.id: e.answer_texts for e in examples}, lang, scorer), predictions
 
 
-@dataclass
-class QaFineTuneReport:
-    """What a QA fine-tuning run did: sizes, loss and dev F1 per epoch, linked names per question."""
-
-    output: Path
-    features: str
-    train_size: int
-    dev_size: int
-    windows: int
-    names_per_question: float
-    history: list[dict[str, Any]]
-    seconds: float
-    skipped: dict[str, int] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        best = max(self.history, key=lambda h: h["dev"])
-        return (
-            f"fine-tuned qa ({self.features} features) on {self.train_size:,} questions ({self.windows:,} windows, "
-            f"{self.names_per_question:.1f} linked names per question) in {self.seconds:,.0f} s; kept epoch "
-            f"{best['epoch'] + 1} (dev F1 {100 * best['dev']:.1f}); wrote {self.output}"
-        )
-
-
+@renamed_keyword("kb", "db")
 def finetune_qa(
     train: str | os.PathLike[str],
     dev: str | os.PathLike[str],
     *,
     output: str | os.PathLike[str],
-    features: str = "entity",
+    features: Features = "entity",
     model: Any = None,
-    kb: Any = None,
+    db: EntityDB | str | Path | None = None,
     lang: str = "en",
     config: FineTuneConfig | None = None,
     settings: dict[str, int] | None = None,
@@ -148,11 +141,33 @@ def finetune_qa(
     progress: bool = True,
     device: Any = None,
 ) -> QaFineTuneReport:
-    """Fine-tune ``model`` (default: the demo model) for extractive QA on SQuAD-format ``train`` and keep the
-    epoch with the best F1 on ``dev``. Names are linked from ``kb``'s anchors (default: the embedded kb);
-    ``features="entity"`` (mLUKE-E) gives them entity tokens, ``"word"`` (mLUKE-W) does not. ``settings``:
-    windowing and decoding (``QA_DEFAULTS``). An interrupted run continues when run again. ``device``: where
-    to train (``"auto"``: a GPU when there is one)."""
+    """Fine-tune a model for extractive QA on SQuAD-format data, keeping the epoch with the best dev F1.
+
+    An interrupted run continues when run again (same arguments).
+
+    Args:
+        train: the SQuAD-format training file.
+        dev: the SQuAD-format file that picks the best epoch.
+        output: the folder the fine-tuned model is written to.
+        features: ``"entity"`` (mLUKE-E: linked names get entity tokens) or ``"word"`` (mLUKE-W: they do not).
+        model: the mLUKE model to fine-tune (anything :func:`mluke.open_model` takes; default: the demo model).
+        db: the entity database whose anchors link the names (default: the embedded kb); ``kb=`` is its
+            deprecated spelling.
+        lang: the language of ``train`` and ``dev``.
+        config: learning rate, batch size, epochs, seed (:class:`mluke.finetuning.FineTuneConfig`).
+        settings: windowing and decoding, any of ``QA_DEFAULTS``.
+        overwrite: replace an existing ``output``.
+        restart: start again instead of continuing an interrupted run.
+        progress: show progress bars.
+        device: where to train (``"auto"``: a GPU when there is one).
+
+    Returns:
+        The run's :class:`QaFineTuneReport`.
+
+    Raises:
+        OptionError: unknown settings or a bad option.
+        InputFormatError: an unreadable ``train`` or ``dev`` file.
+    """
     started = time.perf_counter()
     config = (config or FineTuneConfig()).check()
     unknown = set(settings or {}) - set(QA_DEFAULTS)
@@ -162,21 +177,14 @@ def finetune_qa(
     output = check_output(output, overwrite=overwrite)
     train_data, dev_data = read_squad(train, lang=lang), read_squad(dev, lang=lang)
     bundle = open_model(model)
-    inputs = QaInputs(bundle.tokenizer, _index(kb, [lang]), qa_settings)
+    inputs = QaInputs(bundle.tokenizer, _index(db, [lang]), qa_settings)
     train_links = cached_links(train, train_data.examples, inputs.index, lang=lang)
     dev_links = cached_links(dev, dev_data.examples, inputs.index, lang=lang)
     rows = inputs.rows(train_data.examples, train_links, features, answers=True)
-    net = place(
-        new_model(
-            bundle,
-            "qa",
-            features,
-            ["start", "end"],
-            dropout=config.dropout,
-            settings={"seed": config.seed, **qa_settings},
-        ),
-        device,
+    net = new_model(
+        bundle, "qa", features, ["start", "end"], dropout=config.dropout, settings={"seed": config.seed, **qa_settings}
     )
+    place(net, device)  # in place
     identity = {
         "task": "qa",
         "features": features,
@@ -232,71 +240,7 @@ def _stat(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
-@dataclass
-class QaReport(TableReport):
-    """Zero-shot QA scores: ``rows`` (dataset, lang = context language, question_lang, questions, exact_match,
-    f1, scorer, skipped) and, when asked for, MLQA's G-XLT F1 matrix ``gxlt`` keyed ``"c/q"``."""
-
-    features: str
-    model: str
-    rows: list[dict[str, Any]]
-    gxlt: dict[str, float] = field(default_factory=dict)
-    gxlt_langs: list[str] = field(default_factory=list)
-
-    def averages(self) -> dict[str, dict[str, float]]:
-        """Mean EM and F1 per dataset over its same-language rows."""
-        out: dict[str, dict[str, float]] = {}
-        for name in dict.fromkeys(r["dataset"] for r in self.rows):
-            mine = [r for r in self.rows if r["dataset"] == name and r["lang"] == r["question_lang"]]
-            if mine:
-                out[name] = {k: sum(r[k] for r in mine) / len(mine) for k in ("exact_match", "f1")}
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "features": self.features,
-            "model": self.model,
-            "languages": self.rows,
-            "average": self.averages(),
-            "gxlt": {"langs": self.gxlt_langs, "f1": self.gxlt},
-        }
-
-    def table(self) -> tuple[list[str], list[list[Any]]]:
-        """Columns and rows for printing (scores x100); each dataset's average after its rows."""
-        rows: list[list[Any]] = []
-        averages = self.averages()
-        for name in dict.fromkeys(r["dataset"] for r in self.rows):
-            mine = [r for r in self.rows if r["dataset"] == name and r["lang"] == r["question_lang"]]
-            rows += [
-                [
-                    name,
-                    r["lang"],
-                    r["questions"],
-                    round(100 * r["exact_match"], 1),
-                    round(100 * r["f1"], 1),
-                    r.get("scorer", ""),
-                ]
-                for r in mine
-            ]
-            if name in averages:
-                rows.append(
-                    [
-                        name,
-                        "average",
-                        sum(r["questions"] for r in mine),
-                        round(100 * averages[name]["exact_match"], 1),
-                        round(100 * averages[name]["f1"], 1),
-                        "/".join(dict.fromkeys(r.get("scorer", "") for r in mine)),
-                    ]
-                )
-        return ["dataset", "lang", "questions", "EM", "F1", "scorer"], rows
-
-    def gxlt_table(self) -> tuple[list[str], list[list[Any]]]:
-        """The G-XLT F1 matrix (x100): a row per context language, a column per question language."""
-        scores = {tuple(k.split("/")): v for k, v in self.gxlt.items()}
-        return gxlt_matrix(scores, self.gxlt_langs)  # type: ignore[arg-type]
-
-
+@renamed_keyword("kb", "db")
 def evaluate_qa(
     model_dir: str | os.PathLike[str],
     *,
@@ -305,7 +249,7 @@ def evaluate_qa(
     langs: Sequence[str] | None = None,
     gxlt: bool = False,
     split: str = "dev",
-    kb: Any = None,
+    db: EntityDB | str | Path | None = None,
     link_source: LinkSource = "anchors",
     batch_size: int = 16,
     progress: bool = True,
@@ -313,13 +257,33 @@ def evaluate_qa(
     dtype: Any = None,
     scorer: Scorer | None = None,
 ) -> QaReport:
-    """Score a fine-tuned QA model zero-shot on XQuAD (``xquad/xquad.{lang}.json``) and MLQA
-    (``mlqa/{split}-context-{c}-question-{q}.json``). ``langs``: the languages to read (default: those found;
-    for MLQA its seven). ``gxlt``: every MLQA context x question pair of those languages. ``link_source``:
-    ``"anchors"`` or ``"english"`` (XQuAD's English file, same ids, is the source; see
-    :mod:`probes.transfer.qa_linking`). ``device`` / ``dtype``: where and in which precision the model runs.
-    ``scorer``: the answer normalisation (:mod:`probes.transfer.qa_metrics`); default: each data set's official
-    one, ``"squad"`` (SQuAD v1.1) for XQuAD and ``"mlqa"`` (per context language) for MLQA and G-XLT."""
+    """Score a fine-tuned QA model zero-shot on XQuAD and MLQA.
+
+    Args:
+        model_dir: a folder written by :func:`finetune_qa`.
+        xquad: a folder of ``xquad.{lang}.json`` files.
+        mlqa: a folder of ``{split}-context-{c}-question-{q}.json`` files.
+        langs: the languages to read (default: those found; for MLQA its seven).
+        gxlt: score every MLQA context x question pair of those languages (the G-XLT matrix).
+        split: MLQA's split, ``"dev"`` or ``"test"``.
+        db: the entity database whose anchors link the names (default: the embedded kb); ``kb=`` is its
+            deprecated spelling.
+        link_source: ``"anchors"`` or ``"english"`` (XQuAD's English file, same ids, is the source; see
+            :mod:`probes.transfer.runs.qa_linking`).
+        batch_size: windows per forward pass.
+        progress: show a progress bar.
+        device: where the model runs.
+        dtype: the precision it runs in.
+        scorer: the answer normalisation (:mod:`probes.transfer.metrics.qa`); default: each data set's official
+            one, ``"squad"`` (SQuAD v1.1) for XQuAD and ``"mlqa"`` (per context language) for MLQA and G-XLT.
+
+    Returns:
+        A :class:`QaReport` with a row per file (and the G-XLT matrix when asked for).
+
+    Raises:
+        OptionError: nothing to evaluate, no files found, a scorer that does not fit a language, or a model
+            fine-tuned for another task.
+    """
     from tqdm import tqdm
 
     if xquad is None and mlqa is None:
@@ -332,8 +296,8 @@ def evaluate_qa(
         found = sorted(p.name.split(".")[1] for p in folder.glob("xquad.*.json")) if langs is None else list(langs)
         if not found:
             raise OptionError(f"{folder}: no xquad.LANG.json files")
-        english = folder / "xquad.en.json"
-        jobs += [("xquad", folder / f"xquad.{lang}.json", lang, lang, english) for lang in found]
+        english_file = folder / "xquad.en.json"
+        jobs += [("xquad", folder / f"xquad.{lang}.json", lang, lang, english_file) for lang in found]
     if mlqa is not None:
         folder = Path(mlqa)
         pick = (
@@ -353,14 +317,14 @@ def evaluate_qa(
     if model.task != "qa":
         raise OptionError(f"{model_dir} was fine-tuned for {model.task!r}, not 'qa'")
     settings = {k: int(model.settings.get(k, v)) for k, v in QA_DEFAULTS.items()}
-    index = _index(kb, [lang for _, _, c, q, _ in jobs for lang in (c, q)])
+    index = _index(db, [lang for _, _, c, q, _ in jobs for lang in (c, q)])
     inputs = QaInputs(tokenizer, index, settings)
     rows, matrix = [], {}
     english_examples: dict[Path, dict[str, QaExample]] = {}
     for dataset, path, c, q, english_path in tqdm(jobs, desc="evaluate", unit="file", disable=not progress):
         data = read_mlqa(path.parent, c, q, split=split) if dataset == "mlqa" else read_squad(path, lang=c)
         source: LinkSource = link_source if dataset == "xquad" else "anchors"
-        english = None
+        english: dict[str, QaExample] | None = None
         if source == "english" and english_path is not None:
             if english_path not in english_examples:
                 english_examples[english_path] = {e.id: e for e in read_squad(english_path, lang="en")}

@@ -6,8 +6,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from kb.errors import OptionError
-from probes.transfer.ner_data import NerSentence, spans_to_tags
-from probes.transfer.re_data import relation_type
+from probes.transfer.readers.ner import NerSentence
+from probes.transfer.readers.ner_tags import spans_to_tags
+from probes.transfer.readers.relations import relation_type
 
 
 def _f1(precision: float, recall: float) -> float:
@@ -29,12 +30,18 @@ def _check_lengths(gold: Sequence, predicted: Sequence, what: str) -> None:
 def ner_scores(gold: Sequence[NerSentence], predicted: Sequence[Sequence[tuple[int, int, str]]]) -> dict:
     """Entity-level precision, recall and F1 of predicted spans, one list of spans per gold sentence.
 
-    Both sides become IOB2 tags (:func:`spans_to_tags`) scored by seqeval in strict
-    mode: an entity counts only with the exact boundaries and type (a partial match
-    is one false positive and one false negative). Returns ``precision``, ``recall``
-    and ``f1`` (micro over all entities), ``support`` (gold entities) and
-    ``per_type``: {type: {precision, recall, f1, support}} for each type in gold or
-    predictions. Zero where nothing was predicted or nothing is gold.
+    Both sides become IOB2 tags (:func:`~probes.transfer.readers.ner_tags.spans_to_tags`) scored by seqeval in
+    strict mode: an entity counts only with the exact boundaries and type (a partial match is one false positive
+    and one false negative).
+
+    Args:
+        gold: the gold sentences.
+        predicted: the predicted spans ``(first, end, type)`` of each gold sentence.
+
+    Returns:
+        ``precision``, ``recall`` and ``f1`` (micro over all entities), ``support`` (gold entities) and
+        ``per_type``: {type: {precision, recall, f1, support}} for each type in gold or predictions. Zero where
+        nothing was predicted or nothing is gold.
     """
     from seqeval.metrics import classification_report
     from seqeval.scheme import IOB2
@@ -66,27 +73,35 @@ def ner_scores(gold: Sequence[NerSentence], predicted: Sequence[Sequence[tuple[i
 def re_scores(gold_labels: Sequence[str], predicted_labels: Sequence[str]) -> dict:
     """Macro F1 over relation types, as the SemEval-2010 task 8 official scorer and the RELX paper count it.
 
-    A relation type is a label without its direction (KBP37: 18 types from 36
-    directed labels). For each pair (gold, predicted):
+    A relation type is a label without its direction (KBP37: 18 types from 36 directed labels). For each pair
+    (gold, predicted):
 
     * equal labels, not ``no_relation``: a true positive of that type (the direction must match);
-    * otherwise a predicted relation is a false positive of its type and a gold
-      relation a false negative of its type (a wrong direction is both, for the same type);
-    * ``no_relation`` is never a type: a gold ``no_relation`` predicted as a relation is a
-      false positive of that relation's type, a relation predicted as ``no_relation`` a false
-      negative, and ``no_relation`` predicted as ``no_relation`` counts nowhere but in accuracy.
+    * otherwise a predicted relation is a false positive of its type and a gold relation a false negative of its
+      type (a wrong direction is both, for the same type);
+    * ``no_relation`` is never a type: a gold ``no_relation`` predicted as a relation is a false positive of that
+      relation's type, a relation predicted as ``no_relation`` a false negative, and ``no_relation`` predicted as
+      ``no_relation`` counts nowhere but in accuracy.
 
-    ``macro_f1`` is the mean of the per-type F1 over the types (sorted in ``types``)
-    that occur in the gold labels or in the predictions, ``no_relation`` excluded;
-    ``micro_f1`` is the F1 of the true/false positives and negatives summed over
-    those types; ``accuracy`` the share of exactly equal labels (``no_relation``
-    included). ``per_type``: {type: {precision, recall, f1, support (gold),
-    predicted, correct}}. Every score is 0.0 when there is no relation at all.
-    Labels that are neither ``no_relation`` nor ``type(e1,e2)``/``type(e2,e1)``
-    are an :class:`OptionError`.
+    Args:
+        gold_labels: the gold label of each example.
+        predicted_labels: the predicted label of each example.
+
+    Returns:
+        ``macro_f1``, the mean of the per-type F1 over the types (sorted in ``types``) that occur in the gold
+        labels or in the predictions, ``no_relation`` excluded; ``micro_f1``, the F1 of the true/false positives
+        and negatives summed over those types; ``accuracy``, the share of exactly equal labels (``no_relation``
+        included); ``per_type``: {type: {precision, recall, f1, support (gold), predicted, correct}}. Every score
+        is 0.0 when there is no relation at all.
+
+    Raises:
+        OptionError: labels that are neither ``no_relation`` nor ``type(e1,e2)``/``type(e2,e1)``, or lists of
+            different lengths.
     """
     _check_lengths(gold_labels, predicted_labels, "labels")
-    tp, fp, fn = Counter(), Counter(), Counter()
+    tp: Counter[str] = Counter()
+    fp: Counter[str] = Counter()
+    fn: Counter[str] = Counter()
     for g, p in zip(gold_labels, predicted_labels):
         g_type, p_type = relation_type(g), relation_type(p)
         if g == p:

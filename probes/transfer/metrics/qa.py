@@ -65,8 +65,15 @@ def _base(lang: str) -> str:
 
 
 def check_scorer(scorer: str, lang: str | None = None) -> None:
-    """Raise :class:`OptionError` for an unknown scorer, or an MLQA scorer asked for a language that
-    MLQA's script does not score."""
+    """Refuse an unknown scorer, or an MLQA scorer asked for a language that MLQA's script does not score.
+
+    Args:
+        scorer: the scorer's name.
+        lang: the context language, when known.
+
+    Raises:
+        OptionError: either case.
+    """
     if scorer not in SCORERS:
         raise OptionError(f"unknown QA scorer {scorer!r}; choose one of {', '.join(SCORERS)}")
     if lang is not None and scorer != "squad" and _base(lang) not in MLQA_SCORED:
@@ -112,8 +119,17 @@ def _mlqa_normalize(text: str, lang: str, fixed: bool) -> str:
 
 
 def normalize_answer(text: str, lang: str, scorer: Scorer = "squad") -> str:
-    """``text`` as ``scorer`` compares it: lower-cased, without punctuation and articles, its tokens
-    joined by single spaces (see the module docs for each scorer's rules)."""
+    """``text`` as ``scorer`` compares it: lower-cased, without punctuation and articles, its tokens joined by
+    single spaces (see the module docs for each scorer's rules).
+
+    Args:
+        text: an answer.
+        lang: the context language.
+        scorer: ``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``.
+
+    Returns:
+        The normalised answer.
+    """
     check_scorer(scorer, lang)
     if scorer == "squad":
         return _squad_normalize(text)
@@ -121,7 +137,16 @@ def normalize_answer(text: str, lang: str, scorer: Scorer = "squad") -> str:
 
 
 def answer_tokens(text: str, lang: str, scorer: Scorer = "squad") -> list[str]:
-    """The tokens of the normalised answer: the bag that F1 counts."""
+    """The tokens of the normalised answer: the bag that F1 counts.
+
+    Args:
+        text: an answer.
+        lang: the context language.
+        scorer: ``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``.
+
+    Returns:
+        The tokens.
+    """
     return normalize_answer(text, lang, scorer).split()
 
 
@@ -133,7 +158,17 @@ def _check_golds(golds: Sequence[str]) -> None:
 
 
 def exact_match(prediction: str, golds: Sequence[str], lang: str, scorer: Scorer = "squad") -> float:
-    """1.0 if the normalised prediction equals some normalised gold answer, else 0.0."""
+    """Whether the normalised prediction equals some normalised gold answer.
+
+    Args:
+        prediction: the predicted answer.
+        golds: the gold answers.
+        lang: the context language.
+        scorer: ``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``.
+
+    Returns:
+        1.0 or 0.0.
+    """
     _check_golds(golds)
     predicted = normalize_answer(prediction, lang, scorer)
     return float(any(predicted == normalize_answer(gold, lang, scorer) for gold in golds))
@@ -148,7 +183,17 @@ def _token_f1(predicted: list[str], gold: list[str]) -> float:
 
 
 def f1_score(prediction: str, golds: Sequence[str], lang: str, scorer: Scorer = "squad") -> float:
-    """The best token-overlap F1 of the prediction against any of the gold answers."""
+    """The best token-overlap F1 of the prediction against any of the gold answers.
+
+    Args:
+        prediction: the predicted answer.
+        golds: the gold answers.
+        lang: the context language.
+        scorer: ``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``.
+
+    Returns:
+        The F1, in [0, 1].
+    """
     _check_golds(golds)
     predicted = answer_tokens(prediction, lang, scorer)
     return max(_token_f1(predicted, answer_tokens(gold, lang, scorer)) for gold in golds)
@@ -157,12 +202,19 @@ def f1_score(prediction: str, golds: Sequence[str], lang: str, scorer: Scorer = 
 def qa_scores(
     predictions: Mapping[str, str], golds: Mapping[str, Sequence[str]], lang: str, scorer: Scorer = "squad"
 ) -> dict:
-    """Mean EM and F1 over the questions in ``golds`` (fractions in [0, 1]) under ``scorer``
-    (``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``; MLQA's are per ``lang``, the context language).
+    """Mean EM and F1 over the questions in ``golds`` (fractions in [0, 1]) under ``scorer``.
 
-    Returns ``exact_match``, ``f1``, ``questions`` (number of gold questions), ``missing`` (gold
-    questions without a prediction; they score 0, as in the official scripts) and ``scorer``.
     Predictions for ids that are not in ``golds`` are ignored.
+
+    Args:
+        predictions: the predicted answer text by question id.
+        golds: the gold answer texts by question id.
+        lang: the context language (MLQA's scorers are per language).
+        scorer: ``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``.
+
+    Returns:
+        ``exact_match``, ``f1``, ``questions`` (number of gold questions), ``missing`` (gold questions without a
+        prediction; they score 0, as in the official scripts) and ``scorer``.
     """
     check_scorer(scorer, lang)
     if not golds:
@@ -183,9 +235,13 @@ def qa_scores(
 def gxlt_matrix(scores: Mapping[tuple[str, str], float], langs: Sequence[str]) -> tuple[list[str], list[list[object]]]:
     """MLQA's G-XLT table: one row per context language, one column per question language.
 
-    ``scores`` maps (context_lang, question_lang) to a fraction in [0, 1]. Cells are x100 and
-    rounded to one decimal, "-" where a pair is missing; the final "average" row holds each
-    column's mean over its available cells (computed before rounding).
+    Args:
+        scores: (context_lang, question_lang) -> a fraction in [0, 1].
+        langs: the languages, in the table's order.
+
+    Returns:
+        ``(columns, rows)``: cells x100 rounded to one decimal, "-" where a pair is missing; the final "average"
+        row holds each column's mean over its available cells (computed before rounding).
     """
     columns = ["context \\ question", *langs]
     rows: list[list[object]] = []

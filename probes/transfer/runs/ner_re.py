@@ -15,7 +15,7 @@ from kb.errors import OptionError, option
 from kb.files import check_output
 from mluke.checkpoint import open_model
 from mluke.devices import place
-from mluke.transfer import (
+from mluke.finetuning import (
     FineTuneConfig,
     FineTuner,
     load_transfer,
@@ -24,11 +24,12 @@ from mluke.transfer import (
     predict_spans,
     save_transfer,
 )
-from mluke.transfer.inputs import ner_rows, relation_rows
+from mluke.finetuning.inputs import ner_rows, relation_rows
+from mluke.finetuning.models import Features
 from probes.report import TableReport
-from probes.transfer.metrics import ner_scores, re_scores
-from probes.transfer.ner_data import NerSentence, read_ner
-from probes.transfer.re_data import ReExample, read_re
+from probes.transfer.metrics.ner_re import ner_scores, re_scores
+from probes.transfer.readers.ner import NerSentence, read_ner
+from probes.transfer.readers.relations import ReExample, read_re
 
 Task = Literal["ner", "re"]
 
@@ -53,8 +54,21 @@ def _identity(path: str | os.PathLike[str]) -> dict[str, Any]:
 def score(
     task: str, model: Any, tokenizer: Any, data: Sequence[Any], *, lang: str | None = None, batch_size: int = 16
 ) -> dict[str, Any]:
-    """The model's scores on NER sentences (span micro F1, seqeval strict IOB2) or relation examples
-    (macro F1 over relation types, see :func:`probes.transfer.metrics.re_scores`)."""
+    """The model's scores on NER sentences (span micro F1, seqeval strict IOB2) or relation examples (macro F1
+    over relation types, see :func:`probes.transfer.metrics.ner_re.re_scores`).
+
+    Args:
+        task: ``"ner"`` or ``"re"``.
+        model: the fine-tuned model.
+        tokenizer: its tokenizer.
+        data: NER sentences or relation examples.
+        lang: the language of items that carry none.
+        batch_size: rows per forward pass.
+
+    Returns:
+        The scores of :func:`~probes.transfer.metrics.ner_re.ner_scores` or
+        :func:`~probes.transfer.metrics.ner_re.re_scores`.
+    """
     if task == "ner":
         predicted = predict_spans(
             model, tokenizer, [s.words for s in data], [s.lang or lang for s in data], batch_size=batch_size
@@ -102,7 +116,7 @@ def finetune(
     dev: str | os.PathLike[str],
     *,
     output: str | os.PathLike[str],
-    features: str = "entity",
+    features: Features = "entity",
     model: Any = None,
     lang: str | None = None,
     config: FineTuneConfig | None = None,
@@ -111,13 +125,32 @@ def finetune(
     progress: bool = True,
     device: Any = None,
 ) -> FineTuneReport:
-    """Fine-tune ``model`` (default: the demo model) on ``train`` and keep the epoch best on ``dev``.
+    """Fine-tune a model for NER or relation extraction on ``train`` and keep the epoch best on ``dev``.
 
-    ``task``: ``"ner"`` (CoNLL-2002/2003 or WikiANN files, see :func:`probes.transfer.ner_data.read_ner`)
-    or ``"re"`` (KBP37 / RELX files, :func:`probes.transfer.re_data.read_re`). ``features``: ``"entity"``
-    (mLUKE-E) or ``"word"`` (mLUKE-W). ``config``: the paper's settings by default. The model is written
-    to ``output`` in the hub layout with its labels; an interrupted run continues when run again
-    (``restart=True`` starts over). ``device``: where to train (``"auto"``: a GPU when there is one).
+    The model is written to ``output`` in the hub layout with its labels; an interrupted run continues when run
+    again.
+
+    Args:
+        task: ``"ner"`` (CoNLL-2002/2003 or WikiANN files, see :func:`probes.transfer.readers.ner.read_ner`) or
+            ``"re"`` (KBP37 / RELX files, :func:`probes.transfer.readers.relations.read_re`).
+        train: the training file.
+        dev: the file that picks the best epoch.
+        output: the folder the fine-tuned model is written to.
+        features: ``"entity"`` (mLUKE-E) or ``"word"`` (mLUKE-W).
+        model: the mLUKE model to fine-tune (anything :func:`mluke.open_model` takes; default: the demo model).
+        lang: the language of CoNLL files (WikiANN lines carry theirs).
+        config: the paper's settings by default.
+        overwrite: replace an existing ``output``.
+        restart: start over instead of continuing an interrupted run.
+        progress: show progress bars.
+        device: where to train (``"auto"``: a GPU when there is one).
+
+    Returns:
+        The run's :class:`FineTuneReport`.
+
+    Raises:
+        OptionError: a bad task or option.
+        InputFormatError: an unreadable ``train`` or ``dev`` file.
     """
     started = time.perf_counter()
     _check_task(task)
@@ -133,7 +166,8 @@ def finetune(
         labels = (["no_relation"] if "no_relation" in seen else []) + [l for l in seen if l != "no_relation"]
     bundle = open_model(model)
     settings = {"seed": config.seed, "max_span_pieces": config.max_span_pieces, "max_entities": config.max_entities}
-    net = place(new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings), device)
+    net = new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings)
+    place(net, device)  # in place
     tok = bundle.tokenizer
     index = {l: i for i, l in enumerate(labels)}
     if task == "ner":
@@ -235,8 +269,23 @@ def evaluate(
     device: Any = None,
     dtype: Any = None,
 ) -> TransferReport:
-    """Score a fine-tuned model on test files, one per language (``{"de": "de/test.txt", ...}``), on
-    ``device`` in ``dtype`` (:mod:`mluke.devices`)."""
+    """Score a fine-tuned model on test files, one per language.
+
+    Args:
+        task: ``"ner"`` or ``"re"``, as the model was fine-tuned.
+        model_dir: a folder written by :func:`finetune`.
+        tests: the test file of each language (``{"de": "de/test.txt", ...}`` or pairs).
+        batch_size: examples per forward pass.
+        progress: show a progress bar.
+        device: where the model runs (:mod:`mluke.devices`).
+        dtype: the precision it runs in.
+
+    Returns:
+        A :class:`TransferReport` with a row per language.
+
+    Raises:
+        OptionError: a bad task, no test files, or a model fine-tuned for another task.
+    """
     from tqdm import tqdm
 
     _check_task(task)

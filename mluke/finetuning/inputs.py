@@ -23,7 +23,15 @@ Span = tuple[int, int]
 
 
 def join_words(words: Sequence[str], lang: str | None) -> tuple[str, list[Span]]:
-    """The text of ``words`` (no separator in ja, zh and th, else one space) and each word's character span."""
+    """The text of ``words`` and each word's character span.
+
+    Args:
+        words: the words of one sentence.
+        lang: their language: no separator in ja, zh and th, else one space.
+
+    Returns:
+        ``(text, spans)``.
+    """
     sep = "" if lang in NO_SPACE else " "
     spans, pos = [], 0
     for w in words:
@@ -66,10 +74,23 @@ def ner_rows(
 ) -> list[Row]:
     """Rows for span NER: every span of at most ``max_span_pieces`` pieces made of whole words.
 
-    ``features="word"``: one row per sentence, a slot per span (its first and last piece).
-    ``features="entity"``: an entity [MASK] per span over its pieces, all spans of a sentence in one row,
-    or several rows when a sentence has more than ``max_entities`` spans. With ``gold`` spans and
-    ``label_ids``, each slot gets its label (0 = not an entity). Words cut off by ``max_length`` get no span.
+    Words cut off by ``max_length`` get no span.
+
+    Args:
+        tokenizer: the mLUKE tokenizer.
+        sentences: the words of each sentence.
+        langs: the language of each sentence.
+        features: ``"word"``: one row per sentence, a slot per span (its first and last piece). ``"entity"``:
+            an entity [MASK] per span over its pieces, all spans of a sentence in one row, or several rows when a
+            sentence has more than ``max_entities`` spans.
+        max_span_pieces: the longest span, in pieces.
+        max_entities: entity tokens per row.
+        max_length: pieces per row.
+        gold: the gold spans of each sentence (training).
+        label_ids: with ``gold``, the id of each type (0 = not an entity).
+
+    Returns:
+        The rows, in sentence order.
     """
     texts, word_spans = zip(*(join_words(w, l) for w, l in zip(sentences, langs))) if sentences else ((), ())
     rows: list[Row] = []
@@ -104,8 +125,17 @@ def relation_rows(
 ) -> list[Row]:
     """One row per example: the head and tail mentions as two slots.
 
-    ``features="entity"``: entities [HEAD] (id 1) and [TAIL] (id 2) over the mentions' pieces.
-    ``features="word"``: ``<ent>``/``<ent2>`` markers around head and tail; a slot is its opening marker.
+    Args:
+        tokenizer: the mLUKE tokenizer.
+        texts: the text of each example.
+        pairs: the (head, tail) character spans of each example.
+        features: ``"entity"``: entities [HEAD] (id 1) and [TAIL] (id 2) over the mentions' pieces.
+            ``"word"``: ``<ent>``/``<ent2>`` markers around head and tail; a slot is its opening marker.
+        labels: the label id of each example (training).
+        max_length: pieces per row.
+
+    Returns:
+        The rows, in example order.
     """
     rows = []
     encoded = encode_with_spans(tokenizer.words, list(texts), [list(p) for p in pairs])
@@ -119,9 +149,18 @@ def relation_rows(
 
 
 def collate(rows: Sequence[Row], *, pad_id: int, max_mention_length: int = 30) -> dict[str, torch.Tensor]:
-    """Padded tensors of ``rows``: ``input_ids``, ``attention_mask``; ``entity_ids``,
-    ``entity_position_ids`` (-1 padded), ``entity_attention_mask``; ``slot_start``/``slot_end`` (piece
-    positions, last piece inclusive for ``slot_end``), ``slot_mask``; ``labels`` (-100 padded)."""
+    """Padded tensors of ``rows``.
+
+    Args:
+        rows: the rows of one batch.
+        pad_id: the tokenizer's padding id.
+        max_mention_length: pieces per entity position list.
+
+    Returns:
+        ``input_ids``, ``attention_mask``; ``entity_ids``, ``entity_position_ids`` (-1 padded),
+        ``entity_attention_mask``; ``slot_start``/``slot_end`` (piece positions, last piece inclusive for
+        ``slot_end``), ``slot_mask``; ``labels`` (-100 padded).
+    """
     width = max(len(r.ids) for r in rows)
     slots = max(1, max(len(r.slots) for r in rows))
     mention = min(max_mention_length, max((e - s for r in rows for s, e in r.slots), default=1))
@@ -153,7 +192,16 @@ def collate(rows: Sequence[Row], *, pad_id: int, max_mention_length: int = 30) -
 
 
 def batches(rows: Sequence[Row], size: int, *, order: Sequence[int] | None = None) -> Iterator[list[Row]]:
-    """``rows`` in groups of ``size`` (in ``order`` when given)."""
+    """``rows`` in groups of ``size``.
+
+    Args:
+        rows: the rows.
+        size: rows per group (the last may be smaller).
+        order: the order to take them in (default: as given).
+
+    Returns:
+        An iterator over the groups.
+    """
     picked = [rows[i] for i in order] if order is not None else list(rows)
     for start in range(0, len(picked), size):
         yield picked[start : start + size]

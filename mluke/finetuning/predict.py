@@ -8,13 +8,19 @@ from typing import Any
 import torch
 
 from mluke.devices import model_device, to_device
-from mluke.transfer.inputs import Span, batches, collate, ner_rows, relation_rows
-from mluke.transfer.models import TransferModel
+from mluke.finetuning.inputs import Span, batches, collate, ner_rows, relation_rows
+from mluke.finetuning.models import TransferModel
 
 
 def decode_spans(scored: Sequence[tuple[int, int, int, float]]) -> list[tuple[int, int, int]]:
-    """Greedy decoding: ``(first word, end word, label, score)`` candidates, the best first, each kept unless
-    it overlaps one already kept; returns ``(first word, end word, label)`` sorted by position."""
+    """Greedy decoding: candidates, the best first, each kept unless it overlaps one already kept.
+
+    Args:
+        scored: ``(first word, end word, label, score)`` candidates.
+
+    Returns:
+        ``(first word, end word, label)`` sorted by position.
+    """
     taken: list[tuple[int, int, int]] = []
     used: set[int] = set()
     for start, end, label, _ in sorted(scored, key=lambda c: (-c[3], c[0], c[1])):
@@ -33,8 +39,19 @@ def predict_spans(
     *,
     batch_size: int = 16,
 ) -> list[list[tuple[int, int, str]]]:
-    """Entity spans ``(first word, end word, type)`` of each sentence of words: every span scored, the
-    spans whose best label is an entity type decoded greedily by probability."""
+    """Entity spans of each sentence of words: every span scored, those whose best label is an entity type
+    decoded greedily by probability.
+
+    Args:
+        model: a NER model.
+        tokenizer: its tokenizer.
+        sentences: the words of each sentence.
+        langs: the language of each sentence.
+        batch_size: rows per forward pass.
+
+    Returns:
+        Per sentence, ``(first word, end word, type)`` spans.
+    """
     model.eval()
     settings = model.settings
     rows = ner_rows(
@@ -67,7 +84,18 @@ def predict_relations(
     *,
     batch_size: int = 16,
 ) -> list[str]:
-    """The label of each (head, tail) character-span pair in its text."""
+    """The label of each (head, tail) character-span pair in its text.
+
+    Args:
+        model: a relation model.
+        tokenizer: its tokenizer.
+        texts: the text of each example.
+        pairs: the (head, tail) character spans of each example.
+        batch_size: rows per forward pass.
+
+    Returns:
+        The predicted label of each example.
+    """
     model.eval()
     rows = relation_rows(tokenizer, texts, pairs, features=model.features)
     by_size = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))  # less padding

@@ -1,6 +1,6 @@
 """Reading and writing named-entity data: CoNLL-2002, CoNLL-2003 and WikiANN (PAN-X) files.
 
-(About 450 lines, one cohesive reader: formats, schemes, encodings and bad-line reports interlock.)
+(The tag schemes are in :mod:`probes.transfer.readers.ner_tags`.)
 
 Layouts, one token a line, a blank line between sentences::
 
@@ -28,6 +28,7 @@ file's (``scheme="iob2"`` for a file with ``E-`` tags) is a
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,18 +37,21 @@ from pathlib import Path
 
 from kb.errors import InputFormatError, OptionError, option
 from probes.reading import Skips, read_data_lines
+from probes.transfer.readers.ner_tags import (
+    Span,
+    check_scheme,
+    decode_tags,
+    detect_scheme,
+    parse_tag,
+    spans_to_tags,
+)
 
-#: The tag schemes read; ``"auto"`` (readers only) detects one of them from the tags.
-SCHEMES = ("iob1", "iob2", "bioes")
 #: The file layouts read; ``"auto"`` detects one of them from the lines.
 FORMATS = ("conll", "wikiann")
 #: Other spellings accepted for ``fmt``.
 FORMAT_ALIASES = {"conll2002": "conll", "conll2003": "conll", "panx": "wikiann", "pan-x": "wikiann"}
 DOCSTART = "-DOCSTART-"
 
-Span = tuple[int, int, str]
-
-_TAG = re.compile(r"^(?:O|([BIES])-(\S+))$")
 _COLUMNS = re.compile(r"[ \t]+")
 _LANG = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")  # en, zh, zh-min-nan, be-x-old, simple
 
@@ -115,128 +119,6 @@ class NerDataset:
         )
 
 
-# -- tags and spans ----------------------------------------------------------------------------------------------------
-
-
-def _check_scheme(scheme: str, *, allow_auto: bool = False) -> str:
-    valid = ("auto", *SCHEMES) if allow_auto else SCHEMES
-    name = scheme.lower() if isinstance(scheme, str) else scheme
-    if name not in valid:
-        raise OptionError(f"unknown tag scheme {scheme!r}; valid schemes: {', '.join(valid)}")
-    return name
-
-
-def _parse_tag(tag: str) -> tuple[str, str | None] | None:
-    """``("B", "PER")`` for ``B-PER``, ``("O", None)`` for ``O``, None for anything else."""
-    match = _TAG.match(tag)
-    if not match:
-        return None
-    return ("O", None) if tag == "O" else (match.group(1), match.group(2))
-
-
-def _decode(tags: Sequence[str], scheme: str) -> tuple[list[Span], list[tuple[int, str]]]:
-    """Spans of a valid tag sequence under ``scheme``, and (position, problem) for each tag breaking the scheme.
-
-    Problems are repaired the usual way: an ``I-``/``E-`` continuing nothing starts
-    an entity (as ``B-``/``S-``); a BIOES entity without ``E-`` ends where the next tag
-    does not continue it.
-    """
-    spans: list[Span] = []
-    problems: list[tuple[int, str]] = []
-    start, open_type = -1, None
-
-    def close(end: int) -> None:
-        nonlocal start, open_type
-        if open_type is not None:
-            if scheme == "bioes":
-                problems.append((end - 1, "entity not closed with E- (closed there)"))
-            spans.append((start, end, open_type))
-        start, open_type = -1, None
-
-    for i, tag in enumerate(tags):
-        parsed = _parse_tag(tag)
-        if parsed is None:
-            raise OptionError(f"not a tag: {tag!r} at position {i}; tags are O, B-X, I-X, E-X or S-X")
-        prefix, typ = parsed
-        if prefix in "ES" and scheme != "bioes":
-            raise OptionError(f"tag {tag!r} at position {i} is BIOES, not {scheme.upper()}; use scheme='bioes'")
-        if prefix == "I" and open_type == typ:
-            continue
-        if prefix == "E" and open_type == typ:
-            spans.append((start, i + 1, typ))
-            start, open_type = -1, None
-            continue
-        close(i)
-        if prefix == "O":
-            continue
-        if prefix == "I" and scheme != "iob1":
-            problems.append((i, "I- continuing nothing (read as B-)"))
-        if prefix == "E":
-            problems.append((i, "E- continuing nothing (read as S-)"))
-        if prefix in "ES":
-            spans.append((i, i + 1, typ))
-        else:
-            start, open_type = i, typ
-    close(len(tags))
-    return spans, problems
-
-
-def tags_to_spans(tags: Sequence[str], scheme: str) -> list[Span]:
-    """Entity spans ``(first, end exclusive, type)`` of one sentence's tags in ``scheme`` (iob1, iob2 or bioes).
-
-    Lenient like the usual evaluation scripts: an ``I-X`` after nothing of type X
-    starts an entity. A tag that is not O/B-X/I-X/E-X/S-X, or an E-/S- tag outside
-    BIOES, is an :class:`OptionError`.
-    """
-    return _decode(tags, _check_scheme(scheme))[0]
-
-
-def _sorted_spans(n_words: int, spans: Iterable[Sequence]) -> list[Span]:
-    result = sorted((int(s), int(e), str(t)) for s, e, t in spans)
-    previous_end = 0
-    for s, e, t in result:
-        if not 0 <= s < e <= n_words:
-            raise OptionError(f"span {(s, e, t)} is empty or outside a sentence of {n_words} words")
-        if s < previous_end:
-            raise OptionError(f"span {(s, e, t)} overlaps the span before it; spans must not overlap")
-        previous_end = e
-    return result
-
-
-def spans_to_tags(n_words: int, spans: Iterable[Sequence]) -> list[str]:
-    """IOB2 tags (``B-X`` starts every entity) of a sentence of ``n_words`` words with these spans.
-
-    Spans outside the sentence, empty or overlapping are an :class:`OptionError`.
-    """
-    tags = ["O"] * n_words
-    for s, e, t in _sorted_spans(n_words, spans):
-        tags[s] = f"B-{t}"
-        tags[s + 1 : e] = [f"I-{t}"] * (e - s - 1)
-    return tags
-
-
-def detect_scheme(tag_sequences: Iterable[Sequence[str]]) -> str:
-    """``"bioes"`` when some tag is E-/S-, ``"iob1"`` when some entity starts with ``I-``, else ``"iob2"``.
-
-    An entity starts with ``I-X`` when the tag before it is ``O``, of another type, or
-    there is none (sentence start). Unreadable tags are ignored.
-    """
-    iob1 = False
-    for tags in tag_sequences:
-        previous: str | None = None
-        for tag in tags:
-            parsed = _parse_tag(tag)
-            if parsed is None:
-                continue
-            prefix, typ = parsed
-            if prefix in "ES":
-                return "bioes"
-            if prefix == "I" and typ != previous:
-                iob1 = True
-            previous = typ
-    return "iob1" if iob1 else "iob2"
-
-
 # -- reading -------------------------------------------------------------------------------------------------------
 
 
@@ -256,7 +138,14 @@ def _is_wikiann_line(line: str) -> bool:
 
 
 def detect_format(lines: Sequence[str]) -> str:
-    """``"wikiann"`` when most of the first data lines are ``lang:word<TAB>tag``, else ``"conll"``."""
+    """The layout of a named-entity file.
+
+    Args:
+        lines: the file's lines.
+
+    Returns:
+        ``"wikiann"`` when most of the first data lines are ``lang:word<TAB>tag``, else ``"conll"``.
+    """
     sample = [line for line in lines if line.strip()][:200]
     wikiann = sum(_is_wikiann_line(line) for line in sample)
     return "wikiann" if sample and wikiann * 2 > len(sample) else "conll"
@@ -328,7 +217,7 @@ def _split_sentences(lines: Sequence[str], fmt: str, path: Path, skips: Skips) -
                 skips.add(path, number, "language changes inside a sentence", f"{current.lang} then {lang}")
                 current.bad = True
                 continue
-        if _parse_tag(tag) is None:
+        if parse_tag(tag) is None:
             skips.add(path, number, "bad tag", repr(tag))
             current.bad = True
             continue
@@ -356,15 +245,26 @@ def _resolve_scheme(raws: Sequence[_Raw], scheme: str, path: Path) -> str:
     return scheme
 
 
-def read_ner(path: str | Path, *, lang: str | None = None, scheme: str = "auto", fmt: str = "auto") -> NerDataset:
+def read_ner(
+    path: str | os.PathLike[str], *, lang: str | None = None, scheme: str = "auto", fmt: str = "auto"
+) -> NerDataset:
     """Sentences and entity spans of a CoNLL-2002/2003 or WikiANN file (see the module docs).
 
-    ``lang``: the language of a CoNLL file's sentences; for a WikiANN file, whose
-    lines name their language, only the sentences in ``lang`` are kept.
-    ``scheme``: "auto" (detected, see :func:`detect_scheme`), "iob1", "iob2" or "bioes".
-    ``fmt``: "auto", "conll" or "wikiann".
+    Args:
+        path: the file.
+        lang: the language of a CoNLL file's sentences; for a WikiANN file, whose lines name their language,
+            only the sentences in ``lang`` are kept.
+        scheme: "auto" (detected, see :func:`~probes.transfer.readers.ner_tags.detect_scheme`), "iob1", "iob2"
+            or "bioes".
+        fmt: "auto", "conll" or "wikiann".
+
+    Returns:
+        The :class:`NerDataset`, with the bad lines and repaired tags it counted.
+
+    Raises:
+        InputFormatError: a missing file, a file without any sentence, or a scheme that cannot be the file's.
     """
-    scheme = _check_scheme(scheme, allow_auto=True)
+    scheme = check_scheme(scheme, allow_auto=True)
     fmt = _check_format(fmt)
     path = Path(path)
     lines, encoding = read_data_lines(path)
@@ -390,7 +290,7 @@ def read_ner(path: str | Path, *, lang: str | None = None, scheme: str = "auto",
 
 
 def _sentence(raw: _Raw, scheme: str, lang: str | None, path: Path, skips: Skips) -> NerSentence:
-    spans, problems = _decode([tag for _, _, tag in raw.rows], scheme)
+    spans, problems = decode_tags([tag for _, _, tag in raw.rows], scheme)
     for position, problem in problems:
         skips.add(path, raw.rows[position][0], problem, raw.rows[position][2])
     return NerSentence(tuple(word for _, word, _ in raw.rows), tuple(spans), raw.lang or lang)
@@ -404,9 +304,16 @@ def write_conll(
 ) -> Path:
     """Write sentences as a UTF-8 file in IOB2 that :func:`read_ner` reads back to the same sentences.
 
-    ``fmt="wikiann"``: ``lang:word<TAB>tag`` lines (every sentence needs a ``lang``);
-    ``fmt="conll"``: ``word tag`` lines like CoNLL-2002 Spanish. Sentences without
-    words are left out. Returns the path written.
+    Sentences without words are left out.
+
+    Args:
+        dataset_or_sentences: a :class:`NerDataset` or sentences.
+        path: the file to write.
+        fmt: ``"wikiann"``: ``lang:word<TAB>tag`` lines (every sentence needs a ``lang``); ``"conll"``:
+            ``word tag`` lines like CoNLL-2002 Spanish.
+
+    Returns:
+        The path written.
     """
     fmt = _check_format(fmt)
     if fmt == "auto":

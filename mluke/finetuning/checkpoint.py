@@ -14,8 +14,8 @@ from transformers import LukeConfig, LukeModel
 
 from kb.errors import InputFormatError
 from kb.files import atomic_path
+from mluke.finetuning.models import TransferModel
 from mluke.tokenizer import MlukeTokenizer
-from mluke.transfer.models import TransferModel
 
 FORMAT_VERSION = 1
 
@@ -28,8 +28,18 @@ def save_transfer(
     overwrite: bool = False,
     extra: dict[str, Any] | None = None,
 ) -> Path:
-    """Write ``model`` and ``tokenizer`` to ``directory`` (see the module docs); ``extra`` goes into the
-    ``mluke_transfer`` block (e.g. training scores)."""
+    """Write a fine-tuned model and its tokenizer in the hub layout (see the module docs).
+
+    Args:
+        model: the fine-tuned model.
+        tokenizer: its tokenizer.
+        directory: the folder to write, under a temporary name renamed when complete.
+        overwrite: replace an existing folder (else it is refused).
+        extra: goes into the ``mluke_transfer`` block (e.g. training scores).
+
+    Returns:
+        The folder written.
+    """
     from safetensors.torch import save_file
 
     directory = Path(directory)
@@ -65,7 +75,17 @@ def save_transfer(
 
 
 def load_transfer(directory: str | os.PathLike[str]) -> tuple[TransferModel, MlukeTokenizer]:
-    """A model written by :func:`save_transfer` and its tokenizer; every weight must be in the file."""
+    """A model written by :func:`save_transfer` and its tokenizer; every weight must be in the file.
+
+    Args:
+        directory: the folder :func:`save_transfer` wrote.
+
+    Returns:
+        ``(model, tokenizer)``.
+
+    Raises:
+        InputFormatError: a folder that is not such a model, or weights missing from or unexpected in it.
+    """
     from safetensors.torch import load_file
 
     directory = Path(directory)

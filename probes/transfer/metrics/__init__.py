@@ -1,0 +1,12 @@
+"""Scores of the transfer runs.
+
+- :mod:`~probes.transfer.metrics.ner_re` — :func:`ner_scores` (seqeval span F1) and :func:`re_scores` (macro F1
+  over relation types);
+- :mod:`~probes.transfer.metrics.qa` — :func:`qa_scores` under the official SQuAD v1.1 or MLQA rules;
+- :mod:`~probes.transfer.metrics.re_subsets` — RE scores on the seen and unseen facts of the miniature sets.
+"""
+
+from probes.transfer.metrics.ner_re import ner_scores, re_scores
+from probes.transfer.metrics.qa import qa_scores
+
+__all__ = ["ner_scores", "qa_scores", "re_scores"]

@@ -1,0 +1,225 @@
+"""The miniature relation-extraction sets: real kb facts, and ``no_relation`` pairs of entities with no fact
+between them, in KBP37 format (labels as described in :mod:`probes.transfer.miniature.folder`).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Collection, Iterable, Sequence
+
+from kb.db import EntityDB
+from kb.errors import OptionError
+from kb.languages import MLUKE_LANGUAGES
+from probes.transfer.miniature.patterns import NO_RELATION_SLOTS, SLOT_KINDS, Rendered, render
+from probes.transfer.miniature.sampling import (
+    NO_RELATION,
+    PATTERNS,
+    RE_GROUPS,
+    RE_HELDOUT,
+    RELATIONS,
+    KbWorld,
+    MiniatureSplit,
+    Pool,
+    check_languages,
+    check_sizes,
+    draw_fresh,
+    heldout_entities,
+    pattern_split,
+    split_plan,
+    split_rng,
+)
+from probes.transfer.readers.relations import ReExample
+
+
+def _label_counts(size: int, groups: list[str], no_relation_share: float) -> list[str]:
+    """The group of each example: ``no_relation_share`` of them no_relation, the rest spread evenly."""
+    relations = [g for g in groups if g != NO_RELATION]
+    n_none = round(size * no_relation_share) if NO_RELATION in groups else 0
+    if not relations:
+        n_none = size
+    rest = size - n_none
+    plan = [NO_RELATION] * n_none
+    for i, name in enumerate(relations):
+        plan += [name] * (rest // len(relations) + (1 if i < rest % len(relations) else 0))
+    return plan
+
+
+def _draw_re(
+    rng: random.Random, pool: Pool, lang: str, patterns: Sequence[str], indices: Sequence[int], group: str
+) -> tuple[Rendered, int, dict[str, str]] | None:
+    """One RE example of ``group``: a real fact for a relation, an unrelated pair for no_relation."""
+    index = rng.choice(indices)
+    if group == NO_RELATION:
+        a_slot, b_slot = NO_RELATION_SLOTS[index]
+        a = rng.choice(pool.key_lists[SLOT_KINDS[a_slot]])
+        b = rng.choice(pool.key_lists[SLOT_KINDS[b_slot]])
+        if a == b or frozenset((a, b)) in pool.world.related:
+            return None
+        keys = {a_slot: a, b_slot: b}
+    else:
+        rel = RELATIONS[group]
+        s, o = rng.choice(pool.pairs[group])
+        if rel.symmetric and rng.random() < 0.5:
+            s, o = o, s
+        keys = {rel.subject: s, rel.object: o}
+    names = {slot: pool.label(slot, key) for slot, key in keys.items()}
+    if len(set(names.values())) < 2:
+        return None
+    return render(patterns[index], lang, names), index, keys
+
+
+def re_splits(
+    world: KbWorld,
+    languages: tuple[str, ...],
+    *,
+    seed: int,
+    sizes: dict[str, int],
+    split_of: dict[str, dict[str, list[int]]],
+    heldout: dict[str, frozenset[str]],
+    no_relation_share: float,
+) -> dict[str, dict[str, MiniatureSplit]]:
+    """The RE examples of every (language, split) of the plan, drawn from ``world``.
+
+    Shared with :func:`probes.transfer.miniature.folder.write_miniature`, which writes both tasks from one world.
+
+    Args:
+        world: the kb's entities, facts and labels.
+        languages: checked languages.
+        seed: the seed of every draw.
+        sizes: :func:`~probes.transfer.miniature.sampling.check_sizes`'s output.
+        split_of: the pattern indices of each side (:func:`~probes.transfer.miniature.sampling.pattern_split`).
+        heldout: the entities kept out of train and dev, per kind.
+        no_relation_share: the share of ``no_relation`` examples in each split.
+
+    Returns:
+        ``{lang: {split: MiniatureSplit}}``.
+
+    Raises:
+        OptionError: a kb too small to fill the patterns.
+    """
+    out: dict[str, dict[str, MiniatureSplit]] = {}
+    seen_train: set[str] = set()
+    for lang, split, size in split_plan(languages, sizes):
+        pool = Pool(world, lang, heldout if split != "test" else {})
+        side = "train" if split != "test" else "test"
+        patterns = PATTERNS[lang]
+        groups = [g for g in RE_GROUPS if g == NO_RELATION or pool.pairs[g]]
+        if NO_RELATION in groups and not all(
+            pool.labels[SLOT_KINDS[s]] for i in split_of[NO_RELATION][side] for s in NO_RELATION_SLOTS[i]
+        ):
+            groups.remove(NO_RELATION)
+        if not groups and size:
+            raise OptionError(f"the kb has too few {lang!r} labels and facts for any RE example of {split}")
+        rng = split_rng(seed, "re", lang, split)
+        plan = _label_counts(size, groups, no_relation_share)
+        rng.shuffle(plan)
+        result = MiniatureSplit("re", lang, split)
+        seen = seen_train if split != "test" else set()
+        for group in plan:
+            draw = functools.partial(_draw_re, rng, pool, lang, patterns[group], split_of[group][side], group)
+            rendered, index, keys = draw_fresh(draw, seen, f"RE {group} {lang} {split}")
+            result.examples.append(_re_example(rendered, group, keys, f"{lang}-{split}-{len(result):05d}", lang))
+            result.patterns.append(f"re/{group}/{index}")
+            result.entities.append(tuple((slot, keys[slot], pool.label(slot, keys[slot])) for slot in sorted(keys)))
+        out.setdefault(lang, {})[split] = result
+    return out
+
+
+def _re_example(rendered: Rendered, group: str, keys: dict[str, str], ident: str, lang: str) -> ReExample:
+    """The KBP37 example of a filled RE pattern: e1 is the name that comes first in the text."""
+    first, second = sorted(keys, key=lambda slot: rendered.chars[slot][0])
+    if group == NO_RELATION:
+        label = NO_RELATION
+    elif RELATIONS[group].symmetric or RELATIONS[group].subject == first:
+        label = f"{group}(e1,e2)"
+    else:
+        label = f"{group}(e2,e1)"
+    return ReExample(ident, rendered.text, rendered.chars[first], rendered.chars[second], label, lang)
+
+
+def generate_re(
+    db: EntityDB,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
+    *,
+    seed: int = 0,
+    train_size: int = 2000,
+    test_size: int = 300,
+    dev_size: int = 300,
+    heldout_patterns: Collection[int] = RE_HELDOUT,
+    heldout_share: float = 0.3,
+    no_relation_share: float = 0.25,
+) -> dict[str, dict[str, MiniatureSplit]]:
+    """Like :func:`make_re`, keeping for each example its pattern id and entity keys.
+
+    Args:
+        db: the entity database the entities and facts come from.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        train_size: English training examples.
+        test_size: test examples per language.
+        dev_size: English dev examples.
+        heldout_patterns: the pattern indices kept for the test sets.
+        heldout_share: the share of the entities of each kind kept out of train and dev.
+        no_relation_share: the share of ``no_relation`` examples in each split.
+
+    Returns:
+        ``{lang: {split: MiniatureSplit}}``.
+    """
+    langs = check_languages(languages)
+    if not 0 <= no_relation_share <= 1:
+        raise OptionError(f"no_relation_share must be in [0, 1]; got {no_relation_share}")
+    return re_splits(
+        KbWorld(db),
+        langs,
+        seed=seed,
+        sizes=check_sizes(train_size, dev_size, test_size),
+        split_of=pattern_split("re", heldout_patterns),
+        heldout=heldout_entities(db, seed=seed, share=heldout_share),
+        no_relation_share=no_relation_share,
+    )
+
+
+def make_re(
+    db: EntityDB,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
+    *,
+    seed: int = 0,
+    train_size: int = 2000,
+    test_size: int = 300,
+    dev_size: int = 300,
+    heldout_patterns: Collection[int] = RE_HELDOUT,
+    heldout_share: float = 0.3,
+    no_relation_share: float = 0.25,
+) -> dict[str, dict[str, list[ReExample]]]:
+    """RE examples (KBP37 labels, see :mod:`probes.transfer.miniature.folder`): train and dev in English only,
+    test in every language.
+
+    About ``no_relation_share`` of each split is ``no_relation``, the rest spread evenly over the relations.
+
+    Args:
+        db: the entity database the entities and facts come from.
+        languages: the languages (default: the 24 of mLUKE).
+        seed: the seed of every draw.
+        train_size: English training examples.
+        test_size: test examples per language.
+        dev_size: English dev examples.
+        heldout_patterns: the pattern indices kept for the test sets.
+        heldout_share: the share of the entities of each kind kept out of train and dev.
+        no_relation_share: the share of ``no_relation`` examples in each split.
+
+    Returns:
+        ``{lang: {"train"|"dev"|"test": [ReExample, ...]}}``.
+    """
+    made = generate_re(
+        db,
+        languages,
+        seed=seed,
+        train_size=train_size,
+        test_size=test_size,
+        dev_size=dev_size,
+        heldout_patterns=heldout_patterns,
+        heldout_share=heldout_share,
+        no_relation_share=no_relation_share,
+    )
+    return {lang: {split: s.examples for split, s in splits.items()} for lang, splits in made.items()}

@@ -1,0 +1,29 @@
+"""Readers and writers of the transfer data sets, one module per family.
+
+- :mod:`~probes.transfer.readers.ner` — CoNLL-2002/2003 and WikiANN (:func:`read_ner`, :func:`write_conll`),
+  with the tagging schemes in :mod:`~probes.transfer.readers.ner_tags`;
+- :mod:`~probes.transfer.readers.relations` — KBP37 and RELX (:func:`read_re`, :func:`write_kbp37`);
+- :mod:`~probes.transfer.readers.qa` — SQuAD, XQuAD and MLQA (:func:`read_squad`, :func:`read_xquad`,
+  :func:`read_mlqa`, :func:`write_squad`).
+"""
+
+from probes.transfer.readers.ner import NerDataset, NerSentence, read_ner, write_conll
+from probes.transfer.readers.qa import QaDataset, QaExample, read_mlqa, read_squad, read_xquad, write_squad
+from probes.transfer.readers.relations import ReDataset, ReExample, read_re, write_kbp37
+
+__all__ = [
+    "NerDataset",
+    "NerSentence",
+    "QaDataset",
+    "QaExample",
+    "ReDataset",
+    "ReExample",
+    "read_mlqa",
+    "read_ner",
+    "read_re",
+    "read_squad",
+    "read_xquad",
+    "write_conll",
+    "write_kbp37",
+    "write_squad",
+]
