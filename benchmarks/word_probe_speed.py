@@ -83,7 +83,7 @@ def reference(hf, tok, subjects: list[str], cands: list[str], batch: int) -> tor
 
 def ours(bundle, subjects: list[str], cands: list[str], batch: int) -> torch.Tensor:
     from kb.db.templates import parse_template
-    from mluke.cloze import run_cloze
+    from mluke.cloze_runs import run_cloze
 
     r = run_cloze(
         parse_template(TEMPLATE),

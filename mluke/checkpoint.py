@@ -25,8 +25,10 @@ from typing import Any, NamedTuple
 
 import torch
 
+from kb.db import EntityDB
 from kb.errors import InputFormatError, MlukeError
 from kb.files import atomic_path
+from kb.renamed import renamed_keyword
 from kb.vocab import EntityVocab
 from mluke.entity_vocab import save_entity_vocab
 from mluke.errors import CheckpointError
@@ -177,16 +179,30 @@ def load_model(directory: str | os.PathLike[str], *, dtype: torch.dtype | None =
     return model.eval()
 
 
-def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = None, kb: Any = None) -> Mluke:
+@renamed_keyword("kb", "db")
+def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = None, db: EntityDB | None = None) -> Mluke:
     """Load an mLUKE checkpoint: ``model, tokenizer, entity_vocab = mluke.load("studio-ousia/mluke-base")``.
 
-    Works for the full (1.2M entities) and lite (special entities only)
-    vocabularies, with or without entity-aware attention. ``kb`` (an
-    :class:`kb.EntityDB`) lets the tokenizer resolve QIDs the vocabulary lacks.
+    Works for the full (1.2M entities) and lite (special entities only) vocabularies, with or without
+    entity-aware attention.
+
+    Args:
+        name_or_dir: a checkpoint folder, or a hub name such as ``studio-ousia/mluke-base`` (downloaded).
+        dtype: the precision to cast the model to (default: as saved).
+        db: an entity database that lets the tokenizer resolve QIDs the vocabulary lacks
+            (``kb=``: deprecated).
+
+    Returns:
+        The :class:`Mluke` bundle (``model``, ``tokenizer``, ``entity_vocab``; unpacks like a tuple).
+
+    Raises:
+        InputFormatError: no such folder or hub name, a missing or unreadable config or weights file.
+        CheckpointError: weights that do not match the config, or a tokenizer or entity vocabulary of
+            another size.
     """
     directory = resolve(name_or_dir)
     model = load_model(directory, dtype=dtype)
-    tokenizer = MlukeTokenizer.from_pretrained(directory, kb=kb)
+    tokenizer = MlukeTokenizer.from_pretrained(directory, kb=db)
     vocab = tokenizer.entity_vocab
     if tokenizer.vocab_size != model.config.vocab_size:
         raise CheckpointError(

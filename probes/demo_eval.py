@@ -15,6 +15,7 @@ in the sentence tells the cities apart.
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 
 from kb import open_db
 from kb.db import EntityDB
+from kb.renamed import renamed_keyword
 
 MODES = (("word", "word", False), ("entity [Y]", "entity", False), ("entity [X]&[Y]", "entity", True))
 
@@ -43,7 +45,7 @@ class Outcome:
 def evaluate_demo(
     model_dir: str | Path | None = None,
     *,
-    kb: EntityDB | None = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
     max_train_per_cell: int = 20,
     seed: int = 0,
     progress: bool = True,
@@ -59,10 +61,11 @@ def evaluate_demo(
     import mluke
     from mluke.cloze import probe
     from mluke.demo import demo_model
+    from mluke.options import ProbeOptions
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     info = json.loads((model_dir / "demo.json").read_text(encoding="utf-8"))
-    db = open_db(kb)
+    db = open_db(db)
     bundle = mluke.open_model(model_dir, dtype=dtype)
     rng = random.Random(seed)
     cells: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"held-out": set(), "train": set()})
@@ -87,11 +90,9 @@ def evaluate_demo(
                 lang,
                 subjects=sorted(which),
                 relation=pid,
-                mode=mode,
-                use_subject_entity=subject_entity,
-                top_k=1,
+                options=ProbeOptions(mode=mode, use_subject_entity=subject_entity, top_k=1),
                 model=bundle,
-                kb=db,
+                db=db,
             )
             n_cands = len(
                 {f.object for f in db.facts(property=pid)}
@@ -185,18 +186,19 @@ class DemoReport:
         )
 
 
+@renamed_keyword("kb", "db")
 def eval_demo(
     model_dir: str | Path | None = None,
     *,
-    kb: EntityDB | None = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
     max_train_per_cell: int = 20,
     progress: bool = True,
 ) -> DemoReport:
     """Probe the demo model on held-out and training pairs and link its ambiguous-city sentences:
     what ``mluke eval-demo`` does (default model: the cached demo, trained on first use)."""
     return DemoReport(
-        evaluate_demo(model_dir, kb=kb, max_train_per_cell=max_train_per_cell, progress=progress),
-        evaluate_demo_linking(model_dir, kb=kb, progress=progress),
+        evaluate_demo(model_dir, db=db, max_train_per_cell=max_train_per_cell, progress=progress),
+        evaluate_demo_linking(model_dir, db=db, progress=progress),
     )
 
 
@@ -219,7 +221,7 @@ def demo_linking_docs(model_dir: str | Path) -> list[Any]:
 def evaluate_demo_linking(
     model_dir: str | Path | None = None,
     *,
-    kb: EntityDB | None = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
     methods: tuple[str, ...] = ("prior", "model", "combined", "global"),
     progress: bool = True,
 ) -> Any:
@@ -229,11 +231,11 @@ def evaluate_demo_linking(
     columns are the cities (the mentions with two or more candidates).
     """
     from mluke.demo import demo_model
-    from mluke.linking import Linker
+    from mluke.linker import Linker
     from probes.linking_eval import evaluate_linking
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     docs = demo_linking_docs(model_dir)
-    db = open_db(kb)
+    db = open_db(db)
     linker = Linker(model_dir, db, languages=sorted({d.lang for d in docs}))
     return evaluate_linking(docs, linker, methods=methods, end_to_end=False, progress=progress)

@@ -301,7 +301,7 @@ def calibrate(
     that keep at least ``min_kept`` of the right links of ambiguous mentions.
     """
     from mluke.confidence import Calibration, fit_logistic
-    from mluke.linking import Linker
+    from mluke.linker import Linker
     from probes.demo_eval import demo_linking_docs
 
     db = open_db(db)

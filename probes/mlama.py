@@ -379,7 +379,8 @@ def eval_mlama(
     from tqdm import tqdm
 
     from mluke.checkpoint import open_model
-    from mluke.cloze import check_threshold, run_cloze
+    from mluke.cloze_runs import run_cloze
+    from mluke.options import check_threshold
 
     check_threshold(threshold)  # before loading anything
     from probes.bias import language_bias

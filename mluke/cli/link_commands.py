@@ -1,4 +1,4 @@
-"""``mluke link`` and ``mluke eval-link``: thin wrappers over :func:`mluke.linking.iter_link_file` (a
+"""``mluke link`` and ``mluke eval-link``: thin wrappers over :func:`mluke.link_files.iter_link_file` (a
 stream: memory does not grow with the input) and :func:`probes.eval_link`."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import typer
 from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
+from mluke.options import LinkOptions
 
 
 def link(
@@ -69,21 +70,17 @@ def link(
     checks.between("--nil-threshold", nil_threshold, 0, 1)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, jsonl)
-    from mluke.linking import iter_link_file, write_linked
+    options = LinkOptions(
+        method=method,  # type: ignore[arg-type]  # checked above
+        prior_weight=prior_weight,
+        nil_threshold=nil_threshold,
+        candidates=candidates,
+    )
+    from mluke.link_files import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally
 
     stream = iter_link_file(
-        source,
-        lang,
-        kb=db,
-        model=model,
-        method=method,
-        prior_weight=prior_weight,  # type: ignore[arg-type]
-        nil_threshold=nil_threshold,
-        candidates=candidates,
-        progress=progress,
-        device=device,
-        dtype=dtype,
+        source, lang, db=db, model=model, options=options, progress=progress, device=device, dtype=dtype
     )
     if jsonl:  # each line written as soon as it is linked
         tally = write_linked(stream, jsonl, overwrite=overwrite)
@@ -192,7 +189,7 @@ def eval_link(
         langs=split_list(langs),
         methods=split_list(methods) or [],
         model=model,
-        kb=db,
+        db=db,
         end_to_end=end_to_end,
         nil_threshold=nil_threshold,
         progress=progress,

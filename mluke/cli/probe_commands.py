@@ -11,6 +11,7 @@ import typer
 from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
+from mluke.options import ProbeOptions
 
 
 def probe(
@@ -102,6 +103,17 @@ def probe(
     checks.at_least("--limit", limit, 0)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
+    options = ProbeOptions(  # the values are checked above
+        mode=mode,  # type: ignore[arg-type]
+        use_subject_entity=subject_entity,
+        top_k=top_k,
+        normalize=normalize,  # type: ignore[arg-type]
+        exclude_subject=not keep_subject,
+        threshold=threshold,
+        max_pieces=max_pieces,
+        decoding=decoding,  # type: ignore[arg-type]
+        beam=beam,
+    )
     from mluke.cloze import probe as run
 
     result = run(
@@ -110,21 +122,13 @@ def probe(
         subjects=subject,
         candidates=candidate,
         relation=relation,
-        mode=mode,  # type: ignore[arg-type]
-        use_subject_entity=subject_entity,
-        top_k=top_k,
-        normalize=normalize,  # type: ignore[arg-type]
-        exclude_subject=not keep_subject,
         templates=templates,
         model=model,
-        kb=db,
+        db=db,
+        options=options,
         device=device,
         dtype=dtype,
-        threshold=threshold,
-        max_pieces=max_pieces,
-        decoding=decoding,
-        beam=beam,
-    )  # type: ignore[arg-type]
+    )
     if json_out:
         write_json(result.to_dict(), json_out, overwrite=overwrite)
     if csv_out:

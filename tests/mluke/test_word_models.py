@@ -15,7 +15,8 @@ import mluke
 from kb.db.templates import parse_template
 from kb.errors import MlukeError
 from mluke.cli import app
-from mluke.cloze import probe, run_cloze
+from mluke.cloze import probe
+from mluke.cloze_runs import run_cloze
 from mluke.errors import CheckpointError
 
 WORDS = [
