@@ -67,7 +67,7 @@ from mluke.options import ProbeOptions, merge_options
 from mluke.results import ProbeResult
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    from typing import Unpack  # Python 3.11; only type checkers read this
 
     from mluke.devices import Device, DType
     from mluke.options import ProbeKeywords
@@ -126,15 +126,15 @@ def probe(
     """
     options = merge_options(ProbeOptions, options, keywords, "probe")
     threshold = options.threshold
-    db = open_db(db)
+    db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
     check_language(lang, db.languages)
     extra = read_templates(templates) if isinstance(templates, (str, os.PathLike)) else dict(templates or {})
     match = match_relation(db, template, lang, relation, extra)
     pid, tpl, notes = match.relation, match.template, match.notes
-    if pid is None and subjects is None:
-        raise no_match_error(db, template)
     if subjects is None:
-        subjects = db.subjects(pid)  # type: ignore[arg-type]
+        if pid is None:
+            raise no_match_error(db, template)
+        subjects = db.subjects(pid)
         if not subjects:
             raise MlukeError(
                 _nothing_to_ask(db, pid, template, model),
@@ -205,7 +205,8 @@ def _subjects(db: EntityDB, items: list[str], lang: str, notes: list[str]) -> li
     (key ``None``); a kb entity without a ``lang`` label is skipped (counted in the notes)."""
     keys = db.find_entities(items, lang)
     labels = db.labels([k for k in keys if k is not None], lang)
-    out, missing = [], 0
+    out: list[tuple[str | None, str]] = []
+    missing = 0
     for item, key in zip(items, keys):
         if key is None:
             out.append((None, item))

@@ -21,8 +21,7 @@ from mluke.scoring import ClozeScorer, over_candidates
 
 if TYPE_CHECKING:
     import os
-
-    from typing_extensions import Unpack
+    from typing import Unpack  # Python 3.11; only type checkers read this
 
     from mluke.options import ProbeKeywords
 
@@ -236,7 +235,9 @@ def run_open(
                     for v, c in zip(scores[i].tolist(), ids[i].tolist())
                 ]
             else:
-                names = {str(n).casefold(): k for k, n in zip(sorted(g), (labels or (lambda ks: ks))(sorted(g))) if n}
+                gold_keys: list[str | None] = [*sorted(g)]
+                gold_names = (labels or (lambda ks: ks))(gold_keys)
+                names = {str(n).casefold(): k for k, n in zip(sorted(g), gold_names) if n}
                 preds = [
                     Prediction(
                         names.get(a.text.casefold(), "pieces:" + ",".join(map(str, a.pieces))),

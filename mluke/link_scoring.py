@@ -260,7 +260,7 @@ class WindowScorer:
                     fixed.add(best)
                     top = ranked[best][0] if ranked[best] else None
                     linked = top is not None and sure(mentions[best[0]][best[1]], ranked[best], final[best])
-                    if best in slots and linked:
+                    if best in slots and linked and top is not None:
                         chosen = dict(ids[best]).get(top["key"])
                         if chosen is not None:  # NIL or outside the vocabulary: stays an entity [MASK]
                             enc["entity_ids"][slots[best]] = chosen

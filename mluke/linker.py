@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from tqdm import tqdm
 
@@ -27,7 +27,7 @@ from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedMention
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    from typing import Unpack  # Python 3.11; only type checkers read this
 
     from mluke.devices import Device, DType
     from mluke.options import LinkKeywords
@@ -65,7 +65,7 @@ class Linker:
         dtype: DType = None,
         calibration: Calibration | None = None,
     ) -> None:
-        self.db = open_db(db)
+        self.db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
         self.bundle = open_model(model, device=device, dtype=dtype)
         self.scorer = WindowScorer(self.bundle)
         self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
@@ -76,6 +76,42 @@ class Linker:
 
     def _qualified(self, keys: tuple[str, ...], lang: str) -> dict[str, str]:
         return qualified_names(self.db, list(keys), lang)
+
+    @overload
+    def link(
+        self,
+        texts: str,
+        lang: str,
+        *,
+        options: LinkOptions | None = ...,
+        spans: list[tuple[int, int]] | None = ...,
+        progress: bool = ...,
+        **keywords: Unpack[LinkKeywords],
+    ) -> list[LinkedMention]: ...
+
+    @overload
+    def link(
+        self,
+        texts: list[str],
+        lang: str,
+        *,
+        options: LinkOptions | None = ...,
+        spans: list[list[tuple[int, int]]] | None = ...,
+        progress: bool = ...,
+        **keywords: Unpack[LinkKeywords],
+    ) -> list[list[LinkedMention]]: ...
+
+    @overload
+    def link(
+        self,
+        texts: str | list[str],
+        lang: str,
+        *,
+        options: LinkOptions | None = ...,
+        spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = ...,
+        progress: bool = ...,
+        **keywords: Unpack[LinkKeywords],
+    ) -> list[LinkedMention] | list[list[LinkedMention]]: ...
 
     def link(
         self,
@@ -107,13 +143,13 @@ class Linker:
             TypeError: ``options`` and a keyword that differs from it.
         """
         single = isinstance(texts, str)
-        batch = [texts] if single else _text_list(texts)
+        batch = [texts] if isinstance(texts, str) else _text_list(texts)
         check_language(lang, self.db.languages)
         options = merge_options(LinkOptions, options, keywords, "Linker.link")
         if spans is None:
             mentions = self.index.detect_batch(batch, lang)
         else:
-            given = [spans] if single else list(spans)
+            given = cast("list[list[tuple[int, int]]]", [spans] if single else list(spans))
             if len(given) != len(batch):
                 raise MlukeError(f"spans: {len(given)} lists for {len(batch)} texts; give one list of spans per text")
             mentions = [self.index.mentions_at(t, s, lang, row=i) for i, (t, s) in enumerate(zip(batch, given))]

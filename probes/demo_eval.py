@@ -25,8 +25,13 @@ from typing import Any
 from kb import open_db
 from kb.db import EntityDB
 from kb.renamed import renamed_keyword
+from mluke.options import Mode
 
-MODES = (("word", "word", False), ("entity [Y]", "entity", False), ("entity [X]&[Y]", "entity", True))
+MODES: tuple[tuple[str, Mode, bool], ...] = (
+    ("word", "word", False),
+    ("entity [Y]", "entity", False),
+    ("entity [X]&[Y]", "entity", True),
+)
 
 
 @dataclass
@@ -65,7 +70,7 @@ def evaluate_demo(
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     info = json.loads((model_dir / "demo.json").read_text(encoding="utf-8"))
-    db = open_db(db)
+    db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
     bundle = mluke.open_model(model_dir, dtype=dtype)
     rng = random.Random(seed)
     cells: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"held-out": set(), "train": set()})
@@ -236,6 +241,6 @@ def evaluate_demo_linking(
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     docs = demo_linking_docs(model_dir)
-    db = open_db(db)
+    db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
     linker = Linker(model_dir, db, languages=sorted({d.lang for d in docs}))
     return evaluate_linking(docs, linker, methods=methods, end_to_end=False, progress=progress)

@@ -10,8 +10,8 @@
 - :func:`calibrate`: fits :class:`mluke.confidence.Calibration` on one half of the
   demo's linking set and of the free-wording set (even items / even (city,
   language) pairs) and reports NIL precision / recall and accuracy at the fitted
-  default threshold on the other halves, and on :data:`COMMON_WORD_SENTENCES` (hand-written sentences where common words that
-  are also place names must stay unlinked and the places must link).
+  default threshold on the other halves, and on :data:`COMMON_WORD_SENTENCES` (hand-written sentences
+  where common words that are also place names must stay unlinked and the places must link).
 """
 
 from __future__ import annotations

@@ -248,7 +248,7 @@ def eval_link(
     from mluke.linker import Linker
 
     methods = check_methods(methods, "methods")
-    data = read_mewsli(folder, langs)
+    data = read_mewsli(os.fspath(folder), langs)
     if not data.docs:
         raise InputFormatError(f"{folder}: no usable documents ({sum(data.skipped.values())} records skipped)")
     linker = Linker(model, db, languages=list(data.languages))
@@ -289,11 +289,11 @@ def evaluate_linking(
         if not isinstance(doc, LinkDoc):
             raise MlukeError(f"evaluate_linking expects LinkDoc objects (see read_mewsli), got {type(doc).__name__}")
         by_lang[doc.lang].append(doc)
-    indexed = getattr(linker.index, "languages", None)
+    indexed: list[str] | None = getattr(linker.index, "languages", None)
     missing = [l for l in by_lang if indexed is not None and l not in indexed]
     if missing:
         raise MlukeError(
-            f"the linker's mention index has no language {', '.join(missing)} (it has {', '.join(indexed)}); "
+            f"the linker's mention index has no language {', '.join(missing)} (it has {', '.join(indexed or [])}); "
             "build the Linker with languages=[...] that include them"
         )
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -218,7 +218,7 @@ def eval_mlama(
     from probes import compare_mlama
     from probes import eval_mlama as run
 
-    options = {
+    options: dict[str, Any] = {
         "mode": mode,
         "use_subject_entity": subject_entity,
         "exclude_subject": not keep_subject,
@@ -263,10 +263,10 @@ def eval_mlama(
     if json_out:
         write_json(report.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
-        rows = report.rows()
+        records = report.rows()
         write_csv(
             ["lang", "relation", "subjects", "P@1", *sets],
-            [[r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)] for r in rows],
+            [[r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)] for r in records],
             csv_out,
             overwrite=overwrite,
         )
