@@ -21,7 +21,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -34,6 +34,9 @@ from mluke.entity_vocab import save_entity_vocab
 from mluke.errors import CheckpointError
 from mluke.model import MlukeForMaskedLM
 from mluke.tokenizer import MlukeTokenizer
+
+if TYPE_CHECKING:
+    from mluke.devices import Device, DType
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _EAA_RE = re.compile(r"^(luke\.encoder\.layer\.\d+\.attention\.self\.)(w2e|e2w|e2e)_query\.(weight|bias)$")
@@ -133,7 +136,8 @@ def _reconcile(
     for target, source in _TIED.items():
         if target in state and source in state and not torch.equal(state[target], state[source]):
             raise CheckpointError(
-                f"{where}: {target} differs from {source}; mLUKE ties them, so this is not an mLUKE masked-LM checkpoint"
+                f"{where}: {target} differs from {source}; mLUKE ties them, so this is not an mLUKE masked-LM "
+                "checkpoint"
             )
         state.pop(target, None)
     need = {k for k in expected if k not in _TIED}
@@ -147,7 +151,8 @@ def _reconcile(
             )
         if unexpected:
             parts.append(
-                f"{len(unexpected)} unexpected weight(s): {', '.join(unexpected[:8])}{' ...' if len(unexpected) > 8 else ''}"
+                f"{len(unexpected)} unexpected weight(s): "
+                f"{', '.join(unexpected[:8])}{' ...' if len(unexpected) > 8 else ''}"
             )
         raise CheckpointError(f"{where}: the weights do not match config.json: " + "; ".join(parts))
     wrong = [
@@ -206,20 +211,22 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
     vocab = tokenizer.entity_vocab
     if tokenizer.vocab_size != model.config.vocab_size:
         raise CheckpointError(
-            f"{directory}: the word tokenizer has {tokenizer.vocab_size} ids, config.json says {model.config.vocab_size}"
+            f"{directory}: the word tokenizer has {tokenizer.vocab_size} ids, config.json says "
+            f"{model.config.vocab_size}"
         )
     if vocab is not None and len(vocab) != model.config.entity_vocab_size:
         raise CheckpointError(
-            f"{directory}: the entity vocabulary has {len(vocab)} ids, config.json says {model.config.entity_vocab_size}"
+            f"{directory}: the entity vocabulary has {len(vocab)} ids, config.json says "
+            f"{model.config.entity_vocab_size}"
         )
     return Mluke(model, tokenizer, vocab)
 
 
 def open_model(
-    model: Mluke | tuple | str | os.PathLike[str] | None = None,
+    model: Mluke | tuple[Any, ...] | str | os.PathLike[str] | None = None,
     *,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
     word_models: bool = False,
 ) -> Mluke:
     """The given model, or the default one: ``None`` is the embedded demo model (trained on first use,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -18,6 +18,7 @@ from mluke.decoding import decode
 from mluke.options import Mode, ProbeOptions, merge_options
 from mluke.results import Prediction, ProbeResult, SubjectResult
 from mluke.scoring import ClozeScorer, over_candidates
+from mluke.tokenizer import MlukeTokenizer
 
 if TYPE_CHECKING:
     import os
@@ -327,7 +328,9 @@ def _combine(results: dict[str, ProbeResult], mode: str) -> ProbeResult:
     return main
 
 
-def check_prompt_lengths(tokenizer: Any, template: Template, subjects: Sequence[str], answer_pieces: int) -> None:
+def check_prompt_lengths(
+    tokenizer: MlukeTokenizer, template: Template, subjects: Sequence[str], answer_pieces: int
+) -> None:
     """An error naming the subject whose prompt (with ``answer_pieces`` masks at [Y]) is longer than the
     model reads: cut to fit, it would lose its [Y] and the scores would mean nothing."""
     limit = tokenizer.max_length

@@ -99,12 +99,23 @@ def write_linked(
     overwrite: bool = False,
     tally: LinkTally | None = None,
 ) -> LinkTally:
-    """Write a stream of linked lines (:func:`iter_link_file`) as JSON lines, each as soon as it is
-    linked, to ``dest`` (``-``: standard output); the same lines as :meth:`LinkedTexts.to_jsonl`.
+    """Write a stream of linked lines (:func:`iter_link_file`) as JSON lines, each as soon as it is linked.
 
-    A file is written under a temporary name next to ``dest`` and renamed when the stream ends,
-    so a run that fails or is interrupted leaves no file at ``dest`` (and an existing one, with
-    ``overwrite``, as it was). Returns the counts (:class:`LinkTally`, or ``tally`` filled in).
+    The lines are those of :meth:`mluke.LinkedTexts.to_jsonl`. A file is written under a temporary name
+    next to ``dest`` and renamed when the stream ends, so a run that fails or is interrupted leaves no
+    file at ``dest`` (and an existing one, with ``overwrite``, as it was).
+
+    Args:
+        stream: the linked lines.
+        dest: the file, or ``-`` for standard output.
+        overwrite: replace an existing file.
+        tally: counts to fill in (default: new ones).
+
+    Returns:
+        The counts (:class:`mluke.results.LinkTally`).
+
+    Raises:
+        OutputExistsError: ``dest`` exists and ``overwrite`` is not set.
     """
     tally = tally if tally is not None else LinkTally()
     with output(dest, overwrite=overwrite) as f:

@@ -8,7 +8,7 @@ import math
 import re
 import warnings
 from bisect import bisect_left
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ import torch
 
 from kb.db import chunked
 from kb.errors import MlukeError
+from kb.mentions import Candidate, Mention
 from mluke.checkpoint import Mluke
 from mluke.options import LinkOptions, Method
 
@@ -65,7 +66,7 @@ def restricted(scores: ModelScores | None) -> dict[str, float] | None:
 
 
 def rank_candidates(
-    candidates: Any, model_scores: dict[str, float] | None, method: Method, prior_weight: float
+    candidates: Iterable[Candidate], model_scores: dict[str, float] | None, method: Method, prior_weight: float
 ) -> list[dict[str, Any]]:
     """Every candidate with its prior, model log-probability and the score ``method`` uses, best first.
 
@@ -73,7 +74,7 @@ def rank_candidates(
     score), the model's log-probability for "model", and their sum with the
     prior weighted by ``prior_weight`` for "combined" and "global".
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     for c in candidates:
         lp = math.log(max(c.prior, 1e-12))
         ms = model_scores.get(c.key) if model_scores else None
@@ -102,7 +103,7 @@ class WindowScorer:
     def __init__(self, bundle: Mluke) -> None:
         self.bundle = bundle
 
-    def candidate_ids(self, mentions: list[list[Any]]) -> dict[tuple[int, int], list[tuple[str, int]]]:
+    def candidate_ids(self, mentions: list[list[Mention]]) -> dict[tuple[int, int], list[tuple[str, int]]]:
         """(text, mention) -> [(key, entity vocabulary id)] of the candidates the model knows."""
         vocab = self.bundle.entity_vocab
         if vocab is None:

@@ -20,12 +20,15 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import open_db
 from kb.db import EntityDB
 from kb.renamed import renamed_keyword
 from mluke.options import Mode
+
+if TYPE_CHECKING:
+    from mluke.devices import DType
 
 MODES: tuple[tuple[str, Mode, bool], ...] = (
     ("word", "word", False),
@@ -54,7 +57,7 @@ def evaluate_demo(
     max_train_per_cell: int = 20,
     seed: int = 0,
     progress: bool = True,
-    dtype: Any = None,
+    dtype: DType = None,
     outcomes: list[Outcome] | None = None,
 ) -> dict[str, Any]:
     """Probe the demo model on its held-out and (a sample of) its training pairs; returns tables.

@@ -24,7 +24,10 @@ def link(
     method: Annotated[
         str,
         typer.Option(
-            help="'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one and feeding each resolved entity back in as context)."
+            help=(
+                "'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one "
+                "and feeding each resolved entity back in as context)."
+            )
         ),
     ] = "combined",
     prior_weight: Annotated[
@@ -36,7 +39,10 @@ def link(
     nil_threshold: Annotated[
         float | None,
         typer.Option(
-            help="Mentions whose confidence (0 to 1) is below this are NIL (default: the calibrated threshold, see the README)."
+            help=(
+                "Mentions whose confidence (0 to 1) is below this are NIL (default: the calibrated threshold, see "
+                "the README)."
+            )
         ),
     ] = None,
     candidates: Annotated[
@@ -50,7 +56,10 @@ def link(
         str | None,
         typer.Option(
             "--jsonl",
-            help="Write one JSON object per input line to this file ('-' for stdout); the terminal then shows a summary instead of every mention.",
+            help=(
+                "Write one JSON object per input line to this file ('-' for stdout); the terminal then shows a "
+                "summary instead of every mention."
+            ),
         ),
     ] = None,
     limit: Annotated[
@@ -121,7 +130,10 @@ def eval_link(
     folder: Annotated[
         Path,
         typer.Argument(
-            help="The Mewsli-9 'dataset' folder written by its extraction script (holding <lang>/docs.tsv, <lang>/mentions.tsv, <lang>/text/), or one language folder."
+            help=(
+                "The Mewsli-9 'dataset' folder written by its extraction script (holding <lang>/docs.tsv, "
+                "<lang>/mentions.tsv, <lang>/text/), or one language folder."
+            )
         ),
     ],
     langs: Annotated[
@@ -134,7 +146,11 @@ def eval_link(
         str,
         typer.Option(
             "--methods",
-            help="Comma-separated linking methods to compare: 'prior' (most common entity for the name), 'model' (the model alone), 'combined' (model + prior), 'global' (combined, resolving the most confident mention first; the slowest).",
+            help=(
+                "Comma-separated linking methods to compare: 'prior' (most common entity for the name), 'model' (the "
+                "model alone), 'combined' (model + prior), 'global' (combined, resolving the most confident mention "
+                "first; the slowest)."
+            ),
         ),
     ] = "prior,model,combined,global",
     model: Annotated[
@@ -144,20 +160,29 @@ def eval_link(
         Path | None,
         typer.Option(
             "--db",
-            help="Entity database whose keys match the dataset's qid column, e.g. a kb built from the Wikidata dump (default: the embedded kb).",
+            help=(
+                "Entity database whose keys match the dataset's qid column, e.g. a kb built from the Wikidata dump "
+                "(default: the embedded kb)."
+            ),
         ),
     ] = None,
     end_to_end: Annotated[
         bool,
         typer.Option(
             "--end-to-end/--no-end-to-end",
-            help="Also let the linker find the mentions itself and report precision, recall and F1 against the gold mentions (exact span and entity); --no-end-to-end halves the time.",
+            help=(
+                "Also let the linker find the mentions itself and report precision, recall and F1 against the gold "
+                "mentions (exact span and entity); --no-end-to-end halves the time."
+            ),
         ),
     ] = True,
     nil_threshold: Annotated[
         float | None,
         typer.Option(
-            help="Treat mentions whose confidence (0 to 1) is below this as NIL (not linked; default: the calibrated threshold)."
+            help=(
+                "Treat mentions whose confidence (0 to 1) is below this as NIL (not linked; default: the calibrated "
+                "threshold)."
+            )
         ),
     ] = None,
     json_out: Annotated[

@@ -165,14 +165,20 @@ def eval_mlama(
     model: Annotated[
         list[str] | None,
         typer.Option(
-            help="mLUKE checkpoint or any Hugging Face masked LM, as a folder or hub name (default: the embedded demo model); repeat to compare models side by side."
+            help=(
+                "mLUKE checkpoint or any Hugging Face masked LM, as a folder or hub name (default: the embedded demo "
+                "model); repeat to compare models side by side."
+            )
         ),
     ] = None,
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated languages to evaluate, e.g. en,ja,de.")] = "en",
     mode: Annotated[
         str | None,
         typer.Option(
-            help="'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way). Default: entity for mLUKE checkpoints, word for other masked LMs; models without an entity vocabulary always use word mode."
+            help=(
+                "'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way). Default: entity for mLUKE "
+                "checkpoints, word for other masked LMs; models without an entity vocabulary always use word mode."
+            )
         ),
     ] = None,
     subject_entity: Annotated[
@@ -185,13 +191,20 @@ def eval_mlama(
         bool,
         typer.Option(
             "--keep-subject",
-            help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.",
+            help=(
+                "Leave a subject among its own candidates (by default it is left out: a country is not its own "
+                "neighbour); the reference mLAMA evaluation keeps it."
+            ),
         ),
     ] = False,
     threshold: Annotated[
         float | None,
         typer.Option(
-            help="Also answer each subject with every candidate whose probability is at least this (possibly none), scored by precision/recall/F1 against all its true objects (N-M relations such as P47 have several), macro-averaged like P@1."
+            help=(
+                "Also answer each subject with every candidate whose probability is at least this (possibly none), "
+                "scored by precision/recall/F1 against all its true objects (N-M relations such as P47 have "
+                "several), macro-averaged like P@1."
+            )
         ),
     ] = None,
     json_out: Annotated[
