@@ -1,4 +1,4 @@
-"""Typed querying with a plain masked LM (word mode): ``mluke.cloze.run_cloze`` against the mLAMA
+"""Typed querying with a plain masked LM (word mode): ``mluke.cloze_runs.run_cloze`` against the mLAMA
 reference approach, at the XLM-R-base shape (12 layers, hidden 768, 250,002 word pieces, random
 weights, the real XLM-R tokenizer), same prompts, same candidates, same batch size, fp32, 2 threads.
 

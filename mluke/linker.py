@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, cast, overload
@@ -22,6 +20,7 @@ from kb.mentions.linkability import LinkEstimator
 from kb.renamed import renamed_keyword
 from mluke.checkpoint import Mluke, open_model
 from mluke.confidence import DEFAULT_CALIBRATION, Calibration, features
+from mluke.heap import trim_heap
 from mluke.link_scoring import ModelScores, WindowScorer, iter_windows, rank_candidates, restricted
 from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedMention
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
     from mluke.devices import Device, DType
     from mluke.options import LinkKeywords
 
-#: Segments of a long text between two returns of freed memory to the system (:func:`_trim_heap`).
+#: Segments of a long text between two returns of freed memory to the system (:func:`mluke.heap.trim_heap`).
 TRIM_EVERY = 4
 
 
@@ -239,7 +238,7 @@ class Linker:
             advance(end - done)
             done, segments = end, segments + 1
             if segments % TRIM_EVERY == 0:
-                _trim_heap()
+                trim_heap()
 
     def link_mentions(
         self,
@@ -410,29 +409,6 @@ class Linker:
 
 def _ignore(_: int) -> None:
     pass
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL("libc.so.6").malloc_trim  # glibc
-    except (OSError, AttributeError):  # another C library: nothing to do
-        return None
-
-
-def _trim_heap() -> None:
-    """Return the memory the allocator holds freed to the system (glibc only; elsewhere nothing).
-
-    A long text's segments allocate and free tensors and lists of many sizes; glibc keeps
-    the freed memory, fragmented, and the resident size crept from 0.7 to 0.9 GB over a
-    10 MB line with the live objects flat (``benchmarks/link_memory.py``). Every few
-    segments this keeps it at the working set of one segment.
-    """
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 def _text_list(texts: Any) -> list[str]:

@@ -364,7 +364,7 @@ def eval_mlama(
     threshold: float | None = None,
 ) -> MlamaReport:
     """Typed querying on mLAMA for each language (what ``mluke eval-mlama`` does); see
-    :func:`mluke.cloze.run_cloze` for the modes. ``model``: default the demo model; an mLUKE checkpoint
+    :func:`mluke.cloze_runs.run_cloze` for the modes. ``model``: default the demo model; an mLUKE checkpoint
     or any Hugging Face masked LM (folder or hub name). ``mode``: default entity mode for mLUKE and word
     mode for other models; entity modes asked of a model without an entity vocabulary fall back to word
     mode, and the report's mode and notes say so.
