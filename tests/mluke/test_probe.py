@@ -96,7 +96,7 @@ def test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join(bundl
         "subjects": subjects,
         "candidates": [f.object for f in facts],
         "model": bundle,
-        "kb": embedded_db,
+        "db": embedded_db,
         "top_k": 6,
     }
     cands = probe("The capital of [X] is [Y].", **kwargs)
@@ -134,7 +134,7 @@ def test_a_subject_is_left_out_of_its_own_ranking(bundle, embedded_db, mode):
         "candidates": [fact.subject, fact.object],
         "mode": mode,
         "model": bundle,
-        "kb": embedded_db,
+        "db": embedded_db,
         "top_k": 2,
     }
     r = probe("[X] shares a border with [Y].", **kwargs)
@@ -474,7 +474,7 @@ def test_open_vocabulary_answers_rank_the_whole_entity_vocabulary(bundle, embedd
 
 
 def test_subject_entities_by_default_where_the_vocabulary_has_them(bundle, embedded_db):
-    kwargs = {"lang": "en", "model": bundle, "kb": embedded_db, "top_k": 3}
+    kwargs = {"lang": "en", "model": bundle, "db": embedded_db, "top_k": 3}
     auto = probe("[X] is the capital of [Y]", **kwargs)
     flags = [row.subject_entity for row in auto.rows]
     assert any(flags) and not all(flags)  # the tiny vocabulary holds some capitals only
