@@ -149,7 +149,7 @@ def bias(out: dict, bundle, db, langs: str) -> None:
                     mode="word" if mode == "word" else "entity",
                     use_subject_entity=subject_entity,
                     model=bundle,
-                    kb=db,
+                    db=db,
                     top_k=1,
                 )
                 p_at_1.append(

@@ -46,7 +46,7 @@ def measure(method: str, model: str | None, n_texts: int) -> dict:
     import torch
 
     from kb.sources.embedded import default_db
-    from mluke.linking import Linker
+    from mluke.linker import Linker
 
     torch.set_num_threads(2)
     db = default_db()

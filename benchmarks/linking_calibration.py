@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from kb import open_db
-from mluke.linking import Linker
+from mluke.linker import Linker
 from probes.demo_eval import demo_linking_docs
 from probes.linking_calibration import COMMON_WORD_SENTENCES, calibrate, free_wording_docs
 from probes.linking_eval import evaluate_linking

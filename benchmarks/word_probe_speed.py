@@ -1,4 +1,4 @@
-"""Typed querying with a plain masked LM (word mode): ``mluke.cloze.run_cloze`` against the mLAMA
+"""Typed querying with a plain masked LM (word mode): ``mluke.cloze_runs.run_cloze`` against the mLAMA
 reference approach, at the XLM-R-base shape (12 layers, hidden 768, 250,002 word pieces, random
 weights, the real XLM-R tokenizer), same prompts, same candidates, same batch size, fp32, 2 threads.
 
@@ -83,7 +83,7 @@ def reference(hf, tok, subjects: list[str], cands: list[str], batch: int) -> tor
 
 def ours(bundle, subjects: list[str], cands: list[str], batch: int) -> torch.Tensor:
     from kb.db.templates import parse_template
-    from mluke.cloze import run_cloze
+    from mluke.cloze_runs import run_cloze
 
     r = run_cloze(
         parse_template(TEMPLATE),

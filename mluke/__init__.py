@@ -5,6 +5,7 @@ Public API (torch and transformers are imported only when first used):
 - :func:`probe` -> :class:`ProbeResult` — cloze probing with entity or word masks;
 - :func:`link` -> :class:`LinkedMention` lists, :func:`link_file` -> :class:`LinkedTexts`,
   :class:`Linker` — entity linking with kb candidates and the model;
+- :class:`ProbeOptions` / :class:`LinkOptions` — the options of probing and linking, as objects;
 - :func:`load` / :func:`save` — mLUKE checkpoints in the studio-ousia layout; :func:`open_model` — the
   given model or the default demo model (what every ``model=`` argument goes through);
 - :class:`MlukeTokenizer` — fairseq word ids with offsets, entity inputs;
@@ -19,9 +20,28 @@ the ``mluke`` command line in :mod:`mluke.cli`, the outermost layer.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.errors import MlukeError
+
+if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type checkers and mkdocstrings
+    from mluke.checkpoint import Mluke as Mluke
+    from mluke.checkpoint import load as load
+    from mluke.checkpoint import open_model as open_model
+    from mluke.checkpoint import save as save
+    from mluke.cloze import probe as probe
+    from mluke.link_files import link_file as link_file
+    from mluke.linker import Linker as Linker
+    from mluke.linking import link as link
+    from mluke.model import MlukeForMaskedLM as MlukeForMaskedLM
+    from mluke.options import LinkOptions as LinkOptions
+    from mluke.options import ProbeOptions as ProbeOptions
+    from mluke.pretraining import pretrain as pretrain
+    from mluke.results import LinkedMention as LinkedMention
+    from mluke.results import LinkedTexts as LinkedTexts
+    from mluke.results import ProbeResult as ProbeResult
+    from mluke.spans import span_vectors as span_vectors
+    from mluke.tokenizer import MlukeTokenizer as MlukeTokenizer
 
 __version__ = "0.1.0"
 
@@ -33,10 +53,12 @@ _LAZY = {
     "MlukeTokenizer": "mluke.tokenizer",
     "MlukeForMaskedLM": "mluke.model",
     "probe": "mluke.cloze",
+    "ProbeOptions": "mluke.options",
     "ProbeResult": "mluke.results",
     "link": "mluke.linking",
-    "link_file": "mluke.linking",
-    "Linker": "mluke.linking",
+    "link_file": "mluke.link_files",
+    "Linker": "mluke.linker",
+    "LinkOptions": "mluke.options",
     "LinkedMention": "mluke.results",
     "LinkedTexts": "mluke.results",
     "pretrain": "mluke.pretraining",

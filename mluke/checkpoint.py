@@ -21,17 +21,22 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
+from kb.db import EntityDB
 from kb.errors import InputFormatError, MlukeError
 from kb.files import atomic_path
+from kb.renamed import renamed_keyword
 from kb.vocab import EntityVocab
 from mluke.entity_vocab import save_entity_vocab
 from mluke.errors import CheckpointError
 from mluke.model import MlukeForMaskedLM
 from mluke.tokenizer import MlukeTokenizer
+
+if TYPE_CHECKING:
+    from mluke.devices import Device, DType
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _EAA_RE = re.compile(r"^(luke\.encoder\.layer\.\d+\.attention\.self\.)(w2e|e2w|e2e)_query\.(weight|bias)$")
@@ -131,7 +136,8 @@ def _reconcile(
     for target, source in _TIED.items():
         if target in state and source in state and not torch.equal(state[target], state[source]):
             raise CheckpointError(
-                f"{where}: {target} differs from {source}; mLUKE ties them, so this is not an mLUKE masked-LM checkpoint"
+                f"{where}: {target} differs from {source}; mLUKE ties them, so this is not an mLUKE masked-LM "
+                "checkpoint"
             )
         state.pop(target, None)
     need = {k for k in expected if k not in _TIED}
@@ -145,7 +151,8 @@ def _reconcile(
             )
         if unexpected:
             parts.append(
-                f"{len(unexpected)} unexpected weight(s): {', '.join(unexpected[:8])}{' ...' if len(unexpected) > 8 else ''}"
+                f"{len(unexpected)} unexpected weight(s): "
+                f"{', '.join(unexpected[:8])}{' ...' if len(unexpected) > 8 else ''}"
             )
         raise CheckpointError(f"{where}: the weights do not match config.json: " + "; ".join(parts))
     wrong = [
@@ -177,33 +184,49 @@ def load_model(directory: str | os.PathLike[str], *, dtype: torch.dtype | None =
     return model.eval()
 
 
-def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = None, kb: Any = None) -> Mluke:
+@renamed_keyword("kb", "db")
+def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = None, db: EntityDB | None = None) -> Mluke:
     """Load an mLUKE checkpoint: ``model, tokenizer, entity_vocab = mluke.load("studio-ousia/mluke-base")``.
 
-    Works for the full (1.2M entities) and lite (special entities only)
-    vocabularies, with or without entity-aware attention. ``kb`` (an
-    :class:`kb.EntityDB`) lets the tokenizer resolve QIDs the vocabulary lacks.
+    Works for the full (1.2M entities) and lite (special entities only) vocabularies, with or without
+    entity-aware attention.
+
+    Args:
+        name_or_dir: a checkpoint folder, or a hub name such as ``studio-ousia/mluke-base`` (downloaded).
+        dtype: the precision to cast the model to (default: as saved).
+        db: an entity database that lets the tokenizer resolve QIDs the vocabulary lacks
+            (``kb=``: deprecated).
+
+    Returns:
+        The :class:`Mluke` bundle (``model``, ``tokenizer``, ``entity_vocab``; unpacks like a tuple).
+
+    Raises:
+        InputFormatError: no such folder or hub name, a missing or unreadable config or weights file.
+        CheckpointError: weights that do not match the config, or a tokenizer or entity vocabulary of
+            another size.
     """
     directory = resolve(name_or_dir)
     model = load_model(directory, dtype=dtype)
-    tokenizer = MlukeTokenizer.from_pretrained(directory, kb=kb)
+    tokenizer = MlukeTokenizer.from_pretrained(directory, kb=db)
     vocab = tokenizer.entity_vocab
     if tokenizer.vocab_size != model.config.vocab_size:
         raise CheckpointError(
-            f"{directory}: the word tokenizer has {tokenizer.vocab_size} ids, config.json says {model.config.vocab_size}"
+            f"{directory}: the word tokenizer has {tokenizer.vocab_size} ids, config.json says "
+            f"{model.config.vocab_size}"
         )
     if vocab is not None and len(vocab) != model.config.entity_vocab_size:
         raise CheckpointError(
-            f"{directory}: the entity vocabulary has {len(vocab)} ids, config.json says {model.config.entity_vocab_size}"
+            f"{directory}: the entity vocabulary has {len(vocab)} ids, config.json says "
+            f"{model.config.entity_vocab_size}"
         )
     return Mluke(model, tokenizer, vocab)
 
 
 def open_model(
-    model: Mluke | tuple | str | os.PathLike[str] | None = None,
+    model: Mluke | tuple[Any, ...] | str | os.PathLike[str] | None = None,
     *,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
     word_models: bool = False,
 ) -> Mluke:
     """The given model, or the default one: ``None`` is the embedded demo model (trained on first use,

@@ -49,28 +49,31 @@ Scores (``normalize``) - the ranking is the same either way:
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
-
-import torch
+from typing import TYPE_CHECKING
 
 from kb import open_db
-from kb.db import EntityDB, Template
+from kb.db import EntityDB
 from kb.db.relations import describe, match_relation, no_match_error
 from kb.db.templates import read_templates
-from kb.errors import MlukeError, Option, OptionError, option
+from kb.errors import MlukeError, Option, option
 from kb.languages import check_language
-from mluke.checkpoint import open_model
-from mluke.decoding import Method, decode
-from mluke.results import Prediction, ProbeResult, SubjectResult
-from mluke.scoring import ClozeScorer, over_candidates
+from kb.renamed import renamed_keyword
+from mluke.checkpoint import Mluke, open_model
+from mluke.cloze_runs import resolve_mode, run_cloze, run_open
+from mluke.options import ProbeOptions, merge_options
+from mluke.results import ProbeResult
 
-Mode = Literal["entity", "word", "both"]
-Normalize = Literal["candidates", "vocabulary"]
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11; only type checkers read this
+
+    from mluke.devices import Device, DType
+    from mluke.options import ProbeKeywords
 
 
+@renamed_keyword("kb", "db")
 def probe(
     template: str,
     lang: str = "en",
@@ -78,64 +81,64 @@ def probe(
     subjects: Sequence[str] | None = None,
     candidates: Sequence[str] | None = None,
     relation: str | None = None,
-    mode: Mode | None = None,
-    use_subject_entity: bool | None = None,
-    top_k: int = 5,
-    normalize: Normalize = "candidates",
-    exclude_subject: bool = True,
-    templates: Mapping[tuple[str, str], str] | str | Path | None = None,
-    model: Any = None,
-    kb: EntityDB | str | Path | None = None,
-    batch_size: int = 64,
-    device: Any = None,
-    dtype: Any = None,
-    threshold: float | None = None,
-    max_pieces: int = 5,
-    decoding: Method = "confidence",
-    beam: int = 5,
+    templates: Mapping[tuple[str, str], str] | str | os.PathLike[str] | None = None,
+    model: Mluke | str | os.PathLike[str] | None = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
+    options: ProbeOptions | None = None,
+    device: Device = None,
+    dtype: DType = None,
+    **keywords: Unpack[ProbeKeywords],
 ) -> ProbeResult:
-    """Ask the model for the object of each subject of a cloze template (see module docs).
+    """Ask the model for the object of each subject of a cloze template (see :mod:`mluke.cloze`).
 
-    ``template`` has exactly one [X] and one [Y], in any order and script. The
-    relation is matched through the kb's templates unless given: exactly in any
-    language, else the closest template of ``lang`` or English (the notes say
-    which relation was assumed). An English template with ``lang="ja"`` uses the
-    Japanese template and labels. ``templates``: more templates for this call,
-    ``{(pid, lang): text}`` or mLAMA's ``templates.jsonl`` files (a file or folder).
-    ``subjects``: labels in ``lang``, entity keys, or free text in no kb (asked
-    with words only); default: every subject with facts under the relation.
-    ``candidates``: labels or keys; default: the relation's objects in the kb, else
-    the whole entity vocabulary. ``model``: a loaded ``mluke.load`` bundle, a
-    folder or hub name of an mLUKE checkpoint or of any masked LM (word mode); default: the embedded demo
-    model (trained on first use). ``threshold``: answer sets (see module docs). ``max_pieces``,
-    ``decoding``, ``beam``: open-vocabulary word answers (see module docs).
-    ``kb``: an :class:`kb.EntityDB` or path; default: the embedded kb.
-    ``use_subject_entity``: default (``None``) as ``True``, the subject's entity
-    over [X] where it is in the entity vocabulary; ``False``: [Y] only.
-    ``exclude_subject``: a subject is never its own answer (a country among the
-    neighbours of countries); the notes say when this happened. ``device`` / ``dtype``: where and in
-    which precision the model runs (``"auto"``: a GPU when there is one; ``"bf16"``; see
-    :mod:`mluke.devices`); default: as the model is.
+    The relation is matched through the kb's templates unless given: exactly in any language, else the
+    closest template of ``lang`` or English (the notes say which relation was assumed). An English
+    template with ``lang="ja"`` uses the Japanese template and labels.
+
+    Args:
+        template: exactly one [X] and one [Y], in any order and script.
+        lang: the language of the prompts and labels.
+        subjects: labels in ``lang``, entity keys, or free text in no kb (asked with words only);
+            default: every subject with facts under the relation.
+        candidates: labels or keys; default: the relation's objects in the kb, else the whole entity
+            vocabulary (open vocabulary).
+        relation: a Wikidata property id, when the template is not one of the kb's.
+        templates: more templates for this call, ``{(pid, lang): text}`` or mLAMA's
+            ``templates.jsonl`` files (a file or folder).
+        model: a loaded :func:`mluke.load` bundle, a folder or hub name of an mLUKE checkpoint or of any
+            masked LM (word mode); default: the embedded demo model (trained on first use).
+        db: an :class:`kb.EntityDB` or its path; default: the embedded kb (``kb=``: deprecated).
+        options: how to ask and answer (:class:`mluke.ProbeOptions`: ``mode``, ``top_k``,
+            ``threshold``, ...); or give its fields as keywords (``top_k=3``).
+        device: where the model runs (``"auto"``: a GPU when there is one; see :mod:`mluke.devices`);
+            default: as the model is.
+        dtype: the precision it runs in (``"bf16"``, ...).
+        **keywords: the fields of :class:`mluke.ProbeOptions`, when ``options`` is not given.
+
+    Returns:
+        A :class:`mluke.ProbeResult`: per subject its predictions, the gold answers and their rank,
+        with metrics and notes (``modes`` holds both rankings for ``mode="both"``).
+
+    Raises:
+        MlukeError: a bad option, a template that matches no relation, nothing to ask (no subjects or
+            candidates with labels in ``lang``), entity mode for a model without an entity vocabulary.
+        TypeError: ``options`` and a keyword that differs from it.
     """
-    if mode is not None and mode not in ("entity", "word", "both"):
-        raise MlukeError("{mode}: expected 'entity', 'word' or 'both'", options={"mode": option("mode", mode)})
-    if not isinstance(top_k, int) or top_k < 1:
-        raise MlukeError("{top_k}: expected a positive number", options={"top_k": option("top_k", top_k)})
-    _check_normalize(normalize)
-    check_threshold(threshold)
-    db = open_db(kb)
+    options = merge_options(ProbeOptions, options, keywords, "probe")
+    threshold = options.threshold
+    db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
     check_language(lang, db.languages)
-    extra = read_templates(templates) if isinstance(templates, (str, Path)) else dict(templates or {})
+    extra = read_templates(templates) if isinstance(templates, (str, os.PathLike)) else dict(templates or {})
     match = match_relation(db, template, lang, relation, extra)
     pid, tpl, notes = match.relation, match.template, match.notes
-    if pid is None and subjects is None:
-        raise no_match_error(db, template)
     if subjects is None:
-        subjects = db.subjects(pid)  # type: ignore[arg-type]
+        if pid is None:
+            raise no_match_error(db, template)
+        subjects = db.subjects(pid)
         if not subjects:
             raise MlukeError(
                 _nothing_to_ask(db, pid, template, model),
-                options={"subject": Option("subjects=[...]", "--subject NAME (repeated)"), "kb": Option("kb=", "--db")},
+                options={"subject": Option("subjects=[...]", "--subject NAME (repeated)"), "db": Option("db=", "--db")},
             )
     subj = _subjects(db, list(subjects), lang, notes)
     if candidates is not None:
@@ -144,7 +147,7 @@ def probe(
         cand_keys = sorted({f.object for f in db.facts(property=pid)}) if pid else []
     gold = {k: set(db.objects(k, pid)) for k, _ in subj if k is not None and pid}
     bundle = open_model(model, device=device, dtype=dtype, word_models=True)
-    mode = resolve_mode(mode, bundle)
+    mode = resolve_mode(options.mode, bundle)
     if not cand_keys:
         if threshold is not None:
             raise MlukeError(
@@ -156,7 +159,7 @@ def probe(
             )
         what = {
             "entity": "the model's whole entity vocabulary",
-            "word": f"words of 1-{max_pieces} pieces decoded ({decoding}, beam {beam})",
+            "word": f"words of 1-{options.max_pieces} pieces decoded ({options.decoding}, beam {options.beam})",
         }
         notes.append(
             f"{describe(db, pid) if pid else 'this relation'} has no objects in the kb: answers are "
@@ -168,15 +171,8 @@ def probe(
             subj,
             gold,
             model=bundle,
+            options=options,
             relation=pid,
-            mode=mode,
-            max_pieces=max_pieces,
-            decoding=decoding,
-            beam=beam,
-            use_subject_entity=use_subject_entity,
-            top_k=top_k,
-            exclude_subject=exclude_subject,
-            batch_size=batch_size,
             notes=notes,
             labels=lambda keys: _labels(db, keys, lang),
         )
@@ -197,35 +193,11 @@ def probe(
         [(k, cand_labels[k]) for k in cand_keys],
         gold,
         model=bundle,
+        options=options,
         relation=pid,
-        mode=mode,
-        use_subject_entity=use_subject_entity,
-        top_k=top_k,
-        normalize=normalize,
-        exclude_subject=exclude_subject,
-        batch_size=batch_size,
         notes=notes,
         gold_labels=cand_labels,
-        threshold=threshold,
     )
-
-
-def check_prompt_lengths(tokenizer: Any, template: Template, subjects: Sequence[str], answer_pieces: int) -> None:
-    """An error naming the subject whose prompt (with ``answer_pieces`` masks at [Y]) is longer than the
-    model reads: cut to fit, it would lose its [Y] and the scores would mean nothing."""
-    limit = tokenizer.max_length
-    for label in subjects:
-        text = template.fill(label, "")
-        if len(text) + answer_pieces + 3 <= limit:  # a piece holds at least one character (or a word start)
-            continue
-        n = len(tokenizer.encode_words([text])[0]) + answer_pieces + 2
-        if n > limit:
-            shown = repr(label[:40]) + (f"... ({len(label.split()):,} words)" if len(label) > 40 else "")
-            raise OptionError(
-                f"{{subject}} {shown} makes the prompt {n:,} word pieces long, but the model reads at "
-                f"most {limit:,}; shorten it",
-                options={"subject": Option("subject", "--subject")},
-            )
 
 
 def _subjects(db: EntityDB, items: list[str], lang: str, notes: list[str]) -> list[tuple[str | None, str]]:
@@ -233,7 +205,8 @@ def _subjects(db: EntityDB, items: list[str], lang: str, notes: list[str]) -> li
     (key ``None``); a kb entity without a ``lang`` label is skipped (counted in the notes)."""
     keys = db.find_entities(items, lang)
     labels = db.labels([k for k in keys if k is not None], lang)
-    out, missing = [], 0
+    out: list[tuple[str | None, str]] = []
+    missing = 0
     for item, key in zip(items, keys):
         if key is None:
             out.append((None, item))
@@ -255,7 +228,7 @@ def _subjects(db: EntityDB, items: list[str], lang: str, notes: list[str]) -> li
     return out
 
 
-def _nothing_to_ask(db: EntityDB, pid: str, template: str, model: Any) -> str:
+def _nothing_to_ask(db: EntityDB, pid: str, template: str, model: Mluke | str | os.PathLike[str] | None) -> str:
     """The one sentence for a recognised relation the kb has no subjects for: what to do instead."""
     if model is None:
         model_name = "the embedded demo model"
@@ -268,7 +241,7 @@ def _nothing_to_ask(db: EntityDB, pid: str, template: str, model: Any) -> str:
         f"{template!r} asks about {describe(db, pid)}, but this kb ({db.path}) has no subjects for it, so there "
         f"is nothing to ask {model_name} about. Name your own subjects with {{subject}}, or build a kb from the "
         f"Wikidata and Wikipedia dumps (mluke kb build --wikidata latest-all.json.bz2 ... -o kb.sqlite) and use "
-        "it with {kb}."
+        "it with {db}."
     )
 
 
@@ -277,312 +250,3 @@ def _labels(db: EntityDB, keys: list[str | None], lang: str) -> list[str | None]
     known = [k for k in keys if k is not None]
     local, english = db.labels(known, lang), db.labels(known, "en")
     return [None if k is None else local.get(k) or english.get(k) for k in keys]
-
-
-def run_cloze(
-    template: Template,
-    lang: str,
-    subjects: Sequence[tuple[str | None, str]],
-    candidates: Sequence[tuple[str | None, str]],
-    gold: dict[str, set[str]],
-    *,
-    model: Any,
-    relation: str | None = None,
-    mode: Mode | None = None,
-    use_subject_entity: bool | None = None,
-    top_k: int = 5,
-    normalize: Normalize = "candidates",
-    exclude_subject: bool = True,
-    batch_size: int = 64,
-    notes: list[str] | None = None,
-    gold_labels: dict[str, str] | None = None,
-    threshold: float | None = None,
-) -> ProbeResult:
-    """Rank ``candidates`` ((key or None, label) pairs) for ``subjects`` ((key or None, label) pairs) of a template.
-
-    The scoring core of :func:`probe`, usable without a kb (e.g. for mLAMA
-    files): ``gold`` maps subject keys to their correct candidate keys (or
-    labels, for candidates without a key). Candidates without a key, or outside
-    the entity vocabulary, are scored with word masks in entity mode. ``gold`` also says which subjects'
-    true objects are known (for ``threshold``: a subject in ``gold`` with an empty set has none).
-    """
-    _check_normalize(normalize)
-    check_threshold(threshold)
-    notes = list(notes or [])
-    bundle = open_model(model, word_models=True)
-    mode = resolve_mode(mode, bundle)
-    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=batch_size)
-    cand_keys = [k if k is not None else label for k, label in candidates]
-    labels_x = [label for _, label in subjects]
-    labels_y = [label for _, label in candidates]
-    pieces = scorer.candidate_pieces(labels_y, template)
-    check_prompt_lengths(bundle.tokenizer, template, labels_x, max((len(p) for p in pieces), default=1))
-    position = {k: c for c, (k, _) in enumerate(candidates) if k is not None}
-    own = [(i, position[s]) for i, (s, _) in enumerate(subjects) if s in position] if exclude_subject else []
-    if own:
-        notes.append(f"{len(own)} subject(s) are also candidates; each is left out of its own ranking")
-    own_cells = tuple(torch.tensor(x) for x in zip(*own))  # (subject rows, candidate columns)
-    results: dict[str, ProbeResult] = {}
-    for m in ("entity", "word") if mode == "both" else (mode,):
-        subj_ids: list[int | None] = [None] * len(subjects)
-        if m == "word":
-            scores = scorer.word_scores(template, labels_x, pieces)
-            sources = ["word"] * len(candidates)
-        else:
-            vocab = _entity_vocab(scorer)
-            found = vocab.ids_of_keys([k for k, _ in candidates if k is not None])
-            it = iter(found)
-            cand_ids = [next(it) if k is not None else None for k, _ in candidates]
-            in_vocab = [i for i, v in enumerate(cand_ids) if v is not None]
-            out_vocab = [i for i, v in enumerate(cand_ids) if v is None]
-            subj_ids = _subject_ids(vocab, subjects, use_subject_entity, notes)
-            scores = torch.full((len(subjects), len(candidates)), float("-inf"))
-            if in_vocab:
-                ids = torch.tensor([cand_ids[i] for i in in_vocab])
-                # over the candidates alone, the full normaliser cancels out unless word scores join in
-                full = normalize == "vocabulary" or bool(out_vocab)
-                scores[:, in_vocab] = scorer.entity_scores(template, labels_x, ids, subj_ids, normalize=full)
-            if out_vocab:
-                scores[:, out_vocab] = scorer.word_scores(template, labels_x, [pieces[i] for i in out_vocab])
-                notes.append(f"{len(out_vocab)} candidate(s) outside the entity vocabulary scored with word masks")
-            sources = ["entity" if v is not None else "word" for v in cand_ids]
-        if own:
-            scores = scores.index_put(own_cells, torch.tensor(float("-inf")))
-        if normalize == "candidates":
-            scores = over_candidates(scores)
-        rows = []
-        cut = math.log(threshold) if threshold is not None else 0.0
-        label_of = {**dict(zip(cand_keys, labels_y)), **(gold_labels or {})}
-        for i, (s, s_label) in enumerate(subjects):
-            order = torch.argsort(scores[i], descending=True, stable=True).tolist()
-            g = gold.get(s, set()) if s is not None else set()
-            rank = next((r + 1 for r, c in enumerate(order) if cand_keys[c] in g), None) if g else None
-            known = s is not None and s in gold
-            if threshold is None:
-                chosen = order[:top_k]
-            else:  # every candidate at or above the threshold (scores are log-probabilities; -inf never)
-                chosen = [c for c in order if float(scores[i, c]) >= cut]
-            preds = [
-                Prediction(
-                    cand_keys[c],
-                    labels_y[c],
-                    float(scores[i, c]),
-                    sources[c],  # type: ignore[arg-type]
-                    (cand_keys[c] in g) if (g or known) else None,
-                )
-                for c in chosen
-            ]
-            rows.append(
-                SubjectResult(
-                    s,
-                    s_label,
-                    sorted(g),
-                    [label_of.get(k, k) for k in sorted(g)],
-                    preds,
-                    rank,
-                    subj_ids[i] is not None,
-                    known,
-                )
-            )
-        results[m] = ProbeResult(
-            template.text,
-            lang,
-            relation,
-            m,
-            any(i is not None for i in subj_ids),
-            top_k,
-            rows,
-            list(notes),  # type: ignore[arg-type]
-            threshold=threshold,
-            model=_model_name(bundle),
-        )
-    return _combine(results, mode)
-
-
-def run_open(
-    template: Template,
-    lang: str,
-    subjects: Sequence[tuple[str | None, str]],
-    gold: dict[str, set[str]],
-    *,
-    model: Any,
-    relation: str | None = None,
-    mode: Mode | None = None,
-    use_subject_entity: bool | None = None,
-    top_k: int = 5,
-    exclude_subject: bool = True,
-    batch_size: int = 64,
-    notes: list[str] | None = None,
-    labels: Callable[[list[str | None]], list[str | None]] | None = None,
-    max_pieces: int = 5,
-    decoding: Method = "confidence",
-    beam: int = 5,
-) -> ProbeResult:
-    """Open-vocabulary answers for ``subjects`` of a template: the ``top_k`` entities of the model's whole
-    entity vocabulary (entity mode), with their log-probabilities over it, or the best words of
-    1..``max_pieces`` pieces (word mode, :func:`mluke.decoding.decode`), with their mean piece
-    log-probability. ``labels(keys)`` names entity keys in ``lang`` (else the vocabulary's title is
-    shown); a word answer is correct when it is a gold object's label (ignoring case). A gold answer
-    counts when it is among the ``top_k``; its rank beyond them is not computed."""
-    notes = list(notes or [])
-    bundle = open_model(model, word_models=True)
-    mode = resolve_mode(mode, bundle)
-    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=batch_size)
-    labels_x = [label for _, label in subjects]
-    check_prompt_lengths(bundle.tokenizer, template, labels_x, 1)
-    results: dict[str, ProbeResult] = {}
-    for m in ("entity", "word") if mode == "both" else (mode,):
-        subj_ids: list[int | None] = [None] * len(subjects)
-        if m == "entity":
-            vocab = _entity_vocab(scorer)
-            subj_ids = _subject_ids(vocab, subjects, use_subject_entity, notes)
-            scores, ids = scorer.entity_topk(
-                template,
-                labels_x,
-                top_k,
-                subj_ids,
-                exclude=list(vocab.special_ids.values()),
-                exclude_subject=exclude_subject,
-            )
-            entries = vocab.entries(sorted(set(ids.flatten().tolist())))
-            named = dict(
-                zip((e.id for e in entries), (labels or (lambda keys: [None] * len(keys)))([e.key for e in entries]))
-            )
-            answer = {
-                e.id: (
-                    e.key or _vocab_key(e),
-                    named[e.id] or e.title(lang) or e.title("en") or (e.names[0][1] if e.names else f"#{e.id}"),
-                )
-                for e in entries
-            }
-        else:
-            tok = scorer.tokenizer
-            specials = [
-                i
-                for i in (tok.bos_id, tok.pad_id, tok.eos_id, tok.unk_id, tok.mask_id, tok.ent_id, tok.ent2_id)
-                if i is not None
-            ]
-            decoded = decode(
-                bundle.model,
-                tok,
-                template,
-                labels_x,
-                max_pieces=max_pieces,
-                method=decoding,
-                beam=beam,
-                top_k=top_k,
-                exclude=specials,
-                batch_size=batch_size,
-            )
-        rows = []
-        for i, (s, s_label) in enumerate(subjects):
-            g = gold.get(s, set()) if s is not None else set()
-            if m == "entity":
-                preds = [
-                    Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)  # type: ignore[arg-type]
-                    for v, c in zip(scores[i].tolist(), ids[i].tolist())
-                ]
-            else:
-                names = {str(n).casefold(): k for k, n in zip(sorted(g), (labels or (lambda ks: ks))(sorted(g))) if n}
-                preds = [
-                    Prediction(
-                        names.get(a.text.casefold(), "pieces:" + ",".join(map(str, a.pieces))),
-                        a.text,
-                        a.score,
-                        "word",
-                        (a.text.casefold() in names) if g else None,
-                    )
-                    for a in decoded[i]
-                ]
-            rank = next((r + 1 for r, p in enumerate(preds) if p.correct), None) if g else None
-            rows.append(SubjectResult(s, s_label, sorted(g), sorted(g), preds, rank, subj_ids[i] is not None))
-        results[m] = ProbeResult(
-            template.text,
-            lang,
-            relation,
-            m,
-            any(i is not None for i in subj_ids),
-            top_k,
-            rows,
-            list(notes),  # type: ignore[arg-type]
-            open_vocabulary=True,
-            model=_model_name(bundle),
-        )
-    return _combine(results, mode)
-
-
-def _vocab_key(entry: Any) -> str:
-    """A vocabulary entry without an entity key, named as in ``entity_vocab.json`` ("en:Tokyo")."""
-    return f"{entry.names[0][0]}:{entry.names[0][1]}" if entry.names else f"#{entry.id}"
-
-
-def _entity_vocab(scorer: ClozeScorer) -> Any:
-    if scorer.vocab is None:
-        source = getattr(scorer.tokenizer, "source_dir", None)
-        raise MlukeError(
-            f"entity mode needs an mLUKE model with an entity vocabulary"
-            f"{f', and {source} has none' if source else ''}; use {{mode}}",
-            options={"mode": option("mode", "word")},
-        )
-    return scorer.vocab
-
-
-def resolve_mode(mode: Mode | None, bundle: Any) -> Mode:
-    """``mode`` as given, or by default entity mode for an mLUKE checkpoint and word mode for a word-only
-    masked LM (no entity vocabulary)."""
-    if mode is not None:
-        return mode
-    return "word" if getattr(bundle.tokenizer, "entity_vocab", None) is None else "entity"
-
-
-def _model_name(bundle: Any) -> str | None:
-    source = getattr(bundle.tokenizer, "source_dir", None)
-    return str(source) if source is not None else None
-
-
-def check_threshold(threshold: float | None) -> None:
-    """An error unless ``threshold`` (when given) is a probability in (0, 1]: 0 would answer with everything."""
-    if threshold is not None and not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
-        raise MlukeError(
-            "{threshold}: expected a probability in (0, 1]", options={"threshold": option("threshold", threshold)}
-        )
-
-
-def _subject_ids(
-    vocab: Any, subjects: Sequence[tuple[str | None, str]], use: bool | None, notes: list[str]
-) -> list[int | None]:
-    """Entity ids to give over [X] (the "[X] & [Y]" prompts): the subjects' ids where they are in the entity
-    vocabulary, unless ``use`` is False; the notes count the subjects asked with [Y] only."""
-    if use is False:
-        return [None] * len(subjects)
-    keys = [k for k, _ in subjects if k is not None]
-    found = dict(zip(keys, vocab.ids_of_keys(keys))) if keys else {}
-    ids = [found.get(k) if k is not None else None for k, _ in subjects]
-    missing = [label for (k, label), i in zip(subjects, ids) if i is None]
-    if missing and len(missing) < len(subjects):
-        notes.append(
-            f"[X]&[Y]: {len(subjects) - len(missing)} of {len(subjects)} subjects were given with their "
-            f"entity; {len(missing)} not in the model's entity vocabulary were asked with [Y] only: "
-            + ", ".join(map(repr, missing[:5]))
-            + (" ..." if len(missing) > 5 else "")
-        )
-    elif missing:
-        notes.append(
-            "no subject is in the model's entity vocabulary: asked with [Y] only"
-            + (" (their entities could not be added)" if use else "")
-        )
-    return ids
-
-
-def _combine(results: dict[str, ProbeResult], mode: str) -> ProbeResult:
-    main = results["entity" if mode in ("entity", "both") else "word"]
-    if mode == "both":
-        main.modes = results
-    return main
-
-
-def _check_normalize(normalize: str) -> None:
-    if normalize not in ("candidates", "vocabulary"):
-        raise MlukeError(
-            "{normalize}: expected 'candidates' or 'vocabulary'", options={"normalize": option("normalize", normalize)}
-        )

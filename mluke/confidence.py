@@ -17,7 +17,7 @@ A mention is NIL when its confidence is below the threshold (default:
 :func:`probes.linking_calibration.calibrate` on held-out data the library builds
 itself (the demo's linking sentences and the same mentions with their entity
 removed from the candidates); it is a property of the model it was fitted with,
-so fit one for another model and pass it to :class:`mluke.linking.Linker`.
+so fit one for another model and pass it to :class:`mluke.Linker`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ FEATURES = ("log_posterior", "log_prior", "model_lift", "no_model", "log_candida
 
 def features(rows: Sequence[dict[str, Any]], full_logp: float | None, vocab_size: int) -> list[float]:
     """The calibration features of a mention whose candidates ``rows`` are ranked best first (the
-    ``score``/``prior`` dicts of :func:`mluke.linking._rank`); ``full_logp``: the top candidate's MEP
+    ``score``/``prior`` dicts of :func:`mluke.link_scoring.rank_candidates`); ``full_logp``: the top candidate's MEP
     log-probability over the whole entity vocabulary of ``vocab_size`` entities (``None``: not scored)."""
     top = rows[0]["score"]
     log_posterior = -math.log(sum(math.exp(r["score"] - top) for r in rows))

@@ -270,7 +270,7 @@ def mention_row(line: int, m: LinkedMention, runner_ups: int = 0) -> list[Any]:
 
 @dataclass
 class LinkedLine:
-    """One text of a stream (:func:`mluke.linking.iter_link_file`): its line number (from 1), the text and
+    """One text of a stream (:func:`mluke.link_files.iter_link_file`): its line number (from 1), the text and
     its mentions, a list or, for a long text, an iterator that links it as it is read (once)."""
 
     line: int

@@ -32,13 +32,20 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from kb.errors import InputFormatError, OptionError
+from kb.renamed import renamed_keyword
+from mluke.options import LinkOptions
 from probes.reading import Skips, read_data_lines
 from probes.report import TableReport
+
+if TYPE_CHECKING:
+    from kb.db import EntityDB
+    from mluke.checkpoint import Mluke
+    from mluke.devices import Device, DType
 
 Span = tuple[int, int]
 EntitySource = Literal["linked", "mask", "gold"]
@@ -174,48 +181,48 @@ def _check_source(entities: str) -> None:
 
 
 def linked_entities(
-    model: Any,
+    model: Mluke | str | os.PathLike[str] | None,
     items: Sequence[ParallelSpan],
     *,
-    kb: Any = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
     batch_size: int = 16,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
 ) -> list[list[tuple[int, int, str]]]:
     """Per record, the ``(start, end, key)`` mentions that :class:`mluke.Linker` finds and links in its text
     (NIL mentions left out): the entities the library would give mLUKE-E without being told the answer."""
-    from mluke.linking import Linker
+    from mluke.linker import Linker
 
     by_lang: dict[str, list[int]] = {}
     for n, item in enumerate(items):
         by_lang.setdefault(item.lang, []).append(n)
     out: list[list[tuple[int, int, str]]] = [[] for _ in items]
     for lang, where in by_lang.items():
-        linker = Linker(model, kb, languages=[lang], device=device, dtype=dtype)
-        found = linker.link([items[n].text for n in where], lang, batch_size=batch_size)
+        linker = Linker(model, db, languages=[lang], device=device, dtype=dtype)
+        found = linker.link([items[n].text for n in where], lang, options=LinkOptions(batch_size=batch_size))
         for n, mentions in zip(where, found):
             out[n] = [(m.start, m.end, m.key) for m in mentions if m.key is not None and not m.nil]
     return out
 
 
 def item_vectors(
-    model: Any,
+    model: Mluke | str | os.PathLike[str] | None,
     items: Sequence[ParallelSpan],
     *,
     features: str = "word",
     layer: int = -1,
     entities: EntitySource = "linked",
-    kb: Any = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
     batch_size: int = 32,
     progress: bool = False,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
 ) -> np.ndarray:
     """Unit-length vectors of each record's span (items x hidden), see :func:`mluke.spans.span_vectors`.
 
     For the entity kinds, the span always gets an entity token, and so does every other mention of
     ``entities``: ``"linked"`` (default) the mentions :func:`linked_entities` finds in the text with the kb
-    ``kb`` (the embedded kb by default), the span getting the entity linked at exactly its characters, else
+    ``db`` (the embedded kb by default), the span getting the entity linked at exactly its characters, else
     [MASK]; ``"mask"`` the entity [MASK] over the span and over the record's listed mentions (their
     positions, no identity); ``"gold"`` the record's own entity keys (an oracle: for comparison only).
     """
@@ -225,7 +232,7 @@ def item_vectors(
     _check_source(entities)
     if features != "word" and entities == "linked":
         model = open_model(model, device=device, dtype=dtype)
-        mentions = linked_entities(model, items, kb=kb, device=device, dtype=dtype)
+        mentions = linked_entities(model, items, db=db, device=device, dtype=dtype)
     else:
         mentions = [list(item.entities) for item in items]
     spans, refs = [], []
@@ -306,8 +313,9 @@ class CwrReport(TableReport):
         return ["lang", "queries", "pool", *(f"MRR {f}" for f in self.features)], rows
 
 
+@renamed_keyword("kb", "db")
 def evaluate_cwr(
-    model: Any,
+    model: Mluke | str | os.PathLike[str] | None,
     items: Sequence[ParallelSpan] | SpanSet,
     *,
     query_lang: str = "en",
@@ -315,11 +323,11 @@ def evaluate_cwr(
     features: Sequence[str] = ("entity", "word"),
     layer: int = -1,
     entities: EntitySource = "linked",
-    kb: Any = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
     batch_size: int = 32,
     progress: bool = False,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
 ) -> CwrReport:
     """MRR of retrieving each ``query_lang`` span's translation among all spans of each other language.
 
@@ -351,7 +359,7 @@ def evaluate_cwr(
                 features=f,
                 layer=layer,
                 entities=entities,
-                kb=kb,
+                db=db,
                 batch_size=batch_size,
                 progress=progress,
                 device=device,

@@ -15,16 +15,26 @@ in the sentence tells the cities apart.
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import open_db
 from kb.db import EntityDB
+from kb.renamed import renamed_keyword
+from mluke.options import Mode
 
-MODES = (("word", "word", False), ("entity [Y]", "entity", False), ("entity [X]&[Y]", "entity", True))
+if TYPE_CHECKING:
+    from mluke.devices import DType
+
+MODES: tuple[tuple[str, Mode, bool], ...] = (
+    ("word", "word", False),
+    ("entity [Y]", "entity", False),
+    ("entity [X]&[Y]", "entity", True),
+)
 
 
 @dataclass
@@ -43,11 +53,11 @@ class Outcome:
 def evaluate_demo(
     model_dir: str | Path | None = None,
     *,
-    kb: EntityDB | None = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
     max_train_per_cell: int = 20,
     seed: int = 0,
     progress: bool = True,
-    dtype: Any = None,
+    dtype: DType = None,
     outcomes: list[Outcome] | None = None,
 ) -> dict[str, Any]:
     """Probe the demo model on its held-out and (a sample of) its training pairs; returns tables.
@@ -59,10 +69,11 @@ def evaluate_demo(
     import mluke
     from mluke.cloze import probe
     from mluke.demo import demo_model
+    from mluke.options import ProbeOptions
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     info = json.loads((model_dir / "demo.json").read_text(encoding="utf-8"))
-    db = open_db(kb)
+    db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
     bundle = mluke.open_model(model_dir, dtype=dtype)
     rng = random.Random(seed)
     cells: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"held-out": set(), "train": set()})
@@ -87,11 +98,9 @@ def evaluate_demo(
                 lang,
                 subjects=sorted(which),
                 relation=pid,
-                mode=mode,
-                use_subject_entity=subject_entity,
-                top_k=1,
+                options=ProbeOptions(mode=mode, use_subject_entity=subject_entity, top_k=1),
                 model=bundle,
-                kb=db,
+                db=db,
             )
             n_cands = len(
                 {f.object for f in db.facts(property=pid)}
@@ -185,18 +194,19 @@ class DemoReport:
         )
 
 
+@renamed_keyword("kb", "db")
 def eval_demo(
     model_dir: str | Path | None = None,
     *,
-    kb: EntityDB | None = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
     max_train_per_cell: int = 20,
     progress: bool = True,
 ) -> DemoReport:
     """Probe the demo model on held-out and training pairs and link its ambiguous-city sentences:
     what ``mluke eval-demo`` does (default model: the cached demo, trained on first use)."""
     return DemoReport(
-        evaluate_demo(model_dir, kb=kb, max_train_per_cell=max_train_per_cell, progress=progress),
-        evaluate_demo_linking(model_dir, kb=kb, progress=progress),
+        evaluate_demo(model_dir, db=db, max_train_per_cell=max_train_per_cell, progress=progress),
+        evaluate_demo_linking(model_dir, db=db, progress=progress),
     )
 
 
@@ -219,7 +229,7 @@ def demo_linking_docs(model_dir: str | Path) -> list[Any]:
 def evaluate_demo_linking(
     model_dir: str | Path | None = None,
     *,
-    kb: EntityDB | None = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
     methods: tuple[str, ...] = ("prior", "model", "combined", "global"),
     progress: bool = True,
 ) -> Any:
@@ -229,11 +239,11 @@ def evaluate_demo_linking(
     columns are the cities (the mentions with two or more candidates).
     """
     from mluke.demo import demo_model
-    from mluke.linking import Linker
+    from mluke.linker import Linker
     from probes.linking_eval import evaluate_linking
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     docs = demo_linking_docs(model_dir)
-    db = open_db(kb)
+    db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
     linker = Linker(model_dir, db, languages=sorted({d.lang for d in docs}))
     return evaluate_linking(docs, linker, methods=methods, end_to_end=False, progress=progress)

@@ -10,8 +10,8 @@
 - :func:`calibrate`: fits :class:`mluke.confidence.Calibration` on one half of the
   demo's linking set and of the free-wording set (even items / even (city,
   language) pairs) and reports NIL precision / recall and accuracy at the fitted
-  default threshold on the other halves, and on :data:`COMMON_WORD_SENTENCES` (hand-written sentences where common words that
-  are also place names must stay unlinked and the places must link).
+  default threshold on the other halves, and on :data:`COMMON_WORD_SENTENCES` (hand-written sentences
+  where common words that are also place names must stay unlinked and the places must link).
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def calibrate(
     that keep at least ``min_kept`` of the right links of ambiguous mentions.
     """
     from mluke.confidence import Calibration, fit_logistic
-    from mluke.linking import Linker
+    from mluke.linker import Linker
     from probes.demo_eval import demo_linking_docs
 
     db = open_db(db)

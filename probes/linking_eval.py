@@ -1,4 +1,4 @@
-"""Entity-linking evaluation: scoring a :class:`mluke.linking.Linker` on gold-annotated documents
+"""Entity-linking evaluation: scoring a :class:`mluke.Linker` on gold-annotated documents
 (:mod:`probes.mewsli` reads Mewsli-9).
 
 :func:`evaluate_linking` scores each method of the linker per language:
@@ -19,15 +19,23 @@ The ``"all"`` rows are micro averages over every mention of every language.
 from __future__ import annotations
 
 import functools
+import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.db import chunked
 from kb.errors import InputFormatError, MlukeError, OptionError
 from kb.files import json_text, write_json
+from kb.renamed import renamed_keyword
+from mluke.options import LinkOptions, check_methods
+
+if TYPE_CHECKING:
+    from kb.db import EntityDB
+    from mluke.checkpoint import Mluke
+    from mluke.linker import Linker
 from probes.mewsli import LinkDoc, LinkingSet, read_mewsli
 
 METRIC_COLUMNS = (
@@ -203,32 +211,47 @@ class LinkingReport:
         return head + "\n" + self.to_markdown()
 
 
+@renamed_keyword("kb", "db")
 def eval_link(
-    folder: str | Path,
+    folder: str | os.PathLike[str],
     *,
     langs: Sequence[str] | None = None,
     methods: Sequence[str] = ("prior", "model", "combined", "global"),
-    model: Any = None,
-    kb: Any = None,
+    model: Mluke | str | os.PathLike[str] | None = None,
+    db: EntityDB | str | os.PathLike[str] | None = None,
     end_to_end: bool = True,
     nil_threshold: float | None = None,
     progress: bool = True,
 ) -> LinkingReport:
     """Evaluate linking on a Mewsli-9 folder: what ``mluke eval-link`` does.
 
-    Reads the folder (:func:`read_mewsli`; ``langs``: some languages only), links
-    its documents with a :class:`mluke.linking.Linker` of ``model`` and ``kb``
-    (defaults: the demo model and the embedded kb) and scores each method
-    (:func:`evaluate_linking`). A folder with no usable document is an error
-    that counts what was skipped.
+    Reads the folder (:func:`read_mewsli`), links its documents with a :class:`mluke.Linker` of
+    ``model`` and ``db`` and scores each method (:func:`evaluate_linking`).
+
+    Args:
+        folder: the Mewsli-9 ``dataset`` folder, or one language folder.
+        langs: some languages only (default: every language folder found).
+        methods: the linking methods to compare.
+        model: a loaded bundle, checkpoint folder or hub name; default: the demo model.
+        db: an :class:`kb.EntityDB` or its path; default: the embedded kb (``kb=``: deprecated).
+        end_to_end: also score the linker's own mentions (precision, recall, F1).
+        nil_threshold: mentions below this confidence are NIL (see :func:`evaluate_linking`).
+        progress: a progress bar.
+
+    Returns:
+        The :class:`LinkingReport`.
+
+    Raises:
+        InputFormatError: a folder with no usable document (counting what was skipped).
+        OptionError: an unknown method.
     """
-    from mluke.linking import Linker, check_methods
+    from mluke.linker import Linker
 
     methods = check_methods(methods, "methods")
-    data = read_mewsli(folder, langs)
+    data = read_mewsli(os.fspath(folder), langs)
     if not data.docs:
         raise InputFormatError(f"{folder}: no usable documents ({sum(data.skipped.values())} records skipped)")
-    linker = Linker(model, kb, languages=list(data.languages))
+    linker = Linker(model, db, languages=list(data.languages))
     return evaluate_linking(
         data, linker, methods=methods, end_to_end=end_to_end, nil_threshold=nil_threshold, progress=progress
     )
@@ -236,7 +259,7 @@ def eval_link(
 
 def evaluate_linking(
     docs: LinkingSet | Iterable[LinkDoc],
-    linker: Any,
+    linker: Linker,
     *,
     methods: Sequence[str] = ("prior", "model", "combined", "global"),
     end_to_end: bool = True,
@@ -244,7 +267,7 @@ def evaluate_linking(
     progress: bool = True,
     batch_docs: int = 16,
 ) -> LinkingReport:
-    """Score ``linker`` (a :class:`mluke.linking.Linker`) on gold-annotated documents; see the module docs.
+    """Score ``linker`` (a :class:`mluke.Linker`) on gold-annotated documents; see the module docs.
 
     ``methods``: the linker's methods to compare. ``end_to_end``: also let the
     linker detect the mentions itself and report precision / recall / F1 against
@@ -254,8 +277,6 @@ def evaluate_linking(
     ``batch_docs`` documents go to :meth:`Linker.link` at a time.
     """
     from tqdm import tqdm
-
-    from mluke.linking import check_methods
 
     methods = check_methods(methods, "methods")
     threshold = 0.0 if nil_threshold is None else nil_threshold
@@ -268,11 +289,11 @@ def evaluate_linking(
         if not isinstance(doc, LinkDoc):
             raise MlukeError(f"evaluate_linking expects LinkDoc objects (see read_mewsli), got {type(doc).__name__}")
         by_lang[doc.lang].append(doc)
-    indexed = getattr(linker.index, "languages", None)
+    indexed: list[str] | None = getattr(linker.index, "languages", None)
     missing = [l for l in by_lang if indexed is not None and l not in indexed]
     if missing:
         raise MlukeError(
-            f"the linker's mention index has no language {', '.join(missing)} (it has {', '.join(indexed)}); "
+            f"the linker's mention index has no language {', '.join(missing)} (it has {', '.join(indexed or [])}); "
             "build the Linker with languages=[...] that include them"
         )
 
@@ -295,13 +316,13 @@ def evaluate_linking(
             with_gold = [d for d in lang_docs if d.mentions]
             for method in methods:
                 c = counts[(lang, method)] = _Counts(docs=len(lang_docs))
+                options = LinkOptions(method=method, nil_threshold=threshold)  # type: ignore[arg-type]
                 bar.set_description(f"{lang} {method}")
                 for part in chunked(with_gold, batch_docs):
                     found = linker.link(
                         [d.text for d in part],
                         lang,
-                        method=method,
-                        nil_threshold=threshold,
+                        options=options,
                         spans=[[(m.start, m.end) for m in d.mentions] for d in part],
                     )
                     for doc, predicted in zip(part, found):
@@ -321,7 +342,7 @@ def evaluate_linking(
                     continue
                 bar.set_description(f"{lang} {method} end to end")
                 for part in chunked(lang_docs, batch_docs):
-                    found = linker.link([d.text for d in part], lang, method=method, nil_threshold=threshold)
+                    found = linker.link([d.text for d in part], lang, options=options)
                     for doc, predicted in zip(part, found):
                         got = Counter((m.start, m.end, m.key) for m in predicted if not m.nil)
                         want = Counter((m.start, m.end, m.key) for m in doc.mentions)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from probes.mlama import read_mlama
 
 if TYPE_CHECKING:
-    from mluke.cloze import Mode
+    from mluke.options import Mode
 
 #: The answer-set metrics of a report with a threshold (see :mod:`mluke.object_sets`).
 SET_METRICS = ("precision", "recall", "F1")
@@ -152,7 +152,7 @@ def eval_mlama(
         path: the mLAMA 1.1 folder (or its parent).
         model: the demo model when None; an mLUKE checkpoint or any Hugging Face masked LM (folder or hub name).
         langs: the languages to evaluate.
-        mode: the cloze mode (see :func:`mluke.cloze.run_cloze`); default entity mode for mLUKE and word mode
+        mode: the cloze mode (see :func:`mluke.cloze_runs.run_cloze`); default entity mode for mLUKE and word mode
             for other models. Entity modes asked of a model without an entity vocabulary fall back to word
             mode, and the report's mode and notes say so.
         use_subject_entity: also give the subject as an entity token.
@@ -177,7 +177,8 @@ def eval_mlama(
     from tqdm import tqdm
 
     from mluke.checkpoint import open_model
-    from mluke.cloze import check_threshold, run_cloze
+    from mluke.cloze_runs import run_cloze
+    from mluke.options import check_threshold
 
     check_threshold(threshold)  # before loading anything
     from probes.bias import language_bias

@@ -11,16 +11,16 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 
 @pytest.mark.parametrize("dtype", [None, "bf16"])
 def test_probe_and_link_on_the_gpu(tiny_demo, embedded_db, dtype):
-    cpu = mluke.probe("[X] is the capital of [Y].", "en", model=tiny_demo, kb=embedded_db, top_k=1)
+    cpu = mluke.probe("[X] is the capital of [Y].", "en", model=tiny_demo, db=embedded_db, top_k=1)
     gpu = mluke.probe(
-        "[X] is the capital of [Y].", "en", model=tiny_demo, kb=embedded_db, top_k=1, device="cuda", dtype=dtype
+        "[X] is the capital of [Y].", "en", model=tiny_demo, db=embedded_db, top_k=1, device="cuda", dtype=dtype
     )
     same = (cpu.to_pandas()["prediction"].values == gpu.to_pandas()["prediction"].values).mean()
     assert same >= (0.99 if dtype is None else 0.9)
     text = "Ich wohne in Berlin, der Hauptstadt von Deutschland."
-    on_cpu = [m.key for m in mluke.link(text, "de", model=tiny_demo, kb=embedded_db)]
+    on_cpu = [m.key for m in mluke.link(text, "de", model=tiny_demo, db=embedded_db)]
     assert on_cpu == [
-        m.key for m in mluke.link(text, "de", model=tiny_demo, kb=embedded_db, device="cuda", dtype=dtype)
+        m.key for m in mluke.link(text, "de", model=tiny_demo, db=embedded_db, device="cuda", dtype=dtype)
     ]
 
 

@@ -13,12 +13,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from kb.errors import OptionError
+from mluke.options import METHODS
 
 # The accepted values of options, kept here so that checking them imports no model code (transformers takes
 # seconds to import); tests/mluke/test_cli_checks.py checks each against the library's own constant.
 PRESETS = ("demo", "tiny")  #: mluke.demo.PRESETS
 DEMO_HIDDEN_SIZE = 128  #: mluke.demo.PRESETS["demo"].hidden_size
-LINK_METHODS = ("combined", "prior", "model", "global")  #: mluke.linking.METHODS
+LINK_METHODS = METHODS  # mluke.options imports no model code
 SPAN_FEATURES = ("word", "entity", "entity-token")  #: mluke.spans.FEATURES
 INDEX_KINDS = ("flat", "hnsw", "ivfpq")  #: probes.retrieval.KINDS
 MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")  #: probes.transfer.runs.qa.MLQA_LANGUAGES

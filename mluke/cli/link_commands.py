@@ -1,4 +1,4 @@
-"""``mluke link`` and ``mluke eval-link``: thin wrappers over :func:`mluke.linking.iter_link_file` (a
+"""``mluke link`` and ``mluke eval-link``: thin wrappers over :func:`mluke.link_files.iter_link_file` (a
 stream: memory does not grow with the input) and :func:`probes.eval_link`."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import typer
 from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
+from mluke.options import LinkOptions
 
 
 def link(
@@ -23,7 +24,10 @@ def link(
     method: Annotated[
         str,
         typer.Option(
-            help="'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one and feeding each resolved entity back in as context)."
+            help=(
+                "'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one "
+                "and feeding each resolved entity back in as context)."
+            )
         ),
     ] = "combined",
     prior_weight: Annotated[
@@ -35,7 +39,10 @@ def link(
     nil_threshold: Annotated[
         float | None,
         typer.Option(
-            help="Mentions whose confidence (0 to 1) is below this are NIL (default: the calibrated threshold, see the README)."
+            help=(
+                "Mentions whose confidence (0 to 1) is below this are NIL (default: the calibrated threshold, see "
+                "the README)."
+            )
         ),
     ] = None,
     candidates: Annotated[
@@ -49,7 +56,10 @@ def link(
         str | None,
         typer.Option(
             "--jsonl",
-            help="Write one JSON object per input line to this file ('-' for stdout); the terminal then shows a summary instead of every mention.",
+            help=(
+                "Write one JSON object per input line to this file ('-' for stdout); the terminal then shows a "
+                "summary instead of every mention."
+            ),
         ),
     ] = None,
     limit: Annotated[
@@ -69,21 +79,17 @@ def link(
     checks.between("--nil-threshold", nil_threshold, 0, 1)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, jsonl)
-    from mluke.linking import iter_link_file, write_linked
+    options = LinkOptions(
+        method=method,  # type: ignore[arg-type]  # checked above
+        prior_weight=prior_weight,
+        nil_threshold=nil_threshold,
+        candidates=candidates,
+    )
+    from mluke.link_files import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally
 
     stream = iter_link_file(
-        source,
-        lang,
-        kb=db,
-        model=model,
-        method=method,
-        prior_weight=prior_weight,  # type: ignore[arg-type]
-        nil_threshold=nil_threshold,
-        candidates=candidates,
-        progress=progress,
-        device=device,
-        dtype=dtype,
+        source, lang, db=db, model=model, options=options, progress=progress, device=device, dtype=dtype
     )
     if jsonl:  # each line written as soon as it is linked
         tally = write_linked(stream, jsonl, overwrite=overwrite)
@@ -124,7 +130,10 @@ def eval_link(
     folder: Annotated[
         Path,
         typer.Argument(
-            help="The Mewsli-9 'dataset' folder written by its extraction script (holding <lang>/docs.tsv, <lang>/mentions.tsv, <lang>/text/), or one language folder."
+            help=(
+                "The Mewsli-9 'dataset' folder written by its extraction script (holding <lang>/docs.tsv, "
+                "<lang>/mentions.tsv, <lang>/text/), or one language folder."
+            )
         ),
     ],
     langs: Annotated[
@@ -137,7 +146,11 @@ def eval_link(
         str,
         typer.Option(
             "--methods",
-            help="Comma-separated linking methods to compare: 'prior' (most common entity for the name), 'model' (the model alone), 'combined' (model + prior), 'global' (combined, resolving the most confident mention first; the slowest).",
+            help=(
+                "Comma-separated linking methods to compare: 'prior' (most common entity for the name), 'model' (the "
+                "model alone), 'combined' (model + prior), 'global' (combined, resolving the most confident mention "
+                "first; the slowest)."
+            ),
         ),
     ] = "prior,model,combined,global",
     model: Annotated[
@@ -147,20 +160,29 @@ def eval_link(
         Path | None,
         typer.Option(
             "--db",
-            help="Entity database whose keys match the dataset's qid column, e.g. a kb built from the Wikidata dump (default: the embedded kb).",
+            help=(
+                "Entity database whose keys match the dataset's qid column, e.g. a kb built from the Wikidata dump "
+                "(default: the embedded kb)."
+            ),
         ),
     ] = None,
     end_to_end: Annotated[
         bool,
         typer.Option(
             "--end-to-end/--no-end-to-end",
-            help="Also let the linker find the mentions itself and report precision, recall and F1 against the gold mentions (exact span and entity); --no-end-to-end halves the time.",
+            help=(
+                "Also let the linker find the mentions itself and report precision, recall and F1 against the gold "
+                "mentions (exact span and entity); --no-end-to-end halves the time."
+            ),
         ),
     ] = True,
     nil_threshold: Annotated[
         float | None,
         typer.Option(
-            help="Treat mentions whose confidence (0 to 1) is below this as NIL (not linked; default: the calibrated threshold)."
+            help=(
+                "Treat mentions whose confidence (0 to 1) is below this as NIL (not linked; default: the calibrated "
+                "threshold)."
+            )
         ),
     ] = None,
     json_out: Annotated[
@@ -192,7 +214,7 @@ def eval_link(
         langs=split_list(langs),
         methods=split_list(methods) or [],
         model=model,
-        kb=db,
+        db=db,
         end_to_end=end_to_end,
         nil_threshold=nil_threshold,
         progress=progress,

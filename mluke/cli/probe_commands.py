@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
+from mluke.options import ProbeOptions
 
 
 def probe(
@@ -102,6 +103,17 @@ def probe(
     checks.at_least("--limit", limit, 0)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
+    options = ProbeOptions(  # the values are checked above
+        mode=mode,  # type: ignore[arg-type]
+        use_subject_entity=subject_entity,
+        top_k=top_k,
+        normalize=normalize,  # type: ignore[arg-type]
+        exclude_subject=not keep_subject,
+        threshold=threshold,
+        max_pieces=max_pieces,
+        decoding=decoding,  # type: ignore[arg-type]
+        beam=beam,
+    )
     from mluke.cloze import probe as run
 
     result = run(
@@ -110,21 +122,13 @@ def probe(
         subjects=subject,
         candidates=candidate,
         relation=relation,
-        mode=mode,  # type: ignore[arg-type]
-        use_subject_entity=subject_entity,
-        top_k=top_k,
-        normalize=normalize,  # type: ignore[arg-type]
-        exclude_subject=not keep_subject,
         templates=templates,
         model=model,
-        kb=db,
+        db=db,
+        options=options,
         device=device,
         dtype=dtype,
-        threshold=threshold,
-        max_pieces=max_pieces,
-        decoding=decoding,
-        beam=beam,
-    )  # type: ignore[arg-type]
+    )
     if json_out:
         write_json(result.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
@@ -161,14 +165,20 @@ def eval_mlama(
     model: Annotated[
         list[str] | None,
         typer.Option(
-            help="mLUKE checkpoint or any Hugging Face masked LM, as a folder or hub name (default: the embedded demo model); repeat to compare models side by side."
+            help=(
+                "mLUKE checkpoint or any Hugging Face masked LM, as a folder or hub name (default: the embedded demo "
+                "model); repeat to compare models side by side."
+            )
         ),
     ] = None,
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated languages to evaluate, e.g. en,ja,de.")] = "en",
     mode: Annotated[
         str | None,
         typer.Option(
-            help="'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way). Default: entity for mLUKE checkpoints, word for other masked LMs; models without an entity vocabulary always use word mode."
+            help=(
+                "'entity' (entity [MASK] at [Y]) or 'word' (word masks, mLAMA's way). Default: entity for mLUKE "
+                "checkpoints, word for other masked LMs; models without an entity vocabulary always use word mode."
+            )
         ),
     ] = None,
     subject_entity: Annotated[
@@ -181,13 +191,20 @@ def eval_mlama(
         bool,
         typer.Option(
             "--keep-subject",
-            help="Leave a subject among its own candidates (by default it is left out: a country is not its own neighbour); the reference mLAMA evaluation keeps it.",
+            help=(
+                "Leave a subject among its own candidates (by default it is left out: a country is not its own "
+                "neighbour); the reference mLAMA evaluation keeps it."
+            ),
         ),
     ] = False,
     threshold: Annotated[
         float | None,
         typer.Option(
-            help="Also answer each subject with every candidate whose probability is at least this (possibly none), scored by precision/recall/F1 against all its true objects (N-M relations such as P47 have several), macro-averaged like P@1."
+            help=(
+                "Also answer each subject with every candidate whose probability is at least this (possibly none), "
+                "scored by precision/recall/F1 against all its true objects (N-M relations such as P47 have "
+                "several), macro-averaged like P@1."
+            )
         ),
     ] = None,
     json_out: Annotated[
@@ -214,7 +231,7 @@ def eval_mlama(
     from probes import compare_mlama
     from probes import eval_mlama as run
 
-    options = {
+    options: dict[str, Any] = {
         "mode": mode,
         "use_subject_entity": subject_entity,
         "exclude_subject": not keep_subject,
@@ -259,10 +276,10 @@ def eval_mlama(
     if json_out:
         write_json(report.to_dict(), json_out, overwrite=overwrite)
     if csv_out:
-        rows = report.rows()
+        records = report.rows()
         write_csv(
             ["lang", "relation", "subjects", "P@1", *sets],
-            [[r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)] for r in rows],
+            [[r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)] for r in records],
             csv_out,
             overwrite=overwrite,
         )

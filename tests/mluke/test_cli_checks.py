@@ -23,7 +23,7 @@ runner = CliRunner()
 
 def test_the_checks_accept_what_the_library_accepts():
     from mluke.demo import PRESETS
-    from mluke.linking import METHODS
+    from mluke.options import METHODS
     from mluke.spans import FEATURES
     from probes.retrieval import KINDS
     from probes.transfer.runs.qa import MLQA_LANGUAGES

@@ -21,13 +21,13 @@ def test_a_subject_too_long_for_the_model_is_named(tiny_demo, embedded_db):
             subjects=[long_subject],
             candidates=["Japan"],
             model=tiny_demo,
-            kb=embedded_db,
+            db=embedded_db,
         )
     assert "1,000 words" in str(err.value) and "the model reads at most 512" in str(err.value)
     assert err.value.for_cli().startswith("--subject 'word word")
     with pytest.raises(OptionError, match="1,000 words"):  # open vocabulary too
         mluke.probe(
-            "[X] is the capital of [Y]", "en", subjects=[long_subject], model=tiny_demo, kb=embedded_db, relation="P740"
+            "[X] is the capital of [Y]", "en", subjects=[long_subject], model=tiny_demo, db=embedded_db, relation="P740"
         )
 
 

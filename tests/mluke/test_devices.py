@@ -42,15 +42,15 @@ def test_inputs_follow_the_model(tiny_demo, monkeypatch):
 
 
 def test_bf16_probe_link_and_spans_agree_with_fp32(tiny_demo, embedded_db):
-    full = mluke.probe("[X] is the capital of [Y].", "en", model=tiny_demo, kb=embedded_db, top_k=1)
-    half = mluke.probe("[X] is the capital of [Y].", "en", model=tiny_demo, kb=embedded_db, top_k=1, dtype="bf16")
+    full = mluke.probe("[X] is the capital of [Y].", "en", model=tiny_demo, db=embedded_db, top_k=1)
+    half = mluke.probe("[X] is the capital of [Y].", "en", model=tiny_demo, db=embedded_db, top_k=1, dtype="bf16")
     a, b = full.to_pandas(), half.to_pandas()
     assert len(a) == len(b) > 20
     assert (a["prediction"].values == b["prediction"].values).mean() >= 0.9
     assert np.isfinite(b["score"].values).all() and b["score"].dtype == np.float64
     text = "Ich wohne in Berlin, der Hauptstadt von Deutschland."
-    keys = [m.key for m in mluke.link(text, "de", model=tiny_demo, kb=embedded_db)]
-    assert keys == [m.key for m in mluke.link(text, "de", model=tiny_demo, kb=embedded_db, dtype="bf16")]
+    keys = [m.key for m in mluke.link(text, "de", model=tiny_demo, db=embedded_db)]
+    assert keys == [m.key for m in mluke.link(text, "de", model=tiny_demo, db=embedded_db, dtype="bf16")]
     bundle = mluke.load(tiny_demo)
     texts, spans = ["Paris is in France.", "京都は日本の都市です。"], [[(0, 5), (12, 18)], [(0, 2), (3, 5)]]
     exact = mluke.span_vectors(bundle, texts, spans, normalize=True)

@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 import mluke
 from mluke.cli import app
 from mluke.confidence import Calibration
-from mluke.linking import Linker, _windows
+from mluke.link_scoring import cut_windows
+from mluke.linker import Linker
 from probes.linking_calibration import COMMON_WORD_SENTENCES
 
 PARIS, FRANCE, TOKYO, JAPAN = "geonames:2988507", "geonames:3017382", "geonames:1850147", "geonames:1861060"
@@ -72,7 +73,7 @@ def test_batches_empty_long_and_bad_input(linker):
         linker.link("Paris", "xx")
     with pytest.raises(mluke.MlukeError, match="method='best'"):
         linker.link("Paris", "en", method="best")
-    spans = _windows("a. " * 1000, 100)
+    spans = cut_windows("a. " * 1000, 100)
     assert spans[0][0] == 0 and spans[-1][1] == 3000 and all(b - a <= 100 for a, b in spans)
 
 

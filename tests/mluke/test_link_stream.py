@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 import kb
 from kb.files import iter_lines
 from mluke.cli import app
-from mluke.linking import Linker, iter_link_file, write_linked
+from mluke.link_files import iter_link_file, write_linked
+from mluke.linker import Linker
 from mluke.results import LinkedMention, LinkedTexts
 
 PARIS = "geonames:2988507"

@@ -38,7 +38,7 @@ def test_demo_folder_is_a_checkpoint_with_heldout_pairs(tiny_demo, bundle):
 
 
 def test_english_template_maps_to_the_japanese_one(bundle, embedded_db):
-    r = probe("The capital of [X] is [Y].", lang="ja", model=bundle, kb=embedded_db, top_k=3)
+    r = probe("The capital of [X] is [Y].", lang="ja", model=bundle, db=embedded_db, top_k=3)
     assert r.relation == "P36" and r.template == embedded_db.template("P36", "ja").text
     assert any("using the 'ja' template" in n for n in r.notes)
     assert r.rows and all(len(row.predictions) == 3 for row in r.rows)
@@ -72,7 +72,7 @@ def test_entity_scores_are_mep_log_probabilities(bundle, embedded_db):
             subjects=[facts[0].subject],
             candidates=keys,
             model=bundle,
-            kb=embedded_db,
+            db=embedded_db,
             top_k=2,
             normalize=normalize,
         )
@@ -96,7 +96,7 @@ def test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join(bundl
         "subjects": subjects,
         "candidates": [f.object for f in facts],
         "model": bundle,
-        "kb": embedded_db,
+        "db": embedded_db,
         "top_k": 6,
     }
     cands = probe("The capital of [X] is [Y].", **kwargs)
@@ -116,7 +116,7 @@ def test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join(bundl
         subjects=subjects[:1],
         candidates=[outside, *cands.rows[0].gold],
         model=bundle,
-        kb=embedded_db,
+        db=embedded_db,
         top_k=3,
     )
     preds = mixed.rows[0].predictions
@@ -134,7 +134,7 @@ def test_a_subject_is_left_out_of_its_own_ranking(bundle, embedded_db, mode):
         "candidates": [fact.subject, fact.object],
         "mode": mode,
         "model": bundle,
-        "kb": embedded_db,
+        "db": embedded_db,
         "top_k": 2,
     }
     r = probe("[X] shares a border with [Y].", **kwargs)
@@ -156,7 +156,7 @@ def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
         candidates=["Tokyo"],
         mode="word",
         model=bundle,
-        kb=embedded_db,
+        db=embedded_db,
         normalize="vocabulary",
     )
     model, tok, _ = bundle
@@ -175,7 +175,7 @@ def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
         candidates=["Tokyo"],
         mode="word",
         model=bundle,
-        kb=embedded_db,
+        db=embedded_db,
     )
     assert alone.rows[0].predictions[0].score == pytest.approx(0.0, abs=1e-6)  # the only candidate: probability 1
 
@@ -186,7 +186,7 @@ def test_both_modes_subject_entity_and_batching(bundle, embedded_db):
         lang="de",
         relation="P30",
         model=bundle,
-        kb=embedded_db,
+        db=embedded_db,
         mode="both",
         batch_size=7,
         use_subject_entity=False,
@@ -196,7 +196,7 @@ def test_both_modes_subject_entity_and_batching(bundle, embedded_db):
         lang="de",
         relation="P30",
         model=bundle,
-        kb=embedded_db,
+        db=embedded_db,
         mode="both",
         batch_size=64,
         use_subject_entity=False,
@@ -207,7 +207,7 @@ def test_both_modes_subject_entity_and_batching(bundle, embedded_db):
             assert [p.key for p in ra.predictions] == [p.key for p in rb.predictions]
             assert [p.score for p in ra.predictions] == pytest.approx([p.score for p in rb.predictions], abs=1e-4)
     xy = probe(
-        "[X] is located in [Y].", lang="de", relation="P30", model=bundle, kb=embedded_db, use_subject_entity=True
+        "[X] is located in [Y].", lang="de", relation="P30", model=bundle, db=embedded_db, use_subject_entity=True
     )
     assert xy.use_subject_entity and [r.subject for r in xy.rows] == [r.subject for r in a.rows]
     assert any(
@@ -216,7 +216,7 @@ def test_both_modes_subject_entity_and_batching(bundle, embedded_db):
 
 
 def test_y_before_x_and_free_templates(bundle, embedded_db):
-    r = probe("[Y] hat die Hauptstadt [X].", lang="de", relation="P1376", model=bundle, kb=embedded_db, top_k=2)
+    r = probe("[Y] hat die Hauptstadt [X].", lang="de", relation="P1376", model=bundle, db=embedded_db, top_k=2)
     assert r.relation == "P1376" and r.rows
     free = probe(
         "Frankly, [Y] is what [X] is about.",
@@ -224,13 +224,13 @@ def test_y_before_x_and_free_templates(bundle, embedded_db):
         subjects=["Japan", "France"],
         candidates=["Tokyo", "Paris", "Kyoto"],
         model=bundle,
-        kb=embedded_db,
+        db=embedded_db,
     )
     assert free.relation is None and free.metrics["with_gold"] == 0 and len(free.rows) == 2
 
 
 def test_outputs(bundle, embedded_db, tmp_path):
-    r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan", "France"], model=bundle, kb=embedded_db)
+    r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan", "France"], model=bundle, db=embedded_db)
     df = r.to_pandas()
     assert list(df.columns[:4]) == ["subject", "subject_key", "rank", "prediction"] and len(df) == 10
     data = json.loads(r.to_json(tmp_path / "r.json"))
@@ -263,7 +263,7 @@ def test_outputs(bundle, embedded_db, tmp_path):
 def test_bad_input(bundle, embedded_db, kwargs, message):
     kwargs = {"lang": "en", **kwargs}
     with pytest.raises(mluke.MlukeError, match=message):
-        probe(model=bundle, kb=embedded_db, **kwargs)
+        probe(model=bundle, db=embedded_db, **kwargs)
 
 
 def test_cli_probe_and_cached_preset(tiny_demo, embedded_db_path, tmp_path):
@@ -299,7 +299,7 @@ def test_cli_probe_and_cached_preset(tiny_demo, embedded_db_path, tmp_path):
 
 
 def test_mode_both_writes_both_modes(bundle, embedded_db, tmp_path):
-    r = probe("[X] is the capital of [Y]", lang="en", model=bundle, kb=embedded_db, mode="both", top_k=2)
+    r = probe("[X] is the capital of [Y]", lang="en", model=bundle, db=embedded_db, mode="both", top_k=2)
     data = json.loads(r.to_json(tmp_path / "both.json"))  # no RecursionError: modes["entity"] is the result itself
     assert data["mode"] == "both" and set(data["modes"]) == {"entity", "word"}
     assert all("modes" not in d and d["rows"] for d in data["modes"].values())
@@ -319,7 +319,7 @@ def test_no_gold_answers_gives_no_metrics(bundle, embedded_db):
         subjects=["Japan"],
         candidates=["Tokyo", "Paris"],
         model=bundle,
-        kb=embedded_db,
+        db=embedded_db,
     )
     assert r.metrics["with_gold"] == 0 and r.metrics["P@1"] is None and r.metrics["MRR"] is None
     assert "P@1 n/a" in r.summary() and "P@1 0.000" not in repr(r)
@@ -328,7 +328,7 @@ def test_no_gold_answers_gives_no_metrics(bundle, embedded_db):
 
 def test_relation_messages_say_what_the_kb_has(bundle, embedded_db):
     with pytest.raises(mluke.MlukeError) as err:
-        probe("[X] likes [Y]", lang="ja", model=bundle, kb=embedded_db)
+        probe("[X] likes [Y]", lang="ja", model=bundle, db=embedded_db)
     message = str(err.value)
     assert (
         "P36 (capital)" in message
@@ -338,12 +338,12 @@ def test_relation_messages_say_what_the_kb_has(bundle, embedded_db):
     assert "43 relations (7 with facts here)" in message
     assert "relation='P..'" in message and "--relation P.." in err.value.for_cli()
     with pytest.raises(mluke.MlukeError, match="relation P999 is unknown to this kb"):
-        probe("[X] was founded in [Y]", lang="ja", relation="P999", model=bundle, kb=embedded_db)
+        probe("[X] was founded in [Y]", lang="ja", relation="P999", model=bundle, db=embedded_db)
     with pytest.raises(mluke.MlukeError, match="relation 'capital': expected a Wikidata property id"):
-        probe("[X] was founded in [Y]", lang="ja", relation="capital", model=bundle, kb=embedded_db)
-    odd = probe("[X] was founded in [Y]", lang="en", relation="P36", model=bundle, kb=embedded_db, top_k=1)
+        probe("[X] was founded in [Y]", lang="ja", relation="capital", model=bundle, db=embedded_db)
+    odd = probe("[X] was founded in [Y]", lang="en", relation="P36", model=bundle, db=embedded_db, top_k=1)
     assert any("reads very differently" in n and "P36 (capital)" in n for n in odd.notes)
-    close = probe("[X] has the capital [Y]", lang="en", relation="P36", model=bundle, kb=embedded_db, top_k=1)
+    close = probe("[X] has the capital [Y]", lang="en", relation="P36", model=bundle, db=embedded_db, top_k=1)
     assert not any("reads very differently" in n for n in close.notes)
 
 
@@ -437,7 +437,7 @@ def test_the_headline_call_says_what_to_do(embedded_db, monkeypatch):
 
     monkeypatch.setattr(mluke.demo, "train_demo", lambda *a, **k: pytest.fail("the model is not needed to say this"))
     with pytest.raises(mluke.MlukeError) as err:
-        mluke.probe("[X] was founded in [Y]", lang="ja", kb=embedded_db)
+        mluke.probe("[X] was founded in [Y]", lang="ja", db=embedded_db)
     message = str(err.value)
     assert "P740 (location of formation)" in message and "no subjects" in message and str(embedded_db.path) in message
     assert "the embedded demo model" in message and "mluke kb build" in message and "subjects=[...]" in message
@@ -447,7 +447,7 @@ def test_the_headline_call_says_what_to_do(embedded_db, monkeypatch):
 def test_open_vocabulary_answers_rank_the_whole_entity_vocabulary(bundle, embedded_db):
     model, tok, vocab = bundle
     key, label = _in_vocab_subject(bundle, embedded_db)
-    r = probe("[X] was founded in [Y]", lang="ja", subjects=[label, "ソニー"], model=bundle, kb=embedded_db, top_k=5)
+    r = probe("[X] was founded in [Y]", lang="ja", subjects=[label, "ソニー"], model=bundle, db=embedded_db, top_k=5)
     assert r.relation == "P740" and r.open_vocabulary and r.template == "[X]は[Y]で設立されました。"
     known, free = r.rows
     assert known.subject == key and known.subject_entity and free.subject is None and not free.subject_entity
@@ -465,7 +465,7 @@ def test_open_vocabulary_answers_rank_the_whole_entity_vocabulary(bundle, embedd
     for p in known.predictions:  # named in Japanese where the kb can
         assert p.label == (embedded_db.label(p.key, "ja") or embedded_db.label(p.key, "en"))
     words = probe(
-        "[X] was founded in [Y]", lang="ja", subjects=[label], mode="word", model=bundle, kb=embedded_db, top_k=3
+        "[X] was founded in [Y]", lang="ja", subjects=[label], mode="word", model=bundle, db=embedded_db, top_k=3
     )
     assert words.open_vocabulary and all(
         p.source == "word" and p.key.startswith("pieces:") for p in words.rows[0].predictions
@@ -474,7 +474,7 @@ def test_open_vocabulary_answers_rank_the_whole_entity_vocabulary(bundle, embedd
 
 
 def test_subject_entities_by_default_where_the_vocabulary_has_them(bundle, embedded_db):
-    kwargs = {"lang": "en", "model": bundle, "kb": embedded_db, "top_k": 3}
+    kwargs = {"lang": "en", "model": bundle, "db": embedded_db, "top_k": 3}
     auto = probe("[X] is the capital of [Y]", **kwargs)
     flags = [row.subject_entity for row in auto.rows]
     assert any(flags) and not all(flags)  # the tiny vocabulary holds some capitals only
@@ -494,7 +494,7 @@ def test_templates_for_one_call_and_the_cli(bundle, embedded_db, tiny_demo, embe
     from mluke.cli import app
 
     mine = {("P36", "en"): "[X] has [Y] as its capital."}
-    r = probe("[X] has [Y] as its capital", lang="en", templates=mine, model=bundle, kb=embedded_db, top_k=1)
+    r = probe("[X] has [Y] as its capital", lang="en", templates=mine, model=bundle, db=embedded_db, top_k=1)
     assert r.relation == "P36" and r.metrics["with_gold"] > 0
     _key, label = _in_vocab_subject(bundle, embedded_db)
     res = CliRunner().invoke(

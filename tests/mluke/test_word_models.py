@@ -15,7 +15,8 @@ import mluke
 from kb.db.templates import parse_template
 from kb.errors import MlukeError
 from mluke.cli import app
-from mluke.cloze import probe, run_cloze
+from mluke.cloze import probe
+from mluke.cloze_runs import run_cloze
 from mluke.errors import CheckpointError
 
 WORDS = [
@@ -161,7 +162,7 @@ def test_probe_a_bert_folder_through_the_kb(bert_dir, embedded_db):
         subjects=["Japan", "France"],
         candidates=["Tokyo", "Paris", "Berlin"],
         model=str(bert_dir),
-        kb=embedded_db,
+        db=embedded_db,
         top_k=3,
     )
     assert r.mode == "word" and not r.use_subject_entity and len(r.rows) == 2
@@ -175,7 +176,7 @@ def test_probe_a_bert_folder_through_the_kb(bert_dir, embedded_db):
             subjects=["Japan"],
             candidates=["Tokyo"],
             model=str(bert_dir),
-            kb=embedded_db,
+            db=embedded_db,
             mode="entity",
         )
 
@@ -351,7 +352,7 @@ def test_open_vocabulary_word_answers_are_ranked_across_lengths(bert_dir, embedd
         subjects=["Japan", "Acme Widgets"],
         mode="word",
         model=str(bert_dir),
-        kb=embedded_db,
+        db=embedded_db,
         top_k=8,
         max_pieces=3,
         decoding="independent",
@@ -371,7 +372,7 @@ def test_open_vocabulary_word_answers_are_ranked_across_lengths(bert_dir, embedd
             subjects=["Japan"],
             mode="word",
             model=str(bert_dir),
-            kb=embedded_db,
+            db=embedded_db,
             decoding="greedy",
         )
 

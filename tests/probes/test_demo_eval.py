@@ -38,7 +38,7 @@ def test_demo_linking_evaluation(tiny_demo, embedded_db):
     docs = demo_linking_docs(tiny_demo)
     info = json.loads((tiny_demo / "demo.json").read_text(encoding="utf-8"))
     assert len(docs) == len(info["linking"]) and all(len(d.mentions) == 2 for d in docs)
-    report = evaluate_demo_linking(tiny_demo, kb=embedded_db, progress=False)
+    report = evaluate_demo_linking(tiny_demo, db=embedded_db, progress=False)
     total = report.row("all", "prior")
     assert total["mentions"] == total["in_kb"] == 2 * len(docs)
     assert 1 <= total["ambiguous"] <= total["mentions"]  # the cities at least

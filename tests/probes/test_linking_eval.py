@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 import kb
 from mluke.cli import app
-from mluke.linking import Linker
-from probes import GoldMention, LinkDoc, LinkingReport, evaluate_linking, read_mewsli
+from mluke.linker import Linker
+from probes import GoldMention, LinkDoc, LinkingReport, eval_link, evaluate_linking, read_mewsli
 from probes.linking_eval import METRIC_COLUMNS, LinkingSet
 from tests.probes.conftest import FRANCE, JAPAN, PARIS, TOKYO
 
@@ -302,3 +302,11 @@ def test_eval_link_cli(mewsli, tiny_demo, embedded_db_path, linker, tmp_path):
     assert "mentions.tsv:10" in res.stdout
     res = runner.invoke(app, [*base, "--methods", "prior,best"])
     assert res.exit_code != 0 and "--methods" in res.exception.for_cli()
+
+
+def test_eval_link_takes_db_and_the_old_kb_spelling(mewsli, tiny_demo, embedded_db):
+    ask = {"langs": ["en"], "methods": ["prior"], "model": tiny_demo, "end_to_end": False, "progress": False}
+    report = eval_link(mewsli, db=embedded_db, **ask)
+    with pytest.warns(DeprecationWarning, match=r"eval_link\(kb=...\) is deprecated; use db="):
+        old = eval_link(mewsli, kb=embedded_db, **ask)
+    assert old.rows == report.rows and report.row("en", "prior")["in_kb"] > 0

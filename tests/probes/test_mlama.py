@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 import kb
 import mluke
 from mluke.cli import app
-from mluke.cloze import Prediction, ProbeResult, SubjectResult
+from mluke.results import Prediction, ProbeResult, SubjectResult
 from probes import eval_mlama, language_bias, read_mlama
 from tests.probes.conftest import BERLIN, FRANCE, GERMANY, JAPAN, PARIS, SPAIN, TOKYO
 

@@ -1,0 +1,423 @@
+"""The :class:`Linker`: a model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking`)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from typing import TYPE_CHECKING, Any, cast, overload
+
+from tqdm import tqdm
+
+from kb import open_db
+from kb.db import EntityDB
+from kb.entities import qualified_names
+from kb.errors import MlukeError, TextInputError
+from kb.languages import check_language
+from kb.mentions import Mention, MentionIndex
+from kb.mentions.linkability import LinkEstimator
+from kb.renamed import renamed_keyword
+from mluke.checkpoint import Mluke, open_model
+from mluke.confidence import DEFAULT_CALIBRATION, Calibration, features
+from mluke.heap import trim_heap
+from mluke.link_scoring import ModelScores, WindowScorer, iter_windows, rank_candidates, restricted
+from mluke.options import LinkOptions, merge_options
+from mluke.results import LinkedMention
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11; only type checkers read this
+
+    from mluke.devices import Device, DType
+    from mluke.options import LinkKeywords
+
+#: Segments of a long text between two returns of freed memory to the system (:func:`mluke.heap.trim_heap`).
+TRIM_EVERY = 4
+
+
+class Linker:
+    """A model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking`).
+
+    Args:
+        model: a loaded :func:`mluke.load` bundle, or a checkpoint folder or hub name; default: the
+            embedded demo model (trained on first use).
+        db: an :class:`kb.EntityDB` or the path of one; default: the embedded kb (``kb=``: deprecated).
+        index: a :class:`kb.mentions.MentionIndex` to detect mentions with; default: one over ``db``.
+        languages: the languages the default index covers (default: all of the kb's).
+        device: where the model runs (``"auto"``, ``"cuda"``, ...; see :mod:`mluke.devices`).
+        dtype: the precision it runs in (``"bf16"``, ...).
+        calibration: maps a mention's scores to a confidence (:mod:`mluke.confidence`).
+
+    Raises:
+        MlukeError: a model without an entity vocabulary (when linking), a missing kb, a bad checkpoint.
+    """
+
+    @renamed_keyword("kb", "db")
+    def __init__(
+        self,
+        model: Mluke | str | os.PathLike[str] | None = None,
+        db: EntityDB | str | os.PathLike[str] | None = None,
+        *,
+        index: MentionIndex | None = None,
+        languages: list[str] | None = None,
+        device: Device = None,
+        dtype: DType = None,
+        calibration: Calibration | None = None,
+    ) -> None:
+        self.db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
+        self.bundle = open_model(model, device=device, dtype=dtype)
+        self.scorer = WindowScorer(self.bundle)
+        self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
+        #: Maps a mention's scores to the probability that its top candidate is right (:mod:`mluke.confidence`).
+        self.calibration = calibration if calibration is not None else DEFAULT_CALIBRATION
+        self.estimator = LinkEstimator(self.db)
+        self._names = functools.lru_cache(maxsize=1 << 14)(self._qualified)
+
+    def _qualified(self, keys: tuple[str, ...], lang: str) -> dict[str, str]:
+        return qualified_names(self.db, list(keys), lang)
+
+    @overload
+    def link(
+        self,
+        texts: str,
+        lang: str,
+        *,
+        options: LinkOptions | None = ...,
+        spans: list[tuple[int, int]] | None = ...,
+        progress: bool = ...,
+        **keywords: Unpack[LinkKeywords],
+    ) -> list[LinkedMention]: ...
+
+    @overload
+    def link(
+        self,
+        texts: list[str],
+        lang: str,
+        *,
+        options: LinkOptions | None = ...,
+        spans: list[list[tuple[int, int]]] | None = ...,
+        progress: bool = ...,
+        **keywords: Unpack[LinkKeywords],
+    ) -> list[list[LinkedMention]]: ...
+
+    @overload
+    def link(
+        self,
+        texts: str | list[str],
+        lang: str,
+        *,
+        options: LinkOptions | None = ...,
+        spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = ...,
+        progress: bool = ...,
+        **keywords: Unpack[LinkKeywords],
+    ) -> list[LinkedMention] | list[list[LinkedMention]]: ...
+
+    def link(
+        self,
+        texts: str | list[str],
+        lang: str,
+        *,
+        options: LinkOptions | None = None,
+        spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None,
+        progress: bool = False,
+        **keywords: Unpack[LinkKeywords],
+    ) -> list[LinkedMention] | list[list[LinkedMention]]:
+        """Link one text or a list of texts (see :func:`mluke.link`).
+
+        Args:
+            texts: a text, or a list of texts.
+            lang: their language (one of the kb's).
+            options: how to link; or give its fields as keywords (``method="prior"``, ...).
+            spans: link these character spans (gold mentions) instead of the detected ones, one list per
+                text (one list for one text); a span whose surface the kb does not know comes back NIL.
+            progress: a progress bar over the text windows the model reads, when there are several batches.
+            **keywords: the fields of :class:`LinkOptions`, when ``options`` is not given.
+
+        Returns:
+            The text's :class:`LinkedMention` list (a list of them for a list of texts).
+
+        Raises:
+            TextInputError: something else than a text or a list of texts.
+            OptionError: a bad option, or a language the kb lacks.
+            TypeError: ``options`` and a keyword that differs from it.
+        """
+        single = isinstance(texts, str)
+        batch = [texts] if isinstance(texts, str) else _text_list(texts)
+        check_language(lang, self.db.languages)
+        options = merge_options(LinkOptions, options, keywords, "Linker.link")
+        if spans is None:
+            mentions = self.index.detect_batch(batch, lang)
+        else:
+            given = cast("list[list[tuple[int, int]]]", [spans] if single else list(spans))
+            if len(given) != len(batch):
+                raise MlukeError(f"spans: {len(given)} lists for {len(batch)} texts; give one list of spans per text")
+            mentions = [self.index.mentions_at(t, s, lang, row=i) for i, (t, s) in enumerate(zip(batch, given))]
+        results = self._resolve(batch, mentions, lang, options, progress)
+        return results[0] if single else results
+
+    def link_iter(
+        self,
+        texts: Iterable[str],
+        lang: str,
+        *,
+        options: LinkOptions | None = None,
+        advance: Callable[[int], Any] | None = None,
+        **keywords: Unpack[LinkKeywords],
+    ) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
+        """:meth:`link` over a stream of texts, in memory that does not grow with it.
+
+        Texts are read and linked ``options.chunk_texts`` at a time (and at most ``chunk_chars``
+        characters); their mentions come as lists. A text longer than ``chunk_chars`` is linked on its
+        own, ``segment_windows`` windows at a time, and its mentions come as an iterator that links it as
+        it is read (once; it holds one segment's mentions at a time). The results are those of
+        :meth:`link` on the same texts (up to the last bits of float32 scores, see :mod:`mluke.linking`).
+
+        Args:
+            texts: any iterable of texts, read as the stream is consumed.
+            lang: their language (one of the kb's).
+            options: how to link; or give its fields as keywords.
+            advance: called with the number of characters of each chunk or segment done (a progress
+                bar's ``update``).
+            **keywords: the fields of :class:`LinkOptions`, when ``options`` is not given.
+
+        Returns:
+            ``(text, mentions)`` per text, in order, as soon as its chunk is linked.
+
+        Raises:
+            OptionError: a bad option or language, at once.
+            TextInputError: an item that is not a text, when it is reached.
+        """
+        check_language(lang, self.db.languages)
+        options = merge_options(LinkOptions, options, keywords, "Linker.link_iter")
+        return self._stream(iter(texts), lang, options, advance or _ignore)
+
+    def _stream(
+        self, texts: Iterator[str], lang: str, options: LinkOptions, advance: Callable[[int], Any]
+    ) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
+        chunk: list[str] = []
+        size = 0
+        for row, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TextInputError(
+                    f"link() takes a text (str) or a list of texts; item {row} is {type(text).__name__}"
+                )
+            long = len(text) > options.chunk_chars
+            if chunk and (long or len(chunk) == options.chunk_texts or size + len(text) > options.chunk_chars):
+                yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, options))
+                advance(size)
+                chunk, size = [], 0
+            if long:
+                yield text, self._segments(text, lang, options, advance)
+            else:
+                chunk.append(text)
+                size += len(text)
+        if chunk:
+            yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, options))
+            advance(size)
+
+    def _segments(
+        self, text: str, lang: str, options: LinkOptions, advance: Callable[[int], Any]
+    ) -> Iterator[LinkedMention]:
+        """The linked mentions of one long text, ``options.segment_windows`` windows at a time.
+
+        The windows are those :meth:`link` cuts and the mentions those it detects
+        (in order, chunk by chunk); a segment takes the mentions that start in it,
+        and one that runs past its end runs past its last window too, so it keeps
+        its prior only either way.
+        """
+        found = self.index.iter_detect(text, lang)
+        pending = next(found, None)
+        windows = iter_windows(text, options.window_chars)
+        done = segments = 0
+        while group := list(islice(windows, options.segment_windows)):
+            end, part = group[-1][1], []
+            while pending is not None and pending.start < end:
+                part.append(pending)
+                pending = next(found, None)
+            yield from self._resolve([text], [part], lang, options, windows=[group])[0]
+            advance(end - done)
+            done, segments = end, segments + 1
+            if segments % TRIM_EVERY == 0:
+                trim_heap()
+
+    def link_mentions(
+        self,
+        texts: list[str],
+        mentions: list[list[Mention]],
+        lang: str,
+        *,
+        options: LinkOptions | None = None,
+        **keywords: Unpack[LinkKeywords],
+    ) -> list[list[LinkedMention]]:
+        """Link given mentions, candidates as they are: a caller may narrow them (e.g. drop an entity to see
+        what linking does when the kb lacks it).
+
+        Args:
+            texts: the texts.
+            mentions: one list of :class:`kb.mentions.Mention` per text.
+            lang: their language (one of the kb's).
+            options: how to link; or give its fields as keywords.
+            **keywords: the fields of :class:`LinkOptions`, when ``options`` is not given.
+
+        Returns:
+            One list of :class:`LinkedMention` per text, in the order of ``mentions``.
+        """
+        check_language(lang, self.db.languages)
+        options = merge_options(LinkOptions, options, keywords, "Linker.link_mentions")
+        return self._resolve(_text_list(texts), [list(m) for m in mentions], lang, options)
+
+    def mention_features(
+        self,
+        texts: list[str],
+        mentions: list[list[Mention]],
+        lang: str,
+        *,
+        options: LinkOptions | None = None,
+        **keywords: Unpack[LinkKeywords],
+    ) -> list[list[tuple[str | None, float, list[float]]]]:
+        """What :attr:`calibration` maps to a confidence, per mention; for fitting one
+        (:mod:`probes.linking_calibration`).
+
+        Args:
+            texts: the texts.
+            mentions: one list of :class:`kb.mentions.Mention` per text.
+            lang: their language.
+            options: how to score (``method``, ``prior_weight``, ...); or give its fields as keywords.
+            **keywords: the fields of :class:`LinkOptions`, when ``options`` is not given.
+
+        Returns:
+            Per mention: (top candidate, link probability, :func:`mluke.confidence.features`).
+        """
+        options = merge_options(LinkOptions, options, keywords, "Linker.mention_features")
+        method = options.method
+        mentions, scores = self._scored(_text_list(texts), [list(m) for m in mentions], lang, options)
+        vocab = self.bundle.entity_vocab
+        out = []
+        for t, found in enumerate(mentions):
+            row: list[tuple[str | None, float, list[float]]] = []
+            for i, m in enumerate(found):
+                ranked = rank_candidates(m.candidates, restricted(scores.get((t, i))), method, options.prior_weight)
+                if not ranked:
+                    row.append((None, m.link_probability or 0.0, []))
+                    continue
+                ms = scores.get((t, i)) if method != "prior" else None
+                full = ms.full.get(ranked[0]["key"]) if ms is not None else None
+                row.append(
+                    (
+                        ranked[0]["key"],
+                        1.0 if m.link_probability is None else m.link_probability,
+                        features(ranked, full, len(vocab) if vocab is not None else 1),
+                    )
+                )
+            out.append(row)
+        return out
+
+    def _resolve(
+        self,
+        texts: list[str],
+        mentions: list[list[Mention]],
+        lang: str,
+        options: LinkOptions,
+        progress: bool = False,
+        windows: list[list[tuple[int, int]]] | None = None,
+    ) -> list[list[LinkedMention]]:
+        """Score and decide the detected (or given) ``mentions`` of ``texts``; ``windows``: each text's
+        windows to encode (default: all of it, cut every ``window_chars`` characters)."""
+        mentions, scores = self._scored(texts, mentions, lang, options, progress, windows)
+        return [
+            [self._decide(m, scores.get((t, i)), lang, options) for i, m in enumerate(found)]
+            for t, found in enumerate(mentions)
+        ]
+
+    def _scored(
+        self,
+        texts: list[str],
+        mentions: list[list[Mention]],
+        lang: str,
+        options: LinkOptions,
+        progress: bool = False,
+        windows: list[list[tuple[int, int]]] | None = None,
+    ) -> tuple[list[list[Mention]], dict[tuple[int, int], ModelScores]]:
+        """The mentions with their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`)
+        and the model's scores of each (none for ``method="prior"``)."""
+        mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
+        scores: dict[tuple[int, int], ModelScores] = {}
+        if options.method != "prior":
+            ids = self.scorer.candidate_ids(mentions)
+            jobs = self.scorer.jobs(texts, mentions, ids, options.window_chars, windows)
+            with tqdm(
+                total=len(jobs),
+                desc="linking",
+                unit="windows",
+                disable=not progress or len(jobs) <= options.batch_size,
+                mininterval=0.5,
+                dynamic_ncols=True,
+            ) as bar:
+                if options.method == "global":
+                    threshold = self._threshold(options.nil_threshold)
+
+                    def sure(m: Mention, rows: list[dict[str, Any]], found: ModelScores) -> bool:
+                        return self._confidence(m, rows, found) >= threshold
+
+                    scores = self.scorer.score_global(texts, mentions, ids, jobs, options, bar, sure)
+                else:
+                    scores = self.scorer.score(texts, mentions, ids, jobs, options, bar)
+        return mentions, scores
+
+    def _threshold(self, nil_threshold: float | None) -> float:
+        return self.calibration.threshold if nil_threshold is None else nil_threshold
+
+    def _confidence(self, m: Mention, rows: list[dict[str, Any]], model_scores: ModelScores | None) -> float:
+        """Link probability x calibrated probability that the top of ``rows`` is right (:mod:`mluke.confidence`)."""
+        if not rows:
+            return 0.0
+        full = model_scores.full.get(rows[0]["key"]) if model_scores is not None else None
+        vocab = self.bundle.entity_vocab
+        x = features(rows, full, len(vocab) if vocab is not None else 1)
+        lp = 1.0 if m.link_probability is None else m.link_probability
+        return lp * self.calibration.probability(x)
+
+    def _decide(self, m: Mention, model_scores: ModelScores | None, lang: str, options: LinkOptions) -> LinkedMention:
+        method = options.method
+        rows = rank_candidates(m.candidates, restricted(model_scores), method, options.prior_weight)
+        best = rows[0] if rows else None
+        confidence = self._confidence(m, rows, model_scores if method != "prior" else None)
+        nil = best is None or confidence < self._threshold(options.nil_threshold)
+        names = self._names(tuple(r["key"] for r in rows), lang) if rows else {}
+        key = best["key"] if best else None
+        title = None
+        if key is not None:
+            title = self.db.titles(key).get(lang) or self.db.label(key, lang)
+        if options.candidates:
+            for r in rows:
+                r["name"] = names.get(r["key"])
+        return LinkedMention(
+            m.start,
+            m.end,
+            m.surface,
+            None if nil else key,
+            names.get(key) if key else None,
+            title,
+            confidence,
+            best["score"] if best else float("-inf"),
+            best["prior"] if best else 0.0,
+            m.link_probability,
+            nil,
+            rows if options.candidates else None,
+        )
+
+
+def _ignore(_: int) -> None:
+    pass
+
+
+def _text_list(texts: Any) -> list[str]:
+    """``texts`` as a list of strings, or a :class:`TextInputError` saying what linking takes."""
+    what = "link() takes a text (str) or a list of texts"
+    if texts is None or isinstance(texts, (bytes, bytearray)) or not hasattr(texts, "__iter__"):
+        raise TextInputError(f"{what}; got {type(texts).__name__}")
+    batch = list(texts)
+    bad = next((i for i, t in enumerate(batch) if not isinstance(t, str)), None)
+    if bad is not None:
+        raise TextInputError(f"{what}; item {bad} is {type(batch[bad]).__name__}")
+    return batch
