@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "load": "mluke.checkpoint",
     "save": "mluke.checkpoint",
-    "open_model": "mluke.checkpoint",
+    "open_model": "mluke.opening",
     "Mluke": "mluke.checkpoint",
     "MlukeTokenizer": "mluke.tokenizer",
     "MlukeForMaskedLM": "mluke.model",

@@ -122,7 +122,7 @@ def span_vectors(
     ``normalize``: L2-normalise each vector (cosine similarity becomes an inner product). ``device`` /
     ``dtype``: where and in which precision the model runs (:mod:`mluke.devices`); vectors are float32.
     """
-    from mluke.checkpoint import open_model
+    from mluke.opening import open_model
 
     _check(texts, spans, entities, features)
     net, tokenizer, vocab = open_model(model, device=device, dtype=dtype)

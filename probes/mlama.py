@@ -378,7 +378,7 @@ def eval_mlama(
     relation's subjects and then, like P@1, over relations (:attr:`MlamaReport.macro_sets`)."""
     from tqdm import tqdm
 
-    from mluke.checkpoint import open_model
+    from mluke.opening import open_model
     from mluke.cloze import check_threshold, run_cloze
 
     check_threshold(threshold)  # before loading anything

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from kb.errors import OptionError, option
 from kb.files import check_output
-from mluke.checkpoint import open_model
+from mluke.opening import open_model
 from mluke.devices import place
 from mluke.transfer import (
     FineTuneConfig,
