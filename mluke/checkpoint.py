@@ -186,7 +186,7 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
     """
     directory = resolve(name_or_dir)
     model = load_model(directory, dtype=dtype)
-    tokenizer = MlukeTokenizer.from_pretrained(directory, kb=kb)
+    tokenizer = MlukeTokenizer.from_pretrained(directory, db=kb)
     vocab = tokenizer.entity_vocab
     if tokenizer.vocab_size != model.config.vocab_size:
         raise CheckpointError(

@@ -8,7 +8,7 @@ Three kinds (``features=``), as the mLUKE paper's analyses use them:
   words attend to the entities;
 - ``"entity-token"``: the output vector of the entity token placed over the span (same input as ``"entity"``).
 
-Texts are cut at span boundaries before tokenising (:func:`mluke.tokenizer.encode_with_spans`), so a span
+Texts are cut at span boundaries before tokenising (:func:`mluke.encoding.encode_with_spans`), so a span
 always covers whole pieces. A text longer than ``max_length`` pieces is read in windows of ``max_length``
 pieces centred on each span.
 """
@@ -23,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from kb.errors import OptionError, option
-from mluke.tokenizer import encode_with_spans
+from mluke.encoding import encode_with_spans
 from mluke.transfer.inputs import Row, batches, collate
 
 SpanFeatures = Literal["word", "entity", "entity-token"]

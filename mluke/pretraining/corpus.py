@@ -38,7 +38,8 @@ import numpy as np
 from kb.errors import InputFormatError, OptionError, option
 from kb.files import check_output, is_plain_name, remove, replace, temporary_name
 from kb.vocab import EntityVocab
-from mluke.tokenizer import MlukeTokenizer, encode_with_spans
+from mluke.encoding import encode_with_spans
+from mluke.tokenizer import MlukeTokenizer
 
 FORMAT = "mluke-pretraining-corpus"
 FORMAT_VERSION = 1

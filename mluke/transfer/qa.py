@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from kb.errors import OptionError
-from mluke.tokenizer import encode_with_spans
+from mluke.encoding import encode_with_spans
 from mluke.transfer.inputs import Row, collate
 
 #: ``(start, end, entity id)`` in characters of a question or passage.
