@@ -16,8 +16,8 @@ from kb.errors import OptionError
 
 # The accepted values of options, kept here so that checking them imports no model code (transformers takes
 # seconds to import); tests/mluke/test_cli_checks.py checks each against the library's own constant.
-PRESETS = ("demo", "tiny")  #: mluke.demo.PRESETS
-DEMO_HIDDEN_SIZE = 128  #: mluke.demo.PRESETS["demo"].hidden_size
+PRESETS = ("demo", "tiny")  #: mluke.demo_data.PRESETS
+DEMO_HIDDEN_SIZE = 128  #: mluke.demo_data.PRESETS["demo"].hidden_size
 LINK_METHODS = ("combined", "prior", "model", "global")  #: mluke.linking.METHODS
 SPAN_FEATURES = ("word", "entity", "entity-token")  #: mluke.spans.FEATURES
 INDEX_KINDS = ("flat", "hnsw", "ivfpq")  #: probes.retrieval.KINDS
