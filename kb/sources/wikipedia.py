@@ -48,8 +48,9 @@ from kb.errors import InputFormatError
 from kb.sources.decompress import DumpStream, iter_blocks
 from kb.sources.parallel import ordered_map
 from kb.sources.staging import Stage, append_rows
+from kb.sources.wiki_links import NO_SPACE_LANGUAGES, LinkRules
 from kb.sources.wikidata import staged
-from kb.sources.wikitext import NO_SPACE_LANGUAGES, LinkRules, parse_wikitext
+from kb.sources.wikitext import parse_wikitext
 
 MAX_REDIRECT_HOPS = 16
 #: Default bound on the anchor surfaces scanned for in one pass over the text.

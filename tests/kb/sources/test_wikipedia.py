@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 import kb
 import kb.sources.wikipedia
-from kb.sources.wikitext import LinkRules, parse_wikitext
+from kb.sources.wiki_links import LinkRules
+from kb.sources.wikitext import parse_wikitext
 from mluke.cli import app
 from tests.kb.sources.dump_fixtures import (
     NAMESPACES,
