@@ -137,7 +137,7 @@ def _stages(index, texts: list[str]) -> dict[str, float]:
     internals), and the totals of that path and of ``detect_batch`` (ASCII texts together, with numpy)."""
     from itertools import repeat
 
-    from kb.mentions.index import _UNKNOWN
+    from kb.mentions.compiled import _UNKNOWN
     from kb.mentions.surfaces import fold_aligned, token_bounds
 
     lang = index._lang("en")
