@@ -66,11 +66,11 @@ from kb.sources.wikipedia import (
     DEFAULT_MAX_SURFACES,
     STAGING_SCHEMA,
     SiteInfo,
-    count_surfaces,
     read_dump,
     read_siteinfo,
     resolve,
 )
+from kb.sources.wikipedia_counts import count_surfaces
 
 #: Bumped when staged data changes meaning, so an old work folder is not resumed.
 BUILDER_VERSION = 4
