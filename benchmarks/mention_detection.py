@@ -27,7 +27,7 @@ from common import benchmark_parser, peak_rss_mb, run_interleaved
 def export_table(index_path: Path, db_path: Path, out: Path) -> int:
     """Write the index's surfaces (key, link probability, candidates) as JSON lines for the baseline."""
     import kb
-    from kb.mentions.candidates import default_source
+    from kb.mentions.db_candidates import default_source
     from kb.mentions.index import MentionIndex
 
     index = MentionIndex.load(index_path)

@@ -145,7 +145,7 @@ class MentionIndex(CandidateGenerator):
         keep_unscored: bool | None = None,
         max_candidates: int = MAX_CANDIDATES,
     ) -> MentionIndex:
-        """Compile ``source`` (an :class:`kb.EntityDB` means :func:`kb.mentions.candidates.default_source` of it).
+        """Compile ``source`` (an :class:`kb.EntityDB` means :func:`kb.mentions.db_candidates.default_source` of it).
 
         ``languages`` defaults to all of the source's. Memory stays proportional
         to the compiled index, not to the source's tables.

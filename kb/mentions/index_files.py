@@ -37,8 +37,9 @@ from kb.cache import cache_dir
 from kb.db.sqlite import atomic_build, open_readonly
 from kb.errors import InputFormatError, MlukeError, OptionError
 from kb.languages import check_languages
-from kb.mentions.candidates import SurfaceSource, default_source
+from kb.mentions.candidates import SurfaceSource
 from kb.mentions.compiled import ARRAY_TYPES, LanguageBuilder, le_bytes
+from kb.mentions.db_candidates import default_source
 
 if TYPE_CHECKING:
     from kb.db.database import EntityDB

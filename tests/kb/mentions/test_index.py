@@ -8,7 +8,7 @@ import pytest
 import kb
 import kb.mentions.index
 import kb.mentions.index_files
-from kb.mentions.candidates import NameCandidates, default_source
+from kb.mentions.db_candidates import NameCandidates, default_source
 from kb.mentions.index import Mention, MentionIndex
 from kb.mentions.surfaces import surface_key
 from tests.kb.mentions.linking_fixtures import write_linking_db
