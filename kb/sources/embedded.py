@@ -34,8 +34,9 @@ from kb.db.titles import normalize_title
 from kb.db.writer import EntityDBWriter
 from kb.errors import OutputExistsError
 from kb.languages import MLUKE_LANGUAGES, check_languages
-from kb.sources.city_names import LATIN_LANGS, CityNames, ascii_spelling, choose, fold
+from kb.sources.city_names import LATIN_LANGS, CityNames, ascii_spelling, choose
 from kb.sources.relation_table import write_relations
+from kb.sources.scripts import fold
 
 #: Bumped whenever the embedded content changes, so a stale cached copy is rebuilt.
 EMBEDDED_VERSION = 3
