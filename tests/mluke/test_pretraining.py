@@ -24,7 +24,7 @@ from mluke.pretraining import (
 )
 from mluke.pretraining.batching import Vocabulary, collate, mask_example
 from mluke.pretraining.config import MaskingConfig, StageConfig
-from mluke.pretraining.corpus import Sequence
+from mluke.pretraining.corpus_reader import Sequence
 from mluke.pretraining.init import is_new_parameter
 from mluke.pretraining.sampler import LanguageSampler, language_probabilities
 from mluke.tokenizer import MlukeTokenizer
