@@ -142,7 +142,10 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
     from mluke.pretraining.corpus import Document
 
     rng = random.Random(preset.seed)
-    docs, heldout, train, linking = [], [], [], []
+    docs: list[Document] = []
+    heldout: list[dict[str, Any]] = []
+    train: list[dict[str, Any]] = []
+    linking: list[dict[str, Any]] = []
     templates = {(p, l): db.template(p, l) for p in DEMO_RELATIONS for l in preset.languages}
     ambiguous = ambiguous_cities(db, preset.languages)
     facts = _facts(db, preset, ambiguous)

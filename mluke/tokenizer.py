@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from tokenizers import Tokenizer
 
@@ -89,10 +89,14 @@ class MlukeTokenizer:
         self.max_entity_length = max_entity_length
         self.max_mention_length = max_mention_length
         self.source_dir = source_dir
-        ids = {
-            t: word_tokenizer.token_to_id(t)
-            for t in (xlmr.BOS, xlmr.PAD, xlmr.EOS, xlmr.UNK, xlmr.MASK, xlmr.ENT, xlmr.ENT2)
-        }
+        ids: dict[str, int] = {}
+        for t in (xlmr.BOS, xlmr.PAD, xlmr.EOS, xlmr.UNK, xlmr.MASK, xlmr.ENT, xlmr.ENT2):
+            found = word_tokenizer.token_to_id(t)
+            if found is None:
+                raise MlukeError(
+                    f"the word tokenizer has no {t!r} token (expected an XLM-R tokenizer with <ent>, <ent2>)"
+                )
+            ids[t] = found
         self.bos_id, self.pad_id, self.eos_id = ids[xlmr.BOS], ids[xlmr.PAD], ids[xlmr.EOS]
         self.unk_id, self.mask_id, self.ent_id, self.ent2_id = (
             ids[xlmr.UNK],
@@ -170,7 +174,7 @@ class MlukeTokenizer:
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         return self.words.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
-    def convert_ids_to_tokens(self, ids: Sequence[int]) -> list[str]:
+    def convert_ids_to_tokens(self, ids: Sequence[int]) -> list[str | None]:
         return [self.words.id_to_token(i) for i in ids]
 
     @property
@@ -286,14 +290,14 @@ class MlukeTokenizer:
             MlukeError: a span outside its text, counts that do not match, an unknown ``task``, ...
         """
         single = isinstance(text, str)
-        texts = [text] if single else list(text)
+        texts: list[str] = [text] if isinstance(text, str) else list(text)
         if is_texts(entity_spans, single):  # tok(text, text_pair)
             if text_pair is not None or entities is not None:
                 raise MlukeError(
                     "the second argument is a pair text: give entities by keyword "
                     "(entity_spans=, entities=, entity_spans_pair=, entities_pair=)"
                 )
-            text_pair, entity_spans = entity_spans, None
+            text_pair, entity_spans = cast("str | Sequence[str]", entity_spans), None
         max_length = max_length or self.max_length
         max_entity_length = max_entity_length or self.max_entity_length
         spans_b = batchify(entity_spans, single, len(texts), "entity_spans")

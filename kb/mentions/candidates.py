@@ -59,7 +59,7 @@ class Candidate(NamedTuple):
 
     key: str  #: entity key (QID or source-prefixed key)
     prior: float  #: p(e|m) in [0, 1]
-    count: int  #: raw link count behind the prior (0 when the source has no counts)
+    count: int  # type: ignore[assignment]  # shadows tuple.count: the raw link count behind the prior (0: no counts)
     source: str  #: which generator proposed it ("anchors", "names", ...)
 
 

@@ -55,7 +55,8 @@ def _array(typecode: str, data: bytes) -> array.array:
 def array_view(typecode: str, data: bytes) -> Any:
     """Read-only indexable view of little-endian bytes (no copy on little-endian machines)."""
     if sys.byteorder == "little":
-        return memoryview(data).cast(typecode)
+        view: Any = memoryview(data)  # typeshed wants a literal type code
+        return view.cast(typecode)
     return _array(typecode, data)
 
 
@@ -169,7 +170,7 @@ class LanguageBuilder:
         self.unit_ids: dict[str, int] = {}
         self.pattern_units = array.array("i")
         self.pattern_ends = array.array("q")
-        self.arrays = {name: array.array(t) for name, t in ARRAY_TYPES.items()}
+        self.arrays: dict[str, array.array[Any]] = {name: array.array(t) for name, t in ARRAY_TYPES.items()}
         self.arrays["offsets"].append(0)
         self.max_chars = 0
 

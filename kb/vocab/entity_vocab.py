@@ -175,12 +175,11 @@ class EntityVocab(SqliteStore):
 
     def __iter__(self) -> Iterator[VocabEntry]:
         """All entries in id order (names fetched in one pass, not one query per id)."""
-        names: dict[int, list[tuple[str, str]]] = {}
         rows = self._conn.execute("SELECT id, key, special, count FROM entries ORDER BY id")
         name_rows = self._conn.execute("SELECT id, lang, title FROM names ORDER BY id, lang, title")
         pending = next(name_rows, None)
         for id_, key, special, count in rows:
-            names = []
+            names: list[tuple[str, str]] = []
             while pending is not None and pending[0] == id_:
                 names.append((pending[1], pending[2]))
                 pending = next(name_rows, None)

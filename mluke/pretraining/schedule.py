@@ -52,7 +52,9 @@ def lr_factor(stage: StageConfig, step_in_stage: int) -> float:
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig, stage: StageConfig) -> torch.optim.AdamW:
     """AdamW over the stage's trainable parameters; no weight decay on biases and LayerNorm weights."""
-    decay, no_decay, seen = [], [], set()
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
+    seen: set[int] = set()
     for name, p in model.named_parameters():
         if id(p) in seen:
             continue
@@ -66,6 +68,6 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig, stage: StageConf
     return torch.optim.AdamW(
         [{"params": decay, "weight_decay": o.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
         lr=stage.learning_rate,
-        betas=tuple(o.betas),
+        betas=(o.betas[0], o.betas[1]),
         eps=o.eps,
     )
