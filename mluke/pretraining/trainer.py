@@ -80,7 +80,7 @@ class Trainer:
         self.optimizer: torch.optim.AdamW | None = None
         self.scheduler: torch.optim.lr_scheduler.LambdaLR | None = None
         self.ddp: torch.nn.Module = _LossModule(self.model)
-        self._tb = None
+        self._tb: Any = None  # a tensorboard SummaryWriter when run.tensorboard
         if config.run.tensorboard and self.rank == 0:
             require_tensorboard()
         fp16 = config.run.fp16 and self.device.type == "cuda"
@@ -116,6 +116,18 @@ class Trainer:
                 self.ddp, device_ids=[self.device.index] if self.device.type == "cuda" else None
             )
 
+    def _optimizer(self) -> torch.optim.AdamW:
+        """The current stage's optimizer (a stage is entered before any step)."""
+        if self.optimizer is None:
+            raise MlukeError("no training stage entered yet")
+        return self.optimizer
+
+    def _scheduler(self) -> torch.optim.lr_scheduler.LambdaLR:
+        """The current stage's learning-rate schedule."""
+        if self.scheduler is None:
+            raise MlukeError("no training stage entered yet")
+        return self.scheduler
+
     def checkpoints(self) -> list[Path]:
         """Finished checkpoints, oldest first (a half-written one, under a temporary name, is not one)."""
         done = [p for p in (self.out / "checkpoints").glob("step-*") if p.name[5:].isdigit()]
@@ -134,8 +146,8 @@ class Trainer:
             save_file(state, str(tmp / "model.safetensors"))
             torch.save(
                 {
-                    "optimizer": self.optimizer.state_dict(),
-                    "scheduler": self.scheduler.state_dict(),
+                    "optimizer": self._optimizer().state_dict(),
+                    "scheduler": self._scheduler().state_dict(),
                     "scaler": self.scaler.state_dict(),
                     "torch_rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
@@ -192,8 +204,8 @@ class Trainer:
             last / "optimizer.pt", weights_only=True, map_location="cpu"
         )  # any device, any process count
         if state["stage"] == index:
-            self.optimizer.load_state_dict(extra["optimizer"])
-            self.scheduler.load_state_dict(extra["scheduler"])
+            self._optimizer().load_state_dict(extra["optimizer"])
+            self._scheduler().load_state_dict(extra["scheduler"])
         if extra.get("scaler"):
             self.scaler.load_state_dict(extra["scaler"])
         torch.set_rng_state(extra["torch_rng"])
@@ -234,22 +246,24 @@ class Trainer:
         for i, batch in enumerate(micro):
             batch = {k: v.to(self.device) for k, v in batch.items()}
             sync = i == len(micro) - 1 or self.world == 1
-            ctx = self.ddp.no_sync() if (self.world > 1 and not sync) else nullcontext()
+            ddp: Any = self.ddp  # DistributedDataParallel whenever world > 1
+            ctx = ddp.no_sync() if (self.world > 1 and not sync) else nullcontext()
             with ctx:
                 with torch.autocast(self.device.type, dtype=self.autocast_dtype, enabled=self.autocast):
                     mlm, mep = self._losses(batch)
                     loss = (mlm / n_words + mep / n_ents) * self.world
                 self.scaler.scale(loss).backward()
             sums += torch.stack([mlm.detach(), mep.detach()]).to(torch.float64)
+        optimizer = self._optimizer()
         if self.config.optim.max_grad_norm > 0:
-            self.scaler.unscale_(self.optimizer)
+            self.scaler.unscale_(optimizer)
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.optim.max_grad_norm)
-        lr = self.optimizer.param_groups[0]["lr"]
-        self.scaler.step(self.optimizer)
+        lr = optimizer.param_groups[0]["lr"]
+        self.scaler.step(optimizer)
         self.scaler.update()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        sums = self._all_reduce(sums)
+        self._scheduler().step()
+        optimizer.zero_grad(set_to_none=True)
+        totals = self._all_reduce(sums)
         self.step += 1
         step_s = time.perf_counter() - t0
         tokens = sum(int(b["attention_mask"].sum()) for b in micro) * self.world
@@ -257,9 +271,9 @@ class Trainer:
             "step": self.step,
             "stage": stage.name,
             "lr": lr,
-            "mlm_loss": sums[0] / n_words,
-            "mep_loss": sums[1] / n_ents,
-            "loss": sums[0] / n_words + sums[1] / n_ents,
+            "mlm_loss": totals[0] / n_words,
+            "mep_loss": totals[1] / n_ents,
+            "loss": totals[0] / n_words + totals[1] / n_ents,
             "tokens_per_s": tokens / step_s,
             "data_wait_share": data_s / step_s,
         }
@@ -357,6 +371,8 @@ class _LossModule(torch.nn.Module):
         self, batch: dict[str, torch.Tensor], labels: torch.Tensor, ent_labels: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         words, ents = self.model.encode(**batch)
+        if ents is None:
+            raise MlukeError("a pretraining batch without entity inputs")
         keep, ekeep = labels != -100, ent_labels != -100
         ce = torch.nn.functional.cross_entropy
         mlm = ce(self.model.lm_head(words[keep]).float(), labels[keep], reduction="sum")
