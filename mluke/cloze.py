@@ -62,8 +62,8 @@ from kb.db.relations import describe, match_relation, no_match_error
 from kb.db.templates import read_templates
 from kb.errors import MlukeError, Option, OptionError, option
 from kb.languages import check_language
-from mluke.opening import open_model
 from mluke.decoding import Method, decode
+from mluke.opening import open_model
 from mluke.results import Prediction, ProbeResult, SubjectResult
 from mluke.scoring import ClozeScorer, over_candidates
 

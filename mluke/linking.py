@@ -63,8 +63,8 @@ from kb.files import iter_lines, output
 from kb.languages import check_language
 from kb.mentions import MentionIndex
 from kb.mentions.linkability import LinkEstimator
-from mluke.opening import open_model
 from mluke.confidence import DEFAULT_CALIBRATION, Calibration, features
+from mluke.opening import open_model
 from mluke.results import LinkedLine, LinkedMention, LinkedTexts, LinkTally
 
 Method = Literal["combined", "prior", "model", "global"]

@@ -378,8 +378,8 @@ def eval_mlama(
     relation's subjects and then, like P@1, over relations (:attr:`MlamaReport.macro_sets`)."""
     from tqdm import tqdm
 
-    from mluke.opening import open_model
     from mluke.cloze import check_threshold, run_cloze
+    from mluke.opening import open_model
 
     check_threshold(threshold)  # before loading anything
     from probes.bias import language_bias

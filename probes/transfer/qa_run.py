@@ -14,8 +14,8 @@ from typing import Any
 
 from kb.errors import OptionError
 from kb.files import check_output
-from mluke.opening import open_model
 from mluke.devices import place
+from mluke.opening import open_model
 from mluke.transfer import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
 from mluke.transfer.qa import LinkedName, collate_qa, predict_answers, qa_rows
 from probes.report import TableReport

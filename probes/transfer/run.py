@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from kb.errors import OptionError, option
 from kb.files import check_output
-from mluke.opening import open_model
 from mluke.devices import place
+from mluke.opening import open_model
 from mluke.transfer import (
     FineTuneConfig,
     FineTuner,
