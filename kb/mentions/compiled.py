@@ -7,6 +7,16 @@ holds the loaded form (:class:`CompiledLanguage`), the builder
 (:class:`LanguageBuilder`), the :class:`Mention` result type, and the matching:
 one text at a time (:func:`detect_in`) or a batch together
 (:func:`detect_together`, vectorised with :mod:`kb.mentions.units`).
+
+How matching works (see :mod:`kb.mentions.surfaces` for normalisation and the script rules):
+text is folded and cut into *matching units* (words of space-delimited scripts,
+single characters of Han, kana, Thai..., Hangul syllables); every distinct unit
+of the kb gets a two-character code, so a surface form becomes a string of 2-20
+code characters and the text a string of 2 characters per unit. One
+Aho-Corasick search with leftmost-longest semantics over the code string then
+finds every mention in a single C call; matches can only start and end on unit
+boundaries, so word boundaries and the Korean word-start rule hold by
+construction, and offsets map back to the original text.
 """
 
 from __future__ import annotations

@@ -9,16 +9,7 @@ into one automaton per language, and :meth:`MentionIndex.detect` returns the
 longest non-overlapping matches, leftmost first, each with its link probability
 and its candidates (top 30 by prior).
 
-How matching works (see :mod:`kb.mentions.surfaces` for normalisation and the script rules):
-text is folded and cut into *matching units* (words of space-delimited scripts,
-single characters of Han, kana, Thai..., Hangul syllables); every distinct unit
-of the kb gets a two-character code, so a surface form becomes a string of 2-20
-code characters and the text a string of 2 characters per unit. One
-Aho-Corasick search with leftmost-longest semantics over the code string then
-finds every mention in a single C call; matches can only start and end on unit
-boundaries, so word boundaries and the Korean word-start rule hold by
-construction, and offsets map back to the original text.
-
+How matching works: see :mod:`kb.mentions.compiled`.
 Why these libraries (daachorse over word codes): see :mod:`kb.mentions.index_files`, which compiles the index.
 
 The index is one SQLite file (:meth:`save` / :meth:`load`; the format and
@@ -145,10 +136,18 @@ class MentionIndex(CandidateGenerator):
         keep_unscored: bool | None = None,
         max_candidates: int = MAX_CANDIDATES,
     ) -> MentionIndex:
-        """Compile ``source`` (an :class:`kb.EntityDB` means :func:`kb.mentions.db_candidates.default_source` of it).
+        """Compile ``source`` in memory (memory stays proportional to the index, not to the source's tables).
 
-        ``languages`` defaults to all of the source's. Memory stays proportional
-        to the compiled index, not to the source's tables.
+        Args:
+            source: the surfaces; an :class:`kb.EntityDB` means its
+                :func:`~kb.mentions.db_candidates.default_source`.
+            languages: the languages to compile (default: all of the source's).
+            min_link_probability: leave out surfaces linked less often than this.
+            keep_unscored: keep surfaces without link statistics (default: in languages without any).
+            max_candidates: the most candidates kept per surface.
+
+        Returns:
+            The index (:meth:`save` writes it).
         """
         data = compile_source(
             source,
@@ -185,11 +184,11 @@ class MentionIndex(CandidateGenerator):
         keep_unscored: bool | None = None,
         max_candidates: int = MAX_CANDIDATES,
     ) -> MentionIndex:
-        """The index of ``db`` with these options: loaded from the cache, else built and cached.
+        """The index of ``db`` with these options (see :meth:`build`): loaded from the cache (named after the
+        database's path, size, modification time and the options), else built and cached.
 
-        The cache file (in :func:`kb.cache.cache_dir`) is named after the
-        database's path, size, modification time and the options, so a rebuilt
-        database gets a new index.
+        Returns:
+            The index.
         """
         langs = check_languages(db.languages if languages is None else languages, db.languages)
         path = cache_path(db, langs, min_link_probability, keep_unscored, max_candidates)
@@ -294,13 +293,19 @@ class MentionIndex(CandidateGenerator):
 
     # -- detection ---------------------------------------------------------------------------------
     def detect(self, text: str, lang: str, *, min_link_probability: float | None = None) -> list[Mention]:
-        """Mentions in ``text``: longest non-overlapping matches, leftmost first.
+        """Mentions in ``text`` (any length; long ones in chunks of :data:`CHUNK_CHARS`).
 
-        ``min_link_probability`` (default: the index's own, 0.01 unless built
-        otherwise) may only be raised: surfaces below the build threshold are not
-        in the index. Surfaces without statistics always pass (they are in the
-        index only where ``keep_unscored`` let them in). Texts of any length are
-        accepted; long ones are processed in chunks of :data:`CHUNK_CHARS`.
+        Args:
+            text: the text.
+            lang: its language.
+            min_link_probability: a higher threshold than the index's own (surfaces below that are not in
+                the index; surfaces without statistics always pass).
+
+        Returns:
+            The longest non-overlapping matches, leftmost first.
+
+        Raises:
+            UnknownLanguageError: a language the index lacks; TextInputError: ``text`` is not a str.
         """
         if not isinstance(text, str):
             raise TextInputError(f"detect() expects a str, got {type(text).__name__}")
