@@ -98,7 +98,7 @@ def read_wikidata(
     *,
     workers: int,
     chunk_bytes: int,
-    progress: Callable[[int], None],
+    progress: Callable[[int], object],
 ) -> Stage:
     """Stream the Wikidata dump into the staging database (resumable, committed per chunk)."""
     stage = Stage(conn, "wikidata")

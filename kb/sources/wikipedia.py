@@ -217,7 +217,7 @@ def read_dump(
     *,
     workers: int,
     chunk_bytes: int,
-    progress: Callable[[int], None],
+    progress: Callable[[int], object],
 ) -> Stage:
     """Step 1: stream the XML into the staging database and ``raw_file`` (resumable)."""
     stage = Stage(conn, "read")

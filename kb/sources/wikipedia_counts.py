@@ -136,7 +136,7 @@ def count_surfaces(
     *,
     workers: int,
     pages_per_part: int,
-    progress: Callable[[int], None],
+    progress: Callable[[int], object],
 ) -> list[Stage]:
     """Step 3: one pass per surface part; the first also writes the corpus parts (resumable)."""
     parts = conn.execute("SELECT COALESCE(MAX(part) + 1, 1) FROM surface_set").fetchone()[0]
