@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kb.db.titles import normalize_title
-from kb.sources.wikitext import LinkRules, parse_wikitext
+from kb.sources.wiki_links import LinkRules
+from kb.sources.wikitext import parse_wikitext
 
 
 def load_pages(xml: Path, n: int) -> list[str]:

@@ -27,7 +27,7 @@ from common import benchmark_parser, peak_rss_mb, run_interleaved
 def export_table(index_path: Path, db_path: Path, out: Path) -> int:
     """Write the index's surfaces (key, link probability, candidates) as JSON lines for the baseline."""
     import kb
-    from kb.mentions.candidates import default_source
+    from kb.mentions.db_candidates import default_source
     from kb.mentions.index import MentionIndex
 
     index = MentionIndex.load(index_path)
@@ -137,7 +137,7 @@ def _stages(index, texts: list[str]) -> dict[str, float]:
     internals), and the totals of that path and of ``detect_batch`` (ASCII texts together, with numpy)."""
     from itertools import repeat
 
-    from kb.mentions.index import _UNKNOWN
+    from kb.mentions.compiled import _UNKNOWN
     from kb.mentions.surfaces import fold_aligned, token_bounds
 
     lang = index._lang("en")

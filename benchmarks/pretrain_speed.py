@@ -24,7 +24,7 @@ import torch
 
 def make_pages(db, n_pages: int, seed: int = 0):
     """Pages of 2-5 templated sentences with both mentions linked, in the 24 languages."""
-    from mluke.demo import DEMO_RELATIONS
+    from mluke.demo_data import DEMO_RELATIONS
     from mluke.pretraining.corpus import Document
 
     rng = random.Random(seed)

@@ -127,7 +127,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
-    from kb.sources.wikitext import LinkRules, parse_wikitext
+    from kb.sources.wiki_links import LinkRules
+    from kb.sources.wikitext import parse_wikitext
 
     pages = {lang: [PageGenerator(lang, seed).page() for seed in range(args.pages)] for lang in MEDIAWIKI_TRAILS}
     oracle = {lang: [oracle_links(p, lang) for p in ps] for lang, ps in pages.items()}

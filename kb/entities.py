@@ -61,7 +61,7 @@ def lookup(
 
 
 def _describe(db: EntityDB, query: str | None, lang: str, key: str | None) -> list[EntityDescription]:
-    from kb.mentions.candidates import default_source
+    from kb.mentions.db_candidates import default_source
 
     matches = [(key, "key")] if key is not None else [(m.key, m.via) for m in db.lookup(lang, query)]  # type: ignore[arg-type]
     priors = {c.key: c.prior for c in default_source(db).candidates(lang, query)} if query is not None else {}

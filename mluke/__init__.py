@@ -27,13 +27,13 @@ from kb.errors import MlukeError
 if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type checkers and mkdocstrings
     from mluke.checkpoint import Mluke as Mluke
     from mluke.checkpoint import load as load
-    from mluke.checkpoint import open_model as open_model
     from mluke.checkpoint import save as save
     from mluke.cloze import probe as probe
     from mluke.link_files import link_file as link_file
     from mluke.linker import Linker as Linker
     from mluke.linking import link as link
     from mluke.model import MlukeForMaskedLM as MlukeForMaskedLM
+    from mluke.opening import open_model as open_model
     from mluke.options import LinkOptions as LinkOptions
     from mluke.options import ProbeOptions as ProbeOptions
     from mluke.pretraining import pretrain as pretrain
@@ -48,7 +48,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "load": "mluke.checkpoint",
     "save": "mluke.checkpoint",
-    "open_model": "mluke.checkpoint",
+    "open_model": "mluke.opening",
     "Mluke": "mluke.checkpoint",
     "MlukeTokenizer": "mluke.tokenizer",
     "MlukeForMaskedLM": "mluke.model",

@@ -36,7 +36,7 @@ from mluke.model import MlukeForMaskedLM
 from mluke.tokenizer import MlukeTokenizer
 
 if TYPE_CHECKING:
-    from mluke.devices import Device, DType
+    pass
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _EAA_RE = re.compile(r"^(luke\.encoder\.layer\.\d+\.attention\.self\.)(w2e|e2w|e2e)_query\.(weight|bias)$")
@@ -207,7 +207,7 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
     """
     directory = resolve(name_or_dir)
     model = load_model(directory, dtype=dtype)
-    tokenizer = MlukeTokenizer.from_pretrained(directory, kb=db)
+    tokenizer = MlukeTokenizer.from_pretrained(directory, db=db)
     vocab = tokenizer.entity_vocab
     if tokenizer.vocab_size != model.config.vocab_size:
         raise CheckpointError(
@@ -220,52 +220,6 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
             f"{model.config.entity_vocab_size}"
         )
     return Mluke(model, tokenizer, vocab)
-
-
-def open_model(
-    model: Mluke | tuple[Any, ...] | str | os.PathLike[str] | None = None,
-    *,
-    device: Device = None,
-    dtype: DType = None,
-    word_models: bool = False,
-) -> Mluke:
-    """The given model, or the default one: ``None`` is the embedded demo model (trained on first use,
-    then cached); a loaded ``(model, tokenizer, entity_vocab)`` bundle is used as it is; a folder or hub
-    name is loaded with :func:`load`. Every call that takes ``model=`` goes through this.
-
-    ``device`` / ``dtype`` (see :mod:`mluke.devices`; ``None``: as it is) move and cast the model, in place
-    for a bundle that was passed in. ``word_models``: a folder or hub name that is not an mLUKE checkpoint
-    but any other masked LM (BERT, XLM-R, ...; see :mod:`mluke.word_models`) is loaded as a word-only
-    model (``entity_vocab`` ``None``), for word-mode probing; without it such a folder is refused."""
-    from mluke.devices import place
-
-    if model is None:
-        from mluke.demo import demo_model
-
-        bundle = load(demo_model())
-    elif isinstance(model, (Mluke, tuple)):
-        bundle = Mluke(*model)
-    else:
-        bundle = _load_any(model, word_models)
-    place(bundle.model, device, dtype)
-    return bundle
-
-
-def _load_any(name_or_dir: str | os.PathLike[str], word_models: bool) -> Mluke:
-    """:func:`load` for mLUKE checkpoints; other masked LMs as word models when ``word_models``."""
-    from mluke.word_models import load_word_model, model_kind
-
-    directory = resolve(name_or_dir)
-    if model_kind(directory) == "mluke":
-        return load(directory)
-    if not word_models:
-        model_type = json.loads((directory / "config.json").read_text(encoding="utf-8")).get("model_type")
-        raise CheckpointError(
-            f"{directory}: a {model_type!r} model, not an mLUKE checkpoint (no entity vocabulary); "
-            "only word-mode probing (mluke probe, mluke eval-mlama) takes other masked LMs"
-        )
-    model, tokenizer = load_word_model(directory)
-    return Mluke(model, tokenizer, None)  # type: ignore[arg-type]
 
 
 def save(bundle: Mluke | tuple, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:

@@ -61,8 +61,9 @@ from kb.db.templates import read_templates
 from kb.errors import MlukeError, Option, option
 from kb.languages import check_language
 from kb.renamed import renamed_keyword
-from mluke.checkpoint import Mluke, open_model
+from mluke.checkpoint import Mluke
 from mluke.cloze_runs import resolve_mode, run_cloze, run_open
+from mluke.opening import open_model
 from mluke.options import ProbeOptions, merge_options
 from mluke.results import ProbeResult
 

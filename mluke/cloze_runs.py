@@ -13,8 +13,9 @@ import torch
 from kb.db import Template
 from kb.errors import MlukeError, Option, OptionError, option
 from kb.vocab import EntityVocab, VocabEntry
-from mluke.checkpoint import Mluke, open_model
+from mluke.checkpoint import Mluke
 from mluke.decoding import decode
+from mluke.opening import open_model
 from mluke.options import Mode, ProbeOptions, merge_options
 from mluke.results import Prediction, ProbeResult, SubjectResult
 from mluke.scoring import ClozeScorer, over_candidates

@@ -18,10 +18,11 @@ from kb.languages import check_language
 from kb.mentions import Mention, MentionIndex
 from kb.mentions.linkability import LinkEstimator
 from kb.renamed import renamed_keyword
-from mluke.checkpoint import Mluke, open_model
+from mluke.checkpoint import Mluke
 from mluke.confidence import DEFAULT_CALIBRATION, Calibration, features
 from mluke.heap import trim_heap
 from mluke.link_scoring import ModelScores, WindowScorer, iter_windows, rank_candidates, restricted
+from mluke.opening import open_model
 from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedMention
 

@@ -8,7 +8,7 @@ Three kinds (``features=``), as the mLUKE paper's analyses use them:
   words attend to the entities;
 - ``"entity-token"``: the output vector of the entity token placed over the span (same input as ``"entity"``).
 
-Texts are cut at span boundaries before tokenising (:func:`mluke.tokenizer.encode_with_spans`), so a span
+Texts are cut at span boundaries before tokenising (:func:`mluke.encoding.encode_with_spans`), so a span
 always covers whole pieces. A text longer than ``max_length`` pieces is read in windows of ``max_length``
 pieces centred on each span.
 """
@@ -23,8 +23,8 @@ import torch
 from tqdm.auto import tqdm
 
 from kb.errors import OptionError, option
+from mluke.encoding import encode_with_spans
 from mluke.finetuning.inputs import Row, batches, collate
-from mluke.tokenizer import encode_with_spans
 
 SpanFeatures = Literal["word", "entity", "entity-token"]
 FEATURES = ("word", "entity", "entity-token")
@@ -122,7 +122,7 @@ def span_vectors(
     ``normalize``: L2-normalise each vector (cosine similarity becomes an inner product). ``device`` /
     ``dtype``: where and in which precision the model runs (:mod:`mluke.devices`); vectors are float32.
     """
-    from mluke.checkpoint import open_model
+    from mluke.opening import open_model
 
     _check(texts, spans, entities, features)
     net, tokenizer, vocab = open_model(model, device=device, dtype=dtype)

@@ -11,6 +11,7 @@ do not depend on transformers' ``MLukeTokenizer``, which drops the offset.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer
@@ -99,3 +100,44 @@ def load_word_tokenizer(directory: str | Path) -> Tokenizer:
                     f"{added}: {token!r} is declared as id {id_} but the word vocabulary gives {tok.token_to_id(token)}"
                 )
     return tok
+
+
+def save_word_tokenizer(words: Tokenizer, directory: Path, source_dir: Path | None = None) -> None:
+    """Write the word tokenizer's files of the hub layout into ``directory``: ``sentencepiece.bpe.model``
+    (copied from ``source_dir`` when it has one), ``tokenizer.json``, ``added_tokens.json`` and
+    ``special_tokens_map.json``.
+
+    Args:
+        words: the word tokenizer (with ``<ent>`` and ``<ent2>``).
+        directory: an existing folder.
+        source_dir: the folder the tokenizer was loaded from, if any.
+    """
+    spm = source_dir / SPM_FILE if source_dir is not None else None
+    if spm is not None and spm.is_file() and spm.resolve() != (directory / SPM_FILE).resolve():
+        shutil.copyfile(spm, directory / SPM_FILE)
+    words.save(str(directory / TOKENIZER_FILE))
+    write_json(directory / ADDED_TOKENS_FILE, {ENT: words.token_to_id(ENT), ENT2: words.token_to_id(ENT2)})
+    write_json(
+        directory / "special_tokens_map.json",
+        {
+            "bos_token": BOS,
+            "eos_token": EOS,
+            "unk_token": UNK,
+            "sep_token": EOS,
+            "pad_token": PAD,
+            "cls_token": BOS,
+            "mask_token": {
+                "content": MASK,
+                "lstrip": True,
+                "rstrip": False,
+                "normalized": False,
+                "single_word": False,
+            },
+            "additional_special_tokens": [ENT, ENT2],
+        },
+    )
+
+
+def write_json(path: Path, data: object) -> None:
+    """Write ``data`` as indented UTF-8 JSON (non-ASCII kept as it is), ending with a newline."""
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

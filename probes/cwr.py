@@ -226,7 +226,7 @@ def item_vectors(
     [MASK]; ``"mask"`` the entity [MASK] over the span and over the record's listed mentions (their
     positions, no identity); ``"gold"`` the record's own entity keys (an oracle: for comparison only).
     """
-    from mluke.checkpoint import open_model
+    from mluke.opening import open_model
     from mluke.spans import span_vectors
 
     _check_source(entities)
@@ -333,7 +333,7 @@ def evaluate_cwr(
 
     ``entities``: where mLUKE-E's entity tokens come from (see :func:`item_vectors`): ``"linked"`` (the
     library's own linker, default), ``"mask"`` or the ``"gold"`` oracle; recorded in the report."""
-    from mluke.checkpoint import open_model
+    from mluke.opening import open_model
 
     records = list(items.items if isinstance(items, SpanSet) else items)
     by_lang: dict[str, list[ParallelSpan]] = {}

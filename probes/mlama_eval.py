@@ -176,8 +176,8 @@ def eval_mlama(
     """
     from tqdm import tqdm
 
-    from mluke.checkpoint import open_model
     from mluke.cloze_runs import run_cloze
+    from mluke.opening import open_model
     from mluke.options import check_threshold
 
     check_threshold(threshold)  # before loading anything

@@ -95,7 +95,7 @@ def modularity_by_language(
     """
     import pandas as pd
 
-    from mluke.checkpoint import open_model
+    from mluke.opening import open_model
     from probes.cwr import item_vectors
 
     bundle = open_model(model, device=device, dtype=dtype)

@@ -155,3 +155,61 @@ def test_the_floor_environment_installs_what_pyproject_and_readme_declare():
         assert f"`{name}>={floor.group(1)}`" in readme, f"README does not state {name}>={floor.group(1)}"
         assert f'"{name}"' in script
     assert "bash scripts/setup_floor.sh" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+MODULES = {_module(p): p for p in SOURCES}
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The kb/mluke/probes modules ``path`` imports, at any depth: ``from a.b import c`` names the module
+    ``a.b.c`` when there is one, else ``a.b`` (a package's ``__init__`` is not counted as imported by its
+    own submodules' ``from package import submodule``)."""
+
+    def known(name: str) -> str | None:
+        parts = name.split(".")
+        return next((m for i in range(len(parts), 0, -1) if (m := ".".join(parts[:i])) in MODULES), None)
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(known(a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in MODULES else known(node.module))
+    return found - {None, _module(path)}
+
+
+def _a_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (``[a, b, ..., a]``), or None when it has none (iterative depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in sorted(graph):
+        if start in state:
+            continue
+        path, todo = [start], [iter(sorted(graph[start]))]
+        state[start] = 1
+        while todo:
+            following = next(todo[-1], None)
+            if following is None:
+                state[path.pop()] = 2
+                todo.pop()
+            elif state.get(following) == 1:
+                return [*path[path.index(following) :], following]
+            elif following not in state:
+                state[following] = 1
+                path.append(following)
+                todo.append(iter(sorted(graph[following])))
+    return None
+
+
+def test_a_cycle_is_found():
+    assert _a_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _a_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_import_cycle():
+    """The modules of kb, mluke and probes import each other without a cycle, counting imports inside
+    functions: a cycle hidden behind a function-level import is still a cycle."""
+    graph = {module: _imported_modules(path) for module, path in MODULES.items()}
+    cycle = _a_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])

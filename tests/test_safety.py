@@ -156,7 +156,7 @@ def test_wiki_corpus_manifest_cannot_name_files_outside(tmp_path):
 
 
 def test_pretraining_corpus_meta_cannot_name_folders_outside(tmp_path):
-    from mluke.pretraining.corpus import FORMAT, FORMAT_VERSION, Corpus
+    from mluke.pretraining.corpus_reader import FORMAT, FORMAT_VERSION, Corpus
 
     (tmp_path / "meta.json").write_text(
         json.dumps(

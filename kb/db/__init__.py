@@ -1,7 +1,7 @@
 """The entity database: one SQLite file mapping Wikipedia articles in many languages onto one entity
 inventory keyed by Wikidata QIDs (or source-prefixed keys).
 
-- ``database``: :class:`EntityDB`, the read side, and its row types :class:`Entity`, :class:`Match`,
+- ``database``: :class:`EntityDB`, the read side; ``rows``: its row types :class:`Entity`, :class:`Match`,
   :class:`Fact`; ``writer``: :class:`EntityDBWriter`, what :meth:`EntityDB.create` yields;
 - ``schema``: the tables and key checks; ``sqlite``: the SQLite plumbing shared with the other
   mluke files (read-only opening with format checks, atomic builds);
@@ -9,8 +9,9 @@ inventory keyed by Wikidata QIDs (or source-prefixed keys).
 - ``relations``: which relation a user's template expresses (:func:`match_relation`).
 """
 
-from kb.db.database import Entity, EntityDB, Fact, Match
+from kb.db.database import EntityDB
 from kb.db.relations import RelationMatch, match_relation
+from kb.db.rows import Entity, Fact, Match
 from kb.db.sqlite import chunked
 from kb.db.templates import Template, parse_template
 from kb.db.writer import EntityDBWriter

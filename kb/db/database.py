@@ -12,10 +12,10 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from kb.db import schema
+from kb.db.rows import Entity, Fact, Match
 from kb.db.sqlite import SqliteStore, atomic_build, chunked, open_for_update
 from kb.db.templates import Template, parse_template
 from kb.db.titles import normalize_title
@@ -24,41 +24,6 @@ from kb.errors import NotFoundError
 from kb.languages import check_language
 
 MAX_REDIRECT_HOPS = 16
-
-
-@dataclass(frozen=True)
-class Entity:
-    """Everything the database holds about one entity's names."""
-
-    key: str
-    kind: str | None
-    titles: dict[str, str] = field(default_factory=dict)
-    labels: dict[str, str] = field(default_factory=dict)
-    aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def name(self, lang: str, fallback: tuple[str, ...] = ("en",)) -> str | None:
-        """The label (else title) in ``lang``, else in the first fallback language that has one."""
-        for code in (lang, *fallback):
-            if code in self.labels:
-                return self.labels[code]
-            if code in self.titles:
-                return self.titles[code]
-        return None
-
-
-@dataclass(frozen=True)
-class Match:
-    """A look-up hit: the entity and how the name matched it."""
-
-    key: str
-    via: Literal["title", "redirect", "label", "alias"]
-
-
-@dataclass(frozen=True)
-class Fact:
-    subject: str
-    property: str
-    object: str
 
 
 class EntityDB(SqliteStore):
@@ -163,10 +128,20 @@ class EntityDB(SqliteStore):
         return check_language(lang, self.languages)
 
     def entity(self, key: str) -> Entity:
-        """All titles, labels and aliases of ``key``; raises :class:`NotFoundError` if absent.
+        """All titles, labels and aliases of ``key``.
 
         One statement reads them all, so they come from one state of the file even while
-        :func:`kb.add_entities` replaces them in another process."""
+        :func:`kb.add_entities` replaces them in another process.
+
+        Args:
+            key: the entity key (``"Q17"``, ``"geonames:1850147"``).
+
+        Returns:
+            The entity.
+
+        Raises:
+            NotFoundError: no such entity.
+        """
         rows = self._conn.execute(
             "SELECT 0, kind, NULL, NULL FROM entities WHERE key = ?1 "
             "UNION ALL SELECT 1, lang, title, NULL FROM titles WHERE entity = ?1 "
@@ -257,7 +232,13 @@ class EntityDB(SqliteStore):
     def lookup(self, lang: str, name: str, *, aliases: bool = True) -> list[Match]:
         """Entities that ``name`` may refer to in ``lang``: title (after redirects), labels, aliases.
 
-        Ordered title/redirect first, then labels, then aliases; each entity once.
+        Args:
+            lang: the language code.
+            name: the name, as written (titles are normalised as MediaWiki does).
+            aliases: also match aliases.
+
+        Returns:
+            Title/redirect matches first, then labels, then aliases; each entity once.
         """
         self._check_lang(lang)
         matches: list[Match] = []
@@ -305,7 +286,16 @@ class EntityDB(SqliteStore):
 
     # -- facts, properties and templates -------------------------------------------------
     def facts(self, subject: str | None = None, property: str | None = None, object: str | None = None) -> list[Fact]:
-        """Facts matching every given field, sorted by (property, subject, object)."""
+        """Facts matching every given field, sorted by (property, subject, object).
+
+        Args:
+            subject: the subject's entity key, or None for any.
+            property: the Wikidata property (``"P36"``), or None for any.
+            object: the object's entity key, or None for any.
+
+        Returns:
+            The facts.
+        """
         where, args = [], []
         for col, val in (("subject", subject), ("property", property), ("object", object)):
             if val is not None:
@@ -340,7 +330,18 @@ class EntityDB(SqliteStore):
         return self._one("SELECT label FROM property_labels WHERE pid = ? AND lang = ?", pid, lang)
 
     def template(self, property: str, lang: str) -> Template:
-        """The cloze template of ``property`` in ``lang``; raises :class:`NotFoundError` if none."""
+        """The cloze template of ``property`` in ``lang``.
+
+        Args:
+            property: the Wikidata property (``"P36"``).
+            lang: the language code.
+
+        Returns:
+            The template, with its [X] and [Y].
+
+        Raises:
+            NotFoundError: the database has no such template.
+        """
         self._check_lang(lang)
         text = self._one("SELECT template FROM templates WHERE property = ? AND lang = ?", property, lang)
         if text is None:

@@ -74,7 +74,8 @@ _PID_RE = re.compile(r"^P[1-9][0-9]*$")
 
 
 def is_key(key: object) -> bool:
-    """Whether ``key`` has the form of an entity key: a QID (``Q17``) or a source-prefixed key (``geonames:1850147``)."""
+    """Whether ``key`` has the form of an entity key: a QID (``Q17``) or a source-prefixed key
+    (``geonames:1850147``)."""
     return isinstance(key, str) and bool(_QID_RE.match(key) or _PREFIXED_RE.match(key))
 
 

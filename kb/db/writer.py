@@ -73,14 +73,16 @@ class EntityDBWriter:
         labels: Mapping[str, str] | None = None,
         replace_labels: bool = True,
     ) -> None:
-        """Add a property (keeping a known datatype) with labels, replacing existing ones unless not ``replace_labels``."""
+        """Add a property (keeping a known datatype) with labels, replacing existing ones unless not
+        ``replace_labels``."""
         self._conn.execute(
             "INSERT INTO properties(pid, datatype) VALUES (?, ?) "
             "ON CONFLICT(pid) DO UPDATE SET datatype = coalesce(excluded.datatype, datatype)",
             (check_pid(pid), datatype),
         )
         self._conn.executemany(
-            f"INSERT OR {'REPLACE' if replace_labels else 'IGNORE'} INTO property_labels(pid, lang, label) VALUES (?, ?, ?)",
+            f"INSERT OR {'REPLACE' if replace_labels else 'IGNORE'} INTO property_labels(pid, lang, label) "
+            "VALUES (?, ?, ?)",
             [(pid, lang, label) for lang, label in (labels or {}).items()],
         )
 

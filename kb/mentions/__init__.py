@@ -2,21 +2,21 @@
 linking).
 
 - ``index``: :class:`MentionIndex` (compiled per language, saved as one SQLite file) and :class:`Mention`;
-- ``candidates``: :class:`CandidateGenerator` and its sources :class:`AnchorCandidates`,
-  :class:`NameCandidates`, :class:`CombinedCandidates`, giving :class:`Candidate` entities with a prior;
+- ``candidates``: :class:`CandidateGenerator`, :class:`CombinedCandidates`, giving :class:`Candidate`
+  entities with a prior; ``db_candidates``: the sources :class:`AnchorCandidates` and
+  :class:`NameCandidates` of an entity database, mixed by :func:`~kb.mentions.db_candidates.default_source`;
 - ``surfaces``: the normalised form names and text are compared in (:func:`surface_key`), the script
   rules and the cutting of text into matching units;
 - ``units``: the numpy side of batch detection (unit fingerprints and look-up tables).
 """
 
 from kb.mentions.candidates import (
-    AnchorCandidates,
     Candidate,
     CandidateGenerator,
     CombinedCandidates,
-    NameCandidates,
     SurfaceSource,
 )
+from kb.mentions.db_candidates import AnchorCandidates, NameCandidates
 from kb.mentions.index import Mention, MentionIndex
 from kb.mentions.surfaces import surface_key
 

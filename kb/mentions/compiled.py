@@ -7,6 +7,16 @@ holds the loaded form (:class:`CompiledLanguage`), the builder
 (:class:`LanguageBuilder`), the :class:`Mention` result type, and the matching:
 one text at a time (:func:`detect_in`) or a batch together
 (:func:`detect_together`, vectorised with :mod:`kb.mentions.units`).
+
+How matching works (see :mod:`kb.mentions.surfaces` for normalisation and the script rules):
+text is folded and cut into *matching units* (words of space-delimited scripts,
+single characters of Han, kana, Thai..., Hangul syllables); every distinct unit
+of the kb gets a two-character code, so a surface form becomes a string of 2-20
+code characters and the text a string of 2 characters per unit. One
+Aho-Corasick search with leftmost-longest semantics over the code string then
+finds every mention in a single C call; matches can only start and end on unit
+boundaries, so word boundaries and the Korean word-start rule hold by
+construction, and offsets map back to the original text.
 """
 
 from __future__ import annotations
@@ -55,7 +65,8 @@ def _array(typecode: str, data: bytes) -> array.array:
 def array_view(typecode: str, data: bytes) -> Any:
     """Read-only indexable view of little-endian bytes (no copy on little-endian machines)."""
     if sys.byteorder == "little":
-        return memoryview(data).cast(typecode)
+        view: Any = memoryview(data)  # typeshed wants a literal type code
+        return view.cast(typecode)
     return _array(typecode, data)
 
 
@@ -169,7 +180,7 @@ class LanguageBuilder:
         self.unit_ids: dict[str, int] = {}
         self.pattern_units = array.array("i")
         self.pattern_ends = array.array("q")
-        self.arrays = {name: array.array(t) for name, t in ARRAY_TYPES.items()}
+        self.arrays: dict[str, array.array[Any]] = {name: array.array(t) for name, t in ARRAY_TYPES.items()}
         self.arrays["offsets"].append(0)
         self.max_chars = 0
 

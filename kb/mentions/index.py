@@ -1,8 +1,7 @@
 """Mention detection: find kb surface forms in text, with their candidates, fast and in little memory.
 
-One cohesive class (about 470 lines, a third of them this rationale): building, saving,
-loading and querying an index; the compiled languages and the matching itself live in
-:mod:`kb.mentions.compiled`.
+Querying an index; compiling, saving and loading it are :mod:`kb.mentions.index_files`', the compiled
+languages and the matching itself :mod:`kb.mentions.compiled`'s.
 
 :class:`MentionIndex` compiles a :class:`kb.mentions.candidates.SurfaceSource` (by default
 the anchors, titles, redirects, labels and aliases of an :class:`kb.EntityDB`)
@@ -10,34 +9,8 @@ into one automaton per language, and :meth:`MentionIndex.detect` returns the
 longest non-overlapping matches, leftmost first, each with its link probability
 and its candidates (top 30 by prior).
 
-How matching works (see :mod:`kb.mentions.surfaces` for normalisation and the script rules):
-text is folded and cut into *matching units* (words of space-delimited scripts,
-single characters of Han, kana, Thai..., Hangul syllables); every distinct unit
-of the kb gets a two-character code, so a surface form becomes a string of 2-20
-code characters and the text a string of 2 characters per unit. One
-Aho-Corasick search with leftmost-longest semantics over the code string then
-finds every mention in a single C call; matches can only start and end on unit
-boundaries, so word boundaries and the Korean word-start rule hold by
-construction, and offsets map back to the original text.
-
-Why these libraries (measured on the development machine with synthetic surfaces
-of 2-4 made-up words, 24 characters on average; ``benchmarks/mention_detection.py``
-has the 5M-surface figures):
-
-- ``daachorse`` (compact double-array Aho-Corasick, Rust), character-wise, on
-  two-character word codes: 1M surfaces build in 2 s into 57 MB, a 100-word
-  search takes ~5 us, and the automaton serialises to bytes that load without
-  a rebuild;
-- the same automaton over the characters of the text (separators marking word
-  boundaries) needs 123 MB per 500k surfaces; with one code character per word
-  (a 300k-letter alphabet) 1M surfaces take 20 s to build and 5M did not finish
-  in 12 minutes;
-- ``pyahocorasick``: ~700 bytes per surface over characters (3.5 GB for 5M);
-  over word codes 95 s to build 1M and 4 ms per search;
-- ``ahocorasick-rs``: as fast to search, but it cannot be saved, so every load
-  would rebuild it (10 s per million surfaces);
-- ``marisa-trie`` (compact and memory-mapped) answers prefix queries one Python
-  call per token: ~430 us per 100-word text, slower than the n-gram baseline.
+How matching works: see :mod:`kb.mentions.compiled`.
+Why these libraries (daachorse over word codes): see :mod:`kb.mentions.index_files`, which compiles the index.
 
 The index is one SQLite file (:meth:`save` / :meth:`load`; the format and
 provenance are recorded, writes are atomic); languages load on first use.
@@ -45,10 +18,7 @@ provenance are recorded, writes are atomic); languages load on first use.
 
 from __future__ import annotations
 
-import array
 import functools
-import hashlib
-import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -56,8 +26,6 @@ from math import isnan
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kb.cache import cache_dir
-from kb.db.sqlite import atomic_build, open_readonly
 from kb.errors import (
     InputFormatError,
     MlukeError,
@@ -72,18 +40,15 @@ from kb.mentions.candidates import (
     Candidate,
     CandidateGenerator,
     SurfaceSource,
-    default_source,
 )
 from kb.mentions.compiled import (
-    ARRAY_TYPES,
     CompiledLanguage,
-    LanguageBuilder,
     Mention,
     array_view,
     detect_in,
     detect_together,
-    le_bytes,
 )
+from kb.mentions.index_files import IndexData, cache_path, compile_source, read_index, write_index
 from kb.mentions.surfaces import (
     fold_aligned,
     has_hangul,
@@ -93,23 +58,11 @@ from kb.mentions.surfaces import (
 if TYPE_CHECKING:
     from kb.db.database import EntityDB
 
-FORMAT = "mluke-mention-index"
-FORMAT_VERSION = 1
 #: Default link probability threshold (LUKE drops names linked in fewer than 1% of their occurrences).
 DEFAULT_MIN_LINK_PROBABILITY = 0.01
 #: Texts longer than this are processed in chunks (cut at whitespace where possible).
 CHUNK_CHARS = 1 << 16
 _BATCH_CHARS = 1 << 18  # characters of text detected together by detect_batch
-
-_SCHEMA = """
-PRAGMA page_size = 65536;  -- large blobs read twice as fast as with 4 KiB pages
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE languages(lang TEXT PRIMARY KEY, surfaces INTEGER NOT NULL, units INTEGER NOT NULL,
-                       link_statistics INTEGER NOT NULL, keep_unscored INTEGER NOT NULL,
-                       max_chars INTEGER NOT NULL) WITHOUT ROWID;
--- Arrays and the serialised automaton of each language ('' for the whole index).
-CREATE TABLE blobs(lang TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY(lang, name)) WITHOUT ROWID;
-"""
 
 
 class MentionIndex(CandidateGenerator):
@@ -163,12 +116,14 @@ class MentionIndex(CandidateGenerator):
         return self.meta["provenance"]
 
     def stats(self) -> dict[str, dict[str, int]]:
-        """Per language: surfaces, distinct units, whether it has link statistics, whether unscored surfaces were kept."""
+        """Per language: surfaces, distinct units, whether it has link statistics, whether unscored surfaces
+        were kept."""
         return {lang: dict(info) for lang, info in sorted(self._info.items())}
 
     def __repr__(self) -> str:
         where = f"{str(self.path)!r}" if self.path else "in memory"
-        return f"MentionIndex({where}, languages={len(self._info)}, surfaces={sum(i['surfaces'] for i in self._info.values()):,})"
+        surfaces = sum(i["surfaces"] for i in self._info.values())
+        return f"MentionIndex({where}, languages={len(self._info)}, surfaces={surfaces:,})"
 
     # -- building, saving, loading ------------------------------------------------------------
     @classmethod
@@ -181,138 +136,43 @@ class MentionIndex(CandidateGenerator):
         keep_unscored: bool | None = None,
         max_candidates: int = MAX_CANDIDATES,
     ) -> MentionIndex:
-        """Compile ``source`` (an :class:`kb.EntityDB` means :func:`kb.mentions.candidates.default_source` of it).
+        """Compile ``source`` in memory (memory stays proportional to the index, not to the source's tables).
 
-        ``languages`` defaults to all of the source's. Memory stays proportional
-        to the compiled index, not to the source's tables.
+        Args:
+            source: the surfaces; an :class:`kb.EntityDB` means its
+                :func:`~kb.mentions.db_candidates.default_source`.
+            languages: the languages to compile (default: all of the source's).
+            min_link_probability: leave out surfaces linked less often than this.
+            keep_unscored: keep surfaces without link statistics (default: in languages without any).
+            max_candidates: the most candidates kept per surface.
+
+        Returns:
+            The index (:meth:`save` writes it).
         """
-        if not 0.0 <= min_link_probability <= 1.0:
-            raise OptionError(f"min_link_probability must be between 0 and 1, got {min_link_probability}")
-        if max_candidates < 1:
-            raise OptionError(f"max_candidates must be at least 1, got {max_candidates}")
-        if not isinstance(source, SurfaceSource):
-            source = default_source(source, max_candidates=max_candidates)
-        langs = check_languages(source.languages if languages is None else languages, source.languages)
-        entity_ids: dict[str, int] = {}
-        source_ids: dict[str, int] = {}
-
-        def entity_id(key: str) -> int:
-            i = entity_ids.get(key)
-            if i is None:
-                i = entity_ids[key] = len(entity_ids)
-            return i
-
-        def source_id(name: str) -> int:
-            i = source_ids.get(name)
-            if i is None:
-                if len(source_ids) == 255:
-                    raise MlukeError("more than 255 candidate source names in one index")
-                i = source_ids[name] = len(source_ids)
-            return i
-
-        info: dict[str, dict[str, int]] = {}
-        blobs: dict[str, dict[str, bytes]] = {}
-        for lang in langs:
-            stats = source.has_link_statistics(lang)
-            keep = (not stats) if keep_unscored is None else keep_unscored
-            builder = LanguageBuilder()
-            previous: str | None = None
-            n = 0
-            for entry in source.entries(lang):
-                if previous is not None and entry.key <= previous:
-                    raise InputFormatError(
-                        f"{source.name}: surface keys of {lang!r} are not in ascending order "
-                        f"({previous!r} then {entry.key!r})"
-                    )
-                previous = entry.key
-                lp = entry.link_probability
-                if not entry.candidates or (lp is None and not keep) or (lp is not None and lp < min_link_probability):
-                    continue
-                builder.add(entry.key, entry.candidates[:max_candidates], lp, entity_id, source_id)
-                n += 1
-            blobs[lang] = builder.finish()
-            info[lang] = {
-                "surfaces": n,
-                "units": len(builder.unit_ids),
-                "link_statistics": int(stats),
-                "keep_unscored": int(keep),
-                "max_chars": builder.max_chars,
-            }
-        meta = {
-            "min_link_probability": min_link_probability,
-            "max_candidates": max_candidates,
-            "sources": list(source_ids),
-            "provenance": {
-                "builder": "kb.MentionIndex.build",
-                "source": source.describe(),
-                "languages": list(langs),
-                "min_link_probability": min_link_probability,
-                "keep_unscored": keep_unscored,
-                "max_candidates": max_candidates,
-                "daachorse": _version("daachorse"),
-            },
-        }
-        keys = array.array("q", [0])
-        for key in entity_ids:
-            keys.append(keys[-1] + len(key.encode("utf-8")))
-        return cls(meta, info, "".join(entity_ids).encode("utf-8"), le_bytes(keys), blobs=blobs)
+        data = compile_source(
+            source,
+            languages=languages,
+            min_link_probability=min_link_probability,
+            keep_unscored=keep_unscored,
+            max_candidates=max_candidates,
+        )
+        return cls(data.meta, data.languages, data.entity_keys, data.entity_offsets, blobs=data.blobs)
 
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the index to one SQLite file (atomically) and return its path."""
-        path = Path(path)
-        with atomic_build(
-            path, fmt=FORMAT, version=FORMAT_VERSION, schema=_SCHEMA, overwrite=overwrite, provenance=self.provenance
-        ) as conn:
-            conn.executemany(
-                "INSERT INTO meta(key, value) VALUES (?, ?)",
-                [
-                    ("min_link_probability", json.dumps(self.min_link_probability)),
-                    ("max_candidates", json.dumps(self.meta["max_candidates"])),
-                    ("sources", json.dumps(self.meta["sources"])),
-                ],
-            )
-            conn.executemany(
-                "INSERT INTO blobs(lang, name, data) VALUES ('', ?, ?)",
-                [("entity_keys", self._keys_blob), ("entity_offsets", self._offsets_blob)],
-            )
-            for lang, info in sorted(self._info.items()):
-                conn.execute(
-                    "INSERT INTO languages VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        lang,
-                        info["surfaces"],
-                        info["units"],
-                        info["link_statistics"],
-                        info["keep_unscored"],
-                        info["max_chars"],
-                    ),
-                )
-                read = self._reader(lang)
-                for name in ("automaton", "units", *ARRAY_TYPES):
-                    conn.execute("INSERT INTO blobs(lang, name, data) VALUES (?, ?, ?)", (lang, name, read(name)))
-        return path
+        return write_index(
+            path,
+            IndexData(self.meta, self._info, self._keys_blob, self._offsets_blob, {}),
+            self._reader,
+            overwrite=overwrite,
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> MentionIndex:
         """Open an index written by :meth:`save`; each language is read on first use."""
         path = Path(path)
-        conn, raw = open_readonly(path, fmt=FORMAT, version=FORMAT_VERSION, what="an mluke mention index")
-        try:
-            meta = {
-                "min_link_probability": json.loads(raw["min_link_probability"]),
-                "max_candidates": json.loads(raw["max_candidates"]),
-                "sources": json.loads(raw["sources"]),
-                "provenance": json.loads(raw.get("provenance", "{}")),
-            }
-            cols = ("surfaces", "units", "link_statistics", "keep_unscored", "max_chars")
-            info = {
-                r[0]: dict(zip(cols, r[1:])) for r in conn.execute(f"SELECT lang, {', '.join(cols)} FROM languages")
-            }
-            glob = dict(conn.execute("SELECT name, data FROM blobs WHERE lang = ''"))
-            return cls(meta, info, glob["entity_keys"], glob["entity_offsets"], conn=conn, path=path)
-        except (KeyError, sqlite3.DatabaseError, json.JSONDecodeError) as exc:
-            conn.close()
-            raise InputFormatError(f"{path}: damaged mention index ({exc!r}); rebuild it") from None
+        data, conn = read_index(path)
+        return cls(data.meta, data.languages, data.entity_keys, data.entity_offsets, conn=conn, path=path)
 
     @classmethod
     def for_db(
@@ -324,28 +184,14 @@ class MentionIndex(CandidateGenerator):
         keep_unscored: bool | None = None,
         max_candidates: int = MAX_CANDIDATES,
     ) -> MentionIndex:
-        """The index of ``db`` with these options: loaded from the cache, else built and cached.
+        """The index of ``db`` with these options (see :meth:`build`): loaded from the cache (named after the
+        database's path, size, modification time and the options), else built and cached.
 
-        The cache file (in :func:`kb.cache.cache_dir`) is named after the
-        database's path, size, modification time and the options, so a rebuilt
-        database gets a new index.
+        Returns:
+            The index.
         """
         langs = check_languages(db.languages if languages is None else languages, db.languages)
-        stat = Path(db.path).stat()
-        ident = json.dumps(
-            [
-                str(Path(db.path).resolve()),
-                stat.st_size,
-                stat.st_mtime_ns,
-                db.meta.get("created"),
-                sorted(langs),
-                min_link_probability,
-                keep_unscored,
-                max_candidates,
-                FORMAT_VERSION,
-            ]
-        )
-        path = cache_dir() / f"mentions-{hashlib.sha256(ident.encode()).hexdigest()[:20]}.sqlite"
+        path = cache_path(db, langs, min_link_probability, keep_unscored, max_candidates)
         if not path.exists():
             index = cls.build(
                 db,
@@ -447,13 +293,19 @@ class MentionIndex(CandidateGenerator):
 
     # -- detection ---------------------------------------------------------------------------------
     def detect(self, text: str, lang: str, *, min_link_probability: float | None = None) -> list[Mention]:
-        """Mentions in ``text``: longest non-overlapping matches, leftmost first.
+        """Mentions in ``text`` (any length; long ones in chunks of :data:`CHUNK_CHARS`).
 
-        ``min_link_probability`` (default: the index's own, 0.01 unless built
-        otherwise) may only be raised: surfaces below the build threshold are not
-        in the index. Surfaces without statistics always pass (they are in the
-        index only where ``keep_unscored`` let them in). Texts of any length are
-        accepted; long ones are processed in chunks of :data:`CHUNK_CHARS`.
+        Args:
+            text: the text.
+            lang: its language.
+            min_link_probability: a higher threshold than the index's own (surfaces below that are not in
+                the index; surfaces without statistics always pass).
+
+        Returns:
+            The longest non-overlapping matches, leftmost first.
+
+        Raises:
+            UnknownLanguageError: a language the index lacks; TextInputError: ``text`` is not a str.
         """
         if not isinstance(text, str):
             raise TextInputError(f"detect() expects a str, got {type(text).__name__}")
@@ -554,12 +406,3 @@ class MentionIndex(CandidateGenerator):
                 f"are not in it; build one with MentionIndex.build(..., min_link_probability={value}) to go lower"
             )
         return value
-
-
-def _version(package: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "unknown"

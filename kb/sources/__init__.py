@@ -12,9 +12,10 @@
 - ``wikidata_api``: :func:`add_entities` from the live Wikidata API.
 """
 
+from kb.sources.assembly import BuildReport
 from kb.sources.build import EmbeddedReport, build
 from kb.sources.corpus import CorpusLink, CorpusPage, WikiCorpus
-from kb.sources.dumps import BuildReport, build_from_dumps
+from kb.sources.dumps import build_from_dumps
 from kb.sources.embedded import build_embedded, default_db, embedded_path, open_db
 from kb.sources.relation_table import add_templates, load_relations
 from kb.sources.wikidata import MLAMA_PROPERTIES

@@ -61,11 +61,25 @@ languages have them only where CLDR does (Wien, Roma, Warszawa).
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 import unicodedata
 from collections.abc import Callable
+
+from kb.sources.scripts import (
+    ALPHABETS,
+    chinese_only,
+    encodes,
+    is_han,
+    is_hiragana,
+    is_kana,
+    is_kanji,
+    is_katakana,
+    is_letter_or_mark,
+    japanese_only,
+    similarity,
+    skeleton,
+)
 
 #: The languages written in the Latin script, which label a city with its GeoNames name.
 LATIN_LANGS: frozenset[str] = frozenset(
@@ -76,72 +90,6 @@ _HAN_COUNTRIES = frozenset({"CN", "HK", "JP", "KP", "KR", "MO", "TW"})
 _CHINESE_COUNTRIES = frozenset({"CN", "HK", "MO", "TW"})
 
 
-# -- letters and scripts ---------------------------------------------------------------------
-def _in(lo: int, hi: int) -> Callable[[str], bool]:
-    return lambda ch: lo <= ord(ch) <= hi
-
-
-def _is_han(ch: str) -> bool:
-    return 0x4E00 <= ord(ch) <= 0x9FFF or 0x3400 <= ord(ch) <= 0x4DBF or 0xF900 <= ord(ch) <= 0xFAFF
-
-
-def _is_hiragana(ch: str) -> bool:
-    return 0x3041 <= ord(ch) <= 0x309F or ch == "ー"
-
-
-def _is_katakana(ch: str) -> bool:
-    return 0x30A0 <= ord(ch) <= 0x30FF or 0x31F0 <= ord(ch) <= 0x31FF
-
-
-def _is_kana(ch: str) -> bool:
-    return _is_hiragana(ch) or _is_katakana(ch)
-
-
-@functools.cache
-def _encodes(ch: str, codec: str) -> bool:
-    """Whether the character set of ``codec`` has ``ch`` (JIS, GB 2312 and Big5 tell Japanese and Chinese apart)."""
-    try:
-        ch.encode(codec)
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _japanese_only(ch: str) -> bool:
-    """A Japanese form Chinese does not write, 広 沢 県 黒 (JIS X 0208, neither GB 2312 nor Big5)."""
-    return _is_han(ch) and _encodes(ch, "shift_jis") and not _encodes(ch, "gb2312") and not _encodes(ch, "big5")
-
-
-def _chinese_only(ch: str) -> bool:
-    """A Chinese form Japanese does not write, 滨 户 戶 圳 (GB 2312 or Big5, not JIS X 0208)."""
-    return _is_han(ch) and not _encodes(ch, "shift_jis") and (_encodes(ch, "gb2312") or _encodes(ch, "big5"))
-
-
-def _is_kanji(ch: str) -> bool:
-    """A Han character Japanese writes: in JIS X 0213 (so 深圳's 圳 is) and not a simplified Chinese form, which
-    GB 2312 has and neither Big5 nor JIS X 0208 (关 滨 户: JIS X 0213 lists a few of them as rarities)."""
-    simplified = _encodes(ch, "gb2312") and not _encodes(ch, "big5") and not _encodes(ch, "shift_jis")
-    return _is_han(ch) and _encodes(ch, "euc_jis_2004") and not simplified
-
-
-def _is_arabic(ch: str) -> bool:
-    """A letter or vowel mark of the Arabic alphabet, not one Persian, Urdu, Kurdish or Uyghur add (پ ی ڈ ە ۇ)."""
-    return 0x0621 <= ord(ch) <= 0x063A or 0x0640 <= ord(ch) <= 0x0652 or ch == "\u0670"
-
-
-_RUSSIAN = frozenset("АБВГДЕЁЖЗИЙКЛМНОПРСТУФХЦЧШЩЪЫЬЭЮЯабвгдеёжзийклмнопрстуфхцчшщъыьэюя")
-#: Per non-Latin language (ja aside): the letters of its alphabet.
-_ALPHABETS: dict[str, Callable[[str], bool]] = {
-    "ar": _is_arabic,
-    "bn": lambda ch: 0x0980 <= ord(ch) <= 0x09FF and ch not in "ৰৱ",  # ৰ ৱ: Assamese
-    "el": _in(0x0370, 0x03FF),
-    "hi": _in(0x0900, 0x097F),
-    "ko": _in(0xAC00, 0xD7AF),
-    "ru": _RUSSIAN.__contains__,  # not і ї є ґ ў ђ ј љ њ ћ џ ә ө ү ң...
-    "te": _in(0x0C00, 0x0C7F),
-    "th": _in(0x0E00, 0x0E7F),
-    "zh": _is_han,
-}
 #: Names in the right alphabet that still betray another language.
 _FOREIGN_RE = {
     # ة ى inside a word (Kurdish, Uyghur); the zero-width non-joiner (Persian)
@@ -167,78 +115,6 @@ _CITY_SUFFIXES = {"ja": ("市", "区", "町", "村"), "zh": ("市",), "ko": (" �
 #: Letters only Vietnamese writes, and its other accented letters: GeoNames names Vietnamese cities in ASCII
 #: (Hanoi), and an alternate name written with them is the Vietnamese spelling (Hà Nội).
 _VIETNAMESE_LETTERS = ("ăđơưạảấầẩẫậắằẳẵặẹẻẽếềểễệỉịọỏốồổỗộớờởỡợụủứừửữựỳỵỷỹĩũ", "àáâãèéêìíòóôõùúý")
-_RU_LATIN = dict(
-    zip(
-        "абвгдеёжзийклмнопрстуфхцчшщъыьэюя",
-        [
-            "a",
-            "b",
-            "v",
-            "g",
-            "d",
-            "e",
-            "e",
-            "zh",
-            "z",
-            "i",
-            "y",
-            "k",
-            "l",
-            "m",
-            "n",
-            "o",
-            "p",
-            "r",
-            "s",
-            "t",
-            "u",
-            "f",
-            "kh",
-            "ts",
-            "ch",
-            "sh",
-            "shch",
-            "",
-            "y",
-            "",
-            "e",
-            "yu",
-            "ya",
-        ],
-    )
-)
-
-
-@functools.cache
-def _is_letter_or_mark(ch: str) -> bool:
-    return ch.isalpha() or unicodedata.category(ch).startswith("M")
-
-
-def fold(text: str) -> str:
-    """Lower-case ASCII-ish form for matching GeoNames and CLDR spellings ("Bogotá" ~ "Bogota")."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold().strip()
-
-
-_SKELETON_MAP = str.maketrans({"đ": "d", "ı": "i", "ł": "l", "ø": "o", "æ": "ae", "œ": "oe", "ß": "ss"})
-_NOT_ALNUM_RE = re.compile(r"[^a-z0-9]+")
-
-
-def _skeleton(text: str) -> str:
-    """The ASCII letters and digits of ``text``: no case, diacritics, spaces or dashes ("Hà Nội" ~ "Hanoi")."""
-    text = unicodedata.normalize("NFKD", text.lower().translate(_SKELETON_MAP))
-    return _NOT_ALNUM_RE.sub("", text.encode("ascii", "ignore").decode("ascii"))
-
-
-def _similarity(name: str, latin: str) -> float:
-    """How closely the Russian ``name`` transliterates the Latin ``latin`` (0..1); g, h and kh count as one
-    sound, as Russian writes a foreign h with г or х (Гамбург, Хьюстон)."""
-
-    def sounds(text: str) -> str:
-        return _skeleton(text).replace("kh", "h").replace("g", "h")
-
-    roman = "".join(_RU_LATIN.get(c, c) for c in name.lower())
-    return difflib.SequenceMatcher(None, sounds(roman), sounds(latin)).ratio()
 
 
 class CityNames:
@@ -249,7 +125,7 @@ class CityNames:
         self.country: str = city["countrycode"]
         # One space between words, none at the ends (GeoNames has 会津若松 with an ideographic space).
         self.names = list(dict.fromkeys(_SPACES_RE.sub(" ", n).strip() for n in city["alternatenames"]))
-        self.letters = {n: [c for c in n if _is_letter_or_mark(c)] for n in self.names}
+        self.letters = {n: [c for c in n if is_letter_or_mark(c)] for n in self.names}
 
     def written_in(self, is_letter: Callable[[str], bool]) -> list[str]:
         """The names whose letters (and marks) all pass ``is_letter``, in GeoNames order."""
@@ -257,10 +133,10 @@ class CityNames:
 
     @functools.cached_property
     def by_skeleton(self) -> dict[str, list[str]]:
-        """The Latin-script names by :func:`_skeleton`."""
+        """The Latin-script names by :func:`skeleton`."""
         index: dict[str, list[str]] = {}
         for name in self.names:
-            key = _skeleton(name)
+            key = skeleton(name)
             if key:
                 index.setdefault(key, []).append(name)
         return index
@@ -312,12 +188,12 @@ def _variant_of(name: str, forms: list[str], preferred: Callable[[str, str], boo
 
 def _simplified_form(ours: str, theirs: str) -> bool:
     """``theirs`` is simplified (GB 2312, not Big5) where ``ours`` is traditional (Big5, not GB 2312)."""
-    return not _encodes(ours, "gb2312") and not _encodes(theirs, "big5")
+    return not encodes(ours, "gb2312") and not encodes(theirs, "big5")
 
 
 def _japanese_form(ours: str, theirs: str) -> bool:
     """``theirs`` is a Japanese-only form (広, 仏) where ``ours`` is not (廣 广, 佛)."""
-    return _japanese_only(theirs) and not _japanese_only(ours)
+    return japanese_only(theirs) and not japanese_only(ours)
 
 
 # -- choosing a city's names per language ----------------------------------------------------
@@ -325,11 +201,11 @@ def _japanese_names(alt: CityNames) -> tuple[str | None, list[str]]:
     """ja: names in kanji and kana; readings (hiragana, and katakana for Japanese cities) are aliases."""
     forms: list[str] = []
     readings: list[str] = []
-    for name in alt.written_in(lambda c: _is_kana(c) or _is_kanji(c) or c in "々〆"):
+    for name in alt.written_in(lambda c: is_kana(c) or is_kanji(c) or c in "々〆"):
         letters = alt.letters[name]
-        if all(map(_is_hiragana, letters)) or (alt.country == "JP" and all(map(_is_katakana, letters))):
+        if all(map(is_hiragana, letters)) or (alt.country == "JP" and all(map(is_katakana, letters))):
             readings.append(name)
-        elif alt.country in _HAN_COUNTRIES or any(map(_is_kana, letters)):
+        elif alt.country in _HAN_COUNTRIES or any(map(is_kana, letters)):
             forms.append(name)  # elsewhere a Han-only name is Chinese (拉巴斯城)
     if not forms:  # Saitama's official name is in hiragana (さいたま市), and GeoNames has nothing else
         return (readings[0], readings[1:]) if readings else (None, [])
@@ -344,21 +220,21 @@ def _japanese_names(alt: CityNames) -> tuple[str | None, list[str]]:
 
 def _chinese_names(alt: CityNames) -> tuple[str | None, list[str]]:
     """zh: Han-only names, Chinese before Japanese forms, simplified before traditional, short before long."""
-    forms = alt.written_in(_is_han)
+    forms = alt.written_in(is_han)
     if not forms:
         return None, []
     japan = alt.country == "JP"
 
     def rank(name: str) -> tuple:  # 目黒 (Japanese 黒) only where GeoNames has no 目黑: GBK has Japanese forms too
         return (
-            any(map(_japanese_only, name)),
-            japan and not any(map(_chinese_only, name)),  # 横滨市, not 横浜
+            any(map(japanese_only, name)),
+            japan and not any(map(chinese_only, name)),  # 横滨市, not 横浜
             _variant_of(name, forms, _simplified_form),
             _admin_rank(name, forms, "zh"),
         )
 
     label = _best(forms, rank)
-    return label, [n for n in forms if n != label and not any(map(_japanese_only, n))]
+    return label, [n for n in forms if n != label and not any(map(japanese_only, n))]
 
 
 def _script_rank(name: str, forms: list[str], lang: str, alt: CityNames, official: frozenset[str]) -> tuple:
@@ -366,14 +242,14 @@ def _script_rank(name: str, forms: list[str], lang: str, alt: CityNames, officia
     if lang == "ko":  # 톈진 시 (from a Wikipedia title) beats the Sino-Korean reading 천진
         return (_admin_rank(name, forms, "ko"),)
     if lang == "ru":  # the current name (Мумбаи, not Бомбей), Palladius for Chinese cities, full and hyphenated
-        similarity = _similarity(name, alt.city["name"])
+        closeness = similarity(name, alt.city["name"])
         palladius = 0 if ("чж" in name or "цз" in name) else 2 if ("дж" in name or "нг" in name) else 1
         shortened = any(other.endswith("-" + name) for other in forms)  # Петербург of Санкт-Петербург
         return (
-            similarity < 0.5,
+            closeness < 0.5,
             alt.country in _CHINESE_COUNTRIES and palladius,
             shortened,
-            -round(similarity * 4),
+            -round(closeness * 4),
             " " in name,
         )  # in quarters: Пекин, not the closer Serbian Пекинг
     rank = (_containment_rank(name, forms, lang), bool(_PUNCTUATION_RE.search(name)))
@@ -391,7 +267,7 @@ def _script_names(alt: CityNames, lang: str, official: frozenset[str]) -> tuple[
     foreign = _FOREIGN_RE.get(lang)
     forms: list[str] = []
     vocalized: list[str] = []
-    for name in alt.written_in(_ALPHABETS[lang]):
+    for name in alt.written_in(ALPHABETS[lang]):
         if foreign and foreign.search(name):
             continue
         if lang == "ar" and _HARAKAT_RE.search(name):  # labels unvocalised, as Arabic is written
@@ -420,7 +296,7 @@ def _latin_names(alt: CityNames, lang: str, official: frozenset[str]) -> tuple[s
         letters = [c.lower() for c in alt.letters[spelling] if not c.isascii()]
         return sum(c in own for c in letters) if all(c in own or c in accents for c in letters) else -1
 
-    spelled = [a for a in alt.by_skeleton.get(_skeleton(name), []) if own_letters(a) > 0]
+    spelled = [a for a in alt.by_skeleton.get(skeleton(name), []) if own_letters(a) > 0]
     return (max(spelled, key=own_letters) if spelled else name), [name]
 
 

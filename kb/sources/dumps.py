@@ -25,15 +25,10 @@ the same output, which holds the work folder's lock (see :mod:`kb.sources.stagin
 from __future__ import annotations
 
 import contextlib
-import errno
-import json
 import os
-import re
-import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +36,11 @@ from tqdm import tqdm
 
 from kb.db import schema
 from kb.db.schema import check_pid
-from kb.db.sqlite import atomic_build, attach
-from kb.db.writer import EntityDBWriter
+from kb.db.sqlite import atomic_build
 from kb.errors import InputFormatError, OutputExistsError, UnknownLanguageError
-from kb.files import atomic_text, check_output, remove, remove_temporaries, temporary_name
+from kb.files import check_output, remove_temporaries
 from kb.languages import MLUKE_LANGUAGES, check_languages
-from kb.sources.corpus import write_manifest
+from kb.sources.assembly import BuildReport, assemble_database, corpus_placed, place_corpus
 from kb.sources.decompress import (
     DumpStream,
     FileRange,
@@ -55,7 +49,6 @@ from kb.sources.decompress import (
     iter_ranges,
 )
 from kb.sources.parallel import default_workers, ordered_map
-from kb.sources.relation_table import load_relations, write_relations
 from kb.sources.staging import (
     Stage,
     WorkDir,
@@ -68,72 +61,21 @@ from kb.sources.wikidata import (
     WIKIDATA_SCHEMA,
     WikidataOptions,
     parse_chunk,
-    staged,
 )
 from kb.sources.wikipedia import (
     DEFAULT_MAX_SURFACES,
     STAGING_SCHEMA,
     SiteInfo,
-    count_surfaces,
     read_dump,
     read_siteinfo,
     resolve,
 )
+from kb.sources.wikipedia_counts import count_surfaces
 
 #: Bumped when staged data changes meaning, so an old work folder is not resumed.
 BUILDER_VERSION = 4
 DEFAULT_CHUNK_BYTES = 4 << 20
 DEFAULT_PAGES_PER_PART = 100_000
-
-
-@dataclass
-class BuildReport:
-    """What a dump build read and kept: counts per input, malformed records, timings."""
-
-    output: Path
-    corpus: Path | None
-    wikidata: dict[str, Any] = field(default_factory=dict)
-    wikipedia: dict[str, dict[str, Any]] = field(default_factory=dict)
-    resumed: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
-    all_items: bool = False  # the build kept items without a Wikipedia article (what a dropped fact means)
-
-    def summary(self) -> str:
-        """A few human-readable lines (what ``mluke kb build`` prints)."""
-        wd = self.wikidata
-        lines = [f"note: {n}" for n in self.notes]
-        lines += [
-            (
-                f"wikidata: {wd.get('lines', 0):,} lines, {wd.get('items', 0):,} items, kept {wd.get('kept_items', 0):,} "
-                f"with {wd.get('sitelinks', 0):,} sitelinks; skipped {wd.get('skipped_items', 0):,} items without a "
-                f"Wikipedia article in the chosen languages; {wd.get('malformed', 0):,} malformed lines"
-            )
-        ]
-        lines += [f"  malformed line {n}: {msg}" for n, msg in wd.get("malformed_examples", [])]
-        if "facts" in wd:
-            lines.append(
-                f"wikidata facts: kept {wd['facts']:,}; dropped {wd.get('facts_without_object', 0):,} "
-                "claims whose object is not in the database ("
-                + (
-                    "not in the dump: a partial dump?)"
-                    if self.all_items
-                    else "not in the dump, e.g. a partial dump, or an item skipped for want of a Wikipedia "
-                    "article; all_items=True keeps those)"
-                )
-            )
-        for lang, c in self.wikipedia.items():
-            lines.append(
-                f"{lang}wiki: {c.get('articles', 0):,} articles, {c.get('redirects', 0):,} redirects, "
-                f"{c.get('links', 0):,} links ({c.get('resolved_links', 0):,} to entities), "
-                f"{c.get('surfaces', 0):,} anchor surfaces, {c.get('malformed_pages', 0):,} malformed pages"
-            )
-        if self.resumed:
-            lines.append(f"continued an interrupted build: {', '.join(self.resumed)} already done or started")
-        lines.append(
-            f"wrote {self.output}" + (f" and {self.corpus}" if self.corpus else "") + f" in {self.seconds:,.1f} s"
-        )
-        return "\n".join(lines)
 
 
 def _bar(enabled: bool, desc: str, unit: str, total: int | None = None) -> tqdm:
@@ -156,7 +98,7 @@ def read_wikidata(
     *,
     workers: int,
     chunk_bytes: int,
-    progress: Callable[[int], None],
+    progress: Callable[[int], object],
 ) -> Stage:
     """Stream the Wikidata dump into the staging database (resumable, committed per chunk)."""
     stage = Stage(conn, "wikidata")
@@ -253,7 +195,7 @@ def build_from_dumps(
     props = tuple(dict.fromkeys(check_pid(p) for p in properties))
     corpus_path = Path(corpus) if corpus is not None else _default_corpus(output)
     check_output(output, overwrite=overwrite)
-    if keep_corpus and (restart or not _corpus_placed(WorkDir.folder(output), corpus_path)):
+    if keep_corpus and (restart or not corpus_placed(WorkDir.folder(output), corpus_path)):
         check_output(corpus_path, overwrite=overwrite)
     wd_path = Path(wikidata)
     detect_compression(wd_path)  # fails early, naming the file, if it is missing
@@ -340,9 +282,9 @@ def build_from_dumps(
             overwrite=overwrite,
             provenance=_provenance(params),
         ) as conn:
-            _assemble(conn, work, sorted(sites), opts, report)
+            assemble_database(conn, work, sorted(sites), opts, report)
             if keep_corpus:
-                _place_corpus(work, corpus_work, corpus_path, output, report, overwrite)
+                place_corpus(work, corpus_work, corpus_path, output, report, overwrite)
         work.remove()
     report.seconds = time.perf_counter() - t0
     return report
@@ -423,122 +365,3 @@ def _provenance(params: dict[str, Any]) -> dict[str, Any]:
         if name != "wikidata"
     }
     return prov
-
-
-_INDEX_NAME_RE = re.compile(r"INDEX (\w+) ON")
-
-
-def _assemble(
-    conn: sqlite3.Connection, work: WorkDir, langs: list[str], opts: WikidataOptions, report: BuildReport
-) -> None:
-    """Write the staged rows, in key order, into the new database; then indexes and statistics."""
-    q = conn.execute
-    q("PRAGMA temp_store = FILE")  # sorts of many millions of rows spill to disk instead of memory
-    for index in schema.INDEXES:
-        q(f"DROP INDEX IF EXISTS {_INDEX_NAME_RE.search(index).group(1)}")  # type: ignore[union-attr]
-    writer = EntityDBWriter(conn)
-    writer.add_languages(opts.languages)
-    attach(conn, work.file("wikidata.sqlite"), "wd")
-    q(f"INSERT OR IGNORE INTO entities SELECT key, kind FROM {staged('entities')} ORDER BY key, seq")
-    q(f"INSERT OR IGNORE INTO titles SELECT lang, title, entity FROM {staged('titles')} ORDER BY lang, title, seq")
-    # One label per entity and language: each entity line gives at most one, so only an entity
-    # that appears twice in the dump needs the first-wins choice (and the extra sort it costs).
-    q(f"CREATE TEMP TABLE twice AS SELECT key FROM {staged('entities')} GROUP BY key HAVING COUNT(*) > 1")
-    q(f"""INSERT OR IGNORE INTO names SELECT lang, name, entity, kind FROM (
-            SELECT lang, name, entity, 'label' AS kind FROM {staged("labels")}
-            WHERE entity NOT IN (SELECT key FROM temp.twice)
-            UNION ALL SELECT lang, name, entity, 'alias' FROM {staged("aliases")})
-         ORDER BY lang, name, entity, kind""")
-    if q("SELECT 1 FROM temp.twice LIMIT 1").fetchone():
-        q(f"""INSERT OR IGNORE INTO names SELECT lang, name, entity, 'label' FROM (
-                SELECT lang, name, entity, MIN(seq) FROM {staged("labels")}
-                WHERE entity IN (SELECT key FROM temp.twice) GROUP BY entity, lang)""")
-    q("DROP TABLE temp.twice")
-    q(f"""INSERT OR IGNORE INTO facts SELECT subject, property, object FROM {staged("facts")}
-         WHERE object IN (SELECT key FROM entities) ORDER BY property, subject, object""")
-    # A claim whose object is not an entity of the database (not in the dump: a partial dump; or an item
-    # skipped for want of a Wikipedia article) makes no fact: counted, so that the summary says so.
-    report.wikidata["facts"] = q("SELECT COUNT(*) FROM facts").fetchone()[0]
-    report.wikidata["facts_without_object"] = q(
-        f"""SELECT COUNT(*) FROM (SELECT DISTINCT subject, property, object FROM {staged("facts")}
-            WHERE object NOT IN (SELECT key FROM entities))"""
-    ).fetchone()[0]
-    q(f"INSERT OR IGNORE INTO properties SELECT pid, datatype FROM {staged('properties')} ORDER BY pid, seq")
-    q(
-        f"INSERT OR IGNORE INTO property_labels SELECT pid, lang, label FROM {staged('property_labels')} "
-        "ORDER BY pid, lang, seq"
-    )
-    write_relations(writer, opts.languages, dict.fromkeys([*load_relations(), *opts.properties]))
-    attach(conn, None, "wd")
-    wd = {k: v for k, v in report.wikidata.items() if k != "malformed_examples"}
-    inputs = work.params["inputs"]
-    writer.add_source("wikidata-dump", Path(inputs["wikidata"]["path"]).name, size=inputs["wikidata"]["size"], **wd)
-    for lang in langs:
-        attach(conn, work.file(f"wiki-{lang}.sqlite"), "w")
-        q("INSERT OR IGNORE INTO redirects SELECT ?, source, target FROM w.r ORDER BY source", (lang,))
-        q("INSERT INTO anchors SELECT ?, surface, entity, count FROM w.anchors_l ORDER BY surface, entity", (lang,))
-        q("INSERT INTO entity_links SELECT entity, ?, count FROM w.entity_links_l ORDER BY entity", (lang,))
-        q(
-            """INSERT INTO surfaces SELECT ?, s.surface, COALESCE(ld.n, 0), COALESCE(td.n, 0) FROM w.surface_set s
-             LEFT JOIN (SELECT surface, SUM(n) AS n FROM w.s_link_docs GROUP BY surface) ld USING (surface)
-             LEFT JOIN (SELECT surface, SUM(n) AS n FROM w.s_text_docs GROUP BY surface) td USING (surface)
-             ORDER BY s.surface""",
-            (lang,),
-        )
-        attach(conn, None, "w")
-        counts = {k: v for k, v in report.wikipedia[lang].items() if k not in ("malformed_examples", "corpus_parts")}
-        writer.add_source(
-            "wikipedia-dump",
-            Path(inputs[f"wikipedia:{lang}"]["path"]).name,
-            lang=lang,
-            size=inputs[f"wikipedia:{lang}"]["size"],
-            **counts,
-        )
-    for index in schema.INDEXES:
-        q(index)
-    writer.finish()
-
-
-_PLACED = "corpus-placed.json"
-
-
-def _corpus_placed(work: Path, corpus_path: Path) -> bool:
-    """Whether an earlier run of the build whose work folder is ``work`` moved its corpus to ``corpus_path``
-    (and was then stopped before its database was in place)."""
-    try:
-        noted = json.loads((work / _PLACED).read_text(encoding="utf-8"))["path"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    return noted == str(corpus_path.resolve()) and corpus_path.is_dir()
-
-
-def _place_corpus(
-    work: WorkDir, corpus_work: Path, corpus_path: Path, output: Path, report: BuildReport, overwrite: bool
-) -> None:
-    """Move the finished corpus to ``corpus_path`` (in one rename; see the module docs)."""
-    if _corpus_placed(work.path, corpus_path):
-        return
-    corpus_work.mkdir(exist_ok=True)
-    write_manifest(
-        corpus_work,
-        {
-            "database": output.name,
-            "languages": {
-                lang: {"pages": c.get("articles", 0), "links": c.get("links", 0), "parts": c.get("corpus_parts", [])}
-                for lang, c in report.wikipedia.items()
-            },
-        },
-    )
-    check_output(corpus_path, overwrite=overwrite)
-    remove(corpus_path)
-    with atomic_text(work.file(_PLACED), overwrite=True) as f:  # before the rename: see _corpus_placed
-        f.write(json.dumps({"path": str(corpus_path.resolve())}))
-    try:
-        os.rename(corpus_work, corpus_path)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        tmp = temporary_name(corpus_path)  # another file system: copy, then rename there
-        remove(tmp)
-        shutil.copytree(corpus_work, tmp)
-        os.rename(tmp, corpus_path)

@@ -23,6 +23,7 @@ Titles are unique per language: a name taken by a more prominent entity
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +35,9 @@ from kb.db.titles import normalize_title
 from kb.db.writer import EntityDBWriter
 from kb.errors import OutputExistsError
 from kb.languages import MLUKE_LANGUAGES, check_languages
-from kb.sources.city_names import LATIN_LANGS, CityNames, ascii_spelling, choose, fold
+from kb.sources.city_names import LATIN_LANGS, CityNames, ascii_spelling, choose
 from kb.sources.relation_table import write_relations
+from kb.sources.scripts import fold
 
 #: Bumped whenever the embedded content changes, so a stale cached copy is rebuilt.
 EMBEDDED_VERSION = 3
@@ -193,9 +195,9 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
                 aliases = [label, *aliases]
             if lang in LATIN_LANGS and lang in labels:
                 aliases += ascii_spelling(labels[lang], names)
-            aliases = set(aliases) - {labels.get(lang)}
-            if aliases:
-                rec.aliases[lang] = aliases
+            kept = set(aliases) - {labels.get(lang)}
+            if kept:
+                rec.aliases[lang] = {a for a in kept if a is not None}
         country = country_keys[city["countrycode"]]
         rec.qualifier = dict(world.records[country].labels)
         world.add(rec)
@@ -293,7 +295,7 @@ def default_db() -> EntityDB:
     return EntityDB(path)
 
 
-def open_db(db: EntityDB | str | Path | None = None) -> EntityDB:
+def open_db(db: EntityDB | str | os.PathLike[str] | None = None) -> EntityDB:
     """The given entity database, or the default one: ``None`` or ``"embedded"`` (when no file of that name
     exists) is the embedded kb (built into the cache on first use); an :class:`kb.EntityDB` is used as
     it is; a path is opened. Every call that takes ``kb=`` or ``db=`` goes through this."""

@@ -120,7 +120,7 @@ class _Layout:
             bases=(WikidataEntity,),
             gc=False,
         )
-        self.decoder = msgspec.json.Decoder(entity)
+        self.decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(entity)  # decodes WikidataEntity subclasses
         pos = {code: i for i, code in enumerate(label_codes)}
         #: Per language, the positions of its label fields to try in order (own code, fallbacks).
         self.labels = tuple((l, tuple(pos[c] for c in (l, *LABEL_FALLBACKS.get(l, ())))) for l in languages)

@@ -17,8 +17,8 @@ from mluke.options import METHODS
 
 # The accepted values of options, kept here so that checking them imports no model code (transformers takes
 # seconds to import); tests/mluke/test_cli_checks.py checks each against the library's own constant.
-PRESETS = ("demo", "tiny")  #: mluke.demo.PRESETS
-DEMO_HIDDEN_SIZE = 128  #: mluke.demo.PRESETS["demo"].hidden_size
+PRESETS = ("demo", "tiny")  #: mluke.demo_data.PRESETS
+DEMO_HIDDEN_SIZE = 128  #: mluke.demo_data.PRESETS["demo"].hidden_size
 LINK_METHODS = METHODS  # mluke.options imports no model code
 SPAN_FEATURES = ("word", "entity", "entity-token")  #: mluke.spans.FEATURES
 INDEX_KINDS = ("flat", "hnsw", "ivfpq")  #: probes.retrieval.KINDS

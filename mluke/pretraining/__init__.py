@@ -5,7 +5,8 @@ Public names: :class:`TrainConfig`, :func:`pretrain`, :class:`Trainer`,
 """
 
 from mluke.pretraining.config import TrainConfig
-from mluke.pretraining.corpus import Corpus, Document, build_corpus, build_wiki_corpus
+from mluke.pretraining.corpus import Document, build_corpus, build_wiki_corpus
+from mluke.pretraining.corpus_reader import Corpus
 from mluke.pretraining.init import init_from_xlmr
 from mluke.pretraining.trainer import Trainer, pretrain
 

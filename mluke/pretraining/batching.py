@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from mluke.pretraining.config import MaskingConfig
-from mluke.pretraining.corpus import Sequence
+from mluke.pretraining.corpus_reader import Sequence
 
 IGNORE = -100
 

@@ -20,7 +20,7 @@ Layout of a corpus folder::
     <lang>/entity_offsets.bin int64, n_sequences + 1 offsets into entity_ids
 
 Every ``.bin`` is raw little-endian data, opened with ``numpy.memmap``: random
-access to any sequence without loading the corpus.
+access to any sequence without loading the corpus (:class:`mluke.pretraining.corpus_reader.Corpus`).
 """
 
 from __future__ import annotations
@@ -35,20 +35,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from kb.errors import InputFormatError, OptionError, option
-from kb.files import check_output, is_plain_name, remove, replace, temporary_name
+from kb.errors import OptionError, option
+from kb.files import check_output, remove, replace, temporary_name
 from kb.vocab import EntityVocab
-from mluke.tokenizer import MlukeTokenizer, encode_with_spans
-
-FORMAT = "mluke-pretraining-corpus"
-FORMAT_VERSION = 1
-_ARRAYS = {
-    "word_ids": np.int32,
-    "word_offsets": np.int64,
-    "entity_ids": np.int32,
-    "entity_spans": np.int32,
-    "entity_offsets": np.int64,
-}
+from mluke.encoding import encode_with_spans
+from mluke.pretraining.corpus_reader import ARRAYS, FORMAT, FORMAT_VERSION
+from mluke.tokenizer import MlukeTokenizer
 
 
 @dataclass
@@ -59,16 +51,6 @@ class Document:
     text: str
     links: list[tuple[int, int, str]] = field(default_factory=list)
     title: str | None = None
-
-
-@dataclass
-class Sequence:
-    """One training sequence: word ids (no specials), entity ids and their word spans."""
-
-    lang: str
-    word_ids: np.ndarray
-    entity_ids: np.ndarray
-    entity_spans: np.ndarray  # (n, 2)
 
 
 def documents_from_wiki_corpus(path: str | Path, languages: Iterable[str] | None = None) -> Iterator[Document]:
@@ -160,7 +142,7 @@ class CorpusWriter:
     def _lang(self, lang: str) -> dict[str, Any]:
         if lang not in self._files:
             (self.tmp / lang).mkdir()
-            files = {name: (self.tmp / lang / f"{name}.bin").open("wb") for name in _ARRAYS}
+            files = {name: (self.tmp / lang / f"{name}.bin").open("wb") for name in ARRAYS}
             files["word_offsets"].write(np.zeros(1, np.int64).tobytes())
             files["entity_offsets"].write(np.zeros(1, np.int64).tobytes())
             self._files[lang] = files
@@ -327,82 +309,3 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
             chunk = []
     if chunk:
         yield chunk
-
-
-class LanguageShard:
-    """Random access to one language's sequences (memory-mapped)."""
-
-    def __init__(self, folder: Path, lang: str, counts: dict[str, int]) -> None:
-        self.lang = lang
-        n = counts["sequences"]
-        self._arrays = {}
-        sizes = {
-            "word_ids": counts["words"],
-            "word_offsets": n + 1,
-            "entity_ids": counts["entities"],
-            "entity_offsets": n + 1,
-            "entity_spans": counts["entities"] * 2,
-        }
-        for name, dtype in _ARRAYS.items():
-            path = folder / f"{name}.bin"
-            expected = sizes[name] * np.dtype(dtype).itemsize
-            if not path.is_file() or path.stat().st_size != expected:
-                raise InputFormatError(
-                    f"{path}: missing or of the wrong size (expected {expected} bytes); rebuild the corpus"
-                )
-            self._arrays[name] = np.memmap(path, dtype=dtype, mode="r") if expected else np.zeros(0, dtype)
-        self._n = n
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __getitem__(self, i: int) -> Sequence:
-        if not 0 <= i < self._n:
-            raise IndexError(f"sequence {i} of {self._n} in {self.lang!r}")
-        a = self._arrays
-        w0, w1 = a["word_offsets"][i], a["word_offsets"][i + 1]
-        e0, e1 = a["entity_offsets"][i], a["entity_offsets"][i + 1]
-        spans = a["entity_spans"][2 * e0 : 2 * e1].reshape(-1, 2)
-        return Sequence(
-            self.lang, np.asarray(a["word_ids"][w0:w1]), np.asarray(a["entity_ids"][e0:e1]), np.asarray(spans)
-        )
-
-
-class Corpus:
-    """A corpus folder opened for reading: ``corpus["ja"][17]`` is a :class:`Sequence`."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        meta_path = self.path / "meta.json"
-        if not meta_path.is_file():
-            raise InputFormatError(f"{self.path}: no meta.json (expected a corpus folder written by build_corpus)")
-        self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        if self.meta.get("format") != FORMAT or self.meta.get("format_version") != FORMAT_VERSION:
-            raise InputFormatError(f"{meta_path}: not a {FORMAT} v{FORMAT_VERSION} corpus")
-        bad = next((lang for lang in self.meta["languages"] if not is_plain_name(lang)), None)
-        if bad is not None:  # each language is a folder of the corpus: ../x or /x would reach other files
-            raise InputFormatError(f"{meta_path}: language {bad!r} is not a folder name inside the corpus")
-        self.shards = {
-            lang: LanguageShard(self.path / lang, lang, c) for lang, c in sorted(self.meta["languages"].items())
-        }
-
-    @property
-    def languages(self) -> list[str]:
-        return list(self.shards)
-
-    def __getitem__(self, lang: str) -> LanguageShard:
-        return self.shards[lang]
-
-    def sizes(self) -> dict[str, int]:
-        return {lang: len(s) for lang, s in self.shards.items()}
-
-    def tokenizer(self) -> MlukeTokenizer:
-        return MlukeTokenizer.from_pretrained(self.path / "tokenizer", entity_vocab=self.entity_vocab())
-
-    def entity_vocab(self) -> EntityVocab:
-        return EntityVocab(self.path / "entity_vocab.sqlite")
-
-    def __iter__(self) -> Iterator[Sequence]:
-        for shard in self.shards.values():
-            for i in range(len(shard)):
-                yield shard[i]

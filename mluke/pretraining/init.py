@@ -98,6 +98,8 @@ def init_from_xlmr(
             model.lm_head.get_parameter(name).copy_(_extend(s[f"lm_head.{name}"], model.lm_head.get_parameter(name)))
         ent = luke.entity_embeddings
         pos = s["roberta.embeddings.position_embeddings.weight"]
+        if sc.pad_token_id is None:
+            raise MlukeError(f"{xlmr}: config.json has no pad_token_id (XLM-R positions start after it)")
         offset = sc.pad_token_id + 1
         ent.position_embeddings.weight[: pos.shape[0] - offset] = pos[offset:]
         ent.position_embeddings.weight[pos.shape[0] - offset :] = pos[-1]

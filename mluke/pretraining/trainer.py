@@ -27,7 +27,6 @@ removes what killed runs left half written.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from contextlib import nullcontext
@@ -42,70 +41,13 @@ from kb.errors import MlukeError
 from kb.files import atomic_path, atomic_text, remove, temporary_name
 from mluke.model import MlukeForMaskedLM
 from mluke.pretraining.batching import Vocabulary, collate, mask_example
-from mluke.pretraining.config import StageConfig, TrainConfig
-from mluke.pretraining.corpus import Corpus
-from mluke.pretraining.init import init_from_xlmr, is_new_parameter
+from mluke.pretraining.config import TrainConfig
+from mluke.pretraining.corpus_reader import Corpus
+from mluke.pretraining.init import init_from_xlmr
 from mluke.pretraining.sampler import LanguageSampler
+from mluke.pretraining.schedule import dist_info, lr_factor, make_optimizer, stage_at
 
 STATE_FILE = "trainer_state.json"
-
-
-def _dist_info(device: str = "auto") -> tuple[int, int, torch.device]:
-    """(rank, world size, this process's device); starts the process group under torchrun.
-
-    ``device``: ``"auto"`` (GPU ``LOCAL_RANK`` when CUDA is available, else the CPU), ``"cpu"`` or ``"cuda"``.
-    """
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    use_cuda = torch.cuda.is_available() if device == "auto" else device.startswith("cuda")
-    if use_cuda and not torch.cuda.is_available():
-        raise MlukeError(f"run.device = {device!r}, but CUDA is not available here")
-    where = torch.device("cuda", local) if use_cuda else torch.device("cpu")
-    if use_cuda:
-        torch.cuda.set_device(where)
-    if world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if use_cuda else "gloo")
-    return rank, world, where
-
-
-def _stage_at(stages: list[StageConfig], step: int) -> tuple[int, StageConfig, int]:
-    """(stage index, stage, step within the stage) of global step ``step``."""
-    start = 0
-    for i, stage in enumerate(stages):
-        if step < start + stage.steps:
-            return i, stage, step - start
-        start += stage.steps
-    return len(stages) - 1, stages[-1], stages[-1].steps
-
-
-def _lr_factor(stage: StageConfig, step_in_stage: int) -> float:
-    """Linear warm-up to the peak, then linear decay to 0 at the end of the stage."""
-    if stage.warmup_steps and step_in_stage < stage.warmup_steps:
-        return (step_in_stage + 1) / stage.warmup_steps
-    rest = max(1, stage.steps - stage.warmup_steps)
-    return max(0.0, (stage.steps - step_in_stage) / rest)
-
-
-def _optimizer(model: torch.nn.Module, config: TrainConfig, stage: StageConfig) -> torch.optim.AdamW:
-    """AdamW over the stage's trainable parameters; no weight decay on biases and LayerNorm weights."""
-    decay, no_decay, seen = [], [], set()
-    for name, p in model.named_parameters():
-        if id(p) in seen:
-            continue
-        seen.add(id(p))
-        train = (stage.train == "all" or is_new_parameter(name)) and not name.startswith("luke.pooler.")
-        p.requires_grad_(train)
-        if not train:
-            continue
-        (no_decay if name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
-    o = config.optim
-    return torch.optim.AdamW(
-        [{"params": decay, "weight_decay": o.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=stage.learning_rate,
-        betas=tuple(o.betas),
-        eps=o.eps,
-    )
 
 
 class Trainer:
@@ -113,7 +55,7 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, *, model: MlukeForMaskedLM | None = None, progress: bool = True) -> None:
         self.config = config
-        self.rank, self.world, self.device = _dist_info(config.run.device)
+        self.rank, self.world, self.device = dist_info(config.run.device)
         self.out = Path(config.run.output)
         self.progress = progress and self.rank == 0
         self.corpus = Corpus(config.data.corpus)
@@ -127,7 +69,8 @@ class Trainer:
         per_rank = o.batch_size // self.world
         if o.batch_size % self.world or per_rank % o.micro_batch_size:
             raise MlukeError(
-                f"batch_size {o.batch_size} must split into {self.world} process(es) x micro-batches of {o.micro_batch_size}"
+                f"batch_size {o.batch_size} must split into {self.world} process(es) x micro-batches of "
+                f"{o.micro_batch_size}"
             )
         self.accumulation = per_rank // o.micro_batch_size
         self.model = model if model is not None else self._new_model()
@@ -137,7 +80,7 @@ class Trainer:
         self.optimizer: torch.optim.AdamW | None = None
         self.scheduler: torch.optim.lr_scheduler.LambdaLR | None = None
         self.ddp: torch.nn.Module = _LossModule(self.model)
-        self._tb = None
+        self._tb: Any = None  # a tensorboard SummaryWriter when run.tensorboard
         if config.run.tensorboard and self.rank == 0:
             require_tensorboard()
         fp16 = config.run.fp16 and self.device.type == "cuda"
@@ -160,8 +103,8 @@ class Trainer:
     def _enter_stage(self, index: int, step_in_stage: int) -> None:
         stage = self.config.stages[index]
         self.stage_index = index
-        self.optimizer = _optimizer(self.model, self.config, stage)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: _lr_factor(stage, s))
+        self.optimizer = make_optimizer(self.model, self.config, stage)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_factor(stage, s))
         if step_in_stage:
             self.scheduler.last_epoch = step_in_stage - 1
             self.scheduler.step()
@@ -172,6 +115,18 @@ class Trainer:
             self.ddp = DistributedDataParallel(
                 self.ddp, device_ids=[self.device.index] if self.device.type == "cuda" else None
             )
+
+    def _optimizer(self) -> torch.optim.AdamW:
+        """The current stage's optimizer (a stage is entered before any step)."""
+        if self.optimizer is None:
+            raise MlukeError("no training stage entered yet")
+        return self.optimizer
+
+    def _scheduler(self) -> torch.optim.lr_scheduler.LambdaLR:
+        """The current stage's learning-rate schedule."""
+        if self.scheduler is None:
+            raise MlukeError("no training stage entered yet")
+        return self.scheduler
 
     def checkpoints(self) -> list[Path]:
         """Finished checkpoints, oldest first (a half-written one, under a temporary name, is not one)."""
@@ -191,8 +146,8 @@ class Trainer:
             save_file(state, str(tmp / "model.safetensors"))
             torch.save(
                 {
-                    "optimizer": self.optimizer.state_dict(),
-                    "scheduler": self.scheduler.state_dict(),
+                    "optimizer": self._optimizer().state_dict(),
+                    "scheduler": self._scheduler().state_dict(),
                     "scaler": self.scaler.state_dict(),
                     "torch_rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
@@ -243,14 +198,14 @@ class Trainer:
             )
         self.step = int(state["step"])
         self.sampler.load_state_dict(state["sampler"])
-        index, _, _in_stage = _stage_at(self.config.stages, self.step)
+        index, _, _in_stage = stage_at(self.config.stages, self.step)
         self._enter_stage(index, 0)
         extra = torch.load(
             last / "optimizer.pt", weights_only=True, map_location="cpu"
         )  # any device, any process count
         if state["stage"] == index:
-            self.optimizer.load_state_dict(extra["optimizer"])
-            self.scheduler.load_state_dict(extra["scheduler"])
+            self._optimizer().load_state_dict(extra["optimizer"])
+            self._scheduler().load_state_dict(extra["scheduler"])
         if extra.get("scaler"):
             self.scaler.load_state_dict(extra["scaler"])
         torch.set_rng_state(extra["torch_rng"])
@@ -273,7 +228,7 @@ class Trainer:
         return [examples[i : i + mb] for i in range(0, len(examples), mb)]
 
     def train_step(self) -> dict[str, float]:
-        index, stage, in_stage = _stage_at(self.config.stages, self.step)
+        index, stage, in_stage = stage_at(self.config.stages, self.step)
         if index != self.stage_index:
             self._enter_stage(index, in_stage)
         t0 = time.perf_counter()
@@ -291,22 +246,24 @@ class Trainer:
         for i, batch in enumerate(micro):
             batch = {k: v.to(self.device) for k, v in batch.items()}
             sync = i == len(micro) - 1 or self.world == 1
-            ctx = self.ddp.no_sync() if (self.world > 1 and not sync) else nullcontext()
+            ddp: Any = self.ddp  # DistributedDataParallel whenever world > 1
+            ctx = ddp.no_sync() if (self.world > 1 and not sync) else nullcontext()
             with ctx:
                 with torch.autocast(self.device.type, dtype=self.autocast_dtype, enabled=self.autocast):
                     mlm, mep = self._losses(batch)
                     loss = (mlm / n_words + mep / n_ents) * self.world
                 self.scaler.scale(loss).backward()
             sums += torch.stack([mlm.detach(), mep.detach()]).to(torch.float64)
+        optimizer = self._optimizer()
         if self.config.optim.max_grad_norm > 0:
-            self.scaler.unscale_(self.optimizer)
+            self.scaler.unscale_(optimizer)
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.optim.max_grad_norm)
-        lr = self.optimizer.param_groups[0]["lr"]
-        self.scaler.step(self.optimizer)
+        lr = optimizer.param_groups[0]["lr"]
+        self.scaler.step(optimizer)
         self.scaler.update()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        sums = self._all_reduce(sums)
+        self._scheduler().step()
+        optimizer.zero_grad(set_to_none=True)
+        totals = self._all_reduce(sums)
         self.step += 1
         step_s = time.perf_counter() - t0
         tokens = sum(int(b["attention_mask"].sum()) for b in micro) * self.world
@@ -314,9 +271,9 @@ class Trainer:
             "step": self.step,
             "stage": stage.name,
             "lr": lr,
-            "mlm_loss": sums[0] / n_words,
-            "mep_loss": sums[1] / n_ents,
-            "loss": sums[0] / n_words + sums[1] / n_ents,
+            "mlm_loss": totals[0] / n_words,
+            "mep_loss": totals[1] / n_ents,
+            "loss": totals[0] / n_words + totals[1] / n_ents,
             "tokens_per_s": tokens / step_s,
             "data_wait_share": data_s / step_s,
         }
@@ -414,6 +371,8 @@ class _LossModule(torch.nn.Module):
         self, batch: dict[str, torch.Tensor], labels: torch.Tensor, ent_labels: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         words, ents = self.model.encode(**batch)
+        if ents is None:
+            raise MlukeError("a pretraining batch without entity inputs")
         keep, ekeep = labels != -100, ent_labels != -100
         ce = torch.nn.functional.cross_entropy
         mlm = ce(self.model.lm_head(words[keep]).float(), labels[keep], reduction="sum")

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from kb.db.titles import normalize_title
 from kb.languages import MLUKE_LANGUAGES
-from kb.sources.wikitext import LinkRules, parse_wikitext
+from kb.sources.wiki_links import LinkRules
+from kb.sources.wikitext import parse_wikitext
 from tests.fuzz.strategies import SCRIPT_SAMPLES, examples, unicode_text
 from tests.kb.sources.dump_fixtures import NAMESPACES
 

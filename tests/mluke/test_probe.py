@@ -8,7 +8,7 @@ import transformers
 import mluke
 from kb.db.templates import parse_template
 from mluke.cloze import probe
-from mluke.demo import TOKENIZER_RECORD
+from mluke.demo_tokenizer import TOKENIZER_RECORD
 
 
 @pytest.fixture(scope="session")

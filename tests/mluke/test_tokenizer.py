@@ -9,7 +9,8 @@ from tokenizers import Tokenizer
 
 import kb
 from mluke import MlukeError
-from mluke.tokenizer import EntityTruncationWarning, MlukeTokenizer
+from mluke.encoding import EntityTruncationWarning
+from mluke.tokenizer import MlukeTokenizer
 from mluke.xlmr import from_sentencepiece, load_word_tokenizer
 
 # "Tokyo is the capital of Japan" in the 24 mLUKE languages, with emoji and characters outside the BMP.
@@ -160,7 +161,7 @@ def test_entities_by_title_pair_key_id_and_special(tmp_path, tiny_db, xlmr_tok):
         )
     )
     vocab = kb.EntityVocab.import_hf(src, tmp_path / "v.sqlite", db=tiny_db)
-    tok = MlukeTokenizer(xlmr_tok.words, vocab, kb=tiny_db)
+    tok = MlukeTokenizer(xlmr_tok.words, vocab, db=tiny_db)
     text = "Tokyo Japan Denmark Atlantis Tokyo Japan"
     spans = [(0, 5), (6, 11), (12, 19), (20, 28), (29, 34), (35, 40)]
     enc = tok(
@@ -178,6 +179,20 @@ def test_entities_by_title_pair_key_id_and_special(tmp_path, tiny_db, xlmr_tok):
         tok(text, entity_spans=spans[:1], entities=["Tokyo"])
     with pytest.raises(MlukeError, match="outside the vocabulary"):
         tok(text, entity_spans=spans[:1], entities=[99])
+
+
+def test_the_entity_database_keyword_kb_is_a_deprecated_alias_of_db(tmp_path, tiny_db, xlmr_tok):
+    """``MlukeTokenizer(..., kb=db)`` (before 0.2) still resolves keys through the database, with a warning."""
+    src = tmp_path / "entity_vocab.json"
+    src.write_text(json.dumps({"[MASK]": 0, "[UNK]": 1, "[PAD]": 2, "[MASK2]": 3, "en:Tokyo": 4}))
+    vocab = kb.EntityVocab.import_hf(src, tmp_path / "v.sqlite")  # keyed by title: no QIDs
+    with pytest.warns(DeprecationWarning, match=r"kb=\.\.\.\) is deprecated; use db="):
+        tok = MlukeTokenizer(xlmr_tok.words, vocab, kb=tiny_db)
+    assert tok.db is tiny_db
+    assert tok.entity_ids(["Q1490"]) == ([4], [])  # Q1490 (Tokyo) found through its English title
+    assert MlukeTokenizer(xlmr_tok.words, vocab).entity_ids(["Q1490"]) == ([1], [0])  # no db: [UNK]
+    with pytest.raises(TypeError, match="got both kb= and db="):
+        MlukeTokenizer(xlmr_tok.words, vocab, kb=tiny_db, db=tiny_db)
 
 
 def test_task_formats(tiny_checkpoint):

@@ -3,7 +3,7 @@ import json
 from typer.testing import CliRunner
 
 from mluke.cli import app
-from mluke.demo import PRESETS, ambiguous_cities, demo_documents
+from mluke.demo_data import PRESETS, ambiguous_cities, demo_documents
 from probes.demo_eval import demo_linking_docs, evaluate_demo_linking
 
 

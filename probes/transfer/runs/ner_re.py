@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from kb.errors import OptionError, option
 from kb.files import check_output
-from mluke.checkpoint import open_model
 from mluke.devices import place
 from mluke.finetuning import (
     FineTuneConfig,
@@ -26,6 +25,7 @@ from mluke.finetuning import (
 )
 from mluke.finetuning.inputs import ner_rows, relation_rows
 from mluke.finetuning.models import Features
+from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.ner_re import ner_scores, re_scores
 from probes.transfer.readers.ner import NerSentence, read_ner

@@ -16,11 +16,11 @@ from kb.db import EntityDB
 from kb.errors import OptionError
 from kb.files import check_output
 from kb.renamed import renamed_keyword
-from mluke.checkpoint import open_model
 from mluke.devices import place
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
 from mluke.finetuning.models import Features
 from mluke.finetuning.qa import LinkedName, collate_qa, predict_answers, qa_rows
+from mluke.opening import open_model
 from probes.transfer.metrics.qa import Scorer, check_scorer, qa_scores
 from probes.transfer.readers.qa import QaExample, mlqa_path, read_mlqa, read_squad
 from probes.transfer.runs.qa_linking import Link, LinkSource, cached_links

@@ -6,16 +6,13 @@ import pytest
 import kb
 from kb.mentions.candidates import (
     MAX_CANDIDATES,
-    AnchorCandidates,
     Candidate,
     CandidateGenerator,
     CombinedCandidates,
-    NameCandidates,
     SurfaceEntry,
     SurfaceSource,
-    default_source,
-    title_base,
 )
+from kb.mentions.db_candidates import AnchorCandidates, NameCandidates, default_source, title_base
 from kb.mentions.surfaces import surface_key
 from tests.kb.mentions.linking_fixtures import write_linking_db
 

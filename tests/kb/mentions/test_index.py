@@ -7,7 +7,8 @@ import pytest
 
 import kb
 import kb.mentions.index
-from kb.mentions.candidates import NameCandidates, default_source
+import kb.mentions.index_files
+from kb.mentions.db_candidates import NameCandidates, default_source
 from kb.mentions.index import Mention, MentionIndex
 from kb.mentions.surfaces import surface_key
 from tests.kb.mentions.linking_fixtures import write_linking_db
@@ -433,7 +434,9 @@ def test_save_load_round_trip_records_format_and_provenance(linking_db, index, t
     assert prov["builder"] == "kb.MentionIndex.build" and prov["source"]["source"] == "combined"
     assert prov["source"]["parts"][0]["database"] == str(linking_db.path)
     meta = dict(sqlite3.connect(path).execute("SELECT key, value FROM meta"))
-    assert meta["format"] == "mluke-mention-index" and meta["format_version"] == str(kb.mentions.index.FORMAT_VERSION)
+    assert meta["format"] == "mluke-mention-index" and meta["format_version"] == str(
+        kb.mentions.index_files.FORMAT_VERSION
+    )
     with pytest.raises(kb.OutputExistsError):
         index.save(path)
     assert pickle.loads(pickle.dumps(loaded)).detect(text, "ja") == index.detect(text, "ja")  # by path

@@ -11,7 +11,9 @@ from typer.testing import CliRunner
 
 import kb
 import kb.sources.wikipedia
-from kb.sources.wikitext import LinkRules, parse_wikitext
+import kb.sources.wikipedia_counts
+from kb.sources.wiki_links import LinkRules
+from kb.sources.wikitext import parse_wikitext
 from mluke.cli import app
 from tests.kb.sources.dump_fixtures import (
     NAMESPACES,
@@ -243,17 +245,17 @@ def test_an_interrupted_build_continues_and_gives_the_same_database(tmp_path, mo
         _build(run, chunk_bytes=2000)
     monkeypatch.setattr(kb.sources.wikipedia, "read_pages", real)
     # 3. stop in the middle of counting the Japanese pages
-    real_count = kb.sources.wikipedia.count_pages
+    real_count = kb.sources.wikipedia_counts.count_pages
 
     def flaky_count(*args):
         if args[4] == "ja":  # the language argument
             raise Interrupt
         return real_count(*args)
 
-    monkeypatch.setattr(kb.sources.wikipedia, "count_pages", flaky_count)
+    monkeypatch.setattr(kb.sources.wikipedia_counts, "count_pages", flaky_count)
     with pytest.raises(Interrupt):
         _build(run, chunk_bytes=2000)
-    monkeypatch.setattr(kb.sources.wikipedia, "count_pages", real_count)
+    monkeypatch.setattr(kb.sources.wikipedia_counts, "count_pages", real_count)
     # 4. finish
     report = _build(run, chunk_bytes=2000)
     assert "wikidata" in report.resumed and "arwiki" in report.resumed and "enwiki" in report.resumed

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kb.sources.wikitext import LinkRules, parse_wikitext
+from kb.sources.wiki_links import LinkRules
+from kb.sources.wikitext import parse_wikitext
 
 EN = LinkRules("en")
 

@@ -9,7 +9,7 @@ to keep (its module docs), decided on mwparserfromhell's tree:
   content is shown (``<span>``, ``<div>``, ``<small>``, ``<blockquote>``...);
 - not kept: links inside templates, parser functions and template arguments (not
   expanded), comments, tables (``{| ... |}``, also indented by ``:``), tags whose
-  content we drop (:data:`kb.sources.wikitext.DROPPED_TAGS`: ``<ref>``, ``<gallery>``,
+  content we drop (:data:`kb.sources.wiki_markup.DROPPED_TAGS`: ``<ref>``, ``<gallery>``,
   ``<math>``, ``<pre>``, ``<code>``...), ``<nowiki>``, and the captions of file links;
 - article links only: file, category and interlanguage links are hidden; links into
   other namespaces, inter-wiki links, ``[[:fr:X]]`` and section links ``[[#s]]`` are
@@ -36,7 +36,9 @@ import re
 import mwparserfromhell
 from mwparserfromhell.nodes import Argument, Comment, ExternalLink, Heading, HTMLEntity, Tag, Template, Text, Wikilink
 
-from kb.sources.wikitext import DROPPED_TAGS, LinkRules, parse_wikitext
+from kb.sources.wiki_links import LinkRules
+from kb.sources.wiki_markup import DROPPED_TAGS
+from kb.sources.wikitext import parse_wikitext
 
 # -- MediaWiki's facts for the five languages of the pages ---------------------------------
 _AR_MARKS = "\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed"
