@@ -186,7 +186,8 @@ def load_word_model(directory: Path, *, dtype: torch.dtype | None = None) -> tup
     if missing:
         arch = ", ".join(config.get("architectures") or ["?"])
         raise CheckpointError(
-            f"{directory}: no masked-LM head in the weights (architectures: {arch}; missing {', '.join(sorted(missing)[:4])}"
+            f"{directory}: no masked-LM head in the weights (architectures: {arch}; "
+            f"missing {', '.join(sorted(missing)[:4])}"
             f"{' ...' if len(missing) > 4 else ''}); word probing needs a masked-LM checkpoint (*ForMaskedLM)"
         )
     body = [k for k in info.get("missing_keys", []) if k.startswith(prefix + ".") and "position_ids" not in k]

@@ -48,7 +48,10 @@ def clean(
         bool,
         typer.Option(
             "--all",
-            help="Also remove what is in use (the embedded kb, the demo models, mention indexes, resumable trainings); each is rebuilt when next needed.",
+            help=(
+                "Also remove what is in use (the embedded kb, the demo models, mention indexes, resumable "
+                "trainings); each is rebuilt when next needed."
+            ),
         ),
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would be removed.")] = False,

