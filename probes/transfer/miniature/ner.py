@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from kb.db import EntityDB
 from kb.errors import OptionError
@@ -14,20 +15,22 @@ from kb.languages import MLUKE_LANGUAGES
 from probes.transfer.miniature.patterns import SLOT_KINDS, Rendered, pattern_slots, render
 from probes.transfer.miniature.sampling import (
     KIND_TYPES,
-    NER_HELDOUT,
     PATTERNS,
     KbWorld,
     MiniatureSplit,
     Pool,
-    check_languages,
-    check_sizes,
     draw_fresh,
-    heldout_entities,
-    pattern_split,
+    examples_of,
     split_plan,
     split_rng,
+    split_settings,
 )
 from probes.transfer.readers.ner import NerSentence
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11; only type checkers read this
+
+    from probes.transfer.miniature.sampling import SplitKeywords
 
 
 def _draw_ner(
@@ -97,53 +100,25 @@ def ner_splits(
 
 
 def generate_ner(
-    db: EntityDB,
-    languages: Iterable[str] = MLUKE_LANGUAGES,
-    *,
-    seed: int = 0,
-    train_size: int = 2000,
-    test_size: int = 300,
-    dev_size: int = 300,
-    heldout_patterns: Collection[int] = NER_HELDOUT,
-    heldout_share: float = 0.3,
+    db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[SplitKeywords]
 ) -> dict[str, dict[str, MiniatureSplit]]:
     """Like :func:`make_ner`, keeping for each sentence its pattern id and entity keys.
 
     Args:
         db: the entity database the entities and facts come from.
         languages: the languages (default: the 24 of mLUKE).
-        seed: the seed of every draw.
-        train_size: English training examples.
-        test_size: test examples per language.
-        dev_size: English dev examples.
-        heldout_patterns: the pattern indices kept for the test sets.
-        heldout_share: the share of the entities of each kind kept out of train and dev.
+        **options: ``seed`` (0), ``train_size`` (2000), ``dev_size`` (300), ``test_size`` (300),
+            ``heldout_patterns`` (``NER_HELDOUT``), ``heldout_share`` (0.3); see
+            :func:`~probes.transfer.miniature.sampling.split_settings`.
 
     Returns:
         ``{lang: {split: MiniatureSplit}}``.
     """
-    langs = check_languages(languages)
-    split_of = pattern_split("ner", heldout_patterns)["ner"]
-    return ner_splits(
-        KbWorld(db),
-        langs,
-        seed=seed,
-        sizes=check_sizes(train_size, dev_size, test_size),
-        split_of=split_of,
-        heldout=heldout_entities(db, seed=seed, share=heldout_share),
-    )
+    return ner_splits(**split_settings("ner", db, languages, **options))
 
 
 def make_ner(
-    db: EntityDB,
-    languages: Iterable[str] = MLUKE_LANGUAGES,
-    *,
-    seed: int = 0,
-    train_size: int = 2000,
-    test_size: int = 300,
-    dev_size: int = 300,
-    heldout_patterns: Collection[int] = NER_HELDOUT,
-    heldout_share: float = 0.3,
+    db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[SplitKeywords]
 ) -> dict[str, dict[str, list[NerSentence]]]:
     """NER sentences: train and dev in English only, test in every language.
 
@@ -153,24 +128,9 @@ def make_ner(
     Args:
         db: the entity database the entities and facts come from.
         languages: the languages (default: the 24 of mLUKE).
-        seed: the seed of every draw.
-        train_size: English training examples.
-        test_size: test examples per language.
-        dev_size: English dev examples.
-        heldout_patterns: the pattern indices kept for the test sets.
-        heldout_share: the share of the entities of each kind kept out of train and dev.
+        **options: :func:`generate_ner`'s keyword arguments.
 
     Returns:
         ``{lang: {"train"|"dev"|"test": [NerSentence, ...]}}``.
     """
-    made = generate_ner(
-        db,
-        languages,
-        seed=seed,
-        train_size=train_size,
-        test_size=test_size,
-        dev_size=dev_size,
-        heldout_patterns=heldout_patterns,
-        heldout_share=heldout_share,
-    )
-    return {lang: {split: s.examples for split, s in splits.items()} for lang, splits in made.items()}
+    return examples_of(generate_ner(db, languages, **options))
