@@ -16,9 +16,9 @@ from probes.transfer.miniature.patterns import SLOT_KINDS, Rendered, pattern_slo
 from probes.transfer.miniature.sampling import (
     KIND_TYPES,
     PATTERNS,
-    KbWorld,
     MiniatureSplit,
     Pool,
+    SplitSettings,
     draw_fresh,
     examples_of,
     split_plan,
@@ -50,26 +50,13 @@ def _draw_ner(
     return render(patterns[index], lang, names), index, keys
 
 
-def ner_splits(
-    world: KbWorld,
-    languages: tuple[str, ...],
-    *,
-    seed: int,
-    sizes: dict[str, int],
-    split_of: dict[str, list[int]],
-    heldout: dict[str, frozenset[str]],
-) -> dict[str, dict[str, MiniatureSplit]]:
-    """The NER sentences of every (language, split) of the plan, drawn from ``world``.
+def ner_splits(settings: SplitSettings) -> dict[str, dict[str, MiniatureSplit]]:
+    """The NER sentences of every (language, split) of the plan, drawn from ``settings.world``.
 
     Shared with :func:`probes.transfer.miniature.folder.write_miniature`, which writes both tasks from one world.
 
     Args:
-        world: the kb's entities, facts and labels.
-        languages: checked languages.
-        seed: the seed of every draw.
-        sizes: :func:`~probes.transfer.miniature.sampling.check_sizes`'s output.
-        split_of: the pattern indices of each side (:func:`~probes.transfer.miniature.sampling.pattern_split`).
-        heldout: the entities kept out of train and dev, per kind.
+        settings: the world, languages, seed, sizes, pattern split and held-out entities.
 
     Returns:
         ``{lang: {split: MiniatureSplit}}``.
@@ -79,14 +66,14 @@ def ner_splits(
     """
     out: dict[str, dict[str, MiniatureSplit]] = {}
     seen_train: set[str] = set()
-    for lang, split, size in split_plan(languages, sizes):
-        pool = Pool(world, lang, heldout if split != "test" else {})
-        indices = split_of["train" if split != "test" else "test"]
+    for lang, split, size in split_plan(settings.languages, settings.sizes):
+        pool = Pool(settings.world, lang, settings.heldout if split != "test" else {})
+        indices = settings.split_of["train" if split != "test" else "test"]
         patterns = PATTERNS[lang]["ner"]
         usable = [i for i in indices if pool.ner_countries(pattern_slots(patterns[i]))]
         if not usable and size:
             raise OptionError(f"the kb has too few {lang!r} labels and facts to fill any NER pattern of {split}")
-        draw = functools.partial(_draw_ner, split_rng(seed, "ner", lang, split), pool, lang, patterns, usable)
+        draw = functools.partial(_draw_ner, split_rng(settings.seed, "ner", lang, split), pool, lang, patterns, usable)
         result = MiniatureSplit("ner", lang, split)
         seen = seen_train if split != "test" else set()
         while len(result) < size:
@@ -114,7 +101,7 @@ def generate_ner(
     Returns:
         ``{lang: {split: MiniatureSplit}}``.
     """
-    return ner_splits(**split_settings("ner", db, languages, **options))
+    return ner_splits(split_settings("ner", db, languages, **options))
 
 
 def make_ner(

@@ -18,9 +18,9 @@ from probes.transfer.miniature.sampling import (
     PATTERNS,
     RE_GROUPS,
     RELATIONS,
-    KbWorld,
     MiniatureSplit,
     Pool,
+    SplitSettings,
     check_languages,
     draw_fresh,
     examples_of,
@@ -73,27 +73,13 @@ def _draw_re(
     return render(patterns[index], lang, names), index, keys
 
 
-def re_splits(
-    world: KbWorld,
-    languages: tuple[str, ...],
-    *,
-    seed: int,
-    sizes: dict[str, int],
-    split_of: dict[str, dict[str, list[int]]],
-    heldout: dict[str, frozenset[str]],
-    no_relation_share: float,
-) -> dict[str, dict[str, MiniatureSplit]]:
-    """The RE examples of every (language, split) of the plan, drawn from ``world``.
+def re_splits(settings: SplitSettings, no_relation_share: float) -> dict[str, dict[str, MiniatureSplit]]:
+    """The RE examples of every (language, split) of the plan, drawn from ``settings.world``.
 
     Shared with :func:`probes.transfer.miniature.folder.write_miniature`, which writes both tasks from one world.
 
     Args:
-        world: the kb's entities, facts and labels.
-        languages: checked languages.
-        seed: the seed of every draw.
-        sizes: :func:`~probes.transfer.miniature.sampling.check_sizes`'s output.
-        split_of: the pattern indices of each side (:func:`~probes.transfer.miniature.sampling.pattern_split`).
-        heldout: the entities kept out of train and dev, per kind.
+        settings: the world, languages, seed, sizes, pattern split and held-out entities.
         no_relation_share: the share of ``no_relation`` examples in each split.
 
     Returns:
@@ -104,24 +90,24 @@ def re_splits(
     """
     out: dict[str, dict[str, MiniatureSplit]] = {}
     seen_train: set[str] = set()
-    for lang, split, size in split_plan(languages, sizes):
-        pool = Pool(world, lang, heldout if split != "test" else {})
+    for lang, split, size in split_plan(settings.languages, settings.sizes):
+        pool = Pool(settings.world, lang, settings.heldout if split != "test" else {})
         side = "train" if split != "test" else "test"
         patterns = PATTERNS[lang]
         groups = [g for g in RE_GROUPS if g == NO_RELATION or pool.pairs[g]]
         if NO_RELATION in groups and not all(
-            pool.labels[SLOT_KINDS[s]] for i in split_of[NO_RELATION][side] for s in NO_RELATION_SLOTS[i]
+            pool.labels[SLOT_KINDS[s]] for i in settings.split_of[NO_RELATION][side] for s in NO_RELATION_SLOTS[i]
         ):
             groups.remove(NO_RELATION)
         if not groups and size:
             raise OptionError(f"the kb has too few {lang!r} labels and facts for any RE example of {split}")
-        rng = split_rng(seed, "re", lang, split)
+        rng = split_rng(settings.seed, "re", lang, split)
         plan = _label_counts(size, groups, no_relation_share)
         rng.shuffle(plan)
         result = MiniatureSplit("re", lang, split)
         seen = seen_train if split != "test" else set()
         for group in plan:
-            draw = functools.partial(_draw_re, rng, pool, lang, patterns[group], split_of[group][side], group)
+            draw = functools.partial(_draw_re, rng, pool, lang, patterns[group], settings.split_of[group][side], group)
             rendered, index, keys = draw_fresh(draw, seen, f"RE {group} {lang} {split}")
             result.examples.append(_re_example(rendered, group, keys, f"{lang}-{split}-{len(result):05d}", lang))
             result.patterns.append(f"re/{group}/{index}")
@@ -164,7 +150,7 @@ def generate_re(
     langs = check_languages(languages)
     if not 0 <= no_relation_share <= 1:
         raise OptionError(f"no_relation_share must be in [0, 1]; got {no_relation_share}")
-    return re_splits(**split_settings("re", db, langs, **options), no_relation_share=no_relation_share)
+    return re_splits(split_settings("re", db, langs, **options), no_relation_share)
 
 
 def make_re(

@@ -232,6 +232,23 @@ class MiniatureSplit:
         return {key for used in self.entities for _, key, _ in used}
 
 
+@dataclass(frozen=True)
+class SplitSettings:
+    """What one task's splits are drawn from (:func:`split_settings` checks them).
+
+    ``split_of``: the pattern indices of each side, ``{"train"|"test": [...]}`` for NER and
+    ``{group: {"train"|"test": [...]}}`` for RE (:func:`pattern_split`); ``heldout``: the entities kept out of
+    train and dev, per kind; ``sizes``: :func:`check_sizes`'s output.
+    """
+
+    world: KbWorld
+    languages: tuple[str, ...]
+    seed: int
+    sizes: dict[str, int]
+    split_of: dict[str, Any]
+    heldout: dict[str, frozenset[str]]
+
+
 def examples_of(made: dict[str, dict[str, MiniatureSplit]]) -> dict[str, dict[str, list[Any]]]:
     """Only the examples of generated splits (what ``make_ner`` and ``make_re`` return).
 
@@ -308,8 +325,8 @@ def split_settings(
     dev_size: int = 300,
     heldout_patterns: Collection[int] | None = None,
     heldout_share: float = 0.3,
-) -> dict[str, Any]:
-    """The checked arguments of ``ner_splits`` / ``re_splits``, with the defaults of the miniature NER and RE sets.
+) -> SplitSettings:
+    """The checked settings of ``ner_splits`` / ``re_splits``, with the defaults of the miniature NER and RE sets.
 
     Args:
         task: ``"ner"`` or ``"re"``.
@@ -323,7 +340,7 @@ def split_settings(
         heldout_share: the share of the entities of each kind kept out of train and dev.
 
     Returns:
-        ``world``, ``languages``, ``seed``, ``sizes``, ``split_of`` and ``heldout``.
+        The :class:`SplitSettings`.
 
     Raises:
         OptionError: unknown languages, bad sizes or held-out patterns.
@@ -331,14 +348,14 @@ def split_settings(
     langs = check_languages(languages)
     default = NER_HELDOUT if task == "ner" else RE_HELDOUT
     split_of = pattern_split(task, default if heldout_patterns is None else heldout_patterns)
-    return {
-        "world": KbWorld(db),
-        "languages": langs,
-        "seed": seed,
-        "sizes": check_sizes(train_size, dev_size, test_size),
-        "split_of": split_of["ner"] if task == "ner" else split_of,  # NER has one pattern group
-        "heldout": heldout_entities(db, seed=seed, share=heldout_share),
-    }
+    return SplitSettings(
+        KbWorld(db),
+        langs,
+        seed,
+        check_sizes(train_size, dev_size, test_size),
+        split_of["ner"] if task == "ner" else split_of,  # NER has one pattern group
+        heldout_entities(db, seed=seed, share=heldout_share),
+    )
 
 
 def check_sizes(train_size: int, dev_size: int, test_size: int) -> dict[str, int]:
