@@ -79,12 +79,12 @@ from probes.transfer.miniature.sampling import (
     RELATIONS,
     SPLITS,
     KbWorld,
-    SplitSettings,
     check_languages,
     check_sizes,
     heldout_entities,
     pattern_split,
 )
+from probes.transfer.miniature.settings import SplitSettings
 from probes.transfer.readers.ner import write_conll
 from probes.transfer.readers.relations import write_kbp37
 

@@ -18,19 +18,17 @@ from probes.transfer.miniature.sampling import (
     PATTERNS,
     MiniatureSplit,
     Pool,
-    SplitSettings,
     draw_fresh,
-    examples_of,
     split_plan,
     split_rng,
-    split_settings,
 )
+from probes.transfer.miniature.settings import SplitSettings, examples_of, split_settings
 from probes.transfer.readers.ner import NerSentence
 
 if TYPE_CHECKING:
     from typing import Unpack  # Python 3.11; only type checkers read this
 
-    from probes.transfer.miniature.sampling import SplitKeywords
+    from probes.transfer.miniature.settings import SplitKeywords
 
 
 def _draw_ner(
@@ -96,7 +94,7 @@ def generate_ner(
         languages: the languages (default: the 24 of mLUKE).
         **options: ``seed`` (0), ``train_size`` (2000), ``dev_size`` (300), ``test_size`` (300),
             ``heldout_patterns`` (``NER_HELDOUT``), ``heldout_share`` (0.3); see
-            :func:`~probes.transfer.miniature.sampling.split_settings`.
+            :func:`~probes.transfer.miniature.settings.split_settings`.
 
     Returns:
         ``{lang: {split: MiniatureSplit}}``.

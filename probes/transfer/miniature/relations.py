@@ -20,20 +20,18 @@ from probes.transfer.miniature.sampling import (
     RELATIONS,
     MiniatureSplit,
     Pool,
-    SplitSettings,
     check_languages,
     draw_fresh,
-    examples_of,
     split_plan,
     split_rng,
-    split_settings,
 )
+from probes.transfer.miniature.settings import SplitSettings, examples_of, split_settings
 from probes.transfer.readers.relations import ReExample
 
 if TYPE_CHECKING:
     from typing import Unpack  # Python 3.11; only type checkers read this
 
-    from probes.transfer.miniature.sampling import ReKeywords
+    from probes.transfer.miniature.settings import ReKeywords
 
 
 def _label_counts(size: int, groups: list[str], no_relation_share: float) -> list[str]:
@@ -138,7 +136,7 @@ def generate_re(
         languages: the languages (default: the 24 of mLUKE).
         **options: ``no_relation_share`` (0.25: the share of ``no_relation`` examples in each split), and
             ``seed`` (0), ``train_size`` (2000), ``dev_size`` (300), ``test_size`` (300), ``heldout_patterns``
-            (``RE_HELDOUT``), ``heldout_share`` (0.3); see :func:`~probes.transfer.miniature.sampling.split_settings`.
+            (``RE_HELDOUT``), ``heldout_share`` (0.3); see :func:`~probes.transfer.miniature.settings.split_settings`.
 
     Returns:
         ``{lang: {split: MiniatureSplit}}``.
