@@ -19,10 +19,9 @@ from probes.transfer.miniature.sampling import (
     MiniatureSplit,
     Pool,
     draw_fresh,
-    split_plan,
     split_rng,
 )
-from probes.transfer.miniature.settings import SplitSettings, examples_of, split_settings
+from probes.transfer.miniature.settings import SplitSettings, draw_splits, examples_of, split_settings
 from probes.transfer.readers.ner import NerSentence
 
 if TYPE_CHECKING:
@@ -62,26 +61,22 @@ def ner_splits(settings: SplitSettings) -> dict[str, dict[str, MiniatureSplit]]:
     Raises:
         OptionError: a kb too small to fill the patterns.
     """
-    out: dict[str, dict[str, MiniatureSplit]] = {}
-    seen_train: set[str] = set()
-    for lang, split, size in split_plan(settings.languages, settings.sizes):
-        pool = Pool(settings.world, lang, settings.heldout if split != "test" else {})
-        indices = settings.split_of["train" if split != "test" else "test"]
-        patterns = PATTERNS[lang]["ner"]
-        usable = [i for i in indices if pool.ner_countries(pattern_slots(patterns[i]))]
-        if not usable and size:
-            raise OptionError(f"the kb has too few {lang!r} labels and facts to fill any NER pattern of {split}")
-        draw = functools.partial(_draw_ner, split_rng(settings.seed, "ner", lang, split), pool, lang, patterns, usable)
-        result = MiniatureSplit("ner", lang, split)
-        seen = seen_train if split != "test" else set()
-        while len(result) < size:
-            rendered, index, keys = draw_fresh(draw, seen, f"NER {lang} {split}")
-            spans = tuple(sorted((*rendered.word_spans[slot], KIND_TYPES[SLOT_KINDS[slot]]) for slot in keys))
-            result.examples.append(NerSentence(rendered.words, spans, lang))
-            result.patterns.append(f"ner/{index}")
-            result.entities.append(tuple((slot, keys[slot], pool.label(slot, keys[slot])) for slot in sorted(keys)))
-        out.setdefault(lang, {})[split] = result
-    return out
+    return draw_splits("ner", settings, functools.partial(_fill_ner, settings))
+
+
+def _fill_ner(settings: SplitSettings, result: MiniatureSplit, pool: Pool, size: int, seen: set[str]) -> None:
+    """Draw ``size`` NER sentences into ``result`` (see :func:`~probes.transfer.miniature.settings.draw_splits`)."""
+    lang, split = result.lang, result.split
+    indices = settings.split_of["train" if split != "test" else "test"]
+    patterns = PATTERNS[lang]["ner"]
+    usable = [i for i in indices if pool.ner_countries(pattern_slots(patterns[i]))]
+    if not usable and size:
+        raise OptionError(f"the kb has too few {lang!r} labels and facts to fill any NER pattern of {split}")
+    draw = functools.partial(_draw_ner, split_rng(settings.seed, "ner", lang, split), pool, lang, patterns, usable)
+    while len(result) < size:
+        rendered, index, keys = draw_fresh(draw, seen, f"NER {lang} {split}")
+        spans = tuple(sorted((*rendered.word_spans[slot], KIND_TYPES[SLOT_KINDS[slot]]) for slot in keys))
+        result.add(NerSentence(rendered.words, spans, lang), f"ner/{index}", keys, pool)
 
 
 def generate_ner(

@@ -22,10 +22,9 @@ from probes.transfer.miniature.sampling import (
     Pool,
     check_languages,
     draw_fresh,
-    split_plan,
     split_rng,
 )
-from probes.transfer.miniature.settings import SplitSettings, examples_of, split_settings
+from probes.transfer.miniature.settings import SplitSettings, draw_splits, examples_of, split_settings
 from probes.transfer.readers.relations import ReExample
 
 if TYPE_CHECKING:
@@ -86,32 +85,31 @@ def re_splits(settings: SplitSettings, no_relation_share: float) -> dict[str, di
     Raises:
         OptionError: a kb too small to fill the patterns.
     """
-    out: dict[str, dict[str, MiniatureSplit]] = {}
-    seen_train: set[str] = set()
-    for lang, split, size in split_plan(settings.languages, settings.sizes):
-        pool = Pool(settings.world, lang, settings.heldout if split != "test" else {})
-        side = "train" if split != "test" else "test"
-        patterns = PATTERNS[lang]
-        groups = [g for g in RE_GROUPS if g == NO_RELATION or pool.pairs[g]]
-        if NO_RELATION in groups and not all(
-            pool.labels[SLOT_KINDS[s]] for i in settings.split_of[NO_RELATION][side] for s in NO_RELATION_SLOTS[i]
-        ):
-            groups.remove(NO_RELATION)
-        if not groups and size:
-            raise OptionError(f"the kb has too few {lang!r} labels and facts for any RE example of {split}")
-        rng = split_rng(settings.seed, "re", lang, split)
-        plan = _label_counts(size, groups, no_relation_share)
-        rng.shuffle(plan)
-        result = MiniatureSplit("re", lang, split)
-        seen = seen_train if split != "test" else set()
-        for group in plan:
-            draw = functools.partial(_draw_re, rng, pool, lang, patterns[group], settings.split_of[group][side], group)
-            rendered, index, keys = draw_fresh(draw, seen, f"RE {group} {lang} {split}")
-            result.examples.append(_re_example(rendered, group, keys, f"{lang}-{split}-{len(result):05d}", lang))
-            result.patterns.append(f"re/{group}/{index}")
-            result.entities.append(tuple((slot, keys[slot], pool.label(slot, keys[slot])) for slot in sorted(keys)))
-        out.setdefault(lang, {})[split] = result
-    return out
+    return draw_splits("re", settings, functools.partial(_fill_re, settings, no_relation_share))
+
+
+def _fill_re(
+    settings: SplitSettings, no_relation_share: float, result: MiniatureSplit, pool: Pool, size: int, seen: set[str]
+) -> None:
+    """Draw ``size`` RE examples into ``result`` (see :func:`~probes.transfer.miniature.settings.draw_splits`)."""
+    lang, split = result.lang, result.split
+    side = "train" if split != "test" else "test"
+    patterns = PATTERNS[lang]
+    groups = [g for g in RE_GROUPS if g == NO_RELATION or pool.pairs[g]]
+    if NO_RELATION in groups and not all(
+        pool.labels[SLOT_KINDS[s]] for i in settings.split_of[NO_RELATION][side] for s in NO_RELATION_SLOTS[i]
+    ):
+        groups.remove(NO_RELATION)
+    if not groups and size:
+        raise OptionError(f"the kb has too few {lang!r} labels and facts for any RE example of {split}")
+    rng = split_rng(settings.seed, "re", lang, split)
+    plan = _label_counts(size, groups, no_relation_share)
+    rng.shuffle(plan)
+    for group in plan:
+        draw = functools.partial(_draw_re, rng, pool, lang, patterns[group], settings.split_of[group][side], group)
+        rendered, index, keys = draw_fresh(draw, seen, f"RE {group} {lang} {split}")
+        example = _re_example(rendered, group, keys, f"{lang}-{split}-{len(result):05d}", lang)
+        result.add(example, f"re/{group}/{index}", keys, pool)
 
 
 def _re_example(rendered: Rendered, group: str, keys: dict[str, str], ident: str, lang: str) -> ReExample:

@@ -3,7 +3,7 @@ defaults held once, in :func:`split_settings`), checked into one :class:`SplitSe
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -13,10 +13,12 @@ from probes.transfer.miniature.sampling import (
     RE_HELDOUT,
     KbWorld,
     MiniatureSplit,
+    Pool,
     check_languages,
     check_sizes,
     heldout_entities,
     pattern_split,
+    split_plan,
 )
 
 
@@ -111,3 +113,29 @@ def examples_of(made: dict[str, dict[str, MiniatureSplit]]) -> dict[str, dict[st
         ``{lang: {split: [example, ...]}}``.
     """
     return {lang: {split: s.examples for split, s in splits.items()} for lang, splits in made.items()}
+
+
+def draw_splits(
+    task: str, settings: SplitSettings, fill: Callable[[MiniatureSplit, Pool, int, set[str]], None]
+) -> dict[str, dict[str, MiniatureSplit]]:
+    """Every (language, split) of the plan, each filled by ``fill(split, pool, size, seen)``.
+
+    The pool of train and dev leaves out the held-out entities; ``seen`` (the texts drawn so far) is shared by
+    train and dev, so that no text is in both, and fresh for each test set.
+
+    Args:
+        task: ``"ner"`` or ``"re"``.
+        settings: the checked settings.
+        fill: draws ``size`` examples into the empty split from the pool.
+
+    Returns:
+        ``{lang: {split: MiniatureSplit}}``.
+    """
+    out: dict[str, dict[str, MiniatureSplit]] = {}
+    seen_train: set[str] = set()
+    for lang, split, size in split_plan(settings.languages, settings.sizes):
+        pool = Pool(settings.world, lang, settings.heldout if split != "test" else {})
+        result = MiniatureSplit(task, lang, split)
+        fill(result, pool, size, seen_train if split != "test" else set())
+        out.setdefault(lang, {})[split] = result
+    return out
