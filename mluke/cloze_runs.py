@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -144,17 +144,8 @@ def run_cloze(
                     known,
                 )
             )
-        results[m] = ProbeResult(
-            template.text,
-            lang,
-            relation,
-            m,
-            any(i is not None for i in subj_ids),
-            top_k,
-            rows,
-            list(notes),  # type: ignore[arg-type]
-            threshold=threshold,
-            model=_model_name(bundle),
+        results[m] = _mode_result(
+            template, lang, relation, m, subj_ids, top_k, rows, notes, bundle, threshold=threshold
         )
     return _combine(results, mode)
 
@@ -252,19 +243,37 @@ def run_open(
                 ]
             rank = next((r + 1 for r, p in enumerate(preds) if p.correct), None) if g else None
             rows.append(SubjectResult(s, s_label, sorted(g), sorted(g), preds, rank, subj_ids[i] is not None))
-        results[m] = ProbeResult(
-            template.text,
-            lang,
-            relation,
-            m,
-            any(i is not None for i in subj_ids),
-            top_k,
-            rows,
-            list(notes),  # type: ignore[arg-type]
-            open_vocabulary=True,
-            model=_model_name(bundle),
+        results[m] = _mode_result(
+            template, lang, relation, m, subj_ids, top_k, rows, notes, bundle, open_vocabulary=True
         )
     return _combine(results, mode)
+
+
+def _mode_result(
+    template: Template,
+    lang: str,
+    relation: str | None,
+    mode: str,
+    subj_ids: Sequence[int | None],
+    top_k: int,
+    rows: list[SubjectResult],
+    notes: Sequence[str],
+    bundle: Mluke,
+    **extra: Any,
+) -> ProbeResult:
+    """The :class:`ProbeResult` of one mode's ``rows``; ``extra``: ``threshold`` or ``open_vocabulary``."""
+    return ProbeResult(
+        template.text,
+        lang,
+        relation,
+        mode,  # type: ignore[arg-type]
+        any(i is not None for i in subj_ids),
+        top_k,
+        rows,
+        list(notes),
+        model=_model_name(bundle),
+        **extra,
+    )
 
 
 def _vocab_key(entry: VocabEntry) -> str:

@@ -205,25 +205,12 @@ class WindowScorer:
         jobs: list[Job],
         options: LinkOptions,
         bar: Any,
+        sure: Callable[[Any, list[dict[str, Any]], ModelScores], bool] | None = None,
     ) -> dict[tuple[int, int], ModelScores]:
-        """Model log-probabilities of every mention, all of them entity [MASK]s."""
-        out: dict[tuple[int, int], ModelScores] = {}
-        for part in chunked(jobs, options.batch_size):
-            out.update(self.part_scores(self.encode(texts, mentions, part), part, mentions, ids))
-            bar.update(len(part))
-        return out
+        """Model log-probabilities of every mention.
 
-    def score_global(
-        self,
-        texts: list[str],
-        mentions: list[list[Any]],
-        ids: dict[tuple[int, int], list[tuple[str, int]]],
-        jobs: list[Job],
-        options: LinkOptions,
-        bar: Any,
-        sure: Callable[[Any, list[dict[str, Any]], ModelScores], bool],
-    ) -> dict[tuple[int, int], ModelScores]:
-        """Yamada et al. (2022): resolve the most confident mention of each window, feed its entity in, repeat.
+        Without ``sure``, all of them entity [MASK]s, in one pass per batch. With it, Yamada et al. (2022):
+        resolve the most confident mention of each window, feed its entity in, repeat.
 
         Each batch of windows is tokenized once; a step changes only entity ids
         and runs one forward pass per batch that still has open mentions, so a
@@ -235,6 +222,10 @@ class WindowScorer:
         fixed: set[tuple[int, int]] = set()
         for part in chunked(jobs, options.batch_size):
             enc = self.encode(texts, mentions, part)
+            if sure is None:
+                final.update(self.part_scores(enc, part, mentions, ids))
+                bar.update(len(part))
+                continue
             slots = {
                 (job.text, job.mentions[k]): (row, slot)
                 for row, job in enumerate(part)

@@ -354,19 +354,21 @@ class Linker:
                 mininterval=0.5,
                 dynamic_ncols=True,
             ) as bar:
-                if options.method == "global":
-                    threshold = self._threshold(options.nil_threshold)
-
-                    def sure(m: Mention, rows: list[dict[str, Any]], found: ModelScores) -> bool:
-                        return self._confidence(m, rows, found) >= threshold
-
-                    scores = self.scorer.score_global(texts, mentions, ids, jobs, options, bar, sure)
-                else:
-                    scores = self.scorer.score(texts, mentions, ids, jobs, options, bar)
+                sure = self._sure(options.nil_threshold) if options.method == "global" else None
+                scores = self.scorer.score(texts, mentions, ids, jobs, options, bar, sure)
         return mentions, scores
 
     def _threshold(self, nil_threshold: float | None) -> float:
         return self.calibration.threshold if nil_threshold is None else nil_threshold
+
+    def _sure(self, nil_threshold: float | None) -> Callable[[Mention, list[dict[str, Any]], ModelScores], bool]:
+        """Whether a mention the global method resolved is linked: its confidence reaches the NIL threshold."""
+        threshold = self._threshold(nil_threshold)
+
+        def sure(m: Mention, rows: list[dict[str, Any]], found: ModelScores) -> bool:
+            return self._confidence(m, rows, found) >= threshold
+
+        return sure
 
     def _confidence(self, m: Mention, rows: list[dict[str, Any]], model_scores: ModelScores | None) -> float:
         """Link probability x calibrated probability that the top of ``rows`` is right (:mod:`mluke.confidence`)."""

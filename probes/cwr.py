@@ -314,6 +314,43 @@ class CwrReport(TableReport):
 
 
 @renamed_keyword("kb", "db")
+def by_language(items: Iterable[ParallelSpan]) -> dict[str, list[ParallelSpan]]:
+    """The records of each language, in their order.
+
+    Args:
+        items: parallel-span records.
+
+    Returns:
+        ``{lang: [record, ...]}``.
+    """
+    out: dict[str, list[ParallelSpan]] = {}
+    for item in items:
+        out.setdefault(item.lang, []).append(item)
+    return out
+
+
+def language_vectors(
+    bundle: Mluke,
+    by_lang: dict[str, list[ParallelSpan]],
+    langs: Sequence[str],
+    features: Sequence[str],
+    **options: Any,
+) -> dict[str, dict[str, np.ndarray]]:
+    """:func:`item_vectors` of each language's records for each feature kind.
+
+    Args:
+        bundle: the opened model.
+        by_lang: the records of each language (:func:`by_language`).
+        langs: the languages to embed.
+        features: the feature kinds.
+        **options: :func:`item_vectors`'s other keyword arguments (layer, entities, db, batch_size, ...).
+
+    Returns:
+        ``{feature: {lang: vectors}}``.
+    """
+    return {f: {lang: item_vectors(bundle, by_lang[lang], features=f, **options) for lang in langs} for f in features}
+
+
 def evaluate_cwr(
     model: Mluke | str | os.PathLike[str] | None,
     items: Sequence[ParallelSpan] | SpanSet,
@@ -336,9 +373,7 @@ def evaluate_cwr(
     from mluke.opening import open_model
 
     records = list(items.items if isinstance(items, SpanSet) else items)
-    by_lang: dict[str, list[ParallelSpan]] = {}
-    for item in records:
-        by_lang.setdefault(item.lang, []).append(item)
+    by_lang = by_language(records)
     if query_lang not in by_lang:
         raise OptionError(f"no spans in the query language {query_lang!r}; languages: {', '.join(sorted(by_lang))}")
     targets = [lang for lang in (langs or sorted(by_lang)) if lang != query_lang]
@@ -351,24 +386,19 @@ def evaluate_cwr(
     _check_source(entities)
     bundle = open_model(model, device=device, dtype=dtype)
     wanted = [query_lang, *targets]
-    vectors = {
-        f: {
-            lang: item_vectors(
-                bundle,
-                by_lang[lang],
-                features=f,
-                layer=layer,
-                entities=entities,
-                db=db,
-                batch_size=batch_size,
-                progress=progress,
-                device=device,
-                dtype=dtype,
-            )
-            for lang in wanted
-        }
-        for f in features
-    }
+    vectors = language_vectors(
+        bundle,
+        by_lang,
+        wanted,
+        features,
+        layer=layer,
+        entities=entities,
+        db=db,
+        batch_size=batch_size,
+        progress=progress,
+        device=device,
+        dtype=dtype,
+    )
     query_pos = {item.id: n for n, item in enumerate(by_lang[query_lang])}
     rows = []
     for lang in targets:

@@ -96,30 +96,23 @@ def modularity_by_language(
     import pandas as pd
 
     from mluke.opening import open_model
-    from probes.cwr import item_vectors
+    from probes.cwr import by_language, language_vectors
 
     bundle = open_model(model, device=device, dtype=dtype)
-    by_lang: dict[str, list[Any]] = {}
-    for item in items:
-        by_lang.setdefault(item.lang, []).append(item)
+    by_lang = by_language(items)
     others = [lang for lang in (langs or sorted(by_lang)) if lang != base]
     missing = [lang for lang in [base, *others] if lang not in by_lang]
     if missing:
         raise OptionError(f"no mentions in {', '.join(missing)}; languages: {', '.join(sorted(by_lang))}")
-    vectors = {
-        f: {
-            lang: item_vectors(
-                bundle,
-                by_lang[lang],
-                features=f,
-                layer=layer,
-                entities="gold" if entity_keys else "mask",
-                batch_size=batch_size,
-            )
-            for lang in [base, *others]
-        }
-        for f in features
-    }
+    vectors = language_vectors(
+        bundle,
+        by_lang,
+        [base, *others],
+        features,
+        layer=layer,
+        entities="gold" if entity_keys else "mask",
+        batch_size=batch_size,
+    )
     rows = []
     for lang in others:
         row: dict[str, Any] = {"lang": lang, "spans": len(by_lang[base]) + len(by_lang[lang])}

@@ -11,7 +11,8 @@ import typer
 from kb.errors import OptionError
 from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
-from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, show_report, wrote
+from mluke.cli.output import check_outputs, print_table, show_report, wrote
+from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
 
 app = typer.Typer(
     help="Build a FAISS index over span vectors and search it by cosine.", no_args_is_help=True, rich_markup_mode=None
@@ -30,9 +31,6 @@ MlqaOption = Annotated[
         "--mlqa-langs",
         help="SPANS is an MLQA folder: comma-separated languages whose dev-context-L-question-L.json files to read.",
     ),
-]
-ModelOption = Annotated[
-    str | None, typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")
 ]
 LayerOption = Annotated[
     int, typer.Option(help="Layer to read: 0 = embeddings, 1..L, negative from the last (default: last).")
@@ -84,7 +82,7 @@ def build(
     nprobe: Annotated[int, typer.Option(help="IVF-PQ: cells visited per query.")] = 16,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output folder if it exists.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
 ) -> None:
@@ -233,7 +231,7 @@ def eval_cwr(
     csv_out: Annotated[
         str | None, typer.Option("--csv", help="Write the per-language table as CSV ('-' for stdout).")
     ] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
@@ -330,7 +328,7 @@ def parallel_spans(
     ] = None,
     size: Annotated[int, typer.Option(help="Sentences (each gives two spans per language).")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the fact and pattern draw.")] = 0,
-    db: Annotated[Path | None, typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
+    db: DbOption = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
 ) -> None:
     """Write parallel sentences stating kb facts in every language, with their entity spans, as the

@@ -16,7 +16,8 @@ import typer
 
 import kb
 from kb.files import split_list, write_csv, write_json
-from mluke.cli.output import OverwriteOption, check_outputs, print_table
+from mluke.cli.output import check_outputs, print_table
+from mluke.cli.params import OverwriteOption
 
 app = typer.Typer(
     help="Build, inspect and query the inter-language entity database (kb) and the entity vocabulary.",

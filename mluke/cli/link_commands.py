@@ -10,17 +10,16 @@ import typer
 
 from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
-from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
+from mluke.cli.output import check_outputs, print_table, wrote
+from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
 from mluke.options import LinkOptions
 
 
 def link(
     source: Annotated[str, typer.Argument(help="Text file with one text per line, or '-' for standard input.")],
     lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the texts, e.g. ja.")] = "en",
-    model: Annotated[
-        str | None, typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")
-    ] = None,
-    db: Annotated[Path | None, typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
+    model: ModelOption = None,
+    db: DbOption = None,
     method: Annotated[
         str,
         typer.Option(
@@ -153,9 +152,7 @@ def eval_link(
             ),
         ),
     ] = "prior,model,combined,global",
-    model: Annotated[
-        str | None, typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")
-    ] = None,
+    model: ModelOption = None,
     db: Annotated[
         Path | None,
         typer.Option(
@@ -195,7 +192,7 @@ def eval_link(
         str | None,
         typer.Option("--csv", help="Write one row per (language, method) as CSV to this file ('-' for stdout)."),
     ] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Evaluate entity linking on Mewsli-9: in-KB accuracy (gold mentions given), the same on ambiguous

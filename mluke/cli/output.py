@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -12,34 +12,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from kb.files import check_output
-
-#: ``--overwrite`` of every command that writes result files.
-OverwriteOption = Annotated[
-    bool,
-    typer.Option(
-        "--overwrite",
-        help="Replace output files (--json, --csv, --jsonl) that already exist; without it an existing "
-        "file is kept and the command stops before doing any work.",
-    ),
-]
-
-
-#: ``--device`` / ``--dtype`` of every command that runs a model (see :mod:`mluke.devices`).
-DeviceOption = Annotated[
-    str | None,
-    typer.Option(
-        "--device",
-        help="Where the model runs: 'cpu', 'cuda', 'cuda:N' or 'auto' (a GPU when there is one). Default: the CPU.",
-    ),
-]
-DtypeOption = Annotated[
-    str | None,
-    typer.Option(
-        "--dtype",
-        help="Precision of the model: 'fp32' (default), 'bf16' (about half the memory; faster on GPUs and CPUs "
-        "with bf16 instructions) or 'fp16' (GPUs).",
-    ),
-]
 
 
 def check_outputs(overwrite: bool, *dests: str | None) -> list[str]:

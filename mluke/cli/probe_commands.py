@@ -10,7 +10,8 @@ import typer
 
 from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
-from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, wrote
+from mluke.cli.output import check_outputs, print_table, wrote
+from mluke.cli.params import DbOption, DeviceOption, DtypeOption, OverwriteOption, ProgressOption
 from mluke.options import ProbeOptions
 
 
@@ -77,7 +78,7 @@ def probe(
         str | None,
         typer.Option(help="mLUKE checkpoint or any masked LM, folder or hub name (default: the demo model)."),
     ] = None,
-    db: Annotated[Path | None, typer.Option("--db", help="Entity database (default: the embedded kb).")] = None,
+    db: DbOption = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
     json_out: Annotated[
         str | None, typer.Option("--json", help="Write the full result as JSON to this file ('-' for stdout).")
@@ -216,7 +217,7 @@ def eval_mlama(
     csv_out: Annotated[
         str | None, typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")
     ] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
@@ -328,7 +329,7 @@ def eval_demo(
     train_sample: Annotated[
         int, typer.Option(help="Training subjects sampled per (relation, language) for the 'train' rows.")
     ] = 20,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Probe the demo model on held-out and training (fact, language) pairs in word, entity [Y] and

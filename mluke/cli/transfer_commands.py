@@ -5,13 +5,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from kb.errors import OptionError
 from mluke.cli import checks
-from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, show_report, wrote
+from mluke.cli.output import check_outputs, print_table, show_report, wrote
+from mluke.cli.params import DeviceOption, DtypeOption, OverwriteOption, ProgressOption
+
+if TYPE_CHECKING:
+    from probes.transfer import FineTuneReport, QaFineTuneReport
 
 TASKS = ("ner", "re", "qa")
 TaskArg = Annotated[
@@ -79,7 +83,7 @@ def finetune(
         bool, typer.Option("--restart", help="Start over instead of continuing an interrupted run.")
     ] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output folder if it exists.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
 ) -> None:
     """Fine-tune mLUKE for NER, relation extraction or extractive QA with entity or word features, e.g.
     mluke finetune ner --train en/train.txt --dev en/dev.txt --features entity -o ner-e
@@ -102,48 +106,30 @@ def finetune(
     config = FineTuneConfig(
         learning_rate=learning_rate, batch_size=batch_size, epochs=epochs, seed=seed, max_span_pieces=max_span_pieces
     )
+    common: dict[str, Any] = {
+        "output": output,
+        "features": features,
+        "model": model,
+        "config": config,
+        "overwrite": overwrite,
+        "restart": restart,
+        "progress": progress,
+        "device": device,
+    }
     if task == "qa":
         from probes.transfer import finetune_qa
 
-        qa = finetune_qa(
-            train,
-            dev,
-            output=output,
-            features=features,
-            model=model,
-            db=db,
-            lang=lang or "en",
-            config=config,
-            settings={"max_length": max_length, "doc_stride": doc_stride},
-            overwrite=overwrite,
-            restart=restart,
-            progress=progress,
-            device=device,
+        settings = {"max_length": max_length, "doc_stride": doc_stride}
+        report: FineTuneReport | QaFineTuneReport = finetune_qa(
+            train, dev, db=db, lang=lang or "en", settings=settings, **common
         )
-        print_table(
-            "epochs",
-            ["epoch", "train loss", "dev F1"],
-            [[h["epoch"] + 1, f"{h['loss']:.4f}", f"{100 * h['dev']:.1f}"] for h in qa.history],
-        )
-        typer.echo(qa.summary())
-        return
-    report = run(
-        task,
-        train,
-        dev,
-        output=output,
-        features=features,
-        model=model,
-        lang=lang,
-        config=config,  # type: ignore[arg-type]
-        overwrite=overwrite,
-        restart=restart,
-        progress=progress,
-        device=device,
-    )
+        dev_column = "dev F1"
+    else:
+        report = run(task, train, dev, lang=lang, **common)  # type: ignore[arg-type]
+        dev_column = "dev score"
     print_table(
         "epochs",
-        ["epoch", "train loss", "dev score"],
+        ["epoch", "train loss", dev_column],
         [[h["epoch"] + 1, f"{h['loss']:.4f}", f"{100 * h['dev']:.1f}"] for h in report.history],
     )
     typer.echo(report.summary())
@@ -203,7 +189,7 @@ def evaluate(
         str | None,
         typer.Option("--gxlt-csv", help="qa: write the G-XLT matrix as CSV to this file ('-' for stdout)."),
     ] = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    progress: ProgressOption = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,

@@ -84,6 +84,7 @@ from probes.transfer.miniature.sampling import (
     heldout_entities,
     pattern_split,
 )
+from probes.transfer.miniature.settings import SplitSettings
 from probes.transfer.readers.ner import write_conll
 from probes.transfer.readers.relations import write_kbp37
 
@@ -157,23 +158,10 @@ def write_miniature(
     re_split = pattern_split("re", re_heldout_patterns)
     if not 0 <= no_relation_share <= 1:
         raise OptionError(f"no_relation_share must be in [0, 1]; got {no_relation_share}")
-    ner = ner_splits(
-        world,
-        langs,
-        seed=seed,
-        split_of=ner_split["ner"],
-        heldout=heldout,
-        sizes=check_sizes(n["ner_train"], n["ner_dev"], n["ner_test"]),
-    )
-    rel = re_splits(
-        world,
-        langs,
-        seed=seed,
-        split_of=re_split,
-        heldout=heldout,
-        no_relation_share=no_relation_share,
-        sizes=check_sizes(n["re_train"], n["re_dev"], n["re_test"]),
-    )
+    ner_sizes = check_sizes(n["ner_train"], n["ner_dev"], n["ner_test"])
+    ner = ner_splits(SplitSettings(world, langs, seed, ner_sizes, ner_split["ner"], heldout))
+    re_sizes = check_sizes(n["re_train"], n["re_dev"], n["re_test"])
+    rel = re_splits(SplitSettings(world, langs, seed, re_sizes, re_split, heldout), no_relation_share)
     files: list[str] = []
     counts: dict[str, dict[str, dict[str, int]]] = {"ner": {}, "re": {}}
     with atomic_path(folder, overwrite=overwrite, what=" (miniature sets)") as tmp:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from kb.db import EntityDB
 from kb.errors import OptionError
@@ -14,20 +15,19 @@ from kb.languages import MLUKE_LANGUAGES
 from probes.transfer.miniature.patterns import SLOT_KINDS, Rendered, pattern_slots, render
 from probes.transfer.miniature.sampling import (
     KIND_TYPES,
-    NER_HELDOUT,
     PATTERNS,
-    KbWorld,
     MiniatureSplit,
     Pool,
-    check_languages,
-    check_sizes,
     draw_fresh,
-    heldout_entities,
-    pattern_split,
-    split_plan,
     split_rng,
 )
+from probes.transfer.miniature.settings import SplitSettings, draw_splits, examples_of, split_settings
 from probes.transfer.readers.ner import NerSentence
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11; only type checkers read this
+
+    from probes.transfer.miniature.settings import SplitKeywords
 
 
 def _draw_ner(
@@ -47,26 +47,13 @@ def _draw_ner(
     return render(patterns[index], lang, names), index, keys
 
 
-def ner_splits(
-    world: KbWorld,
-    languages: tuple[str, ...],
-    *,
-    seed: int,
-    sizes: dict[str, int],
-    split_of: dict[str, list[int]],
-    heldout: dict[str, frozenset[str]],
-) -> dict[str, dict[str, MiniatureSplit]]:
-    """The NER sentences of every (language, split) of the plan, drawn from ``world``.
+def ner_splits(settings: SplitSettings) -> dict[str, dict[str, MiniatureSplit]]:
+    """The NER sentences of every (language, split) of the plan, drawn from ``settings.world``.
 
     Shared with :func:`probes.transfer.miniature.folder.write_miniature`, which writes both tasks from one world.
 
     Args:
-        world: the kb's entities, facts and labels.
-        languages: checked languages.
-        seed: the seed of every draw.
-        sizes: :func:`~probes.transfer.miniature.sampling.check_sizes`'s output.
-        split_of: the pattern indices of each side (:func:`~probes.transfer.miniature.sampling.pattern_split`).
-        heldout: the entities kept out of train and dev, per kind.
+        settings: the world, languages, seed, sizes, pattern split and held-out entities.
 
     Returns:
         ``{lang: {split: MiniatureSplit}}``.
@@ -74,76 +61,44 @@ def ner_splits(
     Raises:
         OptionError: a kb too small to fill the patterns.
     """
-    out: dict[str, dict[str, MiniatureSplit]] = {}
-    seen_train: set[str] = set()
-    for lang, split, size in split_plan(languages, sizes):
-        pool = Pool(world, lang, heldout if split != "test" else {})
-        indices = split_of["train" if split != "test" else "test"]
-        patterns = PATTERNS[lang]["ner"]
-        usable = [i for i in indices if pool.ner_countries(pattern_slots(patterns[i]))]
-        if not usable and size:
-            raise OptionError(f"the kb has too few {lang!r} labels and facts to fill any NER pattern of {split}")
-        draw = functools.partial(_draw_ner, split_rng(seed, "ner", lang, split), pool, lang, patterns, usable)
-        result = MiniatureSplit("ner", lang, split)
-        seen = seen_train if split != "test" else set()
-        while len(result) < size:
-            rendered, index, keys = draw_fresh(draw, seen, f"NER {lang} {split}")
-            spans = tuple(sorted((*rendered.word_spans[slot], KIND_TYPES[SLOT_KINDS[slot]]) for slot in keys))
-            result.examples.append(NerSentence(rendered.words, spans, lang))
-            result.patterns.append(f"ner/{index}")
-            result.entities.append(tuple((slot, keys[slot], pool.label(slot, keys[slot])) for slot in sorted(keys)))
-        out.setdefault(lang, {})[split] = result
-    return out
+    return draw_splits("ner", settings, functools.partial(_fill_ner, settings))
+
+
+def _fill_ner(settings: SplitSettings, result: MiniatureSplit, pool: Pool, size: int, seen: set[str]) -> None:
+    """Draw ``size`` NER sentences into ``result`` (see :func:`~probes.transfer.miniature.settings.draw_splits`)."""
+    lang, split = result.lang, result.split
+    indices = settings.split_of["train" if split != "test" else "test"]
+    patterns = PATTERNS[lang]["ner"]
+    usable = [i for i in indices if pool.ner_countries(pattern_slots(patterns[i]))]
+    if not usable and size:
+        raise OptionError(f"the kb has too few {lang!r} labels and facts to fill any NER pattern of {split}")
+    draw = functools.partial(_draw_ner, split_rng(settings.seed, "ner", lang, split), pool, lang, patterns, usable)
+    while len(result) < size:
+        rendered, index, keys = draw_fresh(draw, seen, f"NER {lang} {split}")
+        spans = tuple(sorted((*rendered.word_spans[slot], KIND_TYPES[SLOT_KINDS[slot]]) for slot in keys))
+        result.add(NerSentence(rendered.words, spans, lang), f"ner/{index}", keys, pool)
 
 
 def generate_ner(
-    db: EntityDB,
-    languages: Iterable[str] = MLUKE_LANGUAGES,
-    *,
-    seed: int = 0,
-    train_size: int = 2000,
-    test_size: int = 300,
-    dev_size: int = 300,
-    heldout_patterns: Collection[int] = NER_HELDOUT,
-    heldout_share: float = 0.3,
+    db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[SplitKeywords]
 ) -> dict[str, dict[str, MiniatureSplit]]:
     """Like :func:`make_ner`, keeping for each sentence its pattern id and entity keys.
 
     Args:
         db: the entity database the entities and facts come from.
         languages: the languages (default: the 24 of mLUKE).
-        seed: the seed of every draw.
-        train_size: English training examples.
-        test_size: test examples per language.
-        dev_size: English dev examples.
-        heldout_patterns: the pattern indices kept for the test sets.
-        heldout_share: the share of the entities of each kind kept out of train and dev.
+        **options: ``seed`` (0), ``train_size`` (2000), ``dev_size`` (300), ``test_size`` (300),
+            ``heldout_patterns`` (``NER_HELDOUT``), ``heldout_share`` (0.3); see
+            :func:`~probes.transfer.miniature.settings.split_settings`.
 
     Returns:
         ``{lang: {split: MiniatureSplit}}``.
     """
-    langs = check_languages(languages)
-    split_of = pattern_split("ner", heldout_patterns)["ner"]
-    return ner_splits(
-        KbWorld(db),
-        langs,
-        seed=seed,
-        sizes=check_sizes(train_size, dev_size, test_size),
-        split_of=split_of,
-        heldout=heldout_entities(db, seed=seed, share=heldout_share),
-    )
+    return ner_splits(split_settings("ner", db, languages, **options))
 
 
 def make_ner(
-    db: EntityDB,
-    languages: Iterable[str] = MLUKE_LANGUAGES,
-    *,
-    seed: int = 0,
-    train_size: int = 2000,
-    test_size: int = 300,
-    dev_size: int = 300,
-    heldout_patterns: Collection[int] = NER_HELDOUT,
-    heldout_share: float = 0.3,
+    db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[SplitKeywords]
 ) -> dict[str, dict[str, list[NerSentence]]]:
     """NER sentences: train and dev in English only, test in every language.
 
@@ -153,24 +108,9 @@ def make_ner(
     Args:
         db: the entity database the entities and facts come from.
         languages: the languages (default: the 24 of mLUKE).
-        seed: the seed of every draw.
-        train_size: English training examples.
-        test_size: test examples per language.
-        dev_size: English dev examples.
-        heldout_patterns: the pattern indices kept for the test sets.
-        heldout_share: the share of the entities of each kind kept out of train and dev.
+        **options: :func:`generate_ner`'s keyword arguments.
 
     Returns:
         ``{lang: {"train"|"dev"|"test": [NerSentence, ...]}}``.
     """
-    made = generate_ner(
-        db,
-        languages,
-        seed=seed,
-        train_size=train_size,
-        test_size=test_size,
-        dev_size=dev_size,
-        heldout_patterns=heldout_patterns,
-        heldout_share=heldout_share,
-    )
-    return {lang: {split: s.examples for split, s in splits.items()} for lang, splits in made.items()}
+    return examples_of(generate_ner(db, languages, **options))

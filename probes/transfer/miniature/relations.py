@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from kb.db import EntityDB
 from kb.errors import OptionError
@@ -16,20 +17,20 @@ from probes.transfer.miniature.sampling import (
     NO_RELATION,
     PATTERNS,
     RE_GROUPS,
-    RE_HELDOUT,
     RELATIONS,
-    KbWorld,
     MiniatureSplit,
     Pool,
     check_languages,
-    check_sizes,
     draw_fresh,
-    heldout_entities,
-    pattern_split,
-    split_plan,
     split_rng,
 )
+from probes.transfer.miniature.settings import SplitSettings, draw_splits, examples_of, split_settings
 from probes.transfer.readers.relations import ReExample
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11; only type checkers read this
+
+    from probes.transfer.miniature.settings import ReKeywords
 
 
 def _label_counts(size: int, groups: list[str], no_relation_share: float) -> list[str]:
@@ -69,27 +70,13 @@ def _draw_re(
     return render(patterns[index], lang, names), index, keys
 
 
-def re_splits(
-    world: KbWorld,
-    languages: tuple[str, ...],
-    *,
-    seed: int,
-    sizes: dict[str, int],
-    split_of: dict[str, dict[str, list[int]]],
-    heldout: dict[str, frozenset[str]],
-    no_relation_share: float,
-) -> dict[str, dict[str, MiniatureSplit]]:
-    """The RE examples of every (language, split) of the plan, drawn from ``world``.
+def re_splits(settings: SplitSettings, no_relation_share: float) -> dict[str, dict[str, MiniatureSplit]]:
+    """The RE examples of every (language, split) of the plan, drawn from ``settings.world``.
 
     Shared with :func:`probes.transfer.miniature.folder.write_miniature`, which writes both tasks from one world.
 
     Args:
-        world: the kb's entities, facts and labels.
-        languages: checked languages.
-        seed: the seed of every draw.
-        sizes: :func:`~probes.transfer.miniature.sampling.check_sizes`'s output.
-        split_of: the pattern indices of each side (:func:`~probes.transfer.miniature.sampling.pattern_split`).
-        heldout: the entities kept out of train and dev, per kind.
+        settings: the world, languages, seed, sizes, pattern split and held-out entities.
         no_relation_share: the share of ``no_relation`` examples in each split.
 
     Returns:
@@ -98,32 +85,31 @@ def re_splits(
     Raises:
         OptionError: a kb too small to fill the patterns.
     """
-    out: dict[str, dict[str, MiniatureSplit]] = {}
-    seen_train: set[str] = set()
-    for lang, split, size in split_plan(languages, sizes):
-        pool = Pool(world, lang, heldout if split != "test" else {})
-        side = "train" if split != "test" else "test"
-        patterns = PATTERNS[lang]
-        groups = [g for g in RE_GROUPS if g == NO_RELATION or pool.pairs[g]]
-        if NO_RELATION in groups and not all(
-            pool.labels[SLOT_KINDS[s]] for i in split_of[NO_RELATION][side] for s in NO_RELATION_SLOTS[i]
-        ):
-            groups.remove(NO_RELATION)
-        if not groups and size:
-            raise OptionError(f"the kb has too few {lang!r} labels and facts for any RE example of {split}")
-        rng = split_rng(seed, "re", lang, split)
-        plan = _label_counts(size, groups, no_relation_share)
-        rng.shuffle(plan)
-        result = MiniatureSplit("re", lang, split)
-        seen = seen_train if split != "test" else set()
-        for group in plan:
-            draw = functools.partial(_draw_re, rng, pool, lang, patterns[group], split_of[group][side], group)
-            rendered, index, keys = draw_fresh(draw, seen, f"RE {group} {lang} {split}")
-            result.examples.append(_re_example(rendered, group, keys, f"{lang}-{split}-{len(result):05d}", lang))
-            result.patterns.append(f"re/{group}/{index}")
-            result.entities.append(tuple((slot, keys[slot], pool.label(slot, keys[slot])) for slot in sorted(keys)))
-        out.setdefault(lang, {})[split] = result
-    return out
+    return draw_splits("re", settings, functools.partial(_fill_re, settings, no_relation_share))
+
+
+def _fill_re(
+    settings: SplitSettings, no_relation_share: float, result: MiniatureSplit, pool: Pool, size: int, seen: set[str]
+) -> None:
+    """Draw ``size`` RE examples into ``result`` (see :func:`~probes.transfer.miniature.settings.draw_splits`)."""
+    lang, split = result.lang, result.split
+    side = "train" if split != "test" else "test"
+    patterns = PATTERNS[lang]
+    groups = [g for g in RE_GROUPS if g == NO_RELATION or pool.pairs[g]]
+    if NO_RELATION in groups and not all(
+        pool.labels[SLOT_KINDS[s]] for i in settings.split_of[NO_RELATION][side] for s in NO_RELATION_SLOTS[i]
+    ):
+        groups.remove(NO_RELATION)
+    if not groups and size:
+        raise OptionError(f"the kb has too few {lang!r} labels and facts for any RE example of {split}")
+    rng = split_rng(settings.seed, "re", lang, split)
+    plan = _label_counts(size, groups, no_relation_share)
+    rng.shuffle(plan)
+    for group in plan:
+        draw = functools.partial(_draw_re, rng, pool, lang, patterns[group], settings.split_of[group][side], group)
+        rendered, index, keys = draw_fresh(draw, seen, f"RE {group} {lang} {split}")
+        example = _re_example(rendered, group, keys, f"{lang}-{split}-{len(result):05d}", lang)
+        result.add(example, f"re/{group}/{index}", keys, pool)
 
 
 def _re_example(rendered: Rendered, group: str, keys: dict[str, str], ident: str, lang: str) -> ReExample:
@@ -139,58 +125,32 @@ def _re_example(rendered: Rendered, group: str, keys: dict[str, str], ident: str
 
 
 def generate_re(
-    db: EntityDB,
-    languages: Iterable[str] = MLUKE_LANGUAGES,
-    *,
-    seed: int = 0,
-    train_size: int = 2000,
-    test_size: int = 300,
-    dev_size: int = 300,
-    heldout_patterns: Collection[int] = RE_HELDOUT,
-    heldout_share: float = 0.3,
-    no_relation_share: float = 0.25,
+    db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[ReKeywords]
 ) -> dict[str, dict[str, MiniatureSplit]]:
     """Like :func:`make_re`, keeping for each example its pattern id and entity keys.
 
     Args:
         db: the entity database the entities and facts come from.
         languages: the languages (default: the 24 of mLUKE).
-        seed: the seed of every draw.
-        train_size: English training examples.
-        test_size: test examples per language.
-        dev_size: English dev examples.
-        heldout_patterns: the pattern indices kept for the test sets.
-        heldout_share: the share of the entities of each kind kept out of train and dev.
-        no_relation_share: the share of ``no_relation`` examples in each split.
+        **options: ``no_relation_share`` (0.25: the share of ``no_relation`` examples in each split), and
+            ``seed`` (0), ``train_size`` (2000), ``dev_size`` (300), ``test_size`` (300), ``heldout_patterns``
+            (``RE_HELDOUT``), ``heldout_share`` (0.3); see :func:`~probes.transfer.miniature.settings.split_settings`.
 
     Returns:
         ``{lang: {split: MiniatureSplit}}``.
+
+    Raises:
+        OptionError: ``no_relation_share`` outside [0, 1], or a bad option of ``split_settings``.
     """
+    no_relation_share = options.pop("no_relation_share", 0.25)
     langs = check_languages(languages)
     if not 0 <= no_relation_share <= 1:
         raise OptionError(f"no_relation_share must be in [0, 1]; got {no_relation_share}")
-    return re_splits(
-        KbWorld(db),
-        langs,
-        seed=seed,
-        sizes=check_sizes(train_size, dev_size, test_size),
-        split_of=pattern_split("re", heldout_patterns),
-        heldout=heldout_entities(db, seed=seed, share=heldout_share),
-        no_relation_share=no_relation_share,
-    )
+    return re_splits(split_settings("re", db, langs, **options), no_relation_share)
 
 
 def make_re(
-    db: EntityDB,
-    languages: Iterable[str] = MLUKE_LANGUAGES,
-    *,
-    seed: int = 0,
-    train_size: int = 2000,
-    test_size: int = 300,
-    dev_size: int = 300,
-    heldout_patterns: Collection[int] = RE_HELDOUT,
-    heldout_share: float = 0.3,
-    no_relation_share: float = 0.25,
+    db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[ReKeywords]
 ) -> dict[str, dict[str, list[ReExample]]]:
     """RE examples (KBP37 labels, see :mod:`probes.transfer.miniature.folder`): train and dev in English only,
     test in every language.
@@ -200,26 +160,9 @@ def make_re(
     Args:
         db: the entity database the entities and facts come from.
         languages: the languages (default: the 24 of mLUKE).
-        seed: the seed of every draw.
-        train_size: English training examples.
-        test_size: test examples per language.
-        dev_size: English dev examples.
-        heldout_patterns: the pattern indices kept for the test sets.
-        heldout_share: the share of the entities of each kind kept out of train and dev.
-        no_relation_share: the share of ``no_relation`` examples in each split.
+        **options: :func:`generate_re`'s keyword arguments.
 
     Returns:
         ``{lang: {"train"|"dev"|"test": [ReExample, ...]}}``.
     """
-    made = generate_re(
-        db,
-        languages,
-        seed=seed,
-        train_size=train_size,
-        test_size=test_size,
-        dev_size=dev_size,
-        heldout_patterns=heldout_patterns,
-        heldout_share=heldout_share,
-        no_relation_share=no_relation_share,
-    )
-    return {lang: {split: s.examples for split, s in splits.items()} for lang, splits in made.items()}
+    return examples_of(generate_re(db, languages, **options))

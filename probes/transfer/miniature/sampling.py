@@ -208,6 +208,12 @@ class MiniatureSplit:
     def __len__(self) -> int:
         return len(self.examples)
 
+    def add(self, example: Any, pattern: str, keys: dict[str, str], pool: Pool) -> None:
+        """Append an example with its pattern id and its entities (slot, key, label in ``pool``'s language)."""
+        self.examples.append(example)
+        self.patterns.append(pattern)
+        self.entities.append(tuple((slot, keys[slot], pool.label(slot, keys[slot])) for slot in sorted(keys)))
+
     def keys(self) -> set[str]:
         """Every entity key the split names."""
         return {key for used in self.entities for _, key, _ in used}

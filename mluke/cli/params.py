@@ -1,0 +1,47 @@
+"""The typer options that several commands share, declared once so that their flags and help read the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+#: ``--overwrite`` of every command that writes result files.
+OverwriteOption = Annotated[
+    bool,
+    typer.Option(
+        "--overwrite",
+        help="Replace output files (--json, --csv, --jsonl) that already exist; without it an existing "
+        "file is kept and the command stops before doing any work.",
+    ),
+]
+
+
+#: ``--device`` / ``--dtype`` of every command that runs a model (see :mod:`mluke.devices`).
+DeviceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--device",
+        help="Where the model runs: 'cpu', 'cuda', 'cuda:N' or 'auto' (a GPU when there is one). Default: the CPU.",
+    ),
+]
+DtypeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dtype",
+        help="Precision of the model: 'fp32' (default), 'bf16' (about half the memory; faster on GPUs and CPUs "
+        "with bf16 instructions) or 'fp16' (GPUs).",
+    ),
+]
+
+#: ``--progress/--no-progress`` of every command that shows a progress bar.
+ProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")]
+
+#: ``--db`` of the commands that read one entity database.
+DbOption = Annotated[Path | None, typer.Option("--db", help="Entity database (default: the embedded kb).")]
+
+#: ``--model`` of the commands whose default is the embedded demo model.
+ModelOption = Annotated[
+    str | None, typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")
+]
