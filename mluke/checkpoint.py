@@ -180,7 +180,7 @@ def load_model(directory: str | os.PathLike[str], *, dtype: torch.dtype | None =
     if meta:
         raise CheckpointError(f"{directory}: no value for {', '.join(meta[:8])}")
     if dtype is not None:
-        model = model.to(dtype)
+        model = model.to(dtype)  # type: ignore[arg-type]  # transformers types .to as @wraps(nn.Module.to)
     return model.eval()
 
 

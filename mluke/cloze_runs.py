@@ -23,7 +23,8 @@ from mluke.tokenizer import MlukeTokenizer
 
 if TYPE_CHECKING:
     import os
-    from typing import Unpack  # Python 3.11; only type checkers read this
+
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
     from mluke.options import ProbeKeywords
 
@@ -127,7 +128,7 @@ def run_cloze(
                     cand_keys[c],
                     labels_y[c],
                     float(scores[i, c]),
-                    sources[c],  # type: ignore[arg-type]
+                    sources[c],
                     (cand_keys[c] in g) if (g or known) else None,
                 )
                 for c in chosen
@@ -152,7 +153,7 @@ def run_cloze(
             any(i is not None for i in subj_ids),
             top_k,
             rows,
-            list(notes),  # type: ignore[arg-type]
+            list(notes),
             threshold=threshold,
             model=_model_name(bundle),
         )
@@ -233,7 +234,7 @@ def run_open(
             g = gold.get(s, set()) if s is not None else set()
             if m == "entity":
                 preds = [
-                    Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)  # type: ignore[arg-type]
+                    Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)
                     for v, c in zip(scores[i].tolist(), ids[i].tolist())
                 ]
             else:
@@ -260,7 +261,7 @@ def run_open(
             any(i is not None for i in subj_ids),
             top_k,
             rows,
-            list(notes),  # type: ignore[arg-type]
+            list(notes),
             open_vocabulary=True,
             model=_model_name(bundle),
         )

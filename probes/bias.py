@@ -15,8 +15,8 @@ from typing import Any
 
 def language_bias(result: Any) -> dict[str, Any]:
     """``{template, lang, relation, mode, false_predictions, top_false_positive, share}`` of a probe result."""
-    wrong = Counter()
-    labels = {}
+    wrong: Counter[str] = Counter()
+    labels: dict[str, str] = {}
     for row in result.rows:
         if row.gold and row.predictions and not row.predictions[0].correct:
             top = row.predictions[0]

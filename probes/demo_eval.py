@@ -109,6 +109,7 @@ def evaluate_demo(
             for row in result.rows:
                 if not row.gold:
                     continue
+                assert isinstance(row.subject, str)  # probed by subject key (``subjects=``), never free text
                 outcomes.append(
                     Outcome(
                         pid,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from probes.mlama import read_mlama
 
@@ -205,17 +205,18 @@ def eval_mlama(
             relation=rel.relation,
             mode=mode,
             use_subject_entity=use_subject_entity,
-            top_k=1,  # type: ignore[arg-type]
+            top_k=1,
             exclude_subject=exclude_subject,
             batch_size=batch_size,
             gold_labels=rel.object_labels,
             threshold=threshold,
         )
-        metrics = result.metrics
+        # every mLAMA subject comes with its gold objects (gold_labels): the scores are numbers, never None
+        metrics = cast("dict[str, float]", result.metrics)
         p_at_1.setdefault(lang, {})[rel.relation] = metrics["P@1"]
         if threshold is not None:
             sets.setdefault(lang, {})[rel.relation] = {m: metrics[m] for m in SET_METRICS}
-        counts.setdefault(lang, {})[rel.relation] = result.metrics["with_gold"]
+        counts.setdefault(lang, {})[rel.relation] = cast(int, result.metrics["with_gold"])
         bias.append(language_bias(result))  # with a threshold: top answers of non-empty answer sets
     notes += [rel.note for _, rel in work if rel.note]
     return MlamaReport(

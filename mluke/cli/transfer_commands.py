@@ -5,13 +5,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
 from kb.errors import OptionError
 from mluke.cli import checks
 from mluke.cli.output import DeviceOption, DtypeOption, OverwriteOption, check_outputs, print_table, show_report, wrote
+
+if TYPE_CHECKING:
+    from mluke.finetuning.models import Features
+    from probes.transfer.metrics.qa import Scorer
+    from probes.transfer.runs.ner_re import Task
+    from probes.transfer.runs.qa_linking import LinkSource
 
 TASKS = ("ner", "re", "qa")
 TaskArg = Annotated[
@@ -109,7 +115,7 @@ def finetune(
             train,
             dev,
             output=output,
-            features=features,
+            features=cast("Features", features),
             model=model,
             db=db,
             lang=lang or "en",
@@ -128,14 +134,14 @@ def finetune(
         typer.echo(qa.summary())
         return
     report = run(
-        task,
+        cast("Task", task),
         train,
         dev,
         output=output,
-        features=features,
+        features=cast("Features", features),
         model=model,
         lang=lang,
-        config=config,  # type: ignore[arg-type]
+        config=config,
         overwrite=overwrite,
         restart=restart,
         progress=progress,
@@ -236,13 +242,13 @@ def evaluate(
             gxlt=gxlt,
             split=split,
             db=db,
-            link_source=link_source,
+            link_source=cast("LinkSource", link_source),
             batch_size=batch_size,
             progress=progress,
-            device=device,  # type: ignore[arg-type]
+            device=device,
             dtype=dtype,
-            scorer=scorer,
-        )  # type: ignore[arg-type]
+            scorer=cast("Scorer | None", scorer),
+        )
         if gxlt_csv:
             write_csv(*qa.gxlt_table(), gxlt_csv, overwrite=overwrite)
         show_report(

@@ -74,7 +74,7 @@ class Trainer:
             )
         self.accumulation = per_rank // o.micro_batch_size
         self.model = model if model is not None else self._new_model()
-        self.model.to(self.device)
+        self.model.to(self.device)  # type: ignore[arg-type]  # transformers types .to as @wraps(nn.Module.to)
         self.step = 0
         self.stage_index = -1
         self.optimizer: torch.optim.AdamW | None = None
@@ -339,7 +339,7 @@ class Trainer:
         if self.rank == 0:
             self.model.eval()
             save((self.model.cpu(), self.tokenizer, self.tokenizer.entity_vocab), directory, overwrite=overwrite)
-            self.model.to(self.device)
+            self.model.to(self.device)  # type: ignore[arg-type]  # transformers types .to as @wraps(nn.Module.to)
         return directory
 
 
