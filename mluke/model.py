@@ -69,7 +69,7 @@ class MlukeForMaskedLM(LukeForMaskedLM):
     # -- entity prediction (MEP) ------------------------------------------------------------
     def entity_features(self, entity_hidden: Tensor) -> Tensor:
         """MEP query ``m = LayerNorm(gelu(W h + b))``: (..., hidden) -> (..., entity_emb_size)."""
-        return self.entity_predictions.transform(entity_hidden)
+        return cast(Tensor, self.entity_predictions.transform(entity_hidden))
 
     def entity_scores(
         self, entity_hidden: Tensor, candidates: Tensor, *, normalize: bool = True, chunk_size: int = DEFAULT_CHUNK
@@ -135,7 +135,7 @@ class MlukeForMaskedLM(LukeForMaskedLM):
     def word_features(self, word_hidden: Tensor) -> Tensor:
         """LM-head transform ``LayerNorm(gelu(W h + b))``: (..., hidden) -> (..., hidden)."""
         head = self.lm_head
-        return head.layer_norm(gelu(head.dense(word_hidden)))
+        return cast(Tensor, head.layer_norm(gelu(head.dense(word_hidden))))
 
     def word_scores(
         self,
@@ -223,7 +223,7 @@ def _last_layer_entity_rows(layer: LukeLayer, words: Tensor, ents: Tensor, addit
     probs = torch.softmax(scores / att.attention_head_size**0.5 + additive_mask, dim=-1)
     context = (att.dropout(probs) @ values).permute(0, 2, 1, 3).flatten(2)
     attended = layer.attention.output(context, ents)
-    return layer.output(layer.intermediate(attended), attended)
+    return cast(Tensor, layer.output(layer.intermediate(attended), attended))
 
 
 def _head_loss(head: nn.Module, hidden: Tensor, labels: Tensor) -> Tensor:

@@ -16,7 +16,7 @@ pieces centred on each span.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import torch
@@ -53,7 +53,7 @@ def _entity_id(vocab: Any, ref: Any) -> int:
     if isinstance(ref, int):
         return ref
     found = vocab.id_of_key(ref) if isinstance(ref, str) else None
-    return vocab.mask_id if found is None else found
+    return cast(int, vocab.mask_id if found is None else found)
 
 
 def _rows(

@@ -32,7 +32,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -255,7 +255,7 @@ def item_vectors(
         dtype=dtype,
     )
     first = np.cumsum([0, *(len(s) for s in spans[:-1])])
-    return vectors[first]
+    return cast("np.ndarray", vectors[first])
 
 
 def reciprocal_ranks(queries: np.ndarray, pool: np.ndarray, gold: np.ndarray, *, chunk: int = 1024) -> np.ndarray:

@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from kb.db import schema
 from kb.db.rows import Entity, Fact, Match
@@ -100,7 +100,7 @@ class EntityDB(SqliteStore):
     @property
     def stats(self) -> dict[str, Any]:
         """Totals and per-language counts computed when the database was built."""
-        return json.loads(self.meta.get("stats", "{}"))
+        return cast("dict[str, Any]", json.loads(self.meta.get("stats", "{}")))
 
     def sources(self) -> list[dict[str, Any]]:
         """The inputs this database was built from (dump files, packages, API calls)."""
@@ -178,7 +178,7 @@ class EntityDB(SqliteStore):
         for code in (lang, *fallback):
             name = self._one("SELECT name FROM names WHERE entity = ? AND lang = ? AND kind = 'label'", key, code)
             if name is not None:
-                return name
+                return cast(str, name)
         return None
 
     def labels(self, keys: list[str], lang: str) -> dict[str, str]:
@@ -227,7 +227,7 @@ class EntityDB(SqliteStore):
         final = self.resolve_redirect(lang, title)
         if final is None:
             return None
-        return self._one("SELECT entity FROM titles WHERE lang = ? AND title = ?", lang, final)
+        return cast("str | None", self._one("SELECT entity FROM titles WHERE lang = ? AND title = ?", lang, final))
 
     def lookup(self, lang: str, name: str, *, aliases: bool = True) -> list[Match]:
         """Entities that ``name`` may refer to in ``lang``: title (after redirects), labels, aliases.
@@ -327,7 +327,7 @@ class EntityDB(SqliteStore):
         return [r[0] for r in self._conn.execute("SELECT pid FROM properties ORDER BY CAST(substr(pid, 2) AS INTEGER)")]
 
     def property_label(self, pid: str, lang: str = "en") -> str | None:
-        return self._one("SELECT label FROM property_labels WHERE pid = ? AND lang = ?", pid, lang)
+        return cast("str | None", self._one("SELECT label FROM property_labels WHERE pid = ? AND lang = ?", pid, lang))
 
     def template(self, property: str, lang: str) -> Template:
         """The cloze template of ``property`` in ``lang``.
@@ -382,7 +382,7 @@ class EntityDB(SqliteStore):
         ).fetchone()
         if row is None:
             return None
-        link_docs, text_docs = row
+        link_docs, text_docs = cast("tuple[int, int]", row)
         return link_docs / max(text_docs, link_docs, 1)
 
     def entity_link_counts(self, key: str) -> dict[str, int]:

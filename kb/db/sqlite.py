@@ -39,7 +39,7 @@ import sqlite3
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from kb.errors import InputFormatError, SchemaVersionError
 from kb.files import check_output, publish, temporary_name
@@ -226,4 +226,4 @@ class SqliteStore:
     @property
     def provenance(self) -> dict[str, Any]:
         """How the file was built (builder, inputs, parameters)."""
-        return json.loads(self.meta.get("provenance", "{}"))
+        return cast("dict[str, Any]", json.loads(self.meta.get("provenance", "{}")))

@@ -53,7 +53,7 @@ _CACHE_LIMIT = 200_000  # candidate tuples kept per language
 ARRAY_TYPES = {"link_probability": "d", "offsets": "q", "entities": "i", "counts": "q", "priors": "d", "sources": "B"}
 
 
-def _array(typecode: str, data: bytes) -> array.array:
+def _array(typecode: str, data: bytes) -> array.array[int]:
     """An array from little-endian bytes."""
     arr = array.array(typecode)
     arr.frombytes(data)
@@ -70,7 +70,7 @@ def array_view(typecode: str, data: bytes) -> Any:
     return _array(typecode, data)
 
 
-def le_bytes(arr: array.array) -> bytes:
+def le_bytes(arr: array.array[int]) -> bytes:
     if sys.byteorder != "little":
         arr = array.array(arr.typecode, arr)
         arr.byteswap()

@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from math import isnan
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb.errors import (
     InputFormatError,
@@ -113,7 +113,7 @@ class MentionIndex(CandidateGenerator):
 
     @property
     def provenance(self) -> dict[str, Any]:
-        return self.meta["provenance"]
+        return cast("dict[str, Any]", self.meta["provenance"])
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Per language: surfaces, distinct units, whether it has link statistics, whether unscored surfaces
@@ -229,7 +229,7 @@ class MentionIndex(CandidateGenerator):
             row = conn.execute("SELECT data FROM blobs WHERE lang = ? AND name = ?", (lang, name)).fetchone()
             if row is None:
                 raise KeyError(name)
-            return row[0]
+            return cast(bytes, row[0])
 
         return read
 

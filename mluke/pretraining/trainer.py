@@ -31,7 +31,7 @@ import shutil
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -288,7 +288,7 @@ class Trainer:
 
     def _losses(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         labels, ent_labels = batch.pop("labels"), batch.pop("entity_labels")
-        return self.ddp(batch, labels, ent_labels)
+        return cast("tuple[torch.Tensor, torch.Tensor]", self.ddp(batch, labels, ent_labels))
 
     # -- the loop -------------------------------------------------------------------------------
     def train(self, max_steps: int | None = None) -> Path:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from kb.errors import OptionError, option
 from kb.files import check_output
@@ -81,7 +81,7 @@ def score(
 
 
 def _main_score(task: str, scores: dict[str, Any]) -> float:
-    return scores["f1"] if task == "ner" else scores["macro_f1"]
+    return cast(float, scores["f1"] if task == "ner" else scores["macro_f1"])
 
 
 @dataclass

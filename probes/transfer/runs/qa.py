@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kb.db import EntityDB
 from kb.errors import OptionError
@@ -196,7 +196,7 @@ def finetune_qa(
     work = output.with_name(output.name + ".work")
 
     def dev_f1(m: Any) -> float:
-        return answer_dataset(m, inputs, dev_data.examples, dev_links, lang=lang)[0]["f1"]
+        return cast(float, answer_dataset(m, inputs, dev_data.examples, dev_links, lang=lang)[0]["f1"])
 
     tuner = FineTuner(
         net,
