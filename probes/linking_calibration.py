@@ -27,6 +27,7 @@ from kb.db import EntityDB
 
 if TYPE_CHECKING:
     from kb.mentions import Mention
+    from mluke.linker import Linker
 
 #: Held-out wording: ``{city}`` and ``{country}`` in sentences unlike the kb's relation templates.
 FREE_TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -298,7 +299,7 @@ class CalibrationReport:
 
 
 def calibrate(
-    model_dir: str | Path, db: EntityDB | None = None, *, linker: Any = None, min_kept: float = 0.9
+    model_dir: str | Path, db: EntityDB | None = None, *, linker: Linker | None = None, min_kept: float = 0.9
 ) -> CalibrationReport:
     """Fit the confidence calibration of ``model_dir`` (a demo model folder) and score it (module docs).
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 from probes.mlama import read_mlama
 
 if TYPE_CHECKING:
+    from mluke.devices import Device, DType
+    from mluke.opening import ModelSource
     from mluke.options import Mode
 
 #: The answer-set metrics of a report with a threshold (see :mod:`mluke.object_sets`).
@@ -133,7 +135,7 @@ class MlamaComparison:
 
 def eval_mlama(
     path: str | Path,
-    model: Any = None,
+    model: ModelSource = None,
     langs: list[str] | tuple[str, ...] = ("en",),
     *,
     mode: Mode | None = None,
@@ -142,8 +144,8 @@ def eval_mlama(
     exclude_subject: bool = True,
     batch_size: int = 64,
     progress: bool = True,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
     threshold: float | None = None,
 ) -> MlamaReport:
     """Typed querying on mLAMA for each language (what ``mluke eval-mlama`` does).
