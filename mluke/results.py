@@ -6,9 +6,12 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kb.files import json_text, write_json, write_jsonl
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ class ProbeResult:
             "rows": [asdict(r) for r in self.rows],
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data; for ``mode="both"``: ``{"mode": "both", "modes": {"entity": {...}, "word": {...}}, ...}``."""
         if not self.modes:
             return self._mode_dict()
@@ -212,7 +215,7 @@ class LinkedMention:
     nil: bool
     candidates: list[dict[str, Any]] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
@@ -225,7 +228,7 @@ class LinkedTexts:
     lang: str
     method: str
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[JsonObject]:
         """One record per text: ``{"line", "text", "mentions": [...]}`` (lines count from 1)."""
         return [
             {"line": i + 1, "text": t, "mentions": [m.to_dict() for m in found]}

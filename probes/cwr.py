@@ -44,6 +44,7 @@ from probes.report import TableReport
 
 if TYPE_CHECKING:
     from kb.db import EntityDB
+    from kb.jsontypes import JsonObject
     from mluke.checkpoint import Mluke
     from mluke.devices import Device, DType
 
@@ -285,7 +286,7 @@ class CwrReport(TableReport):
     def average(self) -> dict[str, float]:
         return {f: float(np.mean([r[f"mrr_{f}"] for r in self.rows])) for f in self.features} if self.rows else {}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "query_lang": self.query_lang,
             "features": self.features,

@@ -34,6 +34,7 @@ from mluke.options import LinkOptions, check_methods
 
 if TYPE_CHECKING:
     from kb.db import EntityDB
+    from kb.jsontypes import JsonObject
     from mluke.checkpoint import Mluke
     from mluke.linker import Linker
 from probes.mewsli import LinkDoc, LinkingSet, read_mewsli
@@ -138,7 +139,7 @@ class LinkingReport:
         """Documents evaluated (all languages)."""
         return next((r["docs"] for r in self.rows if r["lang"] == "all"), 0)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "methods": list(self.methods),
             "end_to_end": self.end_to_end,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 from probes.mlama import read_mlama
 
 if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
     from mluke.devices import Device, DType
     from mluke.opening import ModelSource
     from mluke.options import Mode
@@ -68,7 +69,7 @@ class MlamaReport:
         macro = self.macro
         return sum(macro.values()) / len(macro) if macro else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         out: dict[str, Any] = {
             "model": self.model,
             "mode": self.mode,
@@ -129,7 +130,7 @@ class MlamaComparison:
         """P@1 per (model, language, relation)."""
         return [{"model": r.model, "mode": r.mode, **row} for r in self.reports for row in r.rows()]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"models": [r.to_dict() for r in self.reports]}
 
 

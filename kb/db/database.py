@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
-from typing import Any, cast
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from kb.db import schema
 from kb.db.rows import Entity, Fact, Match
@@ -22,6 +22,9 @@ from kb.db.titles import normalize_title
 from kb.db.writer import EntityDBWriter
 from kb.errors import NotFoundError
 from kb.languages import check_language
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject, JsonValue
 
 MAX_REDIRECT_HOPS = 16
 
@@ -48,7 +51,7 @@ class EntityDB(SqliteStore):
     @classmethod
     @contextlib.contextmanager
     def create(
-        cls, path: str | os.PathLike[str], *, overwrite: bool = False, provenance: dict[str, Any] | None = None
+        cls, path: str | os.PathLike[str], *, overwrite: bool = False, provenance: Mapping[str, JsonValue] | None = None
     ) -> Iterator[EntityDBWriter]:
         """Build a new database at ``path``; the file appears only when the block ends cleanly.
 
@@ -91,23 +94,23 @@ class EntityDB(SqliteStore):
         return f"EntityDB({str(self.path)!r}, entities={len(self)}, languages={len(self.languages)})"
 
     def __len__(self) -> int:
-        return int(self.stats.get("entities", 0))
+        return int(cast(int, self.stats.get("entities", 0)))  # the count written by the builder
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self._one("SELECT 1 FROM entities WHERE key = ?", key) is not None
 
     # -- metadata -------------------------------------------------------------------
     @property
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JsonObject:
         """Totals and per-language counts computed when the database was built."""
         return cast("dict[str, Any]", json.loads(self.meta.get("stats", "{}")))
 
-    def sources(self) -> list[dict[str, Any]]:
+    def sources(self) -> list[JsonObject]:
         """The inputs this database was built from (dump files, packages, API calls)."""
         rows = self._conn.execute("SELECT kind, name, lang, detail FROM sources ORDER BY id")
         return [{"kind": k, "name": n, "lang": l, **json.loads(d)} for k, n, l, d in rows]
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> JsonObject:
         """Format, provenance, sources and statistics, as shown by ``mluke kb info``."""
         return {
             "path": str(self.path),

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, repeat
 from math import isnan
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import daachorse
 import numpy as np
@@ -44,6 +44,9 @@ from kb.mentions.surfaces import (
     token_bounds,
 )
 from kb.mentions.units import UnitTable, ascii_classes, bmp_classes, cut
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
 
 _LEAD, _TRAIL, _RADIX = 0x1000, 0x2000, 4096  # unit code = lead char + trail char
 _MAX_UNITS = _RADIX * _RADIX
@@ -101,7 +104,7 @@ class Mention(NamedTuple):
         """Prior that the surface is not a link at all (1 - link probability; ``None`` if unknown)."""
         return None if self.link_probability is None else 1.0 - self.link_probability
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """A JSON-ready dict (candidates as dicts)."""
         return {
             "start": self.start,

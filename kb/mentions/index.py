@@ -57,6 +57,7 @@ from kb.mentions.surfaces import (
 
 if TYPE_CHECKING:
     from kb.db.database import EntityDB
+    from kb.jsontypes import JsonObject
 
 #: Default link probability threshold (LUKE drops names linked in fewer than 1% of their occurrences).
 DEFAULT_MIN_LINK_PROBABILITY = 0.01
@@ -112,7 +113,7 @@ class MentionIndex(CandidateGenerator):
         return float(self.meta["min_link_probability"])
 
     @property
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> JsonObject:
         return cast("dict[str, Any]", self.meta["provenance"])
 
     def stats(self) -> dict[str, dict[str, int]]:

@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.cache import cache_dir
 from kb.db.database import EntityDB
@@ -39,6 +39,9 @@ from kb.languages import MLUKE_LANGUAGES, check_languages
 from kb.sources.city_names import LATIN_LANGS, CityNames, ascii_spelling, choose
 from kb.sources.relation_table import write_relations
 from kb.sources.scripts import fold
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
 
 #: Bumped whenever the embedded content changes, so a stale cached copy is rebuilt.
 EMBEDDED_VERSION = 3
@@ -269,7 +272,7 @@ def build_embedded(
 ) -> Path:
     """Build the embedded knowledge base at ``path`` (a few seconds, no download) and return the path."""
     langs = check_languages(languages, MLUKE_LANGUAGES)
-    provenance = {
+    provenance: JsonObject = {
         "builder": "embedded",
         "embedded_version": EMBEDDED_VERSION,
         "languages": list(langs),

@@ -32,6 +32,7 @@ from probes.transfer.readers.ner import NerSentence, read_ner
 from probes.transfer.readers.relations import ReExample, read_re
 
 if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
     from mluke.devices import Device, DType
     from mluke.opening import ModelSource
 
@@ -244,7 +245,7 @@ class TransferReport(TableReport):
         keys = [k for k, v in self.rows[0].items() if isinstance(v, float)] if self.rows else []
         return {k: sum(r[k] for r in self.rows) / len(self.rows) for k in keys}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "task": self.task,
             "features": self.features,
