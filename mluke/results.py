@@ -6,11 +6,13 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from kb.files import json_text, write_json, write_jsonl
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from kb.jsontypes import JsonObject
 
 
@@ -147,31 +149,35 @@ class ProbeResult:
             write_json(self.to_dict(), path, overwrite=overwrite)
         return json_text(self.to_dict())
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """One row per (subject, prediction) of each mode: subject, rank, label, key, score, source, correct,
         gold, and the mode that ranked it (both modes' rows for ``mode="both"``)."""
         import pandas as pd
 
         columns = ["subject", "subject_key", "rank", "prediction", "key", "score", "source", "correct", "gold", "mode"]
-        return pd.DataFrame(
-            [
-                (
-                    r.label,
-                    r.subject,
-                    i + 1,
-                    p.label,
-                    p.key,
-                    p.score,
-                    p.source,
-                    p.correct,
-                    ", ".join(r.gold_labels),
-                    res.mode,
-                )
-                for res in self.results
-                for r in res.rows
-                for i, p in enumerate(r.predictions)
-            ],
-            columns=columns,
+        # pandas-stubs types DataFrame(list of rows) as Any
+        return cast(
+            "pd.DataFrame",
+            pd.DataFrame(
+                [
+                    (
+                        r.label,
+                        r.subject,
+                        i + 1,
+                        p.label,
+                        p.key,
+                        p.score,
+                        p.source,
+                        p.correct,
+                        ", ".join(r.gold_labels),
+                        res.mode,
+                    )
+                    for res in self.results
+                    for r in res.rows
+                    for i, p in enumerate(r.predictions)
+                ],
+                columns=columns,
+            ),
         )
 
     def __repr__(self) -> str:
