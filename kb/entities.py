@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb.db.database import EntityDB
 from kb.errors import Option, OptionError
 from kb.sources.embedded import open_db
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class EntityDescription:
     aliases: dict[str, list[str]]
     facts: list[tuple[str, str, str, str]] | None = field(default=None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         data = asdict(self)
         if self.facts is None:
             data.pop("facts")

@@ -21,7 +21,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import torch
 
@@ -89,7 +89,7 @@ def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
                 from safetensors.torch import load_file
 
                 return load_file(str(path))
-            return torch.load(path, map_location="cpu", weights_only=True)
+            return cast("dict[str, torch.Tensor]", torch.load(path, map_location="cpu", weights_only=True))
         except Exception as exc:
             raise InputFormatError(f"{path}: cannot read the weights ({type(exc).__name__}: {exc})") from None
     raise InputFormatError(f"{directory}: no {' or '.join(WEIGHT_FILES)} (expected an mLUKE checkpoint folder)")
@@ -180,8 +180,8 @@ def load_model(directory: str | os.PathLike[str], *, dtype: torch.dtype | None =
     if meta:
         raise CheckpointError(f"{directory}: no value for {', '.join(meta[:8])}")
     if dtype is not None:
-        model = model.to(dtype)
-    return model.eval()
+        model = model.to(dtype)  # type: ignore[arg-type]  # transformers types .to as @wraps(nn.Module.to)
+    return cast(MlukeForMaskedLM, model.eval())
 
 
 @renamed_keyword("kb", "db")
@@ -222,7 +222,12 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
     return Mluke(model, tokenizer, vocab)
 
 
-def save(bundle: Mluke | tuple, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+def save(
+    bundle: Mluke | tuple[MlukeForMaskedLM, MlukeTokenizer, EntityVocab | None],
+    directory: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+) -> Path:
     """Write ``model, tokenizer, entity_vocab`` in the studio-ousia layout (``model.safetensors``).
 
     Tied weights are written out in full, so transformers' own ``LukeForMaskedLM``

@@ -68,7 +68,7 @@ from mluke.options import ProbeOptions, merge_options
 from mluke.results import ProbeResult
 
 if TYPE_CHECKING:
-    from typing import Unpack  # Python 3.11; only type checkers read this
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
     from mluke.devices import Device, DType
     from mluke.options import ProbeKeywords

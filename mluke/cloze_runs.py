@@ -23,7 +23,8 @@ from mluke.tokenizer import MlukeTokenizer
 
 if TYPE_CHECKING:
     import os
-    from typing import Unpack  # Python 3.11; only type checkers read this
+
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
     from mluke.options import ProbeKeywords
 
@@ -127,7 +128,7 @@ def run_cloze(
                     cand_keys[c],
                     labels_y[c],
                     float(scores[i, c]),
-                    sources[c],  # type: ignore[arg-type]
+                    sources[c],
                     (cand_keys[c] in g) if (g or known) else None,
                 )
                 for c in chosen
@@ -224,7 +225,7 @@ def run_open(
             g = gold.get(s, set()) if s is not None else set()
             if m == "entity":
                 preds = [
-                    Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)  # type: ignore[arg-type]
+                    Prediction(answer[c][0], answer[c][1], float(v), m, (answer[c][0] in g) if g else None)
                     for v, c in zip(scores[i].tolist(), ids[i].tolist())
                 ]
             else:

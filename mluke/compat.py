@@ -11,6 +11,7 @@ series differ in an API mluke relies on, the difference is bridged here and nowh
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import overload
 
 import transformers
 
@@ -18,6 +19,10 @@ import transformers
 TRANSFORMERS_MAJOR = int(transformers.__version__.split(".")[0])
 
 
+@overload
+def tied_weights_keys(inherited: Mapping[str, str], ties: Mapping[str, str]) -> dict[str, str]: ...
+@overload
+def tied_weights_keys(inherited: Sequence[str] | None, ties: Mapping[str, str]) -> list[str]: ...
 def tied_weights_keys(
     inherited: Mapping[str, str] | Sequence[str] | None, ties: Mapping[str, str]
 ) -> dict[str, str] | list[str]:

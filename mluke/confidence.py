@@ -25,7 +25,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
 
 #: Names of :func:`features`, in order (the weights follow a bias).
 FEATURES = ("log_posterior", "log_prior", "model_lift", "no_model", "log_candidates")
@@ -64,7 +67,7 @@ class Calibration:
         z = self.weights[0] + sum(w * v for w, v in zip(self.weights[1:], x))
         return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "features": list(FEATURES),
             "weights": list(self.weights),

@@ -18,7 +18,7 @@ from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedLine, LinkedMention, LinkedTexts, LinkTally
 
 if TYPE_CHECKING:
-    from typing import Unpack  # Python 3.11; only type checkers read this
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
     from mluke.devices import Device, DType
     from mluke.options import LinkKeywords

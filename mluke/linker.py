@@ -27,7 +27,7 @@ from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedMention
 
 if TYPE_CHECKING:
-    from typing import Unpack  # Python 3.11; only type checkers read this
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
     from mluke.devices import Device, DType
     from mluke.options import LinkKeywords
@@ -162,7 +162,7 @@ class Linker:
         lang: str,
         *,
         options: LinkOptions | None = None,
-        advance: Callable[[int], Any] | None = None,
+        advance: Callable[[int], object] | None = None,
         **keywords: Unpack[LinkKeywords],
     ) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
         """:meth:`link` over a stream of texts, in memory that does not grow with it.
@@ -193,7 +193,7 @@ class Linker:
         return self._stream(iter(texts), lang, options, advance or _ignore)
 
     def _stream(
-        self, texts: Iterator[str], lang: str, options: LinkOptions, advance: Callable[[int], Any]
+        self, texts: Iterator[str], lang: str, options: LinkOptions, advance: Callable[[int], object]
     ) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
         chunk: list[str] = []
         size = 0
@@ -217,7 +217,7 @@ class Linker:
             advance(size)
 
     def _segments(
-        self, text: str, lang: str, options: LinkOptions, advance: Callable[[int], Any]
+        self, text: str, lang: str, options: LinkOptions, advance: Callable[[int], object]
     ) -> Iterator[LinkedMention]:
         """The linked mentions of one long text, ``options.segment_windows`` windows at a time.
 

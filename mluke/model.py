@@ -10,10 +10,14 @@ Fixes over ``transformers.LukeForMaskedLM`` (5.x):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 from transformers import LukeConfig, LukeForMaskedLM
 from transformers.activations import gelu
+from transformers.models.luke.modeling_luke import LukeLayer, LukeModel
 
 from mluke.compat import tied_weights_keys
 from mluke.devices import to_device
@@ -65,7 +69,7 @@ class MlukeForMaskedLM(LukeForMaskedLM):
     # -- entity prediction (MEP) ------------------------------------------------------------
     def entity_features(self, entity_hidden: Tensor) -> Tensor:
         """MEP query ``m = LayerNorm(gelu(W h + b))``: (..., hidden) -> (..., entity_emb_size)."""
-        return self.entity_predictions.transform(entity_hidden)
+        return cast(Tensor, self.entity_predictions.transform(entity_hidden))
 
     def entity_scores(
         self, entity_hidden: Tensor, candidates: Tensor, *, normalize: bool = True, chunk_size: int = DEFAULT_CHUNK
@@ -131,7 +135,7 @@ class MlukeForMaskedLM(LukeForMaskedLM):
     def word_features(self, word_hidden: Tensor) -> Tensor:
         """LM-head transform ``LayerNorm(gelu(W h + b))``: (..., hidden) -> (..., hidden)."""
         head = self.lm_head
-        return head.layer_norm(gelu(head.dense(word_hidden)))
+        return cast(Tensor, head.layer_norm(gelu(head.dense(word_hidden))))
 
     def word_scores(
         self,
@@ -163,7 +167,7 @@ class MlukeForMaskedLM(LukeForMaskedLM):
         return _head_loss(self.entity_predictions, entity_hidden, labels)
 
 
-def encode_entity_rows(luke: nn.Module, **inputs: Tensor) -> Tensor:
+def encode_entity_rows(luke: LukeModel, **inputs: Tensor) -> Tensor:
     """A ``LukeModel``'s last entity states (batch x entities x hidden), the last layer computed for the
     entity rows only (see :meth:`MlukeForMaskedLM.encode_entities`); fine-tuned heads share it."""
     if inputs.get("entity_ids") is None:
@@ -190,16 +194,16 @@ def encode_entity_rows(luke: nn.Module, **inputs: Tensor) -> Tensor:
     *layers, last = luke.encoder.layer
     for layer in layers:
         words, ents = layer(words, ents, additive)[:2]
-    return _last_layer_entity_rows(last, words, ents, additive)
+    return _last_layer_entity_rows(cast(LukeLayer, last), words, ents, additive)
 
 
-def _check_entity_inputs(inputs: dict[str, object]) -> None:
+def _check_entity_inputs(inputs: Mapping[str, object]) -> None:
     """transformers crashes obscurely on entity ids without positions: say what is missing."""
     if inputs.get("entity_ids") is not None and inputs.get("entity_position_ids") is None:
         raise ValueError("entity_ids need entity_position_ids (batch x entities x mention length, padded with -1)")
 
 
-def _last_layer_entity_rows(layer: nn.Module, words: Tensor, ents: Tensor, additive_mask: Tensor) -> Tensor:
+def _last_layer_entity_rows(layer: LukeLayer, words: Tensor, ents: Tensor, additive_mask: Tensor) -> Tensor:
     """A ``LukeLayer``'s output for the entity rows only (the word rows are only keys and values)."""
     att = layer.attention.self
     split = att.transpose_for_scores
@@ -219,7 +223,7 @@ def _last_layer_entity_rows(layer: nn.Module, words: Tensor, ents: Tensor, addit
     probs = torch.softmax(scores / att.attention_head_size**0.5 + additive_mask, dim=-1)
     context = (att.dropout(probs) @ values).permute(0, 2, 1, 3).flatten(2)
     attended = layer.attention.output(context, ents)
-    return layer.output(layer.intermediate(attended), attended)
+    return cast(Tensor, layer.output(layer.intermediate(attended), attended))
 
 
 def _head_loss(head: nn.Module, hidden: Tensor, labels: Tensor) -> Tensor:

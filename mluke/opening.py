@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mluke.checkpoint import Mluke, load, resolve
 from mluke.errors import CheckpointError
@@ -18,9 +18,13 @@ from mluke.errors import CheckpointError
 if TYPE_CHECKING:
     from mluke.devices import Device, DType
 
+#: What a ``model=`` argument takes: a loaded bundle or its ``(model, tokenizer, entity_vocab)`` tuple, a
+#: checkpoint folder or hub name, or ``None`` for the embedded demo model.
+ModelSource: TypeAlias = Mluke | tuple[Any, ...] | str | os.PathLike[str] | None
+
 
 def open_model(
-    model: Mluke | tuple[Any, ...] | str | os.PathLike[str] | None = None,
+    model: ModelSource = None,
     *,
     device: Device = None,
     dtype: DType = None,

@@ -6,9 +6,14 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from kb.files import json_text, write_json, write_jsonl
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from kb.jsontypes import JsonObject
 
 
 @dataclass(frozen=True)
@@ -125,7 +130,7 @@ class ProbeResult:
             "rows": [asdict(r) for r in self.rows],
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain data; for ``mode="both"``: ``{"mode": "both", "modes": {"entity": {...}, "word": {...}}, ...}``."""
         if not self.modes:
             return self._mode_dict()
@@ -144,31 +149,35 @@ class ProbeResult:
             write_json(self.to_dict(), path, overwrite=overwrite)
         return json_text(self.to_dict())
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """One row per (subject, prediction) of each mode: subject, rank, label, key, score, source, correct,
         gold, and the mode that ranked it (both modes' rows for ``mode="both"``)."""
         import pandas as pd
 
         columns = ["subject", "subject_key", "rank", "prediction", "key", "score", "source", "correct", "gold", "mode"]
-        return pd.DataFrame(
-            [
-                (
-                    r.label,
-                    r.subject,
-                    i + 1,
-                    p.label,
-                    p.key,
-                    p.score,
-                    p.source,
-                    p.correct,
-                    ", ".join(r.gold_labels),
-                    res.mode,
-                )
-                for res in self.results
-                for r in res.rows
-                for i, p in enumerate(r.predictions)
-            ],
-            columns=columns,
+        # pandas-stubs types DataFrame(list of rows) as Any
+        return cast(
+            "pd.DataFrame",
+            pd.DataFrame(
+                [
+                    (
+                        r.label,
+                        r.subject,
+                        i + 1,
+                        p.label,
+                        p.key,
+                        p.score,
+                        p.source,
+                        p.correct,
+                        ", ".join(r.gold_labels),
+                        res.mode,
+                    )
+                    for res in self.results
+                    for r in res.rows
+                    for i, p in enumerate(r.predictions)
+                ],
+                columns=columns,
+            ),
         )
 
     def __repr__(self) -> str:
@@ -212,7 +221,7 @@ class LinkedMention:
     nil: bool
     candidates: list[dict[str, Any]] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return asdict(self)
 
 
@@ -225,7 +234,7 @@ class LinkedTexts:
     lang: str
     method: str
 
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[JsonObject]:
         """One record per text: ``{"line", "text", "mentions": [...]}`` (lines count from 1)."""
         return [
             {"line": i + 1, "text": t, "mentions": [m.to_dict() for m in found]}

@@ -16,7 +16,7 @@ pieces centred on each span.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import torch
@@ -25,6 +25,10 @@ from tqdm.auto import tqdm
 from kb.errors import OptionError, option
 from mluke.encoding import encode_with_spans
 from mluke.finetuning.inputs import Row, batches, collate
+
+if TYPE_CHECKING:
+    from mluke.devices import Device, DType
+    from mluke.opening import ModelSource
 
 SpanFeatures = Literal["word", "entity", "entity-token"]
 FEATURES = ("word", "entity", "entity-token")
@@ -53,7 +57,7 @@ def _entity_id(vocab: Any, ref: Any) -> int:
     if isinstance(ref, int):
         return ref
     found = vocab.id_of_key(ref) if isinstance(ref, str) else None
-    return vocab.mask_id if found is None else found
+    return cast(int, vocab.mask_id if found is None else found)
 
 
 def _rows(
@@ -99,7 +103,7 @@ def _rows(
 
 
 def span_vectors(
-    model: Any,
+    model: ModelSource,
     texts: Sequence[str],
     spans: Sequence[Sequence[Span]],
     *,
@@ -110,8 +114,8 @@ def span_vectors(
     batch_size: int = 32,
     max_length: int = 512,
     progress: bool = False,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
 ) -> np.ndarray:
     """Vectors of the character ``spans`` of ``texts``: a float32 array (total spans x hidden size), the spans of
     text 0 first, in the order given.

@@ -17,9 +17,9 @@ head with random weights and say nothing).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import torch
 from torch import Tensor, nn
@@ -27,6 +27,9 @@ from torch import Tensor, nn
 from kb.errors import InputFormatError
 from mluke.devices import to_device
 from mluke.errors import CheckpointError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 Kind = Literal["mluke", "word"]
 
@@ -113,7 +116,7 @@ class WordModel(nn.Module):
     at the positions that are scored only (:meth:`word_scores`), so a batch does not compute a
     (tokens x vocabulary) logit table it does not read."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: PreTrainedModel) -> None:
         super().__init__()
         self.hf = model
         self.config = model.config
@@ -139,18 +142,24 @@ class WordModel(nn.Module):
         return out[:, candidates] if candidates.dim() == 1 else out.gather(1, candidates)
 
 
-def _head_of(model: nn.Module) -> Any:
+def _head_of(model: nn.Module) -> Callable[[Tensor], Tensor]:
     """The masked-LM head as a function of (n, hidden) states -> (n, vocab) logits, by architecture."""
+
+    def part(name: str) -> Callable[[Tensor], Tensor]:
+        return cast("Callable[[Tensor], Tensor]", getattr(model, name))
+
     if hasattr(model, "cls") and hasattr(model.cls, "predictions"):  # BERT, mBERT
-        return model.cls
+        return part("cls")
     if hasattr(model, "lm_head"):  # RoBERTa, XLM-R, CamemBERT, LUKE
-        return model.lm_head
+        return part("lm_head")
     if hasattr(model, "vocab_projector"):  # DistilBERT
-        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
+        return lambda h: part("vocab_projector")(
+            part("vocab_layer_norm")(part("activation")(part("vocab_transform")(h)))
+        )
     if hasattr(model, "generator_lm_head"):  # ELECTRA generator
-        return lambda h: model.generator_lm_head(model.generator_predictions(h))
+        return lambda h: part("generator_lm_head")(part("generator_predictions")(h))
     if hasattr(model, "predictions"):  # ALBERT
-        return model.predictions
+        return part("predictions")
     raise CheckpointError(
         f"{type(model).__name__}: a masked-LM head layout mluke does not know "
         "(BERT, RoBERTa/XLM-R, DistilBERT, ELECTRA, ALBERT, LUKE are supported)"

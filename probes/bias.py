@@ -10,13 +10,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mluke.results import ProbeResult
 
 
-def language_bias(result: Any) -> dict[str, Any]:
+def language_bias(result: ProbeResult) -> dict[str, Any]:
     """``{template, lang, relation, mode, false_predictions, top_false_positive, share}`` of a probe result."""
-    wrong = Counter()
-    labels = {}
+    wrong: Counter[str] = Counter()
+    labels: dict[str, str] = {}
     for row in result.rows:
         if row.gold and row.predictions and not row.predictions[0].correct:
             top = row.predictions[0]
@@ -36,7 +41,7 @@ def language_bias(result: Any) -> dict[str, Any]:
     }
 
 
-def bias_by_language(results: Iterable[Any], *, top: int | None = 5) -> Any:
+def bias_by_language(results: Iterable[ProbeResult], *, top: int | None = 5) -> pd.DataFrame:
     """Which objects each language over-predicts: a DataFrame with one row per (lang, mode, object) among the
     top-1 predictions of ``results`` (probe results of any relations and languages), sorted by language, mode and
     wrong predictions.
@@ -77,4 +82,4 @@ def bias_by_language(results: Iterable[Any], *, top: int | None = 5) -> Any:
     )
     if top is not None:
         frame = frame.groupby(["lang", "mode"], sort=False).head(top)
-    return frame.reset_index(drop=True)[columns]
+    return cast("pd.DataFrame", frame.reset_index(drop=True)[columns])  # pandas-stubs: frame[list] is Any

@@ -32,7 +32,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from probes.report import TableReport
 
 if TYPE_CHECKING:
     from kb.db import EntityDB
+    from kb.jsontypes import JsonObject
     from mluke.checkpoint import Mluke
     from mluke.devices import Device, DType
 
@@ -255,7 +256,7 @@ def item_vectors(
         dtype=dtype,
     )
     first = np.cumsum([0, *(len(s) for s in spans[:-1])])
-    return vectors[first]
+    return cast("np.ndarray", vectors[first])
 
 
 def reciprocal_ranks(queries: np.ndarray, pool: np.ndarray, gold: np.ndarray, *, chunk: int = 1024) -> np.ndarray:
@@ -285,7 +286,7 @@ class CwrReport(TableReport):
     def average(self) -> dict[str, float]:
         return {f: float(np.mean([r[f"mrr_{f}"] for r in self.rows])) for f in self.features} if self.rows else {}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "query_lang": self.query_lang,
             "features": self.features,

@@ -28,6 +28,7 @@ from kb.renamed import renamed_keyword
 from mluke.options import Mode
 
 if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
     from mluke.devices import DType
 
 MODES: tuple[tuple[str, Mode, bool], ...] = (
@@ -109,6 +110,7 @@ def evaluate_demo(
             for row in result.rows:
                 if not row.gold:
                     continue
+                assert isinstance(row.subject, str)  # probed by subject key (``subjects=``), never free text
                 outcomes.append(
                     Outcome(
                         pid,
@@ -180,7 +182,7 @@ class DemoReport:
     probing: dict[str, Any]
     linking: Any  # probes.linking_eval.LinkingReport
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {**self.probing, "linking": self.linking.to_dict()}
 
     def to_markdown(self) -> str:

@@ -20,10 +20,14 @@ import datetime
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb import open_db
 from kb.db import EntityDB
+
+if TYPE_CHECKING:
+    from kb.mentions import Mention
+    from mluke.linker import Linker
 
 #: Held-out wording: ``{city}`` and ``{country}`` in sentences unlike the kb's relation templates.
 FREE_TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -202,11 +206,15 @@ def nil_instances(
     for lang, part in sorted(by_lang.items()):
         texts = [d.text for d in part]
         found = [linker.index.mentions_at(d.text, [(g.start, g.end) for g in d.mentions], lang) for d in part]
-        variants = [(found, [[g.key for g in d.mentions] for d in part])]
+        variants: list[tuple[list[list[Mention]], list[list[str | None]]]] = [
+            (found, [[g.key for g in d.mentions] for d in part])
+        ]
         if removed:
-            narrowed, truths = [], []
+            narrowed: list[list[Mention]] = []
+            truths: list[list[str | None]] = []
             for d, ms in zip(part, found):
-                keep, truth = [], []
+                keep: list[Mention] = []
+                truth: list[str | None] = []
                 for g, m in zip(d.mentions, ms):
                     rest = [c for c in m.candidates if c.key != g.key]
                     if rest and len(rest) < len(m.candidates):
@@ -224,11 +232,9 @@ def nil_instances(
             for mentions, truths in variants:
                 feats = linker.mention_features(texts, mentions, lang, method=method)
                 for ms, fs, ts in zip(mentions, feats, truths):
-                    for m, (top, lp, x), truth in zip(ms, fs, ts):
+                    for m, (top, lp, x), gold in zip(ms, fs, ts):
                         if top is not None:
-                            out.append(
-                                Instance(lang, method, top, lp, x, truth, len(m.candidates) >= 2 or truth is None)
-                            )
+                            out.append(Instance(lang, method, top, lp, x, gold, len(m.candidates) >= 2 or gold is None))
     return out
 
 
@@ -293,7 +299,7 @@ class CalibrationReport:
 
 
 def calibrate(
-    model_dir: str | Path, db: EntityDB | None = None, *, linker: Any = None, min_kept: float = 0.9
+    model_dir: str | Path, db: EntityDB | None = None, *, linker: Linker | None = None, min_kept: float = 0.9
 ) -> CalibrationReport:
     """Fit the confidence calibration of ``model_dir`` (a demo model folder) and score it (module docs).
 

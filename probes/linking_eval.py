@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb.db import chunked
 from kb.errors import InputFormatError, MlukeError, OptionError
@@ -33,7 +33,10 @@ from kb.renamed import renamed_keyword
 from mluke.options import LinkOptions, check_methods
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from kb.db import EntityDB
+    from kb.jsontypes import JsonObject
     from mluke.checkpoint import Mluke
     from mluke.linker import Linker
 from probes.mewsli import LinkDoc, LinkingSet, read_mewsli
@@ -138,7 +141,7 @@ class LinkingReport:
         """Documents evaluated (all languages)."""
         return next((r["docs"] for r in self.rows if r["lang"] == "all"), 0)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "methods": list(self.methods),
             "end_to_end": self.end_to_end,
@@ -166,11 +169,12 @@ class LinkingReport:
             write_json(self.to_dict(), path, overwrite=overwrite)
         return json_text(self.to_dict())
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """One row per (language, method), the columns of :attr:`rows`."""
         import pandas as pd
 
-        return pd.DataFrame(self.rows, columns=list(METRIC_COLUMNS))
+        # pandas-stubs types DataFrame(list of rows) as Any
+        return cast("pd.DataFrame", pd.DataFrame(self.rows, columns=list(METRIC_COLUMNS)))
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing: counts, then scores x100 rounded to one decimal ('-': undefined)."""

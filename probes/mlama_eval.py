@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from probes.mlama import read_mlama
 
 if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
+    from mluke.devices import Device, DType
+    from mluke.opening import ModelSource
     from mluke.options import Mode
 
 #: The answer-set metrics of a report with a threshold (see :mod:`mluke.object_sets`).
@@ -66,7 +69,7 @@ class MlamaReport:
         macro = self.macro
         return sum(macro.values()) / len(macro) if macro else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         out: dict[str, Any] = {
             "model": self.model,
             "mode": self.mode,
@@ -127,13 +130,13 @@ class MlamaComparison:
         """P@1 per (model, language, relation)."""
         return [{"model": r.model, "mode": r.mode, **row} for r in self.reports for row in r.rows()]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"models": [r.to_dict() for r in self.reports]}
 
 
 def eval_mlama(
     path: str | Path,
-    model: Any = None,
+    model: ModelSource = None,
     langs: list[str] | tuple[str, ...] = ("en",),
     *,
     mode: Mode | None = None,
@@ -142,8 +145,8 @@ def eval_mlama(
     exclude_subject: bool = True,
     batch_size: int = 64,
     progress: bool = True,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
     threshold: float | None = None,
 ) -> MlamaReport:
     """Typed querying on mLAMA for each language (what ``mluke eval-mlama`` does).
@@ -205,17 +208,18 @@ def eval_mlama(
             relation=rel.relation,
             mode=mode,
             use_subject_entity=use_subject_entity,
-            top_k=1,  # type: ignore[arg-type]
+            top_k=1,
             exclude_subject=exclude_subject,
             batch_size=batch_size,
             gold_labels=rel.object_labels,
             threshold=threshold,
         )
-        metrics = result.metrics
+        # every mLAMA subject comes with its gold objects (gold_labels): the scores are numbers, never None
+        metrics = cast("dict[str, float]", result.metrics)
         p_at_1.setdefault(lang, {})[rel.relation] = metrics["P@1"]
         if threshold is not None:
             sets.setdefault(lang, {})[rel.relation] = {m: metrics[m] for m in SET_METRICS}
-        counts.setdefault(lang, {})[rel.relation] = result.metrics["with_gold"]
+        counts.setdefault(lang, {})[rel.relation] = cast(int, result.metrics["with_gold"])
         bias.append(language_bias(result))  # with a threshold: top answers of non-empty answer sets
     notes += [rel.note for _, rel in work if rel.note]
     return MlamaReport(

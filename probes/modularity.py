@@ -16,12 +16,16 @@ mix as a random graph would.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kb.errors import OptionError
 from probes.retrieval import faiss_module, normalized
+
+if TYPE_CHECKING:
+    from mluke.devices import Device, DType
+    from mluke.opening import ModelSource
 
 
 def knn_edges(vectors: np.ndarray, k: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -72,7 +76,7 @@ def modularity(vectors: np.ndarray, communities: Sequence[Any], *, k: int = 3, w
 
 
 def modularity_by_language(
-    model: Any,
+    model: ModelSource,
     items: Sequence[Any],
     *,
     base: str = "en",
@@ -82,8 +86,8 @@ def modularity_by_language(
     layer: int = -1,
     entity_keys: bool = False,
     batch_size: int = 32,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
 ) -> Any:
     """Modularity of ``base`` + one other language, for each other language and feature kind: a DataFrame with
     columns ``lang``, ``spans`` and one ``<features>`` column each.

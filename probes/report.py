@@ -5,9 +5,12 @@ DataFrame of its ``rows``."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.files import json_text, write_csv, write_json
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
 
 
 class TableReport:
@@ -15,7 +18,7 @@ class TableReport:
 
     rows: list[dict[str, Any]]
 
-    def to_dict(self) -> dict[str, Any]:  # pragma: no cover - every report defines it
+    def to_dict(self) -> JsonObject:  # pragma: no cover - every report defines it
         raise NotImplementedError
 
     def table(self) -> tuple[list[str], list[list[Any]]]:  # pragma: no cover - every report defines it

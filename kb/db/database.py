@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from kb.db import schema
 from kb.db.rows import Entity, Fact, Match
@@ -22,6 +22,9 @@ from kb.db.titles import normalize_title
 from kb.db.writer import EntityDBWriter
 from kb.errors import NotFoundError
 from kb.languages import check_language
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject, JsonValue
 
 MAX_REDIRECT_HOPS = 16
 
@@ -48,7 +51,7 @@ class EntityDB(SqliteStore):
     @classmethod
     @contextlib.contextmanager
     def create(
-        cls, path: str | os.PathLike[str], *, overwrite: bool = False, provenance: dict[str, Any] | None = None
+        cls, path: str | os.PathLike[str], *, overwrite: bool = False, provenance: Mapping[str, JsonValue] | None = None
     ) -> Iterator[EntityDBWriter]:
         """Build a new database at ``path``; the file appears only when the block ends cleanly.
 
@@ -91,23 +94,23 @@ class EntityDB(SqliteStore):
         return f"EntityDB({str(self.path)!r}, entities={len(self)}, languages={len(self.languages)})"
 
     def __len__(self) -> int:
-        return int(self.stats.get("entities", 0))
+        return int(cast(int, self.stats.get("entities", 0)))  # the count written by the builder
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self._one("SELECT 1 FROM entities WHERE key = ?", key) is not None
 
     # -- metadata -------------------------------------------------------------------
     @property
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JsonObject:
         """Totals and per-language counts computed when the database was built."""
-        return json.loads(self.meta.get("stats", "{}"))
+        return cast("dict[str, Any]", json.loads(self.meta.get("stats", "{}")))
 
-    def sources(self) -> list[dict[str, Any]]:
+    def sources(self) -> list[JsonObject]:
         """The inputs this database was built from (dump files, packages, API calls)."""
         rows = self._conn.execute("SELECT kind, name, lang, detail FROM sources ORDER BY id")
         return [{"kind": k, "name": n, "lang": l, **json.loads(d)} for k, n, l, d in rows]
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> JsonObject:
         """Format, provenance, sources and statistics, as shown by ``mluke kb info``."""
         return {
             "path": str(self.path),
@@ -178,7 +181,7 @@ class EntityDB(SqliteStore):
         for code in (lang, *fallback):
             name = self._one("SELECT name FROM names WHERE entity = ? AND lang = ? AND kind = 'label'", key, code)
             if name is not None:
-                return name
+                return cast(str, name)
         return None
 
     def labels(self, keys: list[str], lang: str) -> dict[str, str]:
@@ -227,7 +230,7 @@ class EntityDB(SqliteStore):
         final = self.resolve_redirect(lang, title)
         if final is None:
             return None
-        return self._one("SELECT entity FROM titles WHERE lang = ? AND title = ?", lang, final)
+        return cast("str | None", self._one("SELECT entity FROM titles WHERE lang = ? AND title = ?", lang, final))
 
     def lookup(self, lang: str, name: str, *, aliases: bool = True) -> list[Match]:
         """Entities that ``name`` may refer to in ``lang``: title (after redirects), labels, aliases.
@@ -327,7 +330,7 @@ class EntityDB(SqliteStore):
         return [r[0] for r in self._conn.execute("SELECT pid FROM properties ORDER BY CAST(substr(pid, 2) AS INTEGER)")]
 
     def property_label(self, pid: str, lang: str = "en") -> str | None:
-        return self._one("SELECT label FROM property_labels WHERE pid = ? AND lang = ?", pid, lang)
+        return cast("str | None", self._one("SELECT label FROM property_labels WHERE pid = ? AND lang = ?", pid, lang))
 
     def template(self, property: str, lang: str) -> Template:
         """The cloze template of ``property`` in ``lang``.
@@ -382,7 +385,7 @@ class EntityDB(SqliteStore):
         ).fetchone()
         if row is None:
             return None
-        link_docs, text_docs = row
+        link_docs, text_docs = cast("tuple[int, int]", row)
         return link_docs / max(text_docs, link_docs, 1)
 
     def entity_link_counts(self, key: str) -> dict[str, int]:

@@ -36,13 +36,16 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from kb.errors import InputFormatError, SchemaVersionError
 from kb.files import check_output, publish, temporary_name
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject, JsonValue
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 #: Seconds a connection waits for a lock held by another one before failing with "database is locked".
@@ -138,7 +141,7 @@ def atomic_build(
     version: int,
     schema: str,
     overwrite: bool = False,
-    provenance: dict[str, Any] | None = None,
+    provenance: Mapping[str, JsonValue] | None = None,
 ) -> Iterator[sqlite3.Connection]:
     """Create a new mluke SQLite file at ``path`` atomically.
 
@@ -224,6 +227,6 @@ class SqliteStore:
         return (type(self), (str(self.path),))
 
     @property
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> JsonObject:
         """How the file was built (builder, inputs, parameters)."""
-        return json.loads(self.meta.get("provenance", "{}"))
+        return cast("dict[str, Any]", json.loads(self.meta.get("provenance", "{}")))

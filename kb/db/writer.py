@@ -24,7 +24,7 @@ class EntityDBWriter:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
-    def execute(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+    def execute(self, sql: str, args: tuple[object, ...] = ()) -> sqlite3.Cursor:
         """Run one SQL statement in the writer's transaction (for updates the methods do not cover)."""
         return self._conn.execute(sql, args)
 

@@ -16,8 +16,9 @@ from kb.mentions.candidates import (
     CombinedCandidates,
     SurfaceSource,
 )
+from kb.mentions.compiled import Mention
 from kb.mentions.db_candidates import AnchorCandidates, NameCandidates
-from kb.mentions.index import Mention, MentionIndex
+from kb.mentions.index import MentionIndex
 from kb.mentions.surfaces import surface_key
 
 __all__ = [

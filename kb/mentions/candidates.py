@@ -39,12 +39,12 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kb.errors import OptionError
 
 if TYPE_CHECKING:
-    pass
+    from kb.jsontypes import JsonObject
 
 #: Candidates kept per surface (KnowBert's candidate selector keeps 30).
 MAX_CANDIDATES = 30
@@ -117,7 +117,7 @@ class SurfaceSource(CandidateGenerator):
         """Whether the source holds link statistics for ``lang`` (decides what happens to unscored surfaces)."""
         return False
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """Provenance of the source, stored in a compiled index."""
         return {"source": self.name}
 
@@ -159,7 +159,7 @@ class CombinedCandidates(SurfaceSource):
         self.max_candidates = max_candidates
         self.languages = tuple(dict.fromkeys(l for s, _ in sources for l in s.languages))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "source": self.name,
             "max_candidates": self.max_candidates,

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, repeat
 from math import isnan
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import daachorse
 import numpy as np
@@ -45,6 +45,9 @@ from kb.mentions.surfaces import (
 )
 from kb.mentions.units import UnitTable, ascii_classes, bmp_classes, cut
 
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
+
 _LEAD, _TRAIL, _RADIX = 0x1000, 0x2000, 4096  # unit code = lead char + trail char
 _MAX_UNITS = _RADIX * _RADIX
 _UNKNOWN = "\x00\x00"  # a unit no surface contains
@@ -53,7 +56,7 @@ _CACHE_LIMIT = 200_000  # candidate tuples kept per language
 ARRAY_TYPES = {"link_probability": "d", "offsets": "q", "entities": "i", "counts": "q", "priors": "d", "sources": "B"}
 
 
-def _array(typecode: str, data: bytes) -> array.array:
+def _array(typecode: str, data: bytes) -> array.array[int]:
     """An array from little-endian bytes."""
     arr = array.array(typecode)
     arr.frombytes(data)
@@ -70,7 +73,7 @@ def array_view(typecode: str, data: bytes) -> Any:
     return _array(typecode, data)
 
 
-def le_bytes(arr: array.array) -> bytes:
+def le_bytes(arr: array.array[int]) -> bytes:
     if sys.byteorder != "little":
         arr = array.array(arr.typecode, arr)
         arr.byteswap()
@@ -101,7 +104,7 @@ class Mention(NamedTuple):
         """Prior that the surface is not a link at all (1 - link probability; ``None`` if unknown)."""
         return None if self.link_probability is None else 1.0 - self.link_probability
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """A JSON-ready dict (candidates as dicts)."""
         return {
             "start": self.start,

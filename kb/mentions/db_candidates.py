@@ -20,6 +20,7 @@ from kb.mentions.surfaces import surface_key
 
 if TYPE_CHECKING:
     from kb.db.database import EntityDB
+    from kb.jsontypes import JsonObject
 
 #: Candidates kept per surface (KnowBert's candidate selector keeps 30).
 from kb.mentions.candidates import (
@@ -59,7 +60,7 @@ class _DBSource(SurfaceSource):
     def _check(self, lang: str) -> str:
         return check_language(lang, self.languages)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {
             "source": self.name,
             "database": str(self.db.path),
@@ -178,7 +179,7 @@ class NameCandidates(_DBSource):
                 f" (missing: {', '.join(sorted(missing)) or 'none'})"
             )
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         return {**super().describe(), "weights": self.weights}
 
     def candidates(self, lang: str, surface: str) -> list[Candidate]:

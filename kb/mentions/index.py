@@ -24,7 +24,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from math import isnan
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb.errors import (
     InputFormatError,
@@ -57,6 +57,7 @@ from kb.mentions.surfaces import (
 
 if TYPE_CHECKING:
     from kb.db.database import EntityDB
+    from kb.jsontypes import JsonObject
 
 #: Default link probability threshold (LUKE drops names linked in fewer than 1% of their occurrences).
 DEFAULT_MIN_LINK_PROBABILITY = 0.01
@@ -112,8 +113,8 @@ class MentionIndex(CandidateGenerator):
         return float(self.meta["min_link_probability"])
 
     @property
-    def provenance(self) -> dict[str, Any]:
-        return self.meta["provenance"]
+    def provenance(self) -> JsonObject:
+        return cast("dict[str, Any]", self.meta["provenance"])
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Per language: surfaces, distinct units, whether it has link statistics, whether unscored surfaces
@@ -229,7 +230,7 @@ class MentionIndex(CandidateGenerator):
             row = conn.execute("SELECT data FROM blobs WHERE lang = ? AND name = ?", (lang, name)).fetchone()
             if row is None:
                 raise KeyError(name)
-            return row[0]
+            return cast(bytes, row[0])
 
         return read
 

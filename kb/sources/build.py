@@ -7,9 +7,12 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb.errors import Option, OptionError, OutputExistsError, flag
+
+if TYPE_CHECKING:
+    from kb.sources.assembly import BuildReport
 
 _OPTIONS = {
     "embedded": flag("embedded"),
@@ -52,7 +55,7 @@ def build(
     restart: bool = False,
     progress: bool = True,
     min_city_population: int | None = None,
-) -> Any:
+) -> BuildReport | EmbeddedReport:
     """Build an entity database at ``output``: the embedded one (``embedded=True``; default output: the
     cache file the library uses, which is refreshed) or one from the Wikidata dump and Wikipedia dumps
     (``wikidata=``; see :func:`kb.build_from_dumps` for the options). Returns a report with ``summary()``.

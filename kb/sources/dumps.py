@@ -30,7 +30,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tqdm import tqdm
 
@@ -78,7 +78,7 @@ DEFAULT_CHUNK_BYTES = 4 << 20
 DEFAULT_PAGES_PER_PART = 100_000
 
 
-def _bar(enabled: bool, desc: str, unit: str, total: int | None = None) -> tqdm:
+def _bar(enabled: bool, desc: str, unit: str, total: int | None = None) -> tqdm[NoReturn]:
     return tqdm(
         desc=desc,
         unit=unit,

@@ -27,6 +27,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kb.cache import cache_dir
 from kb.db.database import EntityDB
@@ -39,6 +40,9 @@ from kb.sources.city_names import LATIN_LANGS, CityNames, ascii_spelling, choose
 from kb.sources.relation_table import write_relations
 from kb.sources.scripts import fold
 
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
+
 #: Bumped whenever the embedded content changes, so a stale cached copy is rebuilt.
 EMBEDDED_VERSION = 3
 #: The relations of the embedded kb (Wikidata property ids).
@@ -49,7 +53,7 @@ DEFAULT_MIN_CITY_POPULATION = 100_000
 _CONTINENT_REGIONS = {"AF": "002", "AS": "142", "EU": "150", "NA": "003", "OC": "009", "SA": "005", "AN": "010"}
 
 
-def _exemplar_cities(zone: str, locales: dict, zone_ids: dict[str, tuple[str, ...]]) -> dict[str, str]:
+def _exemplar_cities(zone: str, locales: dict[str, Any], zone_ids: dict[str, tuple[str, ...]]) -> dict[str, str]:
     """CLDR's exemplar city of ``zone`` in the languages whose data name it, under any id of the zone (ja files
     キーウ under Europe/Kiev). babel's fallback, the zone's English name, is no label for ja or hi."""
     names = {}
@@ -146,7 +150,7 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
     # Cities: the major ones plus every capital.
     official = {cc: frozenset(get_official_languages(cc, de_facto=True)) for cc in countries}
     cities = gc.get_cities()
-    by_country: dict[str, list[dict]] = {}
+    by_country: dict[str, list[dict[str, Any]]] = {}
     for city in cities.values():
         by_country.setdefault(city["countrycode"], []).append(city)
     capitals: dict[int, str] = {}
@@ -164,7 +168,7 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
         zone_groups.setdefault(canonical, [canonical]).append(alias)
     zone_ids = {z: tuple(group) for group in zone_groups.values() for z in group}
     exemplar: dict[int, dict[str, str]] = {}
-    by_zone: dict[str, list[dict]] = {}
+    by_zone: dict[str, list[dict[str, Any]]] = {}
     for city in cities.values():
         by_zone.setdefault(city["timezone"], []).append(city)
     for zone, members in by_zone.items():
@@ -268,7 +272,7 @@ def build_embedded(
 ) -> Path:
     """Build the embedded knowledge base at ``path`` (a few seconds, no download) and return the path."""
     langs = check_languages(languages, MLUKE_LANGUAGES)
-    provenance = {
+    provenance: JsonObject = {
         "builder": "embedded",
         "embedded_version": EMBEDDED_VERSION,
         "languages": list(langs),

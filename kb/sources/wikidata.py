@@ -25,7 +25,7 @@ import functools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import orjson
@@ -150,7 +150,7 @@ _ENTITY_ID_DECODER = msgspec.json.Decoder(_EntityId)
 
 def convert_entity(data: dict[str, Any], opts: WikidataOptions) -> WikidataEntity:
     """The same from already-parsed JSON (an API response): re-encoded, so that both take one path."""
-    return opts.layout.decoder.decode(msgspec.json.encode(data))
+    return cast("WikidataEntity", opts.layout.decoder.decode(msgspec.json.encode(data)))
 
 
 def canonical_title(title: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kb.db.sqlite import SqliteStore, chunked
 from kb.db.titles import normalize_title
@@ -94,7 +94,7 @@ class EntityVocab(SqliteStore):
         for candidate in dict.fromkeys((title, normalize_title(title))):
             row = self._conn.execute("SELECT id FROM names WHERE lang = ? AND title = ?", (lang, candidate)).fetchone()
             if row is not None:
-                return row[0]
+                return cast(int, row[0])
         return default
 
     def get_ids(self, pairs: Sequence[tuple[str, str]], default: int | None = None) -> list[int | None]:

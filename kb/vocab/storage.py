@@ -77,8 +77,8 @@ def write_entries(
     ) as conn:
         ins_entry = "INSERT INTO entries(id, key, special, count) VALUES (?, ?, ?, ?)"
         ins_name = "INSERT INTO names(lang, title, id) VALUES (?, ?, ?)"
-        batch_e: list[tuple] = []
-        batch_n: list[tuple] = []
+        batch_e: list[tuple[object, ...]] = []
+        batch_n: list[tuple[object, ...]] = []
         for id_, key, special, count, names in entries:
             batch_e.append((id_, key, special, count))
             batch_n.extend((l, t, id_) for l, t in names)
@@ -90,7 +90,14 @@ def write_entries(
         create_indexes(conn, path)
 
 
-def flush(conn: Any, ins_entry: str, batch_e: list[tuple], ins_name: str, batch_n: list[tuple], path: Any) -> None:
+def flush(
+    conn: Any,
+    ins_entry: str,
+    batch_e: list[tuple[object, ...]],
+    ins_name: str,
+    batch_n: list[tuple[object, ...]],
+    path: Any,
+) -> None:
     try:
         conn.executemany(ins_entry, batch_e)
         conn.executemany(ins_name, batch_n)

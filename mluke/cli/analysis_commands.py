@@ -4,7 +4,7 @@ wrappers over :mod:`probes.retrieval`, :mod:`probes.cwr`, :mod:`probes.modularit
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -13,6 +13,9 @@ from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, print_table, show_report, wrote
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
+
+if TYPE_CHECKING:
+    from probes.retrieval import IndexKind
 
 app = typer.Typer(
     help="Build a FAISS index over span vectors and search it by cosine.", no_args_is_help=True, rich_markup_mode=None
@@ -137,10 +140,10 @@ def build(
     index = build_index(
         vectors,
         records,
-        kind=kind,
+        kind=cast("IndexKind", kind),
         meta=meta,
         hnsw_m=hnsw_m,
-        ef_construction=ef_construction,  # type: ignore[arg-type]
+        ef_construction=ef_construction,
         ef_search=ef_search,
         nlist=nlist,
         pq_m=pq_m,

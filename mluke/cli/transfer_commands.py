@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -16,6 +16,10 @@ from mluke.cli.params import DeviceOption, DtypeOption, OverwriteOption, Progres
 
 if TYPE_CHECKING:
     from probes.transfer import FineTuneReport, QaFineTuneReport
+
+if TYPE_CHECKING:
+    from probes.transfer.metrics.qa import Scorer
+    from probes.transfer.runs.qa_linking import LinkSource
 
 TASKS = ("ner", "re", "qa")
 TaskArg = Annotated[
@@ -222,13 +226,13 @@ def evaluate(
             gxlt=gxlt,
             split=split,
             db=db,
-            link_source=link_source,
+            link_source=cast("LinkSource", link_source),
             batch_size=batch_size,
             progress=progress,
-            device=device,  # type: ignore[arg-type]
+            device=device,
             dtype=dtype,
-            scorer=scorer,
-        )  # type: ignore[arg-type]
+            scorer=cast("Scorer | None", scorer),
+        )
         if gxlt_csv:
             write_csv(*qa.gxlt_table(), gxlt_csv, overwrite=overwrite)
         show_report(

@@ -31,7 +31,7 @@ import shutil
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -74,7 +74,7 @@ class Trainer:
             )
         self.accumulation = per_rank // o.micro_batch_size
         self.model = model if model is not None else self._new_model()
-        self.model.to(self.device)
+        self.model.to(self.device)  # type: ignore[arg-type]  # transformers types .to as @wraps(nn.Module.to)
         self.step = 0
         self.stage_index = -1
         self.optimizer: torch.optim.AdamW | None = None
@@ -288,7 +288,7 @@ class Trainer:
 
     def _losses(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         labels, ent_labels = batch.pop("labels"), batch.pop("entity_labels")
-        return self.ddp(batch, labels, ent_labels)
+        return cast("tuple[torch.Tensor, torch.Tensor]", self.ddp(batch, labels, ent_labels))
 
     # -- the loop -------------------------------------------------------------------------------
     def train(self, max_steps: int | None = None) -> Path:
@@ -339,7 +339,7 @@ class Trainer:
         if self.rank == 0:
             self.model.eval()
             save((self.model.cpu(), self.tokenizer, self.tokenizer.entity_vocab), directory, overwrite=overwrite)
-            self.model.to(self.device)
+            self.model.to(self.device)  # type: ignore[arg-type]  # transformers types .to as @wraps(nn.Module.to)
         return directory
 
 

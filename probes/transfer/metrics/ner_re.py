@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from kb.errors import OptionError
 from probes.transfer.readers.ner import NerSentence
@@ -19,7 +20,7 @@ def _ratio(num: int, den: int) -> float:
     return num / den if den else 0.0
 
 
-def _check_lengths(gold: Sequence, predicted: Sequence, what: str) -> None:
+def _check_lengths(gold: Sequence[object], predicted: Sequence[object], what: str) -> None:
     if len(gold) != len(predicted):
         raise OptionError(f"{len(gold)} gold {what} but {len(predicted)} predictions; they must pair up one to one")
 
@@ -27,7 +28,7 @@ def _check_lengths(gold: Sequence, predicted: Sequence, what: str) -> None:
 # -- NER -------------------------------------------------------------------------------------------------------------
 
 
-def ner_scores(gold: Sequence[NerSentence], predicted: Sequence[Sequence[tuple[int, int, str]]]) -> dict:
+def ner_scores(gold: Sequence[NerSentence], predicted: Sequence[Sequence[tuple[int, int, str]]]) -> dict[str, Any]:
     """Entity-level precision, recall and F1 of predicted spans, one list of spans per gold sentence.
 
     Both sides become IOB2 tags (:func:`~probes.transfer.readers.ner_tags.spans_to_tags`) scored by seqeval in
@@ -56,7 +57,7 @@ def ner_scores(gold: Sequence[NerSentence], predicted: Sequence[Sequence[tuple[i
     for key in ("macro avg", "weighted avg"):
         report.pop(key, None)
 
-    def row(r: dict) -> dict:
+    def row(r: dict[str, Any]) -> dict[str, Any]:
         return {
             "precision": float(r["precision"]),
             "recall": float(r["recall"]),
@@ -70,7 +71,7 @@ def ner_scores(gold: Sequence[NerSentence], predicted: Sequence[Sequence[tuple[i
 # -- relation extraction ---------------------------------------------------------------------------------------------
 
 
-def re_scores(gold_labels: Sequence[str], predicted_labels: Sequence[str]) -> dict:
+def re_scores(gold_labels: Sequence[str], predicted_labels: Sequence[str]) -> dict[str, Any]:
     """Macro F1 over relation types, as the SemEval-2010 task 8 official scorer and the RELX paper count it.
 
     A relation type is a label without its direction (KBP37: 18 types from 36 directed labels). For each pair

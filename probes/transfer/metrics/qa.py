@@ -201,7 +201,7 @@ def f1_score(prediction: str, golds: Sequence[str], lang: str, scorer: Scorer = 
 
 def qa_scores(
     predictions: Mapping[str, str], golds: Mapping[str, Sequence[str]], lang: str, scorer: Scorer = "squad"
-) -> dict:
+) -> dict[str, float | int | str]:
     """Mean EM and F1 over the questions in ``golds`` (fractions in [0, 1]) under ``scorer``.
 
     Predictions for ids that are not in ``golds`` are ignored.

@@ -25,7 +25,7 @@ from probes.transfer.miniature.settings import SplitSettings, draw_splits, examp
 from probes.transfer.readers.ner import NerSentence
 
 if TYPE_CHECKING:
-    from typing import Unpack  # Python 3.11; only type checkers read this
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
     from probes.transfer.miniature.settings import SplitKeywords
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from kb.db import EntityDB
 from kb.errors import OptionError
@@ -28,9 +28,9 @@ from probes.transfer.miniature.settings import SplitSettings, draw_splits, examp
 from probes.transfer.readers.relations import ReExample
 
 if TYPE_CHECKING:
-    from typing import Unpack  # Python 3.11; only type checkers read this
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
-    from probes.transfer.miniature.settings import ReKeywords
+    from probes.transfer.miniature.settings import ReKeywords, SplitKeywords
 
 
 def _label_counts(size: int, groups: list[str], no_relation_share: float) -> list[str]:
@@ -146,7 +146,7 @@ def generate_re(
     langs = check_languages(languages)
     if not 0 <= no_relation_share <= 1:
         raise OptionError(f"no_relation_share must be in [0, 1]; got {no_relation_share}")
-    return re_splits(split_settings("re", db, langs, **options), no_relation_share)
+    return re_splits(split_settings("re", db, langs, **cast("SplitKeywords", options)), no_relation_share)
 
 
 def make_re(

@@ -41,7 +41,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kb.errors import InputFormatError, OptionError
 from kb.files import file_bytes, write_json
@@ -125,7 +125,7 @@ def _load(path: Path) -> list[Any]:
     if not isinstance(top.get("data"), list):
         found = f"'data' is {type(top['data']).__name__}" if "data" in top else "no 'data' key"
         raise InputFormatError(f"{path}: {found}; expected {expected}")
-    return top["data"]
+    return cast("list[Any]", top["data"])
 
 
 def _answer_problem(answer: Any, context: str) -> str | None:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from kb.errors import OptionError, option
 from kb.files import check_output
@@ -30,6 +30,11 @@ from probes.report import TableReport
 from probes.transfer.metrics.ner_re import ner_scores, re_scores
 from probes.transfer.readers.ner import NerSentence, read_ner
 from probes.transfer.readers.relations import ReExample, read_re
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
+    from mluke.devices import Device, DType
+    from mluke.opening import ModelSource
 
 Task = Literal["ner", "re"]
 
@@ -81,7 +86,7 @@ def score(
 
 
 def _main_score(task: str, scores: dict[str, Any]) -> float:
-    return scores["f1"] if task == "ner" else scores["macro_f1"]
+    return cast(float, scores["f1"] if task == "ner" else scores["macro_f1"])
 
 
 @dataclass
@@ -117,13 +122,13 @@ def finetune(
     *,
     output: str | os.PathLike[str],
     features: Features = "entity",
-    model: Any = None,
+    model: ModelSource = None,
     lang: str | None = None,
     config: FineTuneConfig | None = None,
     overwrite: bool = False,
     restart: bool = False,
     progress: bool = True,
-    device: Any = None,
+    device: Device = None,
 ) -> FineTuneReport:
     """Fine-tune a model for NER or relation extraction on ``train`` and keep the epoch best on ``dev``.
 
@@ -240,7 +245,7 @@ class TransferReport(TableReport):
         keys = [k for k, v in self.rows[0].items() if isinstance(v, float)] if self.rows else []
         return {k: sum(r[k] for r in self.rows) / len(self.rows) for k in keys}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "task": self.task,
             "features": self.features,
@@ -266,8 +271,8 @@ def evaluate(
     *,
     batch_size: int = 16,
     progress: bool = True,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
 ) -> TransferReport:
     """Score a fine-tuned model on test files, one per language.
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kb.db import EntityDB
 from kb.errors import OptionError
@@ -25,6 +25,10 @@ from probes.transfer.metrics.qa import Scorer, check_scorer, qa_scores
 from probes.transfer.readers.qa import QaExample, mlqa_path, read_mlqa, read_squad
 from probes.transfer.runs.qa_linking import Link, LinkSource, cached_links
 from probes.transfer.runs.qa_reports import QaFineTuneReport, QaReport
+
+if TYPE_CHECKING:
+    from mluke.devices import Device, DType
+    from mluke.opening import ModelSource
 
 #: MLQA's languages, the G-XLT matrix's rows and columns.
 MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")
@@ -131,7 +135,7 @@ def finetune_qa(
     *,
     output: str | os.PathLike[str],
     features: Features = "entity",
-    model: Any = None,
+    model: ModelSource = None,
     db: EntityDB | str | Path | None = None,
     lang: str = "en",
     config: FineTuneConfig | None = None,
@@ -139,7 +143,7 @@ def finetune_qa(
     overwrite: bool = False,
     restart: bool = False,
     progress: bool = True,
-    device: Any = None,
+    device: Device = None,
 ) -> QaFineTuneReport:
     """Fine-tune a model for extractive QA on SQuAD-format data, keeping the epoch with the best dev F1.
 
@@ -196,7 +200,7 @@ def finetune_qa(
     work = output.with_name(output.name + ".work")
 
     def dev_f1(m: Any) -> float:
-        return answer_dataset(m, inputs, dev_data.examples, dev_links, lang=lang)[0]["f1"]
+        return cast(float, answer_dataset(m, inputs, dev_data.examples, dev_links, lang=lang)[0]["f1"])
 
     tuner = FineTuner(
         net,
@@ -253,8 +257,8 @@ def evaluate_qa(
     link_source: LinkSource = "anchors",
     batch_size: int = 16,
     progress: bool = True,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
     scorer: Scorer | None = None,
 ) -> QaReport:
     """Score a fine-tuned QA model zero-shot on XQuAD and MLQA.

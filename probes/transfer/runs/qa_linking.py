@@ -160,7 +160,7 @@ def cached_links(
             if {e.id for e in examples} <= data.keys():
                 return {
                     k: {part: [tuple(x) for x in v[part]] for part in ("question", "context")} for k, v in data.items()
-                }  # type: ignore[misc]
+                }
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged cache file is rebuilt
     links = link_examples(

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probes.report import TableReport
 from probes.transfer.metrics.qa import gxlt_matrix
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonObject
 
 
 @dataclass
@@ -54,7 +57,7 @@ class QaReport(TableReport):
                 out[name] = {k: sum(r[k] for r in mine) / len(mine) for k in ("exact_match", "f1")}
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "features": self.features,
             "model": self.model,
