@@ -217,3 +217,38 @@ def test_probing_an_encoder_only_folder_fails_clearly(tmp_path):
                 model=str(folder),
                 mode=mode,
             )
+
+
+def test_fine_tuning_an_encoder_only_folder(tmp_path):
+    from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, predict_spans, save_transfer
+    from mluke.finetuning.inputs import ner_rows
+
+    folder = tmp_path / "encoder"
+    write_luke(folder, eaa=True, encoder_only=True)
+    bundle = mluke.load(folder)
+    sentences, langs = [["Tokyo", "is", "in", "Japan", "."], ["Paris", "is", "in", "France", "."]], ["en", "en"]
+    labels, gold = ["O", "CITY", "COUNTRY"], [[(0, 1, "CITY"), (3, 4, "COUNTRY")], [(0, 1, "CITY"), (3, 4, "COUNTRY")]]
+    model = new_model(bundle, "ner", "entity", labels, settings={"seed": 0, "max_entities": 4})
+    rows = ner_rows(
+        bundle.tokenizer,
+        sentences * 4,
+        langs * 4,
+        features="entity",
+        max_entities=4,
+        gold=gold * 4,
+        label_ids={l: i for i, l in enumerate(labels)},
+    )
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    FineTuner(
+        model,
+        rows,
+        config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=1, max_entities=4),
+        work=tmp_path / "work",
+        evaluate=lambda m: 0.5,
+        pad_id=bundle.tokenizer.pad_id,
+        identity={"t": 1},
+    ).train(progress=False)
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())  # it trained
+    loaded, tok = load_transfer(save_transfer(model, bundle.tokenizer, tmp_path / "ner"))
+    assert isinstance(tok, LukeTokenizer)
+    assert predict_spans(loaded, tok, sentences, langs) == predict_spans(model, bundle.tokenizer, sentences, langs)
