@@ -32,7 +32,14 @@ from kb.renamed import renamed_keyword
 from kb.vocab import EntityVocab
 from mluke.entity_vocab import save_entity_vocab
 from mluke.errors import CheckpointError
-from mluke.luke import drop_heads, encoder_state, is_encoder_only, tokenizer_class
+from mluke.luke import (
+    drop_heads,
+    encoder_state,
+    english_titles,
+    is_encoder_only,
+    is_encoder_only_model,
+    tokenizer_class,
+)
 from mluke.model import MlukeForMaskedLM
 from mluke.tokenizer import MlukeTokenizer
 
@@ -244,13 +251,16 @@ def save(bundle: Mluke | tuple, directory: str | os.PathLike[str], *, overwrite:
     with atomic_path(directory, overwrite=overwrite or empty) as tmp:
         tmp.mkdir()
         config = model.config.to_dict()
-        config["architectures"] = ["LukeForMaskedLM"]
+        encoder_only = is_encoder_only_model(model)  # written as a bare LukeModel, as it was read
+        config["architectures"] = ["LukeModel" if encoder_only else "LukeForMaskedLM"]
         for key in ("dtype", "torch_dtype", "_name_or_path"):
             config.pop(key, None)
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
+        if encoder_only:
+            state = {k.removeprefix("luke."): v for k, v in state.items()}
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         tokenizer.save_pretrained(tmp)
         if vocab is not None:
-            save_entity_vocab(vocab, tmp)
+            save_entity_vocab(vocab, tmp, default_lang=english_titles(tokenizer))
     return directory

@@ -58,11 +58,12 @@ def load_entity_vocab(directory: str | Path, *, default_lang: str | None = None)
     return None
 
 
-def save_entity_vocab(vocab: EntityVocab, directory: str | Path) -> None:
-    """Write ``entity_vocab.json`` (for transformers) and our ``entity_vocab.sqlite`` into ``directory``."""
+def save_entity_vocab(vocab: EntityVocab, directory: str | Path, *, default_lang: str | None = None) -> None:
+    """Write ``entity_vocab.json`` (for transformers; titles of ``default_lang`` unprefixed, as English LUKE has
+    them) and our ``entity_vocab.sqlite`` into ``directory``."""
     directory = Path(directory)
     if vocab.path.resolve() == (directory / SQLITE_FILE).resolve():
         raise InputFormatError(f"{directory}: saving a vocabulary onto itself")
-    vocab.export_hf(directory / HF_FILE, overwrite=True)
+    vocab.export_hf(directory / HF_FILE, default_lang=default_lang, overwrite=True)
     with atomic_path(directory / SQLITE_FILE, overwrite=True) as tmp:
         shutil.copyfile(vocab.path, tmp)

@@ -180,6 +180,11 @@ class LukeTokenizer(MlukeTokenizer):
         return super().entity_ids(english, LANG)
 
 
+def english_titles(tokenizer: object) -> str | None:
+    """``"en"`` for a :class:`LukeTokenizer` (its entity vocabulary is written with plain titles), else None."""
+    return LANG if isinstance(tokenizer, LukeTokenizer) else None
+
+
 def tokenizer_class(directory: str | Path) -> type[MlukeTokenizer]:
     """The tokenizer class of a checkpoint folder: :class:`LukeTokenizer` or :class:`~mluke.MlukeTokenizer`."""
     return LukeTokenizer if is_luke_folder(directory) else MlukeTokenizer
@@ -224,6 +229,11 @@ class MissingHead(torch.nn.Module):
 class MissingHeadError(CheckpointError, AttributeError):
     """A prediction head was needed, but the checkpoint holds an encoder only (also an ``AttributeError``, so
     ``hasattr(model.lm_head, "decoder")`` is False)."""
+
+
+def is_encoder_only_model(model: torch.nn.Module) -> bool:
+    """Whether a model was loaded from an encoder-only checkpoint (its heads are :class:`MissingHead`)."""
+    return isinstance(model._modules.get("lm_head"), MissingHead)
 
 
 def drop_heads(model: torch.nn.Module, where: Path) -> None:

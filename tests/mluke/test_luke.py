@@ -252,3 +252,24 @@ def test_fine_tuning_an_encoder_only_folder(tmp_path):
     loaded, tok = load_transfer(save_transfer(model, bundle.tokenizer, tmp_path / "ner"))
     assert isinstance(tok, LukeTokenizer)
     assert predict_spans(loaded, tok, sentences, langs) == predict_spans(model, bundle.tokenizer, sentences, langs)
+
+
+@pytest.mark.parametrize("encoder_only", [False, True])
+def test_save_and_reload_keep_the_layout(tmp_path, encoder_only):
+    folder = tmp_path / "luke"
+    write_luke(folder, eaa=True, encoder_only=encoder_only)
+    bundle = mluke.load(folder)
+    out = mluke.save(bundle, tmp_path / "saved")
+    assert (out / "vocab.json").is_file() and (out / "merges.txt").is_file()
+    assert json.loads((out / "entity_vocab.json").read_text(encoding="utf-8")) == ENTITIES  # plain titles
+    architecture = json.loads((out / "config.json").read_text(encoding="utf-8"))["architectures"]
+    assert architecture == ["LukeModel" if encoder_only else "LukeForMaskedLM"]
+    again = mluke.load(out)
+    assert isinstance(again.tokenizer, LukeTokenizer) and isinstance(again.model.lm_head, MissingHead) is encoder_only
+    text, spans = TEXTS[1]
+    enc = bundle.tokenizer(text, entity_spans=spans)
+    assert again.tokenizer(text, entity_spans=spans, return_tensors=None) == bundle.tokenizer(
+        text, entity_spans=spans, return_tensors=None
+    )
+    for a, b in zip(bundle.model.encode(**enc), again.model.encode(**enc)):
+        assert torch.equal(a, b)
