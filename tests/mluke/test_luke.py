@@ -273,3 +273,17 @@ def test_save_and_reload_keep_the_layout(tmp_path, encoder_only):
     )
     for a, b in zip(bundle.model.encode(**enc), again.model.encode(**enc)):
         assert torch.equal(a, b)
+
+
+def test_cli_probe_of_an_encoder_only_folder_says_a_head_is_needed(tmp_path):
+    from typer.testing import CliRunner
+
+    from mluke.cli import app
+
+    folder = tmp_path / "encoder"
+    write_luke(folder, eaa=False, encoder_only=True)
+    args = ["probe", "[X] is the capital of [Y]", "--model", str(folder), "-s", "Japan", "--candidate", "Tokyo"]
+    res = CliRunner().invoke(app, args)
+    assert isinstance(res.exception, CheckpointError)  # main() prints it as one line
+    assert f"{folder}: holds an encoder without prediction heads" in res.exception.for_cli()
+    assert "head" in res.exception.for_cli().split("this needs the")[1]
