@@ -54,8 +54,9 @@ def load_bpe_word_tokenizer(directory: str | Path) -> Tokenizer:
     """RoBERTa's byte-level BPE word tokenizer of an English LUKE folder, with ``<ent>`` and ``<ent2>``.
 
     Reads ``vocab.json`` + ``merges.txt`` (else our ``tokenizer.json``); ``<ent>``/``<ent2>`` take the ids of
-    ``added_tokens.json``, or the next free ids (luke-base: 50265 and 50266). Special tokens are whole
-    pieces that keep the whitespace before them, as in transformers' ``LukeTokenizer`` (``<mask>`` takes it).
+    ``added_tokens.json``, or the next free ids (luke-base: 50265 and 50266). Special tokens written in the
+    text are whole pieces; ``<mask>`` takes the whitespace before it unless ``special_tokens_map.json`` says
+    otherwise.
 
     Args:
         directory: the checkpoint folder.
@@ -89,7 +90,7 @@ def load_bpe_word_tokenizer(directory: str | Path) -> Tokenizer:
         raise InputFormatError(f"{directory / VOCAB_FILE}: no {', '.join(missing)} (expected RoBERTa's vocabulary)")
     tok.add_special_tokens(
         [AddedToken(t, special=True, normalized=False) for t in (xlmr.BOS, xlmr.PAD, xlmr.EOS, xlmr.UNK)]
-        + [AddedToken(xlmr.MASK, lstrip=True, special=True, normalized=False)]
+        + [AddedToken(xlmr.MASK, lstrip=_mask_lstrip(directory), special=True, normalized=False)]
     )
     declared: dict[str, int] = {}
     added = directory / xlmr.ADDED_TOKENS_FILE
@@ -107,6 +108,20 @@ def load_bpe_word_tokenizer(directory: str | Path) -> Tokenizer:
         if tok.token_to_id(token) is None:
             tok.add_special_tokens([AddedToken(token, special=True, normalized=False)])
     return tok
+
+
+def _mask_lstrip(directory: Path) -> bool:
+    """Whether ``<mask>`` takes the whitespace before it: as ``special_tokens_map.json`` says, else True (as in
+    roberta-base and luke-base, so that ``"of <mask>"`` gives ``of``, ``<mask>``, not ``of``, ``Ġ``, ``<mask>``)."""
+    path = directory / "special_tokens_map.json"
+    if path.is_file():
+        try:
+            mask = json.loads(path.read_text(encoding="utf-8")).get("mask_token")
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
+            raise InputFormatError(f"{path}: not a JSON object ({exc})") from None
+        if isinstance(mask, dict) and "lstrip" in mask:
+            return bool(mask["lstrip"])
+    return True
 
 
 class LukeTokenizer(MlukeTokenizer):
@@ -147,8 +162,9 @@ class LukeTokenizer(MlukeTokenizer):
         return cls(words, entity_vocab, source_dir=directory, **kwargs)
 
     def save_pretrained(self, directory: str | Path) -> None:
-        """Write the English LUKE layout: ``vocab.json``, ``merges.txt``, ``added_tokens.json`` and
-        ``tokenizer_config.json`` (the entity vocabulary: see :func:`mluke.entity_vocab.save_entity_vocab`).
+        """Write the English LUKE layout: ``vocab.json``, ``merges.txt``, ``added_tokens.json``,
+        ``special_tokens_map.json`` and ``tokenizer_config.json`` (the entity vocabulary: see
+        :func:`mluke.entity_vocab.save_entity_vocab`).
 
         Args:
             directory: the folder (created if needed).
@@ -157,6 +173,11 @@ class LukeTokenizer(MlukeTokenizer):
         directory.mkdir(parents=True, exist_ok=True)
         self.words.model.save(str(directory))
         xlmr.write_json(directory / xlmr.ADDED_TOKENS_FILE, {xlmr.ENT: self.ent_id, xlmr.ENT2: self.ent2_id})
+        mask = self.words.get_added_tokens_decoder()[self.mask_id]
+        mask_token = {"content": xlmr.MASK, "lstrip": mask.lstrip, "rstrip": False, "normalized": False}
+        specials = {"bos_token": xlmr.BOS, "eos_token": xlmr.EOS, "unk_token": xlmr.UNK, "sep_token": xlmr.EOS}
+        specials |= {"pad_token": xlmr.PAD, "cls_token": xlmr.BOS, "mask_token": mask_token}
+        xlmr.write_json(directory / "special_tokens_map.json", specials)
         xlmr.write_json(
             directory / "tokenizer_config.json",
             {

@@ -86,17 +86,26 @@ TEXTS = [
     ("São Paulo is a city in Brazil.", [(0, 9), (23, 29)]),
     ("Star Wars: Episode IV was released in 1977!", [(0, 21), (38, 42)]),
     ("Beethoven moved to Vienna; Bonn is where he was born.", [(19, 25), (27, 31), (0, 9)]),
+    ("Tokyo is the capital of <mask>.", [(24, 30)]),
+    ("a  <mask>  b\tand\nTokyo.", [(3, 9), (17, 22)]),
+    ("東京 is Tokyo.", [(0, 2), (6, 11)]),
 ]
 
 
-def transformers_tokenizer(folder: Path):
+def transformers_tokenizer(folder: Path, mask_lstrip: bool = True):
+    """transformers' ``LukeTokenizer`` on the folder's files; ``<mask>`` left-stripping as in luke-base's
+    ``special_tokens_map.json`` (transformers 5.x does not strip unless told)."""
+    from tokenizers import AddedToken
     from transformers import LukeTokenizer as HfLukeTokenizer
 
     # transformers 5.x takes the vocabularies as objects (a path given as entity_vocab= becomes the vocabulary)
     vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
     lines = (folder / "merges.txt").read_text(encoding="utf-8").splitlines()
     merges = [tuple(line.split(" ")) for line in lines if line and not line.startswith("#version")]
-    return HfLukeTokenizer(vocab=vocab, merges=merges, entity_vocab=dict(ENTITIES))
+    tok = HfLukeTokenizer(vocab=vocab, merges=merges, entity_vocab=dict(ENTITIES))
+    if mask_lstrip:
+        tok.add_special_tokens({"mask_token": AddedToken("<mask>", lstrip=True, normalized=False, special=True)})
+    return tok
 
 
 def test_word_and_entity_ids_equal_transformers_luke_tokenizer(tmp_path):
@@ -120,6 +129,18 @@ def test_word_and_entity_ids_equal_transformers_luke_tokenizer(tmp_path):
     ids, unknown = ours.entity_ids(["Tokyo", ("en", "Japan"), ("ja", "São Paulo"), "Osaka", None], lang="fr")
     assert ids == [4, 5, 6, 1, 2] and unknown == [3]
     assert ours.entity_vocab.get_id("en", "Star Wars: Episode IV") == 7
+    assert ours.encode_words(["of <mask>"])[0] == [ours.words.token_to_id("of"), ours.mask_id]
+    # a folder whose special_tokens_map.json says <mask> keeps the space before it
+    (folder / "special_tokens_map.json").write_text(json.dumps({"mask_token": {"content": "<mask>", "lstrip": False}}))
+    keeping, plain = LukeTokenizer.from_pretrained(folder), transformers_tokenizer(folder, mask_lstrip=False)
+    assert keeping.tokenize("of <mask>") == ["of", "Ġ", "<mask>"]
+    keeping.save_pretrained(tmp_path / "saved")
+    mask = json.loads((tmp_path / "saved" / "special_tokens_map.json").read_text(encoding="utf-8"))["mask_token"]
+    assert mask["lstrip"] is False
+    for text, spans in TEXTS[-3:]:
+        got = keeping(text, entity_spans=spans, return_tensors=None)
+        want = plain(text, entity_spans=spans)
+        assert got["input_ids"][0] == want["input_ids"] and got["entity_position_ids"][0] == want["entity_position_ids"]
     # offsets: the pieces of a mention cover its characters
     enc = ours("São Paulo is a city in Brazil.", entity_spans=[(0, 9)], return_tensors=None)
     assert enc["entity_ids"][0] == [2]  # [MASK] without entities
