@@ -8,7 +8,8 @@ Public API (torch and transformers are imported only when first used):
 - :class:`ProbeOptions` / :class:`LinkOptions` — the options of probing and linking, as objects;
 - :func:`load` / :func:`save` — mLUKE checkpoints in the studio-ousia layout; :func:`open_model` — the
   given model or the default demo model (what every ``model=`` argument goes through);
-- :class:`MlukeTokenizer` — fairseq word ids with offsets, entity inputs;
+- :class:`MlukeTokenizer` — fairseq word ids with offsets, entity inputs; :class:`LukeTokenizer` — the same
+  for English LUKE (byte-level BPE, English titles);
 - :class:`MlukeForMaskedLM` — the model, with candidate-restricted scoring;
 - :func:`span_vectors` — contextual vectors of character spans (word or entity features, any layer);
 - :func:`pretrain` — pretraining from XLM-R (see :mod:`mluke.pretraining`);
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type ch
     from mluke.link_files import link_file as link_file
     from mluke.linker import Linker as Linker
     from mluke.linking import link as link
+    from mluke.luke import LukeTokenizer as LukeTokenizer
     from mluke.model import MlukeForMaskedLM as MlukeForMaskedLM
     from mluke.opening import open_model as open_model
     from mluke.options import LinkOptions as LinkOptions
@@ -51,6 +53,7 @@ _LAZY = {
     "open_model": "mluke.opening",
     "Mluke": "mluke.checkpoint",
     "MlukeTokenizer": "mluke.tokenizer",
+    "LukeTokenizer": "mluke.luke",
     "MlukeForMaskedLM": "mluke.model",
     "probe": "mluke.cloze",
     "ProbeOptions": "mluke.options",

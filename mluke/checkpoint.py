@@ -32,6 +32,14 @@ from kb.renamed import renamed_keyword
 from kb.vocab import EntityVocab
 from mluke.entity_vocab import save_entity_vocab
 from mluke.errors import CheckpointError
+from mluke.luke import (
+    drop_heads,
+    encoder_state,
+    english_titles,
+    is_encoder_only,
+    is_encoder_only_model,
+    tokenizer_class,
+)
 from mluke.model import MlukeForMaskedLM
 from mluke.tokenizer import MlukeTokenizer
 
@@ -116,11 +124,6 @@ def _reconcile(
 ) -> dict[str, torch.Tensor]:
     """Check the file's keys against the model's; fill what may be derived; raise on the rest."""
     state = dict(state)
-    if not any(k.startswith("luke.") for k in state):  # saved from LukeModel: no heads
-        raise CheckpointError(
-            f"{where}: holds an encoder without prediction heads (keys lack the 'luke.' prefix); "
-            "mluke needs a masked-LM checkpoint (LukeForMaskedLM)"
-        )
     if "lm_head.bias" in state and "lm_head.decoder.bias" not in state:
         state["lm_head.decoder.bias"] = state["lm_head.bias"]
     if "lm_head.decoder.bias" in state and "lm_head.bias" not in state:
@@ -171,11 +174,21 @@ def load_model(directory: str | os.PathLike[str], *, dtype: torch.dtype | None =
     with torch.device("meta"):
         model = MlukeForMaskedLM(config)
     expected = {k: v.shape for k, v in model.state_dict().items()}
+    encoder_only = is_encoder_only(state)
+    if encoder_only:  # a bare LukeModel (English LUKE): the heads stay absent, see mluke.luke
+        state, expected = encoder_state(state), {k: v for k, v in expected.items() if k.startswith("luke.")}
     state = _reconcile(state, expected, bool(config.use_entity_aware_attention), directory)
     model.load_state_dict(state, strict=False, assign=True)
+    if encoder_only:
+        drop_heads(model, directory)
+        return _finish(model, directory, dtype)
     model.lm_head.decoder.weight = model.luke.embeddings.word_embeddings.weight
     model.entity_predictions.decoder.weight = model.luke.entity_embeddings.entity_embeddings.weight
     model.lm_head.bias = model.lm_head.decoder.bias
+    return _finish(model, directory, dtype)
+
+
+def _finish(model: MlukeForMaskedLM, directory: Path, dtype: torch.dtype | None) -> MlukeForMaskedLM:
     meta = [n for n, p in [*model.named_parameters(), *model.named_buffers()] if p.is_meta]
     if meta:
         raise CheckpointError(f"{directory}: no value for {', '.join(meta[:8])}")
@@ -207,7 +220,7 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
     """
     directory = resolve(name_or_dir)
     model = load_model(directory, dtype=dtype)
-    tokenizer = MlukeTokenizer.from_pretrained(directory, db=db)
+    tokenizer = tokenizer_class(directory).from_pretrained(directory, db=db)
     vocab = tokenizer.entity_vocab
     if tokenizer.vocab_size != model.config.vocab_size:
         raise CheckpointError(
@@ -243,13 +256,16 @@ def save(
     with atomic_path(directory, overwrite=overwrite or empty) as tmp:
         tmp.mkdir()
         config = model.config.to_dict()
-        config["architectures"] = ["LukeForMaskedLM"]
+        encoder_only = is_encoder_only_model(model)  # written as a bare LukeModel, as it was read
+        config["architectures"] = ["LukeModel" if encoder_only else "LukeForMaskedLM"]
         for key in ("dtype", "torch_dtype", "_name_or_path"):
             config.pop(key, None)
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
+        if encoder_only:
+            state = {k.removeprefix("luke."): v for k, v in state.items()}
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         tokenizer.save_pretrained(tmp)
         if vocab is not None:
-            save_entity_vocab(vocab, tmp)
+            save_entity_vocab(vocab, tmp, default_lang=english_titles(tokenizer))
     return directory

@@ -30,27 +30,40 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def load_entity_vocab(directory: str | Path) -> EntityVocab | None:
-    """The folder's entity vocabulary, or ``None`` when it has none (a word-only checkpoint)."""
+def load_entity_vocab(directory: str | Path, *, default_lang: str | None = None) -> EntityVocab | None:
+    """The folder's entity vocabulary, or ``None`` when it has none (a word-only checkpoint).
+
+    Args:
+        directory: the checkpoint folder.
+        default_lang: the language of keys without a ``lang:`` prefix (``"en"`` for English LUKE).
+
+    Returns:
+        The vocabulary, or ``None``.
+    """
     directory = Path(directory)
     if (directory / SQLITE_FILE).is_file():
         return EntityVocab(directory / SQLITE_FILE)
     for name, importer in ((HF_FILE, EntityVocab.import_hf), (JSONL_FILE, EntityVocab.import_jsonl)):
         source = directory / name
         if source.is_file():
-            target = cache_dir() / "entity-vocab" / f"{_digest(source)}.sqlite"
+            lang = f"-{default_lang}" if default_lang and name == HF_FILE else ""
+            target = cache_dir() / "entity-vocab" / f"{_digest(source)}{lang}.sqlite"
             if not target.is_file():
                 target.parent.mkdir(parents=True, exist_ok=True)
-                importer(source, target, overwrite=True)
+                if lang:
+                    EntityVocab.import_hf(source, target, default_lang=default_lang, overwrite=True)
+                else:
+                    importer(source, target, overwrite=True)
             return EntityVocab(target)
     return None
 
 
-def save_entity_vocab(vocab: EntityVocab, directory: str | Path) -> None:
-    """Write ``entity_vocab.json`` (for transformers) and our ``entity_vocab.sqlite`` into ``directory``."""
+def save_entity_vocab(vocab: EntityVocab, directory: str | Path, *, default_lang: str | None = None) -> None:
+    """Write ``entity_vocab.json`` (for transformers; titles of ``default_lang`` unprefixed, as English LUKE has
+    them) and our ``entity_vocab.sqlite`` into ``directory``."""
     directory = Path(directory)
     if vocab.path.resolve() == (directory / SQLITE_FILE).resolve():
         raise InputFormatError(f"{directory}: saving a vocabulary onto itself")
-    vocab.export_hf(directory / HF_FILE, overwrite=True)
+    vocab.export_hf(directory / HF_FILE, default_lang=default_lang, overwrite=True)
     with atomic_path(directory / SQLITE_FILE, overwrite=True) as tmp:
         shutil.copyfile(vocab.path, tmp)

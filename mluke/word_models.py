@@ -35,8 +35,8 @@ Kind = Literal["mluke", "word"]
 
 
 def model_kind(directory: Path) -> Kind:
-    """``"mluke"`` for an mLUKE checkpoint (``entity_vocab_size`` in config.json, an entity vocabulary and
-    no byte-level BPE files, which English LUKE has), else ``"word"``; a folder without a readable
+    """``"mluke"`` for an mLUKE or English LUKE checkpoint (``entity_vocab_size`` in config.json and an entity
+    vocabulary), else ``"word"``; a folder without a readable
     ``config.json`` is an :class:`InputFormatError`."""
     path = directory / "config.json"
     if not path.is_file():
@@ -48,8 +48,7 @@ def model_kind(directory: Path) -> Kind:
     if not isinstance(config, dict):
         raise InputFormatError(f"{path}: a JSON {type(config).__name__}; expected an object")
     has_vocab = any((directory / n).is_file() for n in ("entity_vocab.json", "entity_vocab.sqlite"))
-    english_luke = (directory / "merges.txt").is_file() and (directory / "vocab.json").is_file()
-    if "entity_vocab_size" in config and has_vocab and not english_luke:
+    if "entity_vocab_size" in config and has_vocab:
         return "mluke"
     if "model_type" not in config:
         raise InputFormatError(

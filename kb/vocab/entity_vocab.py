@@ -360,10 +360,21 @@ class EntityVocab(SqliteStore):
             return self.export_jsonl(path, overwrite=overwrite)
         raise OptionError(interchange.LAYOUT_MESSAGE, options={"layout": option("layout", layout)})
 
-    def export_hf(self, json_path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write the Hugging Face ``entity_vocab.json`` layout (streamed, atomically)."""
+    def export_hf(
+        self, json_path: str | os.PathLike[str], *, default_lang: str | None = None, overwrite: bool = False
+    ) -> Path:
+        """Write the Hugging Face ``entity_vocab.json`` layout (streamed, atomically).
 
-        lines = interchange.hf_lines(self)
+        Args:
+            json_path: the file to write.
+            default_lang: write the titles of this language without a ``lang:`` prefix (``"en"`` for an English
+                LUKE file; the inverse of :meth:`import_hf`'s ``default_lang``).
+            overwrite: replace an existing file.
+
+        Returns:
+            ``json_path``.
+        """
+        lines = interchange.hf_lines(self, default_lang)
         return interchange.write_text(json_path, lines, overwrite=overwrite, head="{\n", sep=",\n", tail="\n}\n")
 
     def export_jsonl(self, jsonl_path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:

@@ -197,10 +197,11 @@ def stream_json_object(path: Path, chunk: int = 1 << 23) -> Iterator[tuple[str, 
         raise InputFormatError(f"{path}: not UTF-8 text ({exc})") from None
 
 
-def hf_lines(vocab: Iterable[VocabEntry]) -> Iterator[str]:
-    """The ``"key": id`` lines of the Hugging Face ``entity_vocab.json`` layout."""
+def hf_lines(vocab: Iterable[VocabEntry], default_lang: str | None = None) -> Iterator[str]:
+    """The ``"key": id`` lines of the Hugging Face ``entity_vocab.json`` layout (titles of ``default_lang``
+    without the ``lang:`` prefix, as a monolingual LUKE file has them)."""
     for e in vocab:
-        keys = [e.special] if e.special else [f"{l}:{t}" for l, t in e.names]
+        keys = [e.special] if e.special else [t if l == default_lang else f"{l}:{t}" for l, t in e.names]
         for k in keys:
             yield f"{json.dumps(k, ensure_ascii=False)}: {e.id}"
 

@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 
 FORMAT = "mluke-entity-vocab"
 FORMAT_VERSION = 1
-PAD, UNK, MASK, MASK2 = "[PAD]", "[UNK]", "[MASK]", "[MASK2]"
+PAD = "[PAD]"
+UNK = "[UNK]"
+MASK = "[MASK]"
+MASK2 = "[MASK2]"
 #: Special entities, in the order a newly built vocabulary gives them ids 0-3.
 SPECIAL_ENTITIES: tuple[str, ...] = (PAD, UNK, MASK, MASK2)
 DEFAULT_SIZE = 1_200_000

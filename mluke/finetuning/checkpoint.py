@@ -15,6 +15,7 @@ from transformers import LukeConfig, LukeModel
 from kb.errors import InputFormatError
 from kb.files import atomic_path
 from mluke.finetuning.models import TransferModel
+from mluke.luke import tokenizer_class
 from mluke.tokenizer import MlukeTokenizer
 
 FORMAT_VERSION = 1
@@ -117,4 +118,4 @@ def load_transfer(directory: str | os.PathLike[str]) -> tuple[TransferModel, Mlu
     missing, unexpected = model.load_state_dict(load_file(str(weights)), strict=False)
     if missing or unexpected:
         raise InputFormatError(f"{weights}: missing weights {missing[:5]}, unexpected {unexpected[:5]}")
-    return model.eval(), MlukeTokenizer.from_pretrained(directory)
+    return model.eval(), tokenizer_class(directory).from_pretrained(directory)
