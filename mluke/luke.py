@@ -45,7 +45,7 @@ def is_luke_folder(directory: str | Path) -> bool:
     if not config.is_file():
         return False
     try:
-        return json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class") == "LukeTokenizer"
+        return bool(json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class") == "LukeTokenizer")
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
         return False
 
@@ -175,7 +175,12 @@ class LukeTokenizer(MlukeTokenizer):
         xlmr.write_json(directory / xlmr.ADDED_TOKENS_FILE, {xlmr.ENT: self.ent_id, xlmr.ENT2: self.ent2_id})
         mask = self.words.get_added_tokens_decoder()[self.mask_id]
         mask_token = {"content": xlmr.MASK, "lstrip": mask.lstrip, "rstrip": False, "normalized": False}
-        specials = {"bos_token": xlmr.BOS, "eos_token": xlmr.EOS, "unk_token": xlmr.UNK, "sep_token": xlmr.EOS}
+        specials: dict[str, object] = {
+            "bos_token": xlmr.BOS,
+            "eos_token": xlmr.EOS,
+            "unk_token": xlmr.UNK,
+            "sep_token": xlmr.EOS,
+        }
         specials |= {"pad_token": xlmr.PAD, "cls_token": xlmr.BOS, "mask_token": mask_token}
         xlmr.write_json(directory / "special_tokens_map.json", specials)
         xlmr.write_json(
