@@ -21,8 +21,9 @@ Inference (timed after a 4-sentence warm-up, not the loading): building the rows
 enumerating spans), ``collate``, the forward pass and the argmax per span, batches of 8 rows, 2
 threads, ``torch.inference_mode``. Ours runs ``model(batch)`` over rows sorted by their number of spans,
 as ``predict_spans`` does (its softmax and greedy decoding are left out for every method); the
-baseline runs once with rows in sentence order (a plain loop) and once sorted the same way. The script fails unless ours E and the baseline give
-the same argmax on every span (in every run) and reports the largest logit difference.
+baseline runs once with rows in sentence order (a plain loop) and once sorted the same way. The script fails
+unless ours E and the baseline give the same argmax on every span (in every run) and reports the largest logit
+difference.
 
 Fine-tuning: 1 warm-up step then 6 timed steps of 8 rows (the first rows, E features; random gold
 spans), dropout on, AdamW lr 2e-5: ours ``TransferModel.loss(collate(rows))``, backward, step, the
@@ -388,7 +389,8 @@ def profile(work: Path, n_sentences: int) -> None:
             diff = logits[name] - logits["sentence order"]
             flips = int((logits[name].argmax(-1) != logits["sentence order"].argmax(-1)).sum())
             print(
-                f"ours E over all {len(rows)} rows, {name}: {min(times[name]):.2f} s (best of 2), {computed} token rows "
+                f"ours E over all {len(rows)} rows, {name}: {min(times[name]):.2f} s (best of 2), "
+                f"{computed} token rows "
                 f"computed for {tokens_of(rows)} real ({1 - tokens_of(rows) / computed:.1%} padding); "
                 f"max |logit difference| {float(diff.abs().max()):.1e}, argmax differs on {flips} spans"
             )

@@ -7,7 +7,8 @@ paper's Table 3: per language and on average, the mean and spread over seeds, E 
 
 RE is also scored on subsets of the test examples by what the model has seen
 (:mod:`probes.transfer.metrics.re_subsets`): facts stated neither in the English fine-tuning data nor in the
-pretraining facts listed in the demo model's ``demo.json`` (``unseen``), facts seen in either, examples naming a held-out entity, and the negatives;
+pretraining facts listed in the demo model's ``demo.json`` (``unseen``), facts seen in either, examples naming a
+held-out entity, and the negatives;
 pooled over the 23 zero-shot languages and for English (``re_subsets`` in the JSON; ``--subsets-only``
 recomputes them from the fine-tuned models of an earlier run).
 
@@ -78,8 +79,9 @@ def run(args: argparse.Namespace) -> dict:
                     }
                 )
                 key = "f1" if task == "ner" else "macro_f1"
+                english = scores.rows[[r["lang"] for r in scores.rows].index("en")]
                 print(
-                    f"{task} {features} seed {seed}: en {100 * scores.rows[[r['lang'] for r in scores.rows].index('en')][key]:.1f}"
+                    f"{task} {features} seed {seed}: en {100 * english[key]:.1f}"
                     f", average {100 * scores.average[key]:.1f} ({results['runs'][-1]['seconds']} s)",
                     flush=True,
                 )

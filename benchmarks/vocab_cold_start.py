@@ -197,13 +197,16 @@ def main() -> None:
     print("| | open + 10k look-ups (s) | peak RSS (MB) | single look-ups/s | batched look-ups/s |")
     print("|---|---:|---:|---:|---:|")
     print(
-        f"| `json.load` + dict | {j['open_plus_lookups_s']:.2f} | {j['peak_rss_mb']:.0f} | {j['single_lookups_per_s']:,.0f} | - |"
+        f"| `json.load` + dict | {j['open_plus_lookups_s']:.2f} | {j['peak_rss_mb']:.0f} "
+        f"| {j['single_lookups_per_s']:,.0f} | - |"
     )
     print(
-        f"| `kb.EntityVocab` (SQLite) | {o['open_plus_lookups_s']:.3f} | {o['peak_rss_mb']:.0f} | {o['single_lookups_per_s']:,.0f} | {o['batched_lookups_per_s']:,.0f} |"
+        f"| `kb.EntityVocab` (SQLite) | {o['open_plus_lookups_s']:.3f} | {o['peak_rss_mb']:.0f} "
+        f"| {o['single_lookups_per_s']:,.0f} | {o['batched_lookups_per_s']:,.0f} |"
     )
     print(
-        f"| ratio | {j['open_plus_lookups_s'] / o['open_plus_lookups_s']:.0f}x faster | {j['peak_rss_mb'] / o['peak_rss_mb']:.0f}x less | | |"
+        f"| ratio | {j['open_plus_lookups_s'] / o['open_plus_lookups_s']:.0f}x faster "
+        f"| {j['peak_rss_mb'] / o['peak_rss_mb']:.0f}x less | | |"
     )
 
 
