@@ -11,32 +11,6 @@ import torch
 
 import kb
 
-LANG_SAMPLE = (
-    "ar",
-    "bn",
-    "de",
-    "el",
-    "en",
-    "es",
-    "fi",
-    "fr",
-    "hi",
-    "id",
-    "it",
-    "ja",
-    "ko",
-    "nl",
-    "pl",
-    "pt",
-    "ru",
-    "sv",
-    "sw",
-    "te",
-    "th",
-    "tr",
-    "vi",
-    "zh",
-)
 # the lite checkpoints' special-entity order, deliberately not [PAD]=0
 LITE_SPECIALS = {"[MASK]": 0, "[UNK]": 1, "[PAD]": 2, "[MASK2]": 3}
 
@@ -48,7 +22,7 @@ def spm_model(tmp_path_factory: pytest.TempPathFactory, embedded_db: kb.EntityDB
 
     folder = tmp_path_factory.mktemp("spm")
     lines = []
-    for lang in LANG_SAMPLE:
+    for lang in kb.MLUKE_LANGUAGES:
         for (pid, l), template in sorted(embedded_db.templates(lang).items()):
             lines.append(template.replace("[X]", "").replace("[Y]", ""))
     for key in list(embedded_db.keys("country"))[:120]:
