@@ -363,23 +363,10 @@ _QA_MUTATIONS = {
         "duplicate",
     ],
 }
-#: Corruptions after which the records below the node cannot be read.
-_QA_FATAL = {
-    "not an object",
-    "drop paragraphs",
-    "paragraphs type",
-    "drop context",
-    "context type",
-    "drop qas",
-    "qas type",
-    "drop id",
-    "drop question",
-    "question type",
-    "blank question",
-    "drop answers",
-    "answers type",
-    "no answers",
-}
+#: Corruptions above the answers that leave the records below the node readable; after every other one they cannot
+#: be read.
+_QA_READABLE = {"title type", "truncate context", "id type", "truncate id", "duplicate"}
+_QA_FATAL = {k for level in ("article", "paragraph", "question") for k in _QA_MUTATIONS[level]} - _QA_READABLE
 
 
 def _questions(data: dict) -> list[tuple[tuple[int, ...], dict]]:

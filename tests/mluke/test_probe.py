@@ -165,26 +165,9 @@ def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
 
 
 def test_both_modes_subject_entity_and_batching(bundle, embedded_db):
-    a = probe(
-        "[X] is located in [Y].",
-        lang="de",
-        relation="P30",
-        model=bundle,
-        db=embedded_db,
-        mode="both",
-        batch_size=7,
-        use_subject_entity=False,
-    )
-    b = probe(
-        "[X] is located in [Y].",
-        lang="de",
-        relation="P30",
-        model=bundle,
-        db=embedded_db,
-        mode="both",
-        batch_size=64,
-        use_subject_entity=False,
-    )
+    located = {"lang": "de", "relation": "P30", "model": bundle, "mode": "both", "use_subject_entity": False}
+    a = probe("[X] is located in [Y].", **located, db=embedded_db, batch_size=7)
+    b = probe("[X] is located in [Y].", **located, db=embedded_db, batch_size=64)
     assert set(a.modes) == {"entity", "word"}
     for m in ("entity", "word"):
         for ra, rb in zip(a.modes[m].rows, b.modes[m].rows):
