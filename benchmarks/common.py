@@ -42,6 +42,13 @@ def run_interleaved(script: str, methods: list[str], args: list[str], repeats: i
     return results
 
 
+def run_counted(script: str, methods: list[str], args: argparse.Namespace, count: str) -> dict[str, list[dict]]:
+    """:func:`run_interleaved` passing this run's ``count`` option (e.g. ``"--prompts"``) and ``--work``,
+    ``args.repeats`` times."""
+    n = getattr(args, count.lstrip("-").replace("-", "_"))
+    return run_interleaved(script, methods, [count, str(n), "--work", str(args.work)], args.repeats)
+
+
 def best_runs(results: dict[str, list[dict]], key: str) -> dict[str, dict]:
     """Per method, the run with the highest ``key`` (e.g. ``"prompts_per_s"``)."""
     return {m: max(runs, key=lambda r: r[key]) for m, runs in results.items()}
@@ -96,3 +103,11 @@ def e_vs_w_table(score: dict[tuple[str, int, str], float], metric: str = "") -> 
             f"| {lang or '**average (23, zero-shot)**'} | {e:.1f} ({es:.1f}) | {w:.1f} ({ws:.1f}) | {e - w:+.1f} |"
         )
     return "\n".join(lines)
+
+
+def finetune_config(args: argparse.Namespace, seed: int) -> Any:
+    """The ``FineTuneConfig`` of one run of a miniature benchmark: its ``--learning-rate``, ``--batch-size`` and
+    ``--epochs``, and ``seed``."""
+    from mluke.finetuning import FineTuneConfig
+
+    return FineTuneConfig(learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs, seed=seed)

@@ -25,7 +25,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_interleaved
+from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_counted
 
 N_WORDS, N_ENTITIES, SEQ, N_CAND, BATCH = 250_004, 1_200_001, 16, 100, 32
 
@@ -172,9 +172,7 @@ def main() -> None:
         methods += [f"{m}-bf16" for m in methods]
     if args.only:
         methods = [m for m in methods if m in args.only.split(",")]
-    results = run_interleaved(
-        __file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats
-    )
+    results = run_counted(__file__, methods, args, "--prompts")
     best = best_runs(results, "prompts_per_s")
     print("\n| method | prompts/s (median) | rounds | peak RSS (MB) | load (s) |")
     print("|---|---:|---|---:|---:|")

@@ -49,7 +49,7 @@ import random
 import time
 from pathlib import Path
 
-from common import bench_threads, benchmark_parser, best_runs, peak_rss_mb, run_interleaved
+from common import bench_threads, benchmark_parser, best_runs, peak_rss_mb, run_counted
 
 LABELS = ["O", "PER", "LOC", "ORG", "MISC"]
 BATCH, STEPS, WARMUP = 8, 6, 4
@@ -159,22 +159,26 @@ def load_method(method: str, work: Path):
 
 
 # -- measuring ----------------------------------------------------------------------------------
+def english_rows(tok, sentences, features: str, **gold) -> list:
+    """``ner_rows`` of English ``sentences`` with this benchmark's span and entity limits (``gold``: the gold
+    spans and label ids of fine-tuning rows)."""
+    from mluke.finetuning.inputs import ner_rows
+
+    en = ["en"] * len(sentences)
+    return ner_rows(
+        tok, sentences, en, features=features, max_span_pieces=MAX_SPAN_PIECES, max_entities=MAX_ENTITIES, **gold
+    )
+
+
 def infer(forward, tok, sentences, features: str, by_size: bool):
     """Rows, collate, forward and argmax over ``sentences``, rows batched in sentence order or (``by_size``)
     sorted by their number of spans as ``predict_spans`` does: (rows, [(row, logits, argmax)] in row order,
     token rows computed with padding)."""
     import torch
 
-    from mluke.finetuning.inputs import batches, collate, ner_rows
+    from mluke.finetuning.inputs import batches, collate
 
-    rows = ner_rows(
-        tok,
-        sentences,
-        ["en"] * len(sentences),
-        features=features,
-        max_span_pieces=MAX_SPAN_PIECES,
-        max_entities=MAX_ENTITIES,
-    )
+    rows = english_rows(tok, sentences, features)
     order = list(range(len(rows)))
     if by_size:
         order.sort(key=lambda i: (-len(rows[i].slots), -len(rows[i].ids)))
@@ -227,18 +231,11 @@ def measure(method: str, work: Path, n_sentences: int) -> dict:
 def measure_training(method: str, model, tok, sentences) -> dict:
     import torch
 
-    from mluke.finetuning.inputs import batches, collate, ner_rows
+    from mluke.finetuning.inputs import batches, collate
     from mluke.finetuning.training import FineTuneConfig, _optimizer, _schedule
 
-    rows = ner_rows(
-        tok,
-        sentences,
-        ["en"] * len(sentences),
-        features="entity",
-        max_span_pieces=MAX_SPAN_PIECES,
-        max_entities=MAX_ENTITIES,
-        gold=make_gold(sentences),
-        label_ids={l: i for i, l in enumerate(LABELS)},
+    rows = english_rows(
+        tok, sentences, "entity", gold=make_gold(sentences), label_ids={l: i for i, l in enumerate(LABELS)}
     )
     rows = rows[: (STEPS + 1) * BATCH]
     if len(rows) < (STEPS + 1) * BATCH:
@@ -290,21 +287,14 @@ def profile(work: Path, n_sentences: int) -> None:
     """Stage-by-stage time of one batch (the first 8 rows) for ours E and the baseline, best of 3."""
     import torch
 
-    from mluke.finetuning.inputs import collate, ner_rows
+    from mluke.finetuning.inputs import collate
     from mluke.model import _last_layer_entity_rows
 
     torch.set_num_threads(bench_threads())
     _, ours, tok, _ = load_method("ours-E", work)
     _, ref, _, _ = load_method("transformers", work)
     sentences = make_sentences(tok, n_sentences)
-    rows = ner_rows(
-        tok,
-        sentences,
-        ["en"] * len(sentences),
-        features="entity",
-        max_span_pieces=MAX_SPAN_PIECES,
-        max_entities=MAX_ENTITIES,
-    )
+    rows = english_rows(tok, sentences, "entity")
     batch = collate(rows[:BATCH], pad_id=tok.pad_id)
     n_words, n_ents = batch["input_ids"].shape[1], batch["entity_ids"].shape[1]
     real = int(batch["attention_mask"].sum() + batch["entity_attention_mask"].sum())
@@ -424,9 +414,7 @@ def main() -> None:
     for old in out.glob("logits-*.pt"):
         old.unlink()
     methods = TRAIN if args.train_only else INFER + TRAIN
-    results = run_interleaved(
-        __file__, methods, ["--sentences", str(args.sentences), "--work", str(args.work)], args.repeats
-    )
+    results = run_counted(__file__, methods, args, "--sentences")
     if args.train_only:
         import statistics
 

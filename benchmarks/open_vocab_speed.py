@@ -30,7 +30,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_interleaved
+from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_counted
 
 TEMPLATE = "[X] was founded in [Y] ."
 K, BATCH = 10, 32
@@ -128,9 +128,7 @@ def main() -> None:
 
         make_checkpoint(folder)
     methods = ["careful", "ours", "transformers"]
-    results = run_interleaved(
-        __file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats
-    )
+    results = run_counted(__file__, methods, args, "--prompts")
     best = best_runs(results, "prompts_per_s")
     median = {m: statistics.median(r["prompts_per_s"] for r in results[m]) for m in methods}
     names = {

@@ -26,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, bench_threads, run_interleaved
+from common import base_shape_args, bench_threads, run_counted
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -124,7 +124,7 @@ def main() -> None:
     methods = ["reference", "word", "entity", "entity-vocabulary"]
     if args.bf16:
         methods += [f"{m}-bf16" for m in methods]
-    results = run_interleaved(__file__, methods, ["--facts", str(args.facts), "--work", str(args.work)], args.repeats)
+    results = run_counted(__file__, methods, args, "--facts")
     tops = {json.dumps(r["top"]) for m in ("entity", "entity-vocabulary") for r in results[m]}
     if len(tops) != 1:
         raise SystemExit(f"the two score normalisations ranked differently: {tops}")

@@ -27,11 +27,11 @@ HERE = Path(__file__).resolve().parent
 
 def run(args: argparse.Namespace) -> dict:
     import torch
+    from common import finetune_config
 
     import kb
     from kb.files import write_json
     from mluke.demo import demo_model
-    from mluke.finetuning import FineTuneConfig
     from probes.transfer import evaluate, finetune
     from probes.transfer.miniature import write_miniature
 
@@ -46,26 +46,15 @@ def run(args: argparse.Namespace) -> dict:
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
     settings = {k: (_shown(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     results: dict = {"model": str(model), "manifest": manifest, "settings": settings, "runs": []}
+    every_run = {"model": model, "overwrite": True, "progress": False}
     for task in args.tasks:
         tests = sorted((p.parent.name, p) for p in (data / task).glob("*/test.txt"))
         for seed in args.seeds:
             for features in ("entity", "word"):
                 out = work / f"{task}-{features}-{seed}"
-                config = FineTuneConfig(
-                    learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs, seed=seed
-                )
+                options = {"output": out, "features": features, "config": finetune_config(args, seed), **every_run}
                 started = time.perf_counter()
-                report = finetune(
-                    task,
-                    data / task / "en" / "train.txt",
-                    data / task / "en" / "dev.txt",
-                    output=out,
-                    features=features,
-                    model=model,
-                    config=config,
-                    overwrite=True,
-                    progress=False,
-                )
+                report = finetune(task, data / task / "en" / "train.txt", data / task / "en" / "dev.txt", **options)
                 scores = evaluate(task, out, tests, progress=False)
                 results["runs"].append(
                     {
