@@ -10,6 +10,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+#: the fixed part of XLM-R's config layout (positions, one token type, its layer-norm epsilon)
+XLMR_LAYOUT = {"max_position_embeddings": 514, "type_vocab_size": 1, "layer_norm_eps": 1e-5}
+
+
+def xlmr_shape(hidden: int, layers: int, heads: int, intermediate: int) -> dict[str, Any]:
+    """Keyword arguments of an XLM-R-layout transformer config (``XLMRobertaConfig``, ``LukeConfig``) of this size."""
+    shape = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads}
+    return {**shape, "intermediate_size": intermediate, **XLMR_LAYOUT}
+
 
 def bench_threads() -> int:
     """Threads per measuring process: 2 (the machine's cores), or ``$BENCH_THREADS`` (e.g. 1 on a machine
@@ -63,10 +72,10 @@ def benchmark_parser(doc: str | None, work: Path) -> argparse.ArgumentParser:
     return ap
 
 
-def base_shape_args(doc: str | None, script: str, measure: Any, count: str, default: int) -> tuple[Any, Path] | None:
+def base_shape_args(doc: str | None, script: str, measure: Any, count: str, default: int) -> tuple[Any, Path]:
     """Arguments of a benchmark on the random mluke-base-shaped checkpoint (``<work>/mluke-base-random``),
     with a ``count`` option (e.g. ``--prompts``). In a measuring child (``--measure``) it runs
-    ``measure(method, folder, n)``, prints its JSON line and returns ``None``; else ``(args, folder)``."""
+    ``measure(method, folder, n)``, prints its JSON line and exits; else it returns ``(args, folder)``."""
     ap = benchmark_parser(doc, Path(script).parent / "work")
     ap.add_argument(count, type=int, default=default)
     ap.add_argument("--bf16", action="store_true", help="also run every method with the model in bfloat16")
@@ -76,7 +85,7 @@ def base_shape_args(doc: str | None, script: str, measure: Any, count: str, defa
     folder = args.work / "mluke-base-random"
     if args.measure:
         print(json.dumps(measure(args.measure, folder, getattr(args, count.lstrip("-")))))
-        return None
+        sys.exit(0)
     return args, folder
 
 

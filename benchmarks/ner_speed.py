@@ -55,6 +55,12 @@ LABELS = ["O", "PER", "LOC", "ORG", "MISC"]
 BATCH, STEPS, WARMUP = 8, 6, 4
 MAX_SPAN_PIECES, MAX_ENTITIES = 16, 128
 INFER = ["transformers", "transformers-sorted", "ours-E", "ours-W"]
+INFER_NAMES = {  # as the table names them
+    "transformers": "transformers `LukeForEntitySpanClassification` (entity features, zero word columns)",
+    "transformers-sorted": "the same, rows batched by their number of spans",
+    "ours-E": "ours E (`TransferModel`, entity [MASK] per span; last layer entity rows only)",
+    "ours-W": "ours W (`TransferModel`, first/last piece of each span; no entities)",
+}
 SORTED = {"transformers-sorted", "ours-E", "ours-W"}  # rows batched by their number of spans, as predict_spans does
 TRAIN = ["ft-transformers", "ft-ours-E"]
 
@@ -443,17 +449,12 @@ def main() -> None:
         f"{results['ours-W'][0]['rows']} W rows"
     )
     base = best["transformers"]["sentences_per_s"]
-    names = {
-        "transformers": "transformers `LukeForEntitySpanClassification` (entity features, zero word columns)",
-        "transformers-sorted": "the same, rows batched by their number of spans",
-        "ours-E": "ours E (`TransferModel`, entity [MASK] per span; last layer entity rows only)",
-        "ours-W": "ours W (`TransferModel`, first/last piece of each span; no entities)",
-    }
     print("\n| inference | sentences/s | x transformers | peak RSS (MB) |\n|---|---:|---:|---:|")
     for m in INFER:
         r = best[m]
         print(
-            f"| {names[m]} | {r['sentences_per_s']:.2f} | {r['sentences_per_s'] / base:.2f}x | {r['peak_rss_mb']:.0f} |"
+            f"| {INFER_NAMES[m]} | {r['sentences_per_s']:.2f} | {r['sentences_per_s'] / base:.2f}x | "
+            f"{r['peak_rss_mb']:.0f} |"
         )
     ft = best["ft-transformers"]["tokens_per_s"]
     print(

@@ -115,10 +115,7 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
 
 
 def main() -> None:
-    parsed = base_shape_args(__doc__, __file__, measure, "--facts", 64)
-    if parsed is None:
-        return
-    args, folder = parsed
+    args, folder = base_shape_args(__doc__, __file__, measure, "--facts", 64)
     if not (folder / "entity_vocab.sqlite").exists():
         raise SystemExit(f"{folder} is missing: run benchmarks/model_scoring.py first")
     methods = ["reference", "word", "entity", "entity-vocabulary"]
