@@ -63,9 +63,18 @@ def best_runs(results: dict[str, list[dict]], key: str) -> dict[str, dict]:
     return {m: max(runs, key=lambda r: r[key]) for m, runs in results.items()}
 
 
+def script_parser(doc: str | None, **counts: int) -> argparse.ArgumentParser:
+    """An argument parser that shows the script's docstring as written, with an integer option per keyword (its
+    default; underscores become hyphens): ``script_parser(__doc__, queries=1000, hnsw_m=32)``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, default in counts.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=int, default=default)
+    return ap
+
+
 def benchmark_parser(doc: str | None, work: Path) -> argparse.ArgumentParser:
     """An argument parser with the options every benchmark has: --work, --repeats and the hidden --measure."""
-    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = script_parser(doc)
     ap.add_argument("--work", type=Path, default=work, help="folder for generated data")
     ap.add_argument("--repeats", type=int, default=2, help="interleaved runs per method")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
