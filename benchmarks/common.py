@@ -10,6 +10,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+#: the fixed part of XLM-R's config layout (positions, one token type, its layer-norm epsilon)
+XLMR_LAYOUT = {"max_position_embeddings": 514, "type_vocab_size": 1, "layer_norm_eps": 1e-5}
+
+
+def xlmr_shape(hidden: int, layers: int, heads: int, intermediate: int) -> dict[str, Any]:
+    """Keyword arguments of an XLM-R-layout transformer config (``XLMRobertaConfig``, ``LukeConfig``) of this size."""
+    shape = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads}
+    return {**shape, "intermediate_size": intermediate, **XLMR_LAYOUT}
+
 
 def bench_threads() -> int:
     """Threads per measuring process: 2 (the machine's cores), or ``$BENCH_THREADS`` (e.g. 1 on a machine
@@ -42,24 +51,40 @@ def run_interleaved(script: str, methods: list[str], args: list[str], repeats: i
     return results
 
 
+def run_counted(script: str, methods: list[str], args: argparse.Namespace, count: str) -> dict[str, list[dict]]:
+    """:func:`run_interleaved` passing this run's ``count`` option (e.g. ``"--prompts"``) and ``--work``,
+    ``args.repeats`` times."""
+    n = getattr(args, count.lstrip("-").replace("-", "_"))
+    return run_interleaved(script, methods, [count, str(n), "--work", str(args.work)], args.repeats)
+
+
 def best_runs(results: dict[str, list[dict]], key: str) -> dict[str, dict]:
     """Per method, the run with the highest ``key`` (e.g. ``"prompts_per_s"``)."""
     return {m: max(runs, key=lambda r: r[key]) for m, runs in results.items()}
 
 
+def script_parser(doc: str | None, **counts: int) -> argparse.ArgumentParser:
+    """An argument parser that shows the script's docstring as written, with an integer option per keyword (its
+    default; underscores become hyphens): ``script_parser(__doc__, queries=1000, hnsw_m=32)``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, default in counts.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=int, default=default)
+    return ap
+
+
 def benchmark_parser(doc: str | None, work: Path) -> argparse.ArgumentParser:
     """An argument parser with the options every benchmark has: --work, --repeats and the hidden --measure."""
-    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = script_parser(doc)
     ap.add_argument("--work", type=Path, default=work, help="folder for generated data")
     ap.add_argument("--repeats", type=int, default=2, help="interleaved runs per method")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     return ap
 
 
-def base_shape_args(doc: str | None, script: str, measure: Any, count: str, default: int) -> tuple[Any, Path] | None:
+def base_shape_args(doc: str | None, script: str, measure: Any, count: str, default: int) -> tuple[Any, Path]:
     """Arguments of a benchmark on the random mluke-base-shaped checkpoint (``<work>/mluke-base-random``),
     with a ``count`` option (e.g. ``--prompts``). In a measuring child (``--measure``) it runs
-    ``measure(method, folder, n)``, prints its JSON line and returns ``None``; else ``(args, folder)``."""
+    ``measure(method, folder, n)``, prints its JSON line and exits; else it returns ``(args, folder)``."""
     ap = benchmark_parser(doc, Path(script).parent / "work")
     ap.add_argument(count, type=int, default=default)
     ap.add_argument("--bf16", action="store_true", help="also run every method with the model in bfloat16")
@@ -69,7 +94,7 @@ def base_shape_args(doc: str | None, script: str, measure: Any, count: str, defa
     folder = args.work / "mluke-base-random"
     if args.measure:
         print(json.dumps(measure(args.measure, folder, getattr(args, count.lstrip("-")))))
-        return None
+        sys.exit(0)
     return args, folder
 
 
@@ -96,3 +121,11 @@ def e_vs_w_table(score: dict[tuple[str, int, str], float], metric: str = "") -> 
             f"| {lang or '**average (23, zero-shot)**'} | {e:.1f} ({es:.1f}) | {w:.1f} ({ws:.1f}) | {e - w:+.1f} |"
         )
     return "\n".join(lines)
+
+
+def finetune_config(args: argparse.Namespace, seed: int) -> Any:
+    """The ``FineTuneConfig`` of one run of a miniature benchmark: its ``--learning-rate``, ``--batch-size`` and
+    ``--epochs``, and ``seed``."""
+    from mluke.finetuning import FineTuneConfig
+
+    return FineTuneConfig(learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs, seed=seed)

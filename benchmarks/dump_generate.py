@@ -27,32 +27,9 @@ from pathlib import Path
 
 from vocab_cold_start import SYLLABLES
 
-LANGS = [
-    "ar",
-    "bn",
-    "de",
-    "el",
-    "en",
-    "es",
-    "fi",
-    "fr",
-    "hi",
-    "id",
-    "it",
-    "ja",
-    "ko",
-    "nl",
-    "pl",
-    "pt",
-    "ru",
-    "sv",
-    "sw",
-    "te",
-    "th",
-    "tr",
-    "vi",
-    "zh",
-]
+from kb import MLUKE_LANGUAGES
+
+LANGS = list(MLUKE_LANGUAGES)
 OTHER_LANGS = [
     "ca",
     "cs",

@@ -85,7 +85,8 @@ else:
     items = report.wikidata["items"]
 dt = time.perf_counter() - t
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"items": items, "seconds": dt, "rss_mb": me.ru_maxrss / 1024, "children_rss_mb": kids.ru_maxrss / 1024,
+print(json.dumps({"items": items, "seconds": dt, "rss_mb": me.ru_maxrss / 1024,
+                  "children_rss_mb": kids.ru_maxrss / 1024,
                   "cpu_s": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime}))
 """
 

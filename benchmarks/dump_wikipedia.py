@@ -109,7 +109,8 @@ for p in work.glob("reader*"):
 info = read_siteinfo(xml)
 conn = connect_staging(work / "reader.sqlite", STAGING_SCHEMA)
 t = time.perf_counter()
-stage = read_dump(xml, conn, info, work / "reader-raw.jsonl.gz", workers=workers, chunk_bytes=4 << 20, progress=lambda n: None)
+stage = read_dump(xml, conn, info, work / "reader-raw.jsonl.gz", workers=workers, chunk_bytes=4 << 20,
+                  progress=lambda n: None)
 dt = time.perf_counter() - t
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"pages": stage.counts["articles"] + stage.counts["redirects"], "seconds": dt,

@@ -158,7 +158,8 @@ def main() -> None:
     print("\n| input | MB in | mentions | peak RSS (MB) | wall (s) |\n|---|---:|---:|---:|---:|")
     for r in results:
         print(
-            f"| {r['input']} | {r['input_bytes'] / 1e6:.1f} | {r['mentions']:,} | {r['peak_rss_mb']:.0f} | {r['wall_s']:.1f} |"
+            f"| {r['input']} | {r['input_bytes'] / 1e6:.1f} | {r['mentions']:,} | "
+            f"{r['peak_rss_mb']:.0f} | {r['wall_s']:.1f} |"
         )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -43,7 +43,8 @@ def main() -> None:
     print(f"DEFAULT_CALIBRATION = Calibration(weights={cal.weights!r}, threshold={cal.threshold!r})")
     print(json.dumps(cal.provenance, indent=1))
     print(
-        "\n| set | decisions | should be NIL | predicted NIL | NIL precision | NIL recall | accuracy | right ambiguous links kept |"
+        "\n| set | decisions | should be NIL | predicted NIL | NIL precision | NIL recall | accuracy "
+        "| right ambiguous links kept |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, s in report.scores.items():

@@ -25,7 +25,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_interleaved
+from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_counted, xlmr_shape
 
 N_WORDS, N_ENTITIES, SEQ, N_CAND, BATCH = 250_004, 1_200_001, 16, 100, 32
 
@@ -41,18 +41,9 @@ def make_checkpoint(folder: Path) -> None:
     from mluke.model import MlukeForMaskedLM
 
     folder.mkdir(parents=True, exist_ok=True)
+    shape = xlmr_shape(768, 12, 12, 3072)
     config = LukeConfig(
-        vocab_size=N_WORDS,
-        entity_vocab_size=N_ENTITIES,
-        hidden_size=768,
-        entity_emb_size=256,
-        num_hidden_layers=12,
-        num_attention_heads=12,
-        intermediate_size=3072,
-        max_position_embeddings=514,
-        type_vocab_size=1,
-        layer_norm_eps=1e-5,
-        use_entity_aware_attention=True,
+        vocab_size=N_WORDS, entity_vocab_size=N_ENTITIES, entity_emb_size=256, use_entity_aware_attention=True, **shape
     )
     torch.manual_seed(0)
     model = MlukeForMaskedLM(config)
@@ -159,10 +150,7 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
 
 
 def main() -> None:
-    parsed = base_shape_args(__doc__, __file__, measure, "--prompts", 256)
-    if parsed is None:
-        return
-    args, folder = parsed
+    args, folder = base_shape_args(__doc__, __file__, measure, "--prompts", 256)
     if not (folder / "entity_vocab.sqlite").exists():
         t = time.perf_counter()
         make_checkpoint(folder)
@@ -172,9 +160,7 @@ def main() -> None:
         methods += [f"{m}-bf16" for m in methods]
     if args.only:
         methods = [m for m in methods if m in args.only.split(",")]
-    results = run_interleaved(
-        __file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats
-    )
+    results = run_counted(__file__, methods, args, "--prompts")
     best = best_runs(results, "prompts_per_s")
     print("\n| method | prompts/s (median) | rounds | peak RSS (MB) | load (s) |")
     print("|---|---:|---|---:|---:|")

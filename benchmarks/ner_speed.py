@@ -21,8 +21,9 @@ Inference (timed after a 4-sentence warm-up, not the loading): building the rows
 enumerating spans), ``collate``, the forward pass and the argmax per span, batches of 8 rows, 2
 threads, ``torch.inference_mode``. Ours runs ``model(batch)`` over rows sorted by their number of spans,
 as ``predict_spans`` does (its softmax and greedy decoding are left out for every method); the
-baseline runs once with rows in sentence order (a plain loop) and once sorted the same way. The script fails unless ours E and the baseline give
-the same argmax on every span (in every run) and reports the largest logit difference.
+baseline runs once with rows in sentence order (a plain loop) and once sorted the same way. The script fails
+unless ours E and the baseline give the same argmax on every span (in every run) and reports the largest logit
+difference.
 
 Fine-tuning: 1 warm-up step then 6 timed steps of 8 rows (the first rows, E features; random gold
 spans), dropout on, AdamW lr 2e-5: ours ``TransferModel.loss(collate(rows))``, backward, step, the
@@ -48,12 +49,18 @@ import random
 import time
 from pathlib import Path
 
-from common import bench_threads, benchmark_parser, best_runs, peak_rss_mb, run_interleaved
+from common import bench_threads, benchmark_parser, best_runs, peak_rss_mb, run_counted
 
 LABELS = ["O", "PER", "LOC", "ORG", "MISC"]
 BATCH, STEPS, WARMUP = 8, 6, 4
 MAX_SPAN_PIECES, MAX_ENTITIES = 16, 128
 INFER = ["transformers", "transformers-sorted", "ours-E", "ours-W"]
+INFER_NAMES = {  # as the table names them
+    "transformers": "transformers `LukeForEntitySpanClassification` (entity features, zero word columns)",
+    "transformers-sorted": "the same, rows batched by their number of spans",
+    "ours-E": "ours E (`TransferModel`, entity [MASK] per span; last layer entity rows only)",
+    "ours-W": "ours W (`TransferModel`, first/last piece of each span; no entities)",
+}
 SORTED = {"transformers-sorted", "ours-E", "ours-W"}  # rows batched by their number of spans, as predict_spans does
 TRAIN = ["ft-transformers", "ft-ours-E"]
 
@@ -158,22 +165,26 @@ def load_method(method: str, work: Path):
 
 
 # -- measuring ----------------------------------------------------------------------------------
+def english_rows(tok, sentences, features: str, **gold) -> list:
+    """``ner_rows`` of English ``sentences`` with this benchmark's span and entity limits (``gold``: the gold
+    spans and label ids of fine-tuning rows)."""
+    from mluke.finetuning.inputs import ner_rows
+
+    en = ["en"] * len(sentences)
+    return ner_rows(
+        tok, sentences, en, features=features, max_span_pieces=MAX_SPAN_PIECES, max_entities=MAX_ENTITIES, **gold
+    )
+
+
 def infer(forward, tok, sentences, features: str, by_size: bool):
     """Rows, collate, forward and argmax over ``sentences``, rows batched in sentence order or (``by_size``)
     sorted by their number of spans as ``predict_spans`` does: (rows, [(row, logits, argmax)] in row order,
     token rows computed with padding)."""
     import torch
 
-    from mluke.finetuning.inputs import batches, collate, ner_rows
+    from mluke.finetuning.inputs import batches, collate
 
-    rows = ner_rows(
-        tok,
-        sentences,
-        ["en"] * len(sentences),
-        features=features,
-        max_span_pieces=MAX_SPAN_PIECES,
-        max_entities=MAX_ENTITIES,
-    )
+    rows = english_rows(tok, sentences, features)
     order = list(range(len(rows)))
     if by_size:
         order.sort(key=lambda i: (-len(rows[i].slots), -len(rows[i].ids)))
@@ -226,18 +237,11 @@ def measure(method: str, work: Path, n_sentences: int) -> dict:
 def measure_training(method: str, model, tok, sentences) -> dict:
     import torch
 
-    from mluke.finetuning.inputs import batches, collate, ner_rows
+    from mluke.finetuning.inputs import batches, collate
     from mluke.finetuning.training import FineTuneConfig, _optimizer, _schedule
 
-    rows = ner_rows(
-        tok,
-        sentences,
-        ["en"] * len(sentences),
-        features="entity",
-        max_span_pieces=MAX_SPAN_PIECES,
-        max_entities=MAX_ENTITIES,
-        gold=make_gold(sentences),
-        label_ids={l: i for i, l in enumerate(LABELS)},
+    rows = english_rows(
+        tok, sentences, "entity", gold=make_gold(sentences), label_ids={l: i for i, l in enumerate(LABELS)}
     )
     rows = rows[: (STEPS + 1) * BATCH]
     if len(rows) < (STEPS + 1) * BATCH:
@@ -289,21 +293,14 @@ def profile(work: Path, n_sentences: int) -> None:
     """Stage-by-stage time of one batch (the first 8 rows) for ours E and the baseline, best of 3."""
     import torch
 
-    from mluke.finetuning.inputs import collate, ner_rows
+    from mluke.finetuning.inputs import collate
     from mluke.model import _last_layer_entity_rows
 
     torch.set_num_threads(bench_threads())
     _, ours, tok, _ = load_method("ours-E", work)
     _, ref, _, _ = load_method("transformers", work)
     sentences = make_sentences(tok, n_sentences)
-    rows = ner_rows(
-        tok,
-        sentences,
-        ["en"] * len(sentences),
-        features="entity",
-        max_span_pieces=MAX_SPAN_PIECES,
-        max_entities=MAX_ENTITIES,
-    )
+    rows = english_rows(tok, sentences, "entity")
     batch = collate(rows[:BATCH], pad_id=tok.pad_id)
     n_words, n_ents = batch["input_ids"].shape[1], batch["entity_ids"].shape[1]
     real = int(batch["attention_mask"].sum() + batch["entity_attention_mask"].sum())
@@ -388,7 +385,8 @@ def profile(work: Path, n_sentences: int) -> None:
             diff = logits[name] - logits["sentence order"]
             flips = int((logits[name].argmax(-1) != logits["sentence order"].argmax(-1)).sum())
             print(
-                f"ours E over all {len(rows)} rows, {name}: {min(times[name]):.2f} s (best of 2), {computed} token rows "
+                f"ours E over all {len(rows)} rows, {name}: {min(times[name]):.2f} s (best of 2), "
+                f"{computed} token rows "
                 f"computed for {tokens_of(rows)} real ({1 - tokens_of(rows) / computed:.1%} padding); "
                 f"max |logit difference| {float(diff.abs().max()):.1e}, argmax differs on {flips} spans"
             )
@@ -422,9 +420,7 @@ def main() -> None:
     for old in out.glob("logits-*.pt"):
         old.unlink()
     methods = TRAIN if args.train_only else INFER + TRAIN
-    results = run_interleaved(
-        __file__, methods, ["--sentences", str(args.sentences), "--work", str(args.work)], args.repeats
-    )
+    results = run_counted(__file__, methods, args, "--sentences")
     if args.train_only:
         import statistics
 
@@ -453,17 +449,12 @@ def main() -> None:
         f"{results['ours-W'][0]['rows']} W rows"
     )
     base = best["transformers"]["sentences_per_s"]
-    names = {
-        "transformers": "transformers `LukeForEntitySpanClassification` (entity features, zero word columns)",
-        "transformers-sorted": "the same, rows batched by their number of spans",
-        "ours-E": "ours E (`TransferModel`, entity [MASK] per span; last layer entity rows only)",
-        "ours-W": "ours W (`TransferModel`, first/last piece of each span; no entities)",
-    }
     print("\n| inference | sentences/s | x transformers | peak RSS (MB) |\n|---|---:|---:|---:|")
     for m in INFER:
         r = best[m]
         print(
-            f"| {names[m]} | {r['sentences_per_s']:.2f} | {r['sentences_per_s'] / base:.2f}x | {r['peak_rss_mb']:.0f} |"
+            f"| {INFER_NAMES[m]} | {r['sentences_per_s']:.2f} | {r['sentences_per_s'] / base:.2f}x | "
+            f"{r['peak_rss_mb']:.0f} |"
         )
     ft = best["ft-transformers"]["tokens_per_s"]
     print(

@@ -30,9 +30,15 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_interleaved
+from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_counted
 
 TEMPLATE = "[X] was founded in [Y] ."
+NAMES = {  # the methods, as the table names them
+    "transformers": "transformers `LukeForMaskedLM` forward (full word + entity logits), `log_softmax`, "
+    "`topk`, as run by default",
+    "careful": "transformers encoder + entity head at the [MASK] only, `log_softmax`, `topk`",
+    "ours": "`ClozeScorer.entity_topk` (entity rows of the last layer, chunked top-k)",
+}
 K, BATCH = 10, 32
 
 
@@ -119,31 +125,20 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
 
 
 def main() -> None:
-    parsed = base_shape_args(__doc__, __file__, measure, "--prompts", 64)
-    if parsed is None:
-        return
-    args, folder = parsed
+    args, folder = base_shape_args(__doc__, __file__, measure, "--prompts", 64)
     if not (folder / "entity_vocab.sqlite").exists():
         from model_scoring import make_checkpoint
 
         make_checkpoint(folder)
     methods = ["careful", "ours", "transformers"]
-    results = run_interleaved(
-        __file__, methods, ["--prompts", str(args.prompts), "--work", str(args.work)], args.repeats
-    )
+    results = run_counted(__file__, methods, args, "--prompts")
     best = best_runs(results, "prompts_per_s")
     median = {m: statistics.median(r["prompts_per_s"] for r in results[m]) for m in methods}
-    names = {
-        "transformers": "transformers `LukeForMaskedLM` forward (full word + entity logits), `log_softmax`, "
-        "`topk`, as run by default",
-        "careful": "transformers encoder + entity head at the [MASK] only, `log_softmax`, `topk`",
-        "ours": "`ClozeScorer.entity_topk` (entity rows of the last layer, chunked top-k)",
-    }
     print("\n| method | prompts/s (median) | x careful | x default | peak RSS (MB) |\n|---|---:|---:|---:|---:|")
     for m in methods:
         r = best[m]
         print(
-            f"| {names[m]} | {median[m]:.2f} | {median[m] / median['careful']:.2f}x | "
+            f"| {NAMES[m]} | {median[m]:.2f} | {median[m] / median['careful']:.2f}x | "
             f"{median[m] / median['transformers']:.2f}x | {r['peak_rss_mb']:.0f} |"
         )
     for i in range(args.repeats):

@@ -65,7 +65,8 @@ def main() -> None:
     (work / "text.txt").write_text("Tokyo is the capital of Japan.\n", encoding="utf-8")
     (work / "spans.jsonl").write_text(SPANS, encoding="utf-8")
     print(
-        "| command | this checkout: median s | its last line | cache entries left | baseline: median s | its last line | cache entries left |"
+        "| command | this checkout: median s | its last line | cache entries left "
+        "| baseline: median s | its last line | cache entries left |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for cmd in COMMANDS:

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import torch
+from common import xlmr_shape
 
 
 def make_pages(db, n_pages: int, seed: int = 0):
@@ -87,16 +88,7 @@ def main() -> None:
         f"{n_seq / corpus_s:.0f} sequences/s",
         flush=True,
     )
-    xc = XLMRobertaConfig(
-        vocab_size=tok.vocab_size - 2,
-        hidden_size=256,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        intermediate_size=1024,
-        max_position_embeddings=514,
-        type_vocab_size=1,
-        layer_norm_eps=1e-5,
-    )
+    xc = XLMRobertaConfig(vocab_size=tok.vocab_size - 2, **xlmr_shape(256, 4, 4, 1024))
     torch.manual_seed(0)
     XLMRobertaForMaskedLM(xc).save_pretrained(args.work / "xlmr")
     cfg = TrainConfig()

@@ -26,7 +26,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, bench_threads, run_interleaved
+from common import base_shape_args, bench_threads, run_counted
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -115,16 +115,13 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
 
 
 def main() -> None:
-    parsed = base_shape_args(__doc__, __file__, measure, "--facts", 64)
-    if parsed is None:
-        return
-    args, folder = parsed
+    args, folder = base_shape_args(__doc__, __file__, measure, "--facts", 64)
     if not (folder / "entity_vocab.sqlite").exists():
         raise SystemExit(f"{folder} is missing: run benchmarks/model_scoring.py first")
     methods = ["reference", "word", "entity", "entity-vocabulary"]
     if args.bf16:
         methods += [f"{m}-bf16" for m in methods]
-    results = run_interleaved(__file__, methods, ["--facts", str(args.facts), "--work", str(args.work)], args.repeats)
+    results = run_counted(__file__, methods, args, "--facts")
     tops = {json.dumps(r["top"]) for m in ("entity", "entity-vocabulary") for r in results[m]}
     if len(tops) != 1:
         raise SystemExit(f"the two score normalisations ranked differently: {tops}")

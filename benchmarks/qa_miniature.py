@@ -24,11 +24,11 @@ HERE = Path(__file__).resolve().parent
 
 def run(args: argparse.Namespace) -> dict:
     import torch
+    from common import finetune_config
 
     import kb
     from kb.files import write_json
     from mluke.demo import demo_model
-    from mluke.finetuning import FineTuneConfig
     from probes.transfer.miniature.qa import write_qa_miniature
     from probes.transfer.runs.qa import evaluate_qa, finetune_qa
 
@@ -45,23 +45,13 @@ def run(args: argparse.Namespace) -> dict:
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "runs": [],
     }
+    every_run = {"model": model, "overwrite": True, "progress": False}
     for seed in args.seeds:
         for features in ("entity", "word"):
             out = work / f"qa-{features}-{seed}"
-            config = FineTuneConfig(
-                learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs, seed=seed
-            )
+            options = {"output": out, "features": features, "config": finetune_config(args, seed), **every_run}
             started = time.perf_counter()
-            report = finetune_qa(
-                data / "train.en.json",
-                data / "dev.en.json",
-                output=out,
-                features=features,
-                model=model,
-                config=config,
-                overwrite=True,
-                progress=False,
-            )
+            report = finetune_qa(data / "train.en.json", data / "dev.en.json", **options)
             trained = time.perf_counter() - started
             scores = evaluate_qa(out, xquad=data / "xquad", mlqa=data / "mlqa", split="test", gxlt=True, progress=False)
             results["runs"].append(

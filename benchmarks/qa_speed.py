@@ -34,7 +34,7 @@ import time
 import zlib
 from pathlib import Path
 
-from common import benchmark_parser, best_runs, peak_rss_mb, run_interleaved
+from common import benchmark_parser, best_runs, peak_rss_mb, run_counted
 
 BATCH, MAX_LENGTH, STRIDE, N_BEST, MAX_ANSWER = 8, 384, 128, 20, 30
 METHODS = ["transformers-padded", "transformers-sorted", "ours"]
@@ -261,9 +261,7 @@ def main() -> None:
         args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         return
     prepare(args.work)
-    results = run_interleaved(
-        __file__, METHODS, ["--infer-examples", str(args.infer_examples), "--work", str(args.work)], args.repeats
-    )
+    results = run_counted(__file__, METHODS, args, "--infer-examples")
     best = best_runs(results, "examples_per_s")
     answers = {m: r["answers"] for m, r in best.items()}
     same = all(a == answers["ours"] for a in answers.values())

@@ -19,7 +19,6 @@ for at least 99.9% of (query, rank) slots (float ties aside), else the script fa
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import sys
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import script_parser
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -51,14 +51,7 @@ def recall(found: np.ndarray, truth: np.ndarray) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--dim", type=int, default=768)
-    ap.add_argument("--queries", type=int, default=1000)
-    ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--hnsw-m", type=int, default=32)
-    ap.add_argument("--ef-construction", type=int, default=80)
+    ap = script_parser(__doc__, n=1_000_000, dim=768, queries=1000, k=10, threads=2, hnsw_m=32, ef_construction=80)
     ap.add_argument("--ef-search", default="64,128,256,512,1024")
     ap.add_argument("--skip-sklearn", action="store_true")
     ap.add_argument("--skip-hnsw", action="store_true", help="exact search only (FAISS flat and the sklearn baselines)")

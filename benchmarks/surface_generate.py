@@ -1,7 +1,7 @@
 """Generate a synthetic entity database at real scale for the mention detection benchmark.
 
-The database holds 6M distinct anchor surface forms (>= 5M distinct after folding and the 1% filter) over 1.2M entities in one
-language (English Wikipedia has more than that), written through the ordinary
+The database holds 6M distinct anchor surface forms (>= 5M distinct after folding and the 1% filter) over 1.2M
+entities in one language (English Wikipedia has more than that), written through the ordinary
 ``kb.EntityDB.create`` writer: per surface, anchor counts to 1-10 entities (most
 surfaces name one entity, a few are very ambiguous), its link statistics
 (link probability spread over [0.5%, 90%], so a few percent fall under the 1%

@@ -7,7 +7,8 @@ paper's Table 3: per language and on average, the mean and spread over seeds, E 
 
 RE is also scored on subsets of the test examples by what the model has seen
 (:mod:`probes.transfer.metrics.re_subsets`): facts stated neither in the English fine-tuning data nor in the
-pretraining facts listed in the demo model's ``demo.json`` (``unseen``), facts seen in either, examples naming a held-out entity, and the negatives;
+pretraining facts listed in the demo model's ``demo.json`` (``unseen``), facts seen in either, examples naming a
+held-out entity, and the negatives;
 pooled over the 23 zero-shot languages and for English (``re_subsets`` in the JSON; ``--subsets-only``
 recomputes them from the fine-tuned models of an earlier run).
 
@@ -26,11 +27,11 @@ HERE = Path(__file__).resolve().parent
 
 def run(args: argparse.Namespace) -> dict:
     import torch
+    from common import finetune_config
 
     import kb
     from kb.files import write_json
     from mluke.demo import demo_model
-    from mluke.finetuning import FineTuneConfig
     from probes.transfer import evaluate, finetune
     from probes.transfer.miniature import write_miniature
 
@@ -45,26 +46,15 @@ def run(args: argparse.Namespace) -> dict:
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
     settings = {k: (_shown(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     results: dict = {"model": str(model), "manifest": manifest, "settings": settings, "runs": []}
+    every_run = {"model": model, "overwrite": True, "progress": False}
     for task in args.tasks:
         tests = sorted((p.parent.name, p) for p in (data / task).glob("*/test.txt"))
         for seed in args.seeds:
             for features in ("entity", "word"):
                 out = work / f"{task}-{features}-{seed}"
-                config = FineTuneConfig(
-                    learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs, seed=seed
-                )
+                options = {"output": out, "features": features, "config": finetune_config(args, seed), **every_run}
                 started = time.perf_counter()
-                report = finetune(
-                    task,
-                    data / task / "en" / "train.txt",
-                    data / task / "en" / "dev.txt",
-                    output=out,
-                    features=features,
-                    model=model,
-                    config=config,
-                    overwrite=True,
-                    progress=False,
-                )
+                report = finetune(task, data / task / "en" / "train.txt", data / task / "en" / "dev.txt", **options)
                 scores = evaluate(task, out, tests, progress=False)
                 results["runs"].append(
                     {
@@ -78,8 +68,9 @@ def run(args: argparse.Namespace) -> dict:
                     }
                 )
                 key = "f1" if task == "ner" else "macro_f1"
+                english = scores.rows[[r["lang"] for r in scores.rows].index("en")]
                 print(
-                    f"{task} {features} seed {seed}: en {100 * scores.rows[[r['lang'] for r in scores.rows].index('en')][key]:.1f}"
+                    f"{task} {features} seed {seed}: en {100 * english[key]:.1f}"
                     f", average {100 * scores.average[key]:.1f} ({results['runs'][-1]['seconds']} s)",
                     flush=True,
                 )

@@ -21,7 +21,6 @@ the wall clock on a machine shared with other jobs).
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
@@ -29,6 +28,7 @@ import time
 from pathlib import Path
 
 import torch
+from common import script_parser
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -105,12 +105,7 @@ def ours(bundle, subjects: list[str], cands: list[str], batch: int) -> torch.Ten
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--subjects", type=int, default=16)
-    ap.add_argument("--candidates", type=int, default=50)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=2)
+    ap = script_parser(__doc__, subjects=16, candidates=50, batch=32, repeats=3, threads=2)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM, XLMRobertaTokenizer

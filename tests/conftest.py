@@ -1,12 +1,17 @@
-"""Shared fixtures: an isolated cache folder, the embedded kb (built once) and a tiny hand-made kb."""
+"""Shared fixtures: an isolated cache folder, the embedded kb (built once), a tiny hand-made kb and an in-process
+CLI runner."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 import kb
+
+if TYPE_CHECKING:
+    from click.testing import Result
 
 
 @pytest.fixture(autouse=True)
@@ -96,3 +101,40 @@ def tiny_db(tmp_path: Path) -> kb.EntityDB:
     db = kb.EntityDB(write_tiny_db(tmp_path / "tiny.sqlite"))
     yield db
     db.close()
+
+
+class Cli:
+    """Runs the ``mluke`` CLI in-process. Positional arguments pass as they are (as strings); each keyword becomes an
+    option after them: ``lang="ja"`` is ``--lang ja``, ``nil_threshold=0`` is ``--nil-threshold 0``, ``True`` a bare
+    flag and a list a repeated option; ``input`` is the text on stdin. ``bind`` fixes leading arguments and default
+    options, so that a test names only what differs between its runs."""
+
+    def __init__(self, *args: object, **options: object) -> None:
+        self.args, self.options = args, options
+
+    def __call__(self, *args: object, input: str | None = None, **options: object) -> Result:
+        from typer.testing import CliRunner
+
+        from mluke.cli import app
+
+        argv = [str(a) for a in (*self.args, *args)]
+        for name, value in {**self.options, **options}.items():
+            flag = "--" + name.replace("_", "-")
+            for v in value if isinstance(value, list) else [value]:
+                argv += [flag] if v is True else [flag, str(v)]
+        return CliRunner().invoke(app, argv, input=input)
+
+    def bind(self, *args: object, **options: object) -> Cli:
+        return Cli(*self.args, *args, **{**self.options, **options})
+
+
+@pytest.fixture(scope="session")
+def cli() -> Cli:
+    """The CLI runner: ``cli("link", "-", lang="en", model=tiny_demo, db=path, candidates=True, input="Paris.\\n")``."""
+    return Cli()
+
+
+@pytest.fixture
+def demo_cli(cli: Cli, tiny_demo: Path, embedded_db_path: Path) -> Cli:
+    """The CLI runner with ``--model`` the tiny demo model and ``--db`` the embedded kb."""
+    return cli.bind(model=tiny_demo, db=embedded_db_path)

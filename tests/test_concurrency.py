@@ -168,16 +168,18 @@ def _writer(path: str, url: str, n: int, results) -> None:  # in the writer proc
     results.put({"upserts": done, "errors": errors[:5], "n_errors": len(errors)})
 
 
-def test_readers_never_fail_nor_see_half_an_update(tmp_path, server):
-    path = tmp_path / "kb.sqlite"
+def _build(folder):
+    """The database both `kb add` tests update: built from a small Wikidata dump in ``folder``."""
+    path = folder / "kb.sqlite"
+    wikidata = write_wikidata(folder / "latest-all.json")
     kb.build_from_dumps(
-        path,
-        wikidata=write_wikidata(tmp_path / "latest-all.json"),
-        languages=LANGS,
-        properties=("P17", "P36", "P37"),
-        workers=1,
-        progress=False,
+        path, wikidata=wikidata, languages=LANGS, properties=("P17", "P36", "P37"), workers=1, progress=False
     )
+    return path
+
+
+def test_readers_never_fail_nor_see_half_an_update(tmp_path, server):
+    path = _build(tmp_path)
     ctx = multiprocessing.get_context("spawn")
     ready, stop, results = ctx.Semaphore(0), ctx.Event(), ctx.Queue()
     readers = [ctx.Process(target=_reader, args=(str(path), ready, stop, results)) for _ in range(READERS)]
@@ -295,15 +297,7 @@ def test_kb_add_killed_midway_leaves_a_whole_version(tmp_path, server):
     """`mluke kb add` killed while it commits (pages of its transaction in the write-ahead log, its commit
     frame not): readers go on reading, and what they read is an entity from before the update or after it,
     never between. Where each kill landed is read back from the log itself (:mod:`tests.wal`)."""
-    path = tmp_path / "kb.sqlite"
-    kb.build_from_dumps(
-        path,
-        wikidata=write_wikidata(tmp_path / "latest-all.json"),
-        languages=LANGS,
-        properties=("P17", "P36", "P37"),
-        workers=1,
-        progress=False,
-    )
+    path = _build(tmp_path)
     original = kb.EntityDB(path).entity("Q1490")
     before = {"titles": original.titles, "labels": original.labels, "aliases": {}}
     wal = tmp_path / "kb.sqlite-wal"

@@ -69,6 +69,14 @@ def _read_as(good: bytes, bad: bytes) -> bytes:
     return good if _is_utf8(bad) else good.decode("latin-1").encode("utf-8")
 
 
+def _read_three(read, good: bytes, bad: bytes, tmp: str) -> tuple:
+    """``read`` on the good file, on the bad one and on the good records as the bad file decodes (the baseline):
+    ``(original, bad path, result, baseline)``."""
+    original = read(_write(Path(tmp) / "good.txt", good))
+    path = _write(Path(tmp) / "bad.txt", bad)
+    return original, path, read(path), read(_write(Path(tmp) / "as-read.txt", _read_as(good, bad)))
+
+
 def _lines_of(examples_: list[str], path: Path) -> list[int]:
     """The line numbers in the ``path:line: reason`` skip examples about ``path``."""
     found = [re.match(re.escape(str(path)) + r":(\d+): ", e) for e in examples_]
@@ -165,11 +173,9 @@ def test_ner_bad_line_drops_its_sentence_only(data, kind):
     good, _ = _layout(records, header)
     bad, bad_ranges = _layout(mutated, header)
     with tempfile.TemporaryDirectory() as tmp:
-        original = read_ner(_write(Path(tmp) / "good.txt", good))
-        assert [(s.words, s.spans, s.lang) for s in original] == [(s.words, s.spans, s.lang) for s in sentences]
-        path = _write(Path(tmp) / "bad.txt", bad)
-        result = read_ner(path)
-        baseline = read_ner(_write(Path(tmp) / "as-read.txt", _read_as(good, bad))).sentences
+        original, path, result, baseline = _read_three(read_ner, good, bad, tmp)
+    assert [(s.words, s.spans, s.lang) for s in original] == [(s.words, s.spans, s.lang) for s in sentences]
+    baseline = baseline.sentences
     assert result.encoding == ("utf-8" if _is_utf8(bad) else "latin-1")
     middle = _around(result.sentences, baseline, i, kind == "duplicate")
     lines = _lines_of(result.examples, path)
@@ -274,11 +280,9 @@ def test_re_bad_block_is_skipped_where_it_is(data, kind):
     good, _ = _layout(records)
     bad, bad_ranges = _layout(mutated)
     with tempfile.TemporaryDirectory() as tmp:
-        original = read_re(_write(Path(tmp) / "good.txt", good))
-        assert original.examples == [ex for ex, _ in drawn]
-        path = _write(Path(tmp) / "bad.txt", bad)
-        result = read_re(path)
-        baseline = read_re(_write(Path(tmp) / "as-read.txt", _read_as(good, bad))).examples
+        original, path, result, baseline = _read_three(read_re, good, bad, tmp)
+    assert original.examples == [ex for ex, _ in drawn]
+    baseline = baseline.examples
     assert result.encoding == ("utf-8" if _is_utf8(bad) else "latin-1")
     middle = _around(result.examples, baseline, i, kind == "duplicate")
     lines = _lines_of(result.examples_skipped, path)
@@ -359,23 +363,10 @@ _QA_MUTATIONS = {
         "duplicate",
     ],
 }
-#: Corruptions after which the records below the node cannot be read.
-_QA_FATAL = {
-    "not an object",
-    "drop paragraphs",
-    "paragraphs type",
-    "drop context",
-    "context type",
-    "drop qas",
-    "qas type",
-    "drop id",
-    "drop question",
-    "question type",
-    "blank question",
-    "drop answers",
-    "answers type",
-    "no answers",
-}
+#: Corruptions above the answers that leave the records below the node readable; after every other one they cannot
+#: be read.
+_QA_READABLE = {"title type", "truncate context", "id type", "truncate id", "duplicate"}
+_QA_FATAL = {k for level in ("article", "paragraph", "question") for k in _QA_MUTATIONS[level]} - _QA_READABLE
 
 
 def _questions(data: dict) -> list[tuple[tuple[int, ...], dict]]:

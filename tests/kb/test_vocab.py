@@ -52,21 +52,8 @@ def test_hf_round_trip_keeps_ids(tmp_path, tiny_db):
 def test_hf_import_reads_special_ids_from_the_file(tmp_path):
     # the lite checkpoints' layout: [MASK]=0, [UNK]=1, [PAD]=2, [MASK2]=3
     src = tmp_path / "entity_vocab.json"
-    src.write_text(
-        json.dumps(
-            {
-                "[MASK]": 0,
-                "[UNK]": 1,
-                "[PAD]": 2,
-                "[MASK2]": 3,
-                "en:Tokyo": 4,
-                "ja:東京": 4,
-                "en:Star Wars: A New Hope": 5,
-            },
-            ensure_ascii=False,
-        ),
-        encoding="utf-8",
-    )
+    hf = {"[MASK]": 0, "[UNK]": 1, "[PAD]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京": 4}
+    src.write_text(json.dumps(hf | {"en:Star Wars: A New Hope": 5}, ensure_ascii=False), encoding="utf-8")
     v = EntityVocab.import_hf(src, tmp_path / "v.sqlite")
     assert (v.mask_id, v.unk_id, v.pad_id, v.mask2_id) == (0, 1, 2, 3)
     assert v.get_id("ja", "東京") == 4 and v.get_id("en", "Star Wars: A New Hope") == 5

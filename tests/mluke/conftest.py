@@ -11,32 +11,11 @@ import torch
 
 import kb
 
-LANG_SAMPLE = (
-    "ar",
-    "bn",
-    "de",
-    "el",
-    "en",
-    "es",
-    "fi",
-    "fr",
-    "hi",
-    "id",
-    "it",
-    "ja",
-    "ko",
-    "nl",
-    "pl",
-    "pt",
-    "ru",
-    "sv",
-    "sw",
-    "te",
-    "th",
-    "tr",
-    "vi",
-    "zh",
-)
+#: the fixed part of XLM-R's config layout (special ids as fairseq numbers them), and the transformer shape of
+#: every tiny test model
+XLMR_LAYOUT = {"max_position_embeddings": 514, "type_vocab_size": 1, "layer_norm_eps": 1e-5}
+XLMR_LAYOUT |= {"bos_token_id": 0, "pad_token_id": 1, "eos_token_id": 2}
+TINY_SHAPE = dict(XLMR_LAYOUT, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
 # the lite checkpoints' special-entity order, deliberately not [PAD]=0
 LITE_SPECIALS = {"[MASK]": 0, "[UNK]": 1, "[PAD]": 2, "[MASK2]": 3}
 
@@ -48,7 +27,7 @@ def spm_model(tmp_path_factory: pytest.TempPathFactory, embedded_db: kb.EntityDB
 
     folder = tmp_path_factory.mktemp("spm")
     lines = []
-    for lang in LANG_SAMPLE:
+    for lang in kb.MLUKE_LANGUAGES:
         for (pid, l), template in sorted(embedded_db.templates(lang).items()):
             lines.append(template.replace("[X]", "").replace("[Y]", ""))
     for key in list(embedded_db.keys("country"))[:120]:
@@ -108,22 +87,8 @@ def write_tiny_checkpoint(
                 4 + {"Tokyo": 0, "東京": 0, "Japan": 1, "日本": 1, "Paris": 2, "France": 3}[title]
             )
     n_entities = max(entity_vocab.values()) + 1
-    config = LukeConfig(
-        vocab_size=vocab_size,
-        entity_vocab_size=n_entities,
-        hidden_size=32,
-        entity_emb_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=514,
-        type_vocab_size=1,
-        layer_norm_eps=1e-5,
-        use_entity_aware_attention=entity_aware,
-        bos_token_id=0,
-        pad_token_id=1,
-        eos_token_id=2,
-    )
+    entities = {"entity_vocab_size": n_entities, "entity_emb_size": 16, "use_entity_aware_attention": entity_aware}
+    config = LukeConfig(vocab_size=vocab_size, **entities, **TINY_SHAPE)
     torch.manual_seed(seed)
     model = LukeForMaskedLM(config)
     with torch.no_grad():  # make every row, bias and norm distinctive so ties and ids matter

@@ -2,10 +2,8 @@ import json
 import math
 
 import pytest
-from typer.testing import CliRunner
 
 import mluke
-from mluke.cli import app
 from mluke.confidence import Calibration
 from mluke.link_scoring import cut_windows
 from mluke.linker import Linker
@@ -77,78 +75,30 @@ def test_batches_empty_long_and_bad_input(linker):
     assert spans[0][0] == 0 and spans[-1][1] == 3000 and all(b - a <= 100 for a, b in spans)
 
 
-def test_link_cli(tiny_demo, embedded_db_path, tmp_path):
+def test_link_cli(demo_cli, tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("東京は日本の首都です。\n\nパリはフランスの首都です。\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
-    res = CliRunner().invoke(
-        app,
-        [
-            "link",
-            str(src),
-            "--lang",
-            "ja",
-            "--model",
-            str(tiny_demo),
-            "--db",
-            str(embedded_db_path),
-            "--jsonl",
-            str(out),
-            "--nil-threshold",
-            "0",
-        ],
-    )
+    res = demo_cli("link", src, lang="ja", jsonl=out, nil_threshold="0")
     assert res.exit_code == 0, res.output
     rows = [json.loads(l) for l in out.read_text(encoding="utf-8").splitlines()]
     assert [r["line"] for r in rows] == [1, 2, 3] and rows[1]["mentions"] == []
     assert {m["key"] for m in rows[0]["mentions"]} == {TOKYO, JAPAN}
-    res = CliRunner().invoke(
-        app,
-        ["link", "-", "--lang", "en", "--model", str(tiny_demo), "--db", str(embedded_db_path), "--nil-threshold", "0"],
-        input="Paris is the capital of France.\n",
-    )
+    res = demo_cli("link", "-", lang="en", nil_threshold="0", input="Paris is the capital of France.\n")
     assert res.exit_code == 0 and "Paris (France)" in res.output and PARIS in res.output
     header = res.output.splitlines()[1]
     assert "name (en)" in header and "confidence" in header and "title" not in header and "runner-ups" not in header
-    res = CliRunner().invoke(
-        app,
-        [
-            "link",
-            "-",
-            "--lang",
-            "en",
-            "--model",
-            str(tiny_demo),
-            "--db",
-            str(embedded_db_path),
-            "--candidates",
-            "--nil-threshold",
-            "0",
-        ],
-        input="We live in Cambridge.\n",
-    )
+    res = demo_cli("link", "-", lang="en", candidates=True, nil_threshold="0", input="We live in Cambridge.\n")
     assert res.exit_code == 0 and "runner-ups" in res.output and res.output.count("Cambridge (") >= 2, res.output
-    res = CliRunner().invoke(
-        app,
-        [
-            "link",
-            "-",
-            "--lang",
-            "en",
-            "--model",
-            str(tiny_demo),
-            "--db",
-            str(embedded_db_path),
-            "--method",
-            "global",
-            "--prior-weight",
-            "0.5",
-            "--candidates",
-            "--jsonl",
-            "-",
-            "--nil-threshold",
-            "0",
-        ],
+    res = demo_cli(
+        "link",
+        "-",
+        lang="en",
+        method="global",
+        prior_weight="0.5",
+        candidates=True,
+        jsonl="-",
+        nil_threshold="0",
         input="Paris is the capital of France.\n",
     )
     assert res.exit_code == 0, res.output
@@ -275,21 +225,21 @@ def test_link_cli_bad_sources_are_one_line(tmp_path, tiny_demo, embedded_db_path
         assert len(proc.stderr.strip().splitlines()) == 1 and message in proc.stderr, proc.stderr
 
 
-def test_link_cli_summary_limit_and_existing_output(tiny_demo, embedded_db_path, tmp_path):
+def test_link_cli_summary_limit_and_existing_output(cli, tiny_demo, embedded_db_path, tmp_path):
     src = tmp_path / "in.txt"
     src.write_text("Paris is the capital of France.\n" * 40, encoding="utf-8")
     common = [str(src), "--model", str(tiny_demo), "--db", str(embedded_db_path), "--nil-threshold", "0"]
-    res = CliRunner().invoke(app, ["link", *common, "--limit", "5"])
+    res = cli("link", *common, limit="5")
     assert res.exit_code == 0, res.output
     assert res.output.count(PARIS) == 3 and "and 75 more mentions" in res.output  # 80 mentions, 5 shown
     out = tmp_path / "out" / "linked.jsonl"
-    res = CliRunner().invoke(app, ["link", *common, "--jsonl", str(out)])
+    res = cli("link", *common, jsonl=out)
     assert res.exit_code == 0, res.output
     assert len(out.read_text(encoding="utf-8").splitlines()) == 40
     assert PARIS not in res.output and "mentions" in res.output and "80" in res.output and f"wrote {out}" in res.output
-    res = CliRunner().invoke(app, ["link", *common, "--jsonl", str(out)])
+    res = cli("link", *common, jsonl=out)
     assert res.exit_code == 1 and "--overwrite" in res.exception.for_cli()
-    assert CliRunner().invoke(app, ["link", *common, "--jsonl", str(out), "--overwrite"]).exit_code == 0
+    assert cli("link", *common, jsonl=out, overwrite=True).exit_code == 0
 
 
 def test_long_inputs_show_progress(linker, tiny_demo, capsys):

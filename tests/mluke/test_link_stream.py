@@ -9,11 +9,9 @@ import sys
 import time
 
 import pytest
-from typer.testing import CliRunner
 
 import kb
 from kb.files import iter_lines
-from mluke.cli import app
 from mluke.link_files import iter_link_file, write_linked
 from mluke.linker import Linker
 from mluke.results import LinkedMention, LinkedTexts
@@ -105,7 +103,7 @@ def test_long_text_is_linked_one_segment_at_a_time(linker, lines, monkeypatch):
     assert list(linker.index.iter_detect(long, "en")) == linker.index.detect(long, "en")
 
 
-def test_cli_jsonl_equals_the_whole_result(linker, lines, tiny_demo, embedded_db_path, tmp_path):
+def test_cli_jsonl_equals_the_whole_result(demo_cli, linker, lines, tmp_path):
     many = [t for t in lines if len(t) < 1000] * 12  # over 256 lines: two chunks in the command line
     many[100] = " ".join(lines[:5] * 40)  # over chunk_chars=2000 below: linked alone, in segments
     assert len(many) > 256 and len(many[100]) > 2000
@@ -113,20 +111,7 @@ def test_cli_jsonl_equals_the_whole_result(linker, lines, tiny_demo, embedded_db
     src.write_text("\n".join(many) + "\n", encoding="utf-8")
     whole = LinkedTexts(many, linker.link(many, "en"), "en", "combined")
     out = tmp_path / "out.jsonl"
-    res = CliRunner().invoke(
-        app,
-        [
-            "link",
-            str(src),
-            "--model",
-            str(tiny_demo),
-            "--db",
-            str(embedded_db_path),
-            "--jsonl",
-            str(out),
-            "--no-progress",
-        ],
-    )
+    res = demo_cli("link", src, jsonl=out, no_progress=True)
     assert res.exit_code == 0, res.output
     assert same([json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()], whole.records())
     counts = whole.summary()
@@ -141,10 +126,7 @@ def test_cli_jsonl_equals_the_whole_result(linker, lines, tiny_demo, embedded_db
         tmp_path / "one.jsonl"
     )
     assert len(first["mentions"]) == 2 and (tmp_path / "one.jsonl").read_text(encoding="utf-8") == streamed[0]
-    res = CliRunner().invoke(
-        app,
-        ["link", str(src), "--model", str(tiny_demo), "--db", str(embedded_db_path), "--limit", "3", "--no-progress"],
-    )  # the table: the first 3 mentions, the rest counted
+    res = demo_cli("link", src, limit="3", no_progress=True)  # the table: the first 3 mentions, the rest counted
     assert res.exit_code == 0 and f"and {counts['mentions'] - 3:,} more mentions" in res.output
 
 
@@ -152,15 +134,15 @@ def _leftovers(folder):
     return sorted(p.name for p in folder.iterdir() if ".partial-" in p.name)
 
 
-def test_failed_or_interrupted_run_leaves_no_output(linker, tiny_demo, embedded_db_path, tmp_path, monkeypatch):
+def test_failed_or_interrupted_run_leaves_no_output(cli, linker, tiny_demo, embedded_db_path, tmp_path, monkeypatch):
     common = ["link", "-", "--model", str(tiny_demo), "--db", str(embedded_db_path), "--no-progress"]
     out = tmp_path / "out.jsonl"
     bad = ("Paris is in France.\n" * 300).encode() + "Caf\xe9\n".encode("latin-1")  # read after a chunk is written
-    res = CliRunner().invoke(app, [*common, "--jsonl", str(out)], input=bad)
+    res = cli(*common, jsonl=out, input=bad)
     assert res.exit_code == 1 and "standard input, line 301: bytes that are not UTF-8" in res.exception.for_cli()
     assert not out.exists() and _leftovers(tmp_path) == []
     out.write_text("old\n")
-    res = CliRunner().invoke(app, [*common, "--jsonl", str(out), "--overwrite"], input=bad)
+    res = cli(*common, jsonl=out, overwrite=True, input=bad)
     assert res.exit_code == 1 and out.read_text() == "old\n" and _leftovers(tmp_path) == []  # the old file, intact
     out.unlink()
     calls = []
@@ -173,7 +155,7 @@ def test_failed_or_interrupted_run_leaves_no_output(linker, tiny_demo, embedded_
         return original(self, *args, **kw)
 
     monkeypatch.setattr(Linker, "_resolve", interrupted)
-    res = CliRunner().invoke(app, [*common, "--jsonl", str(out)], input="Paris is in France.\n" * 600)
+    res = cli(*common, jsonl=out, input="Paris is in France.\n" * 600)
     assert res.exit_code != 0 and len(calls) == 2 and not out.exists() and _leftovers(tmp_path) == []
 
 

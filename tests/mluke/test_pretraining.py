@@ -28,6 +28,7 @@ from mluke.pretraining.corpus_reader import Sequence
 from mluke.pretraining.init import is_new_parameter
 from mluke.pretraining.sampler import LanguageSampler, language_probabilities
 from mluke.tokenizer import MlukeTokenizer
+from tests.mluke.conftest import TINY_SHAPE
 
 JAPAN, TOKYO, FRANCE, PARIS = "geonames:1861060", "geonames:1850147", "geonames:3017382", "geonames:2988507"
 
@@ -64,16 +65,7 @@ def corpus_dir(pt_tokenizer, embedded_db, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def xlmr_dir(pt_tokenizer, tmp_path_factory) -> Path:
-    cfg = XLMRobertaConfig(
-        vocab_size=pt_tokenizer.vocab_size - 2,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=514,
-        type_vocab_size=1,
-        layer_norm_eps=1e-5,
-    )
+    cfg = XLMRobertaConfig(vocab_size=pt_tokenizer.vocab_size - 2, **TINY_SHAPE)
     torch.manual_seed(0)
     out = tmp_path_factory.mktemp("xlmr") / "xlmr"
     XLMRobertaForMaskedLM(cfg).save_pretrained(out)

@@ -149,16 +149,8 @@ def test_a_subject_is_left_out_of_its_own_ranking(bundle, embedded_db, mode):
 
 
 def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
-    r = probe(
-        "The capital of [X] is [Y].",
-        lang="en",
-        subjects=["Japan"],
-        candidates=["Tokyo"],
-        mode="word",
-        model=bundle,
-        db=embedded_db,
-        normalize="vocabulary",
-    )
+    tokyo = {"lang": "en", "subjects": ["Japan"], "candidates": ["Tokyo"], "mode": "word", "model": bundle}
+    r = probe("The capital of [X] is [Y].", **tokyo, db=embedded_db, normalize="vocabulary")
     model, tok, _ = bundle
     pieces = tok.encode_words(["Tokyo"])[0]
     enc = tok("The capital of Japan is " + "<mask>" * len(pieces) + ".")
@@ -168,39 +160,14 @@ def test_word_scores_are_mean_piece_log_probabilities(bundle, embedded_db):
     expected = sum(float(logp[w, p]) for w, p in zip(where, pieces)) / len(pieces)
     assert r.rows[0].predictions[0].score == pytest.approx(expected, abs=1e-4)
     assert r.rows[0].predictions[0].source == "word"
-    alone = probe(
-        "The capital of [X] is [Y].",
-        lang="en",
-        subjects=["Japan"],
-        candidates=["Tokyo"],
-        mode="word",
-        model=bundle,
-        db=embedded_db,
-    )
+    alone = probe("The capital of [X] is [Y].", **tokyo, db=embedded_db)
     assert alone.rows[0].predictions[0].score == pytest.approx(0.0, abs=1e-6)  # the only candidate: probability 1
 
 
 def test_both_modes_subject_entity_and_batching(bundle, embedded_db):
-    a = probe(
-        "[X] is located in [Y].",
-        lang="de",
-        relation="P30",
-        model=bundle,
-        db=embedded_db,
-        mode="both",
-        batch_size=7,
-        use_subject_entity=False,
-    )
-    b = probe(
-        "[X] is located in [Y].",
-        lang="de",
-        relation="P30",
-        model=bundle,
-        db=embedded_db,
-        mode="both",
-        batch_size=64,
-        use_subject_entity=False,
-    )
+    located = {"lang": "de", "relation": "P30", "model": bundle, "mode": "both", "use_subject_entity": False}
+    a = probe("[X] is located in [Y].", **located, db=embedded_db, batch_size=7)
+    b = probe("[X] is located in [Y].", **located, db=embedded_db, batch_size=64)
     assert set(a.modes) == {"entity", "word"}
     for m in ("entity", "word"):
         for ra, rb in zip(a.modes[m].rows, b.modes[m].rows):
@@ -266,35 +233,14 @@ def test_bad_input(bundle, embedded_db, kwargs, message):
         probe(model=bundle, db=embedded_db, **kwargs)
 
 
-def test_cli_probe_and_cached_preset(tiny_demo, embedded_db_path, tmp_path):
-    from typer.testing import CliRunner
-
-    from mluke.cli import app
-
-    runner = CliRunner()
-    res = runner.invoke(app, ["pretrain", "--preset", "tiny", "-o", str(tiny_demo), "--no-progress"])
+def test_cli_probe_and_cached_preset(demo_cli, cli, tiny_demo, tmp_path):
+    res = cli("pretrain", "-o", tiny_demo, preset="tiny", no_progress=True)
     assert res.exit_code == 0 and "demo model ready" in res.output  # cached: returns at once
-    res = runner.invoke(
-        app,
-        [
-            "probe",
-            "[X] is the capital of [Y]",
-            "--lang",
-            "ja",
-            "--model",
-            str(tiny_demo),
-            "--db",
-            str(embedded_db_path),
-            "--mode",
-            "both",
-            "--csv",
-            str(tmp_path / "p.csv"),
-        ],
-    )
+    res = demo_cli("probe", "[X] is the capital of [Y]", lang="ja", mode="both", csv=tmp_path / "p.csv")
     assert res.exit_code == 0, res.output
     assert "using the 'ja' template" in res.output and res.output.count("MRR") == 2  # entity and word tables
     assert (tmp_path / "p.csv").read_text(encoding="utf-8").startswith("subject,subject_key,rank")
-    res = runner.invoke(app, ["pretrain", "--print-config"])
+    res = cli("pretrain", print_config=True)
     assert "batch_size = 2048" in res.output
 
 
@@ -347,24 +293,10 @@ def test_relation_messages_say_what_the_kb_has(bundle, embedded_db):
     assert not any("reads very differently" in n for n in close.notes)
 
 
-def test_cli_probe_outputs_titles_and_flags(tiny_demo, embedded_db_path, tmp_path):
-    from typer.testing import CliRunner
-
-    from mluke.cli import app
-
-    runner = CliRunner()
-    base = [
-        "probe",
-        "[X] is the capital of [Y]",
-        "--lang",
-        "ja",
-        "--model",
-        str(tiny_demo),
-        "--db",
-        str(embedded_db_path),
-    ]
+def test_cli_probe_outputs_titles_and_flags(demo_cli, tmp_path):
+    capital = demo_cli.bind("probe", "[X] is the capital of [Y]", lang="ja")
     out = tmp_path / "new" / "result.json"  # a folder that does not exist yet
-    res = runner.invoke(app, [*base, "--mode", "both", "--json", str(out), "--csv", str(tmp_path / "r.csv")])
+    res = capital(mode="both", json=out, csv=tmp_path / "r.csv")
     assert res.exit_code == 0, res.output
     assert json.loads(out.read_text(encoding="utf-8"))["mode"] == "both"
     assert (
@@ -373,27 +305,13 @@ def test_cli_probe_outputs_titles_and_flags(tiny_demo, embedded_db_path, tmp_pat
     assert "[X]は[Y]の首都です。" in res.output and f"wrote {out}" in res.output
     csv_text = (tmp_path / "r.csv").read_text(encoding="utf-8")
     assert csv_text.splitlines()[0].endswith(",mode") and ",word" in csv_text and ",entity" in csv_text
-    res = runner.invoke(app, [*base, "--json", str(out)])
+    res = capital(json=out)
     assert res.exit_code == 1 and isinstance(res.exception, mluke.MlukeError)
     assert "pass --overwrite" in res.exception.for_cli()
     assert json.loads(out.read_text(encoding="utf-8"))["mode"] == "both"  # kept
-    assert runner.invoke(app, [*base, "--json", str(out), "--overwrite"]).exit_code == 0
+    assert capital(json=out, overwrite=True).exit_code == 0
     assert json.loads(out.read_text(encoding="utf-8"))["mode"] == "entity"
-    res = runner.invoke(
-        app,
-        [
-            "probe",
-            "[X] likes [Y]",
-            "--subject",
-            "Japan",
-            "--candidate",
-            "Tokyo",
-            "--model",
-            str(tiny_demo),
-            "--db",
-            str(embedded_db_path),
-        ],
-    )
+    res = demo_cli("probe", "[X] likes [Y]", subject="Japan", candidate="Tokyo")
     assert res.exit_code == 0 and "P@1 n/a" in res.output
 
 
@@ -488,33 +406,12 @@ def test_subject_entities_by_default_where_the_vocabulary_has_them(bundle, embed
     assert not any(row.subject_entity for row in plain.rows) and "[Y] only" in plain.summary()
 
 
-def test_templates_for_one_call_and_the_cli(bundle, embedded_db, tiny_demo, embedded_db_path):
-    from typer.testing import CliRunner
-
-    from mluke.cli import app
+def test_templates_for_one_call_and_the_cli(demo_cli, bundle, embedded_db):
 
     mine = {("P36", "en"): "[X] has [Y] as its capital."}
     r = probe("[X] has [Y] as its capital", lang="en", templates=mine, model=bundle, db=embedded_db, top_k=1)
     assert r.relation == "P36" and r.metrics["with_gold"] > 0
     _key, label = _in_vocab_subject(bundle, embedded_db)
-    res = CliRunner().invoke(
-        app,
-        [
-            "probe",
-            "[X] was founded in [Y]",
-            "--lang",
-            "ja",
-            "--subject",
-            label,
-            "--subject",
-            "ソニー",
-            "--top-k",
-            "3",
-            "--model",
-            str(tiny_demo),
-            "--db",
-            str(embedded_db_path),
-        ],
-    )
+    res = demo_cli("probe", "[X] was founded in [Y]", lang="ja", subject=[label, "ソニー"], top_k="3")
     assert res.exit_code == 0, res.output
     assert "open vocabulary" in res.output and "ソニー" in res.output and "P740" in res.output

@@ -55,17 +55,17 @@ def reference(xlmr_json) -> Tokenizer:
     return Tokenizer.from_file(str(xlmr_json))
 
 
+def _tokenizer_folder(folder: Path, xlmr_json: Path) -> Path:
+    """The real XLM-R tokenizer.json and a small HF-layout entity vocabulary, in ``folder``."""
+    shutil.copy(xlmr_json, folder / "tokenizer.json")
+    entities = {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京": 4, "en:Japan": 5}
+    (folder / "entity_vocab.json").write_text(json.dumps(entities, ensure_ascii=False))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def xlmr_tok(xlmr_json, tmp_path_factory) -> MlukeTokenizer:
-    folder = tmp_path_factory.mktemp("xlmr")
-    shutil.copy(xlmr_json, folder / "tokenizer.json")
-    (folder / "entity_vocab.json").write_text(
-        json.dumps(
-            {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京": 4, "en:Japan": 5},
-            ensure_ascii=False,
-        )
-    )
-    return MlukeTokenizer.from_pretrained(folder)
+    return MlukeTokenizer.from_pretrained(_tokenizer_folder(tmp_path_factory.mktemp("xlmr"), xlmr_json))
 
 
 def test_fairseq_layout_of_the_real_tokenizer(xlmr_tok):
@@ -145,21 +145,8 @@ def test_mask_in_text_stays_mask_on_every_path(tiny_checkpoint, xlmr_tok):
 
 def test_entities_by_title_pair_key_id_and_special(tmp_path, tiny_db, xlmr_tok):
     src = tmp_path / "entity_vocab.json"
-    src.write_text(
-        json.dumps(
-            {
-                "[MASK]": 0,
-                "[UNK]": 1,
-                "[PAD]": 2,
-                "[MASK2]": 3,
-                "en:Tokyo": 4,
-                "ja:東京都": 4,
-                "en:Japan": 5,
-                "ja:日本": 5,
-            },
-            ensure_ascii=False,
-        )
-    )
+    hf = {"[MASK]": 0, "[UNK]": 1, "[PAD]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京都": 4, "en:Japan": 5, "ja:日本": 5}
+    src.write_text(json.dumps(hf, ensure_ascii=False))
     vocab = kb.EntityVocab.import_hf(src, tmp_path / "v.sqlite", db=tiny_db)
     tok = MlukeTokenizer(xlmr_tok.words, vocab, db=tiny_db)
     text = "Tokyo Japan Denmark Atlantis Tokyo Japan"
@@ -321,14 +308,7 @@ def hf_mluke(xlmr_json, tmp_path_factory):
             "transformers 4.x's MLukeTokenizer reads only sentencepiece.bpe.model, not an XLM-R tokenizer.json: "
             "these comparisons run with transformers 5.x"
         )
-    folder = tmp_path_factory.mktemp("hf_mluke")
-    shutil.copy(xlmr_json, folder / "tokenizer.json")
-    (folder / "entity_vocab.json").write_text(
-        json.dumps(
-            {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京": 4, "en:Japan": 5},
-            ensure_ascii=False,
-        )
-    )
+    folder = _tokenizer_folder(tmp_path_factory.mktemp("hf_mluke"), xlmr_json)
     (folder / "tokenizer_config.json").write_text(
         json.dumps({"tokenizer_class": "MLukeTokenizer", "max_entity_length": 32, "max_mention_length": 30})
     )

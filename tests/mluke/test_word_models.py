@@ -9,12 +9,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
 import mluke
 from kb.db.templates import parse_template
 from kb.errors import MlukeError
-from mluke.cli import app
 from mluke.cloze import probe
 from mluke.cloze_runs import run_cloze
 from mluke.errors import CheckpointError
@@ -224,48 +222,15 @@ def test_threshold_answer_sets_and_their_scores(bert_dir):
         run_cloze(tpl, "en", subjects, cands, gold, model=bundle, threshold=1.5)
 
 
-def test_cli_probe_with_a_word_model_and_a_threshold(bert_dir, embedded_db_path, tmp_path):
-    res = CliRunner().invoke(
-        app,
-        [
-            "probe",
-            "The capital of [X] is [Y].",
-            "--model",
-            str(bert_dir),
-            "--db",
-            str(embedded_db_path),
-            "--subject",
-            "Japan",
-            "--candidate",
-            "Tokyo",
-            "--candidate",
-            "Paris",
-            "--threshold",
-            "0.01",
-            "--json",
-            str(tmp_path / "p.json"),
-        ],
-    )
+def test_cli_probe_with_a_word_model_and_a_threshold(cli, bert_dir, embedded_db_path, tmp_path):
+    capital = cli.bind("probe", "The capital of [X] is [Y].", model=bert_dir, db=embedded_db_path, subject="Japan")
+    res = capital(candidate=["Tokyo", "Paris"], threshold="0.01", json=tmp_path / "p.json")
     assert res.exit_code == 0, res.output
     assert "word mode" in res.output and "answers (p >= 0.01)" in res.output and "F1" in res.output
     data = json.loads((tmp_path / "p.json").read_text())
     assert data["mode"] == "word" and data["threshold"] == 0.01 and data["model"] == str(bert_dir)
     assert set(data["metrics"]) >= {"precision", "recall", "F1"} and len(data["rows"][0]["predictions"]) == 2
-    res = CliRunner().invoke(
-        app,
-        [
-            "probe",
-            "The capital of [X] is [Y].",
-            "--model",
-            str(bert_dir),
-            "--db",
-            str(embedded_db_path),
-            "--subject",
-            "Japan",
-            "--mode",
-            "entity",
-        ],
-    )
+    res = capital(mode="entity")
     assert isinstance(res.exception, MlukeError) and "--mode word" in res.exception.for_cli()  # main() prints it
 
 
@@ -377,29 +342,18 @@ def test_open_vocabulary_word_answers_are_ranked_across_lengths(bert_dir, embedd
         )
 
 
-def test_cli_open_vocabulary_word_answers(bert_dir, embedded_db_path, tmp_path):
-    res = CliRunner().invoke(
-        app,
-        [
-            "probe",
-            "[X] was founded in [Y]",
-            "--model",
-            str(bert_dir),
-            "--db",
-            str(embedded_db_path),
-            "--subject",
-            "Acme",
-            "--max-pieces",
-            "2",
-            "--decoding",
-            "left-to-right",
-            "--beam",
-            "2",
-            "--top-k",
-            "4",
-            "--json",
-            str(tmp_path / "o.json"),
-        ],
+def test_cli_open_vocabulary_word_answers(cli, bert_dir, embedded_db_path, tmp_path):
+    res = cli(
+        "probe",
+        "[X] was founded in [Y]",
+        model=bert_dir,
+        db=embedded_db_path,
+        subject="Acme",
+        max_pieces="2",
+        decoding="left-to-right",
+        beam="2",
+        top_k="4",
+        json=tmp_path / "o.json",
     )
     assert res.exit_code == 0, res.output
     assert "words of 1-2 pieces decoded (left-to-right, beam 2)" in res.output

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Cli
+
 JAPAN, TOKYO, FRANCE, PARIS, GERMANY, BERLIN, SPAIN = (
     "geonames:1861060",
     "geonames:1850147",
@@ -74,3 +76,16 @@ def write_mlama(root: Path) -> Path:
 @pytest.fixture
 def mlama_dir(tmp_path: Path) -> Path:
     return write_mlama(tmp_path / "mlama")
+
+
+@pytest.fixture
+def eval_mlama_cli(cli: Cli, mlama_dir: Path) -> Cli:
+    """``mluke eval-mlama <mlama_dir> --no-progress`` with the options a test adds (``model=...``, ``langs=...``)."""
+    return cli.bind("eval-mlama", mlama_dir, no_progress=True)
+
+
+@pytest.fixture
+def finetune_cli(cli: Cli, tiny_demo: Path) -> Cli:
+    """``mluke finetune`` for one epoch of the tiny demo model with word features (a test adds the task, data and
+    output: ``finetune_cli("ner", "-o", out, train=..., dev=...)``)."""
+    return cli.bind("finetune", model=tiny_demo, features="word", epochs="1", learning_rate="1e-3", no_progress=True)

@@ -1,11 +1,9 @@
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 import kb
 import mluke
-from mluke.cli import app
 from mluke.results import Prediction, ProbeResult, SubjectResult
 from probes import eval_mlama, language_bias, read_mlama
 from tests.probes.conftest import BERLIN, FRANCE, GERMANY, JAPAN, PARIS, SPAIN, TOKYO
@@ -46,23 +44,8 @@ def test_evaluate_mlama_on_the_tiny_demo(mlama_dir, tiny_demo):
     assert word.mode == "word" and list(word.p_at_1["en"]) == ["P36"]
 
 
-def test_eval_mlama_cli(mlama_dir, tiny_demo, tmp_path):
-    res = CliRunner().invoke(
-        app,
-        [
-            "eval-mlama",
-            str(mlama_dir),
-            "--model",
-            str(tiny_demo),
-            "--langs",
-            "en,ja",
-            "--json",
-            str(tmp_path / "r.json"),
-            "--csv",
-            str(tmp_path / "r.csv"),
-            "--no-progress",
-        ],
-    )
+def test_eval_mlama_cli(eval_mlama_cli, mlama_dir, tiny_demo, tmp_path):
+    res = eval_mlama_cli(model=tiny_demo, langs="en,ja", json=tmp_path / "r.json", csv=tmp_path / "r.csv")
     assert res.exit_code == 0, res.output
     assert "macro average" in res.output and "language bias" in res.output
     data = json.loads((tmp_path / "r.json").read_text())
@@ -149,24 +132,9 @@ def test_google_re_file_errors_name_the_file_and_line(mlama_dir):
         read_mlama(mlama_dir, "en")
 
 
-def test_evaluate_mlama_with_a_google_re_relation(mlama_dir, tiny_demo, tmp_path):
+def test_evaluate_mlama_with_a_google_re_relation(eval_mlama_cli, mlama_dir, tiny_demo, tmp_path):
     _google_re(mlama_dir)
-    res = CliRunner().invoke(
-        app,
-        [
-            "eval-mlama",
-            str(mlama_dir),
-            "--model",
-            str(tiny_demo),
-            "--langs",
-            "en",
-            "--relations",
-            "P36,place_of_birth",
-            "--json",
-            str(tmp_path / "r.json"),
-            "--no-progress",
-        ],
-    )
+    res = eval_mlama_cli(model=tiny_demo, langs="en", relations="P36,place_of_birth", json=tmp_path / "r.json")
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "r.json").read_text())
     assert {r["relation"]: r["subjects"] for r in data["relations"]} == {"P36": 3, "place_of_birth": 3}

@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from kb.errors import OptionError
-from mluke.cli import app
 from probes import compare_mlama, eval_mlama
 from tests.mluke.test_word_models import write_tiny_bert
 
@@ -36,25 +34,8 @@ def test_compare_an_mluke_checkpoint_with_a_word_model(mlama_dir, tiny_demo, ber
     assert {r["model"] for r in comparison.rows()} == {str(tiny_demo), str(bert_dir)} and len(comparison.rows()) == 6
 
 
-def test_eval_mlama_cli_with_two_models(mlama_dir, tiny_demo, bert_dir, tmp_path):
-    res = CliRunner().invoke(
-        app,
-        [
-            "eval-mlama",
-            str(mlama_dir),
-            "--model",
-            str(tiny_demo),
-            "--model",
-            str(bert_dir),
-            "--langs",
-            "en,ja",
-            "--json",
-            str(tmp_path / "r.json"),
-            "--csv",
-            str(tmp_path / "r.csv"),
-            "--no-progress",
-        ],
-    )
+def test_eval_mlama_cli_with_two_models(eval_mlama_cli, mlama_dir, tiny_demo, bert_dir, tmp_path):
+    res = eval_mlama_cli(model=[tiny_demo, bert_dir], langs="en,ja", json=tmp_path / "r.json", csv=tmp_path / "r.csv")
     assert res.exit_code == 0, res.output
     assert "entity modes apply to mLUKE checkpoints only" in res.output and "avg" in res.output
     assert "no entity vocabulary" not in res.output  # by default each model is asked in its own mode
@@ -88,54 +69,22 @@ def test_eval_mlama_answer_sets_scored_against_all_true_objects(mlama_dir, bert_
     }
 
 
-def test_eval_mlama_cli_threshold(mlama_dir, tiny_demo, bert_dir, tmp_path):
-    res = CliRunner().invoke(
-        app,
-        [
-            "eval-mlama",
-            str(mlama_dir),
-            "--model",
-            str(bert_dir),
-            "--threshold",
-            "1e-9",
-            "--csv",
-            str(tmp_path / "one.csv"),
-            "--no-progress",
-        ],
-    )
+def test_eval_mlama_cli_threshold(eval_mlama_cli, mlama_dir, tiny_demo, bert_dir, tmp_path):
+    res = eval_mlama_cli(model=bert_dir, threshold="1e-9", csv=tmp_path / "one.csv")
     assert res.exit_code == 0, res.output
     assert "answer sets p >= 1e-09" in res.output and "83.3" in res.output  # P47 F1 x 100
     lines = (tmp_path / "one.csv").read_text().splitlines()
     assert lines[0] == "lang,relation,subjects,P@1,precision,recall,F1" and lines[2].startswith("en,P47,2,")
-    res = CliRunner().invoke(
-        app,
-        [
-            "eval-mlama",
-            str(mlama_dir),
-            "--model",
-            str(tiny_demo),
-            "--model",
-            str(bert_dir),
-            "--threshold",
-            "1e-9",
-            "--csv",
-            str(tmp_path / "two.csv"),
-            "--no-progress",
-        ],
-    )
+    res = eval_mlama_cli(model=[tiny_demo, bert_dir], threshold="1e-9", csv=tmp_path / "two.csv")
     assert res.exit_code == 0, res.output
     assert "answer sets (p >= 1e-09): F1 x 100" in res.output
     assert (tmp_path / "two.csv").read_text().splitlines()[
         0
     ] == "model,mode,lang,relation,subjects,P@1,precision,recall,F1"
     for bad in ("1.5", "-0.1"):  # refused before any model is loaded
-        res = CliRunner().invoke(
-            app,
-            ["eval-mlama", str(mlama_dir), "--model", str(tmp_path / "nowhere"), "--threshold", bad, "--no-progress"],
-        )
+        res = eval_mlama_cli(model=tmp_path / "nowhere", threshold=bad)
         assert res.exit_code == 1 and isinstance(res.exception, OptionError)
         assert str(res.exception) == f"--threshold {float(bad)}: expected a number from 0 to 1"
-    res = CliRunner().invoke(
-        app, ["eval-mlama", str(mlama_dir), "--model", str(tmp_path / "nowhere"), "--threshold", "0", "--no-progress"]
-    )  # 0 would answer with everything: refused by the library
+    # 0 would answer with everything: refused by the library
+    res = eval_mlama_cli(model=tmp_path / "nowhere", threshold="0")
     assert res.exit_code == 1 and "expected a probability in (0, 1]" in res.exception.for_cli()

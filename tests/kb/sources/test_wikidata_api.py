@@ -61,6 +61,8 @@ def _claim(pid: str, qid: str) -> dict:
     }
 
 
+#: Osaka's id, labels and sitelinks
+OSAKA = ("Q35765", {"en": "Osaka", "ja": "大阪市"}, {"enwiki": "Osaka", "jawiki": "大阪市"})
 RESPONSES = {
     # Tokyo, renamed in ja and with a new label; capital-of claim to Japan
     "Q1490": _entity_data(
@@ -72,23 +74,9 @@ RESPONSES = {
         )
     ),
     # a new item: Osaka, in Japan
-    "Q35765": _entity_data(
-        _item(
-            "Q35765",
-            {"en": "Osaka", "ja": "大阪市"},
-            {"enwiki": "Osaka", "jawiki": "大阪市"},
-            {"P17": [_claim("P17", "Q17")], "P31": [_claim("P31", "Q515")]},
-        )
-    ),
+    "Q35765": _entity_data(_item(*OSAKA, {"P17": [_claim("P17", "Q17")], "P31": [_claim("P31", "Q515")]})),
     # Q999 was merged into Q35765: the server answers with Q35765's data
-    "Q999": _entity_data(
-        _item(
-            "Q35765",
-            {"en": "Osaka", "ja": "大阪市"},
-            {"enwiki": "Osaka", "jawiki": "大阪市"},
-            {"P17": [_claim("P17", "Q17")]},
-        )
-    ),
+    "Q999": _entity_data(_item(*OSAKA, {"P17": [_claim("P17", "Q17")]})),
     # no Wikipedia article in the database's languages
     "Q5000": _entity_data(_item("Q5000", {"en": "A commons-only thing"}, {"commonswiki": "Thing"})),
     "P1376": {

@@ -318,7 +318,10 @@ class PageGenerator:
             f"|-\n| {self.link()} || {self.words(1, 2)} || {self.link()}" for _ in range(self.rng.randint(1, 3))
         )
         nested = '\n|-\n|\n{| class="wikitable"\n| ' + self.link() + "\n|}" if self.rng.random() < 0.3 else ""
-        return f'{indent}{{| class="wikitable sortable"\n|+ {self.words(1, 2)}\n! {self.words(1, 1)} !! {self.words(1, 1)}\n{rows}{nested}\n|}}'
+        return (
+            f'{indent}{{| class="wikitable sortable"\n|+ {self.words(1, 2)}\n'
+            f"! {self.words(1, 1)} !! {self.words(1, 1)}\n{rows}{nested}\n|}}"
+        )
 
     def block(self) -> str:
         """One paragraph-level piece of a page."""
@@ -342,7 +345,10 @@ class PageGenerator:
         if kind == 7:
             return self.table()
         if kind == 8:
-            return f"<gallery>\n{_FILE[lang]}:A.jpg|{self.link()} {self.words(1, 2)}\n{_FILE[lang]}:B.png|{self.words(1, 2)}\n</gallery>"
+            return (
+                f"<gallery>\n{_FILE[lang]}:A.jpg|{self.link()} {self.words(1, 2)}\n"
+                f"{_FILE[lang]}:B.png|{self.words(1, 2)}\n</gallery>"
+            )
         if kind == 9:
             return f"[[{_FILE[lang]}:Map.svg|thumb|right|{self.words(1, 2)} {self.link()}]]\n" + self.sentence()
         if kind == 10:

@@ -6,11 +6,9 @@ import json
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
 import mluke
 from kb.mentions import MentionIndex
-from mluke.cli import app
 from mluke.finetuning import FineTuneConfig, load_transfer
 from mluke.finetuning.qa import best_spans, collate_qa, qa_rows
 from probes.transfer import evaluate_qa, finetune_qa, read_mlqa, read_squad, read_xquad
@@ -217,63 +215,29 @@ def test_evaluate_qa_checks_the_scorer_before_loading_the_model(tmp_path):
         evaluate_qa(tmp_path / "no-model", xquad=tmp_path / "xquad", scorer="mlqa-fixed")
 
 
-def test_cli_finetune_and_evaluate_qa(tiny_demo, embedded_db, embedded_db_path, tmp_path):
+def test_cli_finetune_and_evaluate_qa(finetune_cli, cli, embedded_db, embedded_db_path, tmp_path):
     data = write_qa_miniature(
         embedded_db, tmp_path / "qa", ["en", "de"], train_size=24, dev_size=8, test_size=8, sentences=2
     )
-    runner = CliRunner()
     out = tmp_path / "qa-w"
-    res = runner.invoke(
-        app,
-        [
-            "finetune",
-            "qa",
-            "--train",
-            str(data / "train.en.json"),
-            "--dev",
-            str(data / "dev.en.json"),
-            "--features",
-            "word",
-            "--model",
-            str(tiny_demo),
-            "--db",
-            str(embedded_db_path),
-            "-o",
-            str(out),
-            "--epochs",
-            "1",
-            "--learning-rate",
-            "1e-3",
-            "--batch-size",
-            "8",
-            "--no-progress",
-        ],
+    res = finetune_cli(
+        "qa", "-o", out, train=data / "train.en.json", dev=data / "dev.en.json", db=embedded_db_path, batch_size="8"
     )
     assert res.exit_code == 0, res.output
     assert "dev F1" in res.output and "kept epoch 1" in res.output
-    res = runner.invoke(
-        app,
-        [
-            "evaluate",
-            "qa",
-            str(out),
-            "--xquad",
-            str(data / "xquad"),
-            "--mlqa",
-            str(data / "mlqa"),
-            "--split",
-            "test",
-            "--gxlt",
-            "--db",
-            str(embedded_db_path),
-            "--gxlt-csv",
-            str(tmp_path / "g.csv"),
-            "--json",
-            str(tmp_path / "r.json"),
-            "--no-progress",
-            "--scorer",
-            "mlqa-fixed",
-        ],
+    res = cli(
+        "evaluate",
+        "qa",
+        out,
+        xquad=data / "xquad",
+        mlqa=data / "mlqa",
+        split="test",
+        gxlt=True,
+        db=embedded_db_path,
+        gxlt_csv=tmp_path / "g.csv",
+        json=tmp_path / "r.json",
+        no_progress=True,
+        scorer="mlqa-fixed",
     )
     assert res.exit_code == 0, res.output
     assert "G-XLT" in res.output and "average" in res.output

@@ -4,10 +4,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import mluke
-from mluke.cli import app
 from mluke.finetuning import FineTuneConfig, load_transfer
 from probes.transfer import evaluate, finetune
 
@@ -37,53 +35,22 @@ def test_finetune_then_evaluate(tiny_demo, tmp_path, task, train):
         finetune(task, DATA / train, DATA / train, output=out, model=tiny_demo, config=FAST, progress=False)
 
 
-def test_cli_finetune_and_evaluate(tiny_demo, tmp_path):
-    runner = CliRunner()
+def test_cli_finetune_and_evaluate(finetune_cli, cli, tmp_path):
     out = tmp_path / "ner-w"
-    res = runner.invoke(
-        app,
-        [
-            "finetune",
-            "ner",
-            "--train",
-            str(DATA / "wikiann.tsv"),
-            "--dev",
-            str(DATA / "wikiann.tsv"),
-            "--features",
-            "word",
-            "--model",
-            str(tiny_demo),
-            "-o",
-            str(out),
-            "--epochs",
-            "1",
-            "--learning-rate",
-            "1e-3",
-            "--batch-size",
-            "4",
-            "--no-progress",
-        ],
-    )
+    res = finetune_cli("ner", "-o", out, train=DATA / "wikiann.tsv", dev=DATA / "wikiann.tsv", batch_size="4")
     assert res.exit_code == 0, res.output
     assert "kept epoch 1" in res.output
-    res = runner.invoke(
-        app,
-        [
-            "evaluate",
-            "ner",
-            str(out),
-            "--test",
-            f"en:{DATA / 'wikiann.tsv'}",
-            "--test",
-            f"de:{DATA / 'wikiann.tsv'}",
-            "--json",
-            str(tmp_path / "r.json"),
-            "--no-progress",
-        ],
+    res = cli(
+        "evaluate",
+        "ner",
+        out,
+        test=[f"en:{DATA / 'wikiann.tsv'}", f"de:{DATA / 'wikiann.tsv'}"],
+        json=tmp_path / "r.json",
+        no_progress=True,
     )
     assert res.exit_code == 0, res.output
     assert "average" in res.output and json.loads((tmp_path / "r.json").read_text())["features"] == "word"
-    res = runner.invoke(app, ["evaluate", "ner", str(out), "--test", "nolang"])
+    res = cli("evaluate", "ner", out, test="nolang")
     assert res.exit_code == 1 and "lang:path" in str(res.exception)
-    res = runner.invoke(app, ["finetune", "xx", "--train", "a", "--dev", "b", "-o", str(tmp_path / "x")])
+    res = cli("finetune", "xx", "-o", tmp_path / "x", train="a", dev="b")
     assert res.exit_code == 1 and "TASK xx: expected one of ner, re, qa" in res.exception.for_cli()  # before any work
