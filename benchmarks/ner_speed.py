@@ -391,8 +391,7 @@ def profile(work: Path, n_sentences: int) -> None:
                 f"max |logit difference| {float(diff.abs().max()):.1e}, argmax differs on {flips} spans"
             )
 
-        from torch.profiler import ProfilerActivity
-        from torch.profiler import profile as torch_profile
+        from torch.profiler import ProfilerActivity, profile as torch_profile
 
         with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
             ours(batch)

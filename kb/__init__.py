@@ -42,71 +42,32 @@ from kb.sources import (
 from kb.vocab import EntityVocab
 
 if TYPE_CHECKING:  # the names of _MOVED below, visible to IDEs and type checkers
-    from kb.db import Entity as Entity
-    from kb.db import Fact as Fact
-    from kb.db import Match as Match
-    from kb.db import Template as Template
+    from kb.db import Entity as Entity, Fact as Fact, Match as Match, Template as Template
     from kb.errors import (
         InputFormatError as InputFormatError,
-    )
-    from kb.errors import (
         KbFormatError as KbFormatError,
-    )
-    from kb.errors import (
         NotFoundError as NotFoundError,
-    )
-    from kb.errors import (
         OptionError as OptionError,
-    )
-    from kb.errors import (
         OutputExistsError as OutputExistsError,
-    )
-    from kb.errors import (
         SchemaVersionError as SchemaVersionError,
-    )
-    from kb.errors import (
         TemplateError as TemplateError,
-    )
-    from kb.errors import (
         TextInputError as TextInputError,
-    )
-    from kb.errors import (
         UnknownLanguageError as UnknownLanguageError,
     )
     from kb.mentions import (
         AnchorCandidates as AnchorCandidates,
-    )
-    from kb.mentions import (
         Candidate as Candidate,
-    )
-    from kb.mentions import (
         CandidateGenerator as CandidateGenerator,
-    )
-    from kb.mentions import (
         CombinedCandidates as CombinedCandidates,
-    )
-    from kb.mentions import (
         Mention as Mention,
-    )
-    from kb.mentions import (
         NameCandidates as NameCandidates,
-    )
-    from kb.mentions import (
         surface_key as surface_key,
     )
     from kb.sources import (
         AddReport as AddReport,
-    )
-    from kb.sources import (
         BuildReport as BuildReport,
-    )
-    from kb.sources import (
         CorpusLink as CorpusLink,
-    )
-    from kb.sources import (
         CorpusPage as CorpusPage,
-    )
-    from kb.sources import (
         embedded_path as embedded_path,
     )
     from kb.vocab import VocabEntry as VocabEntry

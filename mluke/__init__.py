@@ -26,9 +26,7 @@ from typing import TYPE_CHECKING, Any
 from kb.errors import MlukeError
 
 if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type checkers and mkdocstrings
-    from mluke.checkpoint import Mluke as Mluke
-    from mluke.checkpoint import load as load
-    from mluke.checkpoint import save as save
+    from mluke.checkpoint import Mluke as Mluke, load as load, save as save
     from mluke.cloze import probe as probe
     from mluke.link_files import link_file as link_file
     from mluke.linker import Linker as Linker
@@ -36,12 +34,9 @@ if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type ch
     from mluke.luke import LukeTokenizer as LukeTokenizer
     from mluke.model import MlukeForMaskedLM as MlukeForMaskedLM
     from mluke.opening import open_model as open_model
-    from mluke.options import LinkOptions as LinkOptions
-    from mluke.options import ProbeOptions as ProbeOptions
+    from mluke.options import LinkOptions as LinkOptions, ProbeOptions as ProbeOptions
     from mluke.pretraining import pretrain as pretrain
-    from mluke.results import LinkedMention as LinkedMention
-    from mluke.results import LinkedTexts as LinkedTexts
-    from mluke.results import ProbeResult as ProbeResult
+    from mluke.results import LinkedMention as LinkedMention, LinkedTexts as LinkedTexts, ProbeResult as ProbeResult
     from mluke.spans import span_vectors as span_vectors
     from mluke.tokenizer import MlukeTokenizer as MlukeTokenizer
 

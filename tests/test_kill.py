@@ -33,8 +33,7 @@ import pytest
 import kb
 from tests.jobs import ROOT, Job, signature, start, wait_for
 from tests.kb_builds import KB_PRELUDE, db_rows, kb_build_args, tree_bytes, write_grown_dumps
-from tests.mluke import conftest as _mluke_fixtures
-from tests.mluke import test_pretraining as _pretraining
+from tests.mluke import conftest as _mluke_fixtures, test_pretraining as _pretraining
 
 # the smallest pretraining fixtures (a tiny corpus and XLM-R) of tests/mluke, used here too
 spm_model, tiny_checkpoint = _mluke_fixtures.spm_model, _mluke_fixtures.tiny_checkpoint

@@ -229,8 +229,7 @@ def eval_mlama(
     checks.between("--threshold", threshold, 0, 1)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
-    from probes import compare_mlama
-    from probes import eval_mlama as run
+    from probes import compare_mlama, eval_mlama as run
 
     options: dict[str, Any] = {
         "mode": mode,

@@ -62,8 +62,7 @@ def pretrain(
     """
     checks.preset(preset)
     checks.at_least("--max-steps", max_steps, 1)
-    from mluke.pretraining import TrainConfig
-    from mluke.pretraining import pretrain as run
+    from mluke.pretraining import TrainConfig, pretrain as run
 
     if print_config:
         typer.echo(TrainConfig().to_toml())

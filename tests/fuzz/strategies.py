@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import settings
-from hypothesis import strategies as st
+from hypothesis import settings, strategies as st
 
 #: The ``max_examples`` of the "ci" profile, against which :func:`examples` scales.
 CI_EXAMPLES = 100

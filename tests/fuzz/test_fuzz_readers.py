@@ -27,8 +27,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 from kb.errors import InputFormatError, MlukeError
 from probes.transfer.readers.ner import NerSentence, read_ner

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 import pytest
-from hypothesis import event, given, settings
-from hypothesis import strategies as st
+from hypothesis import event, given, settings, strategies as st
 
 from kb.db.titles import normalize_title
 from kb.languages import MLUKE_LANGUAGES
