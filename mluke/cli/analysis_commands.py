@@ -11,7 +11,7 @@ import typer
 from kb.errors import OptionError
 from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
-from mluke.cli.output import check_outputs, print_table, show_report, wrote
+from mluke.cli.output import check_outputs, csv_option, json_option, print_table, show_report, wrote
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
 
 app = typer.Typer(
@@ -167,9 +167,7 @@ def search(
         str | None,
         typer.Option(help="Checkpoint to embed the query with (default: the one the index was built with)."),
     ] = None,
-    json_out: Annotated[
-        str | None, typer.Option("--json", help="Write the hits as JSON to this file ('-' for stdout).")
-    ] = None,
+    json_out: Annotated[str | None, json_option("the hits")] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """The spans of the index nearest to a query span by cosine, e.g.
@@ -227,10 +225,8 @@ def eval_cwr(
     ] = "entity,word",
     layer: LayerOption = -1,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
-    json_out: Annotated[str | None, typer.Option("--json", help="Write the report as JSON ('-' for stdout).")] = None,
-    csv_out: Annotated[
-        str | None, typer.Option("--csv", help="Write the per-language table as CSV ('-' for stdout).")
-    ] = None,
+    json_out: Annotated[str | None, json_option("the report", to_file=False)] = None,
+    csv_out: Annotated[str | None, csv_option("the per-language table", to_file=False)] = None,
     progress: ProgressOption = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
@@ -279,8 +275,8 @@ def modularity(
     ] = "entity-token,word",
     k: Annotated[int, typer.Option("-k", help="Neighbours per node in the k-NN graph.")] = 3,
     layer: LayerOption = -1,
-    json_out: Annotated[str | None, typer.Option("--json", help="Write the table as JSON ('-' for stdout).")] = None,
-    csv_out: Annotated[str | None, typer.Option("--csv", help="Write the table as CSV ('-' for stdout).")] = None,
+    json_out: Annotated[str | None, json_option("the table", to_file=False)] = None,
+    csv_out: Annotated[str | None, csv_option("the table", to_file=False)] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Modularity of the k-NN graph of span features, communities = languages (lower: more

@@ -10,7 +10,7 @@ import typer
 
 from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
-from mluke.cli.output import check_outputs, print_table, wrote
+from mluke.cli.output import check_outputs, csv_option, json_option, print_table, wrote
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
 from mluke.options import LinkOptions
 
@@ -182,16 +182,8 @@ def eval_link(
             )
         ),
     ] = None,
-    json_out: Annotated[
-        str | None,
-        typer.Option(
-            "--json", help="Write every score and the skipped-record counts as JSON to this file ('-' for stdout)."
-        ),
-    ] = None,
-    csv_out: Annotated[
-        str | None,
-        typer.Option("--csv", help="Write one row per (language, method) as CSV to this file ('-' for stdout)."),
-    ] = None,
+    json_out: Annotated[str | None, json_option("every score and the skipped-record counts")] = None,
+    csv_out: Annotated[str | None, csv_option("one row per (language, method)")] = None,
     progress: ProgressOption = True,
     overwrite: OverwriteOption = False,
 ) -> None:
@@ -199,7 +191,7 @@ def eval_link(
     mentions (two or more candidates), and end-to-end precision / recall / F1, per language and method.
 
     Example: mluke eval-link path/to/mewsli-9/output/dataset --langs ja,de --methods prior,combined --db kb.sqlite --model path/to/mluke-base
-    """
+    """  # noqa: E501
     checks.choices("--methods", split_list(methods) or [], checks.LINK_METHODS)
     checks.between("--nil-threshold", nil_threshold, 0, 1)
     from probes import eval_link as run

@@ -1,4 +1,5 @@
-"""Printing results as tables; files are written by :mod:`kb.files` (one policy for every output)."""
+"""Output: the ``--json``/``--csv`` options, checking output files before the work, printing results as tables;
+files are written by :mod:`kb.files` (one policy for every output)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,34 @@ from rich.markup import escape
 from rich.table import Table
 
 from kb.files import check_output
+
+
+def output_option(flag: str, what: str, fmt: str, *, to_file: bool = True, lead: str = "Write") -> Any:
+    """An option naming an output file (``'-'``: standard output), its help worded as every other one's:
+    "{lead} {what} as {fmt}[ to this file] ('-' for stdout)."
+
+    Args:
+        flag: the option's flag, e.g. ``"--gxlt-csv"``.
+        what: what is written, e.g. ``"the per-language table"``.
+        fmt: the file format as the help names it (``"JSON"``, ``"CSV"``).
+        to_file: say "to this file" after the format.
+        lead: the help's first words (``"qa: write"`` for a task-specific option).
+
+    Returns:
+        The ``typer.Option`` to put in an ``Annotated[str | None, ...]`` parameter.
+    """
+    where = " to this file" if to_file else ""
+    return typer.Option(flag, help=f"{lead} {what} as {fmt}{where} ('-' for stdout).")
+
+
+def json_option(what: str, *, to_file: bool = True) -> Any:
+    """``--json``: write ``what`` as JSON (see :func:`output_option`)."""
+    return output_option("--json", what, "JSON", to_file=to_file)
+
+
+def csv_option(what: str, *, to_file: bool = True) -> Any:
+    """``--csv``: write ``what`` as CSV (see :func:`output_option`)."""
+    return output_option("--csv", what, "CSV", to_file=to_file)
 
 
 def check_outputs(overwrite: bool, *dests: str | None) -> list[str]:

@@ -10,7 +10,7 @@ import typer
 
 from kb.files import split_list, write_csv, write_json
 from mluke.cli import checks
-from mluke.cli.output import check_outputs, print_table, wrote
+from mluke.cli.output import check_outputs, csv_option, json_option, print_table, wrote
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, OverwriteOption, ProgressOption
 from mluke.options import ProbeOptions
 
@@ -80,13 +80,8 @@ def probe(
     ] = None,
     db: DbOption = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
-    json_out: Annotated[
-        str | None, typer.Option("--json", help="Write the full result as JSON to this file ('-' for stdout).")
-    ] = None,
-    csv_out: Annotated[
-        str | None,
-        typer.Option("--csv", help="Write one row per prediction (and mode) as CSV to this file ('-' for stdout)."),
-    ] = None,
+    json_out: Annotated[str | None, json_option("the full result")] = None,
+    csv_out: Annotated[str | None, csv_option("one row per prediction (and mode)")] = None,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
@@ -209,14 +204,9 @@ def eval_mlama(
         ),
     ] = None,
     json_out: Annotated[
-        str | None,
-        typer.Option(
-            "--json", help="Write P@1 per relation, macro averages and language bias as JSON ('-' for stdout)."
-        ),
+        str | None, json_option("P@1 per relation, macro averages and language bias", to_file=False)
     ] = None,
-    csv_out: Annotated[
-        str | None, typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")
-    ] = None,
+    csv_out: Annotated[str | None, csv_option("P@1 per (language, relation)", to_file=False)] = None,
     progress: ProgressOption = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
@@ -323,9 +313,7 @@ def eval_demo(
     model: Annotated[
         Path | None, typer.Option(help="Demo model folder (default: the cached demo model, trained on first use).")
     ] = None,
-    json_out: Annotated[
-        str | None, typer.Option("--json", help="Write all tables as JSON to this file ('-' for stdout).")
-    ] = None,
+    json_out: Annotated[str | None, json_option("all tables")] = None,
     train_sample: Annotated[
         int, typer.Option(help="Training subjects sampled per (relation, language) for the 'train' rows.")
     ] = 20,
