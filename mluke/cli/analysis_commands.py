@@ -9,9 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from kb.errors import OptionError
-from kb.files import split_list, write_csv, write_json
+from kb.files import split_list
 from mluke.cli import checks
-from mluke.cli.output import check_outputs, csv_option, json_option, print_table, show_report, wrote
+from mluke.cli.output import check_outputs, csv_option, json_option, print_table, show_report, write_outputs, wrote
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
 
 app = typer.Typer(
@@ -196,10 +196,8 @@ def search(
         entities=[[entity]] if meta["features"] != "word" else None,
     )
     hits = index.hits(query, k)[0]
-    if json_out:
-        write_json(hits, json_out, overwrite=overwrite)
-        if json_out == "-":
-            return
+    if write_outputs(json_out, None, overwrite=overwrite, data=lambda: hits):
+        return
     print_table(
         f"nearest spans to {text[int(start) : int(end)]!r} ({meta['features']} features, {meta['kind']} index)",
         ["rank", "score", "lang", "span", "text"],
@@ -300,11 +298,13 @@ def modularity(
     frame = modularity_by_language(
         model, _spans(spans, mlqa_langs).items, base=base, langs=split_list(langs), features=kinds, k=k, layer=layer
     )
-    if json_out:
-        write_json(frame.to_dict(orient="records"), json_out, overwrite=overwrite)
-    if csv_out:
-        write_csv(list(frame.columns), frame.values.tolist(), csv_out, overwrite=overwrite)
-    if "-" in outputs:
+    if write_outputs(
+        json_out,
+        csv_out,
+        overwrite=overwrite,
+        data=lambda: frame.to_dict(orient="records"),
+        table=lambda: (list(frame.columns), frame.values.tolist()),
+    ):
         return
     print_table(
         f"modularity, {base} + each language (k={k})",

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from kb.files import split_list, write_csv, write_json
+from kb.files import split_list
 from mluke.cli import checks
-from mluke.cli.output import check_outputs, csv_option, json_option, print_table, wrote
+from mluke.cli.output import check_outputs, csv_option, json_option, print_table, records_table, write_outputs, wrote
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
 from mluke.options import LinkOptions
 
@@ -208,13 +208,13 @@ def eval_link(
         nil_threshold=nil_threshold,
         progress=progress,
     )
-    if json_out:
-        write_json(report.to_dict(), json_out, overwrite=overwrite)
-    if csv_out:
-        write_csv(
-            list(METRIC_COLUMNS), [[r[c] for c in METRIC_COLUMNS] for r in report.rows], csv_out, overwrite=overwrite
-        )
-    if "-" in outputs:
+    if write_outputs(
+        json_out,
+        csv_out,
+        overwrite=overwrite,
+        data=report.to_dict,
+        table=lambda: records_table(METRIC_COLUMNS, report.rows),
+    ):
         return
     columns, rows = report.table()
     print_table(f"entity linking on {folder} ({report.documents:,} documents; scores x100)", columns, rows)
