@@ -24,6 +24,7 @@ from typing import Any
 
 from kb import open_db
 from kb.db import EntityDB
+from mluke.options import LinkOptions
 
 #: Held-out wording: ``{city}`` and ``{country}`` in sentences unlike the kb's relation templates.
 FREE_TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -222,7 +223,7 @@ def nil_instances(
             variants.append((narrowed, truths))
         for method in methods:
             for mentions, truths in variants:
-                feats = linker.mention_features(texts, mentions, lang, method=method)
+                feats = linker.mention_features(texts, mentions, lang, LinkOptions(method=method))
                 for ms, fs, ts in zip(mentions, feats, truths):
                     for m, (top, lp, x), truth in zip(ms, fs, ts):
                         if top is not None:

@@ -234,20 +234,12 @@ class TransferReport(TableReport):
     features: str
     model: str
     rows: list[dict[str, Any]]
+    head = ("task", "features", "model")
 
     @property
     def average(self) -> dict[str, float]:
         keys = [k for k, v in self.rows[0].items() if isinstance(v, float)] if self.rows else []
         return {k: sum(r[k] for r in self.rows) / len(self.rows) for k in keys}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "features": self.features,
-            "model": self.model,
-            "languages": self.rows,
-            "average": self.average,
-        }
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing (scores x100), the average last."""
