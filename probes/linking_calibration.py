@@ -223,7 +223,7 @@ def nil_instances(
             variants.append((narrowed, truths))
         for method in methods:
             for mentions, truths in variants:
-                feats = linker.mention_features(texts, mentions, lang, LinkOptions(method=method))
+                feats = linker.mention_features(texts, mentions, lang, LinkOptions(method=method))  # type: ignore[arg-type]
                 for ms, fs, ts in zip(mentions, feats, truths):
                     for m, (top, lp, x), truth in zip(ms, fs, ts):
                         if top is not None:
