@@ -153,7 +153,7 @@ class Linker:
             if len(given) != len(batch):
                 raise MlukeError(f"spans: {len(given)} lists for {len(batch)} texts; give one list of spans per text")
             mentions = [self.index.mentions_at(t, s, lang, row=i) for i, (t, s) in enumerate(zip(batch, given))]
-        results = self._resolve(self._scored(batch, mentions, lang, options, progress), lang, options)
+        results = self._resolve(batch, mentions, lang, options, progress)
         return results[0] if single else results
 
     def link_iter(
@@ -204,7 +204,7 @@ class Linker:
                 )
             long = len(text) > options.chunk_chars
             if chunk and (long or len(chunk) == options.chunk_texts or size + len(text) > options.chunk_chars):
-                yield from zip(chunk, self._link_chunk(chunk, lang, options))
+                yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, options))
                 advance(size)
                 chunk, size = [], 0
             if long:
@@ -213,12 +213,8 @@ class Linker:
                 chunk.append(text)
                 size += len(text)
         if chunk:
-            yield from zip(chunk, self._link_chunk(chunk, lang, options))
+            yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, options))
             advance(size)
-
-    def _link_chunk(self, chunk: list[str], lang: str, options: LinkOptions) -> list[list[LinkedMention]]:
-        """Detect and link the mentions of a chunk of texts."""
-        return self._resolve(self._scored(chunk, self.index.detect_batch(chunk, lang), lang, options), lang, options)
 
     def _segments(
         self, text: str, lang: str, options: LinkOptions, advance: Callable[[int], Any]
@@ -239,7 +235,7 @@ class Linker:
             while pending is not None and pending.start < end:
                 part.append(pending)
                 pending = next(found, None)
-            yield from self._resolve(self._scored([text], [part], lang, options, windows=[group]), lang, options)[0]
+            yield from self._resolve([text], [part], lang, options, windows=[group])[0]
             advance(end - done)
             done, segments = end, segments + 1
             if segments % TRIM_EVERY == 0:
@@ -269,7 +265,7 @@ class Linker:
         """
         check_language(lang, self.db.languages)
         options = merge_options(LinkOptions, options, keywords, "Linker.link_mentions")
-        return self._resolve(self._scored(_text_list(texts), [list(m) for m in mentions], lang, options), lang, options)
+        return self._resolve(_text_list(texts), [list(m) for m in mentions], lang, options)
 
     def mention_features(
         self, texts: list[str], mentions: list[list[Mention]], lang: str, options: LinkOptions | None = None
@@ -311,10 +307,17 @@ class Linker:
         return out
 
     def _resolve(
-        self, scored: tuple[list[list[Mention]], dict[tuple[int, int], ModelScores]], lang: str, options: LinkOptions
+        self,
+        texts: list[str],
+        mentions: list[list[Mention]],
+        lang: str,
+        options: LinkOptions,
+        progress: bool = False,
+        windows: list[list[tuple[int, int]]] | None = None,
     ) -> list[list[LinkedMention]]:
-        """Decide the mentions that :meth:`_scored` scored (detected or given)."""
-        mentions, scores = scored
+        """Score and decide the detected (or given) ``mentions`` of ``texts``; ``windows``: each text's
+        windows to encode (default: all of it, cut every ``window_chars`` characters)."""
+        mentions, scores = self._scored(texts, mentions, lang, options, progress, windows)
         return [
             [self._decide(m, scores.get((t, i)), lang, options) for i, m in enumerate(found)]
             for t, found in enumerate(mentions)
@@ -330,8 +333,7 @@ class Linker:
         windows: list[list[tuple[int, int]]] | None = None,
     ) -> tuple[list[list[Mention]], dict[tuple[int, int], ModelScores]]:
         """The mentions with their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`)
-        and the model's scores of each (none for ``method="prior"``); ``windows``: each text's windows to encode
-        (default: all of it, cut every ``window_chars`` characters)."""
+        and the model's scores of each (none for ``method="prior"``)."""
         mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
         scores: dict[tuple[int, int], ModelScores] = {}
         if options.method != "prior":
