@@ -92,16 +92,17 @@ def build(
 
     checks.choice("--features", features, checks.SPAN_FEATURES)
     checks.choice("--kind", kind, checks.INDEX_KINDS)
-    for flag, value in (
-        ("--hnsw-m", hnsw_m),
-        ("--ef-construction", ef_construction),
-        ("--ef-search", ef_search),
-        ("--nlist", nlist),
-        ("--pq-m", pq_m),
-        ("--nprobe", nprobe),
-        ("--batch-size", batch_size),
-    ):
-        checks.at_least(flag, value, 1)
+    # the index's own settings, passed on to build_index as they are named there
+    settings: dict[str, Any] = {
+        "hnsw_m": hnsw_m,
+        "ef_construction": ef_construction,
+        "ef_search": ef_search,
+        "nlist": nlist,
+        "pq_m": pq_m,
+        "nprobe": nprobe,
+    }
+    for name, value in {**settings, "batch_size": batch_size}.items():
+        checks.at_least("--" + name.replace("_", "-"), value, 1)
     size = checks.hidden_size(model)
     if pq_m is not None and size is not None and size % pq_m:
         raise OptionError(
@@ -134,18 +135,7 @@ def build(
         "pooling": "mean" if features != "entity-token" else "entity token",
         "source": str(spans),
     }
-    index = build_index(
-        vectors,
-        records,
-        kind=kind,
-        meta=meta,
-        hnsw_m=hnsw_m,
-        ef_construction=ef_construction,  # type: ignore[arg-type]
-        ef_search=ef_search,
-        nlist=nlist,
-        pq_m=pq_m,
-        nprobe=nprobe,
-    )
+    index = build_index(vectors, records, kind=kind, meta=meta, **settings)  # type: ignore[arg-type]  # kind checked
     index.save(output, overwrite=overwrite)
     typer.echo(f"indexed {len(index):,} spans ({features} features, layer {layer}, {kind}) in {output}")
 
