@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -71,6 +72,7 @@ def run_cloze(
     threshold, top_k = options.threshold, options.top_k
     notes = list(notes or [])
     bundle = open_model(model, word_models=True)
+    mode_result = partial(_mode_result, template, lang, relation, top_k, notes, bundle)
     mode = resolve_mode(options.mode, bundle)
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size)
     cand_keys = [k if k is not None else label for k, label in candidates]
@@ -145,9 +147,7 @@ def run_cloze(
                     known,
                 )
             )
-        results[m] = _mode_result(
-            template, lang, relation, m, subj_ids, top_k, rows, notes, bundle, threshold=threshold
-        )
+        results[m] = mode_result(m, subj_ids, rows, threshold=threshold)
     return _combine(results, mode)
 
 
@@ -172,6 +172,7 @@ def run_open(
     top_k = options.top_k
     notes = list(notes or [])
     bundle = model
+    mode_result = partial(_mode_result, template, lang, relation, top_k, notes, bundle)
     mode = resolve_mode(options.mode, bundle)
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size)
     labels_x = [label for _, label in subjects]
@@ -244,9 +245,7 @@ def run_open(
                 ]
             rank = next((r + 1 for r, p in enumerate(preds) if p.correct), None) if g else None
             rows.append(SubjectResult(s, s_label, sorted(g), sorted(g), preds, rank, subj_ids[i] is not None))
-        results[m] = _mode_result(
-            template, lang, relation, m, subj_ids, top_k, rows, notes, bundle, open_vocabulary=True
-        )
+        results[m] = mode_result(m, subj_ids, rows, open_vocabulary=True)
     return _combine(results, mode)
 
 
@@ -254,15 +253,16 @@ def _mode_result(
     template: Template,
     lang: str,
     relation: str | None,
-    mode: str,
-    subj_ids: Sequence[int | None],
     top_k: int,
-    rows: list[SubjectResult],
     notes: Sequence[str],
     bundle: Mluke,
+    mode: str,
+    subj_ids: Sequence[int | None],
+    rows: list[SubjectResult],
     **extra: Any,
 ) -> ProbeResult:
-    """The :class:`ProbeResult` of one mode's ``rows``; ``extra``: ``threshold`` or ``open_vocabulary``."""
+    """The :class:`ProbeResult` of one mode's ``rows`` (the run's arguments first, bound once per run, then the
+    mode's own); ``extra``: ``threshold`` or ``open_vocabulary``."""
     return ProbeResult(
         template.text,
         lang,

@@ -14,14 +14,13 @@ from kb.files import iter_lines, output
 from kb.renamed import renamed_keyword
 from mluke.checkpoint import Mluke
 from mluke.linker import Linker
-from mluke.options import LinkOptions, merge_options
+from mluke.options import LINK_FIELDS, LinkKeywords, LinkOptions, merge_options
 from mluke.results import LinkedLine, LinkedMention, LinkedTexts, LinkTally
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
     from mluke.devices import Device, DType
-    from mluke.options import LinkKeywords
 
 
 @renamed_keyword("kb", "db")
@@ -124,31 +123,26 @@ def write_linked(
     return tally
 
 
+class LinkFileKeywords(LinkKeywords, total=False):
+    """The keyword arguments of :func:`link_file`: those of :func:`iter_link_file` but ``linker``."""
+
+    db: EntityDB | str | os.PathLike[str] | None
+    model: Mluke | str | os.PathLike[str] | None
+    options: LinkOptions | None
+    progress: bool
+    device: Device
+    dtype: DType
+
+
 @renamed_keyword("kb", "db")
-def link_file(
-    source: str | os.PathLike[str],
-    lang: str,
-    *,
-    db: EntityDB | str | os.PathLike[str] | None = None,
-    model: Mluke | str | os.PathLike[str] | None = None,
-    options: LinkOptions | None = None,
-    progress: bool = True,
-    device: Device = None,
-    dtype: DType = None,
-    **keywords: Unpack[LinkKeywords],
-) -> LinkedTexts:
+def link_file(source: str | os.PathLike[str], lang: str, **arguments: Unpack[LinkFileKeywords]) -> LinkedTexts:
     """Link every line of a UTF-8 text file, all held in memory (for a stream, :func:`iter_link_file`).
 
     Args:
         source: the file, or ``-`` for standard input (read as it is linked).
         lang: the language of its texts.
-        db: an :class:`kb.EntityDB` or its path; default: the embedded kb (``kb=``: deprecated).
-        model: a loaded bundle, a checkpoint folder or hub name; default: the demo model.
-        options: how to link (:class:`mluke.LinkOptions`); or give its fields as keywords.
-        progress: a progress bar over the characters linked.
-        device: where the model runs (:mod:`mluke.devices`).
-        dtype: the precision it runs in.
-        **keywords: the fields of :class:`mluke.LinkOptions`, when ``options`` is not given.
+        **arguments: :func:`iter_link_file`'s (``db``, ``model``, ``options`` or the fields of
+            :class:`mluke.LinkOptions`, ``progress``, ``device``, ``dtype``; ``kb=``: deprecated).
 
     Returns:
         The texts and their mentions (:class:`mluke.LinkedTexts`).
@@ -158,11 +152,11 @@ def link_file(
             line), before any model is loaded (for a file).
         OptionError: a bad option.
     """
-    options = merge_options(LinkOptions, options, keywords, "link_file")
+    rest: dict[str, Any] = dict(arguments)
+    fields = {name: rest.pop(name) for name in LINK_FIELDS if name in rest}
+    options = merge_options(LinkOptions, rest.pop("options", None), fields, "link_file")
     texts, mentions = [], []
-    for item in iter_link_file(
-        source, lang, db=db, model=model, options=options, progress=progress, device=device, dtype=dtype
-    ):
+    for item in iter_link_file(source, lang, options=options, **rest):
         texts.append(item.text)
         mentions.append(list(item.mentions))
     return LinkedTexts(texts, mentions, lang, options.method)

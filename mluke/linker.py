@@ -268,13 +268,7 @@ class Linker:
         return self._resolve(_text_list(texts), [list(m) for m in mentions], lang, options)
 
     def mention_features(
-        self,
-        texts: list[str],
-        mentions: list[list[Mention]],
-        lang: str,
-        *,
-        options: LinkOptions | None = None,
-        **keywords: Unpack[LinkKeywords],
+        self, texts: list[str], mentions: list[list[Mention]], lang: str, options: LinkOptions | None = None
     ) -> list[list[tuple[str | None, float, list[float]]]]:
         """What :attr:`calibration` maps to a confidence, per mention; for fitting one
         (:mod:`probes.linking_calibration`).
@@ -283,13 +277,12 @@ class Linker:
             texts: the texts.
             mentions: one list of :class:`kb.mentions.Mention` per text.
             lang: their language.
-            options: how to score (``method``, ``prior_weight``, ...); or give its fields as keywords.
-            **keywords: the fields of :class:`LinkOptions`, when ``options`` is not given.
+            options: how to score (``method``, ``prior_weight``, ...; default: :class:`LinkOptions`'s defaults).
 
         Returns:
             Per mention: (top candidate, link probability, :func:`mluke.confidence.features`).
         """
-        options = merge_options(LinkOptions, options, keywords, "Linker.mention_features")
+        options = options or LinkOptions()
         method = options.method
         mentions, scores = self._scored(_text_list(texts), [list(m) for m in mentions], lang, options)
         vocab = self.bundle.entity_vocab

@@ -70,6 +70,10 @@ class LinkOptions:
             )
 
 
+#: The names of :class:`LinkOptions`'s fields.
+LINK_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(LinkOptions))
+
+
 class LinkKeywords(TypedDict, total=False):
     """The fields of :class:`LinkOptions`, as keyword arguments of the public linking functions."""
 

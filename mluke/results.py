@@ -41,6 +41,10 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+#: The fields that say what was asked, first in :meth:`ProbeResult.to_dict`.
+_PROMPT = ("template", "lang", "relation")
+
+
 @dataclass
 class ProbeResult:
     """Ranked predictions per subject and the metrics over subjects with a known answer.
@@ -115,33 +119,19 @@ class ProbeResult:
             f"MRR {_fmt(m['MRR'])}  ({m['with_gold']} of {m['subjects']} subjects with answers)"
         )
 
+    def _fields(self, *names: str) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in names}
+
     def _mode_dict(self) -> dict[str, Any]:
-        return {
-            "template": self.template,
-            "lang": self.lang,
-            "relation": self.relation,
-            "mode": self.mode,
-            "model": self.model,
-            "threshold": self.threshold,
-            "use_subject_entity": self.use_subject_entity,
-            "open_vocabulary": self.open_vocabulary,
-            "notes": self.notes,
-            "metrics": self.metrics,
-            "rows": [asdict(r) for r in self.rows],
-        }
+        settings = ("mode", "model", "threshold", "use_subject_entity", "open_vocabulary", "notes", "metrics")
+        return {**self._fields(*_PROMPT, *settings), "rows": [asdict(r) for r in self.rows]}
 
     def to_dict(self) -> JsonObject:
         """Plain data; for ``mode="both"``: ``{"mode": "both", "modes": {"entity": {...}, "word": {...}}, ...}``."""
         if not self.modes:
             return self._mode_dict()
-        return {
-            "template": self.template,
-            "lang": self.lang,
-            "relation": self.relation,
-            "mode": "both",
-            "notes": self.notes,
-            "modes": {m: r._mode_dict() for m, r in self.modes.items()},
-        }
+        modes = {m: r._mode_dict() for m, r in self.modes.items()}
+        return {**self._fields(*_PROMPT), "mode": "both", "notes": self.notes, "modes": modes}
 
     def to_json(self, path: str | Path | None = None, *, overwrite: bool = False) -> str:
         """The result as JSON; also written to ``path`` when given (an existing file only with ``overwrite``)."""

@@ -32,7 +32,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 import numpy as np
 
@@ -43,13 +43,29 @@ from probes.reading import Skips, read_data_lines
 from probes.report import TableReport
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
+
     from kb.db import EntityDB
-    from kb.jsontypes import JsonObject
     from mluke.checkpoint import Mluke
     from mluke.devices import Device, DType
 
 Span = tuple[int, int]
 EntitySource = Literal["linked", "mask", "gold"]
+
+
+class VectorKeywords(TypedDict, total=False):
+    """The keyword arguments of :func:`item_vectors` that :func:`language_vectors` and :func:`evaluate_cwr`
+    pass on to it."""
+
+    layer: int
+    entities: EntitySource
+    db: EntityDB | str | os.PathLike[str] | None
+    batch_size: int
+    progress: bool
+    device: Device
+    dtype: DType
+
+
 ENTITY_SOURCES: tuple[str, ...] = ("linked", "mask", "gold")
 
 
@@ -281,21 +297,11 @@ class CwrReport(TableReport):
     model: str
     rows: list[dict[str, Any]]
     entities: str = "linked"
+    head = ("query_lang", "features", "layer", "model", "entities")
 
     @property
     def average(self) -> dict[str, float]:
         return {f: float(np.mean([r[f"mrr_{f}"] for r in self.rows])) for f in self.features} if self.rows else {}
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "query_lang": self.query_lang,
-            "features": self.features,
-            "layer": self.layer,
-            "model": self.model,
-            "entities": self.entities,
-            "languages": self.rows,
-            "average": self.average,
-        }
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing (MRR x100), the average last."""
@@ -335,7 +341,7 @@ def language_vectors(
     by_lang: dict[str, list[ParallelSpan]],
     langs: Sequence[str],
     features: Sequence[str],
-    **options: Any,
+    **options: Unpack[VectorKeywords],
 ) -> dict[str, dict[str, np.ndarray]]:
     """:func:`item_vectors` of each language's records for each feature kind.
 
@@ -344,7 +350,7 @@ def language_vectors(
         by_lang: the records of each language (:func:`by_language`).
         langs: the languages to embed.
         features: the feature kinds.
-        **options: :func:`item_vectors`'s other keyword arguments (layer, entities, db, batch_size, ...).
+        **options: :func:`item_vectors`'s other keyword arguments (:class:`VectorKeywords`).
 
     Returns:
         ``{feature: {lang: vectors}}``.
@@ -359,19 +365,16 @@ def evaluate_cwr(
     query_lang: str = "en",
     langs: Sequence[str] | None = None,
     features: Sequence[str] = ("entity", "word"),
-    layer: int = -1,
-    entities: EntitySource = "linked",
-    db: EntityDB | str | os.PathLike[str] | None = None,
-    batch_size: int = 32,
-    progress: bool = False,
-    device: Device = None,
-    dtype: DType = None,
+    **options: Unpack[VectorKeywords],
 ) -> CwrReport:
     """MRR of retrieving each ``query_lang`` span's translation among all spans of each other language.
 
-    ``entities``: where mLUKE-E's entity tokens come from (see :func:`item_vectors`): ``"linked"`` (the
-    library's own linker, default), ``"mask"`` or the ``"gold"`` oracle; recorded in the report."""
+    ``options`` are :func:`item_vectors`'s (``layer``, ``entities``, ``db``, ``batch_size``, ``progress``,
+    ``device``, ``dtype``). ``entities``: where mLUKE-E's entity tokens come from: ``"linked"`` (the library's
+    own linker, default), ``"mask"`` or the ``"gold"`` oracle; recorded in the report, with the layer."""
     from mluke.opening import open_model
+
+    layer, entities = options.get("layer", -1), options.get("entities", "linked")
 
     records = list(items.items if isinstance(items, SpanSet) else items)
     by_lang = by_language(records)
@@ -385,21 +388,8 @@ def evaluate_cwr(
             f"languages: {', '.join(sorted(by_lang))}"
         )
     _check_source(entities)
-    bundle = open_model(model, device=device, dtype=dtype)
-    wanted = [query_lang, *targets]
-    vectors = language_vectors(
-        bundle,
-        by_lang,
-        wanted,
-        features,
-        layer=layer,
-        entities=entities,
-        db=db,
-        batch_size=batch_size,
-        progress=progress,
-        device=device,
-        dtype=dtype,
-    )
+    bundle = open_model(model, device=options.get("device"), dtype=options.get("dtype"))
+    vectors = language_vectors(bundle, by_lang, [query_lang, *targets], features, **options)
     query_pos = {item.id: n for n, item in enumerate(by_lang[query_lang])}
     rows = []
     for lang in targets:

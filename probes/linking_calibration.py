@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from kb import open_db
 from kb.db import EntityDB
+from mluke.options import LinkOptions
 
 if TYPE_CHECKING:
     from kb.mentions import Mention
@@ -230,7 +231,7 @@ def nil_instances(
             variants.append((narrowed, truths))
         for method in methods:
             for mentions, truths in variants:
-                feats = linker.mention_features(texts, mentions, lang, method=method)
+                feats = linker.mention_features(texts, mentions, lang, LinkOptions(method=method))  # type: ignore[arg-type]
                 for ms, fs, ts in zip(mentions, feats, truths):
                     for m, (top, lp, x), gold in zip(ms, fs, ts):
                         if top is not None:

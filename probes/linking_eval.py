@@ -64,40 +64,25 @@ def _ratio(a: int, b: int) -> float | None:
     return a / b if b else None
 
 
-@dataclass
-class _Counts:
-    docs: int = 0
-    mentions: int = 0
-    in_kb: int = 0
-    correct: int = 0
-    ambiguous: int = 0
-    ambiguous_correct: int = 0
-    detected: int = 0
-    true_positives: int = 0
-
-    def add(self, other: _Counts) -> None:
-        for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+class _Counts(Counter[str]):
+    """What one (language, method) pass counted (a missing count is 0): ``docs``, ``mentions``, ``in_kb``,
+    ``correct``, ``ambiguous``, ``ambiguous_correct``; end to end, ``detected`` and ``true_positives``."""
 
     def row(self, lang: str, method: str, end_to_end: bool) -> dict[str, Any]:
-        precision = _ratio(self.true_positives, self.detected) if end_to_end else None
-        recall = _ratio(self.true_positives, self.mentions) if end_to_end else None
+        precision = _ratio(self["true_positives"], self["detected"]) if end_to_end else None
+        recall = _ratio(self["true_positives"], self["mentions"]) if end_to_end else None
         f1 = None
         if precision is not None and recall is not None:
             f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
         return {
             "lang": lang,
             "method": method,
-            "docs": self.docs,
-            "mentions": self.mentions,
-            "in_kb": self.in_kb,
-            "correct": self.correct,
-            "accuracy": _ratio(self.correct, self.in_kb),
-            "ambiguous": self.ambiguous,
-            "ambiguous_correct": self.ambiguous_correct,
-            "ambiguous_accuracy": _ratio(self.ambiguous_correct, self.ambiguous),
-            "detected": self.detected if end_to_end else None,
-            "true_positives": self.true_positives if end_to_end else None,
+            **{k: self[k] for k in ("docs", "mentions", "in_kb", "correct")},
+            "accuracy": _ratio(self["correct"], self["in_kb"]),
+            "ambiguous": self["ambiguous"],
+            "ambiguous_correct": self["ambiguous_correct"],
+            "ambiguous_accuracy": _ratio(self["ambiguous_correct"], self["ambiguous"]),
+            **{k: self[k] if end_to_end else None for k in ("detected", "true_positives")},
             "precision": precision,
             "recall": recall,
             "f1": f1,
@@ -331,15 +316,15 @@ def evaluate_linking(
                     )
                     for doc, predicted in zip(part, found):
                         for gold, pred in zip(doc.mentions, predicted):
-                            c.mentions += 1
+                            c["mentions"] += 1
                             if not known(gold.key):
                                 continue
                             hit = not pred.nil and pred.key == gold.key
-                            c.in_kb += 1
-                            c.correct += hit
+                            c["in_kb"] += 1
+                            c["correct"] += hit
                             if is_ambiguous(lang, gold.surface):
-                                c.ambiguous += 1
-                                c.ambiguous_correct += hit
+                                c["ambiguous"] += 1
+                                c["ambiguous_correct"] += hit
                     bar.update(len(part))
                 bar.update(len(lang_docs) - len(with_gold))  # documents without gold mentions: nothing to link
                 if not end_to_end:
@@ -350,8 +335,8 @@ def evaluate_linking(
                     for doc, predicted in zip(part, found):
                         got = Counter((m.start, m.end, m.key) for m in predicted if not m.nil)
                         want = Counter((m.start, m.end, m.key) for m in doc.mentions)
-                        c.detected += sum(got.values())
-                        c.true_positives += sum((got & want).values())
+                        c["detected"] += sum(got.values())
+                        c["true_positives"] += sum((got & want).values())
                     bar.update(len(part))
     rows = []
     for lang in sorted(by_lang):
@@ -359,6 +344,6 @@ def evaluate_linking(
     for method in methods:
         overall = _Counts()
         for lang in by_lang:
-            overall.add(counts[(lang, method)])
+            overall.update(counts[(lang, method)])
         rows.append(overall.row("all", method, end_to_end))
     return LinkingReport(rows, methods, end_to_end, nil_threshold, skipped, examples)

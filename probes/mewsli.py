@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.errors import InputFormatError
-from probes.reading import Skips
+from probes.reading import ReadSet, Skips
 
 #: Columns the reader needs (others are ignored).
 DOC_COLUMNS = ("docid",)
@@ -45,7 +45,8 @@ _NOT_UTF8 = re.compile("[\udc80-\udcff]")
 
 @dataclass(frozen=True)
 class GoldMention:
-    """A gold mention: character span ``[start, end)``, its surface (``text[start:end]``) and entity key (QID or kb key)."""
+    """A gold mention: character span ``[start, end)``, its surface (``text[start:end]``) and entity key
+    (QID or kb key)."""
 
     start: int
     end: int
@@ -69,7 +70,7 @@ class LinkDoc:
 
 
 @dataclass(frozen=True)
-class LinkingSet:
+class LinkingSet(ReadSet[LinkDoc]):
     """Documents read from a Mewsli-9 folder, with the records skipped on the way.
 
     Iterating over it (or ``len``) goes over :attr:`docs`. ``skipped`` maps a
@@ -83,11 +84,8 @@ class LinkingSet:
     skipped: dict[str, int] = field(default_factory=dict)
     examples: tuple[str, ...] = ()
 
-    def __iter__(self) -> Iterator[LinkDoc]:
-        return iter(self.docs)
-
-    def __len__(self) -> int:
-        return len(self.docs)
+    def records(self) -> tuple[LinkDoc, ...]:
+        return self.docs
 
     @property
     def languages(self) -> tuple[str, ...]:
@@ -102,13 +100,7 @@ class LinkingSet:
             f"LinkingSet({len(self.docs):,} documents, {self.mentions:,} mentions, "
             f"languages={', '.join(self.languages) or '-'}, skipped {sum(self.skipped.values()):,} records)"
         )
-        return "\n".join(
-            [
-                head,
-                *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
-                *(f"  e.g. {e}" for e in self.examples),
-            ]
-        )
+        return self._described(head, self.examples)
 
 
 # -- reading ---------------------------------------------------------------------------------------------------------

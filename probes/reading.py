@@ -5,11 +5,14 @@ CoNLL files are), and counting the records a reader skips (a count per reason an
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from kb.files import file_bytes
 
 MAX_EXAMPLES = 3  # examples kept per reason
+R = TypeVar("R")
 
 
 def read_data_lines(path: Path) -> tuple[list[str], str]:
@@ -46,4 +49,31 @@ class Skips:
         detail = "; ".join(f"{reason}: {n}" for reason, n in self.counts.items())
         return f"{path}: no {what} found" + (
             f" (skipped {detail}; e.g. {self.examples[0]})" if detail else " (empty file?)"
+        )
+
+
+class ReadSet(Generic[R]):
+    """Mixin of the data sets the readers return: iterating and ``len`` go over the records read
+    (:meth:`records`), and the repr lists what was skipped (``skipped``: count per reason)."""
+
+    skipped: dict[str, int]
+
+    def records(self) -> Sequence[R]:  # pragma: no cover - every data set defines it
+        """The records read, in file order."""
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[R]:
+        return iter(self.records())
+
+    def __len__(self) -> int:
+        return len(self.records())
+
+    def _described(self, head: str, examples: Iterable[str]) -> str:
+        """``head``, then a line per skip reason with its count, then the ``examples`` of skipped records."""
+        return "\n".join(
+            [
+                head,
+                *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
+                *(f"  e.g. {e}" for e in examples),
+            ]
         )

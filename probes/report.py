@@ -5,7 +5,7 @@ DataFrame of its ``rows``."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kb.files import json_text, write_csv, write_json
 
@@ -14,12 +14,19 @@ if TYPE_CHECKING:
 
 
 class TableReport:
-    """Mixin for report dataclasses with ``rows`` (list of dicts), ``to_dict()`` and ``table()``."""
+    """Mixin for report dataclasses with ``rows`` (list of dicts), an ``average`` and ``table()``."""
 
     rows: list[dict[str, Any]]
+    #: The fields that head :meth:`to_dict`, in order (the run's settings: model, features, ...).
+    head: ClassVar[tuple[str, ...]] = ()
 
-    def to_dict(self) -> JsonObject:  # pragma: no cover - every report defines it
+    @property
+    def average(self) -> dict[str, Any]:  # pragma: no cover - every report defines it
         raise NotImplementedError
+
+    def to_dict(self) -> JsonObject:
+        """Plain data: the fields named in :attr:`head`, the rows as ``languages``, then the ``average``."""
+        return {**{name: getattr(self, name) for name in self.head}, "languages": self.rows, "average": self.average}
 
     def table(self) -> tuple[list[str], list[list[Any]]]:  # pragma: no cover - every report defines it
         raise NotImplementedError

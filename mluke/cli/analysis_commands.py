@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 import typer
 
 from kb.errors import OptionError
-from kb.files import split_list, write_csv, write_json
+from kb.files import split_list
 from mluke.cli import checks
-from mluke.cli.output import check_outputs, print_table, show_report, wrote
+from mluke.cli.output import check_outputs, csv_option, json_option, print_table, show_report, write_outputs, wrote
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
 
 if TYPE_CHECKING:
@@ -95,16 +95,17 @@ def build(
 
     checks.choice("--features", features, checks.SPAN_FEATURES)
     checks.choice("--kind", kind, checks.INDEX_KINDS)
-    for flag, value in (
-        ("--hnsw-m", hnsw_m),
-        ("--ef-construction", ef_construction),
-        ("--ef-search", ef_search),
-        ("--nlist", nlist),
-        ("--pq-m", pq_m),
-        ("--nprobe", nprobe),
-        ("--batch-size", batch_size),
-    ):
-        checks.at_least(flag, value, 1)
+    # the index's own settings, passed on to build_index as they are named there
+    settings: dict[str, Any] = {
+        "hnsw_m": hnsw_m,
+        "ef_construction": ef_construction,
+        "ef_search": ef_search,
+        "nlist": nlist,
+        "pq_m": pq_m,
+        "nprobe": nprobe,
+    }
+    for name, value in {**settings, "batch_size": batch_size}.items():
+        checks.at_least("--" + name.replace("_", "-"), value, 1)
     size = checks.hidden_size(model)
     if pq_m is not None and size is not None and size % pq_m:
         raise OptionError(
@@ -137,18 +138,7 @@ def build(
         "pooling": "mean" if features != "entity-token" else "entity token",
         "source": str(spans),
     }
-    index = build_index(
-        vectors,
-        records,
-        kind=cast("IndexKind", kind),
-        meta=meta,
-        hnsw_m=hnsw_m,
-        ef_construction=ef_construction,
-        ef_search=ef_search,
-        nlist=nlist,
-        pq_m=pq_m,
-        nprobe=nprobe,
-    )
+    index = build_index(vectors, records, kind=cast("IndexKind", kind), meta=meta, **settings)
     index.save(output, overwrite=overwrite)
     typer.echo(f"indexed {len(index):,} spans ({features} features, layer {layer}, {kind}) in {output}")
 
@@ -170,9 +160,7 @@ def search(
         str | None,
         typer.Option(help="Checkpoint to embed the query with (default: the one the index was built with)."),
     ] = None,
-    json_out: Annotated[
-        str | None, typer.Option("--json", help="Write the hits as JSON to this file ('-' for stdout).")
-    ] = None,
+    json_out: Annotated[str | None, json_option("the hits")] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """The spans of the index nearest to a query span by cosine, e.g.
@@ -201,10 +189,8 @@ def search(
         entities=[[entity]] if meta["features"] != "word" else None,
     )
     hits = index.hits(query, k)[0]
-    if json_out:
-        write_json(hits, json_out, overwrite=overwrite)
-        if json_out == "-":
-            return
+    if write_outputs(json_out, None, overwrite=overwrite, data=lambda: hits):
+        return
     print_table(
         f"nearest spans to {text[int(start) : int(end)]!r} ({meta['features']} features, {meta['kind']} index)",
         ["rank", "score", "lang", "span", "text"],
@@ -230,10 +216,8 @@ def eval_cwr(
     ] = "entity,word",
     layer: LayerOption = -1,
     batch_size: Annotated[int, typer.Option(help="Texts per forward pass.")] = 32,
-    json_out: Annotated[str | None, typer.Option("--json", help="Write the report as JSON ('-' for stdout).")] = None,
-    csv_out: Annotated[
-        str | None, typer.Option("--csv", help="Write the per-language table as CSV ('-' for stdout).")
-    ] = None,
+    json_out: Annotated[str | None, json_option("the report", to_file=False)] = None,
+    csv_out: Annotated[str | None, csv_option("the per-language table", to_file=False)] = None,
     progress: ProgressOption = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
@@ -282,8 +266,8 @@ def modularity(
     ] = "entity-token,word",
     k: Annotated[int, typer.Option("-k", help="Neighbours per node in the k-NN graph.")] = 3,
     layer: LayerOption = -1,
-    json_out: Annotated[str | None, typer.Option("--json", help="Write the table as JSON ('-' for stdout).")] = None,
-    csv_out: Annotated[str | None, typer.Option("--csv", help="Write the table as CSV ('-' for stdout).")] = None,
+    json_out: Annotated[str | None, json_option("the table", to_file=False)] = None,
+    csv_out: Annotated[str | None, csv_option("the table", to_file=False)] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Modularity of the k-NN graph of span features, communities = languages (lower: more
@@ -307,11 +291,13 @@ def modularity(
     frame = modularity_by_language(
         model, _spans(spans, mlqa_langs).items, base=base, langs=split_list(langs), features=kinds, k=k, layer=layer
     )
-    if json_out:
-        write_json(frame.to_dict(orient="records"), json_out, overwrite=overwrite)
-    if csv_out:
-        write_csv(list(frame.columns), frame.values.tolist(), csv_out, overwrite=overwrite)
-    if "-" in outputs:
+    if write_outputs(
+        json_out,
+        csv_out,
+        overwrite=overwrite,
+        data=lambda: frame.to_dict(orient="records"),
+        table=lambda: (list(frame.columns), frame.values.tolist()),
+    ):
         return
     print_table(
         f"modularity, {base} + each language (k={k})",

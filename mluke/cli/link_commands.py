@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from kb.files import split_list, write_csv, write_json
+from kb.files import split_list
 from mluke.cli import checks
-from mluke.cli.output import check_outputs, print_table, wrote
+from mluke.cli.output import check_outputs, csv_option, json_option, print_table, records_table, write_outputs, wrote
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
 from mluke.options import LinkOptions
 
@@ -182,16 +182,8 @@ def eval_link(
             )
         ),
     ] = None,
-    json_out: Annotated[
-        str | None,
-        typer.Option(
-            "--json", help="Write every score and the skipped-record counts as JSON to this file ('-' for stdout)."
-        ),
-    ] = None,
-    csv_out: Annotated[
-        str | None,
-        typer.Option("--csv", help="Write one row per (language, method) as CSV to this file ('-' for stdout)."),
-    ] = None,
+    json_out: Annotated[str | None, json_option("every score and the skipped-record counts")] = None,
+    csv_out: Annotated[str | None, csv_option("one row per (language, method)")] = None,
     progress: ProgressOption = True,
     overwrite: OverwriteOption = False,
 ) -> None:
@@ -199,7 +191,7 @@ def eval_link(
     mentions (two or more candidates), and end-to-end precision / recall / F1, per language and method.
 
     Example: mluke eval-link path/to/mewsli-9/output/dataset --langs ja,de --methods prior,combined --db kb.sqlite --model path/to/mluke-base
-    """
+    """  # noqa: E501
     checks.choices("--methods", split_list(methods) or [], checks.LINK_METHODS)
     checks.between("--nil-threshold", nil_threshold, 0, 1)
     from probes import eval_link as run
@@ -216,13 +208,13 @@ def eval_link(
         nil_threshold=nil_threshold,
         progress=progress,
     )
-    if json_out:
-        write_json(report.to_dict(), json_out, overwrite=overwrite)
-    if csv_out:
-        write_csv(
-            list(METRIC_COLUMNS), [[r[c] for c in METRIC_COLUMNS] for r in report.rows], csv_out, overwrite=overwrite
-        )
-    if "-" in outputs:
+    if write_outputs(
+        json_out,
+        csv_out,
+        overwrite=overwrite,
+        data=report.to_dict,
+        table=lambda: records_table(METRIC_COLUMNS, report.rows),
+    ):
         return
     columns, rows = report.table()
     print_table(f"entity linking on {folder} ({report.documents:,} documents; scores x100)", columns, rows)

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from kb.files import split_list, write_csv, write_json
+from kb.files import split_list
 from mluke.cli import checks
-from mluke.cli.output import check_outputs, print_table, wrote
+from mluke.cli.output import check_outputs, csv_option, json_option, print_table, records_table, write_outputs, wrote
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, OverwriteOption, ProgressOption
 from mluke.options import ProbeOptions
 
@@ -80,13 +80,8 @@ def probe(
     ] = None,
     db: DbOption = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
-    json_out: Annotated[
-        str | None, typer.Option("--json", help="Write the full result as JSON to this file ('-' for stdout).")
-    ] = None,
-    csv_out: Annotated[
-        str | None,
-        typer.Option("--csv", help="Write one row per prediction (and mode) as CSV to this file ('-' for stdout)."),
-    ] = None,
+    json_out: Annotated[str | None, json_option("the full result")] = None,
+    csv_out: Annotated[str | None, csv_option("one row per prediction (and mode)")] = None,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
@@ -130,12 +125,7 @@ def probe(
         device=device,
         dtype=dtype,
     )
-    if json_out:
-        write_json(result.to_dict(), json_out, overwrite=overwrite)
-    if csv_out:
-        df = result.to_pandas()
-        write_csv(list(df.columns), df.values.tolist(), csv_out, overwrite=overwrite)
-    if "-" in outputs:
+    if write_outputs(json_out, csv_out, overwrite=overwrite, data=result.to_dict, table=lambda: _frame_table(result)):
         return
     for note in result.notes:
         typer.echo(f"note: {note}")
@@ -209,14 +199,9 @@ def eval_mlama(
         ),
     ] = None,
     json_out: Annotated[
-        str | None,
-        typer.Option(
-            "--json", help="Write P@1 per relation, macro averages and language bias as JSON ('-' for stdout)."
-        ),
+        str | None, json_option("P@1 per relation, macro averages and language bias", to_file=False)
     ] = None,
-    csv_out: Annotated[
-        str | None, typer.Option("--csv", help="Write P@1 per (language, relation) as CSV ('-' for stdout).")
-    ] = None,
+    csv_out: Annotated[str | None, csv_option("P@1 per (language, relation)", to_file=False)] = None,
     progress: ProgressOption = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,
@@ -244,19 +229,14 @@ def eval_mlama(
     sets = ["precision", "recall", "F1"] if threshold is not None else []
     if model and len(model) > 1:
         comparison = compare_mlama(folder, list(model), split_list(langs) or [], **options)
-        if json_out:
-            write_json(comparison.to_dict(), json_out, overwrite=overwrite)
-        if csv_out:
-            write_csv(
-                ["model", "mode", "lang", "relation", "subjects", "P@1", *sets],
-                [
-                    [r["model"], r["mode"], r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)]
-                    for r in comparison.rows()
-                ],
-                csv_out,
-                overwrite=overwrite,
-            )
-        if "-" in outputs:
+        keys = ["model", "mode", "lang", "relation", "subjects", "P@1", *sets]
+        if write_outputs(
+            json_out,
+            csv_out,
+            overwrite=overwrite,
+            data=comparison.to_dict,
+            table=lambda: records_table(keys, comparison.rows()),
+        ):
             return
         columns, rows = comparison.table()
         typer.echo(
@@ -273,17 +253,10 @@ def eval_mlama(
         wrote(outputs)
         return
     report = run(folder, model[0] if model else None, split_list(langs) or [], **options)
-    if json_out:
-        write_json(report.to_dict(), json_out, overwrite=overwrite)
-    if csv_out:
-        records = report.rows()
-        write_csv(
-            ["lang", "relation", "subjects", "P@1", *sets],
-            [[r["lang"], r["relation"], r["subjects"], r["P@1"], *(r[m] for m in sets)] for r in records],
-            csv_out,
-            overwrite=overwrite,
-        )
-    if "-" in outputs:
+    keys = ["lang", "relation", "subjects", "P@1", *sets]
+    if write_outputs(
+        json_out, csv_out, overwrite=overwrite, data=report.to_dict, table=lambda: records_table(keys, report.rows())
+    ):
         return
     print_table(
         f"mLAMA P@1 ({report.mode} mode)" + (f", answer sets p >= {threshold:g}" if sets else ""),
@@ -322,9 +295,7 @@ def eval_demo(
     model: Annotated[
         Path | None, typer.Option(help="Demo model folder (default: the cached demo model, trained on first use).")
     ] = None,
-    json_out: Annotated[
-        str | None, typer.Option("--json", help="Write all tables as JSON to this file ('-' for stdout).")
-    ] = None,
+    json_out: Annotated[str | None, json_option("all tables")] = None,
     train_sample: Annotated[
         int, typer.Option(help="Training subjects sampled per (relation, language) for the 'train' rows.")
     ] = 20,
@@ -339,9 +310,13 @@ def eval_demo(
     from probes import eval_demo as run
 
     report = run(model, max_train_per_cell=train_sample, progress=progress)
-    if json_out:
-        write_json(report.to_dict(), json_out, overwrite=overwrite)
-        if json_out == "-":
-            return
+    if write_outputs(json_out, None, overwrite=overwrite, data=report.to_dict):
+        return
     typer.echo(report.to_markdown())
     wrote(outputs)
+
+
+def _frame_table(result: Any) -> tuple[list[str], list[list[Any]]]:
+    """A probing result's rows (:meth:`to_pandas`) as CSV columns and rows."""
+    df = result.to_pandas()
+    return list(df.columns), df.values.tolist()

@@ -11,7 +11,7 @@ import typer
 
 from kb.errors import OptionError
 from mluke.cli import checks
-from mluke.cli.output import check_outputs, print_table, show_report, wrote
+from mluke.cli.output import check_outputs, csv_option, json_option, output_option, print_table, show_report, wrote
 from mluke.cli.params import DeviceOption, DtypeOption, OverwriteOption, ProgressOption
 
 if TYPE_CHECKING:
@@ -182,17 +182,9 @@ def evaluate(
     ] = None,
     db: KbOption = None,
     batch_size: Annotated[int, typer.Option(help="Input rows per forward pass.")] = 16,
-    json_out: Annotated[
-        str | None,
-        typer.Option("--json", help="Write every score (per type too) as JSON to this file ('-' for stdout)."),
-    ] = None,
-    csv_out: Annotated[
-        str | None, typer.Option("--csv", help="Write the per-language table as CSV to this file ('-' for stdout).")
-    ] = None,
-    gxlt_csv: Annotated[
-        str | None,
-        typer.Option("--gxlt-csv", help="qa: write the G-XLT matrix as CSV to this file ('-' for stdout)."),
-    ] = None,
+    json_out: Annotated[str | None, json_option("every score (per type too)")] = None,
+    csv_out: Annotated[str | None, csv_option("the per-language table")] = None,
+    gxlt_csv: Annotated[str | None, output_option("--gxlt-csv", "the G-XLT matrix", "CSV", lead="qa: write")] = None,
     progress: ProgressOption = True,
     device: DeviceOption = None,
     dtype: DtypeOption = None,

@@ -19,7 +19,7 @@ that entities seen only in the training language do not drift away from the rest
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import torch
 from torch import Tensor, nn
@@ -27,6 +27,9 @@ from transformers import LukeConfig, LukeModel
 
 from kb.errors import OptionError, option
 from mluke.model import encode_entity_rows
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
 Features = Literal["entity", "word"]
 Task = Literal["ner", "re", "qa"]
@@ -152,14 +155,17 @@ class TransferModel(nn.Module):
         return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
 
 
+class HeadKeywords(TypedDict, total=False):
+    """The keyword arguments of :class:`TransferModel` that :func:`new_model` passes on: ``dropout`` before the
+    classifier (0.1) and ``settings`` stored with the model (input settings such as ``max_span_pieces``; its
+    ``seed``, default 0, also seeds the classifier's initial weights)."""
+
+    dropout: float
+    settings: dict[str, Any] | None
+
+
 def new_model(
-    pretrained: Any,
-    task: Task,
-    features: Features,
-    labels: list[str],
-    *,
-    dropout: float = 0.1,
-    settings: dict[str, Any] | None = None,
+    pretrained: Any, task: Task, features: Features, labels: list[str], **head: Unpack[HeadKeywords]
 ) -> TransferModel:
     """A fine-tuning model on a loaded ``mluke.load`` bundle: its encoder, an entity table and a new classifier.
 
@@ -171,8 +177,7 @@ def new_model(
         task: ``"ner"``, ``"re"`` or ``"qa"``.
         features: ``"entity"`` (mLUKE-E) or ``"word"`` (mLUKE-W).
         labels: the classifier's labels (QA: ``["start", "end"]``).
-        dropout: dropout before the classifier.
-        settings: stored with the model (input settings such as ``max_span_pieces``).
+        **head: ``dropout`` and ``settings`` (:class:`HeadKeywords`).
 
     Returns:
         The :class:`TransferModel`.
@@ -188,8 +193,8 @@ def new_model(
         list(range(len(vocab))) if whole else [vocab.pad_id, vocab.mask_id] + ([vocab.mask_id] if task == "re" else [])
     )
     with torch.random.fork_rng():  # the classifier's initial weights follow the seed; the global RNG is left as it was
-        torch.manual_seed((settings or {}).get("seed", 0))
-        net = TransferModel(encoder_from(model, rows), task, features, labels, dropout=dropout, settings=settings)
+        torch.manual_seed((head.get("settings") or {}).get("seed", 0))
+        net = TransferModel(encoder_from(model, rows), task, features, labels, **head)
     if whole:
         net.luke.entity_embeddings.entity_embeddings.weight.requires_grad_(False)
     return net

@@ -15,58 +15,13 @@ word features (mLUKE-W), and extractive QA; the evaluation side (data sets, metr
 The models, inputs and the training loop are in :mod:`mluke.finetuning`.
 """
 
-from probes.transfer.metrics import ner_scores, qa_scores, re_scores
-from probes.transfer.readers import (
-    NerDataset,
-    NerSentence,
-    QaDataset,
-    QaExample,
-    ReDataset,
-    ReExample,
-    read_mlqa,
-    read_ner,
-    read_re,
-    read_squad,
-    read_xquad,
-    write_conll,
-    write_kbp37,
-    write_squad,
-)
-from probes.transfer.runs import (
-    FineTuneReport,
-    QaFineTuneReport,
-    QaReport,
-    TransferReport,
-    evaluate,
-    evaluate_qa,
-    finetune,
-    finetune_qa,
-)
+from probes.transfer import metrics, readers, runs
+from probes.transfer.metrics import *  # noqa: F403  (the names listed in its __all__)
+from probes.transfer.readers import *  # noqa: F403
+from probes.transfer.runs import *  # noqa: F403
 
-__all__ = [
-    "FineTuneReport",
-    "NerDataset",
-    "NerSentence",
-    "QaDataset",
-    "QaExample",
-    "QaFineTuneReport",
-    "QaReport",
-    "ReDataset",
-    "ReExample",
-    "TransferReport",
-    "evaluate",
-    "evaluate_qa",
-    "finetune",
-    "finetune_qa",
-    "ner_scores",
-    "qa_scores",
-    "re_scores",
-    "read_mlqa",
-    "read_ner",
-    "read_re",
-    "read_squad",
-    "read_xquad",
-    "write_conll",
-    "write_kbp37",
-    "write_squad",
-]
+# The names of each room's own ``__all__``, listed there once.
+__all__: list[str] = []
+__all__ += metrics.__all__
+__all__ += readers.__all__
+__all__ += runs.__all__

@@ -183,13 +183,8 @@ def _token_f1(predicted: list[str], gold: list[str]) -> float:
 
 
 def f1_score(prediction: str, golds: Sequence[str], lang: str, scorer: Scorer = "squad") -> float:
-    """The best token-overlap F1 of the prediction against any of the gold answers.
-
-    Args:
-        prediction: the predicted answer.
-        golds: the gold answers.
-        lang: the context language.
-        scorer: ``"squad"``, ``"mlqa"`` or ``"mlqa-fixed"``.
+    """The best token-overlap F1 of the prediction against any of the gold answers (the arguments are
+    those of :func:`exact_match`).
 
     Returns:
         The F1, in [0, 1].

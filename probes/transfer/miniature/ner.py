@@ -105,10 +105,7 @@ def make_ner(
     Train and dev use the patterns not in ``heldout_patterns`` and no held-out entity; tests use only the
     held-out patterns.
 
-    Args:
-        db: the entity database the entities and facts come from.
-        languages: the languages (default: the 24 of mLUKE).
-        **options: :func:`generate_ner`'s keyword arguments.
+    The arguments are those of :func:`generate_ner`, whose splits this returns as plain examples.
 
     Returns:
         ``{lang: {"train"|"dev"|"test": [NerSentence, ...]}}``.

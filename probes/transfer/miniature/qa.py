@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from kb.errors import OptionError
 from kb.files import atomic_path, write_json
@@ -30,6 +31,9 @@ from probes.transfer.miniature.patterns import SLOT_KINDS, render
 from probes.transfer.miniature.sampling import PATTERNS, RELATIONS, KbWorld, heldout_entities
 from probes.transfer.readers.qa import QaExample, mlqa_path, write_squad
 from probes.transfer.runs.qa import MLQA_LANGUAGES
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
 TRAIN_PATTERNS, TEST_PATTERNS = (0, 1), (2,)
 TRAIN_QUESTION, TEST_QUESTION = 0, 1
@@ -119,15 +123,37 @@ def _example(
     return QaExample(ident, q.text, text, (answer,), title=title, lang=lang)
 
 
+@dataclass(frozen=True)
+class QaSettings:
+    """The options of the miniature QA sets, with their defaults.
+
+    Args:
+        seed: the seed of every draw.
+        train_size: English training questions.
+        dev_size: English dev questions.
+        test_size: test questions per language.
+        sentences: fact sentences per passage.
+    """
+
+    seed: int = 0
+    train_size: int = 1000
+    dev_size: int = 200
+    test_size: int = 300
+    sentences: int = 4
+
+
+class QaKeywords(TypedDict, total=False):
+    """The fields of :class:`QaSettings` as keyword arguments of :func:`generate_qa` and :func:`write_qa_miniature`."""
+
+    seed: int
+    train_size: int
+    dev_size: int
+    test_size: int
+    sentences: int
+
+
 def generate_qa(
-    db: Any,
-    languages: Iterable[str] = MLUKE_LANGUAGES,
-    *,
-    seed: int = 0,
-    train_size: int = 1000,
-    dev_size: int = 200,
-    test_size: int = 300,
-    sentences: int = 4,
+    db: Any, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[QaKeywords]
 ) -> dict[str, dict[str, list[QaExample]]]:
     """The miniature QA sets (see the module docs).
 
@@ -138,15 +164,16 @@ def generate_qa(
     Args:
         db: the entity database.
         languages: the languages (default: the 24 of mLUKE).
-        seed: the seed of every draw.
-        train_size: English training questions.
-        dev_size: English dev questions.
-        test_size: test questions per language.
-        sentences: fact sentences per passage.
+        **options: the fields of :class:`QaSettings` (seed, sizes, sentences per passage).
 
     Returns:
         ``{"train": {"en": [...]}, "dev": {"en": [...]}, "test": {lang: [...]}}``.
     """
+    return _generate(db, languages, QaSettings(**options))
+
+
+def _generate(db: Any, languages: Iterable[str], settings: QaSettings) -> dict[str, dict[str, list[QaExample]]]:
+    seed, sentences = settings.seed, settings.sentences
     langs = tuple(dict.fromkeys(languages))
     missing = [lang for lang in langs if lang not in load_questions()["questions"] or lang not in PATTERNS]
     if missing or "en" not in langs:
@@ -157,9 +184,9 @@ def generate_qa(
     heldout = heldout_entities(db, seed=seed)
     out: dict[str, dict[str, list[QaExample]]] = {}
     for split, size, pool_langs, excluded in (
-        ("train", train_size, ("en",), heldout),
-        ("dev", dev_size, ("en",), heldout),
-        ("test", test_size, langs, {}),
+        ("train", settings.train_size, ("en",), heldout),
+        ("dev", settings.dev_size, ("en",), heldout),
+        ("test", settings.test_size, langs, {}),
     ):
         facts = _facts(world, pool_langs, excluded)
         by_relation: dict[str, list[Fact]] = {}
@@ -185,12 +212,8 @@ def write_qa_miniature(
     folder: str | Path,
     languages: Iterable[str] = MLUKE_LANGUAGES,
     *,
-    seed: int = 0,
-    train_size: int = 1000,
-    dev_size: int = 200,
-    test_size: int = 300,
-    sentences: int = 4,
     overwrite: bool = False,
+    **options: Unpack[QaKeywords],
 ) -> Path:
     """Write :func:`generate_qa`'s sets under ``folder``.
 
@@ -201,19 +224,14 @@ def write_qa_miniature(
         db: the entity database.
         folder: the folder to write.
         languages: the languages (default: the 24 of mLUKE).
-        seed: the seed of every draw.
-        train_size: English training questions.
-        dev_size: English dev questions.
-        test_size: test questions per language.
-        sentences: fact sentences per passage.
         overwrite: replace an existing folder (else it is refused).
+        **options: the fields of :class:`QaSettings` (seed, sizes, sentences per passage).
 
     Returns:
         The folder.
     """
-    sets = generate_qa(
-        db, languages, seed=seed, train_size=train_size, dev_size=dev_size, test_size=test_size, sentences=sentences
-    )
+    settings = QaSettings(**options)
+    sets = _generate(db, languages, settings)
     with atomic_path(folder, overwrite=overwrite) as tmp:
         (tmp / "xquad").mkdir(parents=True)
         (tmp / "mlqa").mkdir()
@@ -233,10 +251,10 @@ def write_qa_miniature(
             {
                 "format": "mluke-miniature-qa",
                 "format_version": 1,
-                "seed": seed,
+                "seed": settings.seed,
                 "languages": list(sets["test"]),
-                "sizes": {"train": train_size, "dev": dev_size, "test": test_size},
-                "sentences": sentences,
+                "sizes": {"train": settings.train_size, "dev": settings.dev_size, "test": settings.test_size},
+                "sentences": settings.sentences,
                 "passage_patterns": {"train": list(TRAIN_PATTERNS), "test": list(TEST_PATTERNS)},
                 "question_patterns": {"train": [TRAIN_QUESTION], "test": [TEST_QUESTION]},
             },

@@ -127,11 +127,10 @@ def _re_example(rendered: Rendered, group: str, keys: dict[str, str], ident: str
 def generate_re(
     db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[ReKeywords]
 ) -> dict[str, dict[str, MiniatureSplit]]:
-    """Like :func:`make_re`, keeping for each example its pattern id and entity keys.
+    """Like :func:`make_re`, keeping for each example its pattern id and entity keys; ``db`` and ``languages``
+    as in :func:`~probes.transfer.miniature.ner.generate_ner`.
 
     Args:
-        db: the entity database the entities and facts come from.
-        languages: the languages (default: the 24 of mLUKE).
         **options: ``no_relation_share`` (0.25: the share of ``no_relation`` examples in each split), and
             ``seed`` (0), ``train_size`` (2000), ``dev_size`` (300), ``test_size`` (300), ``heldout_patterns``
             (``RE_HELDOUT``), ``heldout_share`` (0.3); see :func:`~probes.transfer.miniature.settings.split_settings`.
@@ -157,10 +156,7 @@ def make_re(
 
     About ``no_relation_share`` of each split is ``no_relation``, the rest spread evenly over the relations.
 
-    Args:
-        db: the entity database the entities and facts come from.
-        languages: the languages (default: the 24 of mLUKE).
-        **options: :func:`generate_re`'s keyword arguments.
+    The arguments are those of :func:`generate_re`, whose splits this returns as plain examples.
 
     Returns:
         ``{lang: {"train"|"dev"|"test": [ReExample, ...]}}``.

@@ -31,12 +31,12 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.errors import InputFormatError, OptionError, option
-from probes.reading import Skips, read_data_lines
+from probes.reading import ReadSet, Skips, read_data_lines
 from probes.transfer.readers.ner_tags import (
     Span,
     check_scheme,
@@ -70,7 +70,7 @@ class NerSentence:
 
 
 @dataclass
-class NerDataset:
+class NerDataset(ReadSet[NerSentence]):
     """Sentences read from one file, with what was skipped on the way.
 
     ``skipped`` maps a reason to how many lines it concerned (bad lines, whose
@@ -89,11 +89,8 @@ class NerDataset:
     fmt: str = "conll"
     dropped_sentences: int = 0
 
-    def __iter__(self) -> Iterator[NerSentence]:
-        return iter(self.sentences)
-
-    def __len__(self) -> int:
-        return len(self.sentences)
+    def records(self) -> list[NerSentence]:
+        return self.sentences
 
     @property
     def languages(self) -> tuple[str, ...]:
@@ -110,13 +107,7 @@ class NerDataset:
             f"encoding={self.encoding}, {sum(self.skipped.values()):,} bad or repaired lines, "
             f"dropped {self.dropped_sentences:,} sentences)"
         )
-        return "\n".join(
-            [
-                head,
-                *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
-                *(f"  e.g. {e}" for e in self.examples),
-            ]
-        )
+        return self._described(head, self.examples)
 
 
 # -- reading -------------------------------------------------------------------------------------------------------

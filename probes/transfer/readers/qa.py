@@ -38,14 +38,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from kb.errors import InputFormatError, OptionError
 from kb.files import file_bytes, write_json
-from probes.reading import Skips
+from probes.reading import ReadSet, Skips
 
 MLQA_SPLITS = ("dev", "test")
 
@@ -79,7 +79,7 @@ class QaExample:
 
 
 @dataclass
-class QaDataset:
+class QaDataset(ReadSet[QaExample]):
     """Questions read from one file and the records skipped: count per reason and the first few
     ``path [location]: reason`` examples of each."""
 
@@ -88,21 +88,12 @@ class QaDataset:
     examples_skipped: list[str]
     path: str | None = None
 
-    def __iter__(self) -> Iterator[QaExample]:
-        return iter(self.examples)
-
-    def __len__(self) -> int:
-        return len(self.examples)
+    def records(self) -> list[QaExample]:
+        return self.examples
 
     def __repr__(self) -> str:
         head = f"QaDataset({len(self.examples):,} questions, skipped {sum(self.skipped.values()):,} records)"
-        return "\n".join(
-            [
-                head,
-                *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
-                *(f"  e.g. {e}" for e in self.examples_skipped),
-            ]
-        )
+        return self._described(head, self.examples_skipped)
 
 
 # -- reading -----------------------------------------------------------------------------------------------------------
@@ -307,13 +298,8 @@ def read_mlqa(
 ) -> QaDataset:
     """The MLQA questions in ``question_lang`` on contexts in ``context_lang`` (see :func:`mlqa_path`).
 
-    Parallel questions share their id across languages, so the ids link translations.
-
-    Args:
-        folder: the MLQA folder.
-        context_lang: the contexts' language.
-        question_lang: the questions' language.
-        split: ``"dev"`` or ``"test"``.
+    Parallel questions share their id across languages, so the ids link translations. The arguments are
+    those of :func:`mlqa_path`.
 
     Returns:
         The :class:`QaDataset`.

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb.errors import InputFormatError, OptionError
-from probes.reading import Skips, read_data_lines
+from probes.reading import ReadSet, Skips, read_data_lines
 
 NO_RELATION = "no_relation"
 MARKERS = ("<e1>", "</e1>", "<e2>", "</e2>")
@@ -61,7 +61,7 @@ class ReExample:
 
 
 @dataclass
-class ReDataset:
+class ReDataset(ReadSet[ReExample]):
     """Examples read from one file, the labels seen (sorted) and the blocks skipped (``path:line: reason``)."""
 
     examples: list[ReExample]
@@ -71,11 +71,8 @@ class ReDataset:
     path: str | None = None
     encoding: str = "utf-8"
 
-    def __iter__(self) -> Iterator[ReExample]:
-        return iter(self.examples)
-
-    def __len__(self) -> int:
-        return len(self.examples)
+    def records(self) -> list[ReExample]:
+        return self.examples
 
     @property
     def relation_types(self) -> tuple[str, ...]:
@@ -87,13 +84,7 @@ class ReDataset:
             f"ReDataset({len(self.examples):,} examples, {len(self.labels)} labels, "
             f"encoding={self.encoding}, skipped {sum(self.skipped.values()):,} blocks)"
         )
-        return "\n".join(
-            [
-                head,
-                *(f"  {reason}: {n:,}" for reason, n in self.skipped.items()),
-                *(f"  e.g. {e}" for e in self.examples_skipped),
-            ]
-        )
+        return self._described(head, self.examples_skipped)
 
 
 # -- labels ----------------------------------------------------------------------------------------------------------

@@ -32,7 +32,6 @@ from probes.transfer.readers.ner import NerSentence, read_ner
 from probes.transfer.readers.relations import ReExample, read_re
 
 if TYPE_CHECKING:
-    from kb.jsontypes import JsonObject
     from mluke.devices import Device, DType
     from mluke.opening import ModelSource
 
@@ -239,20 +238,12 @@ class TransferReport(TableReport):
     features: str
     model: str
     rows: list[dict[str, Any]]
+    head = ("task", "features", "model")
 
     @property
     def average(self) -> dict[str, float]:
         keys = [k for k, v in self.rows[0].items() if isinstance(v, float)] if self.rows else []
         return {k: sum(r[k] for r in self.rows) / len(self.rows) for k in keys}
-
-    def to_dict(self) -> JsonObject:
-        return {
-            "task": self.task,
-            "features": self.features,
-            "model": self.model,
-            "languages": self.rows,
-            "average": self.average,
-        }
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing (scores x100), the average last."""

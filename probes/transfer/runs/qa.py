@@ -147,23 +147,17 @@ def finetune_qa(
 ) -> QaFineTuneReport:
     """Fine-tune a model for extractive QA on SQuAD-format data, keeping the epoch with the best dev F1.
 
-    An interrupted run continues when run again (same arguments).
+    An interrupted run continues when run again (same arguments). ``output``, ``model``, ``config``,
+    ``overwrite``, ``restart``, ``progress`` and ``device`` are as in :func:`probes.transfer.finetune`.
 
     Args:
         train: the SQuAD-format training file.
         dev: the SQuAD-format file that picks the best epoch.
-        output: the folder the fine-tuned model is written to.
         features: ``"entity"`` (mLUKE-E: linked names get entity tokens) or ``"word"`` (mLUKE-W: they do not).
-        model: the mLUKE model to fine-tune (anything :func:`mluke.open_model` takes; default: the demo model).
         db: the entity database whose anchors link the names (default: the embedded kb); ``kb=`` is its
             deprecated spelling.
         lang: the language of ``train`` and ``dev``.
-        config: learning rate, batch size, epochs, seed (:class:`mluke.finetuning.FineTuneConfig`).
         settings: windowing and decoding, any of ``QA_DEFAULTS``.
-        overwrite: replace an existing ``output``.
-        restart: start again instead of continuing an interrupted run.
-        progress: show progress bars.
-        device: where to train (``"auto"``: a GPU when there is one).
 
     Returns:
         The run's :class:`QaFineTuneReport`.

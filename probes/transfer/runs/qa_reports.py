@@ -48,6 +48,13 @@ class QaReport(TableReport):
     gxlt: dict[str, float] = field(default_factory=dict)
     gxlt_langs: list[str] = field(default_factory=list)
 
+    head = ("features", "model")
+
+    @property
+    def average(self) -> dict[str, dict[str, float]]:
+        """Mean EM and F1 per dataset over its same-language rows (as :meth:`averages`)."""
+        return self.averages()
+
     def averages(self) -> dict[str, dict[str, float]]:
         """Mean EM and F1 per dataset over its same-language rows."""
         out: dict[str, dict[str, float]] = {}
@@ -58,13 +65,7 @@ class QaReport(TableReport):
         return out
 
     def to_dict(self) -> JsonObject:
-        return {
-            "features": self.features,
-            "model": self.model,
-            "languages": self.rows,
-            "average": self.averages(),
-            "gxlt": {"langs": self.gxlt_langs, "f1": self.gxlt},
-        }
+        return {**super().to_dict(), "gxlt": {"langs": self.gxlt_langs, "f1": self.gxlt}}
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing (scores x100); each dataset's average after its rows."""
