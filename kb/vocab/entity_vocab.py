@@ -29,7 +29,10 @@ from kb.vocab.storage import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
+
     from kb.db.database import EntityDB
+    from kb.vocab.interchange import HfImportKeywords, ImportKeywords
 
 
 class EntityVocab(SqliteStore):
@@ -279,30 +282,32 @@ class EntityVocab(SqliteStore):
         path: str | os.PathLike[str],
         *,
         layout: str | None = None,
-        db: EntityDB | None = None,
-        default_lang: str | None = None,
-        overwrite: bool = False,
+        **keywords: Unpack[HfImportKeywords],
     ) -> EntityVocab:
         """Import a vocabulary file in the ``"hf"`` layout (:meth:`import_hf`) or the luke ``"jsonl"`` one
         (:meth:`import_jsonl`), keeping its ids: what ``mluke kb vocab-import`` does. ``layout=None`` reads
-        it from the file: one JSON object per line with ``"entities"`` is ``"jsonl"``, anything else ``"hf"``."""
+        it from the file: one JSON object per line with ``"entities"`` is ``"jsonl"``, anything else ``"hf"``.
+
+        Args:
+            source: the file to import.
+            path: the vocabulary file to write.
+            layout: ``"hf"``, ``"jsonl"`` or None (read from the file).
+            **keywords: ``db``, ``overwrite`` and (``"hf"`` only) ``default_lang``, as :meth:`import_hf` takes them.
+
+        Returns:
+            The vocabulary.
+        """
         if layout is None:
             layout = interchange.vocab_layout(source)
         if layout == "hf":
-            return cls.import_hf(source, path, db=db, default_lang=default_lang, overwrite=overwrite)
+            return cls.import_hf(source, path, **keywords)
         if layout == "jsonl":
-            return cls.import_jsonl(source, path, db=db, overwrite=overwrite)
+            return cls.import_jsonl(source, path, db=keywords.get("db"), overwrite=keywords.get("overwrite", False))
         raise OptionError(interchange.LAYOUT_MESSAGE, options={"layout": option("layout", layout)})
 
     @classmethod
     def import_hf(
-        cls,
-        json_path: str | os.PathLike[str],
-        path: str | os.PathLike[str],
-        *,
-        db: EntityDB | None = None,
-        default_lang: str | None = None,
-        overwrite: bool = False,
+        cls, json_path: str | os.PathLike[str], path: str | os.PathLike[str], **keywords: Unpack[HfImportKeywords]
     ) -> EntityVocab:
         """Import a Hugging Face ``entity_vocab.json`` (``{"en:Tokyo": 5, "[MASK]": 2, ...}``).
 
@@ -312,9 +317,9 @@ class EntityVocab(SqliteStore):
         Args:
             json_path: the ``entity_vocab.json``.
             path: the vocabulary file to write.
-            db: also give each id its entity key (QID), through its titles.
-            default_lang: the language of unprefixed keys (a monolingual LUKE file needs it).
-            overwrite: replace an existing ``path``.
+            **keywords: ``db``: also give each id its entity key (QID), through its titles; ``default_lang``: the
+                language of unprefixed keys (a monolingual LUKE file needs it); ``overwrite``: replace an
+                existing ``path``.
 
         Returns:
             The vocabulary.
@@ -322,32 +327,29 @@ class EntityVocab(SqliteStore):
         Raises:
             InputFormatError: not such a file, a bad id, a key without a language, a title twice.
         """
-        interchange.import_hf(json_path, path, db=db, default_lang=default_lang, overwrite=overwrite)
+        interchange.import_hf(json_path, path, **keywords)
         return cls(path)
 
     @classmethod
     def import_jsonl(
-        cls,
-        jsonl_path: str | os.PathLike[str],
-        path: str | os.PathLike[str],
-        *,
-        db: EntityDB | None = None,
-        overwrite: bool = False,
+        cls, jsonl_path: str | os.PathLike[str], path: str | os.PathLike[str], **keywords: Unpack[ImportKeywords]
     ) -> EntityVocab:
         """Import the original luke layout: one ``{"id", "entities": [[title, lang], ...], "count"}`` per line.
 
         Args:
             jsonl_path: the JSON-lines file.
             path: the vocabulary file to write.
-            db: also give each id its entity key (QID), through its titles.
-            overwrite: replace an existing ``path``.
+            **keywords: ``db``: also give each id its entity key (QID), through its titles; ``overwrite``:
+                replace an existing ``path``.
 
         Returns:
             The vocabulary.
         """
         provenance = {"builder": "kb.EntityVocab.import_jsonl", "source": str(Path(jsonl_path))}
         rows = interchange.read_jsonl(Path(jsonl_path))
-        write_entries(path, rows, overwrite=overwrite, provenance=provenance, db=db)
+        write_entries(
+            path, rows, overwrite=keywords.get("overwrite", False), provenance=provenance, db=keywords.get("db")
+        )
         return cls(path)
 
     # -- export ---------------------------------------------------------------------------------
