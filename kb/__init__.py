@@ -95,20 +95,7 @@ __all__ = [
 #: Names ``kb`` exported before its sub-packages existed, still reachable as ``kb.<name>`` (not in
 #: ``__all__``; their homes are the modules named here).
 _MOVED = {
-    **dict.fromkeys(
-        (
-            "InputFormatError",
-            "KbFormatError",
-            "NotFoundError",
-            "OptionError",
-            "OutputExistsError",
-            "SchemaVersionError",
-            "TemplateError",
-            "TextInputError",
-            "UnknownLanguageError",
-        ),
-        "kb.errors",
-    ),
+    **dict.fromkeys((name for name in errors.__all__ if name not in __all__), "kb.errors"),
     **dict.fromkeys(("Entity", "Fact", "Match", "Template"), "kb.db"),
     **dict.fromkeys(
         (

@@ -16,6 +16,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+#: The error classes, the one list: ``kb`` (lazily) and :mod:`mluke.errors` re-export these names. The helpers
+#: for raising (:class:`Option`, :func:`flag`, :func:`option`) stay out of it.
+__all__ = [
+    "InputFormatError",
+    "KbFormatError",
+    "MlukeError",
+    "NotFoundError",
+    "OptionError",
+    "OutputExistsError",
+    "SchemaVersionError",
+    "TemplateError",
+    "TextInputError",
+    "UnknownLanguageError",
+]
+
 
 @dataclass(frozen=True)
 class Option:

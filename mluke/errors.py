@@ -3,34 +3,13 @@
 
 from __future__ import annotations
 
-from kb.errors import (
-    InputFormatError,
-    KbFormatError,
-    MlukeError,
-    NotFoundError,
-    OptionError,
-    OutputExistsError,
-    SchemaVersionError,
-    TemplateError,
-    TextInputError,
-    UnknownLanguageError,
-)
+from kb import errors
+from kb.errors import *  # noqa: F403 (the error classes: kb.errors.__all__, re-exported here)
+from kb.errors import MlukeError
 
 
 class CheckpointError(MlukeError):
     """A checkpoint's weights do not match the model its config describes."""
 
 
-__all__ = [
-    "CheckpointError",
-    "InputFormatError",
-    "KbFormatError",
-    "MlukeError",
-    "NotFoundError",
-    "OptionError",
-    "OutputExistsError",
-    "SchemaVersionError",
-    "TemplateError",
-    "TextInputError",
-    "UnknownLanguageError",
-]
+__all__ = ["CheckpointError", *errors.__all__]

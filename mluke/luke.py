@@ -23,10 +23,10 @@ import torch
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
 from kb.errors import InputFormatError
-from kb.vocab import MASK, MASK2, PAD, UNK, EntityVocab
+from kb.vocab import EntityVocab
 from mluke import xlmr
 from mluke.errors import CheckpointError
-from mluke.tokenizer import EntityRef, MlukeTokenizer
+from mluke.tokenizer import EntityRef, MlukeTokenizer, config_limits
 
 VOCAB_FILE = "vocab.json"
 MERGES_FILE = "merges.txt"
@@ -45,7 +45,7 @@ def is_luke_folder(directory: str | Path) -> bool:
     if not config.is_file():
         return False
     try:
-        return bool(json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class") == "LukeTokenizer")
+        return bool(json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class") == LukeTokenizer.HUB_CLASS)
     except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
         return False
 
@@ -132,6 +132,8 @@ class LukeTokenizer(MlukeTokenizer):
     and ``"Tokyo"`` with any ``lang=`` name the same entity.
     """
 
+    HUB_CLASS = "LukeTokenizer"
+
     @classmethod
     def from_pretrained(
         cls, directory: str | Path, *, entity_vocab: EntityVocab | None = None, **kwargs: Any
@@ -151,26 +153,14 @@ class LukeTokenizer(MlukeTokenizer):
 
         directory = Path(directory)
         words = load_bpe_word_tokenizer(directory)
-        config = directory / "tokenizer_config.json"
-        if config.is_file():
-            cfg = json.loads(config.read_text(encoding="utf-8"))
-            for key in ("max_entity_length", "max_mention_length"):
-                if key in cfg and key not in kwargs:
-                    kwargs[key] = int(cfg[key])
         if entity_vocab is None:
             entity_vocab = load_entity_vocab(directory, default_lang=LANG)
-        return cls(words, entity_vocab, source_dir=directory, **kwargs)
+        return cls(words, entity_vocab, source_dir=directory, **config_limits(directory, kwargs))
 
-    def save_pretrained(self, directory: str | Path) -> None:
-        """Write the English LUKE layout: ``vocab.json``, ``merges.txt``, ``added_tokens.json``,
-        ``special_tokens_map.json`` and ``tokenizer_config.json`` (the entity vocabulary: see
-        :func:`mluke.entity_vocab.save_entity_vocab`).
-
-        Args:
-            directory: the folder (created if needed).
-        """
-        directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+    def _save_word_files(self, directory: Path) -> None:
+        """Write the English LUKE word files: ``vocab.json``, ``merges.txt``, ``added_tokens.json`` and
+        ``special_tokens_map.json`` (:meth:`save_pretrained` adds ``tokenizer_config.json``; the entity
+        vocabulary: see :func:`mluke.entity_vocab.save_entity_vocab`)."""
         self.words.model.save(str(directory))
         xlmr.write_json(directory / xlmr.ADDED_TOKENS_FILE, {xlmr.ENT: self.ent_id, xlmr.ENT2: self.ent2_id})
         mask = self.words.get_added_tokens_decoder()[self.mask_id]
@@ -183,21 +173,6 @@ class LukeTokenizer(MlukeTokenizer):
         }
         specials |= {"pad_token": xlmr.PAD, "cls_token": xlmr.BOS, "mask_token": mask_token}
         xlmr.write_json(directory / "special_tokens_map.json", specials)
-        xlmr.write_json(
-            directory / "tokenizer_config.json",
-            {
-                "tokenizer_class": "LukeTokenizer",
-                "model_max_length": self.max_length,
-                "max_entity_length": self.max_entity_length,
-                "max_mention_length": self.max_mention_length,
-                "entity_token_1": xlmr.ENT,
-                "entity_token_2": xlmr.ENT2,
-                "entity_unk_token": UNK,
-                "entity_pad_token": PAD,
-                "entity_mask_token": MASK,
-                "entity_mask2_token": MASK2,
-            },
-        )
 
     def entity_ids(self, entities: Sequence[EntityRef], lang: str | None = None) -> tuple[list[int], list[int]]:
         """:meth:`MlukeTokenizer.entity_ids <mluke.MlukeTokenizer.entity_ids>` with every title looked up in

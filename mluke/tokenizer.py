@@ -51,6 +51,25 @@ MAX_MENTION_LENGTH = 30
 _KEY_RE = re.compile(r"^(Q[1-9][0-9]*|[a-z][a-z0-9_.-]*:[^\s:]\S*)$")
 
 
+def config_limits(directory: Path, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with the entity limits of the folder's ``tokenizer_config.json`` where they are not given.
+
+    Args:
+        directory: the checkpoint folder.
+        kwargs: the tokenizer's keyword arguments (updated in place).
+
+    Returns:
+        ``kwargs``.
+    """
+    config = directory / "tokenizer_config.json"
+    if config.is_file():
+        cfg = json.loads(config.read_text(encoding="utf-8"))
+        for key in ("max_entity_length", "max_mention_length"):
+            if key in cfg and key not in kwargs:
+                kwargs[key] = int(cfg[key])
+    return kwargs
+
+
 class MlukeTokenizer:
     """Tokenizer for mLUKE models: fairseq word ids with offsets, and entity inputs.
 
@@ -58,6 +77,9 @@ class MlukeTokenizer:
     >>> enc = tok("Tokyo is the capital of Japan.", entity_spans=[(0, 5), (24, 29)],
     ...           entities=[("en", "Tokyo"), "Q17"])                     # doctest: +SKIP
     """
+
+    #: The ``tokenizer_class`` :meth:`save_pretrained` writes to ``tokenizer_config.json``.
+    HUB_CLASS = "MLukeTokenizer"
 
     @renamed_keyword("kb", "db")
     def __init__(
@@ -126,30 +148,25 @@ class MlukeTokenizer:
 
         directory = Path(directory)
         words = xlmr.load_word_tokenizer(directory)
-        config = directory / "tokenizer_config.json"
-        if config.is_file():
-            cfg = json.loads(config.read_text(encoding="utf-8"))
-            for key in ("max_entity_length", "max_mention_length"):
-                if key in cfg and key not in kwargs:
-                    kwargs[key] = int(cfg[key])
         if entity_vocab is None:
             entity_vocab = load_entity_vocab(directory)
-        return cls(words, entity_vocab, source_dir=directory, **kwargs)
+        return cls(words, entity_vocab, source_dir=directory, **config_limits(directory, kwargs))
 
     def save_pretrained(self, directory: str | Path) -> None:
-        """Write the hub layout: the word tokenizer's files (:func:`mluke.xlmr.save_word_tokenizer`) and
-        ``tokenizer_config.json`` (the entity vocabulary: see :func:`mluke.entity_vocab.save_entity_vocab`).
+        """Write the hub layout: the word tokenizer's files (:func:`mluke.xlmr.save_word_tokenizer`; a subclass
+        writes its own) and ``tokenizer_config.json`` (``tokenizer_class``: :attr:`HUB_CLASS`;
+        the entity vocabulary: see :func:`mluke.entity_vocab.save_entity_vocab`).
 
         Args:
             directory: the folder (created if needed).
         """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        xlmr.save_word_tokenizer(self.words, directory, self.source_dir)
+        self._save_word_files(directory)
         xlmr.write_json(
             directory / "tokenizer_config.json",
             {
-                "tokenizer_class": "MLukeTokenizer",
+                "tokenizer_class": self.HUB_CLASS,
                 "model_max_length": self.max_length,
                 "max_entity_length": self.max_entity_length,
                 "max_mention_length": self.max_mention_length,
@@ -161,6 +178,10 @@ class MlukeTokenizer:
                 "entity_mask2_token": MASK2,
             },
         )
+
+    def _save_word_files(self, directory: Path) -> None:
+        """Write the word tokenizer's files (the part of :meth:`save_pretrained` a subclass replaces)."""
+        xlmr.save_word_tokenizer(self.words, directory, self.source_dir)
 
     # -- words ------------------------------------------------------------------------------
     def tokenize(self, text: str) -> list[str]:

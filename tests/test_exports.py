@@ -14,13 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _parts(package: str, table: str) -> tuple[dict[str, str], dict[str, str], ast.Module]:
-    """(the lazy table as written, the TYPE_CHECKING imports name -> module, the module's tree)."""
+    """(the lazy table, the TYPE_CHECKING imports name -> module, the module's tree)."""
     tree = ast.parse((ROOT / package / "__init__.py").read_text(encoding="utf-8"))
-    lazy: dict[str, str] = {}
+    lazy = dict(getattr(importlib.import_module(package), table))
     checked: dict[str, str] = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == table for t in node.targets):
-            lazy = dict(ast.literal_eval(_literal(node.value)))
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
             for item in node.body:
                 assert isinstance(item, ast.ImportFrom), ast.unparse(item)
@@ -28,24 +26,6 @@ def _parts(package: str, table: str) -> tuple[dict[str, str], dict[str, str], as
                     assert alias.asname in (None, alias.name), ast.unparse(item)
                     checked[alias.name] = item.module or ""
     return lazy, checked, tree
-
-
-def _literal(node: ast.expr) -> ast.expr:
-    """``{**dict.fromkeys((names), module), name: module}`` (kb's table) as a plain dict literal."""
-    if not isinstance(node, ast.Dict):
-        return node
-    keys: list[ast.expr | None] = []
-    values: list[ast.expr] = []
-    for key, value in zip(node.keys, node.values):
-        if key is None and isinstance(value, ast.Call) and ast.unparse(value.func) == "dict.fromkeys":
-            names, module = value.args
-            assert isinstance(names, ast.Tuple)
-            keys += names.elts
-            values += [module] * len(names.elts)
-        else:
-            keys.append(key)
-            values.append(value)
-    return ast.Dict(keys=keys, values=values)
 
 
 def test_mluke_all_lazy_table_and_type_checking_imports_agree():

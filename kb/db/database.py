@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kb.db import schema
 from kb.db.rows import Entity, Fact, Match
-from kb.db.sqlite import SqliteStore, atomic_build, chunked, open_for_update
+from kb.db.sqlite import SqliteStore, chunked, open_for_update
 from kb.db.templates import Template, parse_template
 from kb.db.titles import normalize_title
 from kb.db.writer import EntityDBWriter
@@ -58,14 +58,7 @@ class EntityDB(SqliteStore):
         >>> with EntityDB.create("kb.sqlite") as w:        # doctest: +SKIP
         ...     w.add_entity("Q17"); w.add_title("ja", "日本", "Q17")
         """
-        with atomic_build(
-            path,
-            fmt=schema.FORMAT,
-            version=schema.FORMAT_VERSION,
-            schema=schema.SCHEMA,
-            overwrite=overwrite,
-            provenance=provenance,
-        ) as conn:
+        with schema.building(path, overwrite=overwrite, provenance=provenance) as conn:
             writer = EntityDBWriter(conn)
             yield writer
             writer.finish()

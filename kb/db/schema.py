@@ -8,9 +8,18 @@ meaningful on its own and no id depends on the order in which a dump was read.
 
 from __future__ import annotations
 
+import os
 import re
+import sqlite3
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
+from kb.db.sqlite import atomic_build
 from kb.errors import InputFormatError
+
+if TYPE_CHECKING:
+    from kb.jsontypes import JsonValue
 
 FORMAT = "mluke-entity-db"
 FORMAT_VERSION = 1
@@ -71,6 +80,36 @@ SCHEMA = TABLES + "".join(f"{i};\n" for i in INDEXES)
 _QID_RE = re.compile(r"^[QP][1-9][0-9]*$")
 _PREFIXED_RE = re.compile(r"^[a-z][a-z0-9_.-]*:[^\s:][^\s]*$")
 _PID_RE = re.compile(r"^P[1-9][0-9]*$")
+
+
+def building(
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool,
+    provenance: Mapping[str, JsonValue] | None = None,
+    tables: str = SCHEMA,
+) -> AbstractContextManager[sqlite3.Connection]:
+    """A new entity database file at ``path``, built atomically (:func:`kb.db.sqlite.atomic_build`) with this
+    format and version.
+
+    Args:
+        path: the file to write.
+        overwrite: replace an existing file.
+        provenance: what the file records about where it came from.
+        tables: the schema to apply; default: :data:`SCHEMA` (tables and indexes; a bulk build that creates the
+            indexes after loading passes :data:`TABLES`).
+
+    Returns:
+        The context manager yielding the connection.
+    """
+    return atomic_build(
+        path,
+        fmt=FORMAT,
+        version=FORMAT_VERSION,
+        schema=tables,
+        overwrite=overwrite,
+        provenance=provenance,
+    )
 
 
 def is_key(key: object) -> bool:

@@ -36,7 +36,6 @@ from tqdm import tqdm
 
 from kb.db import schema
 from kb.db.schema import check_pid
-from kb.db.sqlite import atomic_build
 from kb.errors import InputFormatError, OutputExistsError, UnknownLanguageError
 from kb.files import check_output, remove_temporaries
 from kb.languages import MLUKE_LANGUAGES, check_languages
@@ -274,14 +273,7 @@ def build_from_dumps(
                 notify=notify,
             )
 
-        with atomic_build(
-            output,
-            fmt=schema.FORMAT,
-            version=schema.FORMAT_VERSION,
-            schema=schema.TABLES,
-            overwrite=overwrite,
-            provenance=_provenance(params),
-        ) as conn:
+        with schema.building(output, overwrite=overwrite, provenance=_provenance(params), tables=schema.TABLES) as conn:
             assemble_database(conn, work, sorted(sites), opts, report)
             if keep_corpus:
                 place_corpus(work, corpus_work, corpus_path, output, report, overwrite)

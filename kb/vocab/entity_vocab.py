@@ -13,30 +13,20 @@ from kb.db.sqlite import SqliteStore, chunked
 from kb.db.titles import normalize_title
 from kb.errors import NotFoundError, OptionError, option
 from kb.languages import check_languages
-from kb.vocab import interchange
-from kb.vocab.storage import (
-    DEFAULT_MIN_LANGUAGES,
-    DEFAULT_SIZE,
-    FORMAT,
-    FORMAT_VERSION,
-    MASK,
-    MASK2,
-    PAD,
-    SPECIAL_ENTITIES,
-    UNK,
-    VocabEntry,
-    write_entries,
-)
+from kb.vocab import interchange, storage
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
+
     from kb.db.database import EntityDB
+    from kb.vocab.interchange import HfImportKeywords, ImportKeywords
 
 
 class EntityVocab(SqliteStore):
     """Read access to a vocabulary file; build or import one with the class methods."""
 
-    FORMAT = FORMAT
-    FORMAT_VERSION = FORMAT_VERSION
+    FORMAT = storage.FORMAT
+    FORMAT_VERSION = storage.FORMAT_VERSION
     WHAT = "an mluke entity vocabulary"
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -65,19 +55,19 @@ class EntityVocab(SqliteStore):
 
     @property
     def pad_id(self) -> int:
-        return self.special_id(PAD)
+        return self.special_id(storage.PAD)
 
     @property
     def unk_id(self) -> int:
-        return self.special_id(UNK)
+        return self.special_id(storage.UNK)
 
     @property
     def mask_id(self) -> int:
-        return self.special_id(MASK)
+        return self.special_id(storage.MASK)
 
     @property
     def mask2_id(self) -> int:
-        return self.special_id(MASK2)
+        return self.special_id(storage.MASK2)
 
     # -- look-ups -------------------------------------------------------------------------
     def get_id(self, lang: str, title: str, default: int | None = None) -> int | None:
@@ -134,7 +124,7 @@ class EntityVocab(SqliteStore):
             found.update(self._conn.execute(f"SELECT key, id FROM entries WHERE key IN ({marks})", part))
         return [found.get(k, default) for k in keys]
 
-    def entry(self, id: int) -> VocabEntry:
+    def entry(self, id: int) -> storage.VocabEntry:
         """Everything stored for ``id``.
 
         Args:
@@ -150,9 +140,9 @@ class EntityVocab(SqliteStore):
         if row is None:
             raise NotFoundError(f"id {id} is not in {self.path} (ids run from 0 to {len(self) - 1})")
         names = tuple(self._conn.execute("SELECT lang, title FROM names WHERE id = ? ORDER BY lang, title", (id,)))
-        return VocabEntry(id, row[0], row[1], row[2], names)
+        return storage.VocabEntry(id, row[0], row[1], row[2], names)
 
-    def entries(self, ids: Sequence[int]) -> list[VocabEntry]:
+    def entries(self, ids: Sequence[int]) -> list[storage.VocabEntry]:
         """:meth:`entry` of many ids at once (one query per 500 ids); unused ids raise :class:`NotFoundError`."""
         found: dict[int, tuple[str | None, str | None, int]] = {}
         names: dict[int, list[tuple[str, str]]] = {}
@@ -171,9 +161,9 @@ class EntityVocab(SqliteStore):
         missing = [i for i in ids if int(i) not in found]
         if missing:
             raise NotFoundError(f"ids {missing[:5]} are not in {self.path} (ids run from 0 to {len(self) - 1})")
-        return [VocabEntry(int(i), *found[int(i)], tuple(names.get(int(i), ()))) for i in ids]
+        return [storage.VocabEntry(int(i), *found[int(i)], tuple(names.get(int(i), ()))) for i in ids]
 
-    def __iter__(self) -> Iterator[VocabEntry]:
+    def __iter__(self) -> Iterator[storage.VocabEntry]:
         """All entries in id order (names fetched in one pass, not one query per id)."""
         rows = self._conn.execute("SELECT id, key, special, count FROM entries ORDER BY id")
         name_rows = self._conn.execute("SELECT id, lang, title FROM names ORDER BY id, lang, title")
@@ -185,7 +175,7 @@ class EntityVocab(SqliteStore):
                 pending = next(name_rows, None)
             while pending is not None and pending[0] < id_:
                 pending = next(name_rows, None)
-            yield VocabEntry(id_, key, special, count, tuple(names))
+            yield storage.VocabEntry(id_, key, special, count, tuple(names))
 
     def languages(self) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT DISTINCT lang FROM names ORDER BY lang")]
@@ -197,8 +187,8 @@ class EntityVocab(SqliteStore):
         db: EntityDB,
         path: str | os.PathLike[str],
         *,
-        size: int = DEFAULT_SIZE,
-        min_languages: int = DEFAULT_MIN_LANGUAGES,
+        size: int = storage.DEFAULT_SIZE,
+        min_languages: int = storage.DEFAULT_MIN_LANGUAGES,
         languages: Iterable[str] | None = None,
         overwrite: bool = False,
     ) -> EntityVocab:
@@ -222,7 +212,7 @@ class EntityVocab(SqliteStore):
         if size < 1 or min_languages < 1:
             raise ValueError(f"size and min_languages must be positive, got {size} and {min_languages}")
         ranked = db.vocab_ranking(langs, min_languages, size)
-        first = len(SPECIAL_ENTITIES)
+        first = len(storage.SPECIAL_ENTITIES)
         ids = {key: first + i for i, (key, _) in enumerate(ranked)}
         names: dict[int, list[tuple[str, str]]] = {}
         for lang, title, key in db.iter_titles(langs):
@@ -230,7 +220,7 @@ class EntityVocab(SqliteStore):
                 names.setdefault(ids[key], []).append((lang, title))
 
         def rows() -> Iterator[tuple[int, str | None, str | None, int, Iterable[tuple[str, str]]]]:
-            for i, name in enumerate(SPECIAL_ENTITIES):
+            for i, name in enumerate(storage.SPECIAL_ENTITIES):
                 yield i, None, name, 0, ()
             for key, count in ranked:
                 yield ids[key], key, None, count, names.get(ids[key], ())
@@ -243,7 +233,7 @@ class EntityVocab(SqliteStore):
             "languages": list(langs),
             "entities": len(ranked),
         }
-        write_entries(path, rows(), overwrite=overwrite, provenance=provenance)
+        storage.write_entries(path, rows(), overwrite=overwrite, provenance=provenance)
         return cls(path)
 
     @classmethod
@@ -263,13 +253,13 @@ class EntityVocab(SqliteStore):
         """
 
         def rows() -> Iterator[tuple[int, str | None, str | None, int, Iterable[tuple[str, str]]]]:
-            for i, name in enumerate(SPECIAL_ENTITIES):
+            for i, name in enumerate(storage.SPECIAL_ENTITIES):
                 yield i, None, name, 0, ()
-            for i, key in enumerate(keys, start=len(SPECIAL_ENTITIES)):
+            for i, key in enumerate(keys, start=len(storage.SPECIAL_ENTITIES)):
                 yield i, key, None, 0, tuple(sorted(db.titles(key).items()))
 
         provenance = {"builder": "kb.EntityVocab.for_entities", "database": str(db.path), "entities": len(keys)}
-        write_entries(path, rows(), overwrite=overwrite, provenance=provenance)
+        storage.write_entries(path, rows(), overwrite=overwrite, provenance=provenance)
         return cls(path)
 
     @classmethod
@@ -279,30 +269,32 @@ class EntityVocab(SqliteStore):
         path: str | os.PathLike[str],
         *,
         layout: str | None = None,
-        db: EntityDB | None = None,
-        default_lang: str | None = None,
-        overwrite: bool = False,
+        **keywords: Unpack[HfImportKeywords],
     ) -> EntityVocab:
         """Import a vocabulary file in the ``"hf"`` layout (:meth:`import_hf`) or the luke ``"jsonl"`` one
         (:meth:`import_jsonl`), keeping its ids: what ``mluke kb vocab-import`` does. ``layout=None`` reads
-        it from the file: one JSON object per line with ``"entities"`` is ``"jsonl"``, anything else ``"hf"``."""
+        it from the file: one JSON object per line with ``"entities"`` is ``"jsonl"``, anything else ``"hf"``.
+
+        Args:
+            source: the file to import.
+            path: the vocabulary file to write.
+            layout: ``"hf"``, ``"jsonl"`` or None (read from the file).
+            **keywords: ``db``, ``overwrite`` and (``"hf"`` only) ``default_lang``, as :meth:`import_hf` takes them.
+
+        Returns:
+            The vocabulary.
+        """
         if layout is None:
             layout = interchange.vocab_layout(source)
         if layout == "hf":
-            return cls.import_hf(source, path, db=db, default_lang=default_lang, overwrite=overwrite)
+            return cls.import_hf(source, path, **keywords)
         if layout == "jsonl":
-            return cls.import_jsonl(source, path, db=db, overwrite=overwrite)
+            return cls.import_jsonl(source, path, db=keywords.get("db"), overwrite=keywords.get("overwrite", False))
         raise OptionError(interchange.LAYOUT_MESSAGE, options={"layout": option("layout", layout)})
 
     @classmethod
     def import_hf(
-        cls,
-        json_path: str | os.PathLike[str],
-        path: str | os.PathLike[str],
-        *,
-        db: EntityDB | None = None,
-        default_lang: str | None = None,
-        overwrite: bool = False,
+        cls, json_path: str | os.PathLike[str], path: str | os.PathLike[str], **keywords: Unpack[HfImportKeywords]
     ) -> EntityVocab:
         """Import a Hugging Face ``entity_vocab.json`` (``{"en:Tokyo": 5, "[MASK]": 2, ...}``).
 
@@ -312,9 +304,9 @@ class EntityVocab(SqliteStore):
         Args:
             json_path: the ``entity_vocab.json``.
             path: the vocabulary file to write.
-            db: also give each id its entity key (QID), through its titles.
-            default_lang: the language of unprefixed keys (a monolingual LUKE file needs it).
-            overwrite: replace an existing ``path``.
+            **keywords: ``db``: also give each id its entity key (QID), through its titles; ``default_lang``: the
+                language of unprefixed keys (a monolingual LUKE file needs it); ``overwrite``: replace an
+                existing ``path``.
 
         Returns:
             The vocabulary.
@@ -322,32 +314,29 @@ class EntityVocab(SqliteStore):
         Raises:
             InputFormatError: not such a file, a bad id, a key without a language, a title twice.
         """
-        interchange.import_hf(json_path, path, db=db, default_lang=default_lang, overwrite=overwrite)
+        interchange.import_hf(json_path, path, **keywords)
         return cls(path)
 
     @classmethod
     def import_jsonl(
-        cls,
-        jsonl_path: str | os.PathLike[str],
-        path: str | os.PathLike[str],
-        *,
-        db: EntityDB | None = None,
-        overwrite: bool = False,
+        cls, jsonl_path: str | os.PathLike[str], path: str | os.PathLike[str], **keywords: Unpack[ImportKeywords]
     ) -> EntityVocab:
         """Import the original luke layout: one ``{"id", "entities": [[title, lang], ...], "count"}`` per line.
 
         Args:
             jsonl_path: the JSON-lines file.
             path: the vocabulary file to write.
-            db: also give each id its entity key (QID), through its titles.
-            overwrite: replace an existing ``path``.
+            **keywords: ``db``: also give each id its entity key (QID), through its titles; ``overwrite``:
+                replace an existing ``path``.
 
         Returns:
             The vocabulary.
         """
         provenance = {"builder": "kb.EntityVocab.import_jsonl", "source": str(Path(jsonl_path))}
         rows = interchange.read_jsonl(Path(jsonl_path))
-        write_entries(path, rows, overwrite=overwrite, provenance=provenance, db=db)
+        storage.write_entries(
+            path, rows, overwrite=keywords.get("overwrite", False), provenance=provenance, db=keywords.get("db")
+        )
         return cls(path)
 
     # -- export ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from kb.db.sqlite import atomic_build
 from kb.errors import InputFormatError, Option
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from kb.db.database import EntityDB
 
 LANG_PREFIX_RE = re.compile(r"^([a-z]{2,3}(?:-[a-z0-9]{2,8})*|simple):(.+)$", re.S)
-LAYOUT_MESSAGE = "{layout}: expected 'hf' (entity_vocab.json of transformers) or 'jsonl' (the luke layout)"
 
 
 def vocab_layout(source: str | os.PathLike[str]) -> str:
@@ -44,6 +43,20 @@ def vocab_layout(source: str | os.PathLike[str]) -> str:
     except ValueError:
         return "hf"
     return "jsonl" if isinstance(record, dict) and "entities" in record else "hf"
+
+
+class ImportKeywords(TypedDict, total=False):
+    """The keyword arguments of every vocabulary import (:meth:`kb.EntityVocab.import_jsonl`, ...)."""
+
+    db: EntityDB | None
+    overwrite: bool
+
+
+class HfImportKeywords(ImportKeywords, total=False):
+    """:class:`ImportKeywords` and ``default_lang``, the language of unprefixed keys
+    (:meth:`kb.EntityVocab.import_hf`)."""
+
+    default_lang: str | None
 
 
 LAYOUT_MESSAGE = "{layout}: expected 'hf' (entity_vocab.json of transformers) or 'jsonl' (the luke layout)"

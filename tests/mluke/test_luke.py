@@ -13,6 +13,7 @@ import torch
 import mluke
 from mluke.errors import CheckpointError
 from mluke.luke import LukeTokenizer, MissingHead
+from tests.mluke.bpe_fixtures import write_byte_level_bpe
 
 SENTENCES = [
     "Tokyo is the capital of Japan.",
@@ -41,18 +42,7 @@ TINY = {
 def write_tokenizer(folder: Path) -> int:
     """vocab.json + merges.txt of a byte-level BPE trained here, added_tokens.json and entity_vocab.json;
     returns the word vocabulary size with <ent> and <ent2>."""
-    from tokenizers import ByteLevelBPETokenizer
-
-    folder.mkdir(parents=True)
-    bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(
-        SENTENCES,
-        vocab_size=330,
-        min_frequency=2,
-        show_progress=False,
-        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-    )
-    bpe.save_model(str(folder))
+    write_byte_level_bpe(folder, SENTENCES, vocab_size=330)
     size = len(json.loads((folder / "vocab.json").read_text(encoding="utf-8")))
     (folder / "added_tokens.json").write_text(json.dumps({"<ent>": size, "<ent2>": size + 1}))
     (folder / "entity_vocab.json").write_text(json.dumps(ENTITIES, ensure_ascii=False), encoding="utf-8")

@@ -16,6 +16,7 @@ from kb.errors import MlukeError
 from mluke.cloze import probe
 from mluke.cloze_runs import run_cloze
 from mluke.errors import CheckpointError
+from tests.mluke.bpe_fixtures import write_byte_level_bpe
 
 WORDS = [
     "the",
@@ -374,19 +375,9 @@ SENTENCES = [
 def write_tiny_roberta(folder: Path) -> Path:
     """A random RoBERTa masked LM with a byte-level BPE vocabulary (vocab.json + merges.txt) trained here
     on a few sentences, saved where RobertaTokenizer loads it."""
-    from tokenizers import ByteLevelBPETokenizer
     from transformers import RobertaConfig, RobertaForMaskedLM, RobertaTokenizer
 
-    folder.mkdir(parents=True)
-    bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(
-        SENTENCES,
-        vocab_size=300,
-        min_frequency=2,
-        show_progress=False,
-        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-    )
-    bpe.save_model(str(folder))
+    write_byte_level_bpe(folder, SENTENCES, vocab_size=300)
     tok = RobertaTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))
     torch.manual_seed(3)
     config = RobertaConfig(
