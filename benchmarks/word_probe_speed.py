@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import script_parser
+from common import script_parser, xlmr_shape
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -116,16 +116,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     tok = XLMRobertaTokenizer(tokenizer_file=str(xlmr_tokenizer_file()))
+    # XLM-R base's real shape and layout (one token type, LayerNorm eps 1e-5), random weights
     config = XLMRobertaConfig(
-        vocab_size=250002,
-        hidden_size=768,
-        num_hidden_layers=12,
-        num_attention_heads=12,
-        intermediate_size=3072,
-        max_position_embeddings=514,
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
+        vocab_size=250002, pad_token_id=1, bos_token_id=0, eos_token_id=2, **xlmr_shape(768, 12, 12, 3072)
     )
     hf = XLMRobertaForMaskedLM(config).eval()
     bundle = Mluke(WordModel(hf), WordTokenizer(tok), None)  # the same weights for both methods
