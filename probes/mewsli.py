@@ -88,10 +88,6 @@ class LinkingSet(ReadSet[LinkDoc]):
         return self.docs
 
     @property
-    def languages(self) -> tuple[str, ...]:
-        return tuple(sorted({d.lang for d in self.docs}))
-
-    @property
     def mentions(self) -> int:
         return sum(len(d.mentions) for d in self.docs)
 

@@ -68,6 +68,11 @@ class ReadSet(Generic[R]):
     def __len__(self) -> int:
         return len(self.records())
 
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages the records name (a record without one, e.g. a CoNLL sentence, adds none), sorted."""
+        return tuple(sorted({lang for r in self.records() if (lang := getattr(r, "lang", None))}))
+
     def _described(self, head: str, examples: Iterable[str]) -> str:
         """``head``, then a line per skip reason with its count, then the ``examples`` of skipped records."""
         return "\n".join(

@@ -93,10 +93,6 @@ class NerDataset(ReadSet[NerSentence]):
         return self.sentences
 
     @property
-    def languages(self) -> tuple[str, ...]:
-        return tuple(sorted({s.lang for s in self.sentences if s.lang}))
-
-    @property
     def n_entities(self) -> int:
         return sum(len(s.spans) for s in self.sentences)
 
