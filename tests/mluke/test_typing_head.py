@@ -163,3 +163,31 @@ def test_logits_equal_transformers_luke_for_entity_classification(eaa):
     assert got.shape == expected.shape == (3, 5)
     print(f"max |logit difference| = {(got - expected).abs().max().item():.2e}")
     assert (got - expected).abs().max().item() < 1e-5
+
+
+def test_typing_on_an_english_luke_checkpoint(tmp_path):
+    """An English LUKE folder (BPE tokenizer, entity-aware attention, encoder only) fine-tunes and reloads."""
+    from mluke.luke import LukeTokenizer
+    from tests.mluke.test_luke import write_luke
+
+    write_luke(tmp_path / "luke", eaa=True, encoder_only=True)
+    luke = mluke.load(tmp_path / "luke")
+    model = new_model(luke, "typing", "entity", LABELS, settings={"seed": 0})
+    assert model.luke.encoder.layer[0].attention.self.use_entity_aware_attention
+    texts, spans = [t for t, _, _ in TOY], _spans(TOY)
+    (row,) = typing_rows(luke.tokenizer, texts[:1], spans[:1])
+    assert luke.tokenizer.decode(row.ids[slice(*row.slots[0])]).strip() == "Paris"
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    FineTuner(
+        model,
+        _rows(luke, TOY * 2),
+        config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=1),
+        work=tmp_path / "work",
+        evaluate=lambda m: 0.5,
+        pad_id=luke.tokenizer.pad_id,
+        identity={"t": "luke"},
+    ).train(progress=False)
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())  # it trained
+    loaded, tok = load_transfer(save_transfer(model, luke.tokenizer, tmp_path / "typing"))
+    assert isinstance(tok, LukeTokenizer)
+    assert predict_types(loaded, tok, texts, spans) == predict_types(model, luke.tokenizer, texts, spans)
