@@ -44,8 +44,13 @@ def typing_scores(gold: Sequence[Collection[str]], predicted: Sequence[Collectio
     precision, recall = _ratio(correct, pred_total), _ratio(correct, gold_total)
     per_type = {}
     for t in sorted(set(n_pred) | set(n_gold)):
-        p, r = _ratio(tp[t], n_pred[t]), _ratio(tp[t], n_gold[t])
-        per_type[t] = {"precision": p, "recall": r, "f1": _f1(p, r), "support": n_gold[t]}
+        t_precision, t_recall = _ratio(tp[t], n_pred[t]), _ratio(tp[t], n_gold[t])
+        per_type[t] = {
+            "precision": t_precision,
+            "recall": t_recall,
+            "f1": _f1(t_precision, t_recall),
+            "support": n_gold[t],
+        }
     return {
         "precision": precision,
         "recall": recall,

@@ -81,10 +81,10 @@ def _records(text: str) -> Iterator[tuple[int, Any]]:
     """(line, record) of a JSON list or JSON lines; a record that is not JSON gives ``(line, _BadRecord)``."""
     body = text.lstrip()
     if not body.startswith("["):
-        for number, line in enumerate(text.split("\n"), start=1):
-            if line.strip():
+        for number, raw in enumerate(text.split("\n"), start=1):
+            if raw.strip():
                 try:
-                    yield number, json.loads(line)
+                    yield number, json.loads(raw)
                 except ValueError as exc:
                     yield number, _BadRecord("not JSON", str(exc)[:60])
         return
