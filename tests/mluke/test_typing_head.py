@@ -8,6 +8,7 @@ import mluke
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, predict_types, save_transfer
 from mluke.finetuning.inputs import collate, typing_rows
 from mluke.finetuning.models import TransferModel
+from tests.mluke.conftest import assert_same_weights, interrupt_at
 
 LABELS = ["location", "person", "place"]
 TOY = [
@@ -87,20 +88,10 @@ def _train(bundle, work, on_step=None):
 
 def test_an_interrupted_typing_run_resumes_to_the_same_weights(bundle, tmp_path):
     reference, _ = _train(bundle, tmp_path / "ref")
-
-    class Stop(Exception):
-        pass
-
-    def stop_at(step):
-        if step == 4:
-            raise Stop
-
-    with pytest.raises(Stop):
-        _train(bundle, tmp_path / "run", on_step=stop_at)
+    interrupt_at(lambda on_step: _train(bundle, tmp_path / "run", on_step=on_step), 4)
     resumed, history = _train(bundle, tmp_path / "run")
     assert [h["epoch"] for h in history] == [0, 1]
-    for (name, a), (_, b) in zip(reference.state_dict().items(), resumed.state_dict().items()):
-        assert torch.equal(a, b), name
+    assert_same_weights(reference, resumed)
 
 
 def test_loss_is_binary_cross_entropy_over_every_type(bundle):
