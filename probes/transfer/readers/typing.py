@@ -10,10 +10,10 @@ is kept when present (else the record's position, from 0). By default only the n
 LUKE and KnowBert papers are kept (:data:`GENERAL_TYPES`; other labels dropped and counted, an example left
 with none is kept with an empty label set); ``all_labels=True`` keeps every label.
 
-Bad records (not JSON, not an object, a missing or mistyped field, a span outside the sentence or empty, labels
-that are not a list of strings) are counted and skipped, never fatal, each named ``file:line``; in a JSON list,
-reading goes on at the next whole record after a broken one. A missing file or a file without any record is a
-:class:`kb.errors.InputFormatError`.
+Bad records (not JSON, a JSON line that is not UTF-8, not an object, a missing or mistyped field, a span outside
+the sentence or empty, labels that are not a list of strings) are counted and skipped, never fatal, each named
+``file:line``; in a JSON list, reading goes on at the next whole record after a broken one. A missing file, a
+JSON list that is not UTF-8, or a file without any record is a :class:`kb.errors.InputFormatError`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import InputFormatError, OptionError
-from probes.reading import ReadSet, Skips, read_data_lines
+from kb.files import file_bytes
+from probes.reading import ReadSet, Skips
 
 #: The nine general types of Open Entity (Choi et al., 2018), the setting of LUKE Table 1 and KnowBert Table 7.
 GENERAL_TYPES = ("entity", "location", "time", "organization", "object", "event", "place", "person", "group")
@@ -77,17 +78,25 @@ class _BadRecord(Exception):
         self.reason, self.detail = reason, detail
 
 
-def _records(text: str) -> Iterator[tuple[int, Any]]:
-    """(line, record) of a JSON list or JSON lines; a record that is not JSON gives ``(line, _BadRecord)``."""
-    body = text.lstrip()
-    if not body.startswith("["):
-        for number, raw in enumerate(text.split("\n"), start=1):
+def _records(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
+    """(line, record) of a JSON list or JSON lines; a record that is not JSON (or a JSON line that is not UTF-8)
+    gives ``(line, _BadRecord)``."""
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    if not data.lstrip().startswith(b"["):
+        for number, raw in enumerate(data.split(b"\n"), start=1):
             if raw.strip():
                 try:
-                    yield number, json.loads(raw)
+                    yield number, json.loads(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    yield number, _BadRecord("not UTF-8")
                 except ValueError as exc:
                     yield number, _BadRecord("not JSON", str(exc)[:60])
         return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputFormatError(f"{path}:{line}: bytes that are not UTF-8; expected a JSON list in UTF-8") from None
     decoder, pos = json.JSONDecoder(), text.index("[") + 1
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
@@ -154,14 +163,14 @@ def read_typing(path: str | os.PathLike[str], *, lang: str | None = None, all_la
         The :class:`TypingDataset`.
 
     Raises:
-        InputFormatError: a missing file or a file without any record.
+        InputFormatError: a missing file, a JSON list that is not UTF-8, or a file without any record.
     """
     path = Path(path)
-    lines, _ = read_data_lines(path)
+    data = file_bytes(path, expected="an Open Entity file")
     skips = Skips()
     examples: list[TypingExample] = []
     dropped: Counter[str] = Counter()
-    for index, (line, record) in enumerate(_records("\n".join(lines))):
+    for index, (line, record) in enumerate(_records(path, data)):
         try:
             example = _example(record, index, lang)
         except _BadRecord as bad:

@@ -169,3 +169,15 @@ def test_cli_finetune_and_evaluate_typing(finetune_cli, cli, tmp_path):
     assert res.exit_code == 1 and "--all-labels is for `finetune typing`" in str(res.exception)
     res = cli("finetune", "--help")
     assert res.exit_code == 0 and "typing" in res.output and "--all-labels" in res.output
+
+
+def test_bytes_that_are_not_utf8(tmp_path):
+    lines = [json.dumps(r, ensure_ascii=False).encode() for r in RECORDS[:2]]
+    path = tmp_path / "latin.jsonl"
+    path.write_bytes(b"\n".join([lines[0], b'{"sent": "caf\xe9", "start": 0, "end": 3, "labels": []}', lines[1]]))
+    data = read_typing(path)
+    assert len(data) == 2 and data.skipped == {"not UTF-8": 1} and data.examples_skipped[0].startswith(f"{path}:2:")
+    path = tmp_path / "latin.json"
+    path.write_bytes(b"[\n" + lines[0] + b',\n{"sent": "caf\xe9"}\n]')
+    with pytest.raises(mluke.errors.InputFormatError, match=r"latin\.json:3: bytes that are not UTF-8"):
+        read_typing(path)
