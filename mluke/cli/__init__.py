@@ -65,7 +65,9 @@ app.command("eval-demo", short_help="Probe and link with the demo model on its h
 app.command("link", short_help="Link entity mentions in texts to the kb's entities.")(link_commands.link)
 app.command("eval-link", short_help="Evaluate entity linking on Mewsli-9.")(link_commands.eval_link)
 app.command("corpus", short_help="Build the pretraining corpus from a dump build's page texts.")(train_commands.corpus)
-app.command("finetune", short_help="Fine-tune mLUKE for NER, relation extraction or QA.")(transfer_commands.finetune)
+app.command("finetune", short_help="Fine-tune mLUKE for NER, relation extraction, entity typing or QA.")(
+    transfer_commands.finetune
+)
 app.command("evaluate", short_help="Evaluate a fine-tuned model zero-shot in other languages.")(
     transfer_commands.evaluate
 )

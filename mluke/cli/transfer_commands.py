@@ -1,5 +1,5 @@
 """``mluke finetune`` and ``mluke evaluate``: thin wrappers over :func:`probes.transfer.finetune` and
-:func:`probes.transfer.evaluate` (cross-lingual NER and relation extraction), and
+:func:`probes.transfer.evaluate` (cross-lingual NER, relation extraction and entity typing), and
 :func:`probes.transfer.finetune_qa` / :func:`probes.transfer.evaluate_qa` (extractive QA)."""
 
 from __future__ import annotations
@@ -21,9 +21,13 @@ if TYPE_CHECKING:
     from probes.transfer.metrics.qa import Scorer
     from probes.transfer.runs.qa_linking import LinkSource
 
-TASKS = ("ner", "re", "qa")
+TASKS = ("ner", "re", "qa", "typing")
 TaskArg = Annotated[
-    str, typer.Argument(metavar="TASK", help="'ner' (span NER), 're' (relation extraction) or 'qa' (extractive QA).")
+    str,
+    typer.Argument(
+        metavar="TASK",
+        help="'ner' (span NER), 're' (relation extraction), 'typing' (entity typing) or 'qa' (extractive QA).",
+    ),
 ]
 KbOption = Annotated[
     Path | None,
@@ -39,7 +43,10 @@ def finetune(
         Path,
         typer.Option(
             "--train",
-            help="Training file: CoNLL-2002/2003 or WikiANN (ner), KBP37/RELX layout (re), SQuAD 1.1 JSON (qa).",
+            help=(
+                "Training file: CoNLL-2002/2003 or WikiANN (ner), KBP37/RELX layout (re), Open Entity JSON or JSON "
+                "lines with sent/start/end/labels (typing), SQuAD 1.1 JSON (qa)."
+            ),
         ),
     ],
     dev: Annotated[Path, typer.Option("--dev", help="Dev file in the same layout; the epoch best on it is kept.")],
@@ -51,8 +58,8 @@ def finetune(
         str,
         typer.Option(
             help=(
-                "'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; qa: entity tokens over linked names) or "
-                "'word' (mLUKE-W: word-piece vectors only)."
+                "'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; typing: an entity [MASK] over the mention; "
+                "qa: entity tokens over linked names) or 'word' (mLUKE-W: word-piece vectors only)."
             )
         ),
     ] = "entity",
@@ -81,6 +88,16 @@ def finetune(
     doc_stride: Annotated[
         int, typer.Option(help="QA: pieces between the starts of a passage's overlapping windows.")
     ] = 128,
+    all_labels: Annotated[
+        bool,
+        typer.Option(
+            "--all-labels",
+            help=(
+                "typing: learn every label of the files; by default only the nine general types (entity, location, "
+                "time, organization, object, event, place, person, group), as the LUKE and KnowBert papers do."
+            ),
+        ),
+    ] = False,
     db: KbOption = None,
     device: DeviceOption = None,
     restart: Annotated[
@@ -89,9 +106,12 @@ def finetune(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output folder if it exists.")] = False,
     progress: ProgressOption = True,
 ) -> None:
-    """Fine-tune mLUKE for NER, relation extraction or extractive QA with entity or word features, e.g.
-    mluke finetune ner --train en/train.txt --dev en/dev.txt --features entity -o ner-e
-    (TASK: ner, re or qa; qa reads SQuAD 1.1 JSON).
+    """Fine-tune mLUKE (or English LUKE, with --model) for NER, relation extraction, entity typing or extractive
+    QA with entity or word features, e.g.
+    mluke finetune ner --train en/train.txt --dev en/dev.txt --features entity -o ner-e, or
+    mluke finetune typing --train open_entity/train.json --dev open_entity/dev.json -o typing-e
+    (TASK: ner, re, typing or qa; qa reads SQuAD 1.1 JSON; typing: several types per mention, scored by
+    loose micro F1).
 
     Dev scores are computed after every epoch; an interrupted run continues when the command is run again.
     """
@@ -129,7 +149,10 @@ def finetune(
         )
         dev_column = "dev F1"
     else:
-        report = run(task, train, dev, lang=lang, **common)  # type: ignore[arg-type]
+        if all_labels and task != "typing":
+            raise OptionError("--all-labels is for `finetune typing`")
+        extra = {"all_labels": all_labels} if task == "typing" else {}
+        report = run(task, train, dev, lang=lang, **common, **extra)  # type: ignore[arg-type]
         dev_column = "dev score"
     print_table(
         "epochs",
@@ -144,7 +167,7 @@ def evaluate(
     model_dir: Annotated[Path, typer.Argument(metavar="MODEL", help="A folder written by `mluke finetune`.")],
     test: Annotated[
         list[str] | None,
-        typer.Option("--test", help="ner/re: lang:path of a test file (repeatable), e.g. --test de:de/test.txt"),
+        typer.Option("--test", help="ner/re/typing: lang:path of a test file (repeatable), e.g. --test de:de/test.txt"),
     ] = None,
     xquad: Annotated[Path | None, typer.Option("--xquad", help="qa: folder of xquad.LANG.json files.")] = None,
     mlqa: Annotated[
@@ -192,6 +215,7 @@ def evaluate(
 ) -> None:
     """Evaluate a fine-tuned model zero-shot on test files in other languages: a table per language with the
     average, e.g. mluke evaluate ner ner-e --test de:de/test.txt --test ja:ja/test.txt, or
+    mluke evaluate typing typing-e --test en:open_entity/test.json (loose micro P/R/F1), or
     mluke evaluate qa qa-e --xquad xquad/ --mlqa mlqa/ --gxlt"""
     from kb.files import split_list, write_csv
 
@@ -202,7 +226,7 @@ def evaluate(
         _check_qa_sets(xquad, mlqa, split_list(langs), gxlt, split, link_source)
     elif xquad or mlqa or gxlt or gxlt_csv:
         raise OptionError(
-            "--xquad, --mlqa, --gxlt and --gxlt-csv are for `evaluate qa`; ner and re take --test lang:path"
+            "--xquad, --mlqa, --gxlt and --gxlt-csv are for `evaluate qa`; ner, re and typing take --test lang:path"
         )
     elif not test:
         raise OptionError(f"evaluate {task} needs at least one --test lang:path, e.g. --test de:de/test.txt")

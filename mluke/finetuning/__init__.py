@@ -1,11 +1,11 @@
-"""Fine-tuning mLUKE for cross-lingual transfer: span NER, relation classification and extractive QA with
+"""Fine-tuning mLUKE for cross-lingual transfer: span NER, relation classification, entity typing and extractive QA with
 entity features (mLUKE-E) or word features (mLUKE-W). (Called ``mluke.transfer`` before 0.2.)
 
 - :func:`new_model` / :class:`TransferModel` — the heads on the mLUKE encoder (``models``);
 - :class:`FineTuner` / :class:`FineTuneConfig` — the seeded, resumable training loop (``training``);
 - :func:`save_transfer` / :func:`load_transfer` — checkpoints in the hub layout with their labels;
-- :func:`predict_spans` / :func:`predict_relations` — predictions (``predict``);
-- ``inputs`` — span enumeration, marked pairs and batch tensors;
+- :func:`predict_spans` / :func:`predict_relations` / :func:`predict_types` — predictions (``predict``);
+- ``inputs`` — span enumeration, marked pairs, typing mentions and batch tensors;
 - ``qa`` — QA windows, answer positions and span decoding.
 
 Readers of the datasets, metrics and whole runs (what ``mluke finetune`` / ``mluke evaluate`` do) are in
@@ -14,7 +14,7 @@ Readers of the datasets, metrics and whole runs (what ``mluke finetune`` / ``mlu
 
 from mluke.finetuning.checkpoint import load_transfer, save_transfer
 from mluke.finetuning.models import TransferModel, new_model
-from mluke.finetuning.predict import decode_spans, predict_relations, predict_spans
+from mluke.finetuning.predict import decode_spans, predict_relations, predict_spans, predict_types
 from mluke.finetuning.training import FineTuneConfig, FineTuner
 
 __all__ = [
@@ -26,5 +26,6 @@ __all__ = [
     "new_model",
     "predict_relations",
     "predict_spans",
+    "predict_types",
     "save_transfer",
 ]

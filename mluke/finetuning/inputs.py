@@ -1,5 +1,5 @@
 """Model inputs for fine-tuning and inference: span enumeration for NER, marked pairs for relation
-extraction, and the padded tensors of a batch.
+extraction, one mention per row for entity typing, and the padded tensors of a batch.
 
 Texts are cut at every span boundary before tokenising (:func:`mluke.encoding.encode_with_spans`), as
 the pretraining corpus was, so a word (or a mention) always covers whole pieces. Positions below are
@@ -148,6 +148,40 @@ def relation_rows(
     return rows
 
 
+def typing_rows(
+    tokenizer: Any,
+    texts: Sequence[str],
+    spans: Sequence[Span],
+    *,
+    labels: Sequence[Sequence[int]] | None = None,
+    max_length: int = 512,
+) -> list[Row]:
+    """One row per example with the mention as its one slot: an entity [MASK] (id 1) over the mention's pieces
+    (entity features) or its first and last pieces (word features); the same row serves both.
+
+    A text too long for ``max_length`` loses pieces before the mention as needed to keep it (and a mention
+    longer than a row, its end).
+
+    Args:
+        tokenizer: the mLUKE or LUKE tokenizer.
+        texts: the text of each example.
+        spans: the mention's character span in each text.
+        labels: per example, 0 or 1 for each type (training).
+        max_length: pieces per row.
+
+    Returns:
+        The rows, in example order.
+    """
+    rows = []
+    for n, (ids, _, (span,)) in enumerate(encode_with_spans(tokenizer.words, list(texts), [[s] for s in spans])):
+        cut = max(0, min(span[0], span[1] - (max_length - 2)))  # pieces dropped in front so that the mention fits
+        ids, (slot,) = _with_specials(
+            tokenizer, ids[cut:], [(span[0] - cut, min(span[1] - cut, max_length - 2))], max_length
+        )
+        rows.append(Row(ids, [slot], [1], [n], list(labels[n]) if labels is not None else []))
+    return rows
+
+
 def collate(rows: Sequence[Row], *, pad_id: int, max_mention_length: int = 30) -> dict[str, torch.Tensor]:
     """Padded tensors of ``rows``.
 
@@ -159,10 +193,11 @@ def collate(rows: Sequence[Row], *, pad_id: int, max_mention_length: int = 30) -
     Returns:
         ``input_ids``, ``attention_mask``; ``entity_ids``, ``entity_position_ids`` (-1 padded),
         ``entity_attention_mask``; ``slot_start``/``slot_end`` (piece positions, last piece inclusive for
-        ``slot_end``), ``slot_mask``; ``labels`` (-100 padded).
+        ``slot_end``), ``slot_mask``; ``labels`` (-100 padded; as wide as the slots or the longest label list).
     """
     width = max(len(r.ids) for r in rows)
     slots = max(1, max(len(r.slots) for r in rows))
+    label_width = max(slots, max(len(r.labels) for r in rows))
     mention = min(max_mention_length, max((e - s for r in rows for s, e in r.slots), default=1))
     batch = {
         "input_ids": torch.full((len(rows), width), pad_id, dtype=torch.long),
@@ -172,7 +207,7 @@ def collate(rows: Sequence[Row], *, pad_id: int, max_mention_length: int = 30) -
         "entity_attention_mask": torch.zeros(len(rows), slots, dtype=torch.long),
         "slot_start": torch.zeros(len(rows), slots, dtype=torch.long),
         "slot_end": torch.zeros(len(rows), slots, dtype=torch.long),
-        "labels": torch.full((len(rows), slots), -100, dtype=torch.long),
+        "labels": torch.full((len(rows), label_width), -100, dtype=torch.long),
     }
     for r, row in enumerate(rows):
         batch["input_ids"][r, : len(row.ids)] = torch.tensor(row.ids)

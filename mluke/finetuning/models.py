@@ -1,15 +1,18 @@
-"""Fine-tuning heads on the mLUKE encoder: span NER and relation classification, each with entity
-features (mLUKE-E) or word features (mLUKE-W), as in section 4 of the mLUKE paper.
+"""Fine-tuning heads on the mLUKE encoder: span NER, relation classification and entity typing, each with entity
+features (mLUKE-E) or word features (mLUKE-W), as in section 4 of the mLUKE paper and section 4.1 of LUKE's.
 
 - NER, entity: the last-layer vector of an entity [MASK] placed over the span.
 - NER, word: the first and last piece vectors of the span, concatenated (no entity in the input).
 - Relation, entity: entities [HEAD] and [TAIL] over the two mentions, their embeddings initialised from the
   entity [MASK]; their vectors concatenated.
 - Relation, word: ``<ent>``/``<ent2>`` markers around head and tail; the vectors of the opening markers.
+- Typing, entity: the last-layer vector of an entity [MASK] over the mention (as transformers'
+  ``LukeForEntityClassification``); word: the mention's first and last piece vectors. Multi-label: one sigmoid
+  per type, binary cross-entropy, a type predicted when its probability exceeds 0.5.
 - QA: start and end scores over the last-layer word vectors (:mod:`mluke.finetuning.qa` builds the rows); with
   entity features the input also holds an entity token for every linked name of the question and passage.
 
-The encoder keeps a small entity table of its own (NER: [PAD], [MASK]; relations: [PAD], [HEAD], [TAIL]),
+The encoder keeps a small entity table of its own (NER, typing: [PAD], [MASK]; relations: [PAD], [HEAD], [TAIL]),
 copied from the pretrained [PAD] and [MASK] rows, so a fine-tuned model does not carry the 1.2M-entity
 table. A linear layer over the features (after dropout) gives the label scores. A QA model with entity
 features keeps the whole pretrained entity table (its linked entities can be any), frozen during fine-tuning so
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
 Features = Literal["entity", "word"]
-Task = Literal["ner", "re", "qa"]
+Task = Literal["ner", "re", "qa", "typing"]
 
 
 def check_features(features: str) -> str:
@@ -87,7 +90,8 @@ class TransferModel(nn.Module):
 
     ``labels``: the label set, index 0 being "no entity" (NER) or ``no_relation`` (relations) when present.
     ``forward(batch)`` takes :func:`mluke.finetuning.inputs.collate` tensors and returns
-    (rows x slots x labels) span scores for NER, (rows x labels) pair scores for relations.
+    (rows x slots x labels) span scores for NER, (rows x labels) pair scores for relations and type scores
+    (logits of independent sigmoids) for typing.
     """
 
     def __init__(
@@ -105,7 +109,7 @@ class TransferModel(nn.Module):
         self.task, self.features, self.labels = task, check_features(features), list(labels)
         self.settings = dict(settings or {})
         hidden = encoder.config.hidden_size
-        width = hidden * (1 if task == "qa" or (task == "ner" and features == "entity") else 2)
+        width = hidden * (1 if task == "qa" or (task in ("ner", "typing") and features == "entity") else 2)
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(width, len(labels))
 
@@ -114,8 +118,8 @@ class TransferModel(nn.Module):
         return self.luke.config
 
     def features_of(self, batch: dict[str, Tensor]) -> Tensor:
-        """(rows x slots x feature width) for NER, (rows x feature width) for relations, (rows x pieces x
-        hidden) for QA."""
+        """(rows x slots x feature width) for NER, (rows x feature width) for relations and typing, (rows x
+        pieces x hidden) for QA."""
         if self.task == "qa":
             inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
             if self.features == "entity":
@@ -130,21 +134,29 @@ class TransferModel(nn.Module):
                 entity_position_ids=batch["entity_position_ids"],
                 entity_attention_mask=batch["entity_attention_mask"],
             )
+            if self.task == "typing":
+                return states[:, 0]
             return states if self.task == "ner" else states[:, :2].flatten(1)
         words = self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
         first = torch.gather(words, 1, batch["slot_start"][..., None].expand(-1, -1, words.shape[-1]))
         if self.task == "re":
             return first[:, :2].flatten(1)
         last = torch.gather(words, 1, batch["slot_end"][..., None].expand(-1, -1, words.shape[-1]))
-        return torch.cat([first, last], dim=-1)
+        both = torch.cat([first, last], dim=-1)
+        return both[:, 0] if self.task == "typing" else both
 
     def forward(self, batch: dict[str, Tensor]) -> Tensor:
         return self.classifier(self.dropout(self.features_of(batch)))
 
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
         """Cross-entropy over the labelled slots (NER), examples (relations) or answer ends (QA: the mean of
-        the start and end losses, padding excluded)."""
+        the start and end losses, padding excluded); binary cross-entropy over every type (typing: ``labels``
+        holds each example's 0/1 per type)."""
         logits = self(batch)
+        if self.task == "typing":
+            return nn.functional.binary_cross_entropy_with_logits(
+                logits, batch["labels"][:, : logits.shape[-1]].to(logits.dtype)
+            )
         if self.task == "qa":
             logits = logits.masked_fill(batch["attention_mask"][..., None] == 0, torch.finfo(logits.dtype).min)
             return (
@@ -169,14 +181,14 @@ def new_model(
 ) -> TransferModel:
     """A fine-tuning model on a loaded ``mluke.load`` bundle: its encoder, an entity table and a new classifier.
 
-    The entity table is [PAD], [MASK] for NER; [PAD], [HEAD], [TAIL] (from [MASK]) for relations; the whole
+    The entity table is [PAD], [MASK] for NER and typing; [PAD], [HEAD], [TAIL] (from [MASK]) for relations; the whole
     table, frozen, for QA with entity features.
 
     Args:
         pretrained: the bundle.
-        task: ``"ner"``, ``"re"`` or ``"qa"``.
+        task: ``"ner"``, ``"re"``, ``"typing"`` or ``"qa"``.
         features: ``"entity"`` (mLUKE-E) or ``"word"`` (mLUKE-W).
-        labels: the classifier's labels (QA: ``["start", "end"]``).
+        labels: the classifier's labels (QA: ``["start", "end"]``; typing: the types).
         **head: ``dropout`` and ``settings`` (:class:`HeadKeywords`).
 
     Returns:

@@ -1,4 +1,4 @@
-"""Predictions of fine-tuned models: NER spans (greedy decoding) and relation labels."""
+"""Predictions of fine-tuned models: NER spans (greedy decoding), relation labels and entity types."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from mluke.devices import model_device, to_device
-from mluke.finetuning.inputs import Span, batches, collate, ner_rows, relation_rows
+from mluke.finetuning.inputs import Row, Span, batches, collate, ner_rows, relation_rows, typing_rows
 from mluke.finetuning.models import TransferModel
 
 
@@ -98,11 +98,46 @@ def predict_relations(
     """
     model.eval()
     rows = relation_rows(tokenizer, texts, pairs, features=model.features)
+    return [model.labels[int(scores.argmax())] for scores in _row_scores(model, tokenizer, rows, batch_size)]
+
+
+@torch.inference_mode()
+def predict_types(
+    model: TransferModel,
+    tokenizer: Any,
+    texts: Sequence[str],
+    spans: Sequence[Span],
+    *,
+    batch_size: int = 16,
+    threshold: float = 0.5,
+) -> list[list[str]]:
+    """The types of each mention: those whose sigmoid probability exceeds ``threshold`` (LUKE: 0.5).
+
+    Args:
+        model: a typing model.
+        tokenizer: its tokenizer.
+        texts: the text of each example.
+        spans: the mention's character span in each text.
+        batch_size: rows per forward pass.
+        threshold: the probability above which a type is predicted.
+
+    Returns:
+        The predicted types of each example, in the model's label order (possibly none).
+    """
+    model.eval()
+    rows = typing_rows(tokenizer, texts, spans)
+    return [
+        [model.labels[i] for i, p in enumerate(torch.sigmoid(scores).tolist()) if p > threshold]
+        for scores in _row_scores(model, tokenizer, rows, batch_size)
+    ]
+
+
+def _row_scores(model: TransferModel, tokenizer: Any, rows: Sequence[Row], batch_size: int) -> list[torch.Tensor]:
+    """The model's (float, CPU) scores of each row, in row order; batches hold rows of similar length."""
     by_size = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))  # less padding
-    out: dict[int, str] = {}
+    out: dict[int, torch.Tensor] = {}
     for k in range(0, len(rows), batch_size):
         part = by_size[k : k + batch_size]
         batch = to_device(collate([rows[i] for i in part], pad_id=tokenizer.pad_id), model_device(model))
-        best = model(batch).argmax(-1).tolist()
-        out.update((i, model.labels[b]) for i, b in zip(part, best))
+        out.update(zip(part, model(batch).float().cpu()))
     return [out[i] for i in range(len(rows))]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,23 @@ def write_tiny_checkpoint(
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory, spm_model: Path) -> Path:
     return write_tiny_checkpoint(tmp_path_factory.mktemp("ckpt") / "mluke-tiny", spm_model)
+
+
+def interrupt_at(run: Callable[[Callable[[int], None]], object], step: int) -> None:
+    """Start ``run(on_step)`` (a fine-tuning run) and kill it, as Ctrl-C would, after its ``step``-th step."""
+
+    class Stop(Exception):
+        pass
+
+    def stop_at(done: int) -> None:
+        if done == step:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run(stop_at)
+
+
+def assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
+    """Every tensor of the two models' state equal, bit for bit (named when not)."""
+    for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert torch.equal(x, y), name

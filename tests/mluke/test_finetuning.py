@@ -17,6 +17,7 @@ from mluke.finetuning import (
     save_transfer,
 )
 from mluke.finetuning.inputs import collate, join_words, ner_rows, relation_rows
+from tests.mluke.conftest import assert_same_weights, interrupt_at
 
 SENTENCES = [["Paris", "is", "in", "France", "."], ["東", "京", "は", "日", "本", "に", "あ", "る"]]
 LANGS = ["en", "ja"]
@@ -156,21 +157,11 @@ def _train(bundle, work, features="entity", on_step=None, epochs=2):
 def test_an_interrupted_run_resumes_to_the_same_weights(bundle, tmp_path, capsys):
     reference, history = _train(bundle, tmp_path / "ref")
     assert [h["epoch"] for h in history] == [0, 1] and history[1]["dev"] == 0.7
-
-    class Stop(Exception):
-        pass
-
-    def stop_at(step):
-        if step == 5:
-            raise Stop
-
-    with pytest.raises(Stop):
-        _train(bundle, tmp_path / "run", on_step=stop_at)
+    interrupt_at(lambda on_step: _train(bundle, tmp_path / "run", on_step=on_step), 5)
     capsys.readouterr()
     resumed, _ = _train(bundle, tmp_path / "run")
     assert "Resuming the interrupted fine-tuning run in" in capsys.readouterr().err  # says so
-    for (name, a), (_, b) in zip(reference.state_dict().items(), resumed.state_dict().items()):
-        assert torch.equal(a, b), name
+    assert_same_weights(reference, resumed)
     with pytest.raises(mluke.MlukeError, match="other data or settings.*restart") as err:
         _train(bundle, tmp_path / "run", epochs=3)
     assert "(changed: epochs was 2)" in str(err.value)  # which setting changed

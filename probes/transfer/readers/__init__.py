@@ -4,12 +4,14 @@
   with the tagging schemes in :mod:`~probes.transfer.readers.ner_tags`;
 - :mod:`~probes.transfer.readers.relations` — KBP37 and RELX (:func:`read_re`, :func:`write_kbp37`);
 - :mod:`~probes.transfer.readers.qa` — SQuAD, XQuAD and MLQA (:func:`read_squad`, :func:`read_xquad`,
-  :func:`read_mlqa`, :func:`write_squad`).
+  :func:`read_mlqa`, :func:`write_squad`);
+- :mod:`~probes.transfer.readers.typing` — Open Entity (:func:`read_typing`, :func:`write_typing`).
 """
 
 from probes.transfer.readers.ner import NerDataset, NerSentence, read_ner, write_conll
 from probes.transfer.readers.qa import QaDataset, QaExample, read_mlqa, read_squad, read_xquad, write_squad
 from probes.transfer.readers.relations import ReDataset, ReExample, read_re, write_kbp37
+from probes.transfer.readers.typing import TypingDataset, TypingExample, read_typing, write_typing
 
 __all__ = [
     "NerDataset",
@@ -18,12 +20,16 @@ __all__ = [
     "QaExample",
     "ReDataset",
     "ReExample",
+    "TypingDataset",
+    "TypingExample",
     "read_mlqa",
     "read_ner",
     "read_re",
     "read_squad",
+    "read_typing",
     "read_xquad",
     "write_conll",
     "write_kbp37",
     "write_squad",
+    "write_typing",
 ]

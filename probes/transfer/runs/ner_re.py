@@ -1,5 +1,5 @@
-"""Whole runs: fine-tune on one language's data (``finetune``, what ``mluke finetune`` does) and evaluate
-zero-shot on others (``evaluate``, what ``mluke evaluate`` does)."""
+"""Whole runs for NER, relation extraction and entity typing: fine-tune on one language's data (``finetune``, what
+``mluke finetune`` does) and evaluate zero-shot on others (``evaluate``, what ``mluke evaluate`` does)."""
 
 from __future__ import annotations
 
@@ -21,32 +21,37 @@ from mluke.finetuning import (
     new_model,
     predict_relations,
     predict_spans,
+    predict_types,
     save_transfer,
 )
-from mluke.finetuning.inputs import ner_rows, relation_rows
+from mluke.finetuning.inputs import Row, ner_rows, relation_rows, typing_rows
 from mluke.finetuning.models import Features
 from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.ner_re import ner_scores, re_scores
+from probes.transfer.metrics.typing import typing_scores
 from probes.transfer.readers.ner import NerSentence, read_ner
 from probes.transfer.readers.relations import ReExample, read_re
+from probes.transfer.readers.typing import TypingExample, read_typing
 
 if TYPE_CHECKING:
     from mluke.devices import Device, DType
     from mluke.opening import ModelSource
 
-Task = Literal["ner", "re"]
+Task = Literal["ner", "re", "typing"]
 
 
 def _check_task(task: str) -> str:
     if task == "qa":
         raise OptionError("QA runs are probes.transfer.finetune_qa and evaluate_qa")
-    if task not in ("ner", "re"):
-        raise OptionError("{task}: expected 'ner', 're' or 'qa'", options={"task": option("task", task)})
+    if task not in ("ner", "re", "typing"):
+        raise OptionError("{task}: expected 'ner', 're', 'typing' or 'qa'", options={"task": option("task", task)})
     return task
 
 
-def _read(task: str, path: str | os.PathLike[str], lang: str | None) -> Any:
+def _read(task: str, path: str | os.PathLike[str], lang: str | None, all_labels: bool = False) -> Any:
+    if task == "typing":
+        return read_typing(path, lang=lang, all_labels=all_labels)
     return read_ner(path, lang=lang) if task == "ner" else read_re(path, lang=lang)
 
 
@@ -58,26 +63,30 @@ def _identity(path: str | os.PathLike[str]) -> dict[str, Any]:
 def score(
     task: str, model: Any, tokenizer: Any, data: Sequence[Any], *, lang: str | None = None, batch_size: int = 16
 ) -> dict[str, Any]:
-    """The model's scores on NER sentences (span micro F1, seqeval strict IOB2) or relation examples (macro F1
-    over relation types, see :func:`probes.transfer.metrics.ner_re.re_scores`).
+    """The model's scores on NER sentences (span micro F1, seqeval strict IOB2), relation examples (macro F1
+    over relation types, see :func:`probes.transfer.metrics.ner_re.re_scores`) or typing examples (loose micro
+    F1, :func:`probes.transfer.metrics.typing.typing_scores`).
 
     Args:
-        task: ``"ner"`` or ``"re"``.
+        task: ``"ner"``, ``"re"`` or ``"typing"``.
         model: the fine-tuned model.
         tokenizer: its tokenizer.
-        data: NER sentences or relation examples.
+        data: NER sentences, relation or typing examples.
         lang: the language of items that carry none.
         batch_size: rows per forward pass.
 
     Returns:
-        The scores of :func:`~probes.transfer.metrics.ner_re.ner_scores` or
-        :func:`~probes.transfer.metrics.ner_re.re_scores`.
+        The scores of :func:`~probes.transfer.metrics.ner_re.ner_scores`,
+        :func:`~probes.transfer.metrics.ner_re.re_scores` or :func:`~probes.transfer.metrics.typing.typing_scores`.
     """
     if task == "ner":
         predicted = predict_spans(
             model, tokenizer, [s.words for s in data], [s.lang or lang for s in data], batch_size=batch_size
         )
         return ner_scores(data, predicted)
+    if task == "typing":
+        types = predict_types(model, tokenizer, [e.text for e in data], [e.span for e in data], batch_size=batch_size)
+        return typing_scores([e.labels for e in data], types)
     labels = predict_relations(
         model, tokenizer, [e.text for e in data], [(e.head, e.tail) for e in data], batch_size=batch_size
     )
@@ -85,7 +94,7 @@ def score(
 
 
 def _main_score(task: str, scores: dict[str, Any]) -> float:
-    return cast(float, scores["f1"] if task == "ner" else scores["macro_f1"])
+    return cast(float, scores["macro_f1"] if task == "re" else scores["f1"])
 
 
 @dataclass
@@ -128,15 +137,18 @@ def finetune(
     restart: bool = False,
     progress: bool = True,
     device: Device = None,
+    all_labels: bool = False,
 ) -> FineTuneReport:
-    """Fine-tune a model for NER or relation extraction on ``train`` and keep the epoch best on ``dev``.
+    """Fine-tune a model for NER, relation extraction or entity typing on ``train`` and keep the epoch best on
+    ``dev``.
 
     The model is written to ``output`` in the hub layout with its labels; an interrupted run continues when run
     again.
 
     Args:
         task: ``"ner"`` (CoNLL-2002/2003 or WikiANN files, see :func:`probes.transfer.readers.ner.read_ner`) or
-            ``"re"`` (KBP37 / RELX files, :func:`probes.transfer.readers.relations.read_re`).
+            ``"re"`` (KBP37 / RELX files, :func:`probes.transfer.readers.relations.read_re`) or ``"typing"`` (Open
+            Entity files, :func:`probes.transfer.readers.typing.read_typing`; dev score: loose micro F1).
         train: the training file.
         dev: the file that picks the best epoch.
         output: the folder the fine-tuned model is written to.
@@ -148,6 +160,7 @@ def finetune(
         restart: start over instead of continuing an interrupted run.
         progress: show progress bars.
         device: where to train (``"auto"``: a GPU when there is one).
+        all_labels: typing: keep every label of the files, not only the nine general types (the papers' setting).
 
     Returns:
         The run's :class:`FineTuneReport`.
@@ -160,21 +173,33 @@ def finetune(
     _check_task(task)
     config = (config or FineTuneConfig()).check()
     output = check_output(output, overwrite=overwrite)
-    train_data, dev_data = _read(task, train, lang), _read(task, dev, lang)
+    train_data, dev_data = _read(task, train, lang, all_labels), _read(task, dev, lang, all_labels)
     items = train_data.sentences if task == "ner" else train_data.examples
     dev_items = dev_data.sentences if task == "ner" else dev_data.examples
     if task == "ner":
         labels = ["O", *sorted(set(train_data.types) | set(dev_data.types))]
+    elif task == "typing":
+        labels = sorted(set(train_data.labels) | set(dev_data.labels))
     else:
         seen = sorted(set(train_data.labels) | set(dev_data.labels))
         labels = (["no_relation"] if "no_relation" in seen else []) + [l for l in seen if l != "no_relation"]
     bundle = open_model(model)
-    settings = {"seed": config.seed, "max_span_pieces": config.max_span_pieces, "max_entities": config.max_entities}
+    settings: dict[str, Any] = {
+        "seed": config.seed,
+        "max_span_pieces": config.max_span_pieces,
+        "max_entities": config.max_entities,
+    }
+    if task == "typing":
+        settings["all_labels"] = all_labels
     net = new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings)
     place(net, device)  # in place
     tok = bundle.tokenizer
     index = {l: i for i, l in enumerate(labels)}
-    if task == "ner":
+    rows: list[Row]
+    if task == "typing":
+        golds = [[int(l in e.labels) for l in labels] for e in items]
+        rows = typing_rows(tok, [e.text for e in items], [e.span for e in items], labels=golds)
+    elif task == "ner":
         rows = ner_rows(
             tok,
             [s.words for s in items],
@@ -229,10 +254,18 @@ def finetune(
     )
 
 
+#: The scores of each task that go into the per-language table.
+_KEPT = {
+    "ner": ["precision", "recall", "f1"],
+    "re": ["macro_f1", "micro_f1", "accuracy"],
+    "typing": ["precision", "recall", "f1", "accuracy"],
+}
+
+
 @dataclass
 class TransferReport(TableReport):
-    """Zero-shot scores per language (``rows``: lang, examples, precision, recall, f1 (NER) or macro_f1,
-    micro_f1, accuracy (relations)) and their average over languages."""
+    """Zero-shot scores per language (``rows``: lang, examples, precision, recall, f1 (NER; typing: loose micro,
+    with accuracy) or macro_f1, micro_f1, accuracy (relations)) and their average over languages."""
 
     task: str
     features: str
@@ -247,7 +280,7 @@ class TransferReport(TableReport):
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing (scores x100), the average last."""
-        keys = ["precision", "recall", "f1"] if self.task == "ner" else ["macro_f1", "micro_f1", "accuracy"]
+        keys = _KEPT[self.task]
         rows = [[r["lang"], r["examples"], *(round(100 * r[k], 1) for k in keys)] for r in self.rows]
         rows.append(
             ["average", sum(r["examples"] for r in self.rows), *(round(100 * self.average[k], 1) for k in keys)]
@@ -268,7 +301,7 @@ def evaluate(
     """Score a fine-tuned model on test files, one per language.
 
     Args:
-        task: ``"ner"`` or ``"re"``, as the model was fine-tuned.
+        task: ``"ner"``, ``"re"`` or ``"typing"``, as the model was fine-tuned.
         model_dir: a folder written by :func:`finetune`.
         tests: the test file of each language (``{"de": "de/test.txt", ...}`` or pairs).
         batch_size: examples per forward pass.
@@ -294,15 +327,14 @@ def evaluate(
         raise OptionError("no test files: give at least one lang:path")
     rows = []
     for lang, path in tqdm(pairs, desc="evaluate", unit="language", disable=not progress):
-        data = _read(task, path, lang)
-        items: Sequence[NerSentence | ReExample] = data.sentences if task == "ner" else data.examples
+        data = _read(task, path, lang, model.settings.get("all_labels", False))
+        items: Sequence[NerSentence | ReExample | TypingExample] = data.sentences if task == "ner" else data.examples
         scores = score(task, model, tok, items, lang=lang, batch_size=batch_size)
-        keep = ("precision", "recall", "f1") if task == "ner" else ("macro_f1", "micro_f1", "accuracy")
         rows.append(
             {
                 "lang": lang,
                 "examples": len(items),
-                **{k: float(scores[k]) for k in keep},
+                **{k: float(scores[k]) for k in _KEPT[task]},
                 "per_type": scores["per_type"],
                 "skipped": sum(data.skipped.values()),
             }

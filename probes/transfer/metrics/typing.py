@@ -1,0 +1,63 @@
+"""Entity typing scores: loose micro precision, recall and F1 (Ling and Weld, 2012), as LUKE (Table 1) and
+KnowBert (Table 7) report them on Open Entity, following ERNIE's (Zhang et al., 2019) evaluation code."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from probes.transfer.metrics.ner_re import _check_lengths, _f1, _ratio
+
+
+def typing_scores(gold: Sequence[Collection[str]], predicted: Sequence[Collection[str]]) -> dict[str, Any]:
+    """Loose micro scores of predicted type sets against gold type sets, one pair per example.
+
+    Summed over the examples: ``correct`` = |predicted ∩ gold|, ``predicted`` = |predicted|, ``gold`` = |gold|;
+    precision = correct / predicted, recall = correct / gold (each 0.0 when its denominator is 0), F1 their
+    harmonic mean. An example with an empty prediction adds nothing to the precision's denominator.
+
+    Args:
+        gold: the gold types of each example.
+        predicted: the predicted types of each example.
+
+    Returns:
+        ``precision``, ``recall``, ``f1`` (loose micro), ``accuracy`` (share of examples whose predicted set
+        equals the gold set: strict accuracy), ``correct``, ``predicted``, ``gold`` (the label counts), and
+        ``per_type``: {type: {precision, recall, f1, support}} for each type in gold or predictions.
+
+    Raises:
+        OptionError: lists of different lengths.
+    """
+    _check_lengths(gold, predicted, "examples")
+    tp: Counter[str] = Counter()
+    n_pred: Counter[str] = Counter()
+    n_gold: Counter[str] = Counter()
+    exact = 0
+    for g, p in zip(gold, predicted):
+        g_set, p_set = set(g), set(p)
+        tp.update(g_set & p_set)
+        n_pred.update(p_set)
+        n_gold.update(g_set)
+        exact += g_set == p_set
+    correct, pred_total, gold_total = sum(tp.values()), sum(n_pred.values()), sum(n_gold.values())
+    precision, recall = _ratio(correct, pred_total), _ratio(correct, gold_total)
+    per_type = {}
+    for t in sorted(set(n_pred) | set(n_gold)):
+        t_precision, t_recall = _ratio(tp[t], n_pred[t]), _ratio(tp[t], n_gold[t])
+        per_type[t] = {
+            "precision": t_precision,
+            "recall": t_recall,
+            "f1": _f1(t_precision, t_recall),
+            "support": n_gold[t],
+        }
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": _f1(precision, recall),
+        "accuracy": _ratio(exact, len(gold)),
+        "correct": correct,
+        "predicted": pred_total,
+        "gold": gold_total,
+        "per_type": per_type,
+    }
