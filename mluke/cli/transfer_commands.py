@@ -22,13 +22,8 @@ if TYPE_CHECKING:
     from probes.transfer.runs.qa_linking import LinkSource
 
 TASKS = ("ner", "re", "qa", "typing")
-TaskArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="TASK",
-        help="'ner' (span NER), 're' (relation extraction), 'typing' (entity typing) or 'qa' (extractive QA).",
-    ),
-]
+TASK_HELP = "'ner' (span NER), 're' (relation extraction), 'typing' (entity typing) or 'qa' (extractive QA)."
+TaskArg = Annotated[str, typer.Argument(metavar="TASK", help=TASK_HELP)]
 KbOption = Annotated[
     Path | None,
     typer.Option(
