@@ -28,43 +28,39 @@ from pathlib import Path
 from typing import Any
 
 from kb.errors import InputFormatError, OptionError
-from kb.files import file_bytes
-from probes.reading import Skips
+from probes.transfer.readers.json_records import BadRecord, read_json_records
 from probes.transfer.readers.relations import ReDataset, ReExample
-from probes.transfer.readers.typing import _BadRecord, _records
 
 _INDICES = ("subj_start", "subj_end", "obj_start", "obj_end")
 
 
 def _span(tokens: list[str], starts: list[int], first: int, last: int, name: str) -> tuple[int, int]:
-    """The character span of tokens ``first..last`` (inclusive); raises :class:`_BadRecord`."""
+    """The character span of tokens ``first..last`` (inclusive); raises :class:`BadRecord`."""
     if not 0 <= first <= last < len(tokens):
-        raise _BadRecord("bad entity indices", f"{name} [{first}, {last}] in {len(tokens)} tokens")
+        raise BadRecord("bad entity indices", f"{name} [{first}, {last}] in {len(tokens)} tokens")
     if not " ".join(tokens[first : last + 1]).strip():
-        raise _BadRecord("blank entity", name)
+        raise BadRecord("blank entity", name)
     return starts[first], starts[last] + len(tokens[last])
 
 
 def _example(record: Any, index: int, lang: str | None) -> ReExample:
-    """The example of one record; raises :class:`_BadRecord`."""
-    if isinstance(record, _BadRecord):
-        raise record
+    """The example of one record; raises :class:`BadRecord`."""
     if not isinstance(record, dict):
-        raise _BadRecord("not a JSON object", type(record).__name__)
+        raise BadRecord("not a JSON object", type(record).__name__)
     missing = [k for k in ("token", *_INDICES, "relation") if k not in record]
     if missing:
-        raise _BadRecord("missing field", ", ".join(missing))
+        raise BadRecord("missing field", ", ".join(missing))
     tokens, relation = record["token"], record["relation"]
     if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
-        raise _BadRecord("token is not a list of strings", repr(tokens)[:60])
+        raise BadRecord("token is not a list of strings", repr(tokens)[:60])
     indices = [record[k] for k in _INDICES]
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
-        raise _BadRecord("indices are not integers", repr(indices))
+        raise BadRecord("indices are not integers", repr(indices))
     if not isinstance(relation, str) or not relation or relation != relation.strip() or " " in relation:
-        raise _BadRecord("relation is not one word", repr(relation)[:60])
+        raise BadRecord("relation is not one word", repr(relation)[:60])
     types = [record.get(k) for k in ("subj_type", "obj_type")]
     if not all(t is None or isinstance(t, str) for t in types):
-        raise _BadRecord("subj_type/obj_type are not strings", repr(types)[:60])
+        raise BadRecord("subj_type/obj_type are not strings", repr(types)[:60])
     starts, offset = [], 0
     for token in tokens:
         starts.append(offset)
@@ -72,7 +68,7 @@ def _example(record: Any, index: int, lang: str | None) -> ReExample:
     head = _span(tokens, starts, indices[0], indices[1], "subject")
     tail = _span(tokens, starts, indices[2], indices[3], "object")
     if head[0] < tail[1] and tail[0] < head[1]:
-        raise _BadRecord("subject and object overlap", f"tokens {indices}")
+        raise BadRecord("subject and object overlap", f"tokens {indices}")
     ident = record.get("id", index)
     return ReExample(str(ident), " ".join(tokens), head, tail, relation, lang, types[0], types[1])
 
@@ -91,14 +87,7 @@ def read_tacred(path: str | os.PathLike[str], *, lang: str | None = None) -> ReD
         InputFormatError: a missing file, a JSON list that is not UTF-8, or a file without any record.
     """
     path = Path(path)
-    data = file_bytes(path, expected="a TACRED file")
-    skips = Skips()
-    examples: list[ReExample] = []
-    for index, (line, record) in enumerate(_records(path, data)):
-        try:
-            examples.append(_example(record, index, lang))
-        except _BadRecord as bad:
-            skips.add(path, line, bad.reason, bad.detail)
+    examples, skips = read_json_records(path, "a TACRED file", lambda record, index: _example(record, index, lang))
     if not examples:
         raise InputFormatError(skips.nothing_read(path, "TACRED record"))
     labels = tuple(sorted({e.label for e in examples}))
@@ -131,18 +120,19 @@ def _record(example: ReExample) -> dict[str, Any]:
 
 
 def write_tacred(examples: Iterable[ReExample], path: str | os.PathLike[str]) -> Path:
-    """Write examples as a TACRED JSON list (UTF-8) that :func:`read_tacred` reads back to the same examples.
+    """Write examples as a TACRED JSON list (UTF-8, one record a line), the inverse of :func:`read_tacred`.
 
     Args:
         examples: examples whose head (subject) and tail (object) start and end at words of the text split on
-            single spaces.
-        path: the file to write.
+            single spaces; ``head_type``/``tail_type`` are written when set.
+        path: the file to write (its folder is made).
 
     Returns:
-        The path written.
+        ``path``, which :func:`read_tacred` reads back to the same examples.
 
     Raises:
-        OptionError: an example that cannot be written faithfully.
+        OptionError: an entity that does not start and end at words, overlapping entities, a relation that is
+            not one word.
     """
     path = Path(path)
     records = [_record(e) for e in examples]
