@@ -5,8 +5,8 @@
 - :mod:`~probes.transfer.readers.relations` — KBP37 and RELX (:func:`read_re`, :func:`write_kbp37`);
 - :mod:`~probes.transfer.readers.qa` — SQuAD, XQuAD and MLQA (:func:`read_squad`, :func:`read_xquad`,
   :func:`read_mlqa`, :func:`write_squad`);
-- :mod:`~probes.transfer.readers.tacred` — TACRED's JSON layout (:func:`read_tacred`, :func:`write_tacred`; also
-  ``read_re(path, fmt="tacred")``);
+- :mod:`~probes.transfer.readers.tacred` — TACRED's JSON layout (:func:`read_tacred`, :func:`write_tacred`), into
+  the examples of :mod:`~probes.transfer.readers.relations`;
 - :mod:`~probes.transfer.readers.typing` — Open Entity (:func:`read_typing`, :func:`write_typing`).
 """
 

@@ -249,8 +249,9 @@ def _example(block: list[tuple[int, str]], lang: str | None) -> ReExample:
     return ReExample(ident.strip(), text, head, tail, label, lang)
 
 
-def read_re(path: str | os.PathLike[str], *, lang: str | None = None, fmt: str = "kbp37") -> ReDataset:
-    """Examples of a KBP37 / RELX file (see the module docs) or of a TACRED file.
+def read_re(path: str | os.PathLike[str], *, lang: str | None = None) -> ReDataset:
+    """Examples of a KBP37 / RELX file (see the module docs; TACRED files:
+    :func:`probes.transfer.readers.tacred.read_tacred`).
 
     UTF-8 is read when the file is valid UTF-8, else latin-1. Bad blocks are skipped and counted, with the line
     where each starts.
@@ -258,22 +259,13 @@ def read_re(path: str | os.PathLike[str], *, lang: str | None = None, fmt: str =
     Args:
         path: the file.
         lang: stored on each example.
-        fmt: ``"kbp37"`` (also RELX) or ``"tacred"`` (the JSON layout,
-            :func:`probes.transfer.readers.tacred.read_tacred`).
 
     Returns:
         The :class:`ReDataset`.
 
     Raises:
         InputFormatError: a missing file or one without any example.
-        OptionError: an unknown ``fmt``.
     """
-    if fmt == "tacred":
-        from probes.transfer.readers.tacred import read_tacred  # (it builds on this module)
-
-        return read_tacred(path, lang=lang)
-    if fmt != "kbp37":
-        raise OptionError(f"relation data format {fmt!r}: expected one of {', '.join(RE_FORMATS)}")
     path = Path(path)
     lines, encoding = read_data_lines(path)
     skips = Skips()

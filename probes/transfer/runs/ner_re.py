@@ -33,6 +33,7 @@ from probes.transfer.metrics.tacred import tacred_scores
 from probes.transfer.metrics.typing import typing_scores
 from probes.transfer.readers.ner import NerSentence, read_ner
 from probes.transfer.readers.relations import RE_FORMATS, ReExample, read_re
+from probes.transfer.readers.tacred import read_tacred
 from probes.transfer.readers.typing import TypingExample, read_typing
 
 if TYPE_CHECKING:
@@ -55,7 +56,9 @@ def _read(
 ) -> Any:
     if task == "typing":
         return read_typing(path, lang=lang, all_labels=all_labels)
-    return read_ner(path, lang=lang) if task == "ner" else read_re(path, lang=lang, fmt=fmt)
+    if task == "re":
+        return read_tacred(path, lang=lang) if fmt == "tacred" else read_re(path, lang=lang)
+    return read_ner(path, lang=lang)
 
 
 def _check_format(task: str, fmt: str | None) -> str:
