@@ -9,7 +9,6 @@ from mluke.finetuning.models import TransferModel
 
 TINY = {
     "vocab_size": 40,
-    "entity_vocab_size": 3,
     "hidden_size": 32,
     "num_hidden_layers": 2,
     "num_attention_heads": 4,
@@ -25,7 +24,8 @@ def head_logits(
     reference: type, task: str, spans: list[list[tuple[int, int]]], *, eaa: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(ours, transformers') logits of 3 rows of 9 random word ids, the entities of row r over ``spans[r]`` with
-    ids 1, 2, ... (typing: [MASK]; relations: [HEAD], [TAIL]); every weight drawn from N(0, 0.3).
+    ids 1, 2, ... (typing: [MASK]; relations: [HEAD], [TAIL]; the entity table holds these and [PAD]); every
+    weight drawn from N(0, 0.3).
 
     ``reference`` is a transformers head class (``LukeForEntityClassification``...); its weights are loaded into
     a :class:`TransferModel` of ``task`` with entity features, the names being the same (``luke.*``,
@@ -33,7 +33,7 @@ def head_logits(
     """
     from transformers import LukeConfig, LukeModel
 
-    config = LukeConfig(use_entity_aware_attention=eaa, **TINY)
+    config = LukeConfig(use_entity_aware_attention=eaa, entity_vocab_size=len(spans[0]) + 1, **TINY)
     torch.manual_seed(3)
     ref = reference(config)
     with torch.no_grad():
