@@ -24,6 +24,17 @@ if TYPE_CHECKING:
 TASKS = ("ner", "re", "qa", "typing")
 TASK_HELP = "'ner' (span NER), 're' (relation extraction), 'typing' (entity typing) or 'qa' (extractive QA)."
 TaskArg = Annotated[str, typer.Argument(metavar="TASK", help=TASK_HELP)]
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help=(
+            "re: layout of the data files, 'kbp37' (KBP37/RELX blocks with <e1>/<e2> markers; the default) or 'tacred' "
+            "(TACRED JSON: token, subj_start/end, obj_start/end, relation; scored by micro F1 over the positive "
+            "relations)."
+        ),
+    ),
+]
 KbOption = Annotated[
     Path | None,
     typer.Option(
@@ -39,8 +50,8 @@ def finetune(
         typer.Option(
             "--train",
             help=(
-                "Training file: CoNLL-2002/2003 or WikiANN (ner), KBP37/RELX layout (re), Open Entity JSON or JSON "
-                "lines with sent/start/end/labels (typing), SQuAD 1.1 JSON (qa)."
+                "Training file: CoNLL-2002/2003 or WikiANN (ner), KBP37/RELX layout or TACRED JSON with --format "
+                "tacred (re), Open Entity JSON or JSON lines with sent/start/end/labels (typing), SQuAD 1.1 JSON (qa)."
             ),
         ),
     ],
@@ -93,6 +104,7 @@ def finetune(
             ),
         ),
     ] = False,
+    fmt: FormatOption = None,
     db: KbOption = None,
     device: DeviceOption = None,
     restart: Annotated[
@@ -104,7 +116,8 @@ def finetune(
     """Fine-tune mLUKE (or English LUKE, with --model) for NER, relation extraction, entity typing or extractive
     QA with entity or word features, e.g.
     mluke finetune ner --train en/train.txt --dev en/dev.txt --features entity -o ner-e, or
-    mluke finetune typing --train open_entity/train.json --dev open_entity/dev.json -o typing-e
+    mluke finetune typing --train open_entity/train.json --dev open_entity/dev.json -o typing-e, or
+    mluke finetune re --format tacred --train tacred/train.json --dev tacred/dev.json -o tacred-e
     (TASK: ner, re, typing or qa; qa reads SQuAD 1.1 JSON; typing: several types per mention, scored by
     loose micro F1).
 
@@ -119,6 +132,7 @@ def finetune(
     checks.at_least("--max-length", max_length, 16)
     checks.at_least("--doc-stride", doc_stride, 1)
     checks.device(device)
+    _check_format(task, fmt)
     from mluke.finetuning import FineTuneConfig
     from probes.transfer import finetune as run
 
@@ -146,7 +160,7 @@ def finetune(
     else:
         if all_labels and task != "typing":
             raise OptionError("--all-labels is for `finetune typing`")
-        extra = {"all_labels": all_labels} if task == "typing" else {}
+        extra: dict[str, Any] = {"all_labels": all_labels} if task == "typing" else {"fmt": fmt}
         report = run(task, train, dev, lang=lang, **common, **extra)  # type: ignore[arg-type]
         dev_column = "dev score"
     print_table(
@@ -199,6 +213,7 @@ def evaluate(
         ),
     ] = None,
     db: KbOption = None,
+    fmt: FormatOption = None,
     batch_size: Annotated[int, typer.Option(help="Input rows per forward pass.")] = 16,
     json_out: Annotated[str | None, json_option("every score (per type too)")] = None,
     csv_out: Annotated[str | None, csv_option("the per-language table")] = None,
@@ -211,12 +226,15 @@ def evaluate(
     """Evaluate a fine-tuned model zero-shot on test files in other languages: a table per language with the
     average, e.g. mluke evaluate ner ner-e --test de:de/test.txt --test ja:ja/test.txt, or
     mluke evaluate typing typing-e --test en:open_entity/test.json (loose micro P/R/F1), or
+    mluke evaluate re tacred-e --test en:tacred/test.json (a model fine-tuned with --format tacred reads TACRED
+    JSON and reports TACRED's micro P/R/F1 over the positive relations), or
     mluke evaluate qa qa-e --xquad xquad/ --mlqa mlqa/ --gxlt"""
     from kb.files import split_list, write_csv
 
     checks.choice("TASK", task, TASKS)
     checks.at_least("--batch-size", batch_size, 1)
     checks.device(device, dtype)
+    _check_format(task, fmt)
     if task == "qa":
         _check_qa_sets(xquad, mlqa, split_list(langs), gxlt, split, link_source)
     elif xquad or mlqa or gxlt or gxlt_csv:
@@ -267,7 +285,16 @@ def evaluate(
             raise OptionError(f"--test {item!r}: expected lang:path, e.g. de:de/test.txt")
         tests.append((lang, path))
     outputs = check_outputs(overwrite, json_out, csv_out)
-    report = run(task, model_dir, tests, batch_size=batch_size, progress=progress, device=device, dtype=dtype)  # type: ignore[arg-type]
+    report = run(
+        task,  # type: ignore[arg-type]
+        model_dir,
+        tests,
+        batch_size=batch_size,
+        progress=progress,
+        device=device,
+        dtype=dtype,
+        fmt=fmt,
+    )
     show_report(
         report,
         f"{report.task} zero-shot, {report.features} features ({model_dir}; scores x100)",
@@ -276,6 +303,15 @@ def evaluate(
         overwrite=overwrite,
         outputs=outputs,
     )
+
+
+def _check_format(task: str, fmt: str | None) -> None:
+    """--format: a known relation layout, and only for `re`."""
+    if fmt is None:
+        return
+    if task != "re":
+        raise OptionError(f"--format is for `finetune re` / `evaluate re` (relation data layouts), not {task!r}")
+    checks.choice("--format", fmt, ["kbp37", "tacred"])
 
 
 def _check_qa_sets(

@@ -5,12 +5,12 @@ against word features (mLUKE-W), and extractive QA; the evaluation side (data se
   do), :class:`FineTuneReport`, :class:`TransferReport`; for QA :func:`finetune_qa` / :func:`evaluate_qa`
   (:class:`QaFineTuneReport`, :class:`QaReport` with the G-XLT matrix) and its entity-linked input
   (:mod:`probes.transfer.runs.qa_linking`);
-- :mod:`probes.transfer.readers` — :func:`read_ner` (CoNLL-2002/2003, WikiANN), :func:`read_re` (KBP37, RELX),
-  :func:`read_squad`, :func:`read_xquad`, :func:`read_mlqa`, :func:`read_typing` (Open Entity), with their
-  writers;
+- :mod:`probes.transfer.readers` — :func:`read_ner` (CoNLL-2002/2003, WikiANN), :func:`read_re` (KBP37, RELX;
+  TACRED: :func:`read_tacred`), :func:`read_squad`, :func:`read_xquad`, :func:`read_mlqa`, :func:`read_typing`
+  (Open Entity), with their writers;
 - :mod:`probes.transfer.metrics` — :func:`ner_scores` (seqeval span F1), :func:`re_scores` (macro F1 over
   relation types), :func:`qa_scores` (official SQuAD v1.1 or MLQA rules), :func:`typing_scores` (loose micro
-  P/R/F1);
+  P/R/F1), :func:`tacred_scores` (TACRED's micro P/R/F1 over the positive relations);
 - :mod:`probes.transfer.miniature` — cross-lingual NER, RE and QA sets made from the embedded kb in 24
   languages.
 

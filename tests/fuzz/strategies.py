@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from hypothesis import settings, strategies as st
 
 #: The ``max_examples`` of the "ci" profile, against which :func:`examples` scales.
@@ -57,3 +60,10 @@ def unicode_text(min_size: int = 0, max_size: int = 40) -> st.SearchStrategy[str
     ``min_size`` to ``max_size`` pieces of at least one character."""
     piece = st.one_of(st.sampled_from(SCRIPT_SAMPLES), st.text(min_size=1, max_size=6), st.sampled_from(" \n\t,.;"))
     return st.lists(piece, min_size=min_size, max_size=max_size).map("".join)
+
+
+def skip_report_lines(skipped: list[str], path: Path) -> list[int]:
+    """The line numbers of a reader's skip report (``path:line: reason``), each entry checked to name ``path``."""
+    found = [re.match(re.escape(str(path)) + r":(\d+): ", e) for e in skipped]
+    assert all(found), skipped
+    return [int(m.group(1)) for m in found]  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 
 from kb.errors import InputFormatError
 from probes.transfer.readers.typing import GENERAL_TYPES, TypingExample, read_typing
-from tests.fuzz.strategies import examples, unicode_text
+from tests.fuzz.strategies import examples, skip_report_lines, unicode_text
 
 BAD_UTF8 = st.sampled_from([b"\xff", b"\x80", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"caf\xe9"])
 KINDS = ["truncate", "drop field", "wrong type", "span out of range", "garbage", "bad utf-8", "duplicate"]
@@ -56,12 +56,6 @@ def _corrupt(data: st.DataObject, line: bytes, record: dict, kind: str) -> bytes
     return line[:at] + junk + line[at:]
 
 
-def _lines_of(skipped: list[str], path: Path) -> list[int]:
-    found = [re.match(re.escape(str(path)) + r":(\d+): ", e) for e in skipped]
-    assert all(found), skipped
-    return [int(m.group(1)) for m in found]  # type: ignore[union-attr]
-
-
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=examples(20))
 @given(data=st.data())
@@ -90,7 +84,7 @@ def test_typing_bad_json_line_is_skipped_where_it_is(data, kind):
         return
     assert got[:i] == expected[:i] and got[len(got) - (n - i - 1) :] == expected[i + 1 :]
     middle = got[i : len(got) - (n - i - 1)]
-    skipped_lines = _lines_of(result.examples_skipped, path)
+    skipped_lines = skip_report_lines(result.examples_skipped, path)
     assert len(middle) + len(skipped_lines) == 1 and all(line == i + 1 for line in skipped_lines)
     if kind in ("drop field", "wrong type", "span out of range", "bad utf-8"):
         assert not middle and sum(result.skipped.values()) == 1
@@ -117,7 +111,7 @@ def test_typing_json_list_keeps_the_records_around_a_broken_one(data):
     got = result.examples
     assert got[:i] == expected[:i] and got[len(got) - (n - i - 1) :] == expected[i + 1 :]
     middle = got[i : len(got) - (n - i - 1)]
-    skipped_lines = _lines_of(result.examples_skipped, path)
+    skipped_lines = skip_report_lines(result.examples_skipped, path)
     # a "{}" inside the broken record's text may be taken for a record of its own (and skipped, on the same line)
     assert len(middle) <= 1 and (middle or skipped_lines) and all(line == i + 2 for line in skipped_lines)
     if kind == "drop field":

@@ -7,8 +7,8 @@ import torch
 import mluke
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, predict_types, save_transfer
 from mluke.finetuning.inputs import collate, typing_rows
-from mluke.finetuning.models import TransferModel
 from tests.mluke.conftest import assert_same_weights, interrupt_at
+from tests.mluke.head_parity import head_logits
 
 LABELS = ["location", "person", "place"]
 TOY = [
@@ -104,53 +104,12 @@ def test_loss_is_binary_cross_entropy_over_every_type(bundle):
     assert torch.allclose(model.loss(batch), expected, atol=1e-6)
 
 
-TINY = {
-    "vocab_size": 40,
-    "entity_vocab_size": 2,
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "intermediate_size": 37,
-    "entity_emb_size": 16,
-    "max_position_embeddings": 40,
-    "type_vocab_size": 1,
-    "num_labels": 5,
-}
-
-
 @pytest.mark.parametrize("eaa", [True, False])
 def test_logits_equal_transformers_luke_for_entity_classification(eaa):
     """Same weights, same inputs: our typing head (entity features) and transformers' head give the same logits."""
-    from transformers import LukeConfig, LukeForEntityClassification, LukeModel
+    from transformers import LukeForEntityClassification
 
-    config = LukeConfig(use_entity_aware_attention=eaa, **TINY)
-    torch.manual_seed(3)
-    ref = LukeForEntityClassification(config)
-    with torch.no_grad():
-        for p in ref.parameters():  # no zero rows or unit norms: every weight matters
-            p.normal_(0.0, 0.3)
-    ref.eval()
-    ours = TransferModel(LukeModel(config, add_pooling_layer=False), "typing", "entity", [f"t{i}" for i in range(5)])
-    state = {k: v for k, v in ref.state_dict().items() if not k.startswith("luke.pooler.")}
-    ours.load_state_dict(state, strict=True)  # the same names: luke.* and classifier.*
-    ours.eval()
-    generator = torch.Generator().manual_seed(0)
-    ids = torch.randint(3, 40, (3, 9), generator=generator)
-    mask = torch.ones_like(ids)
-    mask[2, 6:] = 0
-    positions = torch.full((3, 1, 4), -1)
-    for r, (s, e) in enumerate([(1, 3), (4, 8), (2, 5)]):
-        positions[r, 0, : e - s] = torch.arange(s, e)
-    batch = {
-        "input_ids": ids,
-        "attention_mask": mask,
-        "entity_ids": torch.ones(3, 1, dtype=torch.long),
-        "entity_position_ids": positions,
-        "entity_attention_mask": torch.ones(3, 1, dtype=torch.long),
-    }
-    with torch.no_grad():
-        expected = ref(**batch).logits
-        got = ours(batch)
+    got, expected = head_logits(LukeForEntityClassification, "typing", [[(1, 3)], [(4, 8)], [(2, 5)]], eaa=eaa)
     assert got.shape == expected.shape == (3, 5)
     print(f"max |logit difference| = {(got - expected).abs().max().item():.2e}")
     assert (got - expected).abs().max().item() < 1e-5

@@ -4,11 +4,14 @@
   over relation types);
 - :mod:`~probes.transfer.metrics.qa` — :func:`qa_scores` under the official SQuAD v1.1 or MLQA rules;
 - :mod:`~probes.transfer.metrics.re_subsets` — RE scores on the seen and unseen facts of the miniature sets;
+- :mod:`~probes.transfer.metrics.tacred` — :func:`tacred_scores`, TACRED's micro P/R/F1 over the positive
+  relations (``no_relation`` excluded);
 - :mod:`~probes.transfer.metrics.typing` — :func:`typing_scores`, loose micro P/R/F1 of entity typing (Open Entity).
 """
 
 from probes.transfer.metrics.ner_re import ner_scores, re_scores
 from probes.transfer.metrics.qa import qa_scores
+from probes.transfer.metrics.tacred import tacred_scores
 from probes.transfer.metrics.typing import typing_scores
 
-__all__ = ["ner_scores", "qa_scores", "re_scores", "typing_scores"]
+__all__ = ["ner_scores", "qa_scores", "re_scores", "tacred_scores", "typing_scores"]

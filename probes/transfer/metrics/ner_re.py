@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kb.errors import OptionError
@@ -99,12 +99,32 @@ def re_scores(gold_labels: Sequence[str], predicted_labels: Sequence[str]) -> di
         OptionError: labels that are neither ``no_relation`` nor ``type(e1,e2)``/``type(e2,e1)``, or lists of
             different lengths.
     """
+    return relation_scores(gold_labels, predicted_labels, relation_type)
+
+
+def relation_scores(
+    gold_labels: Sequence[str], predicted_labels: Sequence[str], type_of: Callable[[str], str | None]
+) -> dict[str, Any]:
+    """The counts and scores of :func:`re_scores`, with ``type_of`` giving each label's relation type (None for
+    ``no_relation``).
+
+    Args:
+        gold_labels: the gold label of each example.
+        predicted_labels: the predicted label of each example.
+        type_of: a label's type (:func:`~probes.transfer.readers.relations.relation_type` for KBP37).
+
+    Returns:
+        The dictionary :func:`re_scores` describes.
+
+    Raises:
+        OptionError: lists of different lengths, or what ``type_of`` raises.
+    """
     _check_lengths(gold_labels, predicted_labels, "labels")
     tp: Counter[str] = Counter()
     fp: Counter[str] = Counter()
     fn: Counter[str] = Counter()
     for g, p in zip(gold_labels, predicted_labels):
-        g_type, p_type = relation_type(g), relation_type(p)
+        g_type, p_type = type_of(g), type_of(p)
         if g == p:
             if g_type:
                 tp[g_type] += 1
@@ -126,10 +146,9 @@ def re_scores(gold_labels: Sequence[str], predicted_labels: Sequence[str]) -> di
             "correct": tp[t],
         }
     all_tp, all_fp, all_fn = sum(tp.values()), sum(fp.values()), sum(fn.values())
-    micro_f1 = _f1(_ratio(all_tp, all_tp + all_fp), _ratio(all_tp, all_tp + all_fn))
     return {
         "macro_f1": sum(s["f1"] for s in per_type.values()) / len(types) if types else 0.0,
-        "micro_f1": micro_f1,
+        "micro_f1": _f1(_ratio(all_tp, all_tp + all_fp), _ratio(all_tp, all_tp + all_fn)),
         "accuracy": _ratio(sum(g == p for g, p in zip(gold_labels, predicted_labels)), len(gold_labels)),
         "per_type": per_type,
         "types": types,

@@ -30,6 +30,8 @@ from kb.errors import InputFormatError, OptionError
 from probes.reading import ReadSet, Skips, read_data_lines
 
 NO_RELATION = "no_relation"
+#: The layouts :func:`read_re` reads.
+RE_FORMATS = ("kbp37", "tacred")
 MARKERS = ("<e1>", "</e1>", "<e2>", "</e2>")
 
 _MARKER = re.compile(r"</?e[12]>")
@@ -50,6 +52,8 @@ class ReExample:
     tail: tuple[int, int]
     label: str
     lang: str | None = None
+    head_type: str | None = None
+    tail_type: str | None = None
 
     @property
     def head_text(self) -> str:
@@ -62,7 +66,8 @@ class ReExample:
 
 @dataclass
 class ReDataset(ReadSet[ReExample]):
-    """Examples read from one file, the labels seen (sorted) and the blocks skipped (``path:line: reason``)."""
+    """Examples read from one file, the labels seen (sorted) and the blocks skipped (``path:line: reason``);
+    ``layout`` is ``"kbp37"`` or ``"tacred"``."""
 
     examples: list[ReExample]
     labels: tuple[str, ...]
@@ -70,6 +75,7 @@ class ReDataset(ReadSet[ReExample]):
     examples_skipped: list[str]
     path: str | None = None
     encoding: str = "utf-8"
+    layout: str = "kbp37"
 
     def records(self) -> list[ReExample]:
         return self.examples
@@ -77,12 +83,15 @@ class ReDataset(ReadSet[ReExample]):
     @property
     def relation_types(self) -> tuple[str, ...]:
         """The relation types of the labels seen (directions and no_relation left out)."""
+        if self.layout == "tacred":
+            return tuple(l for l in self.labels if l != NO_RELATION)
         return tuple(sorted({t for t in map(relation_type, self.labels) if t}))
 
     def __repr__(self) -> str:
         head = (
             f"ReDataset({len(self.examples):,} examples, {len(self.labels)} labels, "
-            f"encoding={self.encoding}, skipped {sum(self.skipped.values()):,} blocks)"
+            f"encoding={self.encoding}, skipped {sum(self.skipped.values()):,} "
+            f"{'records' if self.layout == 'tacred' else 'blocks'})"
         )
         return self._described(head, self.examples_skipped)
 
@@ -241,7 +250,8 @@ def _example(block: list[tuple[int, str]], lang: str | None) -> ReExample:
 
 
 def read_re(path: str | os.PathLike[str], *, lang: str | None = None) -> ReDataset:
-    """Examples of a KBP37 / RELX file (see the module docs).
+    """Examples of a KBP37 / RELX file (see the module docs; TACRED files:
+    :func:`probes.transfer.readers.tacred.read_tacred`).
 
     UTF-8 is read when the file is valid UTF-8, else latin-1. Bad blocks are skipped and counted, with the line
     where each starts.

@@ -21,14 +21,14 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kb.errors import InputFormatError, OptionError
-from kb.files import file_bytes
-from probes.reading import ReadSet, Skips
+from probes.reading import ReadSet
+from probes.transfer.readers.json_records import BadRecord, read_json_records
 
 #: The nine general types of Open Entity (Choi et al., 2018), the setting of LUKE Table 1 and KnowBert Table 7.
 GENERAL_TYPES = ("entity", "location", "time", "organization", "object", "event", "place", "person", "group")
@@ -72,81 +72,22 @@ class TypingDataset(ReadSet[TypingExample]):
         return self._described(head, self.examples_skipped)
 
 
-class _BadRecord(Exception):
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(reason)
-        self.reason, self.detail = reason, detail
-
-
-def _records(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
-    """(line, record) of a JSON list or JSON lines; a record that is not JSON (or a JSON line that is not UTF-8)
-    gives ``(line, _BadRecord)``."""
-    data = data.removeprefix(b"\xef\xbb\xbf")
-    if not data.lstrip().startswith(b"["):
-        for number, raw in enumerate(data.split(b"\n"), start=1):
-            if raw.strip():
-                try:
-                    yield number, json.loads(raw.decode("utf-8"))
-                except UnicodeDecodeError:
-                    yield number, _BadRecord("not UTF-8")
-                except ValueError as exc:
-                    yield number, _BadRecord("not JSON", str(exc)[:60])
-        return
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputFormatError(f"{path}:{line}: bytes that are not UTF-8; expected a JSON list in UTF-8") from None
-    decoder, pos = json.JSONDecoder(), text.index("[") + 1
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(text) or text[pos] == "]":  # (a list without its closing bracket ends with the text)
-            return
-        line = text.count("\n", 0, pos) + 1
-        try:
-            record, pos = decoder.raw_decode(text, pos)
-        except ValueError as exc:
-            yield line, _BadRecord("not JSON", str(exc)[:60])
-            pos = _next_object(text, pos + 1)
-            continue
-        yield line, record
-
-
-def _next_object(text: str, pos: int) -> int:
-    """Where reading a JSON list goes on after a broken record: the next ``{`` that starts a whole object followed
-    by ``,`` or ``]``, else the end of the text."""
-    decoder = json.JSONDecoder()
-    while (pos := text.find("{", pos)) >= 0:
-        try:
-            _, end = decoder.raw_decode(text, pos)
-        except ValueError:
-            pos += 1
-            continue
-        if text[end:].lstrip()[:1] in (",", "]"):
-            return pos
-        pos += 1
-    return len(text)
-
-
 def _example(record: Any, index: int, lang: str | None) -> TypingExample:
-    """The example of one record, all its labels kept; raises :class:`_BadRecord`."""
-    if isinstance(record, _BadRecord):
-        raise record
+    """The example of one record, all its labels kept; raises :class:`BadRecord`."""
     if not isinstance(record, dict):
-        raise _BadRecord("not a JSON object", type(record).__name__)
+        raise BadRecord("not a JSON object", type(record).__name__)
     missing = [k for k in ("sent", "start", "end", "labels") if k not in record]
     if missing:
-        raise _BadRecord("missing field", ", ".join(missing))
+        raise BadRecord("missing field", ", ".join(missing))
     sent, start, end, labels = record["sent"], record["start"], record["end"], record["labels"]
     if not isinstance(sent, str):
-        raise _BadRecord("sent is not a string")
+        raise BadRecord("sent is not a string")
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in (start, end)):
-        raise _BadRecord("start/end are not integers", f"{start!r}, {end!r}")
+        raise BadRecord("start/end are not integers", f"{start!r}, {end!r}")
     if not 0 <= start < end <= len(sent) or not sent[start:end].strip():
-        raise _BadRecord("bad mention span", f"[{start}, {end}) in a sentence of {len(sent)} characters")
+        raise BadRecord("bad mention span", f"[{start}, {end}) in a sentence of {len(sent)} characters")
     if not isinstance(labels, list) or not all(isinstance(l, str) and l for l in labels):
-        raise _BadRecord("labels are not a list of strings", repr(labels)[:60])
+        raise BadRecord("labels are not a list of strings", repr(labels)[:60])
     ident = record.get("id", index)
     return TypingExample(str(ident), sent, (start, end), tuple(sorted(set(labels))), lang)
 
@@ -166,16 +107,10 @@ def read_typing(path: str | os.PathLike[str], *, lang: str | None = None, all_la
         InputFormatError: a missing file, a JSON list that is not UTF-8, or a file without any record.
     """
     path = Path(path)
-    data = file_bytes(path, expected="an Open Entity file")
-    skips = Skips()
+    read, skips = read_json_records(path, "an Open Entity file", lambda record, index: _example(record, index, lang))
     examples: list[TypingExample] = []
     dropped: Counter[str] = Counter()
-    for index, (line, record) in enumerate(_records(path, data)):
-        try:
-            example = _example(record, index, lang)
-        except _BadRecord as bad:
-            skips.add(path, line, bad.reason, bad.detail)
-            continue
+    for example in read:
         if not all_labels:
             dropped.update(l for l in example.labels if l not in GENERAL_TYPES)
             example = TypingExample(

@@ -29,9 +29,11 @@ from mluke.finetuning.models import Features
 from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.ner_re import ner_scores, re_scores
+from probes.transfer.metrics.tacred import tacred_scores
 from probes.transfer.metrics.typing import typing_scores
 from probes.transfer.readers.ner import NerSentence, read_ner
-from probes.transfer.readers.relations import ReExample, read_re
+from probes.transfer.readers.relations import RE_FORMATS, ReExample, read_re
+from probes.transfer.readers.tacred import read_tacred
 from probes.transfer.readers.typing import TypingExample, read_typing
 
 if TYPE_CHECKING:
@@ -49,10 +51,24 @@ def _check_task(task: str) -> str:
     return task
 
 
-def _read(task: str, path: str | os.PathLike[str], lang: str | None, all_labels: bool = False) -> Any:
+def _read(
+    task: str, path: str | os.PathLike[str], lang: str | None, all_labels: bool = False, fmt: str = "kbp37"
+) -> Any:
     if task == "typing":
         return read_typing(path, lang=lang, all_labels=all_labels)
-    return read_ner(path, lang=lang) if task == "ner" else read_re(path, lang=lang)
+    if task == "re":
+        return read_tacred(path, lang=lang) if fmt == "tacred" else read_re(path, lang=lang)
+    return read_ner(path, lang=lang)
+
+
+def _check_format(task: str, fmt: str | None) -> str:
+    """The relation data layout (``"kbp37"`` unless given); an error for an unknown one or one given to NER or
+    typing."""
+    if fmt is not None and task != "re":
+        raise OptionError(f"a data format ({fmt!r}) is for relation extraction ('re'), not {task!r}")
+    if fmt is not None and fmt not in RE_FORMATS:
+        raise OptionError(f"relation data format {fmt!r}: expected one of {', '.join(RE_FORMATS)}")
+    return fmt or "kbp37"
 
 
 def _identity(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -61,11 +77,19 @@ def _identity(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def score(
-    task: str, model: Any, tokenizer: Any, data: Sequence[Any], *, lang: str | None = None, batch_size: int = 16
+    task: str,
+    model: Any,
+    tokenizer: Any,
+    data: Sequence[Any],
+    *,
+    lang: str | None = None,
+    batch_size: int = 16,
+    fmt: str = "kbp37",
 ) -> dict[str, Any]:
     """The model's scores on NER sentences (span micro F1, seqeval strict IOB2), relation examples (macro F1
-    over relation types, see :func:`probes.transfer.metrics.ner_re.re_scores`) or typing examples (loose micro
-    F1, :func:`probes.transfer.metrics.typing.typing_scores`).
+    over relation types, see :func:`probes.transfer.metrics.ner_re.re_scores`; TACRED: micro F1 over the positive
+    relations, :func:`probes.transfer.metrics.tacred.tacred_scores`) or typing examples (loose micro F1,
+    :func:`probes.transfer.metrics.typing.typing_scores`).
 
     Args:
         task: ``"ner"``, ``"re"`` or ``"typing"``.
@@ -74,6 +98,7 @@ def score(
         data: NER sentences, relation or typing examples.
         lang: the language of items that carry none.
         batch_size: rows per forward pass.
+        fmt: relations: ``"kbp37"`` or ``"tacred"``, the layout the examples were read from.
 
     Returns:
         The scores of :func:`~probes.transfer.metrics.ner_re.ner_scores`,
@@ -90,11 +115,13 @@ def score(
     labels = predict_relations(
         model, tokenizer, [e.text for e in data], [(e.head, e.tail) for e in data], batch_size=batch_size
     )
-    return re_scores([e.label for e in data], labels)
+    scorer = tacred_scores if fmt == "tacred" else re_scores
+    return scorer([e.label for e in data], labels)
 
 
 def _main_score(task: str, scores: dict[str, Any]) -> float:
-    return cast(float, scores["macro_f1"] if task == "re" else scores["f1"])
+    """The dev score: F1 (NER, typing, TACRED's micro F1), else (KBP37 / RELX) macro F1."""
+    return cast(float, scores["f1"] if "f1" in scores else scores["macro_f1"])
 
 
 @dataclass
@@ -138,6 +165,7 @@ def finetune(
     progress: bool = True,
     device: Device = None,
     all_labels: bool = False,
+    fmt: str | None = None,
 ) -> FineTuneReport:
     """Fine-tune a model for NER, relation extraction or entity typing on ``train`` and keep the epoch best on
     ``dev``.
@@ -161,6 +189,9 @@ def finetune(
         progress: show progress bars.
         device: where to train (``"auto"``: a GPU when there is one).
         all_labels: typing: keep every label of the files, not only the nine general types (the papers' setting).
+        fmt: relations: the layout of ``train`` and ``dev``, ``"kbp37"`` (default; also RELX) or ``"tacred"``
+            (TACRED JSON, :func:`probes.transfer.readers.tacred.read_tacred`; dev score: TACRED's micro F1).
+            Kept in the model's settings, so that :func:`evaluate` reads its test files alike.
 
     Returns:
         The run's :class:`FineTuneReport`.
@@ -171,9 +202,10 @@ def finetune(
     """
     started = time.perf_counter()
     _check_task(task)
+    layout = _check_format(task, fmt)
     config = (config or FineTuneConfig()).check()
     output = check_output(output, overwrite=overwrite)
-    train_data, dev_data = _read(task, train, lang, all_labels), _read(task, dev, lang, all_labels)
+    train_data, dev_data = _read(task, train, lang, all_labels, layout), _read(task, dev, lang, all_labels, layout)
     items = train_data.sentences if task == "ner" else train_data.examples
     dev_items = dev_data.sentences if task == "ner" else dev_data.examples
     if task == "ner":
@@ -191,6 +223,8 @@ def finetune(
     }
     if task == "typing":
         settings["all_labels"] = all_labels
+    if task == "re":
+        settings["format"] = layout
     net = new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings)
     place(net, device)  # in place
     tok = bundle.tokenizer
@@ -235,7 +269,7 @@ def finetune(
         pad_id=tok.pad_id,
         identity=identity,
         restart=restart,
-        evaluate=lambda m: _main_score(task, score(task, m, tok, dev_items, lang=lang)),
+        evaluate=lambda m: _main_score(task, score(task, m, tok, dev_items, lang=lang, fmt=layout)),
     )
     history = tuner.train(progress=progress)
     save_transfer(
@@ -259,19 +293,23 @@ _KEPT = {
     "ner": ["precision", "recall", "f1"],
     "re": ["macro_f1", "micro_f1", "accuracy"],
     "typing": ["precision", "recall", "f1", "accuracy"],
+    "tacred": ["precision", "recall", "f1", "macro_f1", "accuracy"],
 }
 
 
 @dataclass
 class TransferReport(TableReport):
     """Zero-shot scores per language (``rows``: lang, examples, precision, recall, f1 (NER; typing: loose micro,
-    with accuracy) or macro_f1, micro_f1, accuracy (relations)) and their average over languages."""
+    with accuracy) or macro_f1, micro_f1, accuracy (relations; TACRED: its micro precision, recall, f1 over the
+    positive relations, then macro_f1 and accuracy)) and their average over languages; ``layout``: the relation
+    data layout (``"kbp37"`` or ``"tacred"``), None for NER and typing."""
 
     task: str
     features: str
     model: str
     rows: list[dict[str, Any]]
-    head = ("task", "features", "model")
+    layout: str | None = None
+    head = ("task", "features", "model", "layout")
 
     @property
     def average(self) -> dict[str, float]:
@@ -280,7 +318,7 @@ class TransferReport(TableReport):
 
     def table(self) -> tuple[list[str], list[list[Any]]]:
         """Columns and rows for printing (scores x100), the average last."""
-        keys = _KEPT[self.task]
+        keys = _KEPT["tacred" if self.layout == "tacred" else self.task]
         rows = [[r["lang"], r["examples"], *(round(100 * r[k], 1) for k in keys)] for r in self.rows]
         rows.append(
             ["average", sum(r["examples"] for r in self.rows), *(round(100 * self.average[k], 1) for k in keys)]
@@ -297,6 +335,7 @@ def evaluate(
     progress: bool = True,
     device: Device = None,
     dtype: DType = None,
+    fmt: str | None = None,
 ) -> TransferReport:
     """Score a fine-tuned model on test files, one per language.
 
@@ -308,6 +347,8 @@ def evaluate(
         progress: show a progress bar.
         device: where the model runs (:mod:`mluke.devices`).
         dtype: the precision it runs in.
+        fmt: relations: the layout of the test files, ``"kbp37"`` or ``"tacred"`` (default: the one the model was
+            fine-tuned on); TACRED files are scored by :func:`~probes.transfer.metrics.tacred.tacred_scores`.
 
     Returns:
         A :class:`TransferReport` with a row per language.
@@ -318,6 +359,7 @@ def evaluate(
     from tqdm import tqdm
 
     _check_task(task)
+    _check_format(task, fmt)
     model, tok = load_transfer(model_dir)
     place(model, device, dtype)
     if model.task != task:
@@ -325,18 +367,20 @@ def evaluate(
     pairs = list(tests.items()) if isinstance(tests, Mapping) else list(tests)
     if not pairs:
         raise OptionError("no test files: give at least one lang:path")
+    layout = fmt or model.settings.get("format", "kbp37")
+    kept = _KEPT["tacred" if task == "re" and layout == "tacred" else task]
     rows = []
     for lang, path in tqdm(pairs, desc="evaluate", unit="language", disable=not progress):
-        data = _read(task, path, lang, model.settings.get("all_labels", False))
+        data = _read(task, path, lang, model.settings.get("all_labels", False), layout)
         items: Sequence[NerSentence | ReExample | TypingExample] = data.sentences if task == "ner" else data.examples
-        scores = score(task, model, tok, items, lang=lang, batch_size=batch_size)
+        scores = score(task, model, tok, items, lang=lang, batch_size=batch_size, fmt=layout)
         rows.append(
             {
                 "lang": lang,
                 "examples": len(items),
-                **{k: float(scores[k]) for k in _KEPT[task]},
+                **{k: float(scores[k]) for k in kept},
                 "per_type": scores["per_type"],
                 "skipped": sum(data.skipped.values()),
             }
         )
-    return TransferReport(task, model.features, str(model_dir), rows)
+    return TransferReport(task, model.features, str(model_dir), rows, layout if task == "re" else None)
