@@ -43,12 +43,13 @@ def json_records(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
         line = data[: exc.start].count(b"\n") + 1
         raise InputFormatError(f"{path}:{line}: bytes that are not UTF-8; expected a JSON list in UTF-8") from None
     decoder, pos = json.JSONDecoder(), text.index("[") + 1
+    line, counted = 1, 0  # the line of ``counted``: newlines are counted once, from the last record on
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1
         if pos >= len(text) or text[pos] == "]":  # (a list without its closing bracket ends with the text)
             return
-        line = text.count("\n", 0, pos) + 1
+        line, counted = line + text.count("\n", counted, pos), pos
         try:
             record, pos = decoder.raw_decode(text, pos)
         except ValueError as exc:
