@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from kb.errors import InputFormatError
+from mluke.compat import dtype_kwargs
 from mluke.devices import to_device
 from mluke.errors import CheckpointError
 
@@ -177,7 +178,7 @@ def load_word_model(directory: Path, *, dtype: torch.dtype | None = None) -> tup
     transformers.logging.set_verbosity_error()  # missing weights are checked below, loudly
     transformers.logging.disable_progress_bar()  # no "Loading weights" bar in the middle of a probe's output
     try:
-        model, info = AutoModelForMaskedLM.from_pretrained(directory, output_loading_info=True, dtype=dtype)
+        model, info = AutoModelForMaskedLM.from_pretrained(directory, output_loading_info=True, **dtype_kwargs(dtype))
     except ValueError as exc:
         raise CheckpointError(
             f"{directory}: model type {kind!r} has no masked-LM class in transformers "

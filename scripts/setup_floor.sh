@@ -39,10 +39,11 @@ for line in open(sys.argv[1]):
         sys.exit(f"{name} {got} installed, the floor is {want}")
     print(f"floor: {name} {got}")
 PY
-# the model and checkpoint (test_checkpoint), the tokenizer, and the probe through the library on the tiny
+# the model and checkpoint (test_checkpoint), the tokenizer, word models (BERT, XLM-R, DistilBERT, RoBERTa), and the probe through the library on the tiny
 # demo model, which is pretrained here first (its CLI tests, minutes on 2 cores, run in the main environment)
 P=tests/mluke/test_probe.py
 $VENV/bin/python -m pytest -q -p no:cacheprovider "$@" tests/mluke/test_checkpoint.py tests/mluke/test_tokenizer.py \
+  tests/mluke/test_word_models.py \
   $P::test_demo_folder_is_a_checkpoint_with_heldout_pairs $P::test_entity_scores_are_mep_log_probabilities \
   $P::test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join $P::test_a_subject_is_left_out_of_its_own_ranking \
   $P::test_word_scores_are_mean_piece_log_probabilities $P::test_outputs $P::test_bad_input \
