@@ -75,8 +75,26 @@ def run(args: argparse.Namespace) -> dict:
                 f" ({results['runs'][-1]['seconds']} s)",
                 flush=True,
             )
+    results["constant_baseline"] = constant_baseline(data)
     write_json(results, args.output, overwrite=True)
     return results
+
+
+def constant_baseline(data: Path) -> dict:
+    """The floor: one label set predicted for every mention, the set (a class's labels, or ``location`` alone)
+    with the best loose micro F1 on the English training file; its F1 on every test file."""
+    from probes.transfer.metrics.typing import typing_scores
+    from probes.transfer.miniature.typing import CLASS_LABELS
+    from probes.transfer.readers.typing import read_typing
+
+    train = read_typing(data / "en" / "train.json", all_labels=True).examples
+    candidates = [*CLASS_LABELS.values(), ("location",)]
+    best = max(candidates, key=lambda c: typing_scores([e.labels for e in train], [c] * len(train))["f1"])
+    f1 = {}
+    for path in sorted(data.glob("*/test.json")):
+        test = read_typing(path, all_labels=True).examples
+        f1[path.parent.name] = typing_scores([e.labels for e in test], [best] * len(test))["f1"]
+    return {"labels": list(best), "f1": f1}
 
 
 def table(results: dict) -> str:
@@ -121,6 +139,14 @@ def main() -> None:
     ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
     args = ap.parse_args()
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)
+    if "constant_baseline" not in results:
+        results["constant_baseline"] = constant_baseline(args.work / "data")
+    floor = results["constant_baseline"]
+    zero_shot = statistics.mean(f for lang, f in floor["f1"].items() if lang != "en")
+    print(
+        f"constant prediction {floor['labels']}: F1 en {100 * floor['f1']['en']:.1f}, "
+        f"23 zero-shot {100 * zero_shot:.1f}"
+    )
     print(f"\ntyping, loose micro F1:\n{table(results)}\n\nper label, 23 zero-shot languages:\n{label_table(results)}")
 
 
