@@ -17,12 +17,10 @@ import statistics
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-
 
 def run(args: argparse.Namespace) -> dict:
     import torch
-    from common import finetune_config
+    from common import finetune_config, run_entry
 
     import kb
     from kb.files import write_json
@@ -58,16 +56,7 @@ def run(args: argparse.Namespace) -> dict:
                 progress=False,
             )
             scores = evaluate("typing", out, tests, progress=False)
-            results["runs"].append(
-                {
-                    "seed": seed,
-                    "features": features,
-                    "seconds": round(time.perf_counter() - started, 1),
-                    "history": report.history,
-                    "languages": scores.rows,
-                    "average": scores.average,
-                }
-            )
+            results["runs"].append(run_entry(report, scores, started, seed=seed, features=features))
             english = scores.rows[[r["lang"] for r in scores.rows].index("en")]
             zero_shot = statistics.mean(r["f1"] for r in scores.rows if r["lang"] != "en")
             print(
@@ -124,19 +113,12 @@ def label_table(results: dict) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", type=Path, default=HERE / "work" / "typing")
-    ap.add_argument("--output", type=Path, default=HERE / "results" / "typing_miniature.json")
-    ap.add_argument("--model", help="pretrained checkpoint (default: the demo model)")
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    from common import miniature_parser
+
+    ap = miniature_parser(__doc__, "typing")
     ap.add_argument("--train-size", type=int, default=2000)
     ap.add_argument("--dev-size", type=int, default=300)
     ap.add_argument("--test-size", type=int, default=300, help="test mentions per language")
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--learning-rate", type=float, default=1e-3)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
     args = ap.parse_args()
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)
     if "constant_baseline" not in results:
