@@ -16,8 +16,9 @@ models get the same tensors (transformers: ``input_ids``, ``attention_mask``, ``
 threshold, under ``torch.inference_mode``, in eval mode, float32, ``torch.set_num_threads`` threads (2, or
 ``$BENCH_THREADS``), in one process. Before timing, the logits of every batch are compared (largest absolute
 difference reported; the script fails above ``--tolerance`` or on any different prediction). Then one warm-up
-pass each, and ``--repeats`` rounds of (ours, transformers) passes, the order alternating per round; medians and
-the ratio transformers / ours.
+pass each, and ``--repeats`` rounds of (ours, transformers) passes, the order alternating per round; medians, the
+ratio of the medians transformers / ours, and the median of the per-round ratios (each round's two passes ran
+back to back, under about the same load).
 
     python benchmarks/typing_speed.py [--mentions 48] [--batch-size 16] [--repeats 9] [--out FILE]
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from pathlib import Path
@@ -120,6 +122,7 @@ def measure(shape: str, args: argparse.Namespace, vocab_size: int, batches: list
             seconds[method].append(timed(method, ours, ref, batches))
     mentions = sum(int(b["input_ids"].shape[0]) for b in batches)
     median = {m: statistics.median(v) for m, v in seconds.items()}
+    paired = [t / o for t, o in zip(seconds["transformers"], seconds["ours"])]  # the same round, the same load
     return {
         "shape": shape,
         "config": SHAPES[shape],
@@ -131,6 +134,8 @@ def measure(shape: str, args: argparse.Namespace, vocab_size: int, batches: list
         "median_s": median,
         "mentions_per_s": {m: mentions / s for m, s in median.items()},
         "ratio_transformers_over_ours": median["transformers"] / median["ours"],
+        "paired_ratio_median": statistics.median(paired),
+        "load_average_after": os.getloadavg()[0],
     }
 
 
@@ -138,16 +143,16 @@ def table(results: list[dict]) -> str:
     lines = [
         (
             "| shape | mentions (batches) | max abs logit diff | ours median s | transformers median s "
-            "| ours mentions/s | transformers mentions/s | transformers / ours |"
+            "| ours mentions/s | transformers mentions/s | transformers / ours (medians) | per-round ratio, median |"
         ),
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         m, s = r["median_s"], r["mentions_per_s"]
         lines.append(
             f"| {r['shape']} | {r['mentions']} ({r['batches']}) | {r['max_abs_diff']:.2e} | {m['ours']:.3f} "
             f"| {m['transformers']:.3f} | {s['ours']:.1f} | {s['transformers']:.1f} "
-            f"| {r['ratio_transformers_over_ours']:.2f}x |"
+            f"| {r['ratio_transformers_over_ours']:.2f}x | {r['paired_ratio_median']:.2f}x |"
         )
     return "\n".join(lines)
 
@@ -165,6 +170,7 @@ def main() -> None:
     args = ap.parse_args()
     threads = bench_threads()
     torch.set_num_threads(threads)
+    load = os.getloadavg()[0]
     vocab_size, batches, pieces = inputs(args.mentions, args.batch_size)
     results = []
     for shape in args.shapes:
@@ -174,6 +180,7 @@ def main() -> None:
 
     write_json(
         {
+            "load_average_before": load,
             "threads": threads,
             "torch": torch.__version__,
             "settings": vars(args) | {"out": str(args.out)},
