@@ -129,3 +129,35 @@ def finetune_config(args: argparse.Namespace, seed: int) -> Any:
     from mluke.finetuning import FineTuneConfig
 
     return FineTuneConfig(learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs, seed=seed)
+
+
+def miniature_parser(doc: str | None, name: str, *, threads: int = 1) -> argparse.ArgumentParser:
+    """The options of a miniature fine-tuning benchmark: ``--work`` (``work/<name>``), ``--output``
+    (``results/<name>_miniature.json``), ``--model``, ``--seeds``, ``--epochs``, ``--learning-rate``,
+    ``--batch-size``, ``--threads`` and ``--table-only``, with the defaults every miniature uses."""
+    here = Path(__file__).resolve().parent
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=here / "work" / name)
+    ap.add_argument("--output", type=Path, default=here / "results" / f"{name}_miniature.json")
+    ap.add_argument("--model", help="pretrained checkpoint (default: the demo model)")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--learning-rate", type=float, default=1e-3)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=threads)
+    ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
+    return ap
+
+
+def run_entry(report: Any, scores: Any, started: float, **keys: Any) -> dict[str, Any]:
+    """One fine-tuning run of a miniature benchmark as its JSON keeps it: ``keys`` (seed, features, ...), the
+    seconds since ``started``, the ``FineTuneReport``'s history and the ``TransferReport``'s rows and average."""
+    import time
+
+    return {
+        **keys,
+        "seconds": round(time.perf_counter() - started, 1),
+        "history": report.history,
+        "languages": scores.rows,
+        "average": scores.average,
+    }

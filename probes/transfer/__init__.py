@@ -11,7 +11,7 @@ against word features (mLUKE-W), and extractive QA; the evaluation side (data se
 - :mod:`probes.transfer.metrics` — :func:`ner_scores` (seqeval span F1), :func:`re_scores` (macro F1 over
   relation types), :func:`qa_scores` (official SQuAD v1.1 or MLQA rules), :func:`typing_scores` (loose micro
   P/R/F1), :func:`tacred_scores` (TACRED's micro P/R/F1 over the positive relations);
-- :mod:`probes.transfer.miniature` — cross-lingual NER, RE and QA sets made from the embedded kb in 24
+- :mod:`probes.transfer.miniature` — cross-lingual NER, RE, typing and QA sets made from the embedded kb in 24
   languages.
 
 The models, inputs and the training loop are in :mod:`mluke.finetuning`.

@@ -1,4 +1,4 @@
-"""Miniature cross-lingual NER, RE and QA sets made from the embedded kb in 24 languages.
+"""Miniature cross-lingual NER, RE, entity-typing and QA sets made from the embedded kb in 24 languages.
 
 - :mod:`~probes.transfer.miniature.folder` — :func:`write_miniature` (the NER and RE sets and their manifest,
   what the sets are and how they are held out) and :func:`read_manifest`;
@@ -7,6 +7,8 @@
 - :mod:`~probes.transfer.miniature.sampling` — what both draw from: :data:`RELATIONS`, :class:`KbWorld`,
   :func:`heldout_entities`, :func:`pattern_split`;
 - :mod:`~probes.transfer.miniature.patterns` — the sentence patterns (data) and their rendering;
+- :mod:`~probes.transfer.miniature.typing` — the entity-typing sets (Open Entity layout):
+  :func:`generate_typing`, :func:`make_typing`, :func:`write_typing_miniature`, their labels :data:`TYPING_LABELS`;
 - :mod:`~probes.transfer.miniature.qa` — the QA sets (SQuAD layout), imported by its module path.
 """
 
@@ -22,19 +24,24 @@ from probes.transfer.miniature.sampling import (
     heldout_entities,
     pattern_split,
 )
+from probes.transfer.miniature.typing import TYPING_LABELS, generate_typing, make_typing, write_typing_miniature
 
 __all__ = [
     "NO_RELATION",
     "RELATIONS",
     "RE_LABELS",
+    "TYPING_LABELS",
     "KbWorld",
     "MiniatureSplit",
     "generate_ner",
     "generate_re",
+    "generate_typing",
     "heldout_entities",
     "make_ner",
     "make_re",
+    "make_typing",
     "pattern_split",
     "read_manifest",
     "write_miniature",
+    "write_typing_miniature",
 ]

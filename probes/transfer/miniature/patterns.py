@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -35,6 +36,14 @@ def load_patterns() -> dict[str, dict[str, tuple[str, ...]]]:
     """``{lang: {group: (pattern, ...)}}``; groups are ``"ner"``, the relation names and ``"no_relation"``."""
     data = json.loads(resources.files("probes").joinpath("data/miniature_patterns.json").read_text(encoding="utf-8"))
     return {lang: {g: tuple(ps) for g, ps in groups.items()} for lang, groups in data["patterns"].items()}
+
+
+@cache
+def load_typing_patterns() -> dict[str, tuple[str, ...]]:
+    """``{lang: (pattern, ...)}`` of the entity-typing sets (``probes/data/miniature_typing.json``); slot ``{x}``
+    is the typed mention, ``{y}`` a second name, each of any kind."""
+    data = json.loads(resources.files("probes").joinpath("data/miniature_typing.json").read_text(encoding="utf-8"))
+    return {lang: tuple(ps) for lang, ps in data["patterns"].items()}
 
 
 #: no_relation pattern i pairs these two slots (the same in every language).
@@ -148,13 +157,15 @@ class Rendered:
     word_spans: dict[str, tuple[int, int]]
 
 
-def render(pattern: str, lang: str, names: dict[str, str]) -> Rendered:
+def render(pattern: str, lang: str, names: dict[str, str], kinds: Mapping[str, str] | None = None) -> Rendered:
     """Fill a pattern with names in one language; a slot used twice must not occur.
 
     Args:
         pattern: the sentence pattern.
         lang: its language.
         names: slot -> label.
+        kinds: slot -> kb entity kind, for slots whose kind is not fixed (default :data:`SLOT_KINDS`); the kind
+            decides whether an article goes before the name.
 
     Returns:
         The :class:`Rendered` text, its words and the character and word spans of every slot.
@@ -170,7 +181,7 @@ def render(pattern: str, lang: str, names: dict[str, str]) -> Rendered:
         words += _literal_words(literal, lang)
         slot = match.group(1)
         label = names[slot]
-        article = _article(lang, SLOT_KINDS[slot], label)
+        article = _article(lang, (kinds or SLOT_KINDS)[slot], label)
         if article:
             if not text.strip():
                 article = article[0].upper() + article[1:]

@@ -14,7 +14,13 @@ from typing import Any
 
 from kb.db import EntityDB
 from kb.errors import OptionError
-from probes.transfer.miniature.patterns import BAD_LABEL_CHARS, SLOT_KINDS, is_punct, load_patterns
+from probes.transfer.miniature.patterns import (
+    BAD_LABEL_CHARS,
+    SLOT_KINDS,
+    is_punct,
+    load_patterns,
+    load_typing_patterns,
+)
 
 #: Entity types of the NER sets, one per kb entity kind.
 NER_TYPES = ("CITY", "CONTINENT", "COUNTRY", "CURRENCY", "LANGUAGE")
@@ -60,9 +66,11 @@ RE_GROUPS = (*RELATIONS, NO_RELATION)
 #: Pattern indices kept for the test sets by default (each group keeps the indices it has).
 NER_HELDOUT = (4, 5)
 RE_HELDOUT = (2, 3)
+TYPING_HELDOUT = (4, 5)
 SPLITS = ("train", "dev", "test")
 
 PATTERNS = load_patterns()
+TYPING_PATTERNS = load_typing_patterns()
 
 # -- the kb side -----------------------------------------------------------------------------------------------------
 
@@ -176,8 +184,9 @@ class Pool:
         self.key_lists = {kind: sorted(per_kind) for kind, per_kind in ok.items()}
         self._candidates: dict[tuple[str, ...], list[str]] = {}
 
-    def label(self, slot: str, key: str) -> str:
-        return self.labels[SLOT_KINDS[slot]][key]
+    def label(self, slot: str, key: str, kind: str | None = None) -> str:
+        """The name of ``key`` in the pool's language; ``kind`` for a slot not in :data:`SLOT_KINDS`."""
+        return self.labels[kind or SLOT_KINDS[slot]][key]
 
     def ner_countries(self, slots: Sequence[str]) -> list[str]:
         """Countries that have an entity for every other slot of a NER pattern."""
@@ -208,11 +217,17 @@ class MiniatureSplit:
     def __len__(self) -> int:
         return len(self.examples)
 
-    def add(self, example: Any, pattern: str, keys: dict[str, str], pool: Pool) -> None:
-        """Append an example with its pattern id and its entities (slot, key, label in ``pool``'s language)."""
+    def add(
+        self, example: Any, pattern: str, keys: dict[str, str], pool: Pool, kinds: dict[str, str] | None = None
+    ) -> None:
+        """Append an example with its pattern id and its entities (slot, key, label in ``pool``'s language);
+        ``kinds``: the kb kind of slots not in :data:`SLOT_KINDS`."""
         self.examples.append(example)
         self.patterns.append(pattern)
-        self.entities.append(tuple((slot, keys[slot], pool.label(slot, keys[slot])) for slot in sorted(keys)))
+        kinds = kinds or {}
+        self.entities.append(
+            tuple((slot, keys[slot], pool.label(slot, keys[slot], kinds.get(slot))) for slot in sorted(keys))
+        )
 
     def keys(self) -> set[str]:
         """Every entity key the split names."""
@@ -244,23 +259,25 @@ def pattern_split(task: str, heldout_patterns: Collection[int] | None = None) ->
     """Which pattern indices each group trains and tests on.
 
     Args:
-        task: ``"ner"`` or ``"re"``.
-        heldout_patterns: the indices kept for testing (default: :data:`NER_HELDOUT` or :data:`RE_HELDOUT`).
+        task: ``"ner"``, ``"re"`` or ``"typing"``.
+        heldout_patterns: the indices kept for testing (default: :data:`NER_HELDOUT`, :data:`RE_HELDOUT` or
+            :data:`TYPING_HELDOUT`).
 
     Returns:
-        ``{group: {"train": [...], "test": [...]}}``; ``group`` is ``ner`` for NER, a relation name or
-        ``no_relation`` for RE.
+        ``{group: {"train": [...], "test": [...]}}``; ``group`` is ``ner`` for NER, ``typing`` for typing, a
+        relation name or ``no_relation`` for RE.
 
     Raises:
         OptionError: an unknown task, or a group left without a pattern on either side.
     """
-    if task not in ("ner", "re"):
-        raise OptionError(f"task must be 'ner' or 're', not {task!r}")
-    heldout = set(NER_HELDOUT if task == "ner" else RE_HELDOUT) if heldout_patterns is None else set(heldout_patterns)
-    groups = ("ner",) if task == "ner" else RE_GROUPS
+    defaults = {"ner": NER_HELDOUT, "re": RE_HELDOUT, "typing": TYPING_HELDOUT}
+    if task not in defaults:
+        raise OptionError(f"task must be 'ner', 're' or 'typing', not {task!r}")
+    heldout = set(defaults[task] if heldout_patterns is None else heldout_patterns)
+    groups = RE_GROUPS if task == "re" else (task,)
     out: dict[str, dict[str, list[int]]] = {}
     for group in groups:
-        n = len(PATTERNS["en"][group])
+        n = len(TYPING_PATTERNS["en"] if task == "typing" else PATTERNS["en"][group])
         test = [i for i in range(n) if i in heldout]
         train = [i for i in range(n) if i not in heldout]
         if not test or not train:

@@ -9,8 +9,6 @@ from typing import Any, TypedDict
 
 from kb.db import EntityDB
 from probes.transfer.miniature.sampling import (
-    NER_HELDOUT,
-    RE_HELDOUT,
     KbWorld,
     MiniatureSplit,
     Pool,
@@ -74,14 +72,15 @@ def split_settings(
     """The checked settings of ``ner_splits`` / ``re_splits``, with the defaults of the miniature NER and RE sets.
 
     Args:
-        task: ``"ner"`` or ``"re"``.
+        task: ``"ner"``, ``"re"`` or ``"typing"``.
         db: the entity database the entities and facts come from.
         languages: the languages.
         seed: the seed of every draw.
         train_size: English training examples.
         test_size: test examples per language.
         dev_size: English dev examples.
-        heldout_patterns: the pattern indices kept for the test sets (default: ``NER_HELDOUT`` or ``RE_HELDOUT``).
+        heldout_patterns: the pattern indices kept for the test sets (default: ``NER_HELDOUT``, ``RE_HELDOUT`` or
+            ``TYPING_HELDOUT``).
         heldout_share: the share of the entities of each kind kept out of train and dev.
 
     Returns:
@@ -91,14 +90,13 @@ def split_settings(
         OptionError: unknown languages, bad sizes or held-out patterns.
     """
     langs = check_languages(languages)
-    default = NER_HELDOUT if task == "ner" else RE_HELDOUT
-    split_of = pattern_split(task, default if heldout_patterns is None else heldout_patterns)
+    split_of = pattern_split(task, heldout_patterns)
     return SplitSettings(
         KbWorld(db),
         langs,
         seed,
         check_sizes(train_size, dev_size, test_size),
-        split_of["ner"] if task == "ner" else split_of,  # NER has one pattern group
+        split_of if task == "re" else split_of[task],  # NER and typing have one pattern group each
         heldout_entities(db, seed=seed, share=heldout_share),
     )
 
