@@ -76,6 +76,27 @@ def test_the_layer_runs_on_the_output_of_layer_l(kind):
     torch.testing.assert_close(out.linking_scores, expected.linking_scores, rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_linking_only_stops_after_the_layer(kind):
+    model = tiny_model(kind, layers=3)  # the layer after layer 2 of 3
+    ids, mask = inputs()
+    batch = make_candidates(SPANS, CANDS, gold=[[1, 3], [0]])
+    full = model(ids, mask, batch)
+    calls = []
+    handle = model.encoder.base_model.encoder.layer[2].register_forward_hook(lambda *_: calls.append(1))
+    try:
+        short = model(ids, mask, batch, linking_only=True)
+    finally:
+        handle.remove()
+    assert not calls  # the layer above the knowledge layer never ran
+    assert torch.equal(short.linking_scores, full.linking_scores) and torch.equal(short.linking_loss, full.linking_loss)
+    assert short.hidden_states.shape == full.hidden_states.shape and short.mlm_loss is None
+    assert not torch.equal(short.hidden_states, full.hidden_states)
+    assert torch.equal(model(ids, mask).hidden_states, model.encoder.base_model(input_ids=ids, attention_mask=mask)[0])
+    with pytest.raises(ValueError, match="linking_only needs candidates"):
+        model(ids, mask, linking_only=True)
+
+
 def test_default_position_scales_with_depth():
     config = KnowBertConfig()
     assert [config.layer_for(d) for d in (1, 2, 3, 6, 12, 24)] == [1, 1, 2, 5, 10, 20]
@@ -126,7 +147,7 @@ def test_stage_one_trains_the_linker_alone_and_its_loss_decreases():
     optimizer = torch.optim.Adam(model.kar_parameters(), lr=1e-2)
     losses = []
     for _ in range(30):
-        loss = model(ids, mask, batch).linking_loss
+        loss = model(ids, mask, batch, linking_only=True).linking_loss
         assert loss is not None
         optimizer.zero_grad()
         loss.backward()
