@@ -175,6 +175,8 @@ class KnowBertModel(nn.Module):
             "version": FORMAT_VERSION,
             "encoder_class": "mluke" if hasattr(self.encoder, "luke") else "auto",
             "encoder_config": encoder_config,
+            # restored as it was: transformers 4.46 builds a model from a config with eager attention, not sdpa
+            "attn_implementation": getattr(cast(Any, self.encoder).config, "_attn_implementation", None),
             "knowbert": self.config.to_dict(),
         }
         with atomic_path(directory, overwrite=overwrite or empty) as tmp:
@@ -311,4 +313,7 @@ def _build_encoder(meta: dict[str, Any], where: Path) -> nn.Module:
     model_type = cfg.pop("model_type", None)
     if not model_type:
         raise InputFormatError(f"{where}: 'encoder_config' has no model_type")
-    return cast(nn.Module, AutoModelForMaskedLM.from_config(AutoConfig.for_model(model_type, **cfg)))
+    config = AutoConfig.for_model(model_type, **cfg)
+    attention = meta.get("attn_implementation")
+    extra = {"attn_implementation": attention} if isinstance(attention, str) else {}
+    return cast(nn.Module, AutoModelForMaskedLM.from_config(config, **extra))
