@@ -218,3 +218,10 @@ def test_bad_spans_and_candidates_are_refused():
 def test_dimension_must_split_into_heads():
     with pytest.raises(ValueError, match="multiple of 3 attention heads"):
         KnowledgeLayer(HIDDEN, make_table(), KnowBertConfig(span_heads=3))
+
+
+def test_knowbert_wiki_shape_has_the_papers_parameter_count():
+    """KnowBert's Table 1: 2.4M KAR parameters for Wikipedia (hidden 768, entity dimension 300)."""
+    table = EntityTable.from_vectors(torch.zeros(1, 300), ["Q1"])
+    layer = KnowledgeLayer(768, table)
+    assert round(sum(p.numel() for p in layer.parameters()) / 1e5) == 24
