@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,7 +25,7 @@ from mluke.errors import CheckpointError
 from mluke.knowbert.batch import SpanCandidates
 from mluke.knowbert.config import KnowBertConfig
 from mluke.knowbert.entities import EntityTable
-from mluke.knowbert.layer import KnowledgeLayer
+from mluke.knowbert.layer import KnowledgeLayer, LinkDecision
 from mluke.model import _head_loss
 
 if TYPE_CHECKING:
@@ -152,6 +152,14 @@ class KnowBertModel(nn.Module):
         if candidates is not None and candidates.gold is not None:
             out.linking_loss = self.kar.linking_loss(found["scores"], candidates.gold)
         return out
+
+    @torch.no_grad()
+    def link(self, input_ids: Tensor, attention_mask: Tensor | None, candidates: SpanCandidates) -> LinkDecision:
+        """The integrated linker's decisions for the spans of a batch (nothing above the layer runs): each span's
+        best candidate above the threshold, else NULL, with its probability (:meth:`KnowledgeLayer.decode`)."""
+        out = self.forward(input_ids, attention_mask, replace(candidates, gold=None), linking_only=True)
+        assert out.linking_scores is not None
+        return self.kar.decode(out.linking_scores)
 
     def mlm_logits(self, hidden_states: Tensor) -> Tensor:
         """The encoder's masked-LM head on word vectors: (..., hidden) -> (..., vocabulary)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mluke.knowbert import IGNORE, EntityTable, KnowBertConfig, KnowledgeLayer, SpanCandidates
+from mluke.knowbert import IGNORE, NULL_CHOICE, EntityTable, KnowBertConfig, KnowledgeLayer, SpanCandidates
 from mluke.knowbert.layer import span_weights
 
 HIDDEN, DIM = 24, 8
@@ -225,3 +225,17 @@ def test_knowbert_wiki_shape_has_the_papers_parameter_count():
     table = EntityTable.from_vectors(torch.zeros(1, 300), ["Q1"])
     layer = KnowledgeLayer(768, table)
     assert round(sum(p.numel() for p in layer.parameters()) / 1e5) == 24
+
+
+def test_decode_links_the_best_candidate_above_the_threshold_else_null():
+    layer = make_layer()  # threshold 0
+    inf = float("-inf")
+    scores = torch.tensor([[[1.0, 2.0, inf], [-0.5, -1.0, inf], [inf, inf, inf]]])
+    decision = layer.decode(scores)
+    assert decision.candidate.tolist() == [[1, NULL_CHOICE, NULL_CHOICE]]
+    expected = [
+        torch.tensor([1.0, 2.0, inf, 0.0]).softmax(0)[1],
+        torch.tensor([-0.5, -1.0, inf, 0.0]).softmax(0)[3],
+        torch.tensor(1.0),  # a padding span: NULL, certainly
+    ]
+    torch.testing.assert_close(decision.probability[0], torch.stack(expected))

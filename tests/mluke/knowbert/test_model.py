@@ -12,7 +12,7 @@ from torch import nn
 
 from kb.errors import InputFormatError
 from mluke.errors import CheckpointError
-from mluke.knowbert import KnowBertConfig, KnowBertModel
+from mluke.knowbert import NULL_CHOICE, KnowBertConfig, KnowBertModel
 from tests.mluke.conftest import TINY_SHAPE
 from tests.mluke.knowbert.test_layer import CANDS, SPANS, make_candidates, make_table
 
@@ -154,6 +154,10 @@ def test_stage_one_trains_the_linker_alone_and_its_loss_decreases():
         optimizer.step()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0], losses
+    model.eval()
+    decision = model.link(ids, mask, batch)  # the trained linker finds the gold links, NULL included
+    assert decision.candidate.tolist() == [[1, NULL_CHOICE], [0, NULL_CHOICE]]
+    assert (decision.probability[0] > 0.5).all()
     assert all(torch.equal(p, before[n]) for n, p in model.encoder.named_parameters())
     model.freeze_encoder(False)
     assert all(p.requires_grad for p in model.encoder.parameters())
