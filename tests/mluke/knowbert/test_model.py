@@ -211,3 +211,18 @@ def test_loading_refuses_broken_folders(tmp_path: Path):
 def test_an_encoder_without_layers_is_refused():
     with pytest.raises(CheckpointError, match="not a masked LM"):
         KnowBertModel(nn.Linear(3, 3), make_table())
+
+
+def test_from_encoder_takes_an_xlmr_folder_and_a_table_file(tmp_path: Path):
+    from tests.mluke.test_word_models import write_tiny_xlmr
+
+    folder = write_tiny_xlmr(tmp_path / "xlmr")
+    table = make_table().save(tmp_path / "table.safetensors")
+    model = KnowBertModel.from_encoder(folder, entities=table).eval()
+    assert model.encoder.config.model_type == "xlm-roberta" and model.kar_layer == 1
+    assert model.entities.keys == make_table().keys
+    ids, mask = inputs()
+    out = model(ids, mask, make_candidates(SPANS, CANDS))
+    assert out.hidden_states.shape == (2, 6, 32) and out.linking_scores.shape == (2, 2, 3)
+    with pytest.raises(InputFormatError, match="no such entity table"):
+        KnowBertModel.from_encoder(folder, entities=tmp_path / "missing.safetensors")
