@@ -1,6 +1,28 @@
 """A KnowBert-style knowledge layer (Peters et al., 2019) for our encoders: a knowledge attention and
-recontextualization layer with an integrated entity linker, inserted between two encoder layers."""
+recontextualization layer with an integrated entity linker, inserted between two encoder layers.
+
+- :class:`KnowBertModel`: an mLUKE or XLM-R masked LM with the layer after layer ``L``;
+- :class:`KnowledgeLayer`: the layer itself (KAR); :class:`KnowBertConfig`: its settings; :class:`LinkDecision`:
+  the integrated linker's choice per span (:meth:`KnowBertModel.link`; :data:`NULL_CHOICE` for NULL);
+- :class:`EntityTable`: the frozen entity vectors it links to (an mLUKE checkpoint's, or a safetensors file);
+- :class:`SpanCandidates`: the spans and kb candidates of a batch (:data:`IGNORE`: a span without supervision).
+"""
 
 from mluke.knowbert.batch import IGNORE, SpanCandidates
+from mluke.knowbert.config import KnowBertConfig
+from mluke.knowbert.entities import EntityTable
+from mluke.knowbert.layer import NULL_CHOICE, KarOutput, KnowledgeLayer, LinkDecision
+from mluke.knowbert.model import KnowBertModel, KnowBertOutput
 
-__all__ = ["IGNORE", "SpanCandidates"]
+__all__ = [
+    "IGNORE",
+    "NULL_CHOICE",
+    "EntityTable",
+    "KarOutput",
+    "KnowBertConfig",
+    "KnowBertModel",
+    "KnowBertOutput",
+    "KnowledgeLayer",
+    "LinkDecision",
+    "SpanCandidates",
+]
