@@ -2,5 +2,6 @@
 recontextualization layer with an integrated entity linker, inserted between two encoder layers."""
 
 from mluke.knowbert.batch import IGNORE, SpanCandidates
+from mluke.knowbert.candidates import CandidateSelector, SelectionStats, Window, collate
 
-__all__ = ["IGNORE", "SpanCandidates"]
+__all__ = ["IGNORE", "CandidateSelector", "SelectionStats", "SpanCandidates", "Window", "collate"]
