@@ -3,5 +3,16 @@ recontextualization layer with an integrated entity linker, inserted between two
 
 from mluke.knowbert.batch import IGNORE, SpanCandidates
 from mluke.knowbert.candidates import CandidateSelector, SelectionStats, Window, collate
+from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
 
-__all__ = ["IGNORE", "CandidateSelector", "SelectionStats", "SpanCandidates", "Window", "collate"]
+__all__ = [
+    "IGNORE",
+    "CandidateSelector",
+    "MaskVocabulary",
+    "MaskingOptions",
+    "SelectionStats",
+    "SpanCandidates",
+    "Window",
+    "collate",
+    "mask_window",
+]
