@@ -1,13 +1,31 @@
 """A KnowBert-style knowledge layer (Peters et al., 2019) for our encoders: a knowledge attention and
-recontextualization layer with an integrated entity linker, inserted between two encoder layers."""
+recontextualization layer with an integrated entity linker, inserted between two encoder layers.
+
+- :class:`KnowBertModel`: an mLUKE or XLM-R masked LM with the layer after layer ``L``;
+- :class:`KnowledgeLayer`: the layer itself (KAR); :class:`KnowBertConfig`: its settings;
+- :class:`EntityTable`: the frozen entity vectors it links to (an mLUKE checkpoint's, or a safetensors file);
+- :class:`SpanCandidates`: the spans and kb candidates of a batch (:data:`IGNORE`: a span without supervision);
+- :class:`CandidateSelector`: spans, candidates and gold of texts and corpus documents (:func:`collate` batches
+  them); :func:`mask_window`: KnowBert's masked-LM masking.
+"""
 
 from mluke.knowbert.batch import IGNORE, SpanCandidates
 from mluke.knowbert.candidates import CandidateSelector, SelectionStats, Window, collate
+from mluke.knowbert.config import KnowBertConfig
+from mluke.knowbert.entities import EntityTable
+from mluke.knowbert.layer import KarOutput, KnowledgeLayer
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
+from mluke.knowbert.model import KnowBertModel, KnowBertOutput
 
 __all__ = [
     "IGNORE",
     "CandidateSelector",
+    "EntityTable",
+    "KarOutput",
+    "KnowBertConfig",
+    "KnowBertModel",
+    "KnowBertOutput",
+    "KnowledgeLayer",
     "MaskVocabulary",
     "MaskingOptions",
     "SelectionStats",
