@@ -6,7 +6,7 @@ recontextualization layer with an integrated entity linker, inserted between two
 - :class:`EntityTable`: the frozen entity vectors it links to (an mLUKE checkpoint's, or a safetensors file);
 - :class:`SpanCandidates`: the spans and kb candidates of a batch (:data:`IGNORE`: a span without supervision);
 - :class:`CandidateSelector`: spans, candidates and gold of texts and corpus documents (:func:`collate` batches
-  them); :func:`mask_window`: KnowBert's masked-LM masking.
+  them); :func:`mask_window`: KnowBert's masked-LM masking; :class:`KnowBertTrainer`: the two training stages.
 """
 
 from mluke.knowbert.batch import IGNORE, SpanCandidates
@@ -16,6 +16,7 @@ from mluke.knowbert.entities import EntityTable
 from mluke.knowbert.layer import KarOutput, KnowledgeLayer
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
 from mluke.knowbert.model import KnowBertModel, KnowBertOutput
+from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
 
 __all__ = [
     "IGNORE",
@@ -25,6 +26,8 @@ __all__ = [
     "KnowBertConfig",
     "KnowBertModel",
     "KnowBertOutput",
+    "KnowBertTrainConfig",
+    "KnowBertTrainer",
     "KnowledgeLayer",
     "MaskVocabulary",
     "MaskingOptions",
