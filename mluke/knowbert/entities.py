@@ -142,7 +142,8 @@ class EntityTable:
     def from_checkpoint(cls, model: ModelSource) -> EntityTable:
         """The entity embedding table of an mLUKE checkpoint (a loaded bundle, a folder or a hub name), its rows
         keyed by the entity vocabulary: the entity's key (QID) where the vocabulary has one, else the special
-        name (``[PAD]``, ``[MASK]``, ...), else ``lang:title`` of its first title, else ``#id``.
+        name (``[PAD]``, ``[MASK]``, ...), else ``lang:title`` of its English title (else of its first title),
+        else ``#id``.
 
         Raises:
             CheckpointError: a model without an entity vocabulary, or a vocabulary of another size.
@@ -163,8 +164,9 @@ class EntityTable:
         keys = [f"#{i}" for i in range(weight.shape[0])]
         taken: set[str] = set()
         for entry in vocab:
-            first = f"{entry.names[0][0]}:{entry.names[0][1]}" if entry.names else None
-            key = entry.key or entry.special or first or f"#{entry.id}"
+            names = sorted(entry.names, key=lambda n: (n[0] != "en", n))  # an English title first, if any
+            title = f"{names[0][0]}:{names[0][1]}" if names else None
+            key = entry.key or entry.special or title or f"#{entry.id}"
             keys[entry.id] = key if key not in taken else f"{key}#{entry.id}"
             taken.add(keys[entry.id])
         return cls.from_vectors(weight, keys)

@@ -39,6 +39,16 @@ class KarOutput(NamedTuple):
     linking_scores: Tensor  #: [B, S, K], psi before thresholding (-inf for padding spans and candidates)
 
 
+NULL_CHOICE = -1  #: :attr:`LinkDecision.candidate` of a span linked to NULL (and of a padding span)
+
+
+class LinkDecision(NamedTuple):
+    """What :meth:`KnowledgeLayer.decode` returns."""
+
+    candidate: Tensor  #: int64 [B, S]: the chosen candidate index 0 .. K-1, or NULL_CHOICE (-1)
+    probability: Tensor  #: float32 [B, S]: its probability (of NULL for NULL) among the K candidates + NULL
+
+
 class CrossAttentionBlock(nn.Module):
     """A post-LayerNorm transformer layer whose queries come from ``x`` and keys and values from ``memory``
     (``memory`` = ``x``: self-attention). A query whose memory is all padding attends to nothing (zero
@@ -191,6 +201,17 @@ class KnowledgeLayer(nn.Module):
         if target.numel() == 0:
             return picked.sum() * 0.0  # no supervision in this batch: zero, still part of the graph
         return nn.functional.cross_entropy(picked, target)
+
+    def decode(self, scores: Tensor) -> LinkDecision:
+        """Each span's link: its best candidate when that scores above the threshold, else NULL (as KnowBert
+        decodes), with the probability of the choice under the linking loss's softmax over K candidates + NULL."""
+        null = scores.new_full((*scores.shape[:-1], 1), self.config.threshold)
+        probs = torch.cat([scores, null], dim=-1).float().softmax(-1)
+        best, index = scores.max(-1)
+        linked = best > self.config.threshold
+        index = torch.where(linked, index, torch.full_like(index, NULL_CHOICE))
+        chosen = torch.where(linked, probs.gather(-1, index.clamp(min=0)[..., None]).squeeze(-1), probs[..., -1])
+        return LinkDecision(index, chosen)
 
     def _check(self, candidates: SpanCandidates, length: int) -> None:
         """Refuse spans outside the text and candidates outside the table (indexing would fail obscurely)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,7 +25,7 @@ from mluke.errors import CheckpointError
 from mluke.knowbert.batch import SpanCandidates
 from mluke.knowbert.config import KnowBertConfig
 from mluke.knowbert.entities import EntityTable
-from mluke.knowbert.layer import KnowledgeLayer
+from mluke.knowbert.layer import KnowledgeLayer, LinkDecision
 from mluke.model import _head_loss
 
 if TYPE_CHECKING:
@@ -115,6 +115,8 @@ class KnowBertModel(nn.Module):
         attention_mask: Tensor | None = None,
         candidates: SpanCandidates | None = None,
         labels: Tensor | None = None,
+        *,
+        linking_only: bool = False,
     ) -> KnowBertOutput:
         """Run the encoder with the knowledge layer after layer ``L`` (without ``candidates``: the bare encoder).
 
@@ -123,7 +125,11 @@ class KnowBertModel(nn.Module):
             attention_mask: [B, T], 1 for real pieces (default: all).
             candidates: the spans and kb candidates of the batch (word-piece positions of ``input_ids``).
             labels: [B, T] word ids to predict at masked pieces, -100 elsewhere.
+            linking_only: stop after the knowledge layer (stage 1 and linking need nothing above it):
+                ``hidden_states`` are then the layer's output at depth ``L``, and there is no masked-LM loss.
         """
+        if linking_only and (candidates is None or labels is not None):
+            raise ValueError("linking_only needs candidates and takes no labels (the masked LM is not run)")
         device = self.device
         input_ids = input_ids.to(device)
         mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask.to(device)
@@ -131,9 +137,12 @@ class KnowBertModel(nn.Module):
         handle = None
         if candidates is not None:
             candidates = candidates.to(device)
-            handle = self._layers[self.kar_layer - 1].register_forward_hook(_kar_hook(self.kar, candidates, found))
+            hook = _kar_hook(self.kar, candidates, found, stop=linking_only)
+            handle = self._layers[self.kar_layer - 1].register_forward_hook(hook)
         try:
             hidden = self._base(input_ids=input_ids, attention_mask=mask, return_dict=True).last_hidden_state
+        except _StopAfterKar:
+            hidden = found["hidden"]
         finally:
             if handle is not None:
                 handle.remove()
@@ -143,6 +152,14 @@ class KnowBertModel(nn.Module):
         if candidates is not None and candidates.gold is not None:
             out.linking_loss = self.kar.linking_loss(found["scores"], candidates.gold)
         return out
+
+    @torch.no_grad()
+    def link(self, input_ids: Tensor, attention_mask: Tensor | None, candidates: SpanCandidates) -> LinkDecision:
+        """The integrated linker's decisions for the spans of a batch (nothing above the layer runs): each span's
+        best candidate above the threshold, else NULL, with its probability (:meth:`KnowledgeLayer.decode`)."""
+        out = self.forward(input_ids, attention_mask, replace(candidates, gold=None), linking_only=True)
+        assert out.linking_scores is not None
+        return self.kar.decode(out.linking_scores)
 
     def mlm_logits(self, hidden_states: Tensor) -> Tensor:
         """The encoder's masked-LM head on word vectors: (..., hidden) -> (..., vocabulary)."""
@@ -166,6 +183,8 @@ class KnowBertModel(nn.Module):
             "version": FORMAT_VERSION,
             "encoder_class": "mluke" if hasattr(self.encoder, "luke") else "auto",
             "encoder_config": encoder_config,
+            # restored as it was: transformers 4.46 builds a model from a config with eager attention, not sdpa
+            "attn_implementation": getattr(cast(Any, self.encoder).config, "_attn_implementation", None),
             "knowbert": self.config.to_dict(),
         }
         with atomic_path(directory, overwrite=overwrite or empty) as tmp:
@@ -231,15 +250,20 @@ class KnowBertModel(nn.Module):
         return cls(bundle.model, table, config)
 
 
-def _kar_hook(
-    kar: KnowledgeLayer, candidates: SpanCandidates, found: dict[str, Tensor]
-) -> Any:  # the hook's signature is torch's
-    """A forward hook replacing a layer's word output by the knowledge layer's, keeping the linking scores."""
+class _StopAfterKar(Exception):
+    """Raised by the hook to end the encoder's forward after the knowledge layer (``linking_only``)."""
+
+
+def _kar_hook(kar: KnowledgeLayer, candidates: SpanCandidates, found: dict[str, Tensor], stop: bool) -> Any:
+    """A forward hook replacing a layer's word output by the knowledge layer's, keeping the linking scores
+    (and, with ``stop``, ending the forward there)."""
 
     def hook(module: nn.Module, args: object, output: Any) -> Any:
         words = output[0] if isinstance(output, tuple) else output
         result = kar(words, candidates)
-        found["scores"] = result.linking_scores
+        found["scores"], found["hidden"] = result.linking_scores, result.hidden_states
+        if stop:
+            raise _StopAfterKar
         if isinstance(output, tuple):  # transformers 4.x layers, and LUKE's (word, entity, ...) in any version
             return (result.hidden_states, *output[1:])
         return result.hidden_states
@@ -297,4 +321,7 @@ def _build_encoder(meta: dict[str, Any], where: Path) -> nn.Module:
     model_type = cfg.pop("model_type", None)
     if not model_type:
         raise InputFormatError(f"{where}: 'encoder_config' has no model_type")
-    return cast(nn.Module, AutoModelForMaskedLM.from_config(AutoConfig.for_model(model_type, **cfg)))
+    config = AutoConfig.for_model(model_type, **cfg)
+    attention = meta.get("attn_implementation")
+    extra = {"attn_implementation": attention} if isinstance(attention, str) else {}
+    return cast(nn.Module, AutoModelForMaskedLM.from_config(config, **extra))
