@@ -228,7 +228,7 @@ class KnowBertTrainer:
         ids, attention, candidates = collate(windows, self.tokenizer.pad_id)
         labels = mlm_labels(windows, ids.shape[1]) if kind == "lm" else None
         self._train_mode()
-        out = self.model(ids, attention, candidates, labels)
+        out = self.model(ids, attention, candidates, labels, linking_only=kind == "linking")  # nothing above the KAR
         losses = {"linking_loss": out.linking_loss, "mlm_loss": out.mlm_loss}
         loss = sum((v for v in losses.values() if v is not None), torch.zeros((), device=self.device))
         lr = self.optimizer.param_groups[0]["lr"]
