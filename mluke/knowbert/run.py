@@ -43,7 +43,7 @@ def load_documents(
                 "{documents}: expected 'demo' or the page-text corpus folder of a dump build (kb.corpus/)",
                 options={"documents": option("documents", os.fspath(source))},
             )
-        docs = list(documents_from_wiki_corpus(source, languages))
+        docs = list(documents_from_wiki_corpus(Path(source), languages))
     else:
         docs = list(source)
     return [d for d in docs if languages is None or d.lang in languages]
