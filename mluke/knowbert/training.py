@@ -42,15 +42,8 @@ from mluke.devices import resolve_device
 from mluke.knowbert.batch import IGNORE
 from mluke.knowbert.candidates import Window, collate, mlm_labels
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
+from mluke.pretraining import run_folder
 from mluke.pretraining.config import StageConfig
-from mluke.pretraining.run_folder import (
-    cut_log,
-    finished_checkpoints,
-    prune_checkpoints,
-    remove_leftovers,
-    restore_rng_states,
-    rng_states,
-)
 from mluke.pretraining.sampler import LanguageSampler
 from mluke.pretraining.schedule import lr_factor, stage_at
 
@@ -252,7 +245,7 @@ class KnowBertTrainer:
             tmp.mkdir()
             weights = {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
             extra = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
-            torch.save({"model": weights, **extra, **rng_states()}, tmp / WEIGHTS_FILE)
+            torch.save({"model": weights, **extra, **run_folder.rng_states()}, tmp / WEIGHTS_FILE)
             state = {
                 "step": self.step,
                 "stage": self.stage_index,
@@ -260,7 +253,7 @@ class KnowBertTrainer:
                 "config": self.config.fixed(),
             }
             (tmp / STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")
-        prune_checkpoints(self.out, self.config.keep_checkpoints)
+        run_folder.prune_checkpoints(self.out, self.config.keep_checkpoints)
         return final
 
     def resume(self) -> bool:
@@ -269,7 +262,7 @@ class KnowBertTrainer:
         Raises:
             MlukeError: the checkpoint was written by a run with other settings.
         """
-        ckpts = finished_checkpoints(self.out)
+        ckpts = run_folder.finished_checkpoints(self.out)
         if not ckpts:
             return False
         last = ckpts[-1]
@@ -290,7 +283,7 @@ class KnowBertTrainer:
             assert self.optimizer is not None and self.scheduler is not None
             self.optimizer.load_state_dict(saved["optimizer"])
             self.scheduler.load_state_dict(saved["scheduler"])
-        restore_rng_states(saved)
+        run_folder.restore_rng_states(saved)
         return True
 
     # -- the loop --------------------------------------------------------------------------------------------
@@ -303,8 +296,8 @@ class KnowBertTrainer:
 
         stop = self.total_steps if max_steps is None else min(self.total_steps, self.step + max_steps)
         self.out.mkdir(parents=True, exist_ok=True)
-        remove_leftovers(self.out)
-        cut_log(self.out / "log.jsonl", self.step)
+        run_folder.remove_leftovers(self.out)
+        run_folder.cut_log(self.out / "log.jsonl", self.step)
         bar = tqdm(total=stop, initial=self.step, desc="knowbert", unit="step", disable=not progress)
         with (self.out / "log.jsonl").open("a", encoding="utf-8") as log:
             try:
