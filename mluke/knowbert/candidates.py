@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 import torch
@@ -89,6 +89,7 @@ class Window:
     log_prior: list[list[float]]
     gold: list[int] | None = None
     labels: list[int] | None = None  #: masked-LM targets (-100: not masked), set by :mod:`mluke.knowbert.masking`
+    char_spans: list[tuple[int, int]] = field(default_factory=list)  #: each span's characters in the text
 
 
 def span_words(surface: str) -> int:
@@ -170,13 +171,14 @@ class CandidateSelector:
                 [],
                 gold=None if links is None else [],
             )
-            for (s, e), (_, _, rows, priors, gold) in zip(piece_spans, spans):
+            for (s, e), (a, b, rows, priors, gold) in zip(piece_spans, spans):
                 if s >= hi or e <= lo:
                     continue
                 if s < lo or e > hi or e <= s:
                     stats.cut_spans += 1
                     continue
                 win.spans.append((s - lo + 1, e - lo))  # +1 for <s>; end inclusive
+                win.char_spans.append((a, b))
                 win.entity_ids.append(rows)
                 win.log_prior.append(priors)
                 if win.gold is not None:

@@ -44,6 +44,7 @@ def test_english_spans_candidates_priors_and_gold(selector: CandidateSelector) -
     assert w.input_ids[0] == selector.tokenizer.bos_id and w.input_ids[-1] == selector.tokenizer.eos_id
     chars = [(w.offsets[s][0], w.offsets[e][1]) for s, e in w.spans]
     assert [text[a:b].strip() for a, b in chars] == ["Tokyo", "Japan"]
+    assert w.char_spans == [(0, 5), (24, 29)]
     # Tokyo: anchors 100 -> Q1490, 2 -> Q1748 (and a small name-only share), best prior first
     assert w.entity_ids[0][:2] == [ROWS["Q1490"], ROWS["Q1748"]]
     assert w.log_prior[0][0] > w.log_prior[0][1]
@@ -57,6 +58,7 @@ def test_japanese_spans_without_spaces(selector: CandidateSelector) -> None:
     [w] = selector.document(Document("ja", text, [(4, 6, "Q17")]))
     chars = [(w.offsets[s][0], w.offsets[e][1]) for s, e in w.spans]
     assert [text[a:b] for a, b in chars] == ["東京都", "日本"]  # exact: the text is cut at span boundaries
+    assert w.char_spans == [(0, 3), (4, 6)]
     assert w.entity_ids == [[ROWS["Q1490"]], [ROWS["Q17"]]]
     assert w.gold == [IGNORE, 0]
 
