@@ -1,6 +1,6 @@
 """KnowBert in the demo world (issue 32): a knowledge layer trained on the demo model (stage 1, the linker alone;
 then a short stage 2, masked LM + linking) on the demo's training documents, and its linking accuracy per language
-on the demo's linking test set, beside our ``combined`` linker with the same demo model.
+on the demo's linking test set, beside our ``combined`` linker with the same demo model and the prior alone.
 
 The linking test set (``demo.json`` of the demo model, :func:`probes.demo_eval.demo_linking_docs`): sentences
 naming a city whose name a city in another country shares, in languages the demo model never saw that city's
@@ -108,16 +108,16 @@ def run(args: argparse.Namespace) -> dict:
     kb_counts = knowbert_counts(model_dir, docs, db)
     kb_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    report = evaluate_demo_linking(args.model, db=db, methods=("combined",), progress=False)
+    report = evaluate_demo_linking(args.model, db=db, methods=("prior", "combined"), progress=False)
     combined_s = time.perf_counter() - t0
-    rows = {r["lang"]: r for r in report.rows}
+    rows = {(r["lang"], r["method"]): r for r in report.rows}
     total: Counter = Counter()
     table = []
     for lang in sorted(kb_counts):
         c = kb_counts[lang]
         total.update(c)
-        table.append(_row(lang, c, rows[lang]))
-    table.append(_row("all", total, rows["all"]))
+        table.append(_row(lang, c, rows[(lang, "combined")], rows[(lang, "prior")]))
+    table.append(_row("all", total, rows[("all", "combined")], rows[("all", "prior")]))
     log = [json.loads(line) for line in (Path(args.work) / "log.jsonl").read_text().splitlines()]
     return {
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> dict:
     }
 
 
-def _row(lang: str, c: Counter, combined: dict) -> dict:
+def _row(lang: str, c: Counter, combined: dict, prior: dict) -> dict:
     ratio = lambda a, b: a / b if b else None  # noqa: E731
     return {
         "lang": lang,
@@ -136,23 +136,24 @@ def _row(lang: str, c: Counter, combined: dict) -> dict:
         "knowbert": ratio(c["correct"], c["in_kb"]),
         "knowbert_null": ratio(c["correct_null"], c["in_kb"]),
         "combined": combined["accuracy"],
+        "prior": prior["accuracy"],
         "ambiguous": c["ambiguous"],
         "knowbert_ambiguous": ratio(c["ambiguous_correct"], c["ambiguous"]),
         "combined_ambiguous": combined["ambiguous_accuracy"],
+        "prior_ambiguous": prior["ambiguous_accuracy"],
     }
 
 
 def to_markdown(result: dict) -> str:
     pct = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
-    lines = [
-        "| lang | mentions | KnowBert | KnowBert (NULL) | combined | ambiguous | KnowBert amb. | combined amb. |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    columns = ["lang", "mentions", "KnowBert", "KnowBert (NULL)", "combined", "prior", "ambiguous"]
+    columns += ["KnowBert amb.", "combined amb.", "prior amb."]
+    lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
     for r in result["rows"]:
         lines.append(
             f"| {r['lang']} | {r['mentions']} | {pct(r['knowbert'])} | {pct(r['knowbert_null'])} | "
-            f"{pct(r['combined'])} | {r['ambiguous']} | {pct(r['knowbert_ambiguous'])} | "
-            f"{pct(r['combined_ambiguous'])} |"
+            f"{pct(r['combined'])} | {pct(r['prior'])} | {r['ambiguous']} | {pct(r['knowbert_ambiguous'])} | "
+            f"{pct(r['combined_ambiguous'])} | {pct(r['prior_ambiguous'])} |"
         )
     return "\n".join(lines)
 
