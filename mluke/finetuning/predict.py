@@ -143,6 +143,7 @@ def predict_record(
     passages: Sequence[str],
     mentions: Sequence[Sequence[Span]],
     *,
+    labels: Sequence[Sequence[int]] | None = None,
     batch_size: int = 16,
 ) -> tuple[list[Span | None], dict[str, int]]:
     """The answer mention of each ReCoRD query: the passage mention scored best against the placeholder.
@@ -154,6 +155,7 @@ def predict_record(
         placeholders: the character span of ``@placeholder`` in each query.
         passages: each query's passage.
         mentions: the entity mentions (character spans) of each query's passage.
+        labels: per query, 1 for each gold mention (optional: only counted, in ``answers_lost``).
         batch_size: rows per forward pass.
 
     Returns:
@@ -162,7 +164,7 @@ def predict_record(
     """
     model.eval()
     sizes = {k: int(model.settings.get(k, v)) for k, v in RECORD_DEFAULTS.items()}
-    inputs = record_rows(tokenizer, queries, placeholders, passages, mentions, **sizes)
+    inputs = record_rows(tokenizer, queries, placeholders, passages, mentions, labels=labels, **sizes)
     chosen = best_mentions(inputs.rows, _row_scores(model, tokenizer, inputs.rows, batch_size))
     return [mentions[n][m] if m is not None else None for n, m in enumerate(chosen)], inputs.counts()
 

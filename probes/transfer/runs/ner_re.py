@@ -71,7 +71,9 @@ def _check_format(task: str, fmt: str | None) -> str:
     return fmt or "kbp37"
 
 
-def _identity(path: str | os.PathLike[str]) -> dict[str, Any]:
+def file_identity(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What identifies a data file in a run's work folder (path, size, modification time): a resumed run refuses a
+    file that changed."""
     st = Path(path).stat()
     return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
@@ -256,8 +258,8 @@ def finetune(
         "task": task,
         "features": features,
         "model": str(model),
-        "train": _identity(train),
-        "dev": _identity(dev),
+        "train": file_identity(train),
+        "dev": file_identity(dev),
         "labels": labels,
     }
     work = output.with_name(output.name + ".work")
