@@ -135,7 +135,13 @@ def finetune_record(
         bundle, "record", features, ["answer"], dropout=config.dropout, settings={"seed": config.seed, **sizes}
     )
     place(net, device)
-    inputs = record_rows(tok, **_parts(train_data.examples), **sizes)
+    inputs = record_rows(
+        tok,
+        **_parts(train_data.examples),
+        max_length=sizes["max_length"],
+        max_query_length=sizes["max_query_length"],
+        max_entities=sizes["max_entities"],
+    )
     identity = {
         "task": "record",
         "features": features,
