@@ -123,6 +123,26 @@ def e_vs_w_table(score: dict[tuple[str, int, str], float], metric: str = "") -> 
     return "\n".join(lines)
 
 
+def miniature_parser(
+    doc: str | None, name: str, train_size: int, learning_rate: float = 1e-3
+) -> argparse.ArgumentParser:
+    """The options of a miniature fine-tuning benchmark ``name`` (``"qa"``, ``"record"``): --work, --output,
+    --model, --seeds, --epochs, --learning-rate, --batch-size, --train-size, --threads and --table-only."""
+    here = Path(__file__).resolve().parent
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=here / "work" / name)
+    ap.add_argument("--output", type=Path, default=here / "results" / f"{name}_miniature.json")
+    ap.add_argument("--model", help="pretrained checkpoint (default: the demo model)")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--learning-rate", type=float, default=learning_rate)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--train-size", type=int, default=train_size)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
+    return ap
+
+
 def finetune_config(args: argparse.Namespace, seed: int) -> Any:
     """The ``FineTuneConfig`` of one run of a miniature benchmark: its ``--learning-rate``, ``--batch-size`` and
     ``--epochs``, and ``seed``."""

@@ -19,8 +19,6 @@ import statistics
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-
 
 def run(args: argparse.Namespace) -> dict:
     import torch
@@ -103,17 +101,9 @@ def gxlt(results: dict, features: str) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", type=Path, default=HERE / "work" / "qa")
-    ap.add_argument("--output", type=Path, default=HERE / "results" / "qa_miniature.json")
-    ap.add_argument("--model", help="pretrained checkpoint (default: the demo model)")
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--learning-rate", type=float, default=1e-3)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--train-size", type=int, default=1000)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
+    from common import miniature_parser
+
+    ap = miniature_parser(__doc__, "qa", train_size=1000)
     args = ap.parse_args()
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)
     print("\n" + table(results))

@@ -173,6 +173,8 @@ class TransferModel(nn.Module):
         if self.task == "record":
             labels = batch["labels"][:, 1 : 1 + logits.shape[1]]
             kept = labels >= 0
+            if not kept.any():  # every mention of the batch cut off: nothing to learn (0, not the mean of nothing)
+                return logits.sum() * 0.0
             return nn.functional.binary_cross_entropy_with_logits(logits[kept], labels[kept].to(logits.dtype))
         if self.task == "qa":
             logits = logits.masked_fill(batch["attention_mask"][..., None] == 0, torch.finfo(logits.dtype).min)

@@ -11,7 +11,7 @@ import torch
 from mluke.devices import model_device, to_device
 from mluke.finetuning.inputs import Row, Span, batches, collate, ner_rows, relation_rows, typing_rows
 from mluke.finetuning.models import TransferModel
-from mluke.finetuning.record import RECORD_DEFAULTS, best_mentions, record_rows
+from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, best_mentions, record_rows
 
 
 def decode_spans(scored: Sequence[tuple[int, int, int, float]]) -> list[tuple[int, int, int]]:
@@ -136,26 +136,14 @@ def predict_types(
 
 @torch.inference_mode()
 def predict_record(
-    model: TransferModel,
-    tokenizer: Any,
-    queries: Sequence[str],
-    placeholders: Sequence[Span],
-    passages: Sequence[str],
-    mentions: Sequence[Sequence[Span]],
-    *,
-    labels: Sequence[Sequence[int]] | None = None,
-    batch_size: int = 16,
+    model: TransferModel, tokenizer: Any, items: Sequence[ClozeQuery], *, batch_size: int = 16
 ) -> tuple[list[Span | None], dict[str, int]]:
     """The answer mention of each ReCoRD query: the passage mention scored best against the placeholder.
 
     Args:
         model: a ReCoRD model (task ``"record"``).
         tokenizer: its tokenizer.
-        queries: the query texts.
-        placeholders: the character span of ``@placeholder`` in each query.
-        passages: each query's passage.
-        mentions: the entity mentions (character spans) of each query's passage.
-        labels: per query, 1 for each gold mention (optional: only counted, in ``answers_lost``).
+        items: the queries (their labels, when given, are only counted: ``answers_lost``).
         batch_size: rows per forward pass.
 
     Returns:
@@ -164,9 +152,9 @@ def predict_record(
     """
     model.eval()
     sizes = {k: int(model.settings.get(k, v)) for k, v in RECORD_DEFAULTS.items()}
-    inputs = record_rows(tokenizer, queries, placeholders, passages, mentions, labels=labels, **sizes)
+    inputs = record_rows(tokenizer, items, **sizes)
     chosen = best_mentions(inputs.rows, _row_scores(model, tokenizer, inputs.rows, batch_size))
-    return [mentions[n][m] if m is not None else None for n, m in enumerate(chosen)], inputs.counts()
+    return [items[n].mentions[m] if m is not None else None for n, m in enumerate(chosen)], inputs.counts()
 
 
 def _row_scores(model: TransferModel, tokenizer: Any, rows: Sequence[Row], batch_size: int) -> list[torch.Tensor]:

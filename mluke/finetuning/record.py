@@ -48,27 +48,32 @@ class RecordInputs:
         }
 
 
+@dataclass(frozen=True)
+class ClozeQuery:
+    """One query as the model reads it: the query text and the character span of its placeholder, the passage and
+    its entity mentions (character spans), and, for training and dev data, 1 for each mention that is a gold
+    answer (else 0)."""
+
+    query: str
+    placeholder: Span
+    passage: str
+    mentions: tuple[Span, ...]
+    labels: tuple[int, ...] | None = None
+
+
 def record_rows(
     tokenizer: Any,
-    queries: Sequence[str],
-    placeholders: Sequence[Span],
-    passages: Sequence[str],
-    mentions: Sequence[Sequence[Span]],
+    items: Sequence[ClozeQuery],
     *,
-    labels: Sequence[Sequence[int]] | None = None,
     max_length: int = 512,
     max_query_length: int = 90,
     max_entities: int = 128,
 ) -> RecordInputs:
-    """One row per query (see the module docs).
+    """One row per query (see the module docs); the labels of the slots are those of ``items`` (else none).
 
     Args:
         tokenizer: the mLUKE or LUKE tokenizer.
-        queries: the query texts.
-        placeholders: the character span of ``@placeholder`` in each query.
-        passages: each query's passage.
-        mentions: the character spans of the entity mentions of each query's passage.
-        labels: per query, 1 for each mention that is a gold answer, else 0 (training and dev).
+        items: the queries.
         max_length: pieces per row.
         max_query_length: pieces of the query.
         max_entities: slots per row, the placeholder's included.
@@ -84,14 +89,15 @@ def record_rows(
             f"max_length={max_length}, max_query_length={max_query_length}, max_entities={max_entities}: expected "
             "positive sizes, max_length of at least 8 and at least 2 entities (the placeholder and a mention)"
         )
-    q_enc = encode_with_spans(tokenizer.words, list(queries), [[p] for p in placeholders])
+    q_enc = encode_with_spans(tokenizer.words, [q.query for q in items], [[q.placeholder] for q in items])
     unique: dict[tuple[str, tuple[Span, ...]], int] = {}
-    for text, spans in zip(passages, mentions):
-        unique.setdefault((text, tuple(spans)), len(unique))
+    for q in items:
+        unique.setdefault((q.passage, q.mentions), len(unique))
     p_enc = encode_with_spans(tokenizer.words, [t for t, _ in unique], [list(s) for _, s in unique])
     out = RecordInputs()
     for n, (q_ids, _, (ph,)) in enumerate(q_enc):
-        p_ids, _, p_spans = p_enc[unique[passages[n], tuple(mentions[n])]]
+        p_ids, _, p_spans = p_enc[unique[items[n].passage, items[n].mentions]]
+        labels = items[n].labels
         cut = max(0, ph[1] - max_query_length)
         q_ids = q_ids[cut : cut + max_query_length]
         head = [tokenizer.bos_id, *q_ids, tokenizer.eos_id, tokenizer.eos_id]
@@ -100,18 +106,18 @@ def record_rows(
             raise OptionError(
                 f"query {n}: {len(q_ids)} pieces leave no room for the passage in max_length={max_length}"
             )
-        slots, items, row_labels = [(ph[0] - cut + 1, ph[1] - cut + 1)], [n], [-100]
-        gold = list(labels[n]) if labels is not None else [0] * len(p_spans)
+        slots, which, row_labels = [(ph[0] - cut + 1, ph[1] - cut + 1)], [n], [-100]
+        gold = list(labels) if labels is not None else [0] * len(p_spans)
         for m, (s, e) in enumerate(p_spans):
             if e <= room and e > s and len(slots) < max_entities:
                 slots.append((s + len(head), e + len(head)))
-                items.append(m)
+                which.append(m)
                 row_labels.append(gold[m])
         out.mentions += len(p_spans)
         out.mentions_dropped += len(p_spans) - (len(slots) - 1)
         out.answers_lost += any(gold) and not any(row_labels[1:]) if labels is not None else 0
         ids = [*head, *p_ids[:room], tokenizer.eos_id]
-        out.rows.append(Row(ids, slots, [1] * len(slots), items, row_labels if labels is not None else []))
+        out.rows.append(Row(ids, slots, [1] * len(slots), which, row_labels if labels is not None else []))
     return out
 
 

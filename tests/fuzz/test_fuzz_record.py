@@ -58,32 +58,40 @@ def _corrupt(data: st.DataObject, line: bytes, record: dict, kind: str) -> bytes
     return line[:at] + junk + line[at:]
 
 
+def _read(name: str, content: bytes):
+    """:func:`read_record` of ``content`` written to a file ``name``, and the file's path (gone after reading)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_bytes(content)
+        return read_record(path), path
+
+
+def _around(result, expected: list[RecordExample], i: int, path: Path, line: int) -> tuple[list, list[int]]:
+    """Check that the records before and after the ``i``-th are read unchanged and that only ``line`` is named;
+    returns what was read of the ``i``-th record and the lines named."""
+    after = len(result.examples) - (len(expected) - i - 1)
+    assert result.examples[:i] == expected[:i] and result.examples[after:] == expected[i + 1 :]
+    named = skip_report_lines(result.examples_skipped, path)
+    assert set(named) <= {line}
+    return result.examples[i:after], named
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=examples(20))
 @given(data=st.data())
 def test_record_bad_json_line_is_skipped_where_it_is(data, kind):
-    n = data.draw(st.integers(2, 5), label="records")
-    drawn = [data.draw(records(k), label=f"record {k}") for k in range(n)]
-    lines = [json.dumps(r, ensure_ascii=data.draw(st.booleans())).encode() for r, _ in drawn]
-    i = data.draw(st.integers(0, n - 1), label="corrupted")
-    bad = list(lines)
-    if kind == "duplicate":
-        bad.insert(i, lines[i])
-    else:
-        bad[i] = _corrupt(data, lines[i], drawn[i][0], kind)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "bad.jsonl"
-        path.write_bytes(b"\n".join(bad) + b"\n")
-        result = read_record(path)
+    drawn = [data.draw(records(k), label=f"record {k}") for k in range(data.draw(st.integers(2, 5), label="records"))]
     expected = [e for _, e in drawn]
-    got = result.examples
+    lines = [json.dumps(r, ensure_ascii=data.draw(st.booleans())).encode() for r, _ in drawn]
+    i = data.draw(st.integers(0, len(drawn) - 1), label="corrupted")
     if kind == "duplicate":
-        assert got == [*expected[: i + 1], expected[i], *expected[i + 1 :]] and not result.skipped
+        result, _ = _read("dup.jsonl", b"\n".join([*lines[: i + 1], *lines[i:]]) + b"\n")
+        assert result.examples == [*expected[: i + 1], *expected[i:]] and not result.skipped
         return
-    assert got[:i] == expected[:i] and got[len(got) - (n - i - 1) :] == expected[i + 1 :]
-    middle = got[i : len(got) - (n - i - 1)]
-    skipped_lines = skip_report_lines(result.examples_skipped, path)
-    assert len(middle) + len(skipped_lines) == 1 and all(line == i + 1 for line in skipped_lines)
+    lines[i] = _corrupt(data, lines[i], drawn[i][0], kind)
+    result, path = _read("bad.jsonl", b"\n".join(lines) + b"\n")
+    middle, named = _around(result, expected, i, path, i + 1)
+    assert len(middle) + len(named) == 1
     if kind in ("drop field", "wrong type", "span out of range", "bad utf-8"):
         assert not middle and sum(result.skipped.values()) == 1
 
@@ -91,23 +99,16 @@ def test_record_bad_json_line_is_skipped_where_it_is(data, kind):
 @settings(max_examples=examples(20))
 @given(data=st.data())
 def test_record_original_layout_keeps_the_passages_around_a_broken_one(data):
-    n = data.draw(st.integers(2, 5), label="records")
-    drawn = [data.draw(records(k), label=f"record {k}") for k in range(n)]
+    drawn = [data.draw(records(k), label=f"record {k}") for k in range(data.draw(st.integers(2, 5), label="records"))]
     items = [json.dumps(r).encode() for r, _ in drawn]  # ASCII: a cut never splits a character
-    i = data.draw(st.integers(0, n - 1), label="corrupted")
+    i = data.draw(st.integers(0, len(drawn) - 1), label="corrupted")
     kind = data.draw(st.sampled_from(["truncate", "drop field", "bad utf-8"]))
     items[i] = _corrupt(data, items[i], drawn[i][0], kind)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "record.json"
-        path.write_bytes(b'{"version": "v1.0",\n"data": [\n' + b",\n".join(items) + b"\n]}\n")
-        if kind == "bad utf-8":
-            with pytest.raises(InputFormatError, match=f"record.json:{i + 3}: bytes that are not UTF-8"):
-                read_record(path)
-            return
-        result = read_record(path)
-    expected = [e for _, e in drawn]
-    got = result.examples
-    assert got[:i] == expected[:i] and got[len(got) - (n - i - 1) :] == expected[i + 1 :]
-    middle = got[i : len(got) - (n - i - 1)]
-    skipped_lines = skip_report_lines(result.examples_skipped, path)
-    assert len(middle) + len(skipped_lines) == 1 and all(line == i + 3 for line in skipped_lines)
+    content = b'{"version": "v1.0",\n"data": [\n' + b",\n".join(items) + b"\n]}\n"
+    if kind == "bad utf-8":
+        with pytest.raises(InputFormatError, match=f"record.json:{i + 3}: bytes that are not UTF-8"):
+            _read("record.json", content)
+        return
+    result, path = _read("record.json", content)
+    middle, named = _around(result, [e for _, e in drawn], i, path, i + 3)
+    assert len(middle) + len(named) == 1

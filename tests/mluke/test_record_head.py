@@ -7,7 +7,7 @@ import torch
 import mluke
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, predict_record, save_transfer
 from mluke.finetuning.inputs import collate
-from mluke.finetuning.record import best_mentions, record_rows
+from mluke.finetuning.record import ClozeQuery, best_mentions, record_rows
 from tests.mluke.conftest import assert_same_weights, interrupt_at
 
 # (passage, mentions, query, answer): the answer is the city when the query asks for a city, else the person.
@@ -20,13 +20,14 @@ TOY = [
 ]
 
 
-def _parts(items):
-    queries = [q for _, _, q, _ in items]
-    placeholders = [(q.index("@placeholder"), q.index("@placeholder") + 12) for q in queries]
-    passages = [p for p, _, _, _ in items]
-    mentions = [[(p.index(m), p.index(m) + len(m)) for m in ms] for p, ms, _, _ in items]
-    labels = [[int((m in CITIES) == (kind == "city")) for m in ms] for _, ms, _, kind in items]
-    return queries, placeholders, passages, mentions, labels
+def _items(items, with_labels=True):
+    out = []
+    for passage, names, query, kind in items:
+        at = query.index("@placeholder")
+        mentions = tuple((passage.index(m), passage.index(m) + len(m)) for m in names)
+        labels = tuple(int((m in CITIES) == (kind == "city")) for m in names) if with_labels else None
+        out.append(ClozeQuery(query, (at, at + 12), passage, mentions, labels))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +36,7 @@ def bundle(tiny_demo):
 
 
 def _rows(bundle, items, **sizes):
-    queries, placeholders, passages, mentions, labels = _parts(items)
-    return record_rows(bundle.tokenizer, queries, placeholders, passages, mentions, labels=labels, **sizes)
+    return record_rows(bundle.tokenizer, _items(items), **sizes)
 
 
 def test_rows_hold_the_placeholder_then_every_mention(bundle):
@@ -79,51 +79,47 @@ def test_loss_is_binary_cross_entropy_over_the_mention_slots(bundle):
     assert torch.allclose(model.loss(batch), expected)
 
 
+def _tuner(bundle, features, work, *, copies, evaluate, **config):
+    """A seeded run on ``copies`` copies of the toy set (the model is ``tuner.model``)."""
+    model = new_model(bundle, "record", features, ["answer"], settings={"seed": 0})
+    rows = _rows(bundle, TOY * copies).rows
+    settings = FineTuneConfig(batch_size=4, **config)
+    pad = bundle.tokenizer.pad_id
+    return FineTuner(model, rows, config=settings, work=work, evaluate=evaluate, pad_id=pad, identity={"t": features})
+
+
 @pytest.mark.parametrize("features", ["entity", "word"])
 def test_a_separable_toy_set_is_learned(bundle, tmp_path, features):
-    model = new_model(bundle, "record", features, ["answer"], settings={"seed": 0})
-    queries, placeholders, passages, mentions, labels = _parts(TOY)
-    expected = [spans[gold.index(1)] for spans, gold in zip(mentions, labels)]
+    items = _items(TOY, with_labels=False)
+    expected = [q.mentions[q.labels.index(1)] for q in _items(TOY)]
 
     def accuracy(m):
-        chosen = predict_record(m, bundle.tokenizer, queries, placeholders, passages, mentions, batch_size=3)[0]
+        chosen = predict_record(m, bundle.tokenizer, items, batch_size=3)[0]
         return sum(c == e for c, e in zip(chosen, expected)) / len(expected)
 
+    tuner = _tuner(
+        bundle, features, tmp_path / "work", copies=3, evaluate=accuracy, learning_rate=5e-3, epochs=10, dropout=0.0
+    )
+    model = tuner.model
     assert accuracy(model) < 1  # not right by chance
-    history = FineTuner(
-        model,
-        _rows(bundle, TOY * 3).rows,
-        config=FineTuneConfig(learning_rate=5e-3, batch_size=4, epochs=10, save_every=1000, dropout=0.0),
-        work=tmp_path / "work",
-        evaluate=accuracy,
-        pad_id=bundle.tokenizer.pad_id,
-        identity={"t": features},
-    ).train(progress=False)
+    history = tuner.train(progress=False)
     assert history[-1]["loss"] < history[0]["loss"] and max(h["dev"] for h in history) == 1.0
-    chosen, counts = predict_record(model, bundle.tokenizer, queries, placeholders, passages, mentions, batch_size=3)
+    chosen, counts = predict_record(model, bundle.tokenizer, items, batch_size=3)
     assert chosen == expected and counts["mentions_dropped"] == 0
     loaded, tok = load_transfer(save_transfer(model, bundle.tokenizer, tmp_path / "record"))
     assert loaded.task == "record" and loaded.features == features
-    assert predict_record(loaded, tok, queries, placeholders, passages, mentions)[0] == expected
-
-
-def _train(bundle, work, on_step=None):
-    model = new_model(bundle, "record", "entity", ["answer"], settings={"seed": 0})
-    tuner = FineTuner(
-        model,
-        _rows(bundle, TOY * 2).rows,
-        config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=2, save_every=2),
-        work=work,
-        evaluate=lambda m: 0.5,
-        pad_id=bundle.tokenizer.pad_id,
-        identity={"t": "record"},
-    )
-    return model, tuner.train(progress=False, on_step=on_step)
+    assert predict_record(loaded, tok, items)[0] == expected
 
 
 def test_an_interrupted_record_run_resumes_to_the_same_weights(bundle, tmp_path):
-    reference, _ = _train(bundle, tmp_path / "ref")
-    interrupt_at(lambda on_step: _train(bundle, tmp_path / "run", on_step=on_step), 3)
-    resumed, history = _train(bundle, tmp_path / "run")
+    def run(work, on_step=None):
+        tuner = _tuner(
+            bundle, "entity", work, copies=2, evaluate=lambda m: 0.5, learning_rate=1e-3, epochs=2, save_every=2
+        )
+        return tuner.model, tuner.train(progress=False, on_step=on_step)
+
+    reference, _ = run(tmp_path / "ref")
+    interrupt_at(lambda on_step: run(tmp_path / "run", on_step), 3)
+    resumed, history = run(tmp_path / "run")
     assert [h["epoch"] for h in history] == [0, 1]
     assert_same_weights(reference, resumed)

@@ -166,6 +166,19 @@ class QaSettings:
     test_size: int = 300
     sentences: int = 4
 
+    def manifest(self, kind: str, languages: Iterable[str]) -> dict[str, Any]:
+        """The manifest of sets of ``kind`` (``"qa"``, ``"record"``) drawn with these settings in ``languages``:
+        format, seed, languages, sizes, sentences per passage and the passage patterns of each split."""
+        return {
+            "format": f"mluke-miniature-{kind}",
+            "format_version": 1,
+            "seed": self.seed,
+            "languages": list(languages),
+            "sizes": {"train": self.train_size, "dev": self.dev_size, "test": self.test_size},
+            "sentences": self.sentences,
+            "passage_patterns": {"train": list(TRAIN_PATTERNS), "test": list(TEST_PATTERNS)},
+        }
+
 
 class QaKeywords(TypedDict, total=False):
     """The fields of :class:`QaSettings` as keyword arguments of :func:`generate_qa` and :func:`write_qa_miniature`."""
@@ -302,17 +315,6 @@ def write_qa_miniature(
                     for a, b in zip(sets["test"][c], sets["test"][q])
                 ]
                 write_squad(pairs, mlqa_path(tmp / "mlqa", c, q, "test"))
-        write_json(
-            {
-                "format": "mluke-miniature-qa",
-                "format_version": 1,
-                "seed": settings.seed,
-                "languages": list(sets["test"]),
-                "sizes": {"train": settings.train_size, "dev": settings.dev_size, "test": settings.test_size},
-                "sentences": settings.sentences,
-                "passage_patterns": {"train": list(TRAIN_PATTERNS), "test": list(TEST_PATTERNS)},
-                "question_patterns": {"train": [TRAIN_QUESTION], "test": [TEST_QUESTION]},
-            },
-            tmp / "manifest.json",
-        )
+        questions = {"question_patterns": {"train": [TRAIN_QUESTION], "test": [TEST_QUESTION]}}
+        write_json(settings.manifest("qa", sets["test"]) | questions, tmp / "manifest.json")
     return Path(folder)

@@ -127,17 +127,6 @@ def write_record_miniature(
         write_record(sets["dev"]["en"], tmp / "dev.en.json")
         for lang, examples in sets["test"].items():
             write_record(examples, tmp / "test" / f"test.{lang}.json")
-        write_json(
-            {
-                "format": "mluke-miniature-record",
-                "format_version": 1,
-                "seed": settings.seed,
-                "languages": list(sets["test"]),
-                "sizes": {"train": settings.train_size, "dev": settings.dev_size, "test": settings.test_size},
-                "sentences": settings.sentences,
-                "passage_patterns": {"train": [0, 1], "test": [2]},
-                "query_patterns": {"train": "the other of 0 and 1", "test": [0, 1]},
-            },
-            tmp / "manifest.json",
-        )
+        queries = {"query_patterns": {"train": "the other of 0 and 1", "test": [0, 1]}}
+        write_json(settings.manifest("record", sets["test"]) | queries, tmp / "manifest.json")
     return Path(folder)

@@ -37,12 +37,18 @@ def json_records(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
                 except ValueError as exc:
                     yield number, BadRecord("not JSON", str(exc)[:60])
         return
+    text = decode_utf8(path, data, "a JSON list")
+    yield from list_records(text, text.index("[") + 1)
+
+
+def decode_utf8(path: Path, data: bytes, expected: str) -> str:
+    """``data`` decoded as UTF-8; an :class:`InputFormatError` naming the line of the first byte that is not, and
+    what the file was ``expected`` to be (``"a JSON list"``)."""
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise InputFormatError(f"{path}:{line}: bytes that are not UTF-8; expected a JSON list in UTF-8") from None
-    yield from list_records(text, text.index("[") + 1)
+        raise InputFormatError(f"{path}:{line}: bytes that are not UTF-8; expected {expected} in UTF-8") from None
 
 
 def list_records(text: str, pos: int, *, is_record: Callable[[Any], bool] | None = None) -> Iterator[tuple[int, Any]]:

@@ -33,7 +33,7 @@ from kb.errors import InputFormatError, OptionError
 from kb.files import file_bytes
 from probes.reading import ReadSet, Skips
 from probes.transfer.metrics.qa import normalize_answer
-from probes.transfer.readers.json_records import BadRecord, json_records, list_records
+from probes.transfer.readers.json_records import BadRecord, decode_utf8, json_records, list_records
 
 PLACEHOLDER = "@placeholder"
 Span = tuple[int, int]
@@ -170,11 +170,7 @@ def _records(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
     if not data.lstrip().startswith(b"{") or found is None or '"qas"' in before or '"passage"' in before:
         yield from json_records(path, data)  # SuperGLUE's JSON lines (or a bare JSON list of passages)
         return
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputFormatError(f"{path}:{line}: bytes that are not UTF-8; expected ReCoRD JSON in UTF-8") from None
+    text = decode_utf8(path, data, "ReCoRD JSON")
     match = _DATA_LIST.search(text)
     assert match is not None  # found in the head
     yield from list_records(text, match.end(), is_record=_is_passage)

@@ -78,6 +78,36 @@ def file_identity(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
+def save_run(
+    tuner: FineTuner,
+    tokenizer: Any,
+    output: Path,
+    *,
+    overwrite: bool,
+    files: tuple[str | os.PathLike[str], str | os.PathLike[str]],
+    read: tuple[Any, Any],
+) -> dict[str, int]:
+    """The end of a fine-tuning run: write its model (with the train and dev files, the history and the settings),
+    remove its work folder, and count what the train and dev readers skipped.
+
+    Args:
+        tuner: the run, trained.
+        tokenizer: the model's tokenizer.
+        output: the model's folder.
+        overwrite: replace an existing ``output``.
+        files: the train and dev files.
+        read: what was read of them (data sets with ``skipped`` counts).
+
+    Returns:
+        The skipped records per reason, as ``"train: reason"`` / ``"dev: reason"``.
+    """
+    train, dev = files
+    extra = {"train": str(train), "dev": str(dev), "history": tuner.history, "config": asdict(tuner.config)}
+    save_transfer(tuner.model, tokenizer, output, overwrite=overwrite, extra=extra)
+    shutil.rmtree(tuner.work, ignore_errors=True)
+    return {f"{name}: {k}": v for name, data in zip(("train", "dev"), read) for k, v in data.skipped.items()}
+
+
 def score(
     task: str,
     model: Any,
@@ -274,17 +304,7 @@ def finetune(
         evaluate=lambda m: _main_score(task, score(task, m, tok, dev_items, lang=lang, fmt=layout)),
     )
     history = tuner.train(progress=progress)
-    save_transfer(
-        net,
-        tok,
-        output,
-        overwrite=overwrite,
-        extra={"train": str(train), "dev": str(dev), "history": history, "config": asdict(config)},
-    )
-    shutil.rmtree(work, ignore_errors=True)
-    skipped = {f"train: {k}": v for k, v in train_data.skipped.items()} | {
-        f"dev: {k}": v for k, v in dev_data.skipped.items()
-    }
+    skipped = save_run(tuner, tok, output, overwrite=overwrite, files=(train, dev), read=(train_data, dev_data))
     return FineTuneReport(
         output, task, features, labels, len(items), len(dev_items), history, time.perf_counter() - started, skipped
     )

@@ -5,39 +5,35 @@ by ReCoRD's official rules (:func:`probes.transfer.metrics.record.record_scores`
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kb.errors import OptionError
 from kb.files import check_output
 from mluke.devices import place
-from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, predict_record, save_transfer
+from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, predict_record
 from mluke.finetuning.models import Features
-from mluke.finetuning.record import RECORD_DEFAULTS, record_rows
+from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, record_rows
 from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.record import record_scores
 from probes.transfer.readers.record import RecordExample, candidate_key, read_record
-from probes.transfer.runs.ner_re import FineTuneReport, file_identity
+from probes.transfer.runs.ner_re import FineTuneReport, file_identity, save_run
 
 if TYPE_CHECKING:
     from mluke.devices import Device, DType
     from mluke.opening import ModelSource
 
 
-def _parts(examples: Sequence[RecordExample]) -> dict[str, Any]:
-    """The inputs of :func:`mluke.finetuning.record.record_rows` and ``predict_record`` for ``examples``, with the
-    gold mention labels."""
-    return {
-        "queries": [e.query for e in examples],
-        "placeholders": [e.placeholder for e in examples],
-        "passages": [e.text for e in examples],
-        "mentions": [list(e.entities) for e in examples],
-        "labels": [gold_labels(e) for e in examples],
-    }
+def cloze_queries(examples: Sequence[RecordExample]) -> list[ClozeQuery]:
+    """The model inputs of ``examples``: query, placeholder, passage, mentions and their gold labels
+    (:func:`gold_labels`; none for a query without answers)."""
+    return [
+        ClozeQuery(e.query, e.placeholder, e.text, e.entities, tuple(gold_labels(e)) if e.answers else None)
+        for e in examples
+    ]
 
 
 def gold_labels(example: RecordExample) -> list[int]:
@@ -70,7 +66,7 @@ def score_record(
         ``answers_lost``: queries none of whose gold mentions was kept), and the predictions (query id -> answer
         text; "" when no mention was kept).
     """
-    chosen, counts = predict_record(model, tokenizer, **_parts(examples), batch_size=batch_size)
+    chosen, counts = predict_record(model, tokenizer, cloze_queries(examples), batch_size=batch_size)
     predictions = {e.id: e.text[span[0] : span[1]] if span else "" for e, span in zip(examples, chosen)}
     scores = record_scores(predictions, {e.id: e.answers for e in examples})
     return {**scores, **{k: v for k, v in counts.items() if k != "queries"}}, predictions
@@ -135,9 +131,10 @@ def finetune_record(
         bundle, "record", features, ["answer"], dropout=config.dropout, settings={"seed": config.seed, **sizes}
     )
     place(net, device)
+    answered = [e for e in train_data.examples if e.answers]  # (a training file holds no query without answers)
     inputs = record_rows(
         tok,
-        **_parts(train_data.examples),
+        cloze_queries(answered),
         max_length=sizes["max_length"],
         max_query_length=sizes["max_query_length"],
         max_entities=sizes["max_entities"],
@@ -162,20 +159,11 @@ def finetune_record(
         evaluate=lambda m: float(score_record(m, tok, dev_data.examples)[0]["f1"]),
     )
     history = tuner.train(progress=progress)
-    save_transfer(
-        net,
-        tok,
-        output,
-        overwrite=overwrite,
-        extra={"train": str(train), "dev": str(dev), "history": history, "config": asdict(config)},
-    )
-    shutil.rmtree(work, ignore_errors=True)
-    skipped = {f"train: {k}": v for k, v in train_data.skipped.items()} | {
-        f"dev: {k}": v for k, v in dev_data.skipped.items()
-    }
+    skipped = save_run(tuner, tok, output, overwrite=overwrite, files=(train, dev), read=(train_data, dev_data))
     skipped |= {
         "train: mentions dropped by the input sizes": inputs.mentions_dropped,
         "train: queries whose answers the input sizes dropped": inputs.answers_lost,
+        "train: queries without answers": len(train_data.examples) - len(answered),
     }
     return FineTuneReport(
         output,
