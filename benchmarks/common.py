@@ -143,6 +143,19 @@ def miniature_parser(
     return ap
 
 
+def log_run(results: dict, output: Path, label: str, rows: dict[str, dict], metrics: tuple[str, ...] = ("f1",)) -> None:
+    """Print one fine-tuning run of a miniature benchmark (English ``metrics`` and their zero-shot averages over the
+    other languages of ``rows``, x100; the run's seconds) and save the ``results`` so far to ``output``."""
+    import statistics
+
+    from kb.files import write_json
+
+    en = " ".join(f"{m} {100 * rows['en'][m]:.1f}" for m in metrics)
+    zero = " ".join(f"{m} {100 * statistics.mean(r[m] for k, r in rows.items() if k != 'en'):.1f}" for m in metrics)
+    print(f"{label}: en {en}, zero-shot average {zero} ({results['runs'][-1]['seconds']} s)", flush=True)
+    write_json(results, output, overwrite=True)
+
+
 def finetune_config(args: argparse.Namespace, seed: int) -> Any:
     """The ``FineTuneConfig`` of one run of a miniature benchmark: its ``--learning-rate``, ``--batch-size`` and
     ``--epochs``, and ``seed``."""

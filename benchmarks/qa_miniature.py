@@ -22,10 +22,9 @@ from pathlib import Path
 
 def run(args: argparse.Namespace) -> dict:
     import torch
-    from common import finetune_config
+    from common import finetune_config, log_run
 
     import kb
-    from kb.files import write_json
     from mluke.demo import demo_model
     from probes.transfer.miniature.qa import write_qa_miniature
     from probes.transfer.runs.qa import evaluate_qa, finetune_qa
@@ -64,13 +63,7 @@ def run(args: argparse.Namespace) -> dict:
                 }
             )
             xquad = {r["lang"]: r for r in scores.rows if r["dataset"] == "xquad"}
-            zero = [r["f1"] for lang, r in xquad.items() if lang != "en"]
-            print(
-                f"qa {features} seed {seed}: en F1 {100 * xquad['en']['f1']:.1f}, zero-shot average "
-                f"{100 * statistics.mean(zero):.1f} ({results['runs'][-1]['seconds']} s)",
-                flush=True,
-            )
-            write_json(results, args.output, overwrite=True)
+            log_run(results, args.output, f"qa {features} seed {seed}", xquad)
     return results
 
 

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 
 
 def run(args: argparse.Namespace) -> dict:
     import torch
-    from common import finetune_config
+    from common import finetune_config, log_run
 
     import kb
-    from kb.files import write_json
     from mluke.demo import demo_model
     from probes.transfer.miniature.record import write_record_miniature
     from probes.transfer.runs.record import evaluate_record, finetune_record
@@ -52,25 +50,11 @@ def run(args: argparse.Namespace) -> dict:
             report = finetune_record(*files, output=out, overwrite=True, progress=False, **options)
             trained = time.perf_counter() - started
             scores = evaluate_record(out, tests, progress=False)
-            results["runs"].append(
-                {
-                    "seed": seed,
-                    "features": features,
-                    "train_seconds": round(trained, 1),
-                    "seconds": round(time.perf_counter() - started, 1),
-                    "history": report.history,
-                    **scores.to_dict(),
-                }
-            )
+            timing = {"train_seconds": round(trained, 1), "seconds": round(time.perf_counter() - started, 1)}
+            results["runs"].append({"seed": seed, "features": features, **timing, "history": report.history})
+            results["runs"][-1].update(scores.to_dict())
             rows = {r["lang"]: r for r in scores.rows}
-            zero = [r["f1"] for lang, r in rows.items() if lang != "en"]
-            print(
-                f"record {features} seed {seed}: en EM {100 * rows['en']['exact_match']:.1f} F1 "
-                f"{100 * rows['en']['f1']:.1f}, zero-shot F1 average {100 * statistics.mean(zero):.1f} "
-                f"({results['runs'][-1]['seconds']} s)",
-                flush=True,
-            )
-            write_json(results, args.output, overwrite=True)
+            log_run(results, args.output, f"record {features} seed {seed}", rows, ("exact_match", "f1"))
     return results
 
 

@@ -80,20 +80,19 @@ class RecordDataset(ReadSet[RecordExample]):
     (``path:line: reason``)."""
 
     examples: list[RecordExample]
-    passages: int
     skipped: dict[str, int]
     examples_skipped: list[str]
     path: str | None = None
+    passages: int = 0
+
+    def __repr__(self) -> str:
+        read = f"{len(self.examples):,} queries in {self.passages:,} passages"
+        return self._described(
+            f"RecordDataset({read}, skipped {sum(self.skipped.values()):,} records)", self.examples_skipped
+        )
 
     def records(self) -> list[RecordExample]:
         return self.examples
-
-    def __repr__(self) -> str:
-        head = (
-            f"RecordDataset({len(self.examples):,} queries in {self.passages:,} passages, "
-            f"skipped {sum(self.skipped.values()):,} records)"
-        )
-        return self._described(head, self.examples_skipped)
 
 
 def _is_int(x: Any) -> bool:
@@ -209,7 +208,7 @@ def read_record(path: str | os.PathLike[str], *, lang: str | None = None) -> Rec
                 skips.add(path, line, bad.reason, bad.detail)
     if not examples:
         raise InputFormatError(skips.nothing_read(path, "ReCoRD query"))
-    return RecordDataset(examples, passages, dict(skips.counts), skips.examples, str(path))
+    return RecordDataset(examples, dict(skips.counts), skips.examples, str(path), passages)
 
 
 def write_record(examples: Iterable[RecordExample], path: str | os.PathLike[str]) -> Path:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from kb.errors import OptionError, option
 from kb.files import check_output
@@ -41,6 +41,24 @@ if TYPE_CHECKING:
     from mluke.opening import ModelSource
 
 Task = Literal["ner", "re", "typing"]
+
+
+class RunKeywords(TypedDict, total=False):
+    """The options of a fine-tuning run that :func:`probes.transfer.finetune_record` takes as keyword arguments (those
+    of :func:`finetune`): ``features`` (``"entity"``, the default, or ``"word"``), ``model`` (anything
+    :func:`mluke.open_model` takes; default: the demo model), ``lang`` (stored on the examples), ``config`` (a
+    :class:`~mluke.finetuning.FineTuneConfig`; the paper's settings by default), ``overwrite`` (replace an existing
+    output), ``restart`` (start over instead of continuing an interrupted run), ``progress`` (show progress bars;
+    on by default) and ``device`` (where to train)."""
+
+    features: Features
+    model: ModelSource
+    lang: str | None
+    config: FineTuneConfig | None
+    overwrite: bool
+    restart: bool
+    progress: bool
+    device: Device
 
 
 def _check_task(task: str) -> str:
@@ -76,6 +94,49 @@ def file_identity(path: str | os.PathLike[str]) -> dict[str, Any]:
     file that changed."""
     st = Path(path).stat()
     return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def resumable_run(
+    net: Any,
+    rows: Sequence[Any],
+    *,
+    tokenizer: Any,
+    output: Path,
+    files: tuple[str | os.PathLike[str], str | os.PathLike[str]],
+    identity: dict[str, Any],
+    config: FineTuneConfig,
+    restart: bool,
+    evaluate: Callable[[Any], float],
+) -> FineTuner:
+    """The :class:`~mluke.finetuning.FineTuner` of a run that writes ``output``: its work folder is
+    ``output.work`` and what the run is, ``identity`` with the train and dev files' (:func:`file_identity`), so that
+    the folder of a run with other data or settings is not continued.
+
+    Args:
+        net: the model to train.
+        rows: the training rows.
+        tokenizer: its tokenizer (the padding id).
+        output: the folder the model will be written to.
+        files: the train and dev files.
+        identity: the task, features, model and settings of the run.
+        config: the training settings.
+        restart: start over instead of continuing.
+        evaluate: the dev score of the model after an epoch.
+
+    Returns:
+        The run, not started.
+    """
+    train, dev = files
+    return FineTuner(
+        net,
+        rows,
+        config=config,
+        work=output.with_name(output.name + ".work"),
+        pad_id=tokenizer.pad_id,
+        identity={**identity, "train": file_identity(train), "dev": file_identity(dev)},
+        restart=restart,
+        evaluate=evaluate,
+    )
 
 
 def save_run(
@@ -284,22 +345,14 @@ def finetune(
             features=features,
             labels=[index[e.label] for e in items],
         )
-    identity = {
-        "task": task,
-        "features": features,
-        "model": str(model),
-        "train": file_identity(train),
-        "dev": file_identity(dev),
-        "labels": labels,
-    }
-    work = output.with_name(output.name + ".work")
-    tuner = FineTuner(
+    tuner = resumable_run(
         net,
         rows,
+        tokenizer=tok,
+        output=output,
+        files=(train, dev),
+        identity={"task": task, "features": features, "model": str(model), "labels": labels},
         config=config,
-        work=work,
-        pad_id=tok.pad_id,
-        identity=identity,
         restart=restart,
         evaluate=lambda m: _main_score(task, score(task, m, tok, dev_items, lang=lang, fmt=layout)),
     )

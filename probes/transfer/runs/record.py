@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any
 from kb.errors import OptionError
 from kb.files import check_output
 from mluke.devices import place
-from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, predict_record
-from mluke.finetuning.models import Features
+from mluke.finetuning import FineTuneConfig, load_transfer, new_model, predict_record
 from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, record_rows
 from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.record import record_scores
 from probes.transfer.readers.record import RecordExample, candidate_key, read_record
-from probes.transfer.runs.ner_re import FineTuneReport, file_identity, save_run
+from probes.transfer.runs.ner_re import FineTuneReport, RunKeywords, resumable_run, save_run
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
+
     from mluke.devices import Device, DType
-    from mluke.opening import ModelSource
 
 
 def cloze_queries(examples: Sequence[RecordExample]) -> list[ClozeQuery]:
@@ -77,15 +77,8 @@ def finetune_record(
     dev: str | os.PathLike[str],
     *,
     output: str | os.PathLike[str],
-    features: Features = "entity",
-    model: ModelSource = None,
-    lang: str | None = None,
-    config: FineTuneConfig | None = None,
     settings: Mapping[str, int] | None = None,
-    overwrite: bool = False,
-    restart: bool = False,
-    progress: bool = True,
-    device: Device = None,
+    **run: Unpack[RunKeywords],
 ) -> FineTuneReport:
     """Fine-tune a model for ReCoRD on ``train`` and keep the epoch with the best dev F1.
 
@@ -98,16 +91,10 @@ def finetune_record(
         train: the training file (ReCoRD JSON or SuperGLUE JSON lines, :func:`~probes.transfer.read_record`).
         dev: the file that picks the best epoch (ReCoRD's F1).
         output: the folder the fine-tuned model is written to.
-        features: ``"entity"`` (mLUKE-E / LUKE) or ``"word"`` (word features only).
-        model: the model to fine-tune (anything :func:`mluke.open_model` takes; default: the demo model).
-        lang: stored on the examples.
-        config: the paper's settings by default.
         settings: input sizes, :data:`mluke.finetuning.record.RECORD_DEFAULTS` by default (``max_length``,
             ``max_query_length``, ``max_entities``); kept with the model for evaluation.
-        overwrite: replace an existing ``output``.
-        restart: start over instead of continuing an interrupted run.
-        progress: show progress bars.
-        device: where to train.
+        **run: the options of every run (:class:`~probes.transfer.runs.ner_re.RunKeywords`: ``features``,
+            ``model``, ``lang``, ``config``, ``overwrite``, ``restart``, ``progress``, ``device``).
 
     Returns:
         The run's :class:`~probes.transfer.FineTuneReport` (``skipped`` also counts the mentions the input sizes
@@ -118,7 +105,9 @@ def finetune_record(
         InputFormatError: an unreadable ``train`` or ``dev`` file.
     """
     started = time.perf_counter()
-    config = (config or FineTuneConfig()).check()
+    config = (run.get("config") or FineTuneConfig()).check()
+    features, model, lang = run.get("features", "entity"), run.get("model"), run.get("lang")
+    overwrite = run.get("overwrite", False)
     sizes = {**RECORD_DEFAULTS, **(settings or {})}
     unknown = set(sizes) - set(RECORD_DEFAULTS)
     if unknown:
@@ -130,7 +119,7 @@ def finetune_record(
     net = new_model(
         bundle, "record", features, ["answer"], dropout=config.dropout, settings={"seed": config.seed, **sizes}
     )
-    place(net, device)
+    place(net, run.get("device"))
     answered = [e for e in train_data.examples if e.answers]  # (a training file holds no query without answers)
     inputs = record_rows(
         tok,
@@ -139,26 +128,18 @@ def finetune_record(
         max_query_length=sizes["max_query_length"],
         max_entities=sizes["max_entities"],
     )
-    identity = {
-        "task": "record",
-        "features": features,
-        "model": str(model),
-        "train": file_identity(train),
-        "dev": file_identity(dev),
-        "settings": sizes,
-    }
-    work = output.with_name(output.name + ".work")
-    tuner = FineTuner(
+    tuner = resumable_run(
         net,
         inputs.rows,
+        tokenizer=tok,
+        output=output,
+        files=(train, dev),
+        identity={"task": "record", "features": features, "model": str(model), "settings": sizes},
         config=config,
-        work=work,
-        pad_id=tok.pad_id,
-        identity=identity,
-        restart=restart,
+        restart=run.get("restart", False),
         evaluate=lambda m: float(score_record(m, tok, dev_data.examples)[0]["f1"]),
     )
-    history = tuner.train(progress=progress)
+    history = tuner.train(progress=run.get("progress", True))
     skipped = save_run(tuner, tok, output, overwrite=overwrite, files=(train, dev), read=(train_data, dev_data))
     skipped |= {
         "train: mentions dropped by the input sizes": inputs.mentions_dropped,
