@@ -24,15 +24,16 @@ def run(args: argparse.Namespace) -> dict:
 
     import kb
     from mluke.demo import demo_model
+    from probes.transfer.miniature.qa import QaSettings
     from probes.transfer.miniature.record import write_record_miniature
     from probes.transfer.runs.record import evaluate_record, finetune_record
 
     torch.set_num_threads(args.threads)
     model = args.model or demo_model()
     data = args.work / "data"
-    sizes = {"train_size": args.train_size, "dev_size": args.dev_size, "test_size": args.test_size}
+    sizes = QaSettings(train_size=args.train_size, dev_size=args.dev_size, test_size=args.test_size)
     if not (data / "manifest.json").exists():
-        write_record_miniature(kb.default_db(), data, seed=0, overwrite=True, **sizes)
+        write_record_miniature(kb.default_db(), data, overwrite=True, settings=sizes)
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
     tests = [(lang, data / "test" / f"test.{lang}.json") for lang in manifest["languages"]]
     results: dict = {

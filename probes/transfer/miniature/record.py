@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,42 @@ def _example(ident: str, lang: str, draw: Draw, query_pattern: int, names: dict[
     )
 
 
+def write_record_miniature(
+    db: Any,
+    folder: str | Path,
+    *,
+    settings: QaSettings | None = None,
+    overwrite: bool = False,
+    languages: Iterable[str] = MLUKE_LANGUAGES,
+) -> Path:
+    """Write :func:`generate_record`'s sets under ``folder`` in the original ReCoRD layout.
+
+    Files: ``train.en.json``, ``dev.en.json``, ``test/test.{lang}.json`` and ``manifest.json``.
+
+    Args:
+        db: the entity database.
+        folder: the folder to write.
+        languages: the test languages (default: the 24 of mLUKE).
+        overwrite: replace an existing folder (else it is refused).
+        settings: seed, sizes and sentences per passage (:class:`~probes.transfer.miniature.qa.QaSettings`; its
+            defaults when not given).
+
+    Returns:
+        The folder.
+    """
+    settings = settings or QaSettings()
+    sets = generate_record(db, languages, **asdict(settings))
+    with atomic_path(folder, overwrite=overwrite) as tmp:
+        (tmp / "test").mkdir(parents=True)
+        write_record(sets["train"]["en"], tmp / "train.en.json")
+        write_record(sets["dev"]["en"], tmp / "dev.en.json")
+        for lang, examples in sets["test"].items():
+            write_record(examples, tmp / "test" / f"test.{lang}.json")
+        queries = {"query_patterns": {"train": "the other of 0 and 1", "test": [0, 1]}}
+        write_json(settings.manifest("record", sets["test"]) | queries, tmp / "manifest.json")
+    return Path(folder)
+
+
 def generate_record(
     db: Any, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[QaKeywords]
 ) -> dict[str, dict[str, list[RecordExample]]]:
@@ -95,38 +132,3 @@ def generate_record(
                 _example(f"{split}-{n:05d}", lang, draw, q, names) for n, (draw, q) in enumerate(zip(draws, queries))
             ]
     return out
-
-
-def write_record_miniature(
-    db: Any,
-    folder: str | Path,
-    languages: Iterable[str] = MLUKE_LANGUAGES,
-    *,
-    overwrite: bool = False,
-    **options: Unpack[QaKeywords],
-) -> Path:
-    """Write :func:`generate_record`'s sets under ``folder`` in the original ReCoRD layout.
-
-    Files: ``train.en.json``, ``dev.en.json``, ``test/test.{lang}.json`` and ``manifest.json``.
-
-    Args:
-        db: the entity database.
-        folder: the folder to write.
-        languages: the test languages (default: the 24 of mLUKE).
-        overwrite: replace an existing folder (else it is refused).
-        **options: the fields of :class:`~probes.transfer.miniature.qa.QaSettings`.
-
-    Returns:
-        The folder.
-    """
-    settings = QaSettings(**options)
-    sets = generate_record(db, languages, **options)
-    with atomic_path(folder, overwrite=overwrite) as tmp:
-        (tmp / "test").mkdir(parents=True)
-        write_record(sets["train"]["en"], tmp / "train.en.json")
-        write_record(sets["dev"]["en"], tmp / "dev.en.json")
-        for lang, examples in sets["test"].items():
-            write_record(examples, tmp / "test" / f"test.{lang}.json")
-        queries = {"query_patterns": {"train": "the other of 0 and 1", "test": [0, 1]}}
-        write_json(settings.manifest("record", sets["test"]) | queries, tmp / "manifest.json")
-    return Path(folder)

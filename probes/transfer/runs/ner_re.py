@@ -61,6 +61,17 @@ class RunKeywords(TypedDict, total=False):
     device: Device
 
 
+class EvaluateKeywords(TypedDict, total=False):
+    """The options of an evaluation that :func:`probes.transfer.evaluate_record` takes as keyword arguments (those
+    of :func:`evaluate`): ``batch_size`` (examples per forward pass, 16), ``progress`` (a progress bar; on),
+    ``device`` (where the model runs) and ``dtype`` (its precision)."""
+
+    batch_size: int
+    progress: bool
+    device: Device
+    dtype: DType
+
+
 def _check_task(task: str) -> str:
     if task == "qa":
         raise OptionError("QA runs are probes.transfer.finetune_qa and evaluate_qa")

@@ -19,12 +19,10 @@ from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.record import record_scores
 from probes.transfer.readers.record import RecordExample, candidate_key, read_record
-from probes.transfer.runs.ner_re import FineTuneReport, RunKeywords, resumable_run, save_run
+from probes.transfer.runs.ner_re import EvaluateKeywords, FineTuneReport, RunKeywords, resumable_run, save_run
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
-
-    from mluke.devices import Device, DType
 
 
 def cloze_queries(examples: Sequence[RecordExample]) -> list[ClozeQuery]:
@@ -200,21 +198,15 @@ class RecordReport(TableReport):
 def evaluate_record(
     model_dir: str | os.PathLike[str],
     tests: Mapping[str, str | os.PathLike[str]] | Sequence[tuple[str, str | os.PathLike[str]]],
-    *,
-    batch_size: int = 16,
-    progress: bool = True,
-    device: Device = None,
-    dtype: DType = None,
+    **options: Unpack[EvaluateKeywords],
 ) -> RecordReport:
     """Score a fine-tuned ReCoRD model on test files, one per language (EM and F1 under ReCoRD's official rules).
 
     Args:
         model_dir: a folder written by :func:`finetune_record`.
         tests: the test file of each language (``{"de": "de/test.json", ...}`` or pairs).
-        batch_size: queries per forward pass.
-        progress: show a progress bar.
-        device: where the model runs.
-        dtype: the precision it runs in.
+        **options: ``batch_size``, ``progress``, ``device``, ``dtype``
+            (:class:`~probes.transfer.runs.ner_re.EvaluateKeywords`).
 
     Returns:
         A :class:`RecordReport` with a row per language.
@@ -225,15 +217,15 @@ def evaluate_record(
     from tqdm import tqdm
 
     model, tok = load_transfer(model_dir)
-    place(model, device, dtype)
+    place(model, options.get("device"), options.get("dtype"))
     if model.task != "record":
         raise OptionError(f"{model_dir} was fine-tuned for {model.task!r}, not 'record'")
     pairs = list(tests.items()) if isinstance(tests, Mapping) else list(tests)
     if not pairs:
         raise OptionError("no test files: give at least one lang:path")
     rows = []
-    for lang, path in tqdm(pairs, desc="evaluate", unit="language", disable=not progress):
+    for lang, path in tqdm(pairs, desc="evaluate", unit="language", disable=not options.get("progress", True)):
         data = read_record(path, lang=lang)
-        scores, _ = score_record(model, tok, data.examples, batch_size=batch_size)
+        scores, _ = score_record(model, tok, data.examples, batch_size=options.get("batch_size", 16))
         rows.append({"lang": lang, **scores, "skipped": sum(data.skipped.values())})
     return RecordReport(model.features, str(model_dir), rows)

@@ -7,6 +7,7 @@ import pytest
 
 import mluke
 from probes.transfer import read_record
+from probes.transfer.miniature.qa import QaSettings
 from probes.transfer.miniature.record import generate_record, write_record_miniature
 from probes.transfer.readers.record import PLACEHOLDER
 
@@ -37,7 +38,8 @@ def test_the_test_set_is_parallel_and_train_is_english_only(sets):
 
 
 def test_written_sets_read_back(embedded_db, tmp_path, sets):
-    folder = write_record_miniature(embedded_db, tmp_path / "mini", LANGS, train_size=20, dev_size=5, test_size=8)
+    small = QaSettings(train_size=20, dev_size=5, test_size=8)
+    folder = write_record_miniature(embedded_db, tmp_path / "mini", languages=LANGS, settings=small)
     assert read_record(folder / "train.en.json", lang="en").examples == sets["train"]["en"]
     assert read_record(folder / "test" / "test.ja.json", lang="ja").examples == sets["test"]["ja"]
     manifest = json.loads((folder / "manifest.json").read_text())
