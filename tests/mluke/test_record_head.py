@@ -123,3 +123,12 @@ def test_an_interrupted_record_run_resumes_to_the_same_weights(bundle, tmp_path)
     resumed, history = run(tmp_path / "run")
     assert [h["epoch"] for h in history] == [0, 1]
     assert_same_weights(reference, resumed)
+
+
+def test_a_batch_whose_mentions_were_all_cut_off_adds_no_loss(bundle):
+    model = new_model(bundle, "record", "entity", ["answer"], settings={"seed": 1}).eval()
+    paris = _rows(bundle, TOY[:1]).rows[0].slots[1]
+    inputs = _rows(bundle, TOY[:1], max_length=paris[1])  # Paris, the first mention, ends one piece too late
+    assert inputs.rows[0].items == [0] and inputs.answers_lost == 1
+    loss = model.loss(collate(inputs.rows, pad_id=bundle.tokenizer.pad_id))
+    assert float(loss.detach()) == 0.0 and loss.requires_grad
