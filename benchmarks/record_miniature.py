@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -59,6 +60,18 @@ def run(args: argparse.Namespace) -> dict:
     return results
 
 
+def chance(data: Path) -> dict[str, float]:
+    """Per test language, the expected EM x100 of answering with a passage mention picked at random (the mean over
+    the queries of the share of mentions that are the answer): the floor the fine-tuned models are compared to."""
+    from probes.transfer import read_record
+
+    out = {}
+    for path in sorted((data / "test").glob("test.*.json")):
+        examples = read_record(path).examples
+        out[path.name.split(".")[1]] = 100 * statistics.mean(len(e.answer_spans) / len(e.entities) for e in examples)
+    return out
+
+
 def tables(results: dict) -> str:
     """Markdown: per language, mean (standard deviation) over seeds of EM and of F1 x100, E against W."""
     from common import e_vs_w_table
@@ -71,6 +84,9 @@ def tables(results: dict) -> str:
             for row in r["languages"]
         }
         parts.append(e_vs_w_table(score, name))
+    floor = chance(Path(results["settings"]["work"]) / "data")
+    zero = statistics.mean(v for k, v in floor.items() if k != "en")
+    parts.append(f"A passage mention picked at random: EM {floor['en']:.1f} (en), {zero:.1f} (average of the others).")
     return "\n\n".join(parts)
 
 
