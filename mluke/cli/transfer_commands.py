@@ -175,6 +175,8 @@ def finetune(
         )
         dev_column = "dev F1"
     elif task == "record":
+        if all_labels:
+            raise OptionError("--all-labels is for `finetune typing`")
         from probes.transfer import finetune_record
 
         sizes = {"max_length": max_length} if max_length is not None else {}
