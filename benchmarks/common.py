@@ -123,18 +123,12 @@ def e_vs_w_table(score: dict[tuple[str, int, str], float], metric: str = "") -> 
     return "\n".join(lines)
 
 
-def finetune_config(args: argparse.Namespace, seed: int) -> Any:
-    """The ``FineTuneConfig`` of one run of a miniature benchmark: its ``--learning-rate``, ``--batch-size`` and
-    ``--epochs``, and ``seed``."""
-    from mluke.finetuning import FineTuneConfig
-
-    return FineTuneConfig(learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs, seed=seed)
-
-
-def miniature_parser(doc: str | None, name: str, *, threads: int = 1) -> argparse.ArgumentParser:
-    """The options of a miniature fine-tuning benchmark: ``--work`` (``work/<name>``), ``--output``
-    (``results/<name>_miniature.json``), ``--model``, ``--seeds``, ``--epochs``, ``--learning-rate``,
-    ``--batch-size``, ``--threads`` and ``--table-only``, with the defaults every miniature uses."""
+def miniature_parser(
+    doc: str | None, name: str, *, train_size: int | None = None, learning_rate: float = 1e-3, threads: int = 2
+) -> argparse.ArgumentParser:
+    """The options of a miniature fine-tuning benchmark ``name`` (``"qa"``, ``"record"``, ``"typing"``): --work
+    (``work/<name>``), --output (``results/<name>_miniature.json``), --model, --seeds, --epochs, --learning-rate,
+    --batch-size, --train-size (where the benchmark draws its own training set), --threads and --table-only."""
     here = Path(__file__).resolve().parent
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=here / "work" / name)
@@ -142,11 +136,34 @@ def miniature_parser(doc: str | None, name: str, *, threads: int = 1) -> argpars
     ap.add_argument("--model", help="pretrained checkpoint (default: the demo model)")
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--learning-rate", type=float, default=1e-3)
+    ap.add_argument("--learning-rate", type=float, default=learning_rate)
     ap.add_argument("--batch-size", type=int, default=16)
+    if train_size is not None:
+        ap.add_argument("--train-size", type=int, default=train_size)
     ap.add_argument("--threads", type=int, default=threads)
     ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
     return ap
+
+
+def log_run(results: dict, output: Path, label: str, rows: dict[str, dict], metrics: tuple[str, ...] = ("f1",)) -> None:
+    """Print one fine-tuning run of a miniature benchmark (English ``metrics`` and their zero-shot averages over the
+    other languages of ``rows``, x100; the run's seconds) and save the ``results`` so far to ``output``."""
+    import statistics
+
+    from kb.files import write_json
+
+    en = " ".join(f"{m} {100 * rows['en'][m]:.1f}" for m in metrics)
+    zero = " ".join(f"{m} {100 * statistics.mean(r[m] for k, r in rows.items() if k != 'en'):.1f}" for m in metrics)
+    print(f"{label}: en {en}, zero-shot average {zero} ({results['runs'][-1]['seconds']} s)", flush=True)
+    write_json(results, output, overwrite=True)
+
+
+def finetune_config(args: argparse.Namespace, seed: int) -> Any:
+    """The ``FineTuneConfig`` of one run of a miniature benchmark: its ``--learning-rate``, ``--batch-size`` and
+    ``--epochs``, and ``seed``."""
+    from mluke.finetuning import FineTuneConfig
+
+    return FineTuneConfig(learning_rate=args.learning_rate, batch_size=args.batch_size, epochs=args.epochs, seed=seed)
 
 
 def run_entry(report: Any, scores: Any, started: float, **keys: Any) -> dict[str, Any]:

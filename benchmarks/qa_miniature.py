@@ -19,15 +19,12 @@ import statistics
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-
 
 def run(args: argparse.Namespace) -> dict:
     import torch
-    from common import finetune_config
+    from common import finetune_config, log_run
 
     import kb
-    from kb.files import write_json
     from mluke.demo import demo_model
     from probes.transfer.miniature.qa import write_qa_miniature
     from probes.transfer.runs.qa import evaluate_qa, finetune_qa
@@ -66,13 +63,7 @@ def run(args: argparse.Namespace) -> dict:
                 }
             )
             xquad = {r["lang"]: r for r in scores.rows if r["dataset"] == "xquad"}
-            zero = [r["f1"] for lang, r in xquad.items() if lang != "en"]
-            print(
-                f"qa {features} seed {seed}: en F1 {100 * xquad['en']['f1']:.1f}, zero-shot average "
-                f"{100 * statistics.mean(zero):.1f} ({results['runs'][-1]['seconds']} s)",
-                flush=True,
-            )
-            write_json(results, args.output, overwrite=True)
+            log_run(results, args.output, f"qa {features} seed {seed}", xquad)
     return results
 
 
@@ -103,17 +94,9 @@ def gxlt(results: dict, features: str) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", type=Path, default=HERE / "work" / "qa")
-    ap.add_argument("--output", type=Path, default=HERE / "results" / "qa_miniature.json")
-    ap.add_argument("--model", help="pretrained checkpoint (default: the demo model)")
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--learning-rate", type=float, default=1e-3)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--train-size", type=int, default=1000)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
+    from common import miniature_parser
+
+    ap = miniature_parser(__doc__, "qa", train_size=1000)
     args = ap.parse_args()
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)
     print("\n" + table(results))

@@ -115,8 +115,7 @@ def label_table(results: dict) -> str:
 def main() -> None:
     from common import miniature_parser
 
-    ap = miniature_parser(__doc__, "typing")
-    ap.add_argument("--train-size", type=int, default=2000)
+    ap = miniature_parser(__doc__, "typing", train_size=2000, threads=1)
     ap.add_argument("--dev-size", type=int, default=300)
     ap.add_argument("--test-size", type=int, default=300, help="test mentions per language")
     args = ap.parse_args()

@@ -1,6 +1,7 @@
 """``mluke finetune`` and ``mluke evaluate``: thin wrappers over :func:`probes.transfer.finetune` and
-:func:`probes.transfer.evaluate` (cross-lingual NER, relation extraction and entity typing), and
-:func:`probes.transfer.finetune_qa` / :func:`probes.transfer.evaluate_qa` (extractive QA)."""
+:func:`probes.transfer.evaluate` (cross-lingual NER, relation extraction and entity typing),
+:func:`probes.transfer.finetune_qa` / :func:`probes.transfer.evaluate_qa` (extractive QA) and
+:func:`probes.transfer.finetune_record` / :func:`probes.transfer.evaluate_record` (ReCoRD)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ if TYPE_CHECKING:
     from probes.transfer.metrics.qa import Scorer
     from probes.transfer.runs.qa_linking import LinkSource
 
-TASKS = ("ner", "re", "qa", "typing")
-TASK_HELP = "'ner' (span NER), 're' (relation extraction), 'typing' (entity typing) or 'qa' (extractive QA)."
+TASKS = ("ner", "re", "qa", "typing", "record")
+TASK_HELP = (
+    "'ner' (span NER), 're' (relation extraction), 'typing' (entity typing), 'qa' (extractive QA) or 'record' "
+    "(ReCoRD: pick the passage entity that fills @placeholder in a query)."
+)
 TaskArg = Annotated[str, typer.Argument(metavar="TASK", help=TASK_HELP)]
 FormatOption = Annotated[
     str | None,
@@ -51,7 +55,8 @@ def finetune(
             "--train",
             help=(
                 "Training file: CoNLL-2002/2003 or WikiANN (ner), KBP37/RELX layout or TACRED JSON with --format "
-                "tacred (re), Open Entity JSON or JSON lines with sent/start/end/labels (typing), SQuAD 1.1 JSON (qa)."
+                "tacred (re), Open Entity JSON or JSON lines with sent/start/end/labels (typing), SQuAD 1.1 JSON (qa), "
+                "ReCoRD JSON or SuperGLUE ReCoRD JSON lines (record)."
             ),
         ),
     ],
@@ -65,7 +70,8 @@ def finetune(
         typer.Option(
             help=(
                 "'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; typing: an entity [MASK] over the mention; "
-                "qa: entity tokens over linked names) or 'word' (mLUKE-W: word-piece vectors only)."
+                "qa: entity tokens over linked names; record: an entity [MASK] at @placeholder and over every passage "
+                "entity) or 'word' (mLUKE-W: word-piece vectors only)."
             )
         ),
     ] = "entity",
@@ -90,7 +96,15 @@ def finetune(
         int, typer.Option(help="Seed of the classifier's initial weights, the data order and dropout.")
     ] = 0,
     max_span_pieces: Annotated[int, typer.Option(help="NER: longest span, in word pieces.")] = 16,
-    max_length: Annotated[int, typer.Option(help="QA: pieces per input window (question + passage).")] = 384,
+    max_length: Annotated[
+        int | None,
+        typer.Option(
+            help=(
+                "qa: pieces per input window, question + passage (default 384); record: pieces per query + passage "
+                "(default 512; passage entities beyond it are dropped and counted)."
+            )
+        ),
+    ] = None,
     doc_stride: Annotated[
         int, typer.Option(help="QA: pieces between the starts of a passage's overlapping windows.")
     ] = 128,
@@ -117,9 +131,11 @@ def finetune(
     QA with entity or word features, e.g.
     mluke finetune ner --train en/train.txt --dev en/dev.txt --features entity -o ner-e, or
     mluke finetune typing --train open_entity/train.json --dev open_entity/dev.json -o typing-e, or
-    mluke finetune re --format tacred --train tacred/train.json --dev tacred/dev.json -o tacred-e
-    (TASK: ner, re, typing or qa; qa reads SQuAD 1.1 JSON; typing: several types per mention, scored by
-    loose micro F1).
+    mluke finetune re --format tacred --train tacred/train.json --dev tacred/dev.json -o tacred-e, or
+    mluke finetune record --train record/train.json --dev record/dev.json -o record-e
+    (TASK: ner, re, typing, qa or record; qa reads SQuAD 1.1 JSON; typing: several types per mention, scored by
+    loose micro F1; record: ReCoRD's cloze queries, each passage entity scored for @placeholder, EM/F1 as ReCoRD's
+    official script).
 
     Dev scores are computed after every epoch; an interrupted run continues when the command is run again.
     """
@@ -129,7 +145,8 @@ def finetune(
     checks.positive("--learning-rate", learning_rate)
     checks.at_least("--batch-size", batch_size, 1)
     checks.at_least("--max-span-pieces", max_span_pieces, 1)
-    checks.at_least("--max-length", max_length, 16)
+    if max_length is not None:
+        checks.at_least("--max-length", max_length, 16)
     checks.at_least("--doc-stride", doc_stride, 1)
     checks.device(device)
     _check_format(task, fmt)
@@ -152,10 +169,18 @@ def finetune(
     if task == "qa":
         from probes.transfer import finetune_qa
 
-        settings = {"max_length": max_length, "doc_stride": doc_stride}
+        settings = {"max_length": max_length or 384, "doc_stride": doc_stride}
         report: FineTuneReport | QaFineTuneReport = finetune_qa(
             train, dev, db=db, lang=lang or "en", settings=settings, **common
         )
+        dev_column = "dev F1"
+    elif task == "record":
+        if all_labels:
+            raise OptionError("--all-labels is for `finetune typing`")
+        from probes.transfer import finetune_record
+
+        sizes = {"max_length": max_length} if max_length is not None else {}
+        report = finetune_record(train, dev, lang=lang, settings=sizes, **common)
         dev_column = "dev F1"
     else:
         if all_labels and task != "typing":
@@ -176,7 +201,10 @@ def evaluate(
     model_dir: Annotated[Path, typer.Argument(metavar="MODEL", help="A folder written by `mluke finetune`.")],
     test: Annotated[
         list[str] | None,
-        typer.Option("--test", help="ner/re/typing: lang:path of a test file (repeatable), e.g. --test de:de/test.txt"),
+        typer.Option(
+            "--test",
+            help="ner/re/typing/record: lang:path of a test file (repeatable), e.g. --test de:de/test.txt",
+        ),
     ] = None,
     xquad: Annotated[Path | None, typer.Option("--xquad", help="qa: folder of xquad.LANG.json files.")] = None,
     mlqa: Annotated[
@@ -228,7 +256,9 @@ def evaluate(
     mluke evaluate typing typing-e --test en:open_entity/test.json (loose micro P/R/F1), or
     mluke evaluate re tacred-e --test en:tacred/test.json (a model fine-tuned with --format tacred reads TACRED
     JSON and reports TACRED's micro P/R/F1 over the positive relations), or
-    mluke evaluate qa qa-e --xquad xquad/ --mlqa mlqa/ --gxlt"""
+    mluke evaluate qa qa-e --xquad xquad/ --mlqa mlqa/ --gxlt, or
+    mluke evaluate record record-e --test en:record/dev.json (EM and F1 as ReCoRD's official script, with the
+    passage entities and answers the input size cut off)"""
     from kb.files import split_list, write_csv
 
     checks.choice("TASK", task, TASKS)
@@ -239,7 +269,8 @@ def evaluate(
         _check_qa_sets(xquad, mlqa, split_list(langs), gxlt, split, link_source)
     elif xquad or mlqa or gxlt or gxlt_csv:
         raise OptionError(
-            "--xquad, --mlqa, --gxlt and --gxlt-csv are for `evaluate qa`; ner, re and typing take --test lang:path"
+            "--xquad, --mlqa, --gxlt and --gxlt-csv are for `evaluate qa`; ner, re, typing and record take --test "
+            "lang:path"
         )
     elif not test:
         raise OptionError(f"evaluate {task} needs at least one --test lang:path, e.g. --test de:de/test.txt")
@@ -285,6 +316,19 @@ def evaluate(
             raise OptionError(f"--test {item!r}: expected lang:path, e.g. de:de/test.txt")
         tests.append((lang, path))
     outputs = check_outputs(overwrite, json_out, csv_out)
+    if task == "record":
+        from probes.transfer import evaluate_record
+
+        record = evaluate_record(model_dir, tests, batch_size=batch_size, progress=progress, device=device, dtype=dtype)
+        show_report(
+            record,
+            f"record, {record.features} features ({model_dir}; EM and F1 x100)",
+            json_out=json_out,
+            csv_out=csv_out,
+            overwrite=overwrite,
+            outputs=outputs,
+        )
+        return
     report = run(
         task,  # type: ignore[arg-type]
         model_dir,

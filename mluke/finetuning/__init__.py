@@ -1,12 +1,14 @@
-"""Fine-tuning mLUKE for cross-lingual transfer: span NER, relation classification, entity typing and extractive QA with
-entity features (mLUKE-E) or word features (mLUKE-W). (Called ``mluke.transfer`` before 0.2.)
+"""Fine-tuning mLUKE for cross-lingual transfer: span NER, relation classification, entity typing, ReCoRD and
+extractive QA with entity features (mLUKE-E) or word features (mLUKE-W). (Called ``mluke.transfer`` before 0.2.)
 
 - :func:`new_model` / :class:`TransferModel` — the heads on the mLUKE encoder (``models``);
 - :class:`FineTuner` / :class:`FineTuneConfig` — the seeded, resumable training loop (``training``);
 - :func:`save_transfer` / :func:`load_transfer` — checkpoints in the hub layout with their labels;
-- :func:`predict_spans` / :func:`predict_relations` / :func:`predict_types` — predictions (``predict``);
+- :func:`predict_spans` / :func:`predict_relations` / :func:`predict_types` / :func:`predict_record` — predictions
+  (``predict``);
 - ``inputs`` — span enumeration, marked pairs, typing mentions and batch tensors;
-- ``qa`` — QA windows, answer positions and span decoding.
+- ``qa`` — QA windows, answer positions and span decoding;
+- ``record`` — ReCoRD rows (query + passage, the placeholder and every mention as slots) and what they cut off.
 
 Readers of the datasets, metrics and whole runs (what ``mluke finetune`` / ``mluke evaluate`` do) are in
 :mod:`probes.transfer`.
@@ -14,7 +16,7 @@ Readers of the datasets, metrics and whole runs (what ``mluke finetune`` / ``mlu
 
 from mluke.finetuning.checkpoint import load_transfer, save_transfer
 from mluke.finetuning.models import TransferModel, new_model
-from mluke.finetuning.predict import decode_spans, predict_relations, predict_spans, predict_types
+from mluke.finetuning.predict import decode_spans, predict_record, predict_relations, predict_spans, predict_types
 from mluke.finetuning.training import FineTuneConfig, FineTuner
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "decode_spans",
     "load_transfer",
     "new_model",
+    "predict_record",
     "predict_relations",
     "predict_spans",
     "predict_types",

@@ -9,11 +9,15 @@ features (mLUKE-E) or word features (mLUKE-W), as in section 4 of the mLUKE pape
 - Typing, entity: the last-layer vector of an entity [MASK] over the mention (as transformers'
   ``LukeForEntityClassification``); word: the mention's first and last piece vectors. Multi-label: one sigmoid
   per type, binary cross-entropy, a type predicted when its probability exceeds 0.5.
+- ReCoRD (``"record"``), entity: an entity [MASK] at the query's ``@placeholder`` and one over every entity mention of
+  the passage; a mention's score is the linear layer over [placeholder vector; mention vector] (LUKE section 4.4);
+  word: the placeholder's and the mention's first and last piece vectors. Binary cross-entropy over the mentions
+  (1 where the mention is a gold answer); the best mention is the answer.
 - QA: start and end scores over the last-layer word vectors (:mod:`mluke.finetuning.qa` builds the rows); with
   entity features the input also holds an entity token for every linked name of the question and passage.
 
-The encoder keeps a small entity table of its own (NER, typing: [PAD], [MASK]; relations: [PAD], [HEAD], [TAIL]),
-copied from the pretrained [PAD] and [MASK] rows, so a fine-tuned model does not carry the 1.2M-entity
+The encoder keeps a small entity table of its own (NER, typing, ReCoRD: [PAD], [MASK]; relations: [PAD], [HEAD],
+[TAIL]), copied from the pretrained [PAD] and [MASK] rows, so a fine-tuned model does not carry the 1.2M-entity
 table. A linear layer over the features (after dropout) gives the label scores. A QA model with entity
 features keeps the whole pretrained entity table (its linked entities can be any), frozen during fine-tuning so
 that entities seen only in the training language do not drift away from the rest.
@@ -35,7 +39,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
 Features = Literal["entity", "word"]
-Task = Literal["ner", "re", "qa", "typing"]
+Task = Literal["ner", "re", "qa", "typing", "record"]
 
 
 def check_features(features: str) -> str:
@@ -91,7 +95,8 @@ class TransferModel(nn.Module):
     ``labels``: the label set, index 0 being "no entity" (NER) or ``no_relation`` (relations) when present.
     ``forward(batch)`` takes :func:`mluke.finetuning.inputs.collate` tensors and returns
     (rows x slots x labels) span scores for NER, (rows x labels) pair scores for relations and type scores
-    (logits of independent sigmoids) for typing.
+    (logits of independent sigmoids) for typing, (rows x mention slots) answer scores for ReCoRD (slot 0, the
+    placeholder, excluded).
     """
 
     def __init__(
@@ -110,6 +115,8 @@ class TransferModel(nn.Module):
         self.settings = dict(settings or {})
         hidden = encoder.config.hidden_size
         width = hidden * (1 if task == "qa" or (task in ("ner", "typing") and features == "entity") else 2)
+        if task == "record":
+            width = hidden * (2 if features == "entity" else 4)
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(width, len(labels))
 
@@ -136,6 +143,8 @@ class TransferModel(nn.Module):
             )
             if self.task == "typing":
                 return states[:, 0]
+            if self.task == "record":
+                return _with_placeholder(states)
             return states if self.task == "ner" else states[:, :2].flatten(1)
         words = self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
         first = torch.gather(words, 1, batch["slot_start"][..., None].expand(-1, -1, words.shape[-1]))
@@ -143,20 +152,30 @@ class TransferModel(nn.Module):
             return first[:, :2].flatten(1)
         last = torch.gather(words, 1, batch["slot_end"][..., None].expand(-1, -1, words.shape[-1]))
         both = torch.cat([first, last], dim=-1)
+        if self.task == "record":
+            return _with_placeholder(both)
         return both[:, 0] if self.task == "typing" else both
 
     def forward(self, batch: dict[str, Tensor]) -> Tensor:
-        return self.classifier(self.dropout(self.features_of(batch)))
+        scores = self.classifier(self.dropout(self.features_of(batch)))
+        return scores[..., 0] if self.task == "record" else scores
 
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
         """Cross-entropy over the labelled slots (NER), examples (relations) or answer ends (QA: the mean of
         the start and end losses, padding excluded); binary cross-entropy over every type (typing: ``labels``
-        holds each example's 0/1 per type)."""
+        holds each example's 0/1 per type) or over the mention slots (ReCoRD: 0/1 per slot after the placeholder's,
+        -100 where nothing is scored)."""
         logits = self(batch)
         if self.task == "typing":
             return nn.functional.binary_cross_entropy_with_logits(
                 logits, batch["labels"][:, : logits.shape[-1]].to(logits.dtype)
             )
+        if self.task == "record":
+            labels = batch["labels"][:, 1 : 1 + logits.shape[1]]
+            kept = labels >= 0
+            if not kept.any():  # every mention of the batch cut off: nothing to learn (0, not the mean of nothing)
+                return logits.sum() * 0.0
+            return nn.functional.binary_cross_entropy_with_logits(logits[kept], labels[kept].to(logits.dtype))
         if self.task == "qa":
             logits = logits.masked_fill(batch["attention_mask"][..., None] == 0, torch.finfo(logits.dtype).min)
             return (
@@ -165,6 +184,11 @@ class TransferModel(nn.Module):
             ) / 2
         labels = batch["labels"] if self.task == "ner" else batch["labels"][:, 0]
         return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+
+
+def _with_placeholder(slots: Tensor) -> Tensor:
+    """(rows x slots x width) -> (rows x slots-1 x 2 width): slot 0's features beside those of every other slot."""
+    return torch.cat([slots[:, :1].expand(-1, slots.shape[1] - 1, -1), slots[:, 1:]], dim=-1)
 
 
 class HeadKeywords(TypedDict, total=False):
@@ -181,14 +205,14 @@ def new_model(
 ) -> TransferModel:
     """A fine-tuning model on a loaded ``mluke.load`` bundle: its encoder, an entity table and a new classifier.
 
-    The entity table is [PAD], [MASK] for NER and typing; [PAD], [HEAD], [TAIL] (from [MASK]) for relations; the whole
-    table, frozen, for QA with entity features.
+    The entity table is [PAD], [MASK] for NER, typing and ReCoRD; [PAD], [HEAD], [TAIL] (from [MASK]) for relations;
+    the whole table, frozen, for QA with entity features.
 
     Args:
         pretrained: the bundle.
-        task: ``"ner"``, ``"re"``, ``"typing"`` or ``"qa"``.
+        task: ``"ner"``, ``"re"``, ``"typing"``, ``"record"`` or ``"qa"``.
         features: ``"entity"`` (mLUKE-E) or ``"word"`` (mLUKE-W).
-        labels: the classifier's labels (QA: ``["start", "end"]``; typing: the types).
+        labels: the classifier's labels (QA: ``["start", "end"]``; typing: the types; ReCoRD: ``["answer"]``).
         **head: ``dropout`` and ``settings`` (:class:`HeadKeywords`).
 
     Returns:

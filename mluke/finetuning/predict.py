@@ -1,4 +1,5 @@
-"""Predictions of fine-tuned models: NER spans (greedy decoding), relation labels and entity types."""
+"""Predictions of fine-tuned models: NER spans (greedy decoding), relation labels, entity types and ReCoRD
+answers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import torch
 from mluke.devices import model_device, to_device
 from mluke.finetuning.inputs import Row, Span, batches, collate, ner_rows, relation_rows, typing_rows
 from mluke.finetuning.models import TransferModel
+from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, best_mentions, record_rows
 
 
 def decode_spans(scored: Sequence[tuple[int, int, int, float]]) -> list[tuple[int, int, int]]:
@@ -130,6 +132,29 @@ def predict_types(
         [model.labels[i] for i, p in enumerate(torch.sigmoid(scores).tolist()) if p > threshold]
         for scores in _row_scores(model, tokenizer, rows, batch_size)
     ]
+
+
+@torch.inference_mode()
+def predict_record(
+    model: TransferModel, tokenizer: Any, items: Sequence[ClozeQuery], *, batch_size: int = 16
+) -> tuple[list[Span | None], dict[str, int]]:
+    """The answer mention of each ReCoRD query: the passage mention scored best against the placeholder.
+
+    Args:
+        model: a ReCoRD model (task ``"record"``).
+        tokenizer: its tokenizer.
+        items: the queries (their labels, when given, are only counted: ``answers_lost``).
+        batch_size: rows per forward pass.
+
+    Returns:
+        Per query the chosen mention's span (``None`` when every mention was cut off), and the counts of
+        :meth:`mluke.finetuning.record.RecordInputs.counts` (what the input sizes cut off).
+    """
+    model.eval()
+    sizes = {k: int(model.settings.get(k, v)) for k, v in RECORD_DEFAULTS.items()}
+    inputs = record_rows(tokenizer, items, **sizes)
+    chosen = best_mentions(inputs.rows, _row_scores(model, tokenizer, inputs.rows, batch_size))
+    return [items[n].mentions[m] if m is not None else None for n, m in enumerate(chosen)], inputs.counts()
 
 
 def _row_scores(model: TransferModel, tokenizer: Any, rows: Sequence[Row], batch_size: int) -> list[torch.Tensor]:

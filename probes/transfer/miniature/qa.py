@@ -50,8 +50,17 @@ def load_questions() -> dict[str, Any]:
 Fact = tuple[str, str, str]  # relation, subject key, object key
 
 
-def _facts(world: KbWorld, langs: Sequence[str], excluded: dict[str, frozenset[str]]) -> list[Fact]:
-    """Facts whose subject and object have a usable name in every language of ``langs``."""
+def named_facts(world: KbWorld, langs: Sequence[str], excluded: dict[str, frozenset[str]]) -> list[Fact]:
+    """Facts whose subject and object have a usable name in every language of ``langs`` (none in ``excluded``).
+
+    Args:
+        world: the kb's entities and facts.
+        langs: the languages.
+        excluded: entity keys left out, per kind.
+
+    Returns:
+        ``(relation, subject key, object key)`` facts; a symmetric relation's in both directions.
+    """
     named = {
         kind: set.intersection(*(set(world.labels(lang)[kind]) - excluded.get(kind, frozenset()) for lang in langs))
         for kind in KbWorld.KINDS
@@ -67,14 +76,30 @@ def _facts(world: KbWorld, langs: Sequence[str], excluded: dict[str, frozenset[s
     return out
 
 
-def _draw(
+def draw_passage(
     rng: random.Random,
     facts: Sequence[Fact],
     by_relation: dict[str, list[Fact]],
     sentences: int,
     patterns: Sequence[int],
 ) -> tuple[list[tuple[Fact, int]], int]:
-    """The facts of one passage with their pattern indices, and which of them the question asks about."""
+    """The facts of one passage with their pattern indices, and which of them a question asks about: the target
+    fact of a relation drawn first (so that relations are balanced), then other facts whose subject is not the
+    target's subject, no two about the same subject or pair.
+
+    Args:
+        rng: the draw's random generator.
+        facts: the facts to draw from.
+        by_relation: the same facts by relation.
+        sentences: facts per passage.
+        patterns: the pattern indices to draw from.
+
+    Returns:
+        ``([(fact, pattern index), ...], index of the target)``.
+
+    Raises:
+        OptionError: too few facts for a passage.
+    """
     relation = rng.choice(sorted(by_relation))
     target = rng.choice(by_relation[relation])
     chosen = [target]
@@ -141,6 +166,19 @@ class QaSettings:
     test_size: int = 300
     sentences: int = 4
 
+    def manifest(self, kind: str, languages: Iterable[str]) -> dict[str, Any]:
+        """The manifest of sets of ``kind`` (``"qa"``, ``"record"``) drawn with these settings in ``languages``:
+        format, seed, languages, sizes, sentences per passage and the passage patterns of each split."""
+        return {
+            "format": f"mluke-miniature-{kind}",
+            "format_version": 1,
+            "seed": self.seed,
+            "languages": list(languages),
+            "sizes": {"train": self.train_size, "dev": self.dev_size, "test": self.test_size},
+            "sentences": self.sentences,
+            "passage_patterns": {"train": list(TRAIN_PATTERNS), "test": list(TEST_PATTERNS)},
+        }
+
 
 class QaKeywords(TypedDict, total=False):
     """The fields of :class:`QaSettings` as keyword arguments of :func:`generate_qa` and :func:`write_qa_miniature`."""
@@ -173,37 +211,67 @@ def generate_qa(
 
 
 def _generate(db: Any, languages: Iterable[str], settings: QaSettings) -> dict[str, dict[str, list[QaExample]]]:
-    seed, sentences = settings.seed, settings.sentences
     langs = tuple(dict.fromkeys(languages))
     missing = [lang for lang in langs if lang not in load_questions()["questions"] or lang not in PATTERNS]
     if missing or "en" not in langs:
         raise OptionError(f"no miniature QA patterns for {missing}" if missing else "the languages must include 'en'")
-    if sentences < 1:
-        raise OptionError(f"sentences={sentences}: expected at least 1")
     world = KbWorld(db)
-    heldout = heldout_entities(db, seed=seed)
     out: dict[str, dict[str, list[QaExample]]] = {}
-    for split, size, pool_langs, excluded in (
-        ("train", settings.train_size, ("en",), heldout),
-        ("dev", settings.dev_size, ("en",), heldout),
-        ("test", settings.test_size, langs, {}),
-    ):
-        facts = _facts(world, pool_langs, excluded)
-        by_relation: dict[str, list[Fact]] = {}
-        for f in facts:
-            by_relation.setdefault(f[0], []).append(f)
-        if len(facts) < 4 * sentences:
-            raise OptionError(f"too few kb facts named in {', '.join(pool_langs)} for the {split} set ({len(facts)})")
-        rng = random.Random(f"{seed}/qa/{split}")
-        patterns, question = (TEST_PATTERNS, TEST_QUESTION) if split == "test" else (TRAIN_PATTERNS, TRAIN_QUESTION)
-        draws = [_draw(rng, facts, by_relation, sentences, patterns) for _ in range(size)]
+    for split, (split_langs, draws) in passage_draws(db, world, langs, settings, "qa").items():
+        question = TEST_QUESTION if split == "test" else TRAIN_QUESTION
         out[split] = {}
-        for lang in pool_langs if split == "test" else ("en",):
+        for lang in split_langs:
             names = {kind: world.labels(lang)[kind] for kind in KbWorld.KINDS}
             out[split][lang] = [
                 _example(f"{split}-{n:05d}", lang, passage, target, question, names, passage[target][0][0])
                 for n, (passage, target) in enumerate(draws)
             ]
+    return out
+
+
+Draw = tuple[list[tuple[Fact, int]], int]  # (fact, pattern index) per sentence, and the target sentence
+
+
+def passage_draws(
+    db: Any, world: KbWorld, langs: tuple[str, ...], settings: QaSettings, task: str
+) -> dict[str, tuple[tuple[str, ...], list[Draw]]]:
+    """The passages of each split, drawn once and rendered in every language of the split: train and dev are English,
+    leave out 30% of the entities of each kind (:func:`~probes.transfer.miniature.sampling.heldout_entities`) and
+    use relation patterns :data:`TRAIN_PATTERNS`; the test set may use any entity named in all ``langs``, with
+    patterns :data:`TEST_PATTERNS`.
+
+    Args:
+        db: the entity database.
+        world: its entities and facts.
+        langs: the test languages ("en" among them).
+        settings: the seed, sizes and sentences per passage.
+        task: names the draws' random streams (``"qa"``, ``"record"``).
+
+    Returns:
+        ``{split: (languages, [(passage, target), ...])}``.
+
+    Raises:
+        OptionError: fewer than one sentence per passage, or too few kb facts.
+    """
+    if settings.sentences < 1:
+        raise OptionError(f"sentences={settings.sentences}: expected at least 1")
+    heldout = heldout_entities(db, seed=settings.seed)
+    out: dict[str, tuple[tuple[str, ...], list[Draw]]] = {}
+    for split, size, pool_langs, excluded in (
+        ("train", settings.train_size, ("en",), heldout),
+        ("dev", settings.dev_size, ("en",), heldout),
+        ("test", settings.test_size, langs, {}),
+    ):
+        facts = named_facts(world, pool_langs, excluded)
+        by_relation: dict[str, list[Fact]] = {}
+        for f in facts:
+            by_relation.setdefault(f[0], []).append(f)
+        if len(facts) < 4 * settings.sentences:
+            raise OptionError(f"too few kb facts named in {', '.join(pool_langs)} for the {split} set ({len(facts)})")
+        rng = random.Random(f"{settings.seed}/{task}/{split}")
+        patterns = TEST_PATTERNS if split == "test" else TRAIN_PATTERNS
+        draws = [draw_passage(rng, facts, by_relation, settings.sentences, patterns) for _ in range(size)]
+        out[split] = (pool_langs, draws)
     return out
 
 
@@ -247,17 +315,6 @@ def write_qa_miniature(
                     for a, b in zip(sets["test"][c], sets["test"][q])
                 ]
                 write_squad(pairs, mlqa_path(tmp / "mlqa", c, q, "test"))
-        write_json(
-            {
-                "format": "mluke-miniature-qa",
-                "format_version": 1,
-                "seed": settings.seed,
-                "languages": list(sets["test"]),
-                "sizes": {"train": settings.train_size, "dev": settings.dev_size, "test": settings.test_size},
-                "sentences": settings.sentences,
-                "passage_patterns": {"train": list(TRAIN_PATTERNS), "test": list(TEST_PATTERNS)},
-                "question_patterns": {"train": [TRAIN_QUESTION], "test": [TEST_QUESTION]},
-            },
-            tmp / "manifest.json",
-        )
+        questions = {"question_patterns": {"train": [TRAIN_QUESTION], "test": [TEST_QUESTION]}}
+        write_json(settings.manifest("qa", sets["test"]) | questions, tmp / "manifest.json")
     return Path(folder)

@@ -37,12 +37,25 @@ def json_records(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
                 except ValueError as exc:
                     yield number, BadRecord("not JSON", str(exc)[:60])
         return
+    text = decode_utf8(path, data, "a JSON list")
+    yield from list_records(text, text.index("[") + 1)
+
+
+def decode_utf8(path: Path, data: bytes, expected: str) -> str:
+    """``data`` decoded as UTF-8; an :class:`InputFormatError` naming the line of the first byte that is not, and
+    what the file was ``expected`` to be (``"a JSON list"``)."""
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise InputFormatError(f"{path}:{line}: bytes that are not UTF-8; expected a JSON list in UTF-8") from None
-    decoder, pos = json.JSONDecoder(), text.index("[") + 1
+        raise InputFormatError(f"{path}:{line}: bytes that are not UTF-8; expected {expected} in UTF-8") from None
+
+
+def list_records(text: str, pos: int, *, is_record: Callable[[Any], bool] | None = None) -> Iterator[tuple[int, Any]]:
+    """(line, record) of the JSON list whose items start at ``pos`` of ``text`` (just after its ``[``); a broken
+    record gives ``(line, BadRecord)`` and reading goes on at the next whole record (an object followed by ``,`` or
+    ``]`` that ``is_record`` accepts, so that records holding objects resume at a record, not inside one)."""
+    decoder = json.JSONDecoder()
     line, counted = 1, 0  # the line of ``counted``: newlines are counted once, from the last record on
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
@@ -54,22 +67,22 @@ def json_records(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
             record, pos = decoder.raw_decode(text, pos)
         except ValueError as exc:
             yield line, BadRecord("not JSON", str(exc)[:60])
-            pos = _next_object(text, pos + 1)
+            pos = _next_object(text, pos + 1, is_record)
             continue
         yield line, record
 
 
-def _next_object(text: str, pos: int) -> int:
+def _next_object(text: str, pos: int, is_record: Callable[[Any], bool] | None = None) -> int:
     """Where reading a JSON list goes on after a broken record: the next ``{`` that starts a whole object followed
-    by ``,`` or ``]``, else the end of the text."""
+    by ``,`` or ``]`` (and accepted by ``is_record``), else the end of the text."""
     decoder = json.JSONDecoder()
     while (pos := text.find("{", pos)) >= 0:
         try:
-            _, end = decoder.raw_decode(text, pos)
+            found, end = decoder.raw_decode(text, pos)
         except ValueError:
             pos += 1
             continue
-        if text[end:].lstrip()[:1] in (",", "]"):
+        if text[end:].lstrip()[:1] in (",", "]") and (is_record is None or is_record(found)):
             return pos
         pos += 1
     return len(text)

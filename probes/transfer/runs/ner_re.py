@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from kb.errors import OptionError, option
 from kb.files import check_output
@@ -43,6 +43,35 @@ if TYPE_CHECKING:
 Task = Literal["ner", "re", "typing"]
 
 
+class RunKeywords(TypedDict, total=False):
+    """The options of a fine-tuning run that :func:`probes.transfer.finetune_record` takes as keyword arguments (those
+    of :func:`finetune`): ``features`` (``"entity"``, the default, or ``"word"``), ``model`` (anything
+    :func:`mluke.open_model` takes; default: the demo model), ``lang`` (stored on the examples), ``config`` (a
+    :class:`~mluke.finetuning.FineTuneConfig`; the paper's settings by default), ``overwrite`` (replace an existing
+    output), ``restart`` (start over instead of continuing an interrupted run), ``progress`` (show progress bars;
+    on by default) and ``device`` (where to train)."""
+
+    features: Features
+    model: ModelSource
+    lang: str | None
+    config: FineTuneConfig | None
+    overwrite: bool
+    restart: bool
+    progress: bool
+    device: Device
+
+
+class EvaluateKeywords(TypedDict, total=False):
+    """The options of an evaluation that :func:`probes.transfer.evaluate_record` takes as keyword arguments (those
+    of :func:`evaluate`): ``batch_size`` (examples per forward pass, 16), ``progress`` (a progress bar; on),
+    ``device`` (where the model runs) and ``dtype`` (its precision)."""
+
+    batch_size: int
+    progress: bool
+    device: Device
+    dtype: DType
+
+
 def _check_task(task: str) -> str:
     if task == "qa":
         raise OptionError("QA runs are probes.transfer.finetune_qa and evaluate_qa")
@@ -71,9 +100,84 @@ def _check_format(task: str, fmt: str | None) -> str:
     return fmt or "kbp37"
 
 
-def _identity(path: str | os.PathLike[str]) -> dict[str, Any]:
+def file_identity(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What identifies a data file in a run's work folder (path, size, modification time): a resumed run refuses a
+    file that changed."""
     st = Path(path).stat()
     return {"path": str(Path(path).resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def resumable_run(
+    net: Any,
+    rows: Sequence[Any],
+    *,
+    tokenizer: Any,
+    output: Path,
+    files: tuple[str | os.PathLike[str], str | os.PathLike[str]],
+    identity: dict[str, Any],
+    config: FineTuneConfig,
+    restart: bool,
+    evaluate: Callable[[Any], float],
+) -> FineTuner:
+    """The :class:`~mluke.finetuning.FineTuner` of a run that writes ``output``: its work folder is
+    ``output.work`` and what the run is, ``identity`` with the train and dev files' (:func:`file_identity`), so that
+    the folder of a run with other data or settings is not continued.
+
+    Args:
+        net: the model to train.
+        rows: the training rows.
+        tokenizer: its tokenizer (the padding id).
+        output: the folder the model will be written to.
+        files: the train and dev files.
+        identity: the task, features, model and settings of the run.
+        config: the training settings.
+        restart: start over instead of continuing.
+        evaluate: the dev score of the model after an epoch.
+
+    Returns:
+        The run, not started.
+    """
+    train, dev = files
+    return FineTuner(
+        net,
+        rows,
+        config=config,
+        work=output.with_name(output.name + ".work"),
+        pad_id=tokenizer.pad_id,
+        identity={**identity, "train": file_identity(train), "dev": file_identity(dev)},
+        restart=restart,
+        evaluate=evaluate,
+    )
+
+
+def save_run(
+    tuner: FineTuner,
+    tokenizer: Any,
+    output: Path,
+    *,
+    overwrite: bool,
+    files: tuple[str | os.PathLike[str], str | os.PathLike[str]],
+    read: tuple[Any, Any],
+) -> dict[str, int]:
+    """The end of a fine-tuning run: write its model (with the train and dev files, the history and the settings),
+    remove its work folder, and count what the train and dev readers skipped.
+
+    Args:
+        tuner: the run, trained.
+        tokenizer: the model's tokenizer.
+        output: the model's folder.
+        overwrite: replace an existing ``output``.
+        files: the train and dev files.
+        read: what was read of them (data sets with ``skipped`` counts).
+
+    Returns:
+        The skipped records per reason, as ``"train: reason"`` / ``"dev: reason"``.
+    """
+    train, dev = files
+    extra = {"train": str(train), "dev": str(dev), "history": tuner.history, "config": asdict(tuner.config)}
+    save_transfer(tuner.model, tokenizer, output, overwrite=overwrite, extra=extra)
+    shutil.rmtree(tuner.work, ignore_errors=True)
+    return {f"{name}: {k}": v for name, data in zip(("train", "dev"), read) for k, v in data.skipped.items()}
 
 
 def score(
@@ -252,37 +356,19 @@ def finetune(
             features=features,
             labels=[index[e.label] for e in items],
         )
-    identity = {
-        "task": task,
-        "features": features,
-        "model": str(model),
-        "train": _identity(train),
-        "dev": _identity(dev),
-        "labels": labels,
-    }
-    work = output.with_name(output.name + ".work")
-    tuner = FineTuner(
+    tuner = resumable_run(
         net,
         rows,
+        tokenizer=tok,
+        output=output,
+        files=(train, dev),
+        identity={"task": task, "features": features, "model": str(model), "labels": labels},
         config=config,
-        work=work,
-        pad_id=tok.pad_id,
-        identity=identity,
         restart=restart,
         evaluate=lambda m: _main_score(task, score(task, m, tok, dev_items, lang=lang, fmt=layout)),
     )
     history = tuner.train(progress=progress)
-    save_transfer(
-        net,
-        tok,
-        output,
-        overwrite=overwrite,
-        extra={"train": str(train), "dev": str(dev), "history": history, "config": asdict(config)},
-    )
-    shutil.rmtree(work, ignore_errors=True)
-    skipped = {f"train: {k}": v for k, v in train_data.skipped.items()} | {
-        f"dev: {k}": v for k, v in dev_data.skipped.items()
-    }
+    skipped = save_run(tuner, tok, output, overwrite=overwrite, files=(train, dev), read=(train_data, dev_data))
     return FineTuneReport(
         output, task, features, labels, len(items), len(dev_items), history, time.perf_counter() - started, skipped
     )
