@@ -155,3 +155,28 @@ def test_the_cli_links_writes_json_lines_and_refuses_a_plain_folder(
     assert isinstance(refused.exception, CheckpointError)
     message = refused.exception.for_cli()
     assert "not a KnowBert model" in message and "mluke knowbert train" in message
+
+
+def test_evaluation_compares_knowbert_with_another_linker(
+    linker: KnowBertLinker, db_path: Path, tiny_checkpoint: Path, index: MentionIndex, tmp_path: Path
+) -> None:
+    from probes import GoldMention, LinkDoc, evaluate_linking
+    from probes.linking_eval import eval_link
+
+    gold_a = (GoldMention(0, 5, "Tokyo", "Q1490"), GoldMention(24, 29, "Japan", "Q17"))
+    docs = [
+        LinkDoc("a", "en", "Tokyo is the capital of Japan.", gold_a),
+        LinkDoc("b", "en", "Japanese Airlines flies to Tokyo.", (GoldMention(27, 32, "Tokyo", "Q1490"),)),
+    ]
+    plain = mluke.Linker(tiny_checkpoint, db_path, index=index)
+    report = evaluate_linking(docs, {"knowbert": linker, "prior": plain}, progress=False)
+    assert report.methods == ("knowbert", "prior")
+    ours, prior = report.row("en", "knowbert"), report.row("en", "prior")
+    assert (ours["in_kb"], ours["correct"], ours["accuracy"]) == (3, 3, 1.0)  # on the gold spans
+    # end to end: KnowBert says NULL for "Japanese" (not a gold mention); the prior links it
+    assert (ours["detected"], ours["true_positives"], ours["precision"], ours["recall"]) == (3, 3, 1.0, 1.0)
+    assert (prior["detected"], prior["true_positives"], prior["precision"], prior["f1"]) == (4, 3, 0.75, 6 / 7)
+    with pytest.raises(MlukeError, match="no linker for method combined"):
+        evaluate_linking(docs, {"knowbert": linker}, methods=["knowbert", "combined"], progress=False)
+    with pytest.raises(MlukeError, match="knowbert_model"):
+        eval_link(tmp_path, methods=["knowbert", "prior"], db=db_path)
