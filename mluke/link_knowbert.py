@@ -236,24 +236,20 @@ class KnowBertLinker(Linker):
         if options.nil_threshold is not None and confidence < options.nil_threshold:
             linked = False
         names = self._names(tuple(r["key"] for r in rows), lang) if rows else {}
-        if options.candidates:
-            for r in rows:
-                r["name"] = names.get(r["key"])
         key = top["key"] if top else None
-        title = (self.db.titles(key).get(lang) or self.db.label(key, lang)) if key else None
         return LinkedMention(
-            m.start,
-            m.end,
-            m.surface,
-            key if linked else None,
-            names.get(key) if key else None,
-            title,
-            confidence,
-            top["score"] if top else float("-inf"),
-            top["prior"] if top else 0.0,
-            m.link_probability,
-            not linked,
-            rows if options.candidates else None,
+            start=m.start,
+            end=m.end,
+            surface=m.surface,
+            key=key if linked else None,
+            name=names.get(key) if key else None,
+            title=(self.db.titles(key).get(lang) or self.db.label(key, lang)) if key else None,
+            confidence=confidence,
+            score=top["score"] if top else float("-inf"),
+            prior=top["prior"] if top else 0.0,
+            link_probability=m.link_probability,
+            nil=not linked,
+            candidates=[{**r, "name": names.get(r["key"])} for r in rows] if options.candidates else None,
         )
 
 
