@@ -59,12 +59,14 @@ if TYPE_CHECKING:
 TOKENIZER_DIR = "tokenizer"
 
 
-def not_a_knowbert_model(model: object) -> CheckpointError:
-    """The error for ``method="knowbert"`` with a model that is no KnowBert folder, saying how to make one."""
+def not_a_knowbert_model(folder: str | None) -> CheckpointError:
+    """The error for ``method="knowbert"`` with a model that is no KnowBert folder (``None``: a loaded mLUKE
+    bundle), saying how to make one."""
+    what = f"{folder}: not a KnowBert model (no {CONFIG_FILE})" if folder else "an mLUKE model, not a KnowBert one"
     return CheckpointError(
-        f"{model}: not a KnowBert model (no {CONFIG_FILE}); method 'knowbert' links with the folder "
-        "'mluke knowbert train' writes (RUN/model): make one from this checkpoint with "
-        f"'mluke knowbert train --model {model} -o RUN', then link with '--method knowbert --model RUN/model'"
+        f"{what}; method 'knowbert' links with the folder 'mluke knowbert train' writes (RUN/model): make one "
+        f"from an mLUKE checkpoint with 'mluke knowbert train --model {folder or 'CHECKPOINT'} -o RUN', then "
+        "link with '--method knowbert --model RUN/model'"
     )
 
 
@@ -144,7 +146,7 @@ class KnowBertLinker(Linker):
                 "method 'knowbert' needs a KnowBert model folder (--model RUN/model); 'mluke knowbert train' makes one"
             )
         else:
-            raise not_a_knowbert_model("the model given (an mLUKE bundle)")
+            raise not_a_knowbert_model(None)
         place(self.model, device, dtype)
         self.db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
         self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)

@@ -18,6 +18,7 @@ from kb.mentions import MentionIndex
 from mluke.errors import CheckpointError
 from mluke.knowbert.candidates import CandidateSelector
 from mluke.link_knowbert import KnowBertLinker, _resolve_overlaps
+from mluke.options import LinkOptions
 from mluke.pretraining.corpus import Document
 from mluke.results import LinkedMention
 from mluke.tokenizer import MlukeTokenizer
@@ -132,6 +133,8 @@ def test_a_plain_mluke_folder_is_refused_with_how_to_make_one(
         KnowBertLinker(tiny_checkpoint, db_path, index=index)
     with pytest.raises(CheckpointError, match="not a KnowBert model"):
         mluke.link("Tokyo is big.", "en", model=tiny_checkpoint, db=db_path, method="knowbert")
+    with pytest.raises(CheckpointError, match="an mLUKE model, not a KnowBert one"):
+        KnowBertLinker(mluke.load(tiny_checkpoint), db_path, index=index)
     with pytest.raises(MlukeError, match="KnowBert model folder"):  # a plain Linker asked for knowbert
         mluke.Linker(tiny_checkpoint, db_path, index=index).link("Tokyo is big.", "en", method="knowbert")
 
@@ -180,3 +183,14 @@ def test_evaluation_compares_knowbert_with_another_linker(
         evaluate_linking(docs, {"knowbert": linker}, methods=["knowbert", "combined"], progress=False)
     with pytest.raises(MlukeError, match="knowbert_model"):
         eval_link(tmp_path, methods=["knowbert", "prior"], db=db_path)
+
+
+def test_long_texts_and_streams(linker: KnowBertLinker) -> None:
+    text = " ".join(["Tokyo is the capital of Japan."] * 40)  # more word pieces than the encoder reads at once
+    pieces = len(linker.selector.encode([text], "en")[0].input_ids)
+    assert pieces == linker.tokenizer.max_length  # the selector's one-window view is cut ...
+    found = linker.link(text, "en", method="knowbert")  # ... the linker reads every window
+    assert [m.key for m in found] == ["Q1490", "Q17"] * 40
+    options = LinkOptions(method="knowbert", chunk_chars=300, window_chars=100, segment_windows=2)
+    [(_, streamed)] = list(linker.link_iter([text], "en", options=options))  # in segments of a long text
+    assert [(m.start, m.end, m.key) for m in streamed] == [(m.start, m.end, m.key) for m in found]
