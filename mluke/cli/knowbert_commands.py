@@ -9,7 +9,7 @@ import typer
 
 from kb.files import split_list
 from mluke.cli import checks
-from mluke.cli.params import DbOption, ProgressOption
+from mluke.cli.params import DbOption, DeviceOption, ProgressOption
 
 app = typer.Typer(
     help="KnowBert: a knowledge layer with an integrated entity linker inside an mLUKE or XLM-R encoder.",
@@ -72,9 +72,7 @@ def train(
     languages: Annotated[str | None, typer.Option(help="Comma-separated languages (default: all).")] = None,
     seed: Annotated[int, typer.Option(help="Random seed (masks, batch order, new weights).")] = 0,
     save_every: Annotated[int, typer.Option(help="Write a checkpoint every N steps.")] = 100,
-    device: Annotated[
-        str, typer.Option(help="Where to train: 'auto' (a GPU when there is one), 'cpu' or 'cuda[:N]'.")
-    ] = "auto",
+    device: DeviceOption = None,
     resume: Annotated[
         bool,
         typer.Option("--resume/--no-resume", help="Continue from the newest checkpoint in OUTPUT (the default)."),
@@ -94,6 +92,7 @@ def train(
     """
     checks.choice("--stage", stage, ["1", "2", "both"])
     checks.at_least("--max-steps", max_steps, 1)
+    checks.device(device)
     from mluke.knowbert.run import train_knowbert
 
     done = train_knowbert(
@@ -114,6 +113,6 @@ def train(
         learning_rate=learning_rate,
         seed=seed,
         save_every=save_every,
-        device=device,
+        device=device or "cpu",
     )
     typer.echo(f"done: {done}")

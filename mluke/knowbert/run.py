@@ -124,9 +124,9 @@ def train_knowbert(
             options={"output": option("output", os.fspath(output)), "resume": flag("resume")},
         )
     kb_db = open_db(db)
+    docs = load_documents(documents, kb_db, languages)
     torch.manual_seed(config.seed)  # the new knowledge layer's weights
     knowbert, tokenizer = open_knowbert(model, entities)
-    docs = load_documents(documents, kb_db, languages)
     langs = sorted({d.lang for d in docs})
     index = MentionIndex.for_db(kb_db, languages=langs)
     selector = CandidateSelector(

@@ -92,3 +92,11 @@ def test_bad_stage_is_refused(train: Cli, tmp_path: Path) -> None:
         and result.exception.for_cli() == "--stage 3: expected one of 1, 2, both"
     )
     assert not (tmp_path / "run").exists()
+
+
+def test_documents_must_be_demo_or_a_page_corpus(train: Cli, tmp_path: Path) -> None:
+    result = train(output=tmp_path / "run", documents=tmp_path / "missing")
+    assert isinstance(result.exception, MlukeError)
+    assert result.exception.for_cli().startswith(
+        f"--documents {tmp_path / 'missing'}: expected 'demo' or the page-text"
+    )
