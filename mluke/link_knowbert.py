@@ -156,9 +156,7 @@ class KnowBertLinker(Linker):
         self.selector = _GivenSpans(tokenizer, self.index, self.model.entities.key_to_row)
         self._names = functools.lru_cache(maxsize=1 << 14)(self._qualified)
 
-    def mention_features(
-        self, texts: list[str], mentions: list[list[Mention]], lang: str, options: LinkOptions | None = None
-    ) -> list[list[tuple[str | None, float, list[float]]]]:
+    def mention_features(self, *args: Any, **kwargs: Any) -> list[list[tuple[str | None, float, list[float]]]]:
         """Not for a KnowBert linker: its confidence is the integrated linker's probability, not calibrated."""
         raise MlukeError("mention_features() fits the calibration of the mLUKE methods; a KnowBert linker has none")
 

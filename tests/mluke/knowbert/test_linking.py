@@ -97,6 +97,8 @@ def test_nil_threshold_and_given_spans(linker: KnowBertLinker) -> None:
     given = linker.link(text, "en", method="knowbert", spans=[(0, 5), (24, 29), (9, 12)])
     assert decisions(given) == [("Tokyo", "Q1490"), ("Japan", "Q17"), ("the", None)]
     assert given[2].nil and given[2].confidence == 0.0 and given[2].name is None
+    with pytest.raises(MlukeError, match="calibration"):  # no calibration to fit: the linker's own probability
+        linker.mention_features([text], [[]], "en")
 
 
 def test_the_api_and_other_methods_agree_on_the_output_fields(
