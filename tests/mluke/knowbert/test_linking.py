@@ -156,6 +156,8 @@ def test_the_cli_links_writes_json_lines_and_refuses_a_plain_folder(
     api = mluke.link(text.splitlines(), "en", model=knowbert_dir, db=db_path, method="knowbert", candidates=True)
     assert [r["mentions"] for r in records] == [[m.to_dict() for m in found] for found in api]
     assert [LinkedMention(**d) for d in records[0]["mentions"]] == api[0]  # JSON round trip
+    without = link(input=text)
+    assert isinstance(without.exception, MlukeError) and "mluke knowbert train" in without.exception.for_cli()
     refused = link(model=tiny_checkpoint, input=text)
     assert isinstance(refused.exception, CheckpointError)
     message = refused.exception.for_cli()
