@@ -4,7 +4,8 @@ Public API (torch and transformers are imported only when first used):
 
 - :func:`probe` -> :class:`ProbeResult` — cloze probing with entity or word masks;
 - :func:`link` -> :class:`LinkedMention` lists, :func:`link_file` -> :class:`LinkedTexts`,
-  :class:`Linker` — entity linking with kb candidates and the model;
+  :class:`Linker` — entity linking with kb candidates and the model; :class:`KnowBertLinker` — the same
+  with a KnowBert model's integrated linker (``method="knowbert"``);
 - :class:`ProbeOptions` / :class:`LinkOptions` — the options of probing and linking, as objects;
 - :func:`load` / :func:`save` — mLUKE checkpoints in the studio-ousia layout; :func:`open_model` — the
   given model or the default demo model (what every ``model=`` argument goes through);
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type ch
     from mluke.checkpoint import Mluke as Mluke, load as load, save as save
     from mluke.cloze import probe as probe
     from mluke.link_files import link_file as link_file
+    from mluke.link_knowbert import KnowBertLinker as KnowBertLinker
     from mluke.linker import Linker as Linker
     from mluke.linking import link as link
     from mluke.luke import LukeTokenizer as LukeTokenizer
@@ -56,6 +58,7 @@ _LAZY = {
     "link": "mluke.linking",
     "link_file": "mluke.link_files",
     "Linker": "mluke.linker",
+    "KnowBertLinker": "mluke.link_knowbert",
     "LinkOptions": "mluke.options",
     "LinkedMention": "mluke.results",
     "LinkedTexts": "mluke.results",

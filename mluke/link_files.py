@@ -48,7 +48,8 @@ def iter_link_file(
         source: the file, or ``-`` for standard input.
         lang: the language of its texts.
         db: an :class:`kb.EntityDB` or its path; default: the embedded kb (``kb=``: deprecated).
-        model: a loaded bundle, a checkpoint folder or hub name; default: the demo model.
+        model: a loaded bundle, a checkpoint folder or hub name; default: the demo model (``method="knowbert"``:
+            a KnowBert model folder).
         options: how to link (:class:`mluke.LinkOptions`); or give its fields as keywords.
         progress: a progress bar over the characters linked (after a second).
         device: where the model runs (:mod:`mluke.devices`).
@@ -71,7 +72,9 @@ def iter_link_file(
         total = sum(map(len, lines))  # checks every line's bytes now
         lines = iter_lines(source)
     if linker is None:
-        linker = Linker(model, db, languages=[lang], device=device, dtype=dtype)
+        from mluke.link_knowbert import open_linker
+
+        linker = open_linker(model, db, options.method, languages=[lang], device=device, dtype=dtype)
     bar = tqdm(
         total=total,
         desc="linking",

@@ -317,6 +317,8 @@ class Linker:
     ) -> list[list[LinkedMention]]:
         """Score and decide the detected (or given) ``mentions`` of ``texts``; ``windows``: each text's
         windows to encode (default: all of it, cut every ``window_chars`` characters)."""
+        if options.method == "knowbert":  # a KnowBertLinker (mluke.link_knowbert) overrides this method
+            raise MlukeError("method 'knowbert' needs a KnowBert model folder ('mluke knowbert train' makes one)")
         mentions, scores = self._scored(texts, mentions, lang, options, progress, windows)
         return [
             [self._decide(m, scores.get((t, i)), lang, options) for i, m in enumerate(found)]

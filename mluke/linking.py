@@ -21,6 +21,8 @@
    probability that its top candidate is right. A mention whose confidence is
    below ``nil_threshold`` (default: the calibration's, 0.5 or as fitted), or that
    has no candidate, is NIL, even with a single candidate.
+   ``method="knowbert"`` lets a KnowBert model's integrated linker decide instead, NULL included
+   (:mod:`mluke.link_knowbert`).
 4. Entities are shown by a qualified name (:func:`kb.entities.qualified_names`):
    "Cambridge (United Kingdom)" vs "Cambridge (Canada)".
 
@@ -49,7 +51,6 @@ from typing import TYPE_CHECKING
 from kb.db import EntityDB
 from kb.renamed import renamed_keyword
 from mluke.checkpoint import Mluke
-from mluke.linker import Linker
 from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedMention
 
@@ -75,17 +76,18 @@ def link(
 ) -> list[LinkedMention] | list[list[LinkedMention]]:
     """Link the entity mentions of one text (or a list of texts) in ``lang`` to kb entities.
 
-    For many calls, build a :class:`mluke.Linker` once.
+    For many calls, build a :class:`mluke.Linker` once (``method="knowbert"``: a :class:`mluke.KnowBertLinker`).
 
     Args:
         texts: a text, or a list of texts.
         lang: their language (one of the kb's).
         db: an :class:`kb.EntityDB` or the path of one; default: the embedded kb (``kb=``: deprecated).
         model: a loaded :func:`mluke.load` bundle, or a checkpoint folder or hub name; default: the
-            embedded demo model, like :func:`mluke.probe`.
-        options: how to link (:class:`mluke.LinkOptions`: ``method`` "combined", "prior", "model" or
-            "global", ``prior_weight``, ``nil_threshold``, ``candidates``, ...); or give its fields as
-            keywords (``method="prior"``).
+            embedded demo model, like :func:`mluke.probe`; for ``method="knowbert"``, a KnowBert model
+            folder (``mluke knowbert train``'s ``RUN/model``, :mod:`mluke.link_knowbert`).
+        options: how to link (:class:`mluke.LinkOptions`: ``method`` "combined", "prior", "model",
+            "global" or "knowbert", ``prior_weight``, ``nil_threshold``, ``candidates``, ...); or give its
+            fields as keywords (``method="prior"``).
         spans: link these character spans instead of detecting mentions (one list per text).
         device: where the model runs (:mod:`mluke.devices`).
         dtype: the precision it runs in.
@@ -101,7 +103,8 @@ def link(
         TextInputError: something else than a text or a list of texts.
         TypeError: ``options`` and a keyword that differs from it.
     """
+    from mluke.link_knowbert import open_linker
+
     options = merge_options(LinkOptions, options, keywords, "link")
-    return Linker(model, db, languages=[lang], device=device, dtype=dtype).link(
-        texts, lang, options=options, spans=spans
-    )
+    linker = open_linker(model, db, options.method, languages=[lang], device=device, dtype=dtype)
+    return linker.link(texts, lang, options=options, spans=spans)

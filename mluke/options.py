@@ -16,9 +16,9 @@ from typing import Any, Literal, TypedDict, TypeVar
 
 from kb.errors import MlukeError, OptionError, option
 
-Method = Literal["combined", "prior", "model", "global"]
-#: The linking methods (see :mod:`mluke.linking`).
-METHODS: tuple[Method, ...] = ("combined", "prior", "model", "global")
+Method = Literal["combined", "prior", "model", "global", "knowbert"]
+#: The linking methods (see :mod:`mluke.linking`; "knowbert": :mod:`mluke.link_knowbert`).
+METHODS: tuple[Method, ...] = ("combined", "prior", "model", "global", "knowbert")
 Mode = Literal["entity", "word", "both"]
 Normalize = Literal["candidates", "vocabulary"]
 Decoding = Literal["independent", "left-to-right", "confidence"]
@@ -36,10 +36,12 @@ class LinkOptions:
     """How :func:`mluke.link` and :class:`mluke.Linker` decide (checked when made).
 
     Args:
-        method: "combined" (model + prior), "prior", "model", or "global" (combined, resolving
-            mentions one at a time in order of confidence and feeding resolved entities back in).
+        method: "combined" (model + prior), "prior", "model", "global" (combined, resolving
+            mentions one at a time in order of confidence and feeding resolved entities back in), or
+            "knowbert" (a KnowBert model's integrated linker, :mod:`mluke.link_knowbert`).
         prior_weight: weight of ``log p(e|m)`` next to the model's log-probability ("combined", "global").
-        nil_threshold: mentions whose confidence (0 to 1) is below it are NIL; ``None``: the calibration's.
+        nil_threshold: mentions whose confidence (0 to 1) is below it are NIL; ``None``: the calibration's
+            ("knowbert": ``None`` leaves NIL to the integrated linker's NULL decision).
         candidates: keep every candidate's scores on each linked mention.
         window_chars: texts are read by the model in windows of about this many characters.
         batch_size: windows per forward pass.

@@ -14,6 +14,11 @@
   entity): precision, recall and F1, micro-averaged over the documents.
 
 The ``"all"`` rows are micro averages over every mention of every language.
+
+Linkers of different models compare in one report: ``evaluate_linking(docs, {"knowbert": KnowBertLinker(...),
+"combined": linker, "global": linker})`` scores each method with its own linker (a KnowBert model's
+integrated linker, :mod:`mluke.link_knowbert`, next to the mLUKE methods); :func:`eval_link` does it with
+``knowbert_model=``.
 """
 
 from __future__ import annotations
@@ -21,13 +26,13 @@ from __future__ import annotations
 import functools
 import os
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from kb.db import chunked
-from kb.errors import InputFormatError, MlukeError, OptionError
+from kb.errors import InputFormatError, MlukeError, OptionError, option
 from kb.files import json_text, write_json
 from kb.renamed import renamed_keyword
 from mluke.options import LinkOptions, check_methods
@@ -58,6 +63,10 @@ METRIC_COLUMNS = (
     "recall",
     "f1",
 )
+
+
+#: The methods :func:`evaluate_linking` compares by default (with one linker).
+DEFAULT_METHODS: tuple[str, ...] = ("prior", "model", "combined", "global")
 
 
 def _ratio(a: int, b: int) -> float | None:
@@ -211,11 +220,13 @@ def eval_link(
     end_to_end: bool = True,
     nil_threshold: float | None = None,
     progress: bool = True,
+    knowbert_model: str | os.PathLike[str] | None = None,
 ) -> LinkingReport:
     """Evaluate linking on a Mewsli-9 folder: what ``mluke eval-link`` does.
 
     Reads the folder (:func:`read_mewsli`), links its documents with a :class:`mluke.Linker` of
-    ``model`` and ``db`` and scores each method (:func:`evaluate_linking`).
+    ``model`` and ``db`` (method "knowbert": a :class:`mluke.KnowBertLinker` of ``knowbert_model``)
+    and scores each method (:func:`evaluate_linking`).
 
     Args:
         folder: the Mewsli-9 ``dataset`` folder, or one language folder.
@@ -226,31 +237,44 @@ def eval_link(
         end_to_end: also score the linker's own mentions (precision, recall, F1).
         nil_threshold: mentions below this confidence are NIL (see :func:`evaluate_linking`).
         progress: a progress bar.
+        knowbert_model: the KnowBert model folder method "knowbert" links with (``mluke knowbert train``'s
+            ``RUN/model``).
 
     Returns:
         The :class:`LinkingReport`.
 
     Raises:
         InputFormatError: a folder with no usable document (counting what was skipped).
-        OptionError: an unknown method.
+        OptionError: an unknown method, or "knowbert" without ``knowbert_model``.
     """
-    from mluke.linker import Linker
+    from mluke.link_knowbert import open_linker
 
     methods = check_methods(methods, "methods")
+    if "knowbert" in methods and knowbert_model is None:
+        raise OptionError(
+            "method 'knowbert' needs {knowbert_model} (the folder 'mluke knowbert train' writes: RUN/model)",
+            options={"knowbert_model": option("knowbert_model", "RUN/model")},
+        )
     data = read_mewsli(os.fspath(folder), langs)
     if not data.docs:
         raise InputFormatError(f"{folder}: no usable documents ({sum(data.skipped.values())} records skipped)")
-    linker = Linker(model, db, languages=list(data.languages))
+    languages = list(data.languages)
+    linkers: dict[str, Linker] = {}
+    if any(m != "knowbert" for m in methods):
+        plain = open_linker(model, db, "combined", languages=languages)
+        linkers |= {m: plain for m in methods if m != "knowbert"}
+    if "knowbert" in methods:
+        linkers["knowbert"] = open_linker(knowbert_model, db, "knowbert", languages=languages)
     return evaluate_linking(
-        data, linker, methods=methods, end_to_end=end_to_end, nil_threshold=nil_threshold, progress=progress
+        data, linkers, methods=methods, end_to_end=end_to_end, nil_threshold=nil_threshold, progress=progress
     )
 
 
 def evaluate_linking(
     docs: LinkingSet | Iterable[LinkDoc],
-    linker: Linker,
+    linker: Linker | Mapping[str, Linker],
     *,
-    methods: Sequence[str] = ("prior", "model", "combined", "global"),
+    methods: Sequence[str] | None = None,
     end_to_end: bool = True,
     nil_threshold: float | None = None,
     progress: bool = True,
@@ -258,8 +282,11 @@ def evaluate_linking(
 ) -> LinkingReport:
     """Score ``linker`` (a :class:`mluke.Linker`) on gold-annotated documents; see the module docs.
 
-    ``methods``: the linker's methods to compare. ``end_to_end``: also let the
-    linker detect the mentions itself and report precision / recall / F1 against
+    ``linker`` may also map each method to its own linker (``{"knowbert": KnowBertLinker(...), "combined":
+    Linker(...)}``: models compared in one report); the first one's kb and mention index decide which gold
+    entities are in the kb and which mentions are ambiguous. ``methods``: the methods to compare (default
+    with a mapping: its keys). A KnowBert linker's NULL decisions are NIL whatever ``nil_threshold``.
+    ``end_to_end``: also let the linker detect the mentions itself and report precision / recall / F1 against
     every gold mention (exact span and entity). ``nil_threshold`` (a confidence in
     [0, 1]) is passed to the linker (a NIL prediction is never correct); ``None``
     scores the choice of entity alone: no mention with a candidate is NIL (threshold 0).
@@ -267,7 +294,11 @@ def evaluate_linking(
     """
     from tqdm import tqdm
 
+    if methods is None:
+        methods = list(linker) if isinstance(linker, Mapping) else DEFAULT_METHODS
     methods = check_methods(methods, "methods")
+    linkers = _linkers(linker, methods)
+    linker = linkers[methods[0]]
     threshold = 0.0 if nil_threshold is None else nil_threshold
     if batch_docs < 1:
         raise OptionError(f"batch_docs={batch_docs}: expected at least 1")
@@ -278,13 +309,14 @@ def evaluate_linking(
         if not isinstance(doc, LinkDoc):
             raise MlukeError(f"evaluate_linking expects LinkDoc objects (see read_mewsli), got {type(doc).__name__}")
         by_lang[doc.lang].append(doc)
-    indexed: list[str] | None = getattr(linker.index, "languages", None)
-    missing = [l for l in by_lang if indexed is not None and l not in indexed]
-    if missing:
-        raise MlukeError(
-            f"the linker's mention index has no language {', '.join(missing)} (it has {', '.join(indexed or [])}); "
-            "build the Linker with languages=[...] that include them"
-        )
+    for each in {id(lk): lk for lk in linkers.values()}.values():
+        indexed: list[str] | None = getattr(each.index, "languages", None)
+        missing = [l for l in by_lang if indexed is not None and l not in indexed]
+        if missing:
+            raise MlukeError(
+                f"the linker's mention index has no language {', '.join(missing)} (it has "
+                f"{', '.join(indexed or [])}); build the Linker with languages=[...] that include them"
+            )
 
     db = linker.db
 
@@ -308,7 +340,7 @@ def evaluate_linking(
                 options = LinkOptions(method=method, nil_threshold=threshold)  # type: ignore[arg-type]
                 bar.set_description(f"{lang} {method}")
                 for part in chunked(with_gold, batch_docs):
-                    found = linker.link(
+                    found = linkers[method].link(
                         [d.text for d in part],
                         lang,
                         options=options,
@@ -331,7 +363,7 @@ def evaluate_linking(
                     continue
                 bar.set_description(f"{lang} {method} end to end")
                 for part in chunked(lang_docs, batch_docs):
-                    found = linker.link([d.text for d in part], lang, options=options)
+                    found = linkers[method].link([d.text for d in part], lang, options=options)
                     for doc, predicted in zip(part, found):
                         got = Counter((m.start, m.end, m.key) for m in predicted if not m.nil)
                         want = Counter((m.start, m.end, m.key) for m in doc.mentions)
@@ -347,3 +379,13 @@ def evaluate_linking(
             overall.update(counts[(lang, method)])
         rows.append(overall.row("all", method, end_to_end))
     return LinkingReport(rows, methods, end_to_end, nil_threshold, skipped, examples)
+
+
+def _linkers(linker: Linker | Mapping[str, Linker], methods: Sequence[str]) -> dict[str, Linker]:
+    """The linker of each method: the one given, or each method's own from a mapping (all there)."""
+    if not isinstance(linker, Mapping):
+        return dict.fromkeys(methods, linker)
+    missing = [m for m in methods if m not in linker]
+    if missing:
+        raise OptionError(f"no linker for method {', '.join(missing)} (the mapping has {', '.join(linker)})")
+    return {m: linker[m] for m in methods}

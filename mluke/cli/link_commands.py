@@ -24,8 +24,9 @@ def link(
         str,
         typer.Option(
             help=(
-                "'combined' (model + prior), 'prior', 'model', or 'global' (combined, resolving mentions one by one "
-                "and feeding each resolved entity back in as context)."
+                "'combined' (model + prior), 'prior', 'model', 'global' (combined, resolving mentions one by one "
+                "and feeding each resolved entity back in as context), or 'knowbert' (the integrated linker of a "
+                "KnowBert model, with NULL; --model: the folder 'mluke knowbert train' writes, RUN/model)."
             )
         ),
     ] = "combined",
@@ -148,7 +149,7 @@ def eval_link(
             help=(
                 "Comma-separated linking methods to compare: 'prior' (most common entity for the name), 'model' (the "
                 "model alone), 'combined' (model + prior), 'global' (combined, resolving the most confident mention "
-                "first; the slowest)."
+                "first; the slowest), 'knowbert' (a KnowBert model's integrated linker; needs --knowbert-model)."
             ),
         ),
     ] = "prior,model,combined,global",
@@ -182,6 +183,13 @@ def eval_link(
             )
         ),
     ] = None,
+    knowbert_model: Annotated[
+        Path | None,
+        typer.Option(
+            "--knowbert-model",
+            help="The KnowBert model folder method 'knowbert' links with ('mluke knowbert train' writes RUN/model).",
+        ),
+    ] = None,
     json_out: Annotated[str | None, json_option("every score and the skipped-record counts")] = None,
     csv_out: Annotated[str | None, csv_option("one row per (language, method)")] = None,
     progress: ProgressOption = True,
@@ -207,6 +215,7 @@ def eval_link(
         end_to_end=end_to_end,
         nil_threshold=nil_threshold,
         progress=progress,
+        knowbert_model=knowbert_model,
     )
     if write_outputs(
         json_out,

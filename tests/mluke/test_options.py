@@ -15,7 +15,9 @@ TEXT = "Paris is the capital of France. Tokyo is in Japan."
 
 
 def test_options_are_checked_when_made():
-    with pytest.raises(kb.OptionError, match=r"method='best': expected one of combined, prior, model, global"):
+    with pytest.raises(
+        kb.OptionError, match=r"method='best': expected one of combined, prior, model, global, knowbert"
+    ):
         LinkOptions(method="best")  # type: ignore[arg-type]
     with pytest.raises(kb.OptionError, match=r"nil_threshold=1.5: expected a confidence between 0 and 1"):
         LinkOptions(nil_threshold=1.5)

@@ -1,0 +1,302 @@
+"""End-to-end entity linking with a KnowBert model's integrated linker (``method="knowbert"``).
+
+:class:`KnowBertLinker` is a :class:`mluke.Linker` over a folder ``mluke knowbert train`` wrote
+(:meth:`mluke.knowbert.KnowBertModel.from_pretrained`, its tokenizer in ``tokenizer/``):
+
+1. Mentions are those the other methods link: the kb mention index's longest non-overlapping names
+   (:meth:`kb.mentions.MentionIndex.detect`, what the knowledge layer was trained on), or the spans a
+   caller gives (``spans=``); a mention of more than ``max_span_words`` words (KnowBert: 5) is not read.
+2. Each mention's candidates in the model's entity table (at most 30, best prior first, with log p(e|m))
+   go with the text through the encoder up to the knowledge layer (:class:`mluke.knowbert.CandidateSelector`
+   builds the windows: a text longer than the encoder's input is read in several, cut between spans).
+3. The integrated linker decides (:meth:`mluke.knowbert.KnowledgeLayer.decode`): the best candidate when
+   its score is above the layer's threshold, else NULL. The mention's ``confidence`` is the top
+   candidate's probability under the linker's softmax over the candidates and NULL (for a linked mention,
+   the probability of the decision), ``score`` its log; with ``candidates=True`` every scored candidate
+   comes with its prior, ``model`` (that probability) and ``score`` (its log), best first. A NULL decision
+   is NIL; so is, when ``nil_threshold`` is given, a mention whose confidence is below it. A mention
+   with no candidate in the entity table is NIL with confidence 0.
+4. Overlapping mentions (given spans may overlap; detected ones never do): of each group of mentions
+   that overlap one another, only the linked one with the highest confidence stays linked, the others
+   are NIL (they stay in the output, one :class:`LinkedMention` per mention, as with the other methods).
+
+The output has the same fields as the other methods' (:class:`mluke.LinkedMention`: qualified names,
+titles, link probability from the kb or its estimate), so tables, JSON lines and CSV look the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from kb import open_db
+from kb.db import EntityDB
+from kb.errors import MlukeError, OptionError, option
+from kb.mentions import Mention, MentionIndex
+from kb.mentions.linkability import LinkEstimator
+from mluke.errors import CheckpointError
+from mluke.knowbert.batch import IGNORE
+from mluke.knowbert.candidates import CandidateSelector, SelectionStats, Window, collate, span_words
+from mluke.knowbert.layer import NULL_CHOICE
+from mluke.knowbert.model import CONFIG_FILE, KnowBertModel
+from mluke.linker import Linker
+from mluke.options import LinkOptions
+from mluke.results import LinkedMention
+
+if TYPE_CHECKING:
+    from mluke.checkpoint import Mluke
+    from mluke.devices import Device, DType
+    from mluke.tokenizer import MlukeTokenizer
+
+#: The sub-folder of a KnowBert model folder that holds its tokenizer (as ``mluke knowbert train`` exports it).
+TOKENIZER_DIR = "tokenizer"
+
+
+def not_a_knowbert_model(folder: str | None) -> CheckpointError:
+    """The error for ``method="knowbert"`` with a model that is no KnowBert folder (``None``: a loaded mLUKE
+    bundle), saying how to make one."""
+    what = f"{folder}: not a KnowBert model (no {CONFIG_FILE})" if folder else "an mLUKE model, not a KnowBert one"
+    return CheckpointError(
+        f"{what}; method 'knowbert' links with the folder 'mluke knowbert train' writes (RUN/model): make one "
+        f"from an mLUKE checkpoint with 'mluke knowbert train --model {folder or 'CHECKPOINT'} -o RUN', then "
+        "link with '--method knowbert --model RUN/model'"
+    )
+
+
+def load_knowbert(folder: str | os.PathLike[str]) -> tuple[KnowBertModel, MlukeTokenizer]:
+    """A saved KnowBert model and its tokenizer (``folder/tokenizer``), or a clear error for another folder."""
+    from mluke.tokenizer import MlukeTokenizer
+
+    path = Path(folder)
+    if not (path / CONFIG_FILE).is_file():
+        raise not_a_knowbert_model(os.fspath(folder))
+    if not (path / TOKENIZER_DIR).is_dir():
+        raise CheckpointError(
+            f"{path}: a KnowBert model without its tokenizer folder {TOKENIZER_DIR}/ "
+            "('mluke knowbert train' exports both; KnowBertModel.save_pretrained writes the model only)"
+        )
+    return KnowBertModel.from_pretrained(path), MlukeTokenizer.from_pretrained(path / TOKENIZER_DIR)
+
+
+class _GivenSpans(CandidateSelector):
+    """The candidate selector over the mentions the linker gives it instead of its own detection (a window's
+    spans, candidates and priors are built as for training, so inference reads what training read)."""
+
+    given: Sequence[Mention] = ()
+
+    def _spans(
+        self, text: str, lang: str, links: Any, stats: SelectionStats
+    ) -> list[tuple[int, int, list[int], list[float], int]]:
+        found: dict[tuple[int, int], tuple[list[int], list[float], int]] = {}
+        for m in self.given:
+            rows, priors, _ = self._candidates(m, stats)
+            if rows and (m.start, m.end) not in found:
+                found[(m.start, m.end)] = (rows, priors, IGNORE)
+        return [(a, b, *found[(a, b)]) for a, b in sorted(found)]
+
+
+class KnowBertLinker(Linker):
+    """A KnowBert model's integrated linker over the kb's mentions (module docs); links like :class:`mluke.Linker`
+    (``link``, ``link_iter``, ``link_mentions``, files and streams) with ``method="knowbert"``.
+
+    Args:
+        model: a KnowBert model folder (``mluke knowbert train``'s ``RUN/model``), or a loaded
+            :class:`~mluke.knowbert.KnowBertModel` (then ``tokenizer`` too).
+        db: an :class:`kb.EntityDB` or its path (default: the embedded kb); its keys are the entity table's.
+        index: the mention index to detect mentions with (default: one over ``db``).
+        languages: the languages the default index covers.
+        device: where the model runs.
+        dtype: the precision it runs in.
+        tokenizer: the model's tokenizer, with a loaded model.
+        max_span_words: longer mentions are not read (NIL).
+
+    Raises:
+        CheckpointError: a folder that is no KnowBert model (the error says how to make one).
+    """
+
+    def __init__(
+        self,
+        model: KnowBertModel | Mluke | str | os.PathLike[str] | None,
+        db: EntityDB | str | os.PathLike[str] | None = None,
+        *,
+        index: MentionIndex | None = None,
+        languages: list[str] | None = None,
+        device: Device = None,
+        dtype: DType = None,
+        tokenizer: MlukeTokenizer | None = None,
+        max_span_words: int = 5,
+    ) -> None:
+        from mluke.devices import place
+
+        if isinstance(model, KnowBertModel):
+            if tokenizer is None:
+                raise MlukeError("KnowBertLinker(model=a loaded KnowBertModel) needs its tokenizer= too")
+            self.model = model.eval()
+        elif isinstance(model, (str, os.PathLike)):
+            self.model, tokenizer = load_knowbert(model)
+        elif model is None:
+            raise MlukeError(
+                "method 'knowbert' needs a KnowBert model folder (--model RUN/model); 'mluke knowbert train' makes one"
+            )
+        else:
+            raise not_a_knowbert_model(None)
+        place(self.model, device, dtype)
+        self.db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
+        self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
+        self.estimator = LinkEstimator(self.db)
+        self.tokenizer = tokenizer
+        self.max_span_words = max_span_words
+        self.selector = _GivenSpans(tokenizer, self.index, self.model.entities.key_to_row)
+        self._names = functools.lru_cache(maxsize=1 << 14)(self._qualified)
+
+    def mention_features(self, *args: Any, **kwargs: Any) -> list[list[tuple[str | None, float, list[float]]]]:
+        """Not for a KnowBert linker: its confidence is the integrated linker's probability, not calibrated."""
+        raise MlukeError("mention_features() fits the calibration of the mLUKE methods; a KnowBert linker has none")
+
+    def _resolve(
+        self,
+        texts: list[str],
+        mentions: list[list[Mention]],
+        lang: str,
+        options: LinkOptions,
+        progress: bool = False,
+        windows: list[list[tuple[int, int]]] | None = None,
+    ) -> list[list[LinkedMention]]:
+        """Decide the mentions of ``texts`` with the integrated linker; ``windows``: per text, the character
+        windows of a segment of a long text (:meth:`Linker._segments`): only that stretch is read."""
+        if options.method != "knowbert":
+            raise OptionError(
+                "{method}: a KnowBert model links with method 'knowbert' (an mLUKE checkpoint links with the others)",
+                options={"method": option("method", options.method)},
+            )
+        mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
+        jobs: list[tuple[int, int, Window]] = []  # (text, offset of the stretch read, window)
+        for t, (text, found) in enumerate(zip(texts, mentions)):
+            lo, hi = (0, len(text)) if windows is None else (windows[t][0][0], windows[t][-1][1])
+            hi = max([hi, *(m.end for m in found)])
+            readable = [m for m in found if span_words(m.surface) <= self.max_span_words]
+            self.selector.given = [m._replace(start=m.start - lo, end=m.end - lo) for m in readable]
+            jobs += [(t, lo, w) for w in self.selector._windows(text[lo:hi], lang, None, first_only=False)]
+        decided: dict[tuple[int, int, int], dict[str, Any]] = {}  # (text, start, end) -> the linker's verdict
+        for i in range(0, len(jobs), options.batch_size):
+            batch = jobs[i : i + options.batch_size]
+            for (t, lo, win), verdicts in zip(batch, self._decide_windows([w for _, _, w in batch])):
+                for (a, b), verdict in zip(win.char_spans, verdicts):
+                    decided.setdefault((t, a + lo, b + lo), verdict)
+        return [
+            _resolve_overlaps([self._linked(m, decided.get((t, m.start, m.end)), lang, options) for m in found])
+            for t, found in enumerate(mentions)
+        ]
+
+    @torch.no_grad()
+    def _decide_windows(self, windows: list[Window]) -> list[list[dict[str, Any]]]:
+        """Per window and span: the decision (a candidate index or NULL_CHOICE) and every candidate's key and
+        probability under the linker's softmax over its candidates and NULL."""
+        ids, mask, cands = collate(windows, self.tokenizer.pad_id)
+        device = self.model.device
+        out = self.model(ids.to(device), mask.to(device), cands.to(device), linking_only=True)
+        scores = out.linking_scores
+        assert scores is not None
+        decision = self.model.kar.decode(scores)
+        null = scores.new_full((*scores.shape[:-1], 1), self.model.kar.config.threshold)
+        probs = torch.cat([scores, null], dim=-1).float().softmax(-1).cpu()
+        chosen = decision.candidate.cpu()
+        keys = self.model.entities.keys
+        result = []
+        for b, win in enumerate(windows):
+            result.append(
+                [
+                    {
+                        "choice": int(chosen[b, s]),
+                        "candidates": [(keys[row], float(probs[b, s, k])) for k, row in enumerate(rows)],
+                    }
+                    for s, rows in enumerate(win.entity_ids)
+                ]
+            )
+        return result
+
+    def _linked(self, m: Mention, verdict: dict[str, Any] | None, lang: str, options: LinkOptions) -> LinkedMention:
+        """One mention as a :class:`LinkedMention` from the linker's verdict (``None``: not read, NIL)."""
+        priors = {c.key: c.prior for c in m.candidates}
+        rows = []
+        if verdict is not None:
+            for key, p in verdict["candidates"]:
+                rows.append({"key": key, "prior": priors.get(key, 0.0), "model": p, "score": _log(p)})
+            rows.sort(key=lambda r: (-r["score"], r["key"]))
+        top = rows[0] if rows else None
+        confidence = top["model"] if top else 0.0
+        linked = verdict is not None and verdict["choice"] != NULL_CHOICE
+        if options.nil_threshold is not None and confidence < options.nil_threshold:
+            linked = False
+        names = self._names(tuple(r["key"] for r in rows), lang) if rows else {}
+        key = top["key"] if top else None
+        return LinkedMention(
+            start=m.start,
+            end=m.end,
+            surface=m.surface,
+            key=key if linked else None,
+            name=names.get(key) if key else None,
+            title=(self.db.titles(key).get(lang) or self.db.label(key, lang)) if key else None,
+            confidence=confidence,
+            score=top["score"] if top else float("-inf"),
+            prior=top["prior"] if top else 0.0,
+            link_probability=m.link_probability,
+            nil=not linked,
+            candidates=[{**r, "name": names.get(r["key"])} for r in rows] if options.candidates else None,
+        )
+
+
+def _log(p: float) -> float:
+    return math.log(p) if p > 0 else float("-inf")
+
+
+def _resolve_overlaps(found: list[LinkedMention]) -> list[LinkedMention]:
+    """Of each group of mutually overlapping mentions, only the most confident linked one stays linked
+    (module docs); the order and the number of mentions are kept."""
+    order = sorted(range(len(found)), key=lambda i: (found[i].start, found[i].end))
+    groups: list[list[int]] = []
+    end = -1
+    for i in order:
+        if groups and found[i].start < end:
+            groups[-1].append(i)
+            end = max(end, found[i].end)
+        else:
+            groups.append([i])
+            end = found[i].end
+    out = list(found)
+    for group in groups:
+        linked = [i for i in group if not found[i].nil]
+        if len(linked) < 2:
+            continue
+        best = max(linked, key=lambda i: (found[i].confidence, found[i].end - found[i].start, -found[i].start))
+        for i in linked:
+            if i != best:
+                out[i] = dataclasses.replace(found[i], key=None, nil=True)
+    return out
+
+
+def open_linker(
+    model: Mluke | KnowBertModel | str | os.PathLike[str] | None,
+    db: EntityDB | str | os.PathLike[str] | None,
+    method: str,
+    *,
+    languages: list[str] | None = None,
+    device: Device = None,
+    dtype: DType = None,
+) -> Linker:
+    """The linker for ``method``: a :class:`KnowBertLinker` for "knowbert" (``model``: a KnowBert folder), else a
+    :class:`mluke.Linker` (``model``: an mLUKE checkpoint)."""
+    if method == "knowbert":
+        return KnowBertLinker(model, db, languages=languages, device=device, dtype=dtype)
+    if isinstance(model, KnowBertModel):
+        raise OptionError(
+            "{method}: a KnowBert model links with method 'knowbert'", options={"method": option("method", method)}
+        )
+    return Linker(model, db, languages=languages, device=device, dtype=dtype)
