@@ -20,6 +20,7 @@ from mluke.cli import (
     analysis_commands,
     cache_commands,
     kb_commands,
+    knowbert_commands,
     link_commands,
     probe_commands,
     train_commands,
@@ -70,6 +71,9 @@ app.command("finetune", short_help="Fine-tune mLUKE for NER, relation extraction
 )
 app.command("evaluate", short_help="Evaluate a fine-tuned model zero-shot in other languages.")(
     transfer_commands.evaluate
+)
+app.add_typer(
+    knowbert_commands.app, name="knowbert", short_help="Train a KnowBert knowledge layer (entity linker inside)."
 )
 app.add_typer(analysis_commands.app, name="index", short_help="Build and search a FAISS index of span vectors.")
 app.command("eval-cwr", short_help="Contextual word retrieval across languages (MRR).")(analysis_commands.eval_cwr)

@@ -5,24 +5,38 @@ recontextualization layer with an integrated entity linker, inserted between two
 - :class:`KnowledgeLayer`: the layer itself (KAR); :class:`KnowBertConfig`: its settings; :class:`LinkDecision`:
   the integrated linker's choice per span (:meth:`KnowBertModel.link`; :data:`NULL_CHOICE` for NULL);
 - :class:`EntityTable`: the frozen entity vectors it links to (an mLUKE checkpoint's, or a safetensors file);
-- :class:`SpanCandidates`: the spans and kb candidates of a batch (:data:`IGNORE`: a span without supervision).
+- :class:`SpanCandidates`: the spans and kb candidates of a batch (:data:`IGNORE`: a span without supervision);
+- :class:`CandidateSelector`: spans, candidates and gold of texts and corpus documents (:func:`collate` batches
+  them); :func:`mask_window`: KnowBert's masked-LM masking; :class:`KnowBertTrainer`: the two training stages.
 """
 
 from mluke.knowbert.batch import IGNORE, SpanCandidates
+from mluke.knowbert.candidates import CandidateSelector, SelectionStats, Window, collate
 from mluke.knowbert.config import KnowBertConfig
 from mluke.knowbert.entities import EntityTable
 from mluke.knowbert.layer import NULL_CHOICE, KarOutput, KnowledgeLayer, LinkDecision
+from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
 from mluke.knowbert.model import KnowBertModel, KnowBertOutput
+from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
 
 __all__ = [
     "IGNORE",
     "NULL_CHOICE",
+    "CandidateSelector",
     "EntityTable",
     "KarOutput",
     "KnowBertConfig",
     "KnowBertModel",
     "KnowBertOutput",
+    "KnowBertTrainConfig",
+    "KnowBertTrainer",
     "KnowledgeLayer",
     "LinkDecision",
+    "MaskVocabulary",
+    "MaskingOptions",
+    "SelectionStats",
     "SpanCandidates",
+    "Window",
+    "collate",
+    "mask_window",
 ]

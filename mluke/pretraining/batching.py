@@ -47,7 +47,7 @@ class Vocabulary:
         ):
             special[i] = True
         starts = np.array([t.startswith("▁") for t in tokens]) | special
-        vocab = tokenizer.entity_vocab
+        vocab = tokenizer.entity_vocab  # None for a words-only tokenizer (KnowBert masks words only): ids -1
         return cls(
             starts,
             special,
@@ -55,8 +55,8 @@ class Vocabulary:
             tokenizer.bos_id,
             tokenizer.eos_id,
             tokenizer.pad_id,
-            vocab.mask_id,
-            vocab.pad_id,
+            vocab.mask_id if vocab is not None else -1,
+            vocab.pad_id if vocab is not None else -1,
         )
 
 

@@ -27,7 +27,6 @@ removes what killed runs left half written.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -38,12 +37,20 @@ import torch
 import torch.distributed as dist
 
 from kb.errors import MlukeError
-from kb.files import atomic_path, atomic_text, remove, temporary_name
+from kb.files import atomic_path
 from mluke.model import MlukeForMaskedLM
 from mluke.pretraining.batching import Vocabulary, collate, mask_example
 from mluke.pretraining.config import TrainConfig
 from mluke.pretraining.corpus_reader import Corpus
 from mluke.pretraining.init import init_from_xlmr
+from mluke.pretraining.run_folder import (
+    cut_log,
+    finished_checkpoints,
+    prune_checkpoints,
+    remove_leftovers,
+    restore_rng_states,
+    rng_states,
+)
 from mluke.pretraining.sampler import LanguageSampler
 from mluke.pretraining.schedule import dist_info, lr_factor, make_optimizer, stage_at
 
@@ -130,8 +137,7 @@ class Trainer:
 
     def checkpoints(self) -> list[Path]:
         """Finished checkpoints, oldest first (a half-written one, under a temporary name, is not one)."""
-        done = [p for p in (self.out / "checkpoints").glob("step-*") if p.name[5:].isdigit()]
-        return sorted(done, key=lambda p: int(p.name[5:]))
+        return finished_checkpoints(self.out)
 
     def save_checkpoint(self) -> Path | None:
         """Write ``checkpoints/step-N`` atomically (rank 0); keep the newest ``keep_checkpoints``."""
@@ -149,8 +155,7 @@ class Trainer:
                     "optimizer": self._optimizer().state_dict(),
                     "scheduler": self._scheduler().state_dict(),
                     "scaler": self.scaler.state_dict(),
-                    "torch_rng": torch.get_rng_state(),
-                    "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                    **rng_states(),
                 },
                 tmp / "optimizer.pt",
             )
@@ -166,19 +171,8 @@ class Trainer:
                     indent=1,
                 )
             )
-        for old in self.checkpoints()[: -self.config.run.keep_checkpoints]:
-            trash = temporary_name(old, "old")  # renamed first: never a half-deleted checkpoint under its name
-            old.rename(trash)
-            shutil.rmtree(trash, ignore_errors=True)
+        prune_checkpoints(self.out, self.config.run.keep_checkpoints)
         return final
-
-    def _remove_leftovers(self) -> None:
-        """Remove what runs killed while writing left in the run folder: half-written (or half-deleted)
-        checkpoints and exported models, under temporary names (one run per folder at a time)."""
-        for path in [*(self.out / "checkpoints").glob("step-*.*-*"), *self.out.glob("model.*-*")]:
-            tag, _, pid = path.name.rpartition(".")[2].rpartition("-")
-            if tag in ("partial", "old") and pid.isdigit():
-                remove(path)
 
     def resume(self) -> bool:
         """Continue from the newest checkpoint in the run folder, if there is one."""
@@ -208,9 +202,7 @@ class Trainer:
             self._scheduler().load_state_dict(extra["scheduler"])
         if extra.get("scaler"):
             self.scaler.load_state_dict(extra["scaler"])
-        torch.set_rng_state(extra["torch_rng"])
-        if torch.cuda.is_available() and extra["cuda_rng"]:
-            torch.cuda.set_rng_state_all(extra["cuda_rng"])
+        restore_rng_states(extra)
         return True
 
     # -- one step -----------------------------------------------------------------------------
@@ -299,8 +291,8 @@ class Trainer:
         stop = total if max_steps is None else min(total, self.step + max_steps)
         if self.rank == 0:
             self.out.mkdir(parents=True, exist_ok=True)
-            self._remove_leftovers()
-            _cut_log(self.out / "log.jsonl", self.step)  # records of steps this run does (again)
+            remove_leftovers(self.out)
+            cut_log(self.out / "log.jsonl", self.step)  # records of steps this run does (again)
         log = (self.out / "log.jsonl").open("a") if self.rank == 0 else None
         if self.rank == 0:
             (self.out / "config.toml").write_text(self.config.to_toml())
@@ -341,22 +333,6 @@ class Trainer:
             save((self.model.cpu(), self.tokenizer, self.tokenizer.entity_vocab), directory, overwrite=overwrite)
             self.model.to(self.device)  # type: ignore[arg-type]  # transformers types .to as @wraps(nn.Module.to)
         return directory
-
-
-def _cut_log(path: Path, step: int) -> None:
-    """Keep the log records of the steps up to ``step`` (a run that starts there does the later ones again)."""
-    if not path.is_file():
-        return
-    keep = []
-    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-        try:
-            if not line.endswith("\n") or json.loads(line)["step"] > step:  # (a line cut short by a kill)
-                break
-        except (ValueError, KeyError, TypeError):
-            break
-        keep.append(line)
-    with atomic_text(path, overwrite=True) as f:
-        f.write("".join(keep))
 
 
 class _LossModule(torch.nn.Module):

@@ -1,0 +1,119 @@
+"""``mluke knowbert train``: a thin wrapper over :func:`mluke.knowbert.run.train_knowbert`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kb.files import split_list
+from mluke.cli import checks
+from mluke.cli.params import DbOption, ProgressOption
+
+app = typer.Typer(
+    help="KnowBert: a knowledge layer with an integrated entity linker inside an mLUKE or XLM-R encoder.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@app.command("train")
+def train(
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Run folder: checkpoints, log.jsonl and, at the end, the trained model in OUTPUT/model.",
+        ),
+    ],
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="What to start from: an mLUKE checkpoint folder or hub name, an XLM-R masked-LM folder, or the "
+            "OUTPUT/model folder of a --stage 1 run (to continue with --stage 2). Default: the demo model."
+        ),
+    ] = None,
+    documents: Annotated[
+        str,
+        typer.Option(
+            help="Training documents with hyperlinks: 'demo' (the demo world's sentences) or the page-text corpus "
+            "folder of a dump build (kb.corpus/ next to kb.sqlite). Their links are the linker's supervision."
+        ),
+    ] = "demo",
+    db: DbOption = None,
+    entities: Annotated[
+        Path | None,
+        typer.Option(
+            help="Entity vectors to link to: a safetensors file (tensor 'vectors', keys in its metadata). "
+            "Default: the start checkpoint's mLUKE entity embeddings."
+        ),
+    ] = None,
+    stage: Annotated[
+        str,
+        typer.Option(
+            help="1: train the linker alone (encoder frozen); 2: masked LM + linking, all layers; both: 1 then 2."
+        ),
+    ] = "both",
+    stage1_steps: Annotated[int, typer.Option(help="Steps of stage 1.")] = 1000,
+    stage2_steps: Annotated[int, typer.Option(help="Steps of stage 2.")] = 1000,
+    batch_size: Annotated[int, typer.Option(help="Windows per step.")] = 32,
+    learning_rate: Annotated[
+        float,
+        typer.Option(
+            help="Peak learning rate of the knowledge layer; in stage 2 the encoder below it gets 1/4 of "
+            "it, above it 1/2 (KnowBert's recipe)."
+        ),
+    ] = 1e-4,
+    max_length: Annotated[
+        int, typer.Option(help="Word pieces per training window (a longer page is read in several).")
+    ] = 128,
+    languages: Annotated[str | None, typer.Option(help="Comma-separated languages (default: all).")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed (masks, batch order, new weights).")] = 0,
+    save_every: Annotated[int, typer.Option(help="Write a checkpoint every N steps.")] = 100,
+    device: Annotated[
+        str, typer.Option(help="Where to train: 'auto' (a GPU when there is one), 'cpu' or 'cuda[:N]'.")
+    ] = "auto",
+    resume: Annotated[
+        bool,
+        typer.Option("--resume/--no-resume", help="Continue from the newest checkpoint in OUTPUT (the default)."),
+    ] = True,
+    max_steps: Annotated[
+        int | None, typer.Option(help="Stop after this many more steps (run the command again to continue).")
+    ] = None,
+    progress: ProgressOption = True,
+) -> None:
+    """Train a KnowBert knowledge layer on documents with hyperlinks, in one process.
+
+    Stage 1 trains the entity linker alone on the documents' hyperlinks; stage 2 trains everything on
+    masked-LM and linking batches (4:1). A killed run continues where its last checkpoint left off when
+    started again with the same options. Example:
+
+    mluke knowbert train -o runs/kb --documents demo --stage1-steps 200 --stage2-steps 200
+    """
+    checks.choice("--stage", stage, ["1", "2", "both"])
+    checks.at_least("--max-steps", max_steps, 1)
+    from mluke.knowbert.run import train_knowbert
+
+    done = train_knowbert(
+        output,
+        model=model,
+        documents=documents,
+        db=db,
+        entities=entities,
+        stage=stage,  # type: ignore[arg-type]  # checked above
+        languages=split_list(languages),
+        max_length=max_length,
+        resume=resume,
+        max_steps=max_steps,
+        progress=progress,
+        stage1_steps=stage1_steps,
+        stage2_steps=stage2_steps,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        seed=seed,
+        save_every=save_every,
+        device=device,
+    )
+    typer.echo(f"done: {done}")

@@ -1,0 +1,314 @@
+"""KnowBert's candidate selector on our kb: mention spans of a text with up to 30 kb candidates and their priors
+p(e|m), aligned to the encoder's word pieces, with the gold entity of each hyperlink for training.
+
+Spans are the mentions our mention index detects (:meth:`kb.mentions.MentionIndex.detect`: the longest
+non-overlapping kb names, at most ``max_span_words`` words; in unspaced scripts a name counts as one word, see
+:func:`span_words`) and, for a corpus document, its hyperlinks (candidates from the index for the anchor's
+text). The text is cut at every span boundary before it is tokenized (:func:`mluke.encoding.encode_with_spans`,
+as mLUKE's tokenizer and pretraining corpus do), so a span covers whole word pieces in every script, ja/zh
+included. A document longer than the encoder's input is read in consecutive windows, cut between word pieces
+that no span straddles where possible.
+
+Gold labels (``SpanCandidates.gold``), training only:
+
+- a hyperlink: the index of its entity among the span's candidates; :data:`~mluke.knowbert.batch.IGNORE` when
+  the entity is not among them (the span *is* a mention, so NULL would teach the linker to reject real
+  mentions; the linker cannot pick the entity either, so the span gives no supervision);
+- a detected span that overlaps a hyperlink without being it: NULL (the editor linked that stretch of text
+  differently, e.g. *Tokyo* inside a detected *Tokyo Tower*);
+- any other detected span: IGNORE, because Wikipedia's anchors are not exhaustive (an article links a name
+  once, at its first mention), *unless* the kb says the span is surely not a link: link probability below
+  ``null_below`` (stored anchor statistics or, given an estimator, :class:`kb.mentions.linkability.LinkEstimator`'s
+  estimate: a lowercase *nice* 0.02, a match inside a longer word 0.05) -> NULL.
+
+A hyperlink with no candidates at all is left out (nothing to link it to, and inference would not propose
+it). Candidates missing from the entity table are dropped; :class:`SelectionStats` counts every such case.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
+
+import torch
+
+from kb.mentions.candidates import MAX_CANDIDATES
+from kb.mentions.surfaces import surface_key
+from mluke.encoding import encode_with_spans
+from mluke.knowbert.batch import IGNORE, SpanCandidates
+
+if TYPE_CHECKING:
+    from kb.mentions import Mention, MentionIndex
+    from kb.mentions.linkability import LinkEstimator
+    from mluke.pretraining.corpus import Document
+    from mluke.tokenizer import MlukeTokenizer
+
+#: ``Window.gold`` of a span whose target is the NULL entity (becomes ``K`` when the batch is collated).
+NULL = -1
+#: Smallest prior whose log is taken (a prior of 0 would give -inf).
+PRIOR_FLOOR = 1e-6
+#: Default: a detected span whose link probability is below this is surely not a link (gold NULL).
+NULL_BELOW = 0.1
+
+
+@dataclass
+class SelectionStats:
+    """What the selector left out or could not supervise, summed over the texts it read."""
+
+    windows: int = 0
+    spans: int = 0  #: spans kept
+    hyperlinks: int = 0  #: hyperlinks kept as spans
+    gold_found: int = 0  #: hyperlinks whose entity is among their candidates
+    gold_missing: int = 0  #: hyperlinks whose entity is not (gold IGNORE)
+    hyperlinks_without_candidates: int = 0  #: hyperlinks left out: the index knows no entity for the anchor
+    null_spans: int = 0  #: detected spans with gold NULL
+    long_spans: int = 0  #: detected spans of more than ``max_span_words`` words, left out
+    cut_spans: int = 0  #: spans left out: beyond the encoder's length or across a window cut
+    candidates_missing_from_table: int = 0  #: candidates dropped: not in the entity table
+
+    def add(self, other: SelectionStats) -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+@dataclass
+class Window:
+    """One encoder input with its spans, before collation: what :func:`collate` batches.
+
+    ``spans`` are word-piece positions in ``input_ids`` (``<s>`` included), both ends inclusive; ``gold`` is
+    per span an index into its candidates, :data:`NULL` or :data:`IGNORE` (``None`` without supervision).
+    """
+
+    lang: str
+    input_ids: list[int]
+    offsets: list[tuple[int, int]]  #: character span of each piece in the text ((0, 0) for <s>, </s>)
+    spans: list[tuple[int, int]]
+    entity_ids: list[list[int]]
+    log_prior: list[list[float]]
+    gold: list[int] | None = None
+    labels: list[int] | None = None  #: masked-LM targets (-100: not masked), set by :mod:`mluke.knowbert.masking`
+    char_spans: list[tuple[int, int]] = field(default_factory=list)  #: each span's characters in the text
+
+
+def span_words(surface: str) -> int:
+    """Words of a name: space-separated units of its folded form (:func:`kb.mentions.surface_key`), so
+    "New York City" has 3 and "東京タワー" (no spaces in the script) 1."""
+    return len(surface_key(surface).split(" "))
+
+
+class CandidateSelector:
+    """Spans, candidates and gold of texts and corpus documents for a knowledge layer (module docs).
+
+    Args:
+        tokenizer: the encoder's tokenizer (its ``words`` and ``max_length`` are used).
+        index: the kb's mention index (spans and candidates with priors).
+        key_to_row: entity key -> row of the layer's entity table (``EntityTable.key_to_row``).
+        max_candidates: candidates kept per span, best prior first (KnowBert: 30).
+        max_span_words: the longest detected span, in words (:func:`span_words`).
+        max_length: word pieces per window, ``<s>``/``</s>`` included (default: the tokenizer's).
+        estimator: estimates link probabilities the kb has no statistics for (for NULL gold).
+        null_below: a detected span with a lower link probability is surely not a link (gold NULL).
+    """
+
+    def __init__(
+        self,
+        tokenizer: MlukeTokenizer,
+        index: MentionIndex,
+        key_to_row: Mapping[str, int],
+        *,
+        max_candidates: int = MAX_CANDIDATES,
+        max_span_words: int = 5,
+        max_length: int | None = None,
+        estimator: LinkEstimator | None = None,
+        null_below: float = NULL_BELOW,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.index = index
+        self.key_to_row = key_to_row
+        self.max_candidates = max_candidates
+        self.max_span_words = max_span_words
+        self.max_length = tokenizer.max_length if max_length is None else max_length
+        if self.max_length < 3:
+            raise ValueError(f"max_length must leave room for <s>, </s> and a piece, got {self.max_length}")
+        self.estimator = estimator
+        self.null_below = null_below
+        #: What was left out or unsupervised in every text read so far.
+        self.stats = SelectionStats()
+
+    # -- public entry points ------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str], lang: str) -> list[Window]:
+        """One window per text (cut at the encoder's length), without gold: what inference reads."""
+        return [self._windows(text, lang, None, first_only=True)[0] for text in texts]
+
+    def document(self, doc: Document) -> list[Window]:
+        """The windows of a corpus document, with gold from its hyperlinks (module docs)."""
+        return self._windows(doc.text, doc.lang, doc.links, first_only=False)
+
+    def documents(self, docs: Iterable[Document]) -> list[Window]:
+        """The windows of many documents, in order."""
+        return [w for doc in docs for w in self.document(doc)]
+
+    # -- one text ------------------------------------------------------------------------------------
+    def _windows(
+        self, text: str, lang: str, links: Sequence[tuple[int, int, str]] | None, *, first_only: bool
+    ) -> list[Window]:
+        stats = self.stats
+        spans = self._spans(text, lang, links, stats)
+        char_spans = [(a, b) for a, b, *_ in spans]
+        [(ids, offsets, piece_spans)] = encode_with_spans(self.tokenizer.words, [text], [char_spans])
+        limit = self.max_length - 2
+        cuts = [(0, min(len(ids), limit))] if first_only else _window_cuts(len(ids), piece_spans, limit)
+        out = []
+        for lo, hi in cuts:
+            win = Window(
+                lang,
+                [self.tokenizer.bos_id, *ids[lo:hi], self.tokenizer.eos_id],
+                [(0, 0), *offsets[lo:hi], (0, 0)],
+                [],
+                [],
+                [],
+                gold=None if links is None else [],
+            )
+            for (s, e), (a, b, rows, priors, gold) in zip(piece_spans, spans):
+                if s >= hi or e <= lo:
+                    continue
+                if s < lo or e > hi or e <= s:
+                    stats.cut_spans += 1
+                    continue
+                win.spans.append((s - lo + 1, e - lo))  # +1 for <s>; end inclusive
+                win.char_spans.append((a, b))
+                win.entity_ids.append(rows)
+                win.log_prior.append(priors)
+                if win.gold is not None:
+                    win.gold.append(gold)
+            stats.spans += len(win.spans)
+            out.append(win)
+        stats.windows += len(out)
+        if first_only:  # spans beyond the text's one window
+            stats.cut_spans += sum(1 for s, _ in piece_spans if s >= cuts[0][1])
+        return out
+
+    def _spans(
+        self, text: str, lang: str, links: Sequence[tuple[int, int, str]] | None, stats: SelectionStats
+    ) -> list[tuple[int, int, list[int], list[float], int]]:
+        """``(start, end, rows, log priors, gold)`` of the text's spans (characters), ordered by position."""
+        detected = self.index.detect(text, lang)
+        if self.estimator is not None and links is not None:
+            detected = self.estimator.fill(text, detected, lang)
+        gold_links = {} if links is None else {(a, b): key for a, b, key in links if 0 <= a < b <= len(text)}
+        found: dict[tuple[int, int], tuple[list[int], list[float], int]] = {}
+        for (a, b), key in sorted(gold_links.items()):
+            [mention] = self.index.mentions_at(text, [(a, b)], lang)
+            rows, priors, keys = self._candidates(mention, stats)
+            if not rows:
+                stats.hyperlinks_without_candidates += 1
+                continue
+            stats.hyperlinks += 1
+            if key in keys:
+                stats.gold_found += 1
+                found[(a, b)] = (rows, priors, keys.index(key))
+            else:
+                stats.gold_missing += 1
+                found[(a, b)] = (rows, priors, IGNORE)
+        for m in detected:
+            if (m.start, m.end) in found:
+                continue
+            if span_words(m.surface) > self.max_span_words:
+                stats.long_spans += 1
+                continue
+            rows, priors, _ = self._candidates(m, stats)
+            if not rows:
+                continue
+            gold = self._unlinked_gold(m, gold_links) if links is not None else IGNORE
+            stats.null_spans += gold == NULL
+            found[(m.start, m.end)] = (rows, priors, gold)
+        return [(a, b, *found[(a, b)]) for a, b in sorted(found)]
+
+    def _candidates(self, mention: Mention, stats: SelectionStats) -> tuple[list[int], list[float], list[str]]:
+        """Table rows, log priors and keys of the mention's candidates in the table, best prior first."""
+        rows: list[int] = []
+        priors: list[float] = []
+        keys: list[str] = []
+        ranked = sorted(mention.candidates, key=lambda c: (-c.prior, c.key))
+        for c in ranked:
+            row = self.key_to_row.get(c.key)
+            if row is None:
+                stats.candidates_missing_from_table += 1
+                continue
+            if len(rows) < self.max_candidates:
+                rows.append(row)
+                priors.append(math.log(max(c.prior, PRIOR_FLOOR)))
+                keys.append(c.key)
+        return rows, priors, keys
+
+    def _unlinked_gold(self, m: Mention, links: Mapping[tuple[int, int], str]) -> int:
+        """Gold of a detected span that is not a hyperlink (module docs)."""
+        if any(a < m.end and m.start < b for a, b in links):
+            return NULL
+        lp = m.link_probability
+        return NULL if lp is not None and lp < self.null_below else IGNORE
+
+
+def _window_cuts(n: int, spans: Sequence[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
+    """Consecutive ``[lo, hi)`` piece ranges of at most ``limit`` pieces covering ``0 .. n``; each cut falls
+    where no span straddles it if such a place exists in the window's second half."""
+    inside = [False] * (n + 1)  # inside[c]: a span covers pieces c - 1 and c
+    for s, e in spans:
+        for c in range(s + 1, min(e, n + 1)):
+            inside[c] = True
+    out = []
+    lo = 0
+    while True:
+        hi = min(n, lo + limit)
+        if hi < n:
+            best = next((c for c in range(hi, lo + limit // 2, -1) if not inside[c]), hi)
+            hi = best
+        out.append((lo, hi))
+        if hi >= n:
+            return out
+        lo = hi
+
+
+def collate(windows: Sequence[Window], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, SpanCandidates]:
+    """``input_ids`` [B, T], ``attention_mask`` [B, T] and the :class:`SpanCandidates` of a batch of windows:
+    T, S and K padded to the batch's longest; NULL gold becomes ``K``. A batch without any span gets S = 1
+    (one padding span), K at least 1."""
+    if not windows:
+        raise ValueError("collate() needs at least one window")
+    b = len(windows)
+    t = max(len(w.input_ids) for w in windows)
+    s = max(1, max(len(w.spans) for w in windows))
+    k = max(1, max((len(r) for w in windows for r in w.entity_ids), default=1))
+    input_ids = torch.full((b, t), pad_id, dtype=torch.long)
+    attention = torch.zeros((b, t), dtype=torch.long)
+    start = torch.zeros((b, s), dtype=torch.long)
+    end = torch.zeros((b, s), dtype=torch.long)
+    span_mask = torch.zeros((b, s), dtype=torch.bool)
+    entity_ids = torch.zeros((b, s, k), dtype=torch.long)
+    log_prior = torch.zeros((b, s, k), dtype=torch.float32)
+    cand_mask = torch.zeros((b, s, k), dtype=torch.bool)
+    supervised = any(w.gold is not None for w in windows)
+    gold = torch.full((b, s), IGNORE, dtype=torch.long)
+    for i, w in enumerate(windows):
+        input_ids[i, : len(w.input_ids)] = torch.tensor(w.input_ids)
+        attention[i, : len(w.input_ids)] = 1
+        for j, ((a, e), rows, priors) in enumerate(zip(w.spans, w.entity_ids, w.log_prior)):
+            start[i, j], end[i, j], span_mask[i, j] = a, e, True
+            entity_ids[i, j, : len(rows)] = torch.tensor(rows)
+            log_prior[i, j, : len(priors)] = torch.tensor(priors)
+            cand_mask[i, j, : len(rows)] = True
+            if w.gold is not None:
+                gold[i, j] = k if w.gold[j] == NULL else w.gold[j]
+    cands = SpanCandidates(start, end, span_mask, entity_ids, log_prior, cand_mask, gold if supervised else None)
+    return input_ids, attention, cands
+
+
+def mlm_labels(windows: Sequence[Window], width: int) -> torch.Tensor:
+    """The masked-LM targets of collated windows, [B, ``width``] (-100 where a window has none)."""
+    out = torch.full((len(windows), width), IGNORE, dtype=torch.long)
+    for i, w in enumerate(windows):
+        if w.labels is not None:
+            out[i, : len(w.labels)] = torch.tensor(w.labels)
+    return out

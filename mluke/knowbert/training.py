@@ -1,0 +1,331 @@
+"""Training a knowledge layer (KnowBert, Peters et al., 2019, Algorithm 1 and §3.4) on a corpus's hyperlinks.
+
+- **Stage 1, the linker**: the encoder frozen (and run in eval mode, a fixed feature extractor), the
+  knowledge layer trained on the linking loss alone, supervised by the documents' hyperlinks in every
+  language (KnowBert used English AIDA; Wikipedia's anchors give supervision in all 24 languages).
+- **Stage 2, everything**: W2 re-initialised as the pseudo-inverse of the trained W1 (Algorithm 1), then all
+  parameters but the entity vectors trained. Each step draws a whole batch of one kind (KnowBert's homogeneous
+  batches, appendix A.1: 4:1): with probability ``lm_share`` (0.8) a masked-LM batch (:mod:`mluke.knowbert.masking`;
+  loss = masked LM + the linking loss of the spans left unmasked: our corpus's hyperlinks come with every
+  window), else a linking batch (unmasked windows with supervised spans; linking loss). Learning rates
+  (appendix A.1): the knowledge layer ``alpha``, the encoder below it ``0.25 alpha``, above it (and the
+  masked-LM head) ``0.5 alpha``.
+
+Both stages: AdamW (weight decay on all but biases and norms), linear warm-up over the first ``warmup_share``
+of the stage then linear decay, reset per stage (:func:`mluke.pretraining.schedule.lr_factor`); languages
+drawn with p ~ n^0.7 (:class:`mluke.pretraining.sampler.LanguageSampler`). Windows are built from the documents
+once, in memory, before training (:class:`mluke.knowbert.candidates.CandidateSelector`).
+
+Exactness as in our pretraining: masks and batch kinds come from generators seeded by (seed, step, ...);
+checkpoints ``checkpoints/step-N`` hold the weights, optimizer, schedule, sampler positions and torch's RNG
+states, written under a temporary name and renamed (:mod:`mluke.pretraining.run_folder`); a run started
+again in its folder resumes from the newest one and ends with the same parameters, bit for bit, as a run
+never stopped. One process (no torchrun): the model runs on ``device`` (:mod:`mluke.devices`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from kb.errors import MlukeError
+from kb.files import atomic_path
+from mluke.devices import resolve_device
+from mluke.knowbert.batch import IGNORE
+from mluke.knowbert.candidates import Window, collate, mlm_labels
+from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
+from mluke.pretraining import run_folder
+from mluke.pretraining.config import StageConfig
+from mluke.pretraining.sampler import LanguageSampler
+from mluke.pretraining.schedule import lr_factor, stage_at
+
+if TYPE_CHECKING:
+    from mluke.knowbert.model import KnowBertModel
+    from mluke.tokenizer import MlukeTokenizer
+
+STATE_FILE = "trainer_state.json"
+WEIGHTS_FILE = "state.pt"
+#: Settings that may change between a run and its resumption (they do not change what is computed).
+_FREE = ("output", "device", "save_every", "keep_checkpoints", "log_every")
+#: Learning-rate multipliers of stage 2 (appendix A.1): the knowledge layer, the encoder below it, above it.
+LAYER_RATES = {"kar": 1.0, "below": 0.25, "above": 0.5}
+
+
+@dataclass
+class KnowBertTrainConfig:
+    """A KnowBert training run (defaults: the paper's recipe where it has one, scaled-down steps)."""
+
+    output: str  #: the run folder (checkpoints, log, the exported model under ``model/``)
+    stage1_steps: int = 1000  #: linker steps (encoder frozen); 0 skips stage 1
+    stage2_steps: int = 1000  #: masked LM + linking steps; 0 skips stage 2
+    batch_size: int = 32
+    learning_rate: float = 1e-4  #: ``alpha``: the knowledge layer's peak learning rate (KnowBert-Wiki: 1e-4)
+    warmup_share: float = 0.1  #: share of each stage's steps spent warming up
+    weight_decay: float = 0.01
+    lm_share: float = 0.8  #: stage 2: share of masked-LM batches (the rest: linking batches)
+    language_alpha: float = 0.7  #: language sampling exponent (mLUKE's 0.7)
+    word_prob: float = 0.15  #: masked-LM share of word pieces
+    seed: int = 0
+    save_every: int = 100
+    keep_checkpoints: int = 2
+    log_every: int = 10
+    device: str = "auto"
+    masking: MaskingOptions = field(default_factory=MaskingOptions, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("stage1_steps", "stage2_steps"):
+            if getattr(self, name) < 0:
+                raise MlukeError(f"{name} must be 0 or more, got {getattr(self, name)}")
+        if self.stage1_steps + self.stage2_steps == 0:
+            raise MlukeError("nothing to train: stage1_steps and stage2_steps are both 0")
+        if self.batch_size < 1 or self.learning_rate <= 0 or not 0 <= self.lm_share <= 1:
+            raise MlukeError(
+                f"batch_size must be positive, learning_rate > 0 and lm_share in [0, 1] "
+                f"(got {self.batch_size}, {self.learning_rate}, {self.lm_share})"
+            )
+        self.masking = MaskingOptions(**{**asdict(self.masking), "word_prob": self.word_prob})
+
+    def stages(self) -> list[StageConfig]:
+        """The two stages, for the schedule (a stage of 0 steps is skipped)."""
+        return [
+            StageConfig(name, steps, self.learning_rate, round(self.warmup_share * steps))
+            for name, steps in (("linker", self.stage1_steps), ("joint", self.stage2_steps))
+        ]
+
+    def fixed(self) -> dict[str, Any]:
+        """The settings a resumed run must share with the run it continues."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in (*_FREE, "masking")}
+
+
+def _by_language(windows: Sequence[Window]) -> dict[str, list[Window]]:
+    out: dict[str, list[Window]] = {}
+    for w in windows:
+        out.setdefault(w.lang, []).append(w)
+    return out
+
+
+def _supervised(w: Window) -> bool:
+    return w.gold is not None and any(g != IGNORE for g in w.gold)
+
+
+class KnowBertTrainer:
+    """One KnowBert training run in ``config.output`` (module docs).
+
+    Args:
+        model: the model to train (a new knowledge layer on an encoder, or a stage-1 model).
+        tokenizer: its tokenizer (masking reads the word vocabulary; padding its ``<pad>``).
+        windows: the training windows with gold (:meth:`CandidateSelector.documents`).
+        config: the run's settings.
+    """
+
+    def __init__(
+        self, model: KnowBertModel, tokenizer: MlukeTokenizer, windows: Sequence[Window], config: KnowBertTrainConfig
+    ) -> None:
+        self.config = config
+        self.out = Path(config.output)
+        self.device = resolve_device(config.device) or torch.device("cpu")
+        self.model = model.to(self.device)
+        self.tokenizer = tokenizer
+        self.vocab = MaskVocabulary.from_tokenizer(tokenizer)
+        self.mask_row = model.entities.mask_row
+        self.pools = {"lm": _by_language(windows), "linking": _by_language([w for w in windows if _supervised(w)])}
+        if not self.pools["linking"]:
+            raise MlukeError(
+                "no training window has a supervised span: the documents need hyperlinks whose entities are "
+                "among the kb's candidates for the anchor text (and in the entity table)"
+            )
+        sizes = {kind: {lang: len(ws) for lang, ws in pool.items()} for kind, pool in self.pools.items()}
+        self.samplers = {kind: LanguageSampler(sizes[kind], config.language_alpha, config.seed) for kind in sizes}
+        self.stages = config.stages()
+        self.step = 0
+        self.stage_index = -1
+        self.optimizer: torch.optim.AdamW | None = None
+        self.scheduler: torch.optim.lr_scheduler.LambdaLR | None = None
+
+    @property
+    def total_steps(self) -> int:
+        return self.config.stage1_steps + self.config.stage2_steps
+
+    # -- stages ------------------------------------------------------------------------------------------
+    def parameter_groups(self, index: int) -> list[dict[str, Any]]:
+        """AdamW's groups for stage ``index``: stage 1 the knowledge layer alone; stage 2 the knowledge layer,
+        the encoder below it and above it at their rates (:data:`LAYER_RATES`), each split into weights with
+        decay and biases/norms without."""
+        names = {id(p): n for n, p in self.model.named_parameters()}
+        alpha = self.stages[index].learning_rate
+        parts = {"kar": self.model.kar_parameters()}
+        if index == 1:
+            parts |= {"below": self.model.encoder_parameters(True), "above": self.model.encoder_parameters(False)}
+        groups = []
+        for part, params in parts.items():
+            for decay in (True, False):
+                chosen = [p for p in params if _decays(names.get(id(p), "")) == decay]
+                if chosen:
+                    wd = self.config.weight_decay if decay else 0.0
+                    groups.append({"params": chosen, "lr": alpha * LAYER_RATES[part], "weight_decay": wd, "part": part})
+        return groups
+
+    def _enter_stage(self, index: int, step_in_stage: int) -> None:
+        stage = self.stages[index]
+        self.stage_index = index
+        self.model.freeze_encoder(index == 0)
+        for p in self.model.kar_parameters():
+            p.requires_grad_(True)
+        if index == 1 and step_in_stage == 0:
+            self.model.kar.init_output_projection()  # Algorithm 1: W2 = pinv(W1) after the linker's training
+        self.optimizer = torch.optim.AdamW(self.parameter_groups(index), betas=(0.9, 0.999), eps=1e-6)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_factor(stage, s))
+        if step_in_stage:  # resuming inside the stage: the schedule at its step (torch warns of no optimizer step)
+            self.scheduler.last_epoch = step_in_stage - 1
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                self.scheduler.step()
+
+    def _train_mode(self) -> None:
+        self.model.train()
+        if self.stage_index == 0:
+            self.model.encoder.eval()  # frozen: a fixed feature extractor, no dropout noise
+
+    # -- one step ----------------------------------------------------------------------------------------
+    def batch(self, step: int) -> tuple[str, list[Window]]:
+        """The kind (``"lm"`` or ``"linking"``) and windows of step ``step`` (the samplers advance)."""
+        index = stage_at(self.stages, step)[0]
+        kind = "linking"
+        if index == 1 and np.random.default_rng([self.config.seed, step, 5]).random() < self.config.lm_share:
+            kind = "lm"
+        picks = self.samplers[kind].next_batch(self.config.batch_size)
+        windows = [self.pools[kind][lang][i] for lang, i in picks]
+        if kind == "lm":
+            windows = [
+                mask_window(w, np.random.default_rng([self.config.seed, step, j, 11]), self.vocab, self.mask_row,
+                            self.config.masking)
+                for j, w in enumerate(windows)
+            ]  # fmt: skip
+        return kind, windows
+
+    def train_step(self) -> dict[str, Any]:
+        index, stage, in_stage = stage_at(self.stages, self.step)
+        if index != self.stage_index:
+            self._enter_stage(index, in_stage)
+        assert self.optimizer is not None and self.scheduler is not None
+        t0 = time.perf_counter()
+        kind, windows = self.batch(self.step)
+        ids, attention, candidates = collate(windows, self.tokenizer.pad_id)
+        labels = mlm_labels(windows, ids.shape[1]) if kind == "lm" else None
+        self._train_mode()
+        out = self.model(ids, attention, candidates, labels, linking_only=kind == "linking")  # nothing above the KAR
+        losses = {"linking_loss": out.linking_loss, "mlm_loss": out.mlm_loss}
+        loss = sum((v for v in losses.values() if v is not None), torch.zeros((), device=self.device))
+        lr = self.optimizer.param_groups[0]["lr"]
+        loss.backward()
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        record: dict[str, Any] = {"step": self.step, "stage": stage.name, "kind": kind, "lr": lr}
+        record |= {k: float(v.detach()) for k, v in losses.items() if v is not None}
+        record["loss"] = float(loss.detach())
+        record["step_s"] = time.perf_counter() - t0
+        return record
+
+    # -- checkpoints ---------------------------------------------------------------------------------------
+    def save_checkpoint(self) -> Path:
+        """Write ``checkpoints/step-N`` (through a temporary name); keep the newest ``keep_checkpoints``."""
+        assert self.optimizer is not None and self.scheduler is not None
+        final = self.out / "checkpoints" / f"step-{self.step:08d}"
+        with atomic_path(final, overwrite=True) as tmp:
+            tmp.mkdir()
+            weights = {k: v.detach().cpu().clone() for k, v in self.model.state_dict().items()}
+            extra = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
+            torch.save({"model": weights, **extra, **run_folder.rng_states()}, tmp / WEIGHTS_FILE)
+            state = {
+                "step": self.step,
+                "stage": self.stage_index,
+                "samplers": {k: s.state_dict() for k, s in self.samplers.items()},
+                "config": self.config.fixed(),
+            }
+            (tmp / STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")
+        run_folder.prune_checkpoints(self.out, self.config.keep_checkpoints)
+        return final
+
+    def resume(self) -> bool:
+        """Continue from the newest checkpoint in the run folder, if there is one.
+
+        Raises:
+            MlukeError: the checkpoint was written by a run with other settings.
+        """
+        ckpts = run_folder.finished_checkpoints(self.out)
+        if not ckpts:
+            return False
+        last = ckpts[-1]
+        state = json.loads((last / STATE_FILE).read_text(encoding="utf-8"))
+        if state["config"] != json.loads(json.dumps(self.config.fixed())):
+            diff = sorted(k for k, v in self.config.fixed().items() if state["config"].get(k) != v)
+            raise MlukeError(
+                f"{last}: written by a run with other settings ({', '.join(diff)}); use another output folder"
+            )
+        saved = torch.load(last / WEIGHTS_FILE, weights_only=True, map_location="cpu")
+        self.model.load_state_dict(saved["model"])
+        self.step = int(state["step"])
+        for kind, sampler in self.samplers.items():
+            sampler.load_state_dict(state["samplers"][kind])
+        index, _, in_stage = stage_at(self.stages, self.step)
+        self._enter_stage(index, in_stage)  # at a stage's first step (W2 re-initialised) exactly as without a stop
+        if state["stage"] == index:
+            assert self.optimizer is not None and self.scheduler is not None
+            self.optimizer.load_state_dict(saved["optimizer"])
+            self.scheduler.load_state_dict(saved["scheduler"])
+        run_folder.restore_rng_states(saved)
+        return True
+
+    # -- the loop --------------------------------------------------------------------------------------------
+    def train(
+        self, max_steps: int | None = None, *, progress: bool = True, on_step: Callable[[int], None] | None = None
+    ) -> Path:
+        """Train to the end of stage 2 (or ``max_steps`` more steps); ``on_step(step)`` after each step (and
+        its checkpoint). Returns the run folder."""
+        from tqdm import tqdm
+
+        stop = self.total_steps if max_steps is None else min(self.total_steps, self.step + max_steps)
+        self.out.mkdir(parents=True, exist_ok=True)
+        run_folder.remove_leftovers(self.out)
+        run_folder.cut_log(self.out / "log.jsonl", self.step)
+        bar = tqdm(total=stop, initial=self.step, desc="knowbert", unit="step", disable=not progress)
+        with (self.out / "log.jsonl").open("a", encoding="utf-8") as log:
+            try:
+                while self.step < stop:
+                    record = self.train_step()
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{record['loss']:.3f}", stage=record["stage"])
+                    if self.step % self.config.log_every == 0 or self.step == stop:
+                        log.write(json.dumps(record) + "\n")
+                        log.flush()
+                    if self.step % self.config.save_every == 0 or self.step == stop:
+                        self.save_checkpoint()
+                    if on_step is not None:
+                        on_step(self.step)
+            finally:
+                bar.close()
+        return self.out
+
+    def export(self, directory: str | Path | None = None) -> Path:
+        """Save the model (:meth:`KnowBertModel.save_pretrained`) with its tokenizer in ``tokenizer/``."""
+        directory = Path(directory) if directory is not None else self.out / "model"
+        self.model.eval()
+        with atomic_path(directory, overwrite=True) as tmp:
+            self.model.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp / "tokenizer")
+        return directory
+
+
+def _decays(name: str) -> bool:
+    """Whether a parameter gets weight decay: all but biases and norm weights (as our pretraining)."""
+    return not (name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name or "norm." in name)
