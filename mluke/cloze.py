@@ -148,6 +148,8 @@ def probe(
         cand_keys = sorted({f.object for f in db.facts(property=pid)}) if pid else []
     gold = {k: set(db.objects(k, pid)) for k, _ in subj if k is not None and pid}
     bundle = open_model(model, device=device, dtype=dtype, word_models=True)
+    if getattr(bundle.tokenizer, "reads_language", False):  # a KnowBert model: prompts' spans from this kb
+        bundle.tokenizer.prepare(db=db, knowledge=options.knowledge)
     mode = resolve_mode(options.mode, bundle)
     if not cand_keys:
         if threshold is not None:

@@ -74,7 +74,9 @@ def run_cloze(
     bundle = open_model(model, word_models=True)
     mode_result = partial(_mode_result, template, lang, relation, top_k, notes, bundle)
     mode = resolve_mode(options.mode, bundle)
-    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size)
+    if getattr(bundle.tokenizer, "reads_language", False):
+        bundle.tokenizer.knowledge = options.knowledge  # a KnowBert model: its knowledge layer on or off
+    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size, lang=lang)
     cand_keys = [k if k is not None else label for k, label in candidates]
     labels_x = [label for _, label in subjects]
     labels_y = [label for _, label in candidates]
@@ -174,7 +176,9 @@ def run_open(
     bundle = model
     mode_result = partial(_mode_result, template, lang, relation, top_k, notes, bundle)
     mode = resolve_mode(options.mode, bundle)
-    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size)
+    if getattr(bundle.tokenizer, "reads_language", False):
+        bundle.tokenizer.knowledge = options.knowledge  # a KnowBert model: its knowledge layer on or off
+    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size, lang=lang)
     labels_x = [label for _, label in subjects]
     check_prompt_lengths(bundle.tokenizer, template, labels_x, 1)
     results: dict[str, ProbeResult] = {}

@@ -148,6 +148,7 @@ def eval_mlama(
     device: Device = None,
     dtype: DType = None,
     threshold: float | None = None,
+    knowledge: bool = True,
 ) -> MlamaReport:
     """Typed querying on mLAMA for each language (what ``mluke eval-mlama`` does).
 
@@ -170,6 +171,8 @@ def eval_mlama(
             is at least this, possibly none, scored by precision, recall and F1 against all its true objects
             (see :mod:`mluke.object_sets`), macro-averaged over the relation's subjects and then, like P@1,
             over relations (:attr:`MlamaReport.macro_sets`).
+        knowledge: a KnowBert model: run its knowledge layer (prompts' spans from the embedded kb); ``False``:
+            the bare encoder.
 
     Returns:
         The :class:`MlamaReport`.
@@ -213,6 +216,7 @@ def eval_mlama(
             batch_size=batch_size,
             gold_labels=rel.object_labels,
             threshold=threshold,
+            knowledge=knowledge,
         )
         # every mLAMA subject comes with its gold objects (gold_labels): the scores are numbers, never None
         metrics = cast("dict[str, float]", result.metrics)
