@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -75,7 +75,7 @@ def run_cloze(
     mode_result = partial(_mode_result, template, lang, relation, top_k, notes, bundle)
     mode = resolve_mode(options.mode, bundle)
     if getattr(bundle.tokenizer, "reads_language", False):
-        bundle.tokenizer.knowledge = options.knowledge  # a KnowBert model: its knowledge layer on or off
+        cast(Any, bundle.tokenizer).knowledge = options.knowledge  # a KnowBert model: its knowledge layer on or off
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size, lang=lang)
     cand_keys = [k if k is not None else label for k, label in candidates]
     labels_x = [label for _, label in subjects]
@@ -177,7 +177,7 @@ def run_open(
     mode_result = partial(_mode_result, template, lang, relation, top_k, notes, bundle)
     mode = resolve_mode(options.mode, bundle)
     if getattr(bundle.tokenizer, "reads_language", False):
-        bundle.tokenizer.knowledge = options.knowledge  # a KnowBert model: its knowledge layer on or off
+        cast(Any, bundle.tokenizer).knowledge = options.knowledge  # a KnowBert model: its knowledge layer on or off
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size, lang=lang)
     labels_x = [label for _, label in subjects]
     check_prompt_lengths(bundle.tokenizer, template, labels_x, 1)

@@ -68,10 +68,6 @@ def _load_any(name_or_dir: str | os.PathLike[str], word_models: bool) -> Mluke:
     from mluke.word_models import load_word_model, model_kind
 
     directory = resolve(name_or_dir)
-    if (directory / "knowbert.json").is_file() and word_models:  # a KnowBert folder: word mode, layer on
-        from mluke.knowbert.word_model import open_knowbert_words
-
-        return open_knowbert_words(directory)
     if model_kind(directory) == "mluke":
         return load(directory)
     if not word_models:

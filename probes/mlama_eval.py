@@ -183,13 +183,13 @@ def eval_mlama(
     from tqdm import tqdm
 
     from mluke.cloze_runs import run_cloze
-    from mluke.opening import open_model
+    from mluke.knowbert.word_model import open_probe_model
     from mluke.options import check_threshold
 
     check_threshold(threshold)  # before loading anything
     from probes.bias import language_bias
 
-    bundle = open_model(model, device=device, dtype=dtype, word_models=True)
+    bundle = open_probe_model(model, knowledge=knowledge, device=device, dtype=dtype)
     notes = []
     if bundle.tokenizer.entity_vocab is None and mode in ("entity", "both"):
         notes.append(f"{_name(model, bundle)} has no entity vocabulary: evaluated in word mode")

@@ -55,7 +55,7 @@ class Row:
     #: for the knowledge layer's spans (``knowbert`` features, :mod:`mluke.finetuning.knowledge`)
     text: str = ""
     lang: str | None = None
-    offsets: list[Span] = field(default_factory=list)
+    piece_chars: list[Span] = field(default_factory=list)
     knowledge: Any = None  #: the row's spans and candidates (a :class:`mluke.knowbert.Window`), when attached
 
 
@@ -107,7 +107,7 @@ def ner_rows(
     rows: list[Row] = []
     for n, (ids, offsets, pieces) in enumerate(encode_with_spans(tokenizer.words, list(texts), list(word_spans))):
         ids, pieces = _with_specials(tokenizer, ids, pieces, max_length)
-        source = {"text": texts[n], "lang": langs[n], "offsets": _row_offsets(offsets, max_length)}
+        source = {"text": texts[n], "lang": langs[n], "piece_chars": _row_offsets(offsets, max_length)}
         truth = {(s, e): label_ids[t] for s, e, t in gold[n]} if gold is not None and label_ids else {}
         slots, items, labels = [], [], []
         for i in range(len(pieces)):

@@ -26,10 +26,10 @@ from kb.mentions.candidates import MAX_CANDIDATES
 from mluke.finetuning.inputs import Row
 
 if TYPE_CHECKING:
-    from mluke.finetuning.models import TransferModel
+    from mluke.checkpoint import Mluke
     from mluke.knowbert.model import KnowBertModel
     from mluke.knowbert.pieces import TextCandidates
-    from mluke.opening import Mluke, ModelSource
+    from mluke.opening import ModelSource
 
 #: the features kind of knowledge-enhanced word features
 KNOWBERT = "knowbert"
@@ -51,9 +51,9 @@ def open_knowbert_bundle(model: ModelSource | str | os.PathLike[str]) -> Mluke:
     Raises:
         OptionError: ``model`` is not a KnowBert folder.
     """
+    from mluke.checkpoint import Mluke
     from mluke.knowbert.run import open_knowbert
     from mluke.knowbert.word_model import is_knowbert_folder
-    from mluke.opening import Mluke
 
     if not isinstance(model, (str, os.PathLike)) or not is_knowbert_folder(model):
         raise OptionError(
@@ -73,9 +73,10 @@ def knowbert_encoder(pretrained: KnowBertModel) -> KnowBertModel:
     return encoder.train()
 
 
-def text_candidates(model: TransferModel, tokenizer: Any) -> TextCandidates:
-    """The span finder of a knowbert-features model, from its kb settings (built once per model)."""
-    found = model.__dict__.get("_text_candidates")
+def text_candidates(model: Any, tokenizer: Any) -> TextCandidates:
+    """The span finder of a knowbert-features :class:`~mluke.finetuning.TransferModel`, from its kb settings (built
+    once per model)."""
+    found: TextCandidates | None = model.__dict__.get("_text_candidates")
     if found is None:
         from kb import open_db
         from kb.mentions import MentionIndex
@@ -94,14 +95,14 @@ def text_candidates(model: TransferModel, tokenizer: Any) -> TextCandidates:
     return found
 
 
-def attach_knowledge(model: TransferModel, tokenizer: Any, rows: Sequence[Row], lang: str | None = None) -> list[Row]:
+def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[Row], lang: str | None = None) -> list[Row]:
     """``rows`` with their spans and candidates attached (in place) when ``model`` has knowbert features; other
     models' rows are returned as they are.
 
     Args:
-        model: the fine-tuning model.
+        model: the fine-tuning model (:class:`~mluke.finetuning.TransferModel`).
         tokenizer: its tokenizer.
-        rows: rows of :mod:`mluke.finetuning.inputs` (their text, language and piece offsets).
+        rows: rows of :mod:`mluke.finetuning.inputs` (their text, language and ``piece_chars``).
         lang: the language of rows that carry none.
 
     Raises:
@@ -120,6 +121,6 @@ def attach_knowledge(model: TransferModel, tokenizer: Any, rows: Sequence[Row], 
             )
         key = (row.text, row_lang, tuple(row.ids))
         if key not in by_text:
-            by_text[key] = spans.window(row.text, row_lang, row.ids, row.offsets)
+            by_text[key] = spans.window(row.text, row_lang, row.ids, row.piece_chars)
         row.knowledge = by_text[key]
     return list(rows)

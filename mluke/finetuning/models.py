@@ -22,7 +22,7 @@ that entities seen only in the training language do not drift away from the rest
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 import torch
 from torch import Tensor, nn
@@ -214,7 +214,9 @@ def new_model(
         settings[KNOWBERT] = kb_settings(**settings.get(KNOWBERT, {}))
         with torch.random.fork_rng():
             torch.manual_seed(settings.get("seed", 0))
-            return TransferModel(knowbert_encoder(model), task, features, labels, **(head | {"settings": settings}))
+            return TransferModel(
+                cast(Any, knowbert_encoder(model)), task, features, labels, **(head | {"settings": settings})
+            )
     if vocab is None:
         raise OptionError("fine-tuning needs a model with an entity vocabulary (for the [MASK] and [PAD] rows)")
     whole = task == "qa" and check_features(features) == "entity"

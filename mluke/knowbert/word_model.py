@@ -31,8 +31,8 @@ from mluke.word_models import WordModel
 
 if TYPE_CHECKING:
     from kb.db import EntityDB
+    from mluke.checkpoint import Mluke
     from mluke.knowbert.model import KnowBertModel
-    from mluke.opening import Mluke
     from mluke.tokenizer import MlukeTokenizer
 
 
@@ -90,8 +90,8 @@ class KnowBertWordTokenizer:
         tok = self.tokenizer
         limit = tok.max_length - 2
         windows = []
-        for r, (text, (ids, offsets, _)) in enumerate(
-            zip(texts, encode_with_spans(tok.words, list(texts), [[] for _ in texts]))
+        for r, (text, (ids, offsets, _none)) in enumerate(
+            zip(texts, encode_with_spans(tok.words, list(texts), [[] for _ in range(len(texts))]))
         ):
             row = [tok.bos_id, *ids[:limit], tok.eos_id]
             if out["input_ids"][r, : len(row)].tolist() != row:
@@ -131,13 +131,34 @@ def open_knowbert_words(
     """A KnowBert folder (``KnowBertModel.save_pretrained`` with ``tokenizer/`` beside it, as ``mluke knowbert
     train`` exports) as a word-mode model bundle (module docs); ``db``: the kb whose mention index gives the
     prompts' spans (default: the embedded kb); ``knowledge``: run the knowledge layer."""
+    from mluke.checkpoint import Mluke
     from mluke.knowbert.run import open_knowbert
-    from mluke.opening import Mluke
 
     model, tokenizer = open_knowbert(Path(directory))
     words = KnowBertWordTokenizer(tokenizer, model)
     words.prepare(db=db, knowledge=knowledge)
-    return Mluke(KnowBertWordModel(model).eval(), cast(Any, words), None)
+    return Mluke(cast(Any, KnowBertWordModel(model).eval()), cast(Any, words), None)
+
+
+def open_probe_model(
+    model: Any,
+    *,
+    db: EntityDB | str | os.PathLike[str] | None = None,
+    knowledge: bool = True,
+    device: Any = None,
+    dtype: Any = None,
+) -> Mluke:
+    """The model of a word/entity probe: a KnowBert folder through :func:`open_knowbert_words` (placed on
+    ``device`` in ``dtype``), anything else through :func:`mluke.open_model` (masked LMs as word models)."""
+    from mluke.opening import open_model
+
+    if isinstance(model, (str, os.PathLike)) and is_knowbert_folder(model):
+        from mluke.devices import place
+
+        bundle = open_knowbert_words(model, db=db, knowledge=knowledge)
+        place(bundle.model, device, dtype)
+        return bundle
+    return open_model(model, device=device, dtype=dtype, word_models=True)
 
 
 def is_knowbert_folder(directory: str | os.PathLike[str]) -> bool:
