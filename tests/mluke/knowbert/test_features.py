@@ -129,3 +129,60 @@ def test_knowbert_features_need_a_knowbert_folder_and_not_qa(bundle: Mluke, tiny
         open_knowbert_bundle(tiny_checkpoint)
     with pytest.raises(mluke.MlukeError, match="QA"):
         new_model(bundle, "qa", "knowbert", ["start", "end"])
+
+
+def test_cli_finetune_and_evaluate_typing_with_knowbert_features(
+    cli,
+    knowbert_dir: Path,  # noqa: F811
+    tiny_db_path: Path,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    records = [{"sent": t, "start": s, "end": e, "labels": g} for (t, _, g), (s, e) in zip(TOY, SPANS)]
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in records * 2), encoding="utf-8")
+    out = tmp_path / "typing-kb"
+    res = cli(
+        "finetune",
+        "typing",
+        "-o",
+        out,
+        train=train,
+        dev=train,
+        features="knowbert",
+        model=knowbert_dir,
+        db=tiny_db_path,
+        lang="en",
+        epochs="1",
+        batch_size="4",
+        learning_rate="1e-3",
+        no_progress=True,
+    )
+    assert res.exit_code == 0, res.output
+    assert "fine-tuned typing (knowbert features)" in res.output
+    res = cli("evaluate", "typing", out, test=[f"en:{train}"], json=tmp_path / "r.json", no_progress=True)
+    assert res.exit_code == 0, res.output
+    saved = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert saved["features"] == "knowbert" and saved["languages"][0]["examples"] == 8
+    res = cli("finetune", "qa", "-o", tmp_path / "qa", train=train, dev=train, features="knowbert")
+    assert res.exit_code != 0 and "--features knowbert: expected one of entity, word" in str(res.exception)
+
+
+def test_ner_and_relation_rows_get_spans_on_their_own_pieces(bundle: Mluke, tiny_db_path: Path) -> None:  # noqa: F811
+    from mluke.finetuning import predict_relations, predict_spans
+    from mluke.finetuning.inputs import ner_rows, relation_rows
+
+    tok = bundle.tokenizer
+    settings = {"knowbert": kb_settings(tiny_db_path)}
+    ner = new_model(bundle, "ner", "knowbert", ["O", "LOC"], settings=settings)
+    words = [["We", "saw", "Tokyo", "."]]
+    (row,) = attach_knowledge(ner, tok, ner_rows(tok, words, ["en"], features="knowbert"))
+    (s, e) = row.knowledge.spans[0]
+    assert tok.decode(row.ids[s : e + 1]).strip() == "Tokyo"
+    assert len(predict_spans(ner, tok, words, ["en"])) == 1
+    re_model = new_model(bundle, "re", "knowbert", ["no_relation", "capital"], settings=settings)
+    text = "Tokyo is in Japan ."
+    pairs = [((0, 5), (12, 17))]
+    (rel,) = attach_knowledge(re_model, tok, relation_rows(tok, [text], pairs, features="word", langs=["en"]))
+    (s, e) = rel.knowledge.spans[0]
+    assert rel.ids[s - 1] == tok.ent_id and tok.decode(rel.ids[s : e + 1]).strip() == "Tokyo"  # inside the markers
+    assert predict_relations(re_model, tok, [text], pairs, langs=["en"])[0] in ("no_relation", "capital")
