@@ -141,22 +141,9 @@ def test_cli_finetune_and_evaluate_typing_with_knowbert_features(
     train = tmp_path / "train.jsonl"
     train.write_text("".join(json.dumps(r) + "\n" for r in records * 2), encoding="utf-8")
     out = tmp_path / "typing-kb"
-    res = cli(
-        "finetune",
-        "typing",
-        "-o",
-        out,
-        train=train,
-        dev=train,
-        features="knowbert",
-        model=knowbert_dir,
-        db=tiny_db_path,
-        lang="en",
-        epochs="1",
-        batch_size="4",
-        learning_rate="1e-3",
-        no_progress=True,
-    )
+    finetune = cli.bind("finetune", "typing", features="knowbert", model=knowbert_dir, db=tiny_db_path, lang="en")
+    fast = {"epochs": "1", "batch_size": "4", "learning_rate": "1e-3", "no_progress": True}
+    res = finetune("-o", out, train=train, dev=train, **fast)
     assert res.exit_code == 0, res.output
     assert "fine-tuned typing (knowbert features)" in res.output
     res = cli("evaluate", "typing", out, test=[f"en:{train}"], json=tmp_path / "r.json", no_progress=True)
