@@ -4,6 +4,7 @@ for score; with it on the scores change, the prompt's mentions get their kb cand
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,13 @@ def test_piece_span_takes_every_overlapping_piece() -> None:
     assert piece_span(offsets, 1, 4) == (1, 2)
     assert piece_span(offsets, 6, 9) == (3, 3)
     assert piece_span(offsets, 20, 25) is None
+
+
+def test_cli_probe_with_and_without_the_knowledge_layer(cli, knowbert_dir: Path, tiny_db_path: Path, tmp_path: Path):
+    probe = cli.bind("probe", TEMPLATE, lang="en", model=knowbert_dir, db=tiny_db_path, top_k="2")
+    res_on = probe(json=tmp_path / "on.json")
+    res_off = probe("--no-knowledge", json=tmp_path / "off.json")
+    assert res_on.exit_code == 0 and res_off.exit_code == 0, res_on.output + res_off.output
+    on, off = (json.loads((tmp_path / f"{n}.json").read_text(encoding="utf-8")) for n in ("on", "off"))
+    assert on["mode"] == off["mode"] == "word"
+    assert on["rows"] != off["rows"]  # the layer changes the scores
