@@ -210,6 +210,12 @@ def new_model(
 
         if task == "qa":
             raise OptionError("knowbert features are for NER, relations and typing; QA takes 'entity' or 'word'")
+        words = int(model.encoder.config.vocab_size)
+        if task == "re" and max(pretrained[1].ent_id, pretrained[1].ent2_id) >= words:
+            raise OptionError(
+                f"relations with word features mark the mentions with <ent>/<ent2>, which this KnowBert model's "
+                f"encoder ({words:,} word pieces) does not have: build it on an mLUKE checkpoint"
+            )
         settings = dict(head.get("settings") or {})
         settings[KNOWBERT] = kb_settings(**settings.get(KNOWBERT, {}))
         with torch.random.fork_rng():

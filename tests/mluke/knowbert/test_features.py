@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -129,6 +130,10 @@ def test_knowbert_features_need_a_knowbert_folder_and_not_qa(bundle: Mluke, tiny
         open_knowbert_bundle(tiny_checkpoint)
     with pytest.raises(mluke.MlukeError, match="QA"):
         new_model(bundle, "qa", "knowbert", ["start", "end"])
+    words = bundle.model.encoder.config.vocab_size  # an encoder without <ent>/<ent2> (XLM-R's 250,002 pieces)
+    no_markers = Mluke(bundle.model, SimpleNamespace(ent_id=words, ent2_id=words + 1), None)  # type: ignore[arg-type]
+    with pytest.raises(mluke.MlukeError, match="<ent>/<ent2>"):
+        new_model(no_markers, "re", "knowbert", ["no_relation", "capital"])
 
 
 def test_cli_finetune_and_evaluate_typing_with_knowbert_features(
