@@ -176,8 +176,14 @@ def run_open(
     bundle = model
     mode_result = partial(_mode_result, template, lang, relation, top_k, notes, bundle)
     mode = resolve_mode(options.mode, bundle)
-    if getattr(bundle.tokenizer, "reads_language", False):
-        cast(Any, bundle.tokenizer).knowledge = options.knowledge  # a KnowBert model: its knowledge layer on or off
+    if getattr(bundle.tokenizer, "reads_language", False):  # a KnowBert model: decoding runs the bare encoder
+        if options.knowledge:
+            raise MlukeError(
+                "open-vocabulary word answers are decoded without a KnowBert model's knowledge layer: give "
+                "{knowledge} (or candidates)",
+                options={"knowledge": Option("knowledge=False", "--no-knowledge")},
+            )
+        cast(Any, bundle.tokenizer).knowledge = False
     scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size, lang=lang)
     labels_x = [label for _, label in subjects]
     check_prompt_lengths(bundle.tokenizer, template, labels_x, 1)

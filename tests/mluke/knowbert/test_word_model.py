@@ -109,3 +109,18 @@ def test_cli_probe_with_and_without_the_knowledge_layer(cli, knowbert_dir: Path,
     on, off = (json.loads((tmp_path / f"{n}.json").read_text(encoding="utf-8")) for n in ("on", "off"))
     assert on["mode"] == off["mode"] == "word"
     assert on["rows"] != off["rows"]  # the layer changes the scores
+
+
+def test_open_vocabulary_answers_need_the_layer_off(knowbert_dir: Path, tiny_db_path: Path) -> None:
+    from kb.db.templates import parse_template
+    from mluke.cloze_runs import run_open
+    from mluke.options import ProbeOptions
+
+    bundle = open_knowbert_words(knowbert_dir, db=tiny_db_path)
+    template, subjects = parse_template("[X] was founded in [Y]."), [(None, "Acme")]
+    ask = {"mode": "word", "max_pieces": 1, "beam": 1}
+    with pytest.raises(mluke.MlukeError, match="open-vocabulary") as err:
+        run_open(template, "en", subjects, {}, model=bundle, options=ProbeOptions(**ask))  # type: ignore[arg-type]
+    assert "--no-knowledge" in err.value.for_cli()
+    off = run_open(template, "en", subjects, {}, model=bundle, options=ProbeOptions(knowledge=False, **ask))  # type: ignore[arg-type]
+    assert off.open_vocabulary and off.rows[0].predictions
