@@ -52,7 +52,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from kb import open_db
 from kb.db import EntityDB
@@ -63,7 +63,7 @@ from kb.languages import check_language
 from kb.renamed import renamed_keyword
 from mluke.checkpoint import Mluke
 from mluke.cloze_runs import resolve_mode, run_cloze, run_open
-from mluke.opening import open_model
+from mluke.knowbert.word_model import open_probe_model
 from mluke.options import ProbeOptions, merge_options
 from mluke.results import ProbeResult
 
@@ -147,7 +147,9 @@ def probe(
     else:
         cand_keys = sorted({f.object for f in db.facts(property=pid)}) if pid else []
     gold = {k: set(db.objects(k, pid)) for k, _ in subj if k is not None and pid}
-    bundle = open_model(model, device=device, dtype=dtype, word_models=True)
+    bundle = open_probe_model(model, db=db, knowledge=options.knowledge, device=device, dtype=dtype)
+    if getattr(bundle.tokenizer, "reads_language", False):  # a loaded KnowBert bundle: prompts' spans from this kb
+        cast(Any, bundle.tokenizer).prepare(db=db, knowledge=options.knowledge)
     mode = resolve_mode(options.mode, bundle)
     if not cand_keys:
         if threshold is not None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -74,7 +74,9 @@ def run_cloze(
     bundle = open_model(model, word_models=True)
     mode_result = partial(_mode_result, template, lang, relation, top_k, notes, bundle)
     mode = resolve_mode(options.mode, bundle)
-    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size)
+    if getattr(bundle.tokenizer, "reads_language", False):
+        cast(Any, bundle.tokenizer).knowledge = options.knowledge  # a KnowBert model: its knowledge layer on or off
+    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size, lang=lang)
     cand_keys = [k if k is not None else label for k, label in candidates]
     labels_x = [label for _, label in subjects]
     labels_y = [label for _, label in candidates]
@@ -174,7 +176,15 @@ def run_open(
     bundle = model
     mode_result = partial(_mode_result, template, lang, relation, top_k, notes, bundle)
     mode = resolve_mode(options.mode, bundle)
-    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size)
+    if getattr(bundle.tokenizer, "reads_language", False):  # a KnowBert model: decoding runs the bare encoder
+        if options.knowledge:
+            raise MlukeError(
+                "open-vocabulary word answers are decoded without a KnowBert model's knowledge layer: give "
+                "{knowledge} (or candidates)",
+                options={"knowledge": Option("knowledge=False", "--no-knowledge")},
+            )
+        cast(Any, bundle.tokenizer).knowledge = False
+    scorer = ClozeScorer(bundle.model, bundle.tokenizer, batch_size=options.batch_size, lang=lang)
     labels_x = [label for _, label in subjects]
     check_prompt_lengths(bundle.tokenizer, template, labels_x, 1)
     results: dict[str, ProbeResult] = {}

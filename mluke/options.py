@@ -106,6 +106,8 @@ class ProbeOptions:
         max_pieces: open-vocabulary word answers: the longest, in word pieces.
         decoding: open-vocabulary word answers: "independent", "left-to-right" or "confidence" order.
         beam: open-vocabulary word answers: partial answers kept at each step.
+        knowledge: a KnowBert model (:mod:`mluke.knowbert.word_model`): run its knowledge layer; ``False``: the
+            bare encoder, to compare P@1 with and without the layer.
 
     Raises:
         MlukeError: an unknown mode or normalisation, a ``top_k`` below 1, a threshold outside (0, 1].
@@ -121,6 +123,7 @@ class ProbeOptions:
     max_pieces: int = 5
     decoding: Decoding = "confidence"
     beam: int = 5
+    knowledge: bool = True
 
     def __post_init__(self) -> None:
         if self.mode is not None and self.mode not in ("entity", "word", "both"):
@@ -144,6 +147,7 @@ class ProbeKeywords(TypedDict, total=False):
     max_pieces: int
     decoding: Decoding
     beam: int
+    knowledge: bool
 
 
 O = TypeVar("O", LinkOptions, ProbeOptions)

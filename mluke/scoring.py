@@ -20,9 +20,11 @@ NORMALIZER_ROWS = 128
 class ClozeScorer:
     """Batched cloze scoring with one model (see module docs)."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64) -> None:
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64, lang: str | None = None) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
+        #: keywords of word-mode tokenizer calls: the prompts' language, for tokenizers that read it (KnowBert's)
+        self._prompts = {"lang": lang} if getattr(tokenizer, "reads_language", False) else {}
         self.vocab = tokenizer.entity_vocab
         self.batch_size = batch_size
         #: the word mask as text: ``<mask>`` for mLUKE and XLM-R, ``[MASK]`` for BERT, ...
@@ -146,7 +148,7 @@ class ClozeScorer:
         for start in range(0, len(prompts), self.batch_size):
             part = prompts[start : start + self.batch_size]
             batch = [template.fill(subjects[s], self.mask_token * n) for s, n in part]
-            enc = self.tokenizer(batch)
+            enc = self.tokenizer(batch, **self._prompts)
             words, _ = self.model.encode(**enc)
             where = enc["input_ids"].to(words.device) == mask_id
             if where.sum(1).tolist() != [n for _, n in part]:

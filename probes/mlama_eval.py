@@ -148,6 +148,7 @@ def eval_mlama(
     device: Device = None,
     dtype: DType = None,
     threshold: float | None = None,
+    knowledge: bool = True,
 ) -> MlamaReport:
     """Typed querying on mLAMA for each language (what ``mluke eval-mlama`` does).
 
@@ -170,6 +171,8 @@ def eval_mlama(
             is at least this, possibly none, scored by precision, recall and F1 against all its true objects
             (see :mod:`mluke.object_sets`), macro-averaged over the relation's subjects and then, like P@1,
             over relations (:attr:`MlamaReport.macro_sets`).
+        knowledge: a KnowBert model: run its knowledge layer (prompts' spans from the embedded kb); ``False``:
+            the bare encoder.
 
     Returns:
         The :class:`MlamaReport`.
@@ -180,13 +183,13 @@ def eval_mlama(
     from tqdm import tqdm
 
     from mluke.cloze_runs import run_cloze
-    from mluke.opening import open_model
+    from mluke.knowbert.word_model import open_probe_model
     from mluke.options import check_threshold
 
     check_threshold(threshold)  # before loading anything
     from probes.bias import language_bias
 
-    bundle = open_model(model, device=device, dtype=dtype, word_models=True)
+    bundle = open_probe_model(model, knowledge=knowledge, device=device, dtype=dtype)
     notes = []
     if bundle.tokenizer.entity_vocab is None and mode in ("entity", "both"):
         notes.append(f"{_name(model, bundle)} has no entity vocabulary: evaluated in word mode")
@@ -213,6 +216,7 @@ def eval_mlama(
             batch_size=batch_size,
             gold_labels=rel.object_labels,
             threshold=threshold,
+            knowledge=knowledge,
         )
         # every mLAMA subject comes with its gold objects (gold_labels): the scores are numbers, never None
         metrics = cast("dict[str, float]", result.metrics)

@@ -14,6 +14,16 @@ from mluke.cli.output import check_outputs, csv_option, json_option, print_table
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, OverwriteOption, ProgressOption
 from mluke.options import ProbeOptions
 
+#: ``--knowledge/--no-knowledge``: a KnowBert model's knowledge layer on or off (P@1 with and without it)
+KnowledgeOption = Annotated[
+    bool,
+    typer.Option(
+        "--knowledge/--no-knowledge",
+        help="A KnowBert --model: run its knowledge layer over the prompts' kb mentions (default), or not (the bare "
+        "encoder, to compare P@1 with and without it). Other models ignore it.",
+    ),
+]
+
 
 def probe(
     template: Annotated[
@@ -76,8 +86,11 @@ def probe(
     beam: Annotated[int, typer.Option(help="Open-vocabulary word answers: partial answers kept at each step.")] = 5,
     model: Annotated[
         str | None,
-        typer.Option(help="mLUKE checkpoint or any masked LM, folder or hub name (default: the demo model)."),
+        typer.Option(
+            help="mLUKE checkpoint, KnowBert folder or any masked LM, folder or hub name (default: the demo model)."
+        ),
     ] = None,
+    knowledge: KnowledgeOption = True,
     db: DbOption = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
     json_out: Annotated[str | None, json_option("the full result")] = None,
@@ -109,6 +122,7 @@ def probe(
         max_pieces=max_pieces,
         decoding=decoding,  # type: ignore[arg-type]
         beam=beam,
+        knowledge=knowledge,
     )
     from mluke.cloze import probe as run
 
@@ -157,11 +171,12 @@ def eval_mlama(
         list[str] | None,
         typer.Option(
             help=(
-                "mLUKE checkpoint or any Hugging Face masked LM, as a folder or hub name (default: the embedded demo "
-                "model); repeat to compare models side by side."
+                "mLUKE checkpoint, KnowBert folder or any Hugging Face masked LM, as a folder or hub name (default: "
+                "the embedded demo model); repeat to compare models side by side."
             )
         ),
     ] = None,
+    knowledge: KnowledgeOption = True,
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated languages to evaluate, e.g. en,ja,de.")] = "en",
     mode: Annotated[
         str | None,
@@ -225,6 +240,7 @@ def eval_mlama(
         "device": device,
         "dtype": dtype,
         "threshold": threshold,
+        "knowledge": knowledge,
     }
     sets = ["precision", "recall", "F1"] if threshold is not None else []
     if model and len(model) > 1:

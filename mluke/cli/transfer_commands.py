@@ -42,7 +42,9 @@ FormatOption = Annotated[
 KbOption = Annotated[
     Path | None,
     typer.Option(
-        "--db", help="QA: entity database whose names are linked in questions and passages (default: the embedded kb)."
+        "--db",
+        help="QA: entity database whose names are linked in questions and passages; knowbert features: whose "
+        "mention index gives the knowledge layer's spans and candidates (default: the embedded kb).",
     ),
 ]
 
@@ -71,7 +73,8 @@ def finetune(
             help=(
                 "'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; typing: an entity [MASK] over the mention; "
                 "qa: entity tokens over linked names; record: an entity [MASK] at @placeholder and over every passage "
-                "entity) or 'word' (mLUKE-W: word-piece vectors only)."
+                "entity), 'word' (mLUKE-W: word-piece vectors only) or 'knowbert' (word-piece vectors of a KnowBert "
+                "--model folder, its knowledge layer reading each text's kb mentions; ner, re, typing)."
             )
         ),
     ] = "entity",
@@ -140,7 +143,7 @@ def finetune(
     Dev scores are computed after every epoch; an interrupted run continues when the command is run again.
     """
     checks.choice("TASK", task, TASKS)
-    checks.choice("--features", features, ["entity", "word"])
+    checks.choice("--features", features, ["entity", "word", "knowbert"] if task != "qa" else ["entity", "word"])
     checks.at_least("--epochs", epochs, 1)
     checks.positive("--learning-rate", learning_rate)
     checks.at_least("--batch-size", batch_size, 1)
@@ -186,6 +189,8 @@ def finetune(
         if all_labels and task != "typing":
             raise OptionError("--all-labels is for `finetune typing`")
         extra: dict[str, Any] = {"all_labels": all_labels} if task == "typing" else {"fmt": fmt}
+        if features == "knowbert":
+            extra["db"] = db
         report = run(task, train, dev, lang=lang, **common, **extra)  # type: ignore[arg-type]
         dev_column = "dev score"
     print_table(

@@ -1,7 +1,9 @@
 """Fine-tuned models in the hub layout: ``config.json`` (the LUKE config, ``id2label``/``label2id`` and an
 ``mluke_transfer`` block: task, features, labels, settings), ``model.safetensors`` (encoder and
 classifier) and the word tokenizer's files (and, for QA with entity features, the entity vocabulary).
-Written under a temporary name and renamed when complete."""
+Knowledge-enhanced features (``knowbert``) keep the KnowBert model in ``knowbert/`` and only the classifier in
+``model.safetensors`` (:mod:`mluke.finetuning.knowledge`). Written under a temporary name and renamed when
+complete."""
 
 from __future__ import annotations
 
@@ -46,7 +48,8 @@ def save_transfer(
     directory = Path(directory)
     with atomic_path(directory, overwrite=overwrite) as tmp:
         tmp.mkdir()
-        config = model.config.to_dict()
+        knowbert = model.features == "knowbert"
+        config = {} if knowbert else model.config.to_dict()
         config.update(
             {
                 "architectures": ["MlukeTransferModel"],
@@ -66,6 +69,9 @@ def save_transfer(
             config.pop(key, None)
         (tmp / "config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         state = {k: v.detach().contiguous().cpu().clone() for k, v in model.state_dict().items()}
+        if knowbert:
+            state = {k: v for k, v in state.items() if not k.startswith("luke.")}
+            model.luke.save_pretrained(tmp / "knowbert")
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         tokenizer.save_pretrained(tmp)
         if model.task == "qa" and model.features == "entity" and tokenizer.entity_vocab is not None:
@@ -104,9 +110,17 @@ def load_transfer(directory: str | os.PathLike[str]) -> tuple[TransferModel, Mlu
         raise InputFormatError(
             f"{config_path}: format version {block.get('format_version')}, this mluke reads {FORMAT_VERSION}"
         )
-    config = LukeConfig.from_dict({k: v for k, v in data.items() if k not in ("id2label", "label2id", "architectures")})
+    if block["features"] == "knowbert":
+        from mluke.knowbert.model import KnowBertModel
+
+        encoder: Any = KnowBertModel.from_pretrained(directory / "knowbert")  # strictly checked
+    else:
+        config = LukeConfig.from_dict(
+            {k: v for k, v in data.items() if k not in ("id2label", "label2id", "architectures")}
+        )
+        encoder = LukeModel(config, add_pooling_layer=False)
     model = TransferModel(
-        LukeModel(config, add_pooling_layer=False),
+        encoder,
         block["task"],
         block["features"],
         block["labels"],
@@ -116,6 +130,8 @@ def load_transfer(directory: str | os.PathLike[str]) -> tuple[TransferModel, Mlu
     if not weights.is_file():
         raise InputFormatError(f"{directory}: no model.safetensors")
     missing, unexpected = model.load_state_dict(load_file(str(weights)), strict=False)
+    if block["features"] == "knowbert":  # the encoder's weights are in knowbert/
+        missing = [k for k in missing if not k.startswith("luke.")]
     if missing or unexpected:
         raise InputFormatError(f"{weights}: missing weights {missing[:5]}, unexpected {unexpected[:5]}")
     return model.eval(), tokenizer_class(directory).from_pretrained(directory)

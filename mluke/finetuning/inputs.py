@@ -51,6 +51,12 @@ class Row:
     entity_ids: list[int] = field(default_factory=list)  # per slot, for entity features (0 = padding)
     items: list[Any] = field(default_factory=list)
     labels: list[int] = field(default_factory=list)
+    #: the text the row was made from, its language and each piece's characters in it ((0, 0): <s>, </s>, markers),
+    #: for the knowledge layer's spans (``knowbert`` features, :mod:`mluke.finetuning.knowledge`)
+    text: str = ""
+    lang: str | None = None
+    piece_chars: list[Span] = field(default_factory=list)
+    knowledge: Any = None  #: the row's spans and candidates (a :class:`mluke.knowbert.Window`), when attached
 
 
 def _with_specials(tokenizer: Any, ids: list[int], spans: list[Span], max_length: int) -> tuple[list[int], list[Span]]:
@@ -58,6 +64,11 @@ def _with_specials(tokenizer: Any, ids: list[int], spans: list[Span], max_length
     limit = max_length - 2
     kept = [(s + 1, e + 1) if e <= limit else (-1, -1) for s, e in spans]
     return [tokenizer.bos_id, *ids[:limit], tokenizer.eos_id], kept
+
+
+def _row_offsets(offsets: Sequence[Span], max_length: int) -> list[Span]:
+    """Character offsets of ``<s> pieces </s>`` cut as :func:`_with_specials` cuts the pieces."""
+    return [(0, 0), *offsets[: max_length - 2], (0, 0)]
 
 
 def ner_rows(
@@ -94,8 +105,9 @@ def ner_rows(
     """
     texts, word_spans = zip(*(join_words(w, l) for w, l in zip(sentences, langs))) if sentences else ((), ())
     rows: list[Row] = []
-    for n, (ids, _, pieces) in enumerate(encode_with_spans(tokenizer.words, list(texts), list(word_spans))):
+    for n, (ids, offsets, pieces) in enumerate(encode_with_spans(tokenizer.words, list(texts), list(word_spans))):
         ids, pieces = _with_specials(tokenizer, ids, pieces, max_length)
+        source = {"text": texts[n], "lang": langs[n], "piece_chars": _row_offsets(offsets, max_length)}
         truth = {(s, e): label_ids[t] for s, e, t in gold[n]} if gold is not None and label_ids else {}
         slots, items, labels = [], [], []
         for i in range(len(pieces)):
@@ -110,7 +122,7 @@ def ner_rows(
         step = max_entities if features == "entity" else max(1, len(slots))
         for k in range(0, max(1, len(slots)), step):
             part = slice(k, k + step)
-            rows.append(Row(ids, slots[part], [1] * len(slots[part]), items[part], labels[part]))
+            rows.append(Row(ids, slots[part], [1] * len(slots[part]), items[part], labels[part], **source))
     return rows
 
 
@@ -122,6 +134,7 @@ def relation_rows(
     features: str,
     labels: Sequence[int] | None = None,
     max_length: int = 512,
+    langs: Sequence[str | None] | None = None,
 ) -> list[Row]:
     """One row per example: the head and tail mentions as two slots.
 
@@ -133,6 +146,7 @@ def relation_rows(
             ``"word"``: ``<ent>``/``<ent2>`` markers around head and tail; a slot is its opening marker.
         labels: the label id of each example (training).
         max_length: pieces per row.
+        langs: the language of each example (kept on the rows).
 
     Returns:
         The rows, in example order.
@@ -141,10 +155,22 @@ def relation_rows(
     encoded = encode_with_spans(tokenizer.words, list(texts), [list(p) for p in pairs])
     for n, (ids, offsets, spans) in enumerate(encoded):
         if features == "word":
-            ids, _, spans = insert_markers(ids, offsets, spans, [tokenizer.ent_id, tokenizer.ent2_id])
+            ids, offsets, spans = insert_markers(ids, offsets, spans, [tokenizer.ent_id, tokenizer.ent2_id])
             spans = [(s, s + 1) for s, _ in spans]  # the opening marker
         ids, spans = _with_specials(tokenizer, ids, spans, max_length)
-        rows.append(Row(ids, spans, [1, 2], [n], [labels[n]] if labels is not None else []))
+        lang = langs[n] if langs is not None else None
+        rows.append(
+            Row(
+                ids,
+                spans,
+                [1, 2],
+                [n],
+                [labels[n]] if labels is not None else [],
+                texts[n],
+                lang,
+                _row_offsets(offsets, max_length),
+            )
+        )
     return rows
 
 
@@ -155,6 +181,7 @@ def typing_rows(
     *,
     labels: Sequence[Sequence[int]] | None = None,
     max_length: int = 512,
+    langs: Sequence[str | None] | None = None,
 ) -> list[Row]:
     """One row per example with the mention as its one slot: an entity [MASK] (id 1) over the mention's pieces
     (entity features) or its first and last pieces (word features); the same row serves both.
@@ -168,17 +195,20 @@ def typing_rows(
         spans: the mention's character span in each text.
         labels: per example, 0 or 1 for each type (training).
         max_length: pieces per row.
+        langs: the language of each example (kept on the rows).
 
     Returns:
         The rows, in example order.
     """
     rows = []
-    for n, (ids, _, (span,)) in enumerate(encode_with_spans(tokenizer.words, list(texts), [[s] for s in spans])):
+    for n, (ids, offsets, (span,)) in enumerate(encode_with_spans(tokenizer.words, list(texts), [[s] for s in spans])):
         cut = max(0, min(span[0], span[1] - (max_length - 2)))  # pieces dropped in front so that the mention fits
         ids, (slot,) = _with_specials(
             tokenizer, ids[cut:], [(span[0] - cut, min(span[1] - cut, max_length - 2))], max_length
         )
-        rows.append(Row(ids, [slot], [1], [n], list(labels[n]) if labels is not None else []))
+        lang = langs[n] if langs is not None else None
+        gold = list(labels[n]) if labels is not None else []
+        rows.append(Row(ids, [slot], [1], [n], gold, texts[n], lang, _row_offsets(offsets[cut:], max_length)))
     return rows
 
 
@@ -223,6 +253,10 @@ def collate(rows: Sequence[Row], *, pad_id: int, max_mention_length: int = 30) -
         if row.labels:
             batch["labels"][r, : len(row.labels)] = torch.tensor(row.labels)
     batch["slot_mask"] = batch["entity_attention_mask"].bool()
+    if any(row.knowledge is not None for row in rows):  # knowbert features: the rows' spans and candidates
+        from mluke.knowbert.pieces import knowledge_inputs
+
+        batch |= knowledge_inputs([row.knowledge for row in rows], pad_id)
     return batch
 
 

@@ -26,7 +26,7 @@ that entities seen only in the training language do not drift away from the rest
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 import torch
 from torch import Tensor, nn
@@ -38,12 +38,13 @@ from mluke.model import encode_entity_rows
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
-Features = Literal["entity", "word"]
+Features = Literal["entity", "word", "knowbert"]
 Task = Literal["ner", "re", "qa", "typing", "record"]
 
 
 def check_features(features: str) -> str:
-    """``features`` when it is ``"entity"`` (mLUKE-E) or ``"word"`` (mLUKE-W).
+    """``features`` when it is ``"entity"`` (mLUKE-E), ``"word"`` (mLUKE-W) or ``"knowbert"`` (word features of a
+    KnowBert model, :mod:`mluke.finetuning.knowledge`).
 
     Args:
         features: the feature kind asked for.
@@ -54,9 +55,10 @@ def check_features(features: str) -> str:
     Raises:
         OptionError: any other value.
     """
-    if features not in ("entity", "word"):
+    if features not in ("entity", "word", "knowbert"):
         raise OptionError(
-            "{features}: expected 'entity' (mLUKE-E) or 'word' (mLUKE-W)",
+            "{features}: expected 'entity' (mLUKE-E), 'word' (mLUKE-W) or 'knowbert' (word features with a knowledge "
+            "layer)",
             options={"features": option("features", features)},
         )
     return features
@@ -113,7 +115,7 @@ class TransferModel(nn.Module):
         self.luke = encoder
         self.task, self.features, self.labels = task, check_features(features), list(labels)
         self.settings = dict(settings or {})
-        hidden = encoder.config.hidden_size
+        hidden = getattr(encoder, "encoder", encoder).config.hidden_size  # a KnowBertModel: its encoder's
         width = hidden * (1 if task == "qa" or (task in ("ner", "typing") and features == "entity") else 2)
         if task == "record":
             width = hidden * (2 if features == "entity" else 4)
@@ -146,7 +148,12 @@ class TransferModel(nn.Module):
             if self.task == "record":
                 return _with_placeholder(states)
             return states if self.task == "ner" else states[:, :2].flatten(1)
-        words = self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        if self.features == "knowbert":  # the knowledge layer reads the rows' spans and candidates
+            from mluke.knowbert.pieces import candidates_from_inputs
+
+            words = self.luke(batch["input_ids"], batch["attention_mask"], candidates_from_inputs(batch)).hidden_states
+        else:
+            words = self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
         first = torch.gather(words, 1, batch["slot_start"][..., None].expand(-1, -1, words.shape[-1]))
         if self.task == "re":
             return first[:, :2].flatten(1)
@@ -222,6 +229,24 @@ def new_model(
         OptionError: a model without an entity vocabulary, or an unknown feature kind.
     """
     model, _, vocab = pretrained
+    if check_features(features) == "knowbert":
+        from mluke.finetuning.knowledge import KNOWBERT, kb_settings, knowbert_encoder
+
+        if task == "qa":
+            raise OptionError("knowbert features are for NER, relations and typing; QA takes 'entity' or 'word'")
+        words = int(model.encoder.config.vocab_size)
+        if task == "re" and max(pretrained[1].ent_id, pretrained[1].ent2_id) >= words:
+            raise OptionError(
+                f"relations with word features mark the mentions with <ent>/<ent2>, which this KnowBert model's "
+                f"encoder ({words:,} word pieces) does not have: build it on an mLUKE checkpoint"
+            )
+        settings = dict(head.get("settings") or {})
+        settings[KNOWBERT] = kb_settings(**settings.get(KNOWBERT, {}))
+        with torch.random.fork_rng():
+            torch.manual_seed(settings.get("seed", 0))
+            return TransferModel(
+                cast(Any, knowbert_encoder(model)), task, features, labels, **(head | {"settings": settings})
+            )
     if vocab is None:
         raise OptionError("fine-tuning needs a model with an entity vocabulary (for the [MASK] and [PAD] rows)")
     whole = task == "qa" and check_features(features) == "entity"

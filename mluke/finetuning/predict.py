@@ -10,6 +10,7 @@ import torch
 
 from mluke.devices import model_device, to_device
 from mluke.finetuning.inputs import Row, Span, batches, collate, ner_rows, relation_rows, typing_rows
+from mluke.finetuning.knowledge import attach_knowledge
 from mluke.finetuning.models import TransferModel
 from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, best_mentions, record_rows
 
@@ -64,6 +65,7 @@ def predict_spans(
         max_span_pieces=settings.get("max_span_pieces", 16),
         max_entities=settings.get("max_entities", 128),
     )
+    attach_knowledge(model, tokenizer, rows)  # knowbert features: each sentence's spans and candidates
     found: list[list[tuple[int, int, int, float]]] = [[] for _ in sentences]
     by_size = sorted(range(len(rows)), key=lambda i: (-len(rows[i].slots), -len(rows[i].ids)))  # less padding
     device = model_device(model)
@@ -85,6 +87,7 @@ def predict_relations(
     pairs: Sequence[tuple[Span, Span]],
     *,
     batch_size: int = 16,
+    langs: Sequence[str | None] | None = None,
 ) -> list[str]:
     """The label of each (head, tail) character-span pair in its text.
 
@@ -94,12 +97,15 @@ def predict_relations(
         texts: the text of each example.
         pairs: the (head, tail) character spans of each example.
         batch_size: rows per forward pass.
+        langs: the language of each example (needed with knowbert features).
 
     Returns:
         The predicted label of each example.
     """
     model.eval()
-    rows = relation_rows(tokenizer, texts, pairs, features=model.features)
+    rows = attach_knowledge(
+        model, tokenizer, relation_rows(tokenizer, texts, pairs, features=model.features, langs=langs)
+    )
     return [model.labels[int(scores.argmax())] for scores in _row_scores(model, tokenizer, rows, batch_size)]
 
 
@@ -112,6 +118,7 @@ def predict_types(
     *,
     batch_size: int = 16,
     threshold: float = 0.5,
+    langs: Sequence[str | None] | None = None,
 ) -> list[list[str]]:
     """The types of each mention: those whose sigmoid probability exceeds ``threshold`` (LUKE: 0.5).
 
@@ -122,12 +129,13 @@ def predict_types(
         spans: the mention's character span in each text.
         batch_size: rows per forward pass.
         threshold: the probability above which a type is predicted.
+        langs: the language of each example (needed with knowbert features).
 
     Returns:
         The predicted types of each example, in the model's label order (possibly none).
     """
     model.eval()
-    rows = typing_rows(tokenizer, texts, spans)
+    rows = attach_knowledge(model, tokenizer, typing_rows(tokenizer, texts, spans, langs=langs))
     return [
         [model.labels[i] for i, p in enumerate(torch.sigmoid(scores).tolist()) if p > threshold]
         for scores in _row_scores(model, tokenizer, rows, batch_size)

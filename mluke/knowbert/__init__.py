@@ -7,7 +7,9 @@ recontextualization layer with an integrated entity linker, inserted between two
 - :class:`EntityTable`: the frozen entity vectors it links to (an mLUKE checkpoint's, or a safetensors file);
 - :class:`SpanCandidates`: the spans and kb candidates of a batch (:data:`IGNORE`: a span without supervision);
 - :class:`CandidateSelector`: spans, candidates and gold of texts and corpus documents (:func:`collate` batches
-  them); :func:`mask_window`: KnowBert's masked-LM masking; :class:`KnowBertTrainer`: the two training stages.
+  them); :func:`mask_window`: KnowBert's masked-LM masking; :class:`KnowBertTrainer`: the two training stages;
+- :class:`TextCandidates`: spans and candidates placed on another tokenization's pieces (fine-tuning rows, prompts);
+  :func:`open_knowbert_words`: a KnowBert folder as a word-mode probing model, the layer on or off.
 """
 
 from mluke.knowbert.batch import IGNORE, SpanCandidates
@@ -17,7 +19,9 @@ from mluke.knowbert.entities import EntityTable
 from mluke.knowbert.layer import NULL_CHOICE, KarOutput, KnowledgeLayer, LinkDecision
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
 from mluke.knowbert.model import KnowBertModel, KnowBertOutput
+from mluke.knowbert.pieces import TextCandidates
 from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
+from mluke.knowbert.word_model import open_knowbert_words
 
 __all__ = [
     "IGNORE",
@@ -36,7 +40,9 @@ __all__ = [
     "MaskingOptions",
     "SelectionStats",
     "SpanCandidates",
+    "TextCandidates",
     "Window",
     "collate",
     "mask_window",
+    "open_knowbert_words",
 ]

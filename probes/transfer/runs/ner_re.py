@@ -25,6 +25,7 @@ from mluke.finetuning import (
     save_transfer,
 )
 from mluke.finetuning.inputs import Row, ner_rows, relation_rows, typing_rows
+from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.models import Features
 from mluke.opening import open_model
 from probes.report import TableReport
@@ -214,10 +215,16 @@ def score(
         )
         return ner_scores(data, predicted)
     if task == "typing":
-        types = predict_types(model, tokenizer, [e.text for e in data], [e.span for e in data], batch_size=batch_size)
+        texts, spans, langs = [e.text for e in data], [e.span for e in data], [e.lang or lang for e in data]
+        types = predict_types(model, tokenizer, texts, spans, batch_size=batch_size, langs=langs)
         return typing_scores([e.labels for e in data], types)
     labels = predict_relations(
-        model, tokenizer, [e.text for e in data], [(e.head, e.tail) for e in data], batch_size=batch_size
+        model,
+        tokenizer,
+        [e.text for e in data],
+        [(e.head, e.tail) for e in data],
+        batch_size=batch_size,
+        langs=[e.lang or lang for e in data],
     )
     scorer = tacred_scores if fmt == "tacred" else re_scores
     return scorer([e.label for e in data], labels)
@@ -270,6 +277,7 @@ def finetune(
     device: Device = None,
     all_labels: bool = False,
     fmt: str | None = None,
+    db: str | os.PathLike[str] | None = None,
 ) -> FineTuneReport:
     """Fine-tune a model for NER, relation extraction or entity typing on ``train`` and keep the epoch best on
     ``dev``.
@@ -284,7 +292,8 @@ def finetune(
         train: the training file.
         dev: the file that picks the best epoch.
         output: the folder the fine-tuned model is written to.
-        features: ``"entity"`` (mLUKE-E) or ``"word"`` (mLUKE-W).
+        features: ``"entity"`` (mLUKE-E), ``"word"`` (mLUKE-W) or ``"knowbert"`` (word features of a KnowBert
+            ``model`` folder with its knowledge layer, :mod:`mluke.finetuning.knowledge`).
         model: the mLUKE model to fine-tune (anything :func:`mluke.open_model` takes; default: the demo model).
         lang: the language of CoNLL files (WikiANN lines carry theirs).
         config: the paper's settings by default.
@@ -296,6 +305,8 @@ def finetune(
         fmt: relations: the layout of ``train`` and ``dev``, ``"kbp37"`` (default; also RELX) or ``"tacred"``
             (TACRED JSON, :func:`probes.transfer.readers.tacred.read_tacred`; dev score: TACRED's micro F1).
             Kept in the model's settings, so that :func:`evaluate` reads its test files alike.
+        db: knowbert features: the kb whose mention index gives the spans and candidates (default: the embedded
+            kb); kept in the model's settings.
 
     Returns:
         The run's :class:`FineTuneReport`.
@@ -319,7 +330,7 @@ def finetune(
     else:
         seen = sorted(set(train_data.labels) | set(dev_data.labels))
         labels = (["no_relation"] if "no_relation" in seen else []) + [l for l in seen if l != "no_relation"]
-    bundle = open_model(model)
+    bundle = open_knowbert_bundle(model) if features == KNOWBERT else open_model(model)
     settings: dict[str, Any] = {
         "seed": config.seed,
         "max_span_pieces": config.max_span_pieces,
@@ -329,6 +340,8 @@ def finetune(
         settings["all_labels"] = all_labels
     if task == "re":
         settings["format"] = layout
+    if features == KNOWBERT:
+        settings[KNOWBERT] = kb_settings(db)
     net = new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings)
     place(net, device)  # in place
     tok = bundle.tokenizer
@@ -336,7 +349,9 @@ def finetune(
     rows: list[Row]
     if task == "typing":
         golds = [[int(l in e.labels) for l in labels] for e in items]
-        rows = typing_rows(tok, [e.text for e in items], [e.span for e in items], labels=golds)
+        rows = typing_rows(
+            tok, [e.text for e in items], [e.span for e in items], labels=golds, langs=[e.lang or lang for e in items]
+        )
     elif task == "ner":
         rows = ner_rows(
             tok,
@@ -355,7 +370,9 @@ def finetune(
             [(e.head, e.tail) for e in items],
             features=features,
             labels=[index[e.label] for e in items],
+            langs=[e.lang or lang for e in items],
         )
+    attach_knowledge(net, tok, rows, lang)  # knowbert features: each row's spans and candidates
     tuner = resumable_run(
         net,
         rows,

@@ -1,0 +1,126 @@
+"""Knowledge-enhanced word features (``features="knowbert"``): the word-feature heads of
+:mod:`mluke.finetuning.models` on a :class:`mluke.knowbert.KnowBertModel` instead of the bare encoder.
+
+The task's rows are the word-feature rows (first/last pieces of spans, ``<ent>`` markers for relations); each row
+also gets the spans and kb candidates of its text in its language (:mod:`mluke.knowbert.pieces`: the mentions the
+kb's mention index finds, placed on the row's own pieces), which the knowledge layer reads after layer ``L``. The
+encoder and the knowledge layer train as in word mode; the entity table is a buffer and stays frozen (it is shared
+with the pretrained model, not copied). The kb settings (which kb, candidates per span, longest span) are kept in
+the model's settings under ``"knowbert"``, so that evaluation finds the same spans.
+
+A fine-tuned model is saved as the other tasks' (``config.json`` with the ``mluke_transfer`` block, the tokenizer's
+files) with the KnowBert model in ``knowbert/`` (:meth:`KnowBertModel.save_pretrained`: encoder, layer, entity table)
+and the classifier in ``model.safetensors``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kb.errors import OptionError
+from kb.mentions.candidates import MAX_CANDIDATES
+from mluke.finetuning.inputs import Row
+
+if TYPE_CHECKING:
+    from mluke.checkpoint import Mluke
+    from mluke.knowbert.model import KnowBertModel
+    from mluke.knowbert.pieces import TextCandidates
+    from mluke.opening import ModelSource
+
+#: the features kind of knowledge-enhanced word features
+KNOWBERT = "knowbert"
+#: the folder of the KnowBert model inside a fine-tuned model's folder
+KNOWBERT_DIR = "knowbert"
+
+
+def kb_settings(db: str | os.PathLike[str] | None = None, **given: Any) -> dict[str, Any]:
+    """The kb settings of a knowbert-features model: ``db`` (the kb's path; ``None``: the embedded kb),
+    ``max_candidates`` (30) and ``max_span_words`` (5), as KnowBert's candidate selector."""
+    settings = {"db": os.fspath(db) if db is not None else None, "max_candidates": MAX_CANDIDATES}
+    return settings | {"max_span_words": 5} | given
+
+
+def open_knowbert_bundle(model: ModelSource | str | os.PathLike[str]) -> Mluke:
+    """A KnowBert folder (as ``mluke knowbert train`` exports it) as a model bundle for :func:`new_model`: the
+    :class:`KnowBertModel`, its mLUKE tokenizer and no entity vocabulary.
+
+    Raises:
+        OptionError: ``model`` is not a KnowBert folder.
+    """
+    from mluke.checkpoint import Mluke
+    from mluke.knowbert.run import open_knowbert
+    from mluke.knowbert.word_model import is_knowbert_folder
+
+    if not isinstance(model, (str, os.PathLike)) or not is_knowbert_folder(model):
+        raise OptionError(
+            f"{model}: knowbert features need a KnowBert model folder (knowbert.json, as `mluke knowbert train` "
+            "writes in OUTPUT/model)"
+        )
+    knowbert, tokenizer = open_knowbert(Path(model))
+    return Mluke(knowbert, tokenizer, None)  # type: ignore[arg-type]
+
+
+def knowbert_encoder(pretrained: KnowBertModel) -> KnowBertModel:
+    """A trainable copy of ``pretrained`` that shares its (frozen) entity table instead of copying it."""
+    table = pretrained.entities.vectors
+    memo = {id(table): table, id(pretrained.kar.entity_vectors): pretrained.kar.entity_vectors}
+    encoder = copy.deepcopy(pretrained, memo)
+    encoder.freeze_encoder(False)
+    return encoder.train()
+
+
+def text_candidates(model: Any, tokenizer: Any) -> TextCandidates:
+    """The span finder of a knowbert-features :class:`~mluke.finetuning.TransferModel`, from its kb settings (built
+    once per model)."""
+    found: TextCandidates | None = model.__dict__.get("_text_candidates")
+    if found is None:
+        from kb import open_db
+        from kb.mentions import MentionIndex
+        from mluke.knowbert.pieces import TextCandidates
+
+        kb = kb_settings(**model.settings.get(KNOWBERT, {}))
+        index = MentionIndex.for_db(open_db(kb["db"]))
+        found = TextCandidates(
+            tokenizer,
+            index,
+            model.luke.entities,
+            max_candidates=kb["max_candidates"],
+            max_span_words=kb["max_span_words"],
+        )
+        model.__dict__["_text_candidates"] = found
+    return found
+
+
+def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[Row], lang: str | None = None) -> list[Row]:
+    """``rows`` with their spans and candidates attached (in place) when ``model`` has knowbert features; other
+    models' rows are returned as they are.
+
+    Args:
+        model: the fine-tuning model (:class:`~mluke.finetuning.TransferModel`).
+        tokenizer: its tokenizer.
+        rows: rows of :mod:`mluke.finetuning.inputs` (their text, language and ``piece_chars``).
+        lang: the language of rows that carry none.
+
+    Raises:
+        OptionError: a row with no language (the mention index finds names per language).
+    """
+    if model.features != KNOWBERT:
+        return list(rows)
+    spans = text_candidates(model, tokenizer)
+    by_text: dict[tuple[str, str, tuple[int, ...]], Any] = {}  # NER's several rows of one sentence: one look-up
+    for row in rows:
+        row_lang = row.lang or lang
+        if row_lang is None:
+            raise OptionError(
+                f"knowbert features find the kb's mentions per language, and the example {row.text[:40]!r} has "
+                "none: give the data's language"
+            )
+        key = (row.text, row_lang, tuple(row.ids))
+        if key not in by_text:
+            by_text[key] = spans.window(row.text, row_lang, row.ids, row.piece_chars)
+        row.knowledge = by_text[key]
+    return list(rows)

@@ -1,0 +1,136 @@
+"""Spans and kb candidates of a text placed on the word pieces of *another* tokenization of it: what a knowledge
+layer reads when the input is not the candidate selector's own (fine-tuning rows, cloze prompts).
+
+The candidate selector (:class:`mluke.knowbert.candidates.CandidateSelector`) finds the text's mentions and their
+candidates; this module maps each mention's characters onto the pieces of the given input by their character
+offsets: a span covers every piece that overlaps its characters (a mention cut inside a piece takes the whole
+piece). Pieces without characters (``<s>``, ``</s>``, markers: offsets ``(0, 0)``) are never part of a span.
+
+Masked pieces (a cloze prompt's [Y]) get the [MASK] entity, as in KnowBert's training (§3.4): a span over the
+masked run of pieces with the single candidate ``mask_row`` (log prior 0), and every detected span that overlaps a
+masked piece has its candidates replaced by ``mask_row``, so no candidate list can leak the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, cast
+
+import torch
+
+from kb.mentions.candidates import MAX_CANDIDATES
+from mluke.knowbert.batch import SpanCandidates
+from mluke.knowbert.candidates import CandidateSelector, Window, collate
+
+if TYPE_CHECKING:
+    from kb.mentions import MentionIndex
+    from mluke.knowbert.entities import EntityTable
+    from mluke.tokenizer import MlukeTokenizer
+
+Span = tuple[int, int]
+
+
+def piece_span(offsets: Sequence[Span], start: int, end: int) -> Span | None:
+    """The first and last piece (inclusive) overlapping characters ``[start, end)``, or ``None`` when no piece
+    with characters does (the text was cut before the mention)."""
+    hit = [i for i, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
+    return (hit[0], hit[-1]) if hit else None
+
+
+def masked_runs(input_ids: Sequence[int], mask_id: int) -> list[Span]:
+    """Each run of consecutive ``mask_id`` pieces as ``(first, last)`` (inclusive)."""
+    runs: list[Span] = []
+    for i, piece in enumerate(input_ids):
+        if piece != mask_id:
+            continue
+        if runs and runs[-1][1] == i - 1:
+            runs[-1] = (runs[-1][0], i)
+        else:
+            runs.append((i, i))
+    return runs
+
+
+class TextCandidates:
+    """Spans and candidates of texts on given word pieces (module docs).
+
+    Args:
+        tokenizer: the encoder's tokenizer (the selector tokenizes the text again to find the mentions' pieces; only
+            their characters are used here).
+        index: the kb's mention index.
+        entities: the knowledge layer's entity table (rows of the candidates; its ``mask_row``).
+        max_candidates: candidates per span, best prior first.
+        max_span_words: the longest detected span, in words.
+    """
+
+    def __init__(
+        self,
+        tokenizer: MlukeTokenizer,
+        index: MentionIndex,
+        entities: EntityTable,
+        *,
+        max_candidates: int = MAX_CANDIDATES,
+        max_span_words: int = 5,
+    ) -> None:
+        self.selector = CandidateSelector(
+            tokenizer,
+            index,
+            entities.key_to_row,
+            max_candidates=max_candidates,
+            max_span_words=max_span_words,
+            max_length=1 << 30,  # the whole text: spans are cut by the caller's pieces, not here
+        )
+        self.mask_row = entities.mask_row
+
+    def window(
+        self,
+        text: str,
+        lang: str,
+        input_ids: Sequence[int],
+        offsets: Sequence[Span],
+        masked: Sequence[Span] = (),
+    ) -> Window:
+        """The spans of ``text`` on ``input_ids`` (whose character ``offsets`` in ``text`` are given), with their
+        candidates; ``masked``: runs of masked pieces (``(first, last)``), which get the [MASK] entity."""
+        if len(offsets) != len(input_ids):
+            raise ValueError(f"{len(offsets)} offsets for {len(input_ids)} pieces")
+        [found] = self.selector.encode([text], lang)
+        spans: dict[Span, tuple[list[int], list[float], Span]] = {}
+        for chars, rows, priors in zip(found.char_spans, found.entity_ids, found.log_prior):
+            span = piece_span(offsets, *chars)
+            if span is None or span in spans:
+                continue
+            if any(s <= span[1] and span[0] <= e for s, e in masked):
+                rows, priors = [self.mask_row], [0.0]
+            spans[span] = (list(rows), list(priors), chars)
+        for run in masked:
+            spans[run] = ([self.mask_row], [0.0], (-1, -1))
+        win = Window(lang, list(input_ids), list(offsets), [], [], [])
+        for span in sorted(spans):
+            rows, priors, chars = spans[span]
+            win.spans.append(span)
+            win.entity_ids.append(rows)
+            win.log_prior.append(priors)
+            win.char_spans.append(chars)
+        return win
+
+
+#: the fields of :class:`SpanCandidates` carried in a batch dict of tensors (``kb_`` + name)
+_FIELDS = ("span_start", "span_end", "span_mask", "entity_ids", "log_prior", "candidate_mask")
+
+
+def candidates_as_inputs(candidates: SpanCandidates) -> dict[str, torch.Tensor]:
+    """``candidates`` as ``kb_*`` tensors, to travel in a batch dict (devices move tensors, not dataclasses)."""
+    return {"kb_" + name: getattr(candidates, name) for name in _FIELDS}
+
+
+def candidates_from_inputs(inputs: Mapping[str, object]) -> SpanCandidates | None:
+    """The :class:`SpanCandidates` of a batch dict with ``kb_*`` tensors, else ``None`` (no knowledge inputs)."""
+    if "kb_span_start" not in inputs:
+        return None
+    return SpanCandidates(*(cast(torch.Tensor, inputs["kb_" + name]) for name in _FIELDS))
+
+
+def knowledge_inputs(windows: Sequence[Window], pad_id: int) -> dict[str, torch.Tensor]:
+    """The ``kb_*`` tensors of windows (their spans and candidates, padded as :func:`collate` does)."""
+    _, _, candidates = collate(windows, pad_id)
+    return candidates_as_inputs(candidates)
