@@ -50,7 +50,7 @@ try:
 except ImportError:  # pragma: no cover - not on POSIX: no lock
     fcntl = None  # type: ignore[assignment]
 
-DEMO_VERSION = 4
+DEMO_VERSION = 5
 
 
 def _library_versions() -> dict[str, str]:

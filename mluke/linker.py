@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any, cast, overload
 
@@ -21,6 +21,7 @@ from kb.renamed import renamed_keyword
 from mluke.checkpoint import Mluke
 from mluke.confidence import DEFAULT_CALIBRATION, Calibration, features
 from mluke.heap import trim_heap
+from mluke.link_coherence import KbCoherence, Support
 from mluke.link_scoring import ModelScores, WindowScorer, iter_windows, rank_candidates, restricted
 from mluke.opening import open_model
 from mluke.options import LinkOptions, merge_options
@@ -72,6 +73,7 @@ class Linker:
         #: Maps a mention's scores to the probability that its top candidate is right (:mod:`mluke.confidence`).
         self.calibration = calibration if calibration is not None else DEFAULT_CALIBRATION
         self.estimator = LinkEstimator(self.db)
+        self.coherence = KbCoherence(self.db)
         self._names = functools.lru_cache(maxsize=1 << 14)(self._qualified)
 
     def _qualified(self, keys: tuple[str, ...], lang: str) -> dict[str, str]:
@@ -268,7 +270,13 @@ class Linker:
         return self._resolve(_text_list(texts), [list(m) for m in mentions], lang, options)
 
     def mention_features(
-        self, texts: list[str], mentions: list[list[Mention]], lang: str, options: LinkOptions | None = None
+        self,
+        texts: list[str],
+        mentions: list[list[Mention]],
+        lang: str,
+        options: LinkOptions | None = None,
+        *,
+        missing: Sequence[Iterable[str]] | None = None,
     ) -> list[list[tuple[str | None, float, list[float]]]]:
         """What :attr:`calibration` maps to a confidence, per mention; for fitting one
         (:mod:`probes.linking_calibration`).
@@ -278,14 +286,23 @@ class Linker:
             mentions: one list of :class:`kb.mentions.Mention` per text.
             lang: their language.
             options: how to score (``method``, ``prior_weight``, ...; default: :class:`LinkOptions`'s defaults).
+            missing: per text, entity keys to treat as missing from the kb: left out of the model's
+                normaliser and best entity over the vocabulary (the caller leaves them out of the candidates).
 
         Returns:
             Per mention: (top candidate, link probability, :func:`mluke.confidence.features`).
         """
         options = options or LinkOptions()
         method = options.method
-        mentions, scores = self._scored(_text_list(texts), [list(m) for m in mentions], lang, options)
-        vocab = self.bundle.entity_vocab
+        exclude = None
+        if missing is not None and self.bundle.entity_vocab is not None:
+            vocab = self.bundle.entity_vocab
+            exclude = {
+                t: [v for v in vocab.ids_of_keys(sorted(keys)) if v is not None] for t, keys in enumerate(missing)
+            }
+        mentions, scores, support = self._scored(
+            _text_list(texts), [list(m) for m in mentions], lang, options, exclude=exclude
+        )
         out = []
         for t, found in enumerate(mentions):
             row: list[tuple[str | None, float, list[float]]] = []
@@ -295,14 +312,8 @@ class Linker:
                     row.append((None, m.link_probability or 0.0, []))
                     continue
                 ms = scores.get((t, i)) if method != "prior" else None
-                full = ms.full.get(ranked[0]["key"]) if ms is not None else None
-                row.append(
-                    (
-                        ranked[0]["key"],
-                        1.0 if m.link_probability is None else m.link_probability,
-                        features(ranked, full, len(vocab) if vocab is not None else 1),
-                    )
-                )
+                lp = 1.0 if m.link_probability is None else m.link_probability
+                row.append((ranked[0]["key"], lp, self._features(ranked, ms, support[(t, i)])))
             out.append(row)
         return out
 
@@ -317,9 +328,9 @@ class Linker:
     ) -> list[list[LinkedMention]]:
         """Score and decide the detected (or given) ``mentions`` of ``texts``; ``windows``: each text's
         windows to encode (default: all of it, cut every ``window_chars`` characters)."""
-        mentions, scores = self._scored(texts, mentions, lang, options, progress, windows)
+        mentions, scores, support = self._scored(texts, mentions, lang, options, progress, windows)
         return [
-            [self._decide(m, scores.get((t, i)), lang, options) for i, m in enumerate(found)]
+            [self._decide(m, scores.get((t, i)), support[(t, i)], lang, options) for i, m in enumerate(found)]
             for t, found in enumerate(mentions)
         ]
 
@@ -331,10 +342,12 @@ class Linker:
         options: LinkOptions,
         progress: bool = False,
         windows: list[list[tuple[int, int]]] | None = None,
-    ) -> tuple[list[list[Mention]], dict[tuple[int, int], ModelScores]]:
-        """The mentions with their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`)
-        and the model's scores of each (none for ``method="prior"``)."""
+        exclude: dict[int, list[int]] | None = None,
+    ) -> tuple[list[list[Mention]], dict[tuple[int, int], ModelScores], dict[tuple[int, int], Support]]:
+        """The mentions with their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`),
+        the model's scores of each (none for ``method="prior"``) and their kb support (:mod:`mluke.link_coherence`)."""
         mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
+        support = {(t, i): s for t, found in enumerate(mentions) for i, s in enumerate(self.coherence.support(found))}
         scores: dict[tuple[int, int], ModelScores] = {}
         if options.method != "prior":
             ids = self.scorer.candidate_ids(mentions)
@@ -347,37 +360,48 @@ class Linker:
                 mininterval=0.5,
                 dynamic_ncols=True,
             ) as bar:
-                sure = self._sure(options.nil_threshold) if options.method == "global" else None
-                scores = self.scorer.score(texts, mentions, ids, jobs, options, bar, sure)
-        return mentions, scores
+                sure = self._sure(options.nil_threshold, mentions, support) if options.method == "global" else None
+                scores = self.scorer.score(texts, mentions, ids, jobs, options, bar, sure, exclude)
+        return mentions, scores, support
 
     def _threshold(self, nil_threshold: float | None) -> float:
         return self.calibration.threshold if nil_threshold is None else nil_threshold
 
-    def _sure(self, nil_threshold: float | None) -> Callable[[Mention, list[dict[str, Any]], ModelScores], bool]:
+    def _sure(
+        self, nil_threshold: float | None, mentions: list[list[Mention]], support: dict[tuple[int, int], Support]
+    ) -> Callable[[tuple[int, int], list[dict[str, Any]], ModelScores], bool]:
         """Whether a mention the global method resolved is linked: its confidence reaches the NIL threshold."""
         threshold = self._threshold(nil_threshold)
 
-        def sure(m: Mention, rows: list[dict[str, Any]], found: ModelScores) -> bool:
-            return self._confidence(m, rows, found) >= threshold
+        def sure(key: tuple[int, int], rows: list[dict[str, Any]], found: ModelScores) -> bool:
+            return self._confidence(mentions[key[0]][key[1]], rows, found, support[key]) >= threshold
 
         return sure
 
-    def _confidence(self, m: Mention, rows: list[dict[str, Any]], model_scores: ModelScores | None) -> float:
+    def _features(self, rows: list[dict[str, Any]], scores: ModelScores | None, support: Support) -> list[float]:
+        """:func:`mluke.confidence.features` of a mention whose candidates ``rows`` are ranked best first."""
+        top = rows[0]["key"]
+        full = scores.full.get(top) if scores is not None else None
+        vocab = self.bundle.entity_vocab
+        kb = (support[0].get(top, 0.0), support[1])
+        return features(rows, full, len(vocab) if vocab is not None else 1, scores.best if scores else None, kb)
+
+    def _confidence(
+        self, m: Mention, rows: list[dict[str, Any]], model_scores: ModelScores | None, support: Support
+    ) -> float:
         """Link probability x calibrated probability that the top of ``rows`` is right (:mod:`mluke.confidence`)."""
         if not rows:
             return 0.0
-        full = model_scores.full.get(rows[0]["key"]) if model_scores is not None else None
-        vocab = self.bundle.entity_vocab
-        x = features(rows, full, len(vocab) if vocab is not None else 1)
         lp = 1.0 if m.link_probability is None else m.link_probability
-        return lp * self.calibration.probability(x)
+        return lp * self.calibration.probability(self._features(rows, model_scores, support))
 
-    def _decide(self, m: Mention, model_scores: ModelScores | None, lang: str, options: LinkOptions) -> LinkedMention:
+    def _decide(
+        self, m: Mention, model_scores: ModelScores | None, support: Support, lang: str, options: LinkOptions
+    ) -> LinkedMention:
         method = options.method
         rows = rank_candidates(m.candidates, restricted(model_scores), method, options.prior_weight)
         best = rows[0] if rows else None
-        confidence = self._confidence(m, rows, model_scores if method != "prior" else None)
+        confidence = self._confidence(m, rows, model_scores if method != "prior" else None, support)
         nil = best is None or confidence < self._threshold(options.nil_threshold)
         names = self._names(tuple(r["key"] for r in rows), lang) if rows else {}
         key = best["key"] if best else None
