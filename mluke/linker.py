@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, cast, overload
 
@@ -19,9 +19,10 @@ from kb.mentions import Mention, MentionIndex
 from kb.mentions.linkability import LinkEstimator
 from kb.renamed import renamed_keyword
 from mluke.checkpoint import Mluke
-from mluke.confidence import DEFAULT_CALIBRATION, Calibration, features
+from mluke.confidence import DEFAULT_CALIBRATION, Calibration
 from mluke.heap import trim_heap
 from mluke.link_coherence import KbCoherence, Support
+from mluke.link_confidence import ConfidenceMixin, text_list
 from mluke.link_scoring import ModelScores, WindowScorer, iter_windows, rank_candidates, restricted
 from mluke.opening import open_model
 from mluke.options import LinkOptions, merge_options
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 TRIM_EVERY = 4
 
 
-class Linker:
+class Linker(ConfidenceMixin):
     """A model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking`).
 
     Args:
@@ -145,7 +146,7 @@ class Linker:
             TypeError: ``options`` and a keyword that differs from it.
         """
         single = isinstance(texts, str)
-        batch = [texts] if isinstance(texts, str) else _text_list(texts)
+        batch = [texts] if isinstance(texts, str) else text_list(texts)
         check_language(lang, self.db.languages)
         options = merge_options(LinkOptions, options, keywords, "Linker.link")
         if spans is None:
@@ -267,55 +268,7 @@ class Linker:
         """
         check_language(lang, self.db.languages)
         options = merge_options(LinkOptions, options, keywords, "Linker.link_mentions")
-        return self._resolve(_text_list(texts), [list(m) for m in mentions], lang, options)
-
-    def mention_features(
-        self,
-        texts: list[str],
-        mentions: list[list[Mention]],
-        lang: str,
-        options: LinkOptions | None = None,
-        *,
-        missing: Sequence[Iterable[str]] | None = None,
-    ) -> list[list[tuple[str | None, float, list[float]]]]:
-        """What :attr:`calibration` maps to a confidence, per mention; for fitting one
-        (:mod:`probes.linking_calibration`).
-
-        Args:
-            texts: the texts.
-            mentions: one list of :class:`kb.mentions.Mention` per text.
-            lang: their language.
-            options: how to score (``method``, ``prior_weight``, ...; default: :class:`LinkOptions`'s defaults).
-            missing: per text, entity keys to treat as missing from the kb: left out of the model's
-                normaliser and best entity over the vocabulary (the caller leaves them out of the candidates).
-
-        Returns:
-            Per mention: (top candidate, link probability, :func:`mluke.confidence.features`).
-        """
-        options = options or LinkOptions()
-        method = options.method
-        exclude = None
-        if missing is not None and self.bundle.entity_vocab is not None:
-            vocab = self.bundle.entity_vocab
-            exclude = {
-                t: [v for v in vocab.ids_of_keys(sorted(keys)) if v is not None] for t, keys in enumerate(missing)
-            }
-        mentions, scores, support = self._scored(
-            _text_list(texts), [list(m) for m in mentions], lang, options, exclude=exclude
-        )
-        out = []
-        for t, found in enumerate(mentions):
-            row: list[tuple[str | None, float, list[float]]] = []
-            for i, m in enumerate(found):
-                ranked = rank_candidates(m.candidates, restricted(scores.get((t, i))), method, options.prior_weight)
-                if not ranked:
-                    row.append((None, m.link_probability or 0.0, []))
-                    continue
-                ms = scores.get((t, i)) if method != "prior" else None
-                lp = 1.0 if m.link_probability is None else m.link_probability
-                row.append((ranked[0]["key"], lp, self._features(ranked, ms, support[(t, i)])))
-            out.append(row)
-        return out
+        return self._resolve(text_list(texts), [list(m) for m in mentions], lang, options)
 
     def _resolve(
         self,
@@ -378,23 +331,6 @@ class Linker:
 
         return sure
 
-    def _features(self, rows: list[dict[str, Any]], scores: ModelScores | None, support: Support) -> list[float]:
-        """:func:`mluke.confidence.features` of a mention whose candidates ``rows`` are ranked best first."""
-        top = rows[0]["key"]
-        full = scores.full.get(top) if scores is not None else None
-        vocab = self.bundle.entity_vocab
-        kb = (support[0].get(top, 0.0), support[1])
-        return features(rows, full, len(vocab) if vocab is not None else 1, scores.best if scores else None, kb)
-
-    def _confidence(
-        self, m: Mention, rows: list[dict[str, Any]], model_scores: ModelScores | None, support: Support
-    ) -> float:
-        """Link probability x calibrated probability that the top of ``rows`` is right (:mod:`mluke.confidence`)."""
-        if not rows:
-            return 0.0
-        lp = 1.0 if m.link_probability is None else m.link_probability
-        return lp * self.calibration.probability(self._features(rows, model_scores, support))
-
     def _decide(
         self, m: Mention, model_scores: ModelScores | None, support: Support, lang: str, options: LinkOptions
     ) -> LinkedMention:
@@ -429,15 +365,3 @@ class Linker:
 
 def _ignore(_: int) -> None:
     pass
-
-
-def _text_list(texts: Any) -> list[str]:
-    """``texts`` as a list of strings, or a :class:`TextInputError` saying what linking takes."""
-    what = "link() takes a text (str) or a list of texts"
-    if texts is None or isinstance(texts, (bytes, bytearray)) or not hasattr(texts, "__iter__"):
-        raise TextInputError(f"{what}; got {type(texts).__name__}")
-    batch = list(texts)
-    bad = next((i for i, t in enumerate(batch) if not isinstance(t, str)), None)
-    if bad is not None:
-        raise TextInputError(f"{what}; item {bad} is {type(batch[bad]).__name__}")
-    return batch

@@ -5,6 +5,9 @@ import dataclasses
 
 from mluke.demo_data import PRESETS, demo_documents
 
+#: The tiny preset (one fact per document) with the demo's multi-fact documents.
+GROUPED = dataclasses.replace(PRESETS["tiny"], facts_per_document=3)
+
 
 def _sentences(db, preset, pairs):
     """(lang, text, links) of each (fact, language) pair in the relation template of its language."""
@@ -19,9 +22,8 @@ def _sentences(db, preset, pairs):
 
 
 def test_documents_group_training_sentences_and_link_every_mention(embedded_db):
-    preset = PRESETS["tiny"]
+    preset = GROUPED
     data = demo_documents(embedded_db, preset)
-    assert preset.facts_per_document > 1
     sizes = [len(d.links) // 2 for d in data.docs]
     assert min(sizes) == 1 and 1 < max(sizes) <= preset.facts_per_document  # single facts too
     assert sum(sizes) == len(data.train) and sum(len(d.links) for d in data.docs) == 2 * len(data.train)
@@ -40,7 +42,7 @@ def test_documents_group_training_sentences_and_link_every_mention(embedded_db):
 
 
 def test_held_out_pairs_and_linking_sentences_stay_unseen(embedded_db):
-    preset = PRESETS["tiny"]
+    preset = GROUPED
     data = demo_documents(embedded_db, preset)
     single = demo_documents(embedded_db, dataclasses.replace(preset, facts_per_document=1))
     # the shape changes the documents only, not which pairs are trained, held out or tested
@@ -57,6 +59,7 @@ def test_held_out_pairs_and_linking_sentences_stay_unseen(embedded_db):
 
 
 def test_documents_are_deterministic(embedded_db):
-    a = demo_documents(embedded_db, PRESETS["tiny"])
-    b = demo_documents(embedded_db, PRESETS["tiny"])
+    a = demo_documents(embedded_db, GROUPED)
+    b = demo_documents(embedded_db, GROUPED)
+    assert PRESETS["demo"].facts_per_document > 1 and PRESETS["tiny"].facts_per_document == 1
     assert [(d.lang, d.text, d.links, d.title) for d in a.docs] == [(d.lang, d.text, d.links, d.title) for d in b.docs]
