@@ -14,8 +14,8 @@ entity is right.
   between the top candidate and the model's best entity over the whole
   vocabulary (``vocab_gap``: 0 when the model would pick the candidate among all
   entities; very negative when it expects an entity the candidates do not hold),
-  and kb coherence (:mod:`mluke.link_coherence`: whether the kb relates the top
-  candidate to another mention's candidates, and whether there are other mentions).
+  and kb coherence (:mod:`mluke.link_coherence`: whether the top candidate's
+  country contradicts a country the text names and nothing else in it accounts for).
 
 A mention is NIL when its confidence is below the threshold (default:
 :attr:`Calibration.threshold`). :data:`DEFAULT_CALIBRATION` was fitted by
@@ -43,11 +43,10 @@ FEATURES = (
     "no_model",
     "log_candidates",
     "vocab_gap",
-    "kb_support",
-    "kb_context",
+    "kb_conflict",
 )
 #: The kb-coherence features: a calibration fitted without them has zero weights there.
-KB_FEATURES = ("kb_support", "kb_context")
+KB_FEATURES = ("kb_conflict",)
 
 
 def features(
@@ -55,20 +54,20 @@ def features(
     full_logp: float | None,
     vocab_size: int,
     best_logp: float | None = None,
-    support: tuple[float, float] = (0.0, 0.0),
+    conflict: float = 0.0,
 ) -> list[float]:
     """The calibration features of a mention whose candidates ``rows`` are ranked best first (the
     ``score``/``prior`` dicts of :func:`mluke.link_scoring.rank_candidates`); ``full_logp``: the top candidate's MEP
     log-probability over the whole entity vocabulary of ``vocab_size`` entities (``None``: not scored);
-    ``best_logp``: the best log-probability of any entity under the same normaliser; ``support``: the top
-    candidate's kb support and whether the text has other mentions (:class:`mluke.link_coherence.KbCoherence`)."""
+    ``best_logp``: the best log-probability of any entity under the same normaliser; ``conflict``: 1.0 if the
+    top candidate's country contradicts the text (:class:`mluke.link_coherence.KbCoherence`)."""
     top = rows[0]["score"]
     log_posterior = -math.log(sum(math.exp(r["score"] - top) for r in rows))
     log_prior = math.log(max(rows[0]["prior"], 1e-6))
     lift = 0.0 if full_logp is None else max(full_logp + math.log(max(vocab_size, 1)), -20.0)
     gap = 0.0 if full_logp is None or best_logp is None else max(min(full_logp - best_logp, 0.0), -20.0)
     no_model = 1.0 if full_logp is None else 0.0
-    return [log_posterior, log_prior, lift, no_model, math.log(len(rows)), gap, *support]
+    return [log_posterior, log_prior, lift, no_model, math.log(len(rows)), gap, conflict]
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ def fit_logistic(
 #: and entity-removed, methods combined and prior; threshold = best accuracy keeping >= 90% of right
 #: ambiguous links. Figures in benchmarks/RESULTS.md ("Linking a user can trust"). Refit for any other model.
 DEFAULT_CALIBRATION = Calibration(
-    weights=(0.291865, 1.479726, -0.224534, 0.110128, -0.084285, 0.017099, 0.0, 0.0, 0.0),
+    weights=(0.291865, 1.479726, -0.224534, 0.110128, -0.084285, 0.017099, 0.0, 0.0),
     threshold=0.15,
     provenance={
         "model": "demo-model-v4 (5,229 steps)",

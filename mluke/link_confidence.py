@@ -89,8 +89,8 @@ class ConfidenceMixin:
         top = rows[0]["key"]
         full = scores.full.get(top) if scores is not None else None
         vocab = self.bundle.entity_vocab
-        kb = (support[0].get(top, 0.0), support[1])
-        return features(rows, full, len(vocab) if vocab is not None else 1, scores.best if scores else None, kb)
+        best = scores.best if scores else None
+        return features(rows, full, len(vocab) if vocab is not None else 1, best, support.get(top, 0.0))
 
     def _confidence(
         self, m: Mention, rows: list[dict[str, Any]], model_scores: ModelScores | None, support: Support

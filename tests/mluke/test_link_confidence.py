@@ -46,7 +46,7 @@ def test_vocab_gap_separates_a_sole_candidate_the_model_does_not_expect():
     cal = Calibration(tuple(weights), threshold=0.5)
     assert cal.probability(expected) > 0.5 > cal.probability(unexpected)
     assert features(_rows((0.0, 1.0)), None, 1000, -0.1)[gap] == 0.0  # not scored: no gap
-    assert features(_rows((0.0, 1.0)), -1.0, 1000, None, (1.0, 1.0))[-2:] == [1.0, 1.0]
+    assert features(_rows((0.0, 1.0)), -1.0, 1000, None, 1.0)[FEATURES.index("kb_conflict")] == 1.0
     assert set(KB_FEATURES) <= set(FEATURES)
 
 
@@ -122,15 +122,30 @@ def test_nil_instances_remove_the_entity_everywhere_and_keep_the_other_mentions(
     assert item["mentions"][0][2] not in {c.key for c in mentions[0][0].candidates}
 
 
-def test_kb_coherence_supports_the_city_of_the_country_in_the_text(embedded_db, linker):
-    text = "Valencia is a city in Venezuela."
-    found = linker.index.mentions_at(text, [(0, 8), (22, 31)], "en")
-    valencias = {c.key for c in found[0].candidates}
+def test_kb_conflict_flags_a_city_whose_country_the_text_contradicts(embedded_db, linker):
     country = {f.subject: f.object for f in embedded_db.facts(property="P17")}
-    venezuela = found[1].candidates[0].key
-    assert len(valencias) >= 2 and venezuela in {country[k] for k in valencias}
-    (city, context), (_, country_context) = KbCoherence(embedded_db).support(found)
-    assert context == country_context == 1.0
-    assert city == {k: 1.0 if country[k] == venezuela else 0.0 for k in valencias}
-    [(alone, no_context)] = KbCoherence(embedded_db).support(found[:1])
-    assert no_context == 0.0 and set(alone.values()) == {0.0}
+
+    def conflicts(text, surfaces, lang="en"):
+        spans = [(text.index(s), text.index(s) + len(s)) for s in surfaces]
+        found = linker.index.mentions_at(text, spans, lang)
+        return found, KbCoherence(embedded_db).support(found)
+
+    found, [city, venezuela] = conflicts("Valencia is a city in Venezuela.", ["Valencia", "Venezuela"])
+    valencias = {c.key for c in found[0].candidates}
+    target = found[1].candidates[0].key
+    assert len(valencias) >= 2 and target in {country[k] for k in valencias}
+    assert city == {k: 0.0 if country[k] == target else 1.0 for k in valencias} and set(venezuela.values()) == {0.0}
+    # the entity missing from the kb: the other Valencia conflicts with the text
+    [rest] = [k for k in valencias if country[k] != target][:1]
+    narrowed, _ = without_entity(found, next(k for k in valencias if country[k] == target))
+    assert KbCoherence(embedded_db).support(narrowed)[0][rest] == 1.0
+    # no country named, or one that another mention accounts for, or only countries: no conflict
+    for text, surfaces, lang in (
+        ("I flew from Reading to Nice and then took a ferry to Split.", ["Reading", "Nice", "Split"], "en"),
+        ("Ich wohne in Essen und fliege morgen nach Bergen in Norwegen.", ["Essen", "Bergen", "Norwegen"], "de"),
+        ("Turkey and China signed a treaty.", ["Turkey", "China"], "en"),
+        ("Valencia is a nice city.", ["Valencia"], "en"),
+    ):
+        _, rows = conflicts(text, surfaces, lang)
+        assert all(v == 0.0 for row in rows for v in row.values()), text
+    assert KB_FEATURES == ("kb_conflict",)
