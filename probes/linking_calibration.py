@@ -5,8 +5,9 @@
   12 languages; the country is named before or after the city, in another clause):
   does the model use the context, or only the prior?
 - :func:`nil_instances`: gold mentions of a linking set (they should link to their
-  entity) and the same mentions with their entity removed from the candidates
-  (what linking sees when the kb lacks the entity: they should be NIL);
+  entity) and the same mentions with their entity removed from the kb - from every
+  mention's candidates and from the model's normaliser and best entity - (what
+  linking sees when the kb lacks the entity: they should be NIL);
 - :func:`calibrate`: fits :class:`mluke.confidence.Calibration` on one half of the
   demo's linking set and of the free-wording set (even items / even (city,
   language) pairs) and reports NIL precision / recall and accuracy at the fitted
@@ -335,8 +336,9 @@ def calibrate(
     """Fit the confidence calibration of ``model_dir`` (a demo model folder) and score it (module docs).
 
     The threshold is the one (on a 0.05 grid) with the best accuracy on the fitting half among those
-    that keep at least ``min_kept`` of the right links of ambiguous mentions. ``drop``: names of
-    :data:`mluke.confidence.FEATURES` to fit without (their weights are 0; e.g.
+    that keep at least ``min_kept`` of the right links of ambiguous mentions; of equally accurate ones, the
+    highest (it leaves more low-confidence mentions, such as common words, unlinked at no cost on the fit).
+    ``drop``: names of :data:`mluke.confidence.FEATURES` to fit without (their weights are 0; e.g.
     :data:`mluke.confidence.KB_FEATURES` for a confidence without kb coherence).
     """
     from mluke.confidence import FEATURES, Calibration, fit_logistic
@@ -368,7 +370,7 @@ def calibrate(
         s = nil_scores(combined, Calibration(weights, t))
         if s.right_ambiguous_kept is not None and s.right_ambiguous_kept < min_kept:
             continue
-        if best is None or s.accuracy > best[1].accuracy:
+        if best is None or s.accuracy >= best[1].accuracy:  # ties: the highest (more NIL for what it does not see)
             best = (t, s)
     threshold = best[0] if best else 0.5
     calibration = Calibration(
@@ -378,7 +380,8 @@ def calibrate(
             "fitted_on": f"even items of the demo linking set of {Path(model_dir).name} and of its free-wording "
             f"(city, language) pairs ({len(fit_set)} decisions, gold and entity-removed, methods combined "
             "and prior)",
-            "threshold_rule": f"best accuracy (combined) keeping >= {min_kept:.0%} of right ambiguous links",
+            "threshold_rule": f"best accuracy (combined) keeping >= {min_kept:.0%} of right ambiguous links; "
+            "the highest of equals",
             "without": list(drop),
             "date": datetime.date.today().isoformat(),
         },
