@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kb.errors import TextInputError
@@ -24,17 +24,10 @@ class ConfidenceMixin:
     bundle: Mluke
     calibration: Calibration
 
-    def _scored(
-        self,
-        texts: list[str],
-        mentions: list[list[Mention]],
-        lang: str,
-        options: LinkOptions,
-        progress: bool = False,
-        windows: list[list[tuple[int, int]]] | None = None,
-        exclude: dict[int, list[int]] | None = None,
-    ) -> tuple[list[list[Mention]], dict[tuple[int, int], ModelScores], dict[tuple[int, int], Support]]:
-        raise NotImplementedError  # pragma: no cover - the Linker's
+    #: scores mentions: (mentions with link probabilities, model scores, kb support); the Linker's method
+    _scored: Callable[
+        ..., tuple[list[list[Mention]], dict[tuple[int, int], ModelScores], dict[tuple[int, int], Support]]
+    ]
 
     def mention_features(
         self,
