@@ -3,9 +3,11 @@ name a country that contradicts the chosen city?
 
 A candidate *conflicts* with its text when it has a country in the kb (P17) that no other mention of the
 text can be, while another mention can be a country that nothing else in the text accounts for (no
-candidate of a third mention is related to it in the kb, either way). "Valencia ... Venezuela" with only
-Valencia (Spain) left in the kb: a conflict; "Essen ... Bergen in Norwegen": none for Essen (Bergen accounts
-for Norway); "Reading, Nice and Split": none (no country named). Only this one signal is used: texts
+candidate of a third mention is related to it in the kb, either way). A country is also named when another
+mention can be a city in it. "Valencia ... Venezuela" with only Valencia (Spain) left in the kb: a
+conflict; "Essen ... Bergen in Norwegen": none for Essen (Bergen accounts for Norway); "Tours, near Orange,
+... Italie": none (Orange is in France too); "Reading, Nice and Split": none (no country named); "Rome and
+Turkey": a conflict for Rome, a known false alarm. Only this one signal is used: texts
 whose mentions are simply unrelated are common and must not lose confidence. Ranking never uses it.
 """
 
@@ -78,13 +80,21 @@ class KbCoherence:
             for j in range(n)
             if any(self.is_country(k) for k in keys[j])
         }
+        # countries the mentions name or imply (a city implies its country): Tours and Orange share France
+        implied = [set().union(*(self.countries(x) for x in ks)) for ks in keys]
+        implied_by: dict[str, int] = {}  # country -> how many mentions imply it
+        for cs in implied:
+            for c in cs:
+                implied_by[c] = implied_by.get(c, 0) + 1
         out: list[Support] = []
         for i, own in enumerate(keys):
             loose = any(j != i and not (rel - {i}) for j, rel in related.items())
             row: Support = {}
             for e in own:
                 countries = self.countries(e) - {e}
-                named = any(counts.get(c, 0) > (1 if c in own else 0) for c in countries)
+                named = any(
+                    counts.get(c, 0) > (c in own) or implied_by.get(c, 0) > (c in implied[i]) for c in countries
+                )
                 row[e] = 1.0 if loose and countries and not named else 0.0
             out.append(row)
         return out
