@@ -64,23 +64,37 @@ class KbCoherence:
         return found
 
     def support(self, mentions: Sequence[Mention]) -> list[Support]:
-        """:data:`Support` of each of one text's ``mentions`` (see the module docs); linear in the mentions
-        but for those that can be a country."""
+        """:data:`Support` of each of one text's ``mentions`` (see the module docs); about linear in the
+        mentions and their candidates (a text that repeats one name thousands of times stays fast)."""
         keys = [{c.key for c in m.candidates} for m in mentions]
-        n = len(keys)
         reach = [ks.union(*(self.neighbours(x) for x in ks)) for ks in keys]
+        by_key: dict[str, list[int]] = {}
+        by_reach: dict[str, list[int]] = {}
         counts: dict[str, int] = {}
-        for ks in keys:
+        for j, (ks, rs) in enumerate(zip(keys, reach)):
             for k in ks:
+                by_key.setdefault(k, []).append(j)
                 counts[k] = counts.get(k, 0) + 1
-        related = {  # mentions that can be a country -> the other mentions related to them
-            j: {
-                k for k in range(n) if k != j and (not keys[j].isdisjoint(reach[k]) or not keys[k].isdisjoint(reach[j]))
-            }
-            for j in range(n)
-            if any(self.is_country(k) for k in keys[j])
-        }
-        # countries the mentions name or imply (a city implies its country): Tours and Orange share France
+            for r in rs:
+                by_reach.setdefault(r, []).append(j)
+        # a mention that can be a country is loose for mention i when no mention but i relates to it:
+        # find up to two relatives of each (enough to tell "none", "only i" and "others")
+        no_relative: set[int] = set()
+        sole_relative: dict[int, int] = {}  # i -> how many country mentions have i as their only relative
+        for j, ks in enumerate(keys):
+            if not any(self.is_country(k) for k in ks):
+                continue
+            found: set[int] = set()
+            for group in [by_key.get(x, []) for x in reach[j]] + [by_reach.get(x, []) for x in ks]:
+                found.update(k for k in group[:3] if k != j)
+                if len(found) >= 2:
+                    break
+            if not found:
+                no_relative.add(j)
+            elif len(found) == 1:
+                only = next(iter(found))
+                sole_relative[only] = sole_relative.get(only, 0) + 1
+        # countries the mentions name or imply (a city implies its country): Lyon and Marseille share France
         implied = [set().union(*(self.countries(x) for x in ks)) for ks in keys]
         implied_by: dict[str, int] = {}  # country -> how many mentions imply it
         for cs in implied:
@@ -88,7 +102,7 @@ class KbCoherence:
                 implied_by[c] = implied_by.get(c, 0) + 1
         out: list[Support] = []
         for i, own in enumerate(keys):
-            loose = any(j != i and not (rel - {i}) for j, rel in related.items())
+            loose = len(no_relative) - (i in no_relative) > 0 or sole_relative.get(i, 0) > 0
             row: Support = {}
             for e in own:
                 countries = self.countries(e) - {e}
