@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, cast, overload
@@ -23,7 +24,7 @@ from mluke.confidence import DEFAULT_CALIBRATION, Calibration
 from mluke.heap import trim_heap
 from mluke.link_coherence import KbCoherence, Support
 from mluke.link_confidence import ConfidenceMixin, text_list
-from mluke.link_scoring import ModelScores, WindowScorer, iter_windows, rank_candidates, restricted
+from mluke.link_scoring import ModelScores, WindowScorer, cut_windows, iter_windows, rank_candidates, restricted
 from mluke.opening import open_model
 from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedMention
@@ -300,7 +301,7 @@ class Linker(ConfidenceMixin):
         """The mentions with their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`),
         the model's scores of each (none for ``method="prior"``) and their kb support (:mod:`mluke.link_coherence`)."""
         mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
-        support = {(t, i): s for t, found in enumerate(mentions) for i, s in enumerate(self.coherence.support(found))}
+        support = self._support(texts, mentions, options, windows)
         scores: dict[tuple[int, int], ModelScores] = {}
         if options.method != "prior":
             ids = self.scorer.candidate_ids(mentions)
@@ -316,6 +317,27 @@ class Linker(ConfidenceMixin):
                 sure = self._sure(options.nil_threshold, mentions, support) if options.method == "global" else None
                 scores = self.scorer.score(texts, mentions, ids, jobs, options, bar, sure, exclude)
         return mentions, scores, support
+
+    def _support(
+        self,
+        texts: list[str],
+        mentions: list[list[Mention]],
+        options: LinkOptions,
+        windows: list[list[tuple[int, int]]] | None,
+    ) -> dict[tuple[int, int], Support]:
+        """kb coherence (:mod:`mluke.link_coherence`) of each mention among the mentions of its window (the
+        one its start is in): the context the model reads, and the same whether a text is linked at once or
+        streamed in segments."""
+        out: dict[tuple[int, int], Support] = {}
+        for t, found in enumerate(mentions):
+            spans = windows[t] if windows is not None else cut_windows(texts[t], options.window_chars)
+            starts = [a for a, _ in spans]
+            groups: dict[int, list[int]] = {}
+            for i, m in enumerate(found):
+                groups.setdefault(bisect_right(starts, m.start), []).append(i)
+            for idx in groups.values():
+                out.update(zip(((t, i) for i in idx), self.coherence.support([found[i] for i in idx])))
+        return out
 
     def _threshold(self, nil_threshold: float | None) -> float:
         return self.calibration.threshold if nil_threshold is None else nil_threshold
