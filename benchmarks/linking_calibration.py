@@ -3,8 +3,9 @@
     python benchmarks/linking_calibration.py [MODEL_DIR] [--json out.json]
 
 MODEL_DIR: a demo model folder (default: the cached demo, trained on first use). Prints the fitted
-:class:`mluke.confidence.Calibration` (to paste into ``mluke/confidence.py`` as the default; fitted with
-and without the kb-coherence features :data:`mluke.confidence.KB_FEATURES`), NIL
+:class:`mluke.confidence.Calibration` fitted with and without the kb-coherence features
+:data:`mluke.confidence.KB_FEATURES` (to paste into ``mluke/confidence.py``: without them as
+``DEFAULT_CALIBRATION``, with them as ``KB_COHERENCE_CALIBRATION``), NIL
 precision / recall / accuracy at its threshold on each evaluation set
 (:func:`probes.linking_calibration.calibrate`), the hand-written common-word sentences, and the
 accuracy of each method on the demo's ambiguous-city sentences in the training templates and in

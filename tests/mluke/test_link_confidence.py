@@ -7,7 +7,14 @@ import math
 import pytest
 import torch
 
-from mluke.confidence import FEATURES, KB_FEATURES, Calibration, features
+from mluke.confidence import (
+    DEFAULT_CALIBRATION,
+    FEATURES,
+    KB_COHERENCE_CALIBRATION,
+    KB_FEATURES,
+    Calibration,
+    features,
+)
 from mluke.link_coherence import KbCoherence
 from mluke.linker import Linker
 from mluke.model import chunked_logsumexp, chunked_logsumexp_max
@@ -48,6 +55,18 @@ def test_vocab_gap_separates_a_sole_candidate_the_model_does_not_expect():
     assert features(_rows((0.0, 1.0)), None, 1000, -0.1)[gap] == 0.0  # not scored: no gap
     assert features(_rows((0.0, 1.0)), -1.0, 1000, None, 1.0)[FEATURES.index("kb_conflict")] == 1.0
     assert set(KB_FEATURES) <= set(FEATURES)
+
+
+def test_the_default_calibration_leaves_kb_coherence_out():
+    """A city beside a country the text does not relate to it ("Rome and Turkey") is ordinary text: the default
+    confidence must not turn a rule about which countries a text names into NIL; the kb-coherence fit is opt-in."""
+    kb = [1 + FEATURES.index(f) for f in KB_FEATURES]
+    assert all(DEFAULT_CALIBRATION.weights[i] == 0.0 for i in kb)
+    assert all(KB_COHERENCE_CALIBRATION.weights[i] < 0.0 for i in kb)
+    x = features(_rows((0.0, 1.0)), -1.0, 1000, -1.0, 0.0)
+    conflict = features(_rows((0.0, 1.0)), -1.0, 1000, -1.0, 1.0)
+    assert DEFAULT_CALIBRATION.probability(x) == DEFAULT_CALIBRATION.probability(conflict)
+    assert KB_COHERENCE_CALIBRATION.probability(conflict) < KB_COHERENCE_CALIBRATION.probability(x)
 
 
 @pytest.fixture(scope="module")
