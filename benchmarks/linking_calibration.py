@@ -3,7 +3,9 @@
     python benchmarks/linking_calibration.py [MODEL_DIR] [--json out.json]
 
 MODEL_DIR: a demo model folder (default: the cached demo, trained on first use). Prints the fitted
-:class:`mluke.confidence.Calibration` (to paste into ``mluke/confidence.py`` as the default), NIL
+:class:`mluke.confidence.Calibration` fitted with and without the kb-coherence features
+:data:`mluke.confidence.KB_FEATURES` (to paste into ``mluke/confidence.py``: without them as
+``DEFAULT_CALIBRATION``, with them as ``KB_COHERENCE_CALIBRATION``), NIL
 precision / recall / accuracy at its threshold on each evaluation set
 (:func:`probes.linking_calibration.calibrate`), the hand-written common-word sentences, and the
 accuracy of each method on the demo's ambiguous-city sentences in the training templates and in
@@ -16,8 +18,10 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from kb import open_db
+from mluke.confidence import KB_FEATURES
 from mluke.linker import Linker
 from probes.demo_eval import demo_linking_docs
 from probes.linking_calibration import COMMON_WORD_SENTENCES, calibrate, free_wording_docs
@@ -38,24 +42,25 @@ def main() -> None:
     free = free_wording_docs(model_dir, db)
     langs = sorted({d.lang for d in docs} | {d.lang for d in free} | {s[0] for s in COMMON_WORD_SENTENCES})
     linker = Linker(model_dir, db, languages=langs)
-    report = calibrate(model_dir, db, linker=linker)
-    cal = report.calibration
-    print(f"DEFAULT_CALIBRATION = Calibration(weights={cal.weights!r}, threshold={cal.threshold!r})")
-    print(json.dumps(cal.provenance, indent=1))
-    print(
-        "\n| set | decisions | should be NIL | predicted NIL | NIL precision | NIL recall | accuracy "
-        "| right ambiguous links kept |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, s in report.scores.items():
-        print("| " + " | ".join([name, *map(str, s.row())]) + " |")
-    print("\ncommon-word sentences:", report.common_words)
-    out = {
-        "calibration": cal.to_dict(),
-        "nil": {k: vars(v) for k, v in report.scores.items()},
-        "common_words": report.common_words,
-        "context": {},
-    }
+    out: dict[str, Any] = {"context": {}}
+    for label, drop in (("with kb coherence", ()), ("without kb coherence", KB_FEATURES)):
+        report = calibrate(model_dir, db, linker=linker, drop=drop)
+        cal = report.calibration
+        print(f"\n## {label}\nCalibration(weights={cal.weights!r}, threshold={cal.threshold!r})")
+        print(json.dumps(cal.provenance, indent=1))
+        print(
+            "\n| set | decisions | should be NIL | predicted NIL | NIL precision | NIL recall | accuracy "
+            "| right ambiguous links kept |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for name, s in report.scores.items():
+            print("| " + " | ".join([name, *map(str, s.row())]) + " |")
+        print("\ncommon-word sentences:", report.common_words)
+        out[label] = {
+            "calibration": cal.to_dict(),
+            "nil": {k: vars(v) for k, v in report.scores.items()},
+            "common_words": report.common_words,
+        }
     methods = ("prior", "model", "combined", "global")
     for name, which in (("template wording (demo linking set)", docs), ("free wording (held-out)", free)):
         rep = evaluate_linking(which, linker, methods=methods, end_to_end=False, progress=False)

@@ -4,7 +4,9 @@ Corpus: every fact of the embedded knowledge base about countries, continents,
 capitals, official languages and currencies, rendered through our relation
 templates in several of the 24 languages (both mentions annotated as links),
 plus the country of every city whose name another city in another country
-shares (Valencia, Hyderabad, San José...). Some (fact, language) pairs are held
+shares (Valencia, Hyderabad, San José...). The sentences about one country in one
+language are grouped into documents of one to four facts (version 5), so a city's
+country is also named in other sentences than its own. Some (fact, language) pairs are held
 out of training - each held-out fact is still seen in other languages - to
 measure cross-lingual transfer later, and the ambiguous cities' sentences in
 languages never trained on them form a linking test set where the context (the
@@ -50,7 +52,7 @@ try:
 except ImportError:  # pragma: no cover - not on POSIX: no lock
     fcntl = None  # type: ignore[assignment]
 
-DEMO_VERSION = 4
+DEMO_VERSION = 5
 
 
 def _library_versions() -> dict[str, str]:

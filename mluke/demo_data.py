@@ -48,6 +48,10 @@ class DemoPreset:
     learning_rate: float = 3e-3
     seed: int = 0
     minutes: float = 6.0  #: training time on 2 CPU cores, told to the user before training starts
+    #: Training sentences per document: 1 = one fact per document; n > 1 = the training sentences about
+    #: one country in one language (its facts and its cities' P17 sentences) shuffled and cut into
+    #: documents of 1 to n sentences, so a city's country is also named in other sentences, before or after
+    facts_per_document: int = 4
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -64,6 +68,7 @@ PRESETS = {
         epochs=1.0,
         batch_size=16,
         minutes=0.2,
+        facts_per_document=1,  # one fact per document: the tests' model and its step counts stay as they were
         extra={"max_facts": 120},
     ),
 }
@@ -82,7 +87,7 @@ def resolve_preset(preset: str | DemoPreset) -> DemoPreset:
 class DemoData:
     """What the demo trains on and what it is evaluated on (see :func:`demo_documents`)."""
 
-    docs: list[Document]
+    docs: list[Document]  #: shuffled; each made of training (fact, language) sentences only
     heldout: list[dict[str, Any]]  #: held-out (fact, language) pairs for probing
     train: list[dict[str, Any]]  #: training (fact, language) pairs
     linking: list[dict[str, Any]]  #: held-out sentences with an ambiguous city: lang, text, mentions
@@ -128,7 +133,8 @@ def _facts(db: EntityDB, preset: DemoPreset, ambiguous: dict[str, set[str]]) -> 
 
 
 def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
-    """Training documents (one sentence each), held-out and training (fact, language) pairs, linking set.
+    """Training documents (one fact each, or several: ``preset.facts_per_document``), held-out and training
+    (fact, language) pairs, linking set.
 
     Languages are drawn per (relation, subject), so a held-out language never
     sees any fact of that subject under that relation, while other languages do.
@@ -138,6 +144,7 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
     ``preset.linking_languages`` of its untrained languages in which its name is
     ambiguous give linking test sentences: "<city> is located in <country>" with
     both mentions and their gold entities.
+    Documents are made of training pairs' sentences only, whatever their shape.
     """
     from mluke.pretraining.corpus import Document
 
@@ -184,6 +191,42 @@ def demo_documents(db: EntityDB, preset: DemoPreset) -> DemoData:
                 train.append({"property": p, "subject": s, "object": o, "lang": lang})
                 text, (xs, xe), (ys, ye) = templates[(p, lang)].fill_spans(labels[lang][s], labels[lang][o])
                 docs.append(Document(lang, text, sorted([(xs, xe, s), (ys, ye, o)]), title=f"{p}:{s}"))
+    if preset.facts_per_document > 1:
+        docs = _group_documents(docs, preset.facts_per_document, rng)
     order = list(range(len(docs)))
     rng.shuffle(order)
     return DemoData([docs[i] for i in order], heldout, train, linking)
+
+
+#: Relations whose object (not subject) is the country a sentence is about.
+_ABOUT_OBJECT = ("P17", "P1376")
+#: Languages whose sentences follow each other without a space.
+_NO_SPACE = ("ja", "zh", "th")
+
+
+def _group_documents(sentences: list[Document], per_doc: int, rng: random.Random) -> list[Document]:
+    """Multi-sentence documents from one-fact ``sentences`` (titled ``"<property>:<subject>"``): those about
+    the same country (a city's P17 or P1376 sentence goes with its country's own facts) in the same language
+    are shuffled and cut into documents of 1 to ``per_doc`` sentences; every link is kept. Deterministic."""
+    from mluke.pretraining.corpus import Document
+
+    topics: dict[tuple[str, str], list[Document]] = {}
+    for doc in sentences:
+        prop, subject = (doc.title or ":").split(":", 1)
+        key = next(k for _, _, k in doc.links if k != subject) if prop in _ABOUT_OBJECT else subject
+        topics.setdefault((doc.lang, key), []).append(doc)
+    out: list[Document] = []
+    for (lang, topic), group in sorted(topics.items()):
+        rng.shuffle(group)
+        pos = 0
+        while pos < len(group):
+            size = rng.randint(1, per_doc)
+            part, pos = group[pos : pos + size], pos + size
+            sep = "" if lang in _NO_SPACE else " "
+            text, links, offset = [], [], 0
+            for doc in part:
+                links += [(a + offset, b + offset, k) for a, b, k in doc.links]
+                text.append(doc.text)
+                offset += len(doc.text) + len(sep)
+            out.append(Document(lang, sep.join(text), links, title=f"{topic}:{lang}:{len(out)}"))
+    return out

@@ -58,6 +58,7 @@ class ModelScores:
 
     restricted: dict[str, float]
     full: dict[str, float]
+    best: float | None = None  #: the best log-probability of any entity in the vocabulary (the same normaliser)
 
 
 def restricted(scores: ModelScores | None) -> dict[str, float] | None:
@@ -158,16 +159,18 @@ class WindowScorer:
         mentions: list[list[Any]],
         ids: dict[tuple[int, int], list[tuple[str, int]]],
         skip: Container[tuple[int, int]] = (),
+        exclude: dict[int, list[int]] | None = None,
     ) -> dict[tuple[int, int], ModelScores]:
         """Model log-probabilities of the candidates of the batch's mentions not in ``skip``.
 
         Of n candidates, those outside the entity vocabulary get 1/n each and the k
         known ones share k/n by their MEP softmax (see the module docs). The known
         ones' log-probabilities over the whole entity vocabulary come along (for the
-        confidence: a single candidate is certain among the candidates, not there).
-        Their normaliser costs one pass over the entity table per batch (mentions x
-        entities dot products): nothing for the demo's vocabulary, not yet measured
-        for a 1.2M-entity one.
+        confidence: a single candidate is certain among the candidates, not there),
+        with the best log-probability of any entity (:attr:`ModelScores.best`).
+        Both cost one pass over the entity table per batch (mentions x entities dot
+        products; see benchmarks/RESULTS.md for a 1.2M-entity table). ``exclude``: text ->
+        entity ids treated as missing from the kb, left out of the normaliser and the best.
         """
         model = self.bundle.model
         hidden = model.encode_entities(**enc)
@@ -184,17 +187,24 @@ class WindowScorer:
         for n, (_, _, key) in enumerate(where):
             cand[n, : len(ids[key])] = torch.tensor([v for _, v in ids[key]])
         states = hidden[[r for r, _, _ in where], [s for _, s, _ in where]]
-        full = model.entity_scores(states, cand, normalize=True).float().cpu()
+        drop = None
+        if exclude:
+            rows = [exclude.get(key[0], []) for _, _, key in where]
+            drop = torch.full((len(where), max(1, max(map(len, rows)))), -1, dtype=torch.long)
+            for n, r in enumerate(rows):
+                drop[n, : len(r)] = torch.tensor(r, dtype=torch.long)
+        full_t, best_t = model.entity_scores_and_best(states, cand, exclude=drop)
+        full, best = full_t.float().cpu(), best_t.float().cpu().tolist()
         lengths = torch.tensor([len(ids[key]) for _, _, key in where])
         full = full.masked_fill(torch.arange(width)[None, :] >= lengths[:, None], float("-inf"))
         logp = torch.log_softmax(full, -1).tolist()
         out = {}
-        for (_, _, key), row, whole in zip(where, logp, full.tolist()):
+        for (_, _, key), row, whole, top in zip(where, logp, full.tolist(), best):
             found = mentions[key[0]][key[1]].candidates
             scores = dict.fromkeys((c.key for c in found), math.log(1.0 / len(found)))
             share = math.log(len(ids[key]) / len(found))
             scores.update({c: lp + share for (c, _), lp in zip(ids[key], row)})
-            out[key] = ModelScores(scores, {c: v for (c, _), v in zip(ids[key], whole)})
+            out[key] = ModelScores(scores, {c: v for (c, _), v in zip(ids[key], whole)}, top)
         return out
 
     def score(
@@ -205,9 +215,10 @@ class WindowScorer:
         jobs: list[Job],
         options: LinkOptions,
         bar: Any,
-        sure: Callable[[Any, list[dict[str, Any]], ModelScores], bool] | None = None,
+        sure: Callable[[tuple[int, int], list[dict[str, Any]], ModelScores], bool] | None = None,
+        exclude: dict[int, list[int]] | None = None,
     ) -> dict[tuple[int, int], ModelScores]:
-        """Model log-probabilities of every mention.
+        """Model log-probabilities of every mention (``exclude``: see :meth:`part_scores`).
 
         Without ``sure``, all of them entity [MASK]s, in one pass per batch. With it, Yamada et al. (2022):
         resolve the most confident mention of each window, feed its entity in, repeat.
@@ -215,15 +226,15 @@ class WindowScorer:
         Each batch of windows is tokenized once; a step changes only entity ids
         and runs one forward pass per batch that still has open mentions, so a
         window with n mentions takes n passes. Each mention keeps the scores of
-        the step that resolved it. ``sure(mention, ranked candidates, scores)``: whether a resolved
-        mention is linked (not NIL), so that its entity is fed in.
+        the step that resolved it. ``sure((text, mention), ranked candidates, scores)``: whether a
+        resolved mention is linked (not NIL), so that its entity is fed in.
         """
         final: dict[tuple[int, int], ModelScores] = {}
         fixed: set[tuple[int, int]] = set()
         for part in chunked(jobs, options.batch_size):
             enc = self.encode(texts, mentions, part)
             if sure is None:
-                final.update(self.part_scores(enc, part, mentions, ids))
+                final.update(self.part_scores(enc, part, mentions, ids, exclude=exclude))
                 bar.update(len(part))
                 continue
             slots = {
@@ -236,7 +247,7 @@ class WindowScorer:
                 open_jobs = [(job, keys) for job, keys in open_jobs if keys]
                 if not open_jobs:
                     break
-                step = self.part_scores(enc, part, mentions, ids, skip=fixed)
+                step = self.part_scores(enc, part, mentions, ids, skip=fixed, exclude=exclude)
                 for _job, keys in open_jobs:
                     ranked = {
                         key: rank_candidates(
@@ -251,7 +262,7 @@ class WindowScorer:
                     final[best] = step.get(best, ModelScores({}, {}))
                     fixed.add(best)
                     top = ranked[best][0] if ranked[best] else None
-                    linked = top is not None and sure(mentions[best[0]][best[1]], ranked[best], final[best])
+                    linked = top is not None and sure(best, ranked[best], final[best])
                     if best in slots and linked and top is not None:
                         chosen = dict(ids[best]).get(top["key"])
                         if chosen is not None:  # NIL or outside the vocabulary: stays an entity [MASK]

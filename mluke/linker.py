@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any, cast, overload
@@ -19,9 +20,11 @@ from kb.mentions import Mention, MentionIndex
 from kb.mentions.linkability import LinkEstimator
 from kb.renamed import renamed_keyword
 from mluke.checkpoint import Mluke
-from mluke.confidence import DEFAULT_CALIBRATION, Calibration, features
+from mluke.confidence import DEFAULT_CALIBRATION, Calibration
 from mluke.heap import trim_heap
-from mluke.link_scoring import ModelScores, WindowScorer, iter_windows, rank_candidates, restricted
+from mluke.link_coherence import KbCoherence, Support
+from mluke.link_confidence import ConfidenceMixin, text_list
+from mluke.link_scoring import ModelScores, WindowScorer, cut_windows, iter_windows, rank_candidates, restricted
 from mluke.opening import open_model
 from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedMention
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
 TRIM_EVERY = 4
 
 
-class Linker:
+class Linker(ConfidenceMixin):
     """A model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking`).
 
     Args:
@@ -72,6 +75,7 @@ class Linker:
         #: Maps a mention's scores to the probability that its top candidate is right (:mod:`mluke.confidence`).
         self.calibration = calibration if calibration is not None else DEFAULT_CALIBRATION
         self.estimator = LinkEstimator(self.db)
+        self.coherence = KbCoherence(self.db)
         self._names = functools.lru_cache(maxsize=1 << 14)(self._qualified)
 
     def _qualified(self, keys: tuple[str, ...], lang: str) -> dict[str, str]:
@@ -143,7 +147,7 @@ class Linker:
             TypeError: ``options`` and a keyword that differs from it.
         """
         single = isinstance(texts, str)
-        batch = [texts] if isinstance(texts, str) else _text_list(texts)
+        batch = [texts] if isinstance(texts, str) else text_list(texts)
         check_language(lang, self.db.languages)
         options = merge_options(LinkOptions, options, keywords, "Linker.link")
         if spans is None:
@@ -265,46 +269,7 @@ class Linker:
         """
         check_language(lang, self.db.languages)
         options = merge_options(LinkOptions, options, keywords, "Linker.link_mentions")
-        return self._resolve(_text_list(texts), [list(m) for m in mentions], lang, options)
-
-    def mention_features(
-        self, texts: list[str], mentions: list[list[Mention]], lang: str, options: LinkOptions | None = None
-    ) -> list[list[tuple[str | None, float, list[float]]]]:
-        """What :attr:`calibration` maps to a confidence, per mention; for fitting one
-        (:mod:`probes.linking_calibration`).
-
-        Args:
-            texts: the texts.
-            mentions: one list of :class:`kb.mentions.Mention` per text.
-            lang: their language.
-            options: how to score (``method``, ``prior_weight``, ...; default: :class:`LinkOptions`'s defaults).
-
-        Returns:
-            Per mention: (top candidate, link probability, :func:`mluke.confidence.features`).
-        """
-        options = options or LinkOptions()
-        method = options.method
-        mentions, scores = self._scored(_text_list(texts), [list(m) for m in mentions], lang, options)
-        vocab = self.bundle.entity_vocab
-        out = []
-        for t, found in enumerate(mentions):
-            row: list[tuple[str | None, float, list[float]]] = []
-            for i, m in enumerate(found):
-                ranked = rank_candidates(m.candidates, restricted(scores.get((t, i))), method, options.prior_weight)
-                if not ranked:
-                    row.append((None, m.link_probability or 0.0, []))
-                    continue
-                ms = scores.get((t, i)) if method != "prior" else None
-                full = ms.full.get(ranked[0]["key"]) if ms is not None else None
-                row.append(
-                    (
-                        ranked[0]["key"],
-                        1.0 if m.link_probability is None else m.link_probability,
-                        features(ranked, full, len(vocab) if vocab is not None else 1),
-                    )
-                )
-            out.append(row)
-        return out
+        return self._resolve(text_list(texts), [list(m) for m in mentions], lang, options)
 
     def _resolve(
         self,
@@ -319,9 +284,9 @@ class Linker:
         windows to encode (default: all of it, cut every ``window_chars`` characters)."""
         if options.method == "knowbert":  # a KnowBertLinker (mluke.link_knowbert) overrides this method
             raise MlukeError("method 'knowbert' needs a KnowBert model folder ('mluke knowbert train' makes one)")
-        mentions, scores = self._scored(texts, mentions, lang, options, progress, windows)
+        mentions, scores, support = self._scored(texts, mentions, lang, options, progress, windows)
         return [
-            [self._decide(m, scores.get((t, i)), lang, options) for i, m in enumerate(found)]
+            [self._decide(m, scores.get((t, i)), support[(t, i)], lang, options) for i, m in enumerate(found)]
             for t, found in enumerate(mentions)
         ]
 
@@ -333,10 +298,12 @@ class Linker:
         options: LinkOptions,
         progress: bool = False,
         windows: list[list[tuple[int, int]]] | None = None,
-    ) -> tuple[list[list[Mention]], dict[tuple[int, int], ModelScores]]:
-        """The mentions with their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`)
-        and the model's scores of each (none for ``method="prior"``)."""
+        exclude: dict[int, list[int]] | None = None,
+    ) -> tuple[list[list[Mention]], dict[tuple[int, int], ModelScores], dict[tuple[int, int], Support]]:
+        """The mentions with their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`),
+        the model's scores of each (none for ``method="prior"``) and their kb support (:mod:`mluke.link_coherence`)."""
         mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
+        support = self._support(texts, mentions, options, windows)
         scores: dict[tuple[int, int], ModelScores] = {}
         if options.method != "prior":
             ids = self.scorer.candidate_ids(mentions)
@@ -349,37 +316,52 @@ class Linker:
                 mininterval=0.5,
                 dynamic_ncols=True,
             ) as bar:
-                sure = self._sure(options.nil_threshold) if options.method == "global" else None
-                scores = self.scorer.score(texts, mentions, ids, jobs, options, bar, sure)
-        return mentions, scores
+                sure = self._sure(options.nil_threshold, mentions, support) if options.method == "global" else None
+                scores = self.scorer.score(texts, mentions, ids, jobs, options, bar, sure, exclude)
+        return mentions, scores, support
+
+    def _support(
+        self,
+        texts: list[str],
+        mentions: list[list[Mention]],
+        options: LinkOptions,
+        windows: list[list[tuple[int, int]]] | None,
+    ) -> dict[tuple[int, int], Support]:
+        """kb coherence (:mod:`mluke.link_coherence`) of each mention among the mentions of its window (the
+        one its start is in): the context the model reads, and the same whether a text is linked at once or
+        streamed in segments."""
+        out: dict[tuple[int, int], Support] = {}
+        for t, found in enumerate(mentions):
+            spans = windows[t] if windows is not None else cut_windows(texts[t], options.window_chars)
+            starts = [a for a, _ in spans]
+            groups: dict[int, list[int]] = {}
+            for i, m in enumerate(found):
+                groups.setdefault(bisect_right(starts, m.start), []).append(i)
+            for idx in groups.values():
+                out.update(zip(((t, i) for i in idx), self.coherence.support([found[i] for i in idx])))
+        return out
 
     def _threshold(self, nil_threshold: float | None) -> float:
         return self.calibration.threshold if nil_threshold is None else nil_threshold
 
-    def _sure(self, nil_threshold: float | None) -> Callable[[Mention, list[dict[str, Any]], ModelScores], bool]:
+    def _sure(
+        self, nil_threshold: float | None, mentions: list[list[Mention]], support: dict[tuple[int, int], Support]
+    ) -> Callable[[tuple[int, int], list[dict[str, Any]], ModelScores], bool]:
         """Whether a mention the global method resolved is linked: its confidence reaches the NIL threshold."""
         threshold = self._threshold(nil_threshold)
 
-        def sure(m: Mention, rows: list[dict[str, Any]], found: ModelScores) -> bool:
-            return self._confidence(m, rows, found) >= threshold
+        def sure(key: tuple[int, int], rows: list[dict[str, Any]], found: ModelScores) -> bool:
+            return self._confidence(mentions[key[0]][key[1]], rows, found, support[key]) >= threshold
 
         return sure
 
-    def _confidence(self, m: Mention, rows: list[dict[str, Any]], model_scores: ModelScores | None) -> float:
-        """Link probability x calibrated probability that the top of ``rows`` is right (:mod:`mluke.confidence`)."""
-        if not rows:
-            return 0.0
-        full = model_scores.full.get(rows[0]["key"]) if model_scores is not None else None
-        vocab = self.bundle.entity_vocab
-        x = features(rows, full, len(vocab) if vocab is not None else 1)
-        lp = 1.0 if m.link_probability is None else m.link_probability
-        return lp * self.calibration.probability(x)
-
-    def _decide(self, m: Mention, model_scores: ModelScores | None, lang: str, options: LinkOptions) -> LinkedMention:
+    def _decide(
+        self, m: Mention, model_scores: ModelScores | None, support: Support, lang: str, options: LinkOptions
+    ) -> LinkedMention:
         method = options.method
         rows = rank_candidates(m.candidates, restricted(model_scores), method, options.prior_weight)
         best = rows[0] if rows else None
-        confidence = self._confidence(m, rows, model_scores if method != "prior" else None)
+        confidence = self._confidence(m, rows, model_scores if method != "prior" else None, support)
         nil = best is None or confidence < self._threshold(options.nil_threshold)
         names = self._names(tuple(r["key"] for r in rows), lang) if rows else {}
         key = best["key"] if best else None
@@ -407,15 +389,3 @@ class Linker:
 
 def _ignore(_: int) -> None:
     pass
-
-
-def _text_list(texts: Any) -> list[str]:
-    """``texts`` as a list of strings, or a :class:`TextInputError` saying what linking takes."""
-    what = "link() takes a text (str) or a list of texts"
-    if texts is None or isinstance(texts, (bytes, bytearray)) or not hasattr(texts, "__iter__"):
-        raise TextInputError(f"{what}; got {type(texts).__name__}")
-    batch = list(texts)
-    bad = next((i for i, t in enumerate(batch) if not isinstance(t, str)), None)
-    if bad is not None:
-        raise TextInputError(f"{what}; item {bad} is {type(batch[bad]).__name__}")
-    return batch

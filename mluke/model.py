@@ -87,6 +87,21 @@ class MlukeForMaskedLM(LukeForMaskedLM):
         bias = self.entity_predictions.bias
         return _candidate_scores(m, table, bias, candidates, normalize, chunk_size)
 
+    def entity_scores_and_best(
+        self,
+        entity_hidden: Tensor,
+        candidates: Tensor,
+        *,
+        exclude: Tensor | None = None,
+        chunk_size: int = DEFAULT_CHUNK,
+    ) -> tuple[Tensor, Tensor]:
+        """:meth:`entity_scores` (normalised) and the best entity's log-probability at each position, in the
+        same pass over the entity table; ``exclude`` ((n, k) ids, -1 for none): entities left out of both
+        (what the model sees when the kb lacks them). The candidates' own rows must not be excluded."""
+        m = self.entity_features(entity_hidden)
+        table = self.entity_predictions.decoder.weight
+        return candidate_scores_and_best(m, table, self.entity_predictions.bias, candidates, exclude, chunk_size)
+
     def entity_topk(
         self,
         entity_hidden: Tensor,
@@ -249,6 +264,16 @@ def _candidate_scores(
     return scores
 
 
+def candidate_scores_and_best(
+    features: Tensor, table: Tensor, bias: Tensor, candidates: Tensor, exclude: Tensor | None, chunk_size: int
+) -> tuple[Tensor, Tensor]:
+    """(n, c) candidates' log-probabilities over the whole vocabulary, and (n,) the best log-probability of
+    any entity, both without the ``exclude`` ids of each row (:func:`chunked_logsumexp_max`); one pass."""
+    scores = _candidate_scores(features, table, bias, candidates, False, chunk_size)
+    total, best = chunked_logsumexp_max(features.float(), table, bias, chunk_size, exclude)
+    return scores - total.unsqueeze(-1), best - total
+
+
 def chunked_logsumexp(features: Tensor, table: Tensor, bias: Tensor, chunk_size: int = DEFAULT_CHUNK) -> Tensor:
     """``logsumexp(features @ table.T + bias, -1)`` without holding all (n, vocab) logits: (n,).
 
@@ -256,11 +281,32 @@ def chunked_logsumexp(features: Tensor, table: Tensor, bias: Tensor, chunk_size:
     matrix side): on CPU BLAS this is about 1.5x faster than the other orientation for
     the few rows of a batch.
     """
+    return chunked_logsumexp_max(features, table, bias, chunk_size)[0]
+
+
+def chunked_logsumexp_max(
+    features: Tensor, table: Tensor, bias: Tensor, chunk_size: int = DEFAULT_CHUNK, exclude: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """:func:`chunked_logsumexp` and, in the same pass, the largest logit of each row: ((n,), (n,)).
+
+    ``exclude``: (n, k) vocabulary ids left out of row i's sum and maximum (-1: none), e.g. entities a
+    caller treats as missing from the kb, so that nothing computed here can see them.
+    """
     lead = features.shape[:-1]
     ft = features.reshape(-1, features.shape[-1]).T.contiguous().to(table.dtype)
-    total = torch.full((ft.shape[1],), float("-inf"), dtype=torch.float32, device=features.device)
+    n = ft.shape[1]
+    total = torch.full((n,), float("-inf"), dtype=torch.float32, device=features.device)
+    best = torch.full((n,), float("-inf"), dtype=torch.float32, device=features.device)
+    if exclude is not None:
+        exclude = exclude.reshape(n, -1).to(features.device)
+        rows = torch.arange(n, device=features.device)[:, None].expand_as(exclude)
     for start in range(0, table.shape[0], chunk_size):
         stop = start + chunk_size
-        logits = torch.addmm(bias[start:stop].unsqueeze(-1), table[start:stop], ft)  # the model's precision
-        total = torch.logaddexp(total, torch.logsumexp(logits.float(), dim=0))  # accumulated in float32
-    return total.reshape(lead)
+        logits = torch.addmm(bias[start:stop].unsqueeze(-1), table[start:stop], ft).float()  # (chunk, n)
+        if exclude is not None:
+            hit = (exclude >= start) & (exclude < stop)
+            if hit.any():
+                logits[exclude[hit] - start, rows[hit]] = float("-inf")
+        total = torch.logaddexp(total, torch.logsumexp(logits, dim=0))  # accumulated in float32
+        best = torch.maximum(best, logits.max(dim=0).values)
+    return total.reshape(lead), best.reshape(lead)

@@ -5,8 +5,9 @@
   12 languages; the country is named before or after the city, in another clause):
   does the model use the context, or only the prior?
 - :func:`nil_instances`: gold mentions of a linking set (they should link to their
-  entity) and the same mentions with their entity removed from the candidates
-  (what linking sees when the kb lacks the entity: they should be NIL);
+  entity) and the same mentions with their entity removed from the kb - from every
+  mention's candidates and from the model's normaliser and best entity - (what
+  linking sees when the kb lacks the entity: they should be NIL);
 - :func:`calibrate`: fits :class:`mluke.confidence.Calibration` on one half of the
   demo's linking set and of the free-wording set (even items / even (city,
   language) pairs) and reports NIL precision / recall and accuracy at the fitted
@@ -196,47 +197,72 @@ class Instance:
 def nil_instances(
     linker: Any, docs: Sequence[Any], methods: Sequence[str] = ("combined", "prior"), *, removed: bool = True
 ) -> list[Instance]:
-    """Gold mentions of ``docs`` (truth: their entity) and, with ``removed``, the same mentions with their
-    entity dropped from the candidates (truth: NIL; only those left with a candidate)."""
-    from kb.mentions import Candidate
+    """Gold mentions of ``docs`` (truth: their entity) and, with ``removed``, each ambiguous gold mention
+    again with its entity missing from the kb (truth: NIL).
 
+    A missing entity is removed from everything the scorer sees (:func:`without_entity`): the candidates of
+    every mention of the text (priors renormalised; a mention left without candidates is no mention) and the
+    model's normaliser and best entity over the vocabulary; the text's other mentions stay, as they would.
+    Only mentions left with a candidate count."""
     out: list[Instance] = []
     by_lang: dict[str, list[Any]] = {}
     for d in docs:
         by_lang.setdefault(d.lang, []).append(d)
     for lang, part in sorted(by_lang.items()):
-        texts = [d.text for d in part]
         found = [linker.index.mentions_at(d.text, [(g.start, g.end) for g in d.mentions], lang) for d in part]
-        variants: list[tuple[list[list[Mention]], list[list[str | None]]]] = [
-            (found, [[g.key for g in d.mentions] for d in part])
+        texts = [d.text for d in part]
+        # (texts, mentions, truths, which mention of each text counts (None: all), missing keys per text)
+        variants: list[tuple[list[str], list[list[Mention]], list[list[str | None]], list[int | None], Any]] = [
+            (texts, found, [[g.key for g in d.mentions] for d in part], [None] * len(part), None)
         ]
         if removed:
-            narrowed: list[list[Mention]] = []
+            rt: list[str] = []
+            rm: list[list[Mention]] = []
             truths: list[list[str | None]] = []
+            which: list[int | None] = []
+            missing: list[set[str]] = []
             for d, ms in zip(part, found):
-                keep: list[Mention] = []
-                truth: list[str | None] = []
-                for g, m in zip(d.mentions, ms):
-                    rest = [c for c in m.candidates if c.key != g.key]
-                    if rest and len(rest) < len(m.candidates):
-                        total = sum(c.prior for c in rest) or 1.0
-                        keep.append(
-                            m._replace(
-                                candidates=tuple(Candidate(c.key, c.prior / total, c.count, c.source) for c in rest)
-                            )
-                        )
-                        truth.append(None)
-                narrowed.append(keep)
-                truths.append(truth)
-            variants.append((narrowed, truths))
+                for j, (g, m) in enumerate(zip(d.mentions, ms)):
+                    keys = {c.key for c in m.candidates}
+                    if g.key not in keys or len(keys) < 2:
+                        continue
+                    narrowed, kept = without_entity(ms, g.key)
+                    rt.append(d.text)
+                    rm.append(narrowed)
+                    truths.append([None if k == j else d.mentions[k].key for k in kept])
+                    which.append(kept.index(j))
+                    missing.append({g.key})
+            variants.append((rt, rm, truths, which, missing))
         for method in methods:
-            for mentions, truths in variants:
-                feats = linker.mention_features(texts, mentions, lang, LinkOptions(method=method))  # type: ignore[arg-type]
-                for ms, fs, ts in zip(mentions, feats, truths):
-                    for m, (top, lp, x), gold in zip(ms, fs, ts):
-                        if top is not None:
+            for vt, mentions, truths, counted, missing in variants:
+                if not vt:
+                    continue
+                options = LinkOptions(method=method)  # type: ignore[arg-type]
+                feats = linker.mention_features(vt, mentions, lang, options, missing=missing)
+                for ms, fs, ts, only in zip(mentions, feats, truths, counted):
+                    for k, (m, (top, lp, x), gold) in enumerate(zip(ms, fs, ts)):
+                        if top is not None and (only is None or k == only):
                             out.append(Instance(lang, method, top, lp, x, gold, len(m.candidates) >= 2 or gold is None))
     return out
+
+
+def without_entity(mentions: Sequence[Mention], key: str) -> tuple[list[Mention], list[int]]:
+    """``mentions`` as a kb without the entity ``key`` would give them: ``key`` dropped from every mention's
+    candidates (priors renormalised), mentions left without a candidate dropped; and the indices kept."""
+    from kb.mentions import Candidate
+
+    out: list[Mention] = []
+    kept: list[int] = []
+    for i, m in enumerate(mentions):
+        rest = [c for c in m.candidates if c.key != key]
+        if not rest:
+            continue
+        if len(rest) < len(m.candidates):
+            total = sum(c.prior for c in rest) or 1.0
+            m = m._replace(candidates=tuple(Candidate(c.key, c.prior / total, c.count, c.source) for c in rest))
+        out.append(m)
+        kept.append(i)
+    return out, kept
 
 
 @dataclass
@@ -300,14 +326,22 @@ class CalibrationReport:
 
 
 def calibrate(
-    model_dir: str | Path, db: EntityDB | None = None, *, linker: Linker | None = None, min_kept: float = 0.9
+    model_dir: str | Path,
+    db: EntityDB | None = None,
+    *,
+    linker: Linker | None = None,
+    min_kept: float = 0.9,
+    drop: Sequence[str] = (),
 ) -> CalibrationReport:
     """Fit the confidence calibration of ``model_dir`` (a demo model folder) and score it (module docs).
 
     The threshold is the one (on a 0.05 grid) with the best accuracy on the fitting half among those
-    that keep at least ``min_kept`` of the right links of ambiguous mentions.
+    that keep at least ``min_kept`` of the right links of ambiguous mentions; of equally accurate ones, the
+    highest (it leaves more low-confidence mentions, such as common words, unlinked at no cost on the fit).
+    ``drop``: names of :data:`mluke.confidence.FEATURES` to fit without (their weights are 0; e.g.
+    :data:`mluke.confidence.KB_FEATURES` for a confidence without kb coherence).
     """
-    from mluke.confidence import Calibration, fit_logistic
+    from mluke.confidence import FEATURES, Calibration, fit_logistic
     from mluke.linker import Linker
     from probes.demo_eval import demo_linking_docs
 
@@ -321,8 +355,12 @@ def calibrate(
     per_pair = len(FREE_TEMPLATES["en"])  # a (city, language) pair's sentences stay in one half
     fit_free = [d for i, d in enumerate(free) if (i // per_pair) % 2 == 0]
     test_free = [d for i, d in enumerate(free) if (i // per_pair) % 2 == 1]
+    unknown = set(drop) - set(FEATURES)
+    if unknown:
+        raise ValueError(f"unknown features {sorted(unknown)}; the features are {', '.join(FEATURES)}")
+    zero = [FEATURES.index(f) for f in drop]
     fit_set = nil_instances(linker, fit_docs + fit_free)
-    x = [i.x for i in fit_set]
+    x = [[0.0 if k in zero else v for k, v in enumerate(i.x)] for i in fit_set]
     y = [int(i.truth is not None and i.top == i.truth) for i in fit_set]
     weights = fit_logistic(x, y)
     combined = [i for i in fit_set if i.method == "combined"]
@@ -332,7 +370,7 @@ def calibrate(
         s = nil_scores(combined, Calibration(weights, t))
         if s.right_ambiguous_kept is not None and s.right_ambiguous_kept < min_kept:
             continue
-        if best is None or s.accuracy > best[1].accuracy:
+        if best is None or s.accuracy >= best[1].accuracy:  # ties: the highest (more NIL for what it does not see)
             best = (t, s)
     threshold = best[0] if best else 0.5
     calibration = Calibration(
@@ -342,7 +380,9 @@ def calibrate(
             "fitted_on": f"even items of the demo linking set of {Path(model_dir).name} and of its free-wording "
             f"(city, language) pairs ({len(fit_set)} decisions, gold and entity-removed, methods combined "
             "and prior)",
-            "threshold_rule": f"best accuracy (combined) keeping >= {min_kept:.0%} of right ambiguous links",
+            "threshold_rule": f"best accuracy (combined) keeping >= {min_kept:.0%} of right ambiguous links; "
+            "the highest of equals",
+            "without": list(drop),
             "date": datetime.date.today().isoformat(),
         },
     )

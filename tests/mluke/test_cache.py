@@ -12,7 +12,7 @@ from kb.mentions.index import MentionIndex
 from kb.sources.embedded import embedded_path
 from mluke.cache import cache_entries, clean_cache
 from mluke.cli import app
-from mluke.demo import demo_lock
+from mluke.demo import DEMO_VERSION, demo_lock
 
 runner = CliRunner()
 
@@ -44,8 +44,8 @@ def test_info_and_clean_tell_used_from_unused(tmp_path, monkeypatch, embedded_db
     _set_created(other, "2001-01-01T00:00:00")  # rebuilt since its index was made
     gone_db.unlink()
     (home / "embedded-kb-v1-f1.sqlite").write_bytes(b"old")  # an older version's kb
-    (home / "tiny-model-v4.work").mkdir()  # an interrupted training: resumable, kept
-    (home / "demo-model-v4.partial-999999999").mkdir()  # a killed export (no such process)
+    (home / f"tiny-model-v{DEMO_VERSION}.work").mkdir()  # an interrupted training: resumable, kept
+    (home / f"demo-model-v{DEMO_VERSION}.partial-999999999").mkdir()  # a killed export (no such process)
     (home / "demo-model-v3").mkdir()
     (home / "notes.txt").write_text("mine")
 
@@ -55,8 +55,8 @@ def test_info_and_clean_tell_used_from_unused(tmp_path, monkeypatch, embedded_db
     assert status[gone.path.name][0] == "orphaned" and "no longer exists" in status[gone.path.name][1]
     assert status["embedded-kb-v1-f1.sqlite"][0] == "old version"
     assert status[embedded_path().name][0] == "in use"
-    assert status["tiny-model-v4.work"][0] == "resumable"
-    assert status["demo-model-v4.partial-999999999"][0] == "leftover"
+    assert status[f"tiny-model-v{DEMO_VERSION}.work"][0] == "resumable"
+    assert status[f"demo-model-v{DEMO_VERSION}.partial-999999999"][0] == "leftover"
     assert status["demo-model-v3"][0] == "old version"
     assert status["notes.txt"][0] == "in use"
 
@@ -70,19 +70,19 @@ def test_info_and_clean_tell_used_from_unused(tmp_path, monkeypatch, embedded_db
     res = runner.invoke(app, ["cache", "clean"])
     assert res.exit_code == 0 and "removed 5 entries" in res.output, res.output
     assert sorted(p.name for p in home.iterdir()) == sorted(
-        [embedded_path().name, used.path.name, "tiny-model-v4.work", "notes.txt"]
+        [embedded_path().name, used.path.name, f"tiny-model-v{DEMO_VERSION}.work", "notes.txt"]
     )
 
 
 def test_clean_all_keeps_a_training_that_is_running(tmp_path, monkeypatch, embedded_db_path):
     home = _home(tmp_path, monkeypatch, embedded_db_path)
-    (home / "tiny-model-v4.work").mkdir()
-    (home / "demo-model-v4.work").mkdir()
-    with demo_lock(home / "tiny-model-v4"):  # a process is training the tiny model
-        assert {e.path.name: e.status for e in cache_entries()}["tiny-model-v4.work"] == "training"
+    (home / f"tiny-model-v{DEMO_VERSION}.work").mkdir()
+    (home / f"demo-model-v{DEMO_VERSION}.work").mkdir()
+    with demo_lock(home / f"tiny-model-v{DEMO_VERSION}"):  # a process is training the tiny model
+        assert {e.path.name: e.status for e in cache_entries()}[f"tiny-model-v{DEMO_VERSION}.work"] == "training"
         removed = {e.path.name for e in clean_cache(everything=True)}
-    assert removed == {"demo-model-v4.work", embedded_path().name}
-    assert (home / "tiny-model-v4.work").is_dir() and (home / "tiny-model-v4.lock").exists()
+    assert removed == {f"demo-model-v{DEMO_VERSION}.work", embedded_path().name}
+    assert (home / f"tiny-model-v{DEMO_VERSION}.work").is_dir() and (home / f"tiny-model-v{DEMO_VERSION}.lock").exists()
 
 
 def test_kb_build_embedded_keeps_the_cached_kb_and_its_indexes(tmp_path, monkeypatch, embedded_db_path):

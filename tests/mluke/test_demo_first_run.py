@@ -16,6 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 from kb.sources.embedded import embedded_path
+from mluke.demo import DEMO_VERSION
 from tests import jobs
 
 #: observes nothing and changes nothing the run computes: each step takes 0.3 s longer, so that a
@@ -50,7 +51,7 @@ def test_two_first_runs_at_once_one_trains_the_other_waits(tmp_path, embedded_db
     home = _fresh_home(tmp_path, embedded_db_path)
     env = {"MLUKE_HOME": str(home)}
     first = jobs.start(["pretrain", "--preset", "tiny"], log=tmp_path / "first.log", env=env, prelude=SLOW_STEPS)
-    work = home / "tiny-model-v4.work"
+    work = home / f"tiny-model-v{DEMO_VERSION}.work"
     assert jobs.wait_for(lambda: (work / "plan.json").exists(), first, timeout=300), first.output()
     second = jobs.start(["pretrain", "--preset", "tiny"], log=tmp_path / "second.log", env=env)
     first.check()
@@ -59,7 +60,7 @@ def test_two_first_runs_at_once_one_trains_the_other_waits(tmp_path, embedded_db
     assert "Training the demo model once" in one and "waiting for it to finish" not in one
     assert "Another process is training the demo model into" in two and "waiting for it to finish" in two
     assert "Training the demo model once" not in two and "pretrain:" not in two  # it trained nothing itself
-    model = home / "tiny-model-v4"
+    model = home / f"tiny-model-v{DEMO_VERSION}"
     assert f"demo model ready: {model}" in one and f"demo model ready: {model}" in two
     assert "Error" not in one + two and "Traceback" not in one + two
     assert not work.exists() and (model / "demo.json").is_file()
@@ -117,11 +118,15 @@ def test_ctrl_c_in_the_command_line_then_the_rerun_resumes(tmp_path, embedded_db
     assert stopped, text[-2000:]  # exit code 130 (typer's for Ctrl-C), and what was kept
     assert "Traceback" not in text
     at = int(stopped.group(1))
-    assert 3 <= at < 22 and (home / "tiny-model-v4.work" / "run" / "checkpoints" / f"step-{at:08d}").is_dir()
+    assert (
+        3 <= at < 22 and (home / f"tiny-model-v{DEMO_VERSION}.work" / "run" / "checkpoints" / f"step-{at:08d}").is_dir()
+    )
 
     started = time.monotonic()
     rerun = jobs.start(["pretrain", "--preset", "tiny"], log=tmp_path / "rerun.log", env=env)
     rerun.check()
     assert f"Resuming the demo model's training at step {at} of 22" in rerun.output()
-    assert (home / "tiny-model-v4" / "demo.json").is_file() and not (home / "tiny-model-v4.work").exists()
+    assert (home / f"tiny-model-v{DEMO_VERSION}" / "demo.json").is_file() and not (
+        home / f"tiny-model-v{DEMO_VERSION}.work"
+    ).exists()
     assert time.monotonic() - started < 300

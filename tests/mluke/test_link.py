@@ -12,7 +12,7 @@ from probes.linking_calibration import COMMON_WORD_SENTENCES
 PARIS, FRANCE, TOKYO, JAPAN = "geonames:2988507", "geonames:3017382", "geonames:1850147", "geonames:1861060"
 #: P(top candidate right | link) = 1: the confidence is the link probability alone. The default calibration
 #: was fitted on the demo model, not the one-epoch tiny one these tests use.
-SURE = Calibration((30.0, 0.0, 0.0, 0.0, 0.0, 0.0), threshold=0.5)
+SURE = Calibration((30.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0), threshold=0.5)
 
 
 @pytest.fixture(scope="session")
@@ -269,7 +269,7 @@ def test_single_candidate_mention_can_be_nil(tiny_demo, embedded_db):
     assert 0.0 < prior.confidence <= 0.95  # never above the link probability
     # a capitalised single candidate: the model's view of it over the whole entity vocabulary moves its
     # confidence with the context, so a threshold can make it NIL (its score among candidates is always 0)
-    lift = Linker(tiny_demo, embedded_db, languages=["en"], calibration=Calibration((0.0, 0.0, 0.0, 1.0, 0.0, 0.0)))
+    lift = Linker(tiny_demo, embedded_db, languages=["en"], calibration=Calibration((0.0, 0.0, 0.0, 1.0) + (0.0,) * 4))
     info = json.loads((tiny_demo / "demo.json").read_text(encoding="utf-8"))
     vocab = lift.bundle.entity_vocab
     keys = sorted({k for f in info["train"] if f["lang"] == "en" for k in (f["subject"], f["object"])})
