@@ -110,5 +110,26 @@ def test_record_original_layout_keeps_the_passages_around_a_broken_one(data):
             _read("record.json", content)
         return
     result, path = _read("record.json", content)
-    middle, named = _around(result, [e for _, e in drawn], i, path, i + 3)
-    assert len(middle) + len(named) == 1
+    absorbed = _absorbed(items, i)
+    expected = [e for j, (_, e) in enumerate(drawn) if not i < j <= i + absorbed]
+    middle, named = _around(result, expected, i, path, i + 3)
+    if absorbed:  # the cut record closed only by taking in the next ones: one JSON value, named at its line
+        assert named == [i + 3] and len(middle) <= len(drawn[i][0]["qas"])
+    else:
+        assert len(middle) + len(named) == 1
+
+
+def _absorbed(items: list[bytes], i: int) -> int:
+    """How many of the records after the ``i``-th a JSON reader takes in with it: a truncated record can become
+    valid JSON by closing on the next record's brackets (``"qas": [{...}`` + ``,{next}`` + ``]}``); no reader can
+    tell that apart from a query list, so those records are not expected back."""
+    tail = b",\n".join(items[i:]).decode() + "\n]}\n"
+    try:
+        _, end = json.JSONDecoder().raw_decode(tail)
+    except json.JSONDecodeError:
+        return 0
+    starts, pos = [], 0
+    for item in items[i:]:
+        starts.append(pos)
+        pos += len(item) + 2
+    return sum(1 for start in starts[1:] if start < end)

@@ -155,10 +155,13 @@ def test_reader_fatal_errors(mewsli, tmp_path):
 
 
 def _by_hand(docs, linker, lang, method, embedded_db):
-    """Counts of one (language, method) row, one document at a time."""
+    """Counts of one (language, method) row, one document at a time (threshold 0, as evaluate_linking scores
+    without a nil_threshold: the choice of entity alone)."""
     n = in_kb = correct = amb = amb_correct = detected = tp = 0
     for doc in (d for d in docs if d.lang == lang):
-        linked = linker.link(doc.text, lang, method=method, spans=[(m.start, m.end) for m in doc.mentions])
+        linked = linker.link(
+            doc.text, lang, method=method, spans=[(m.start, m.end) for m in doc.mentions], nil_threshold=0.0
+        )
         assert len(linked) == len(doc.mentions)
         for gold, pred in zip(doc.mentions, linked):
             assert (pred.start, pred.end) == (gold.start, gold.end)
@@ -171,7 +174,9 @@ def _by_hand(docs, linker, lang, method, embedded_db):
             if len(linker.index.candidates(lang, gold.surface)) >= 2:
                 amb += 1
                 amb_correct += hit
-        found = {(m.start, m.end, m.key) for m in linker.link(doc.text, lang, method=method) if not m.nil}
+        found = {
+            (m.start, m.end, m.key) for m in linker.link(doc.text, lang, method=method, nil_threshold=0.0) if not m.nil
+        }
         detected += len(found)
         tp += len(found & {(m.start, m.end, m.key) for m in doc.mentions})
     return n, in_kb, correct, amb, amb_correct, detected, tp
