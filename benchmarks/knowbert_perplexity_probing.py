@@ -101,11 +101,13 @@ def run_probing(args: argparse.Namespace) -> dict:
 
     asked = {"max_train_per_cell": args.train_sample, "progress": False}
     out: dict = {"demo model": p_at_1(evaluate_demo(args.model, **asked)), "seeds": []}
+    print("demo model:", out["demo model"], flush=True)
     for folder in args.knowbert_model:
         row = {"model": str(folder)}
-        for setting, knowledge in (("layer on", True), ("layer off", False)):
+        for setting, knowledge in (("layer off", False), ("layer on", True)):
             summary = evaluate_demo(args.model, modes=["word"], probe_model=folder, knowledge=knowledge, **asked)
             row[setting] = {split: r["word"] for split, r in p_at_1(summary).items()}
+            print(folder, setting, row[setting], flush=True)
         out["seeds"].append(row)
     for setting in ("layer on", "layer off"):
         out[setting] = {split: mean_sd([s[setting][split] for s in out["seeds"]]) for split in out["seeds"][0][setting]}
@@ -135,12 +137,13 @@ def to_markdown(result: dict) -> str:
         lines += ["", "Probing P@1 (x100), all relations:", "", "| model, mode | held-out | train |", "|---|---:|---:|"]
         for setting in ("layer on", "layer off"):
             got = probing[setting]
-            lines.append(f"| KnowBert word, {setting} | {pct(got['held-out'])} | {pct(got['train'])} |")
+            cells = [pct(got[split]) if split in got else "-" for split in ("held-out", "train")]
+            lines.append(f"| KnowBert word, {setting} | " + " | ".join(cells) + " |")
         for mode in ("word", "entity [Y]", "entity [X]&[Y]", "random", "most common"):
-            lines.append(
-                f"| demo model {mode} | {100 * demo['held-out'][mode]:.1f} | {100 * demo['train'][mode]:.1f} |"
-            )
-        lines.append(f"\npairs: held-out {demo['held-out']['pairs']}, train {demo['train']['pairs']}")
+            cells = [f"{100 * demo[split][mode]:.1f}" if split in demo else "-" for split in ("held-out", "train")]
+            lines.append(f"| demo model {mode} | " + " | ".join(cells) + " |")
+        pairs = ", ".join(f"{split} {row['pairs']}" for split, row in demo.items())
+        lines.append(f"\npairs: {pairs}")
     return "\n".join(lines)
 
 
@@ -153,6 +156,7 @@ def main() -> None:
     parser.add_argument("--train-sample", type=int, default=20, help="training pairs probed per cell")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-probing", action="store_true")
+    parser.add_argument("--probing-only", action="store_true", help="keep the perplexity of the last run's JSON")
     args = parser.parse_args()
     import torch
 
@@ -160,14 +164,18 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     result: dict = {"settings": {k: json.loads(json.dumps(v, default=str)) for k, v in vars(args).items()}}
+    out = HERE / "results" / "knowbert_perplexity_probing.json"
     t0 = time.perf_counter()
-    result["perplexity"] = run_perplexity(args, demo_linking_docs(args.model))
-    result["seconds"] = {"perplexity": time.perf_counter() - t0}
+    if args.probing_only:
+        last = json.loads(out.read_text(encoding="utf-8"))
+        result["perplexity"], result["seconds"] = last["perplexity"], last["seconds"]
+    else:
+        result["perplexity"] = run_perplexity(args, demo_linking_docs(args.model))
+        result["seconds"] = {"perplexity": time.perf_counter() - t0}
     if not args.skip_probing:
         t0 = time.perf_counter()
         result["probing"] = run_probing(args)
         result["seconds"]["probing"] = time.perf_counter() - t0
-    out = HERE / "results" / "knowbert_perplexity_probing.json"
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(to_markdown(result))
     print(json.dumps(result["seconds"]))
