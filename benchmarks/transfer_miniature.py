@@ -13,6 +13,10 @@ pooled over the 23 zero-shot languages and for English (``re_subsets`` in the JS
 recomputes them from the fine-tuned models of an earlier run).
 
     python benchmarks/transfer_miniature.py [--seeds 0 1 2] [--epochs 5] [--learning-rate 1e-3] [--model DIR]
+
+Knowledge-enhanced word features (issue 32) beside E and W: ``--features entity word knowbert --knowbert-model
+RUN/model`` fine-tunes a KnowBert model trained from the same demo model (``benchmarks/knowbert_demo.py``) with
+``features="knowbert"``; the tables then get a KnowBert column.
 """
 
 from __future__ import annotations
@@ -50,9 +54,11 @@ def run(args: argparse.Namespace) -> dict:
     for task in args.tasks:
         tests = sorted((p.parent.name, p) for p in (data / task).glob("*/test.txt"))
         for seed in args.seeds:
-            for features in ("entity", "word"):
+            for features in args.features:
                 out = work / f"{task}-{features}-{seed}"
                 options = {"output": out, "features": features, "config": finetune_config(args, seed), **every_run}
+                if features == "knowbert":  # the kb's mentions are found per language: the training data's is en
+                    options |= {"model": args.knowbert_model, "lang": "en"}
                 started = time.perf_counter()
                 report = finetune(task, data / task / "en" / "train.txt", data / task / "en" / "dev.txt", **options)
                 scores = evaluate(task, out, tests, progress=False)
@@ -109,7 +115,7 @@ def re_subsets(args: argparse.Namespace, data: Path) -> dict:
             raise SystemExit(f"{data / 're' / lang / 'test.txt'} is not generate_re(seed={seed})'s test set")
     out: dict = {"pretraining_facts": len(pretraining), "runs": []}
     for seed_ in args.seeds:
-        for features in ("entity", "word"):
+        for features in [f for f in args.features if f in ("entity", "word")]:
             model, tok = load_transfer(args.work / f"re-{features}-{seed_}")
             zero_shot, zero_pred, en = [], [], {}
             for lang, examples in tests.items():
@@ -167,14 +173,42 @@ def table(results: dict, task: str) -> str:
     from common import e_vs_w_table
 
     key = "f1" if task == "ner" else "macro_f1"
-    return e_vs_w_table(
-        {
-            (r["features"], r["seed"], row["lang"]): 100 * row[key]
-            for r in results["runs"]
-            if r["task"] == task
-            for row in r["languages"]
-        }
-    )
+    score = {
+        (r["features"], r["seed"], row["lang"]): 100 * row[key]
+        for r in results["runs"]
+        if r["task"] == task
+        for row in r["languages"]
+    }
+    if any(k[0] == "knowbert" for k in score):
+        return knowbert_table(score)
+    return e_vs_w_table(score)
+
+
+def knowbert_table(score: dict[tuple[str, int, str], float]) -> str:
+    """Markdown: per language, mean (standard deviation) over seeds for E, W and KnowBert features, and
+    KnowBert - W (the knowledge layer's gain over the same word features), then the zero-shot average."""
+    import statistics
+
+    langs = sorted({k[2] for k in score}, key=lambda lang: (lang != "en", lang))
+    seeds = sorted({k[1] for k in score})
+    names = [f for f in ("entity", "word", "knowbert") if any(k[0] == f for k in score)]
+
+    def cell(features: str, lang: str | None) -> tuple[float, float]:
+        values = [
+            score[(features, s, lang)] if lang else statistics.mean(score[(features, s, x)] for x in langs if x != "en")
+            for s in seeds
+        ]
+        return statistics.mean(values), statistics.pstdev(values)
+
+    head = {"entity": "mLUKE-E", "word": "mLUKE-W", "knowbert": "KnowBert"}
+    lines = ["| language | " + " | ".join(head[f] for f in names) + " | KnowBert - W |"]
+    lines.append("|---|" + "---:|" * (len(names) + 1))
+    for lang in [*langs, None]:
+        cells = {f: cell(f, lang) for f in names}
+        gain = f"{cells['knowbert'][0] - cells['word'][0]:+.1f}" if "word" in cells else "-"
+        shown = " | ".join(f"{m:.1f} ({sd:.1f})" for m, sd in cells.values())
+        lines.append(f"| {lang or '**average (23, zero-shot)**'} | {shown} | {gain} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -188,6 +222,8 @@ def main() -> None:
     ap.add_argument("--learning-rate", type=float, default=1e-3)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--features", nargs="+", default=["entity", "word"], choices=["entity", "word", "knowbert"])
+    ap.add_argument("--knowbert-model", type=Path, help="a KnowBert model folder, for --features knowbert")
     ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
     ap.add_argument(
         "--subsets-only",
@@ -195,6 +231,8 @@ def main() -> None:
         help="recompute the RE subset scores from an earlier run's models and JSON",
     )
     args = ap.parse_args()
+    if "knowbert" in args.features and args.knowbert_model is None:
+        ap.error("--features knowbert needs --knowbert-model")
     if args.subsets_only:
         from kb.files import write_json
 

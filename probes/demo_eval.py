@@ -28,6 +28,8 @@ from kb.renamed import renamed_keyword
 from mluke.options import Mode
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from kb.jsontypes import JsonObject
     from mluke.devices import DType
 
@@ -60,22 +62,36 @@ def evaluate_demo(
     progress: bool = True,
     dtype: DType = None,
     outcomes: list[Outcome] | None = None,
+    modes: Sequence[str] | None = None,
+    probe_model: str | os.PathLike[str] | None = None,
+    knowledge: bool = True,
 ) -> dict[str, Any]:
     """Probe the demo model on its held-out and (a sample of) its training pairs; returns tables.
 
     ``dtype``: the model's precision (e.g. ``"bf16"``); ``outcomes``: a list that receives every probed
-    (relation, language, subject, mode) with its top-1 answer (to compare two runs)."""
+    (relation, language, subject, mode) with its top-1 answer (to compare two runs); ``modes``: names of
+    :data:`MODES` to probe (default all). ``probe_model``: probe this model folder on the demo's pairs instead
+    of the demo model itself (a KnowBert folder trained from it: word mode only), with its knowledge layer on or
+    off (``knowledge``)."""
     from tqdm import tqdm
 
     import mluke
     from mluke.cloze import probe
     from mluke.demo import demo_model
+    from mluke.knowbert.word_model import open_probe_model
     from mluke.options import ProbeOptions
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     info = json.loads((model_dir / "demo.json").read_text(encoding="utf-8"))
     db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
-    bundle = mluke.open_model(model_dir, dtype=dtype)
+    unknown = sorted(set(modes or ()) - {name for name, _, _ in MODES})
+    if unknown:
+        raise ValueError(f"unknown demo probing modes {unknown}; expected some of {[m for m, _, _ in MODES]}")
+    asked = [m for m in MODES if modes is None or m[0] in modes]
+    if probe_model is None:
+        bundle = mluke.open_model(model_dir, dtype=dtype)
+    else:
+        bundle = open_probe_model(probe_model, db=db, knowledge=knowledge, dtype=dtype)
     rng = random.Random(seed)
     cells: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: {"held-out": set(), "train": set()})
     for f in info["heldout"]:
@@ -93,13 +109,13 @@ def evaluate_demo(
         which = dict.fromkeys(split["held-out"], "held-out") | dict.fromkeys(train, "train")
         if not split["held-out"] and not train:
             continue
-        for name, mode, subject_entity in MODES:
+        for name, mode, subject_entity in asked:
             result = probe(
                 db.template(pid, lang).text,
                 lang,
                 subjects=sorted(which),
                 relation=pid,
-                options=ProbeOptions(mode=mode, use_subject_entity=subject_entity, top_k=1),
+                options=ProbeOptions(mode=mode, use_subject_entity=subject_entity, top_k=1, knowledge=knowledge),
                 model=bundle,
                 db=db,
             )
@@ -128,7 +144,8 @@ def evaluate_demo(
 
 
 def summarise(outcomes: list[Outcome], info: dict[str, Any] | None = None) -> dict[str, Any]:
-    """P@1 per relation and per language, held-out and train, for each mode and baseline."""
+    """P@1 per relation and per language, held-out and train, for each probed mode and baseline."""
+    names = [name for name, _, _ in MODES if any(o.mode == name for o in outcomes)] or [MODES[0][0]]
 
     def table(key: str) -> dict[str, dict[str, dict[str, float | int]]]:
         groups: dict[str, dict[str, list[Outcome]]] = defaultdict(lambda: defaultdict(list))
@@ -140,11 +157,11 @@ def summarise(outcomes: list[Outcome], info: dict[str, Any] | None = None) -> di
             out[group] = {}
             for split, items in splits.items():
                 row: dict[str, float | int] = {}
-                for name, _, _ in MODES:
+                for name in names:
                     sel = [o for o in items if o.mode == name]
                     row[name] = sum(o.correct for o in sel) / len(sel) if sel else float("nan")
                     row["pairs"] = len(sel)
-                first = [o for o in items if o.mode == MODES[0][0]]
+                first = [o for o in items if o.mode == names[0]]
                 row["random"] = sum(o.random_p for o in first) / len(first) if first else float("nan")
                 row["most common"] = sum(o.most_common for o in first) / len(first) if first else float("nan")
                 out[group][split] = row
@@ -158,8 +175,9 @@ def summarise(outcomes: list[Outcome], info: dict[str, Any] | None = None) -> di
 
 
 def to_markdown(summary: dict[str, Any], key: str = "by_relation") -> str:
-    """A markdown table of P@1 (x100) for held-out and training pairs."""
-    cols = [m for m, _, _ in MODES] + ["random", "most common"]
+    """A markdown table of P@1 (x100) for held-out and training pairs (the modes the summary holds)."""
+    rows = [row for splits in summary[key].values() for row in splits.values()]
+    cols = [m for m, _, _ in MODES if any(m in row for row in rows)] + ["random", "most common"]
     lines = [
         f"| {key.split('_')[1]} | split | pairs | " + " | ".join(cols) + " |",
         "|---|---|---:|" + "---:|" * len(cols),

@@ -1,5 +1,6 @@
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from mluke.cli import app
@@ -67,3 +68,34 @@ def test_eval_demo_cli_reports_probing_and_linking(tiny_demo, tmp_path):
     methods = {r["method"] for r in summary["linking"]["rows"] if r["lang"] == "all"}
     assert methods == {"prior", "model", "combined", "global"}
     assert "| all | held-out |" in out.output and "| all | global |" in out.output
+
+
+def test_demo_probing_of_a_knowbert_folder_with_the_layer_on_and_off(tiny_demo, embedded_db, tmp_path):
+    """A KnowBert folder made from the demo model probes the demo's pairs in word mode: with its layer off it
+    answers as the demo model's own word mode, pair for pair; the summary holds only the modes asked."""
+    import torch
+
+    from mluke.knowbert import KnowBertModel
+    from mluke.tokenizer import MlukeTokenizer
+    from probes.demo_eval import evaluate_demo, to_markdown
+
+    torch.manual_seed(0)
+    folder = tmp_path / "knowbert"
+    KnowBertModel.from_encoder(tiny_demo).save_pretrained(folder)
+    MlukeTokenizer.from_pretrained(tiny_demo).save_pretrained(folder / "tokenizer")
+    asked = {"db": embedded_db, "max_train_per_cell": 1, "progress": False, "modes": ["word"]}
+    bare: list = []
+    off: list = []
+    on: list = []
+    summary = evaluate_demo(tiny_demo, outcomes=bare, **asked)
+    evaluate_demo(tiny_demo, outcomes=off, probe_model=folder, knowledge=False, **asked)
+    evaluate_demo(tiny_demo, outcomes=on, probe_model=folder, **asked)
+    assert bare and {o.mode for o in bare} == {"word"}
+    key = lambda o: (o.relation, o.lang, o.subject, o.split, o.prediction, o.correct)  # noqa: E731
+    assert [key(o) for o in off] == [key(o) for o in bare]
+    assert [key(o)[:4] for o in on] == [key(o)[:4] for o in bare]  # the same pairs, the layer on
+    row = summary["by_relation"]["all"]["held-out"]
+    assert set(row) == {"word", "pairs", "random", "most common"}
+    assert "entity" not in to_markdown(summary) and "| word | random |" in to_markdown(summary)
+    with pytest.raises(ValueError, match="unknown demo probing modes"):
+        evaluate_demo(tiny_demo, db=embedded_db, modes=["words"], progress=False)
