@@ -138,6 +138,17 @@ def json_text(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1)
 
 
+def read_json_file(path: Path, *, expected: str) -> Any:
+    """The JSON value of the file ``path`` inside a folder; a missing file or invalid JSON is an
+    :class:`InputFormatError` naming the folder or the file (``expected``: what the folder should have been)."""
+    if not path.is_file():
+        raise InputFormatError(f"{path.parent}: no {path.name} (expected {expected})")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputFormatError(f"{path}: not valid JSON ({exc})") from None
+
+
 def write_json(data: Any, dest: str | os.PathLike[str], *, overwrite: bool = False) -> None:
     """Write ``data`` as JSON to a file, or to standard output for ``-``."""
     with output(dest, overwrite=overwrite) as f:

@@ -27,7 +27,7 @@ import torch
 
 from kb.db import EntityDB
 from kb.errors import InputFormatError, MlukeError
-from kb.files import atomic_path
+from kb.files import atomic_path, read_json_file
 from kb.renamed import renamed_keyword
 from kb.vocab import EntityVocab
 from mluke.entity_vocab import save_entity_vocab
@@ -107,12 +107,7 @@ def read_config(directory: Path) -> Any:
     from transformers import LukeConfig
 
     path = directory / "config.json"
-    if not path.is_file():
-        raise InputFormatError(f"{directory}: no config.json (expected an mLUKE checkpoint folder)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputFormatError(f"{path}: not valid JSON ({exc})") from None
+    data = read_json_file(path, expected="an mLUKE checkpoint folder")
     missing = [k for k in ("vocab_size", "entity_vocab_size", "hidden_size", "num_hidden_layers") if k not in data]
     if missing:
         raise InputFormatError(f"{path}: missing {', '.join(missing)}; expected a LukeConfig")

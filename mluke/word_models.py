@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from kb.errors import InputFormatError
+from kb.files import read_json_file
 from mluke.compat import dtype_kwargs
 from mluke.devices import to_device
 from mluke.errors import CheckpointError
@@ -40,12 +41,7 @@ def model_kind(directory: Path) -> Kind:
     vocabulary), else ``"word"``; a folder without a readable
     ``config.json`` is an :class:`InputFormatError`."""
     path = directory / "config.json"
-    if not path.is_file():
-        raise InputFormatError(f"{directory}: no config.json (expected a checkpoint folder)")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputFormatError(f"{path}: not valid JSON ({exc})") from None
+    config = read_json_file(path, expected="a checkpoint folder")
     if not isinstance(config, dict):
         raise InputFormatError(f"{path}: a JSON {type(config).__name__}; expected an object")
     has_vocab = any((directory / n).is_file() for n in ("entity_vocab.json", "entity_vocab.sqlite"))

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from kb.errors import InputFormatError
-from kb.files import atomic_path
+from kb.files import atomic_path, read_json_file
 from mluke.errors import CheckpointError
 from mluke.knowbert.batch import SpanCandidates
 from mluke.knowbert.config import KnowBertConfig
@@ -292,12 +292,7 @@ def _without_aliases(state: dict[str, Tensor]) -> tuple[dict[str, Tensor], dict[
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise InputFormatError(f"{path.parent}: no {CONFIG_FILE} (expected a folder written by KnowBertModel)")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputFormatError(f"{path}: not valid JSON ({exc})") from None
+    meta = read_json_file(path, expected="a folder written by KnowBertModel")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputFormatError(f"{path}: not a KnowBert model description (expected format {FORMAT!r})")
     if meta.get("version") != FORMAT_VERSION:
