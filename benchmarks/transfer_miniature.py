@@ -16,7 +16,9 @@ recomputes them from the fine-tuned models of an earlier run).
 
 Knowledge-enhanced word features (issue 32) beside E and W: ``--features entity word knowbert --knowbert-model
 RUN/model`` fine-tunes a KnowBert model trained from the same demo model (``benchmarks/knowbert_demo.py``) with
-``features="knowbert"``; the tables then get a KnowBert column.
+``features="knowbert"``; the tables then get a KnowBert column. With one KnowBert folder per seed
+(``--knowbert-model SEED0/model SEED1/model ...``, as many as ``--seeds``, in their order), fine-tuning seed ``i``
+starts from the ``i``-th: the spread over seeds then covers the KnowBert training seed too.
 """
 
 from __future__ import annotations
@@ -48,7 +50,10 @@ def run(args: argparse.Namespace) -> dict:
         else work / "data"
     )
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
-    settings = {k: (_shown(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    settings = {
+        k: (_shown(v) if isinstance(v, Path) else [_shown(p) for p in v] if k == "knowbert_model" and v else v)
+        for k, v in vars(args).items()
+    }
     results: dict = {"model": str(model), "manifest": manifest, "settings": settings, "runs": []}
     every_run = {"model": model, "overwrite": True, "progress": False}
     for task in args.tasks:
@@ -58,7 +63,7 @@ def run(args: argparse.Namespace) -> dict:
                 out = work / f"{task}-{features}-{seed}"
                 options = {"output": out, "features": features, "config": finetune_config(args, seed), **every_run}
                 if features == "knowbert":  # the kb's mentions are found per language: the training data's is en
-                    options |= {"model": args.knowbert_model, "lang": "en"}
+                    options |= {"model": knowbert_model(args, seed), "lang": "en"}
                 started = time.perf_counter()
                 report = finetune(task, data / task / "en" / "train.txt", data / task / "en" / "dev.txt", **options)
                 scores = evaluate(task, out, tests, progress=False)
@@ -84,6 +89,12 @@ def run(args: argparse.Namespace) -> dict:
         results["re_subsets"] = re_subsets(args, data)
     write_json(results, args.output, overwrite=True)
     return results
+
+
+def knowbert_model(args: argparse.Namespace, seed: int) -> Path:
+    """The KnowBert folder fine-tuning seed ``seed`` starts from: the only one, or the seed's own."""
+    models = args.knowbert_model
+    return models[0] if len(models) == 1 else models[args.seeds.index(seed)]
 
 
 def re_subsets(args: argparse.Namespace, data: Path) -> dict:
@@ -223,7 +234,12 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--features", nargs="+", default=["entity", "word"], choices=["entity", "word", "knowbert"])
-    ap.add_argument("--knowbert-model", type=Path, help="a KnowBert model folder, for --features knowbert")
+    ap.add_argument(
+        "--knowbert-model",
+        type=Path,
+        nargs="+",
+        help="KnowBert model folder(s) for --features knowbert: one for every seed, or one per seed in --seeds order",
+    )
     ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
     ap.add_argument(
         "--subsets-only",
@@ -233,6 +249,8 @@ def main() -> None:
     args = ap.parse_args()
     if "knowbert" in args.features and args.knowbert_model is None:
         ap.error("--features knowbert needs --knowbert-model")
+    if args.knowbert_model and len(args.knowbert_model) not in (1, len(args.seeds)):
+        ap.error(f"--knowbert-model: give one folder, or one per seed ({len(args.seeds)})")
     if args.subsets_only:
         from kb.files import write_json
 
