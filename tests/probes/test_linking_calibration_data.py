@@ -4,22 +4,13 @@ that is not theirs, and NIL instances with the country named, with another one a
 import pytest
 
 from mluke.confidence import FEATURES
+from probes import linking_calibration_data as data
 from probes.linking_calibration import nil_instances
-from probes.linking_calibration_data import (
-    NO_COUNTRY_TEMPLATES,
-    SETS,
-    UNRELATED_COUNTRY_TEMPLATES,
-    calibration_sets,
-    ordinary_text_docs,
-    pair_half,
-    set_sizes,
-    split_halves,
-)
 
 
 @pytest.fixture(scope="module")
 def sets(tiny_demo, embedded_db):
-    return calibration_sets(tiny_demo, embedded_db)
+    return data.calibration_sets(tiny_demo, embedded_db)
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +24,12 @@ def _city(doc, countries):
 
 
 def test_ordinary_text_is_deterministic_and_seeded(tiny_demo, embedded_db, sets):
-    assert tuple(sets) == SETS
-    again = ordinary_text_docs(tiny_demo, embedded_db)
+    assert tuple(sets) == data.SETS
+    again = data.ordinary_text_docs(tiny_demo, embedded_db)
     assert again == {k: sets[k] for k in again}
-    other = ordinary_text_docs(tiny_demo, embedded_db, seed=1)
+    other = data.ordinary_text_docs(tiny_demo, embedded_db, seed=1)
     assert [d.text for d in other["unrelated country"]] != [d.text for d in again["unrelated country"]]
-    assert set(UNRELATED_COUNTRY_TEMPLATES) == set(NO_COUNTRY_TEMPLATES)
+    assert set(data.UNRELATED_COUNTRY_TEMPLATES) == set(data.NO_COUNTRY_TEMPLATES)
     assert {"ja", "zh"} <= {d.lang for d in again["unrelated country"]}
 
 
@@ -63,16 +54,16 @@ def test_unrelated_country_sentences_name_a_country_that_is_not_the_citys(embedd
 def test_every_set_splits_by_pair_and_no_pair_is_in_both_halves(sets, countries):
     half_of: dict[tuple[str, str], int] = {}
     for name, docs in sets.items():
-        fit, held = split_halves(docs, countries)
+        fit, held = data.split_halves(docs, countries)
         assert fit and held and len(fit) + len(held) == len(docs), name
         for half, part in enumerate((fit, held)):
             for d in part:
                 pair = (_city(d, countries).key, d.lang)
-                assert pair_half(*pair) == half
+                assert data.pair_half(*pair) == half
                 assert half_of.setdefault(pair, half) == half, (name, pair)
-    sizes = set_sizes(sets["no country"], countries)
+    sizes = data.set_sizes(sets["no country"], countries)
     assert sizes["sentences"] == len(sets["no country"]) and sizes["naming a country"] == 0
-    assert set_sizes(sets["unrelated country"], countries)["naming a country"] == len(sets["unrelated country"])
+    assert data.set_sizes(sets["unrelated country"], countries)["naming a country"] == len(sets["unrelated country"])
 
 
 @pytest.fixture(scope="module")
