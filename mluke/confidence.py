@@ -21,8 +21,9 @@ A mention is NIL when its confidence is below the threshold (default:
 :attr:`Calibration.threshold`). :data:`DEFAULT_CALIBRATION` (without kb coherence) and
 :data:`KB_COHERENCE_CALIBRATION` (with it) were fitted by
 :func:`probes.linking_calibration.calibrate` on held-out data the library builds
-itself (the demo's linking sentences and the same mentions with their entity
-removed from the candidates); it is a property of the model it was fitted with,
+itself (:mod:`probes.linking_calibration_data`: the demo's linking sentences, free
+wording, cities beside an unrelated country or none, and the same mentions with their
+entity removed from the kb); it is a property of the model it was fitted with,
 so fit one for another model and pass it to :class:`mluke.Linker`.
 """
 
@@ -124,38 +125,41 @@ def fit_logistic(
     return tuple(round(float(v), 6) for v in w)
 
 
-#: The default. Fitted by ``python benchmarks/linking_calibration.py`` (2026-11-25) on the cached demo model
-#: (version 5, 3,290 steps), on 5,106 decisions: even items of the demo's linking set and of its free-wording
-#: pairs, gold and with the entity missing from the kb (candidates and normaliser), methods combined and prior,
-#: without the kb-coherence feature (the model's and the kb's statistics only); threshold = best accuracy keeping
-#: >= 90% of right ambiguous links on the fit half. No NIL from a rule about which countries a text names, but
-#: NIL recall 15-41% and 83% of right ambiguous links kept on held-out free wording (98.8% on template wording).
+#: The default. Fitted by ``OMP_NUM_THREADS=1 python benchmarks/linking_calibration.py
+#: ~/.cache/mluke/demo-model-v5`` (2026-11-25) on the cached demo model (version 5, 3,290 steps), on 9,700 decisions:
+#: the fit halves (by (city, language) pair) of the four sets of :mod:`probes.linking_calibration_data` (the demo's
+#: linking set, its free wording, ordinary text with a city beside an unrelated country, and with no country), gold
+#: and with the entity missing from the kb (candidates and normaliser), methods combined and prior, without the
+#: kb-coherence feature; threshold = best accuracy keeping >= 90% of right ambiguous links on the fit half. Chosen
+#: by :func:`probes.linking_calibration.choose_default`: it keeps 87.6-99.6% of right ambiguous links on every
+#: held-out half (the fit with kb coherence keeps 60.2% beside an unrelated country) at a low NIL recall (0-8%).
 DEFAULT_CALIBRATION = Calibration(
-    weights=(-3.634315, 2.334746, -0.751609, 0.926383, 3.766564, 0.45689, -0.658671, 0.0),
-    threshold=0.2,
+    weights=(-1.584436, 0.781617, -0.590308, 0.582754, 1.75109, -0.598907, -0.361965, 0.0),
+    threshold=0.15,
     provenance={
         "model": "demo-model-v5 (3,290 steps)",
-        "decisions": 5106,
+        "decisions": 9700,
+        "sets": "template, free, unrelated country, no country (fit halves)",
         "features": "without kb_conflict",
         "date": "2026-11-25",
-        "command": "python benchmarks/linking_calibration.py MODEL_DIR",
+        "command": "OMP_NUM_THREADS=1 python benchmarks/linking_calibration.py ~/.cache/mluke/demo-model-v5",
     },
 )
 
-#: The same fit with the kb-coherence feature (``kb_conflict``): NIL
-#: recall 97-99% on the held-out halves, but a place beside a country that nothing in the text relates to it
-#: ("Rome and Turkey") can be NIL: the library's NIL data always names the missing entity's country, so this
-#: fit rewards a rule that ordinary text breaks. Not the default; pass it as
-#: ``Linker(..., calibration=KB_COHERENCE_CALIBRATION)`` where missing namesakes matter more than such texts.
-#: Figures in benchmarks/RESULTS.md ("Linking a user can trust", demo v5). Refit for any other model.
+#: The same fit with the kb-coherence feature (``kb_conflict``, weight -2.7: the data now shows it on right links
+#: beside an unrelated country as well as on NIL). NIL recall 11-43% where the text names a country (0% without
+#: one), but only 60.2% of right ambiguous links beside an unrelated country kept, and "Chad" in "Chad Smith"
+#: linked. Opt-in: ``Linker(..., calibration=KB_COHERENCE_CALIBRATION)``. Figures in benchmarks/RESULTS.md
+#: ("NIL calibration on ordinary text", issue 28). Refit for any other model.
 KB_COHERENCE_CALIBRATION = Calibration(
-    weights=(2.657484, -2.006456, -6.412926, 0.500545, 1.129866, -3.4764, -0.33842, -18.941386),
-    threshold=0.45,
+    weights=(-0.145956, 0.366313, -0.346049, 0.466126, 1.370087, -0.433443, -0.295928, -2.700344),
+    threshold=0.1,
     provenance={
         "model": "demo-model-v5 (3,290 steps)",
-        "decisions": 5106,
+        "decisions": 9700,
+        "sets": "template, free, unrelated country, no country (fit halves)",
         "features": "all (with kb coherence)",
         "date": "2026-11-25",
-        "command": "python benchmarks/linking_calibration.py MODEL_DIR",
+        "command": "OMP_NUM_THREADS=1 python benchmarks/linking_calibration.py ~/.cache/mluke/demo-model-v5",
     },
 )

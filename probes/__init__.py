@@ -19,15 +19,17 @@ command of the same name does.
 - :func:`eval_link` / :func:`evaluate_linking` / :func:`read_mewsli` (:mod:`probes.mewsli`) — Mewsli-9
   folders (:class:`LinkingSet` of :class:`LinkDoc` with :class:`GoldMention`), in-KB / ambiguous accuracy and
   end-to-end P/R/F1 per language and method (:class:`LinkingReport`);
-- :func:`calibrate` / :func:`free_wording_docs` (:mod:`probes.linking_calibration`) — fit the linker's
-  confidence (NIL) calibration on the demo model and score NIL precision / recall; the demo's
-  ambiguous-city sentences in held-out free wording (does context beat the prior?).
+- :func:`calibrate` (:mod:`probes.linking_calibration`) — fit the linker's confidence (NIL) calibration on
+  the demo model and score NIL precision / recall; its data (:mod:`probes.linking_calibration_data`):
+  :func:`free_wording_docs`, the demo's ambiguous-city sentences in held-out free wording (does context beat
+  the prior?), and :func:`ordinary_text_docs`, cities beside an unrelated country or none.
 """
 
 from probes.bias import bias_by_language, language_bias
 from probes.cwr import CwrReport, ParallelSpan, evaluate_cwr, read_mlqa_spans, read_parallel_jsonl
 from probes.demo_eval import DemoReport, eval_demo
-from probes.linking_calibration import calibrate, free_wording_docs
+from probes.linking_calibration import calibrate
+from probes.linking_calibration_data import free_wording_docs, ordinary_text_docs
 from probes.linking_eval import LinkingReport, eval_link, evaluate_linking
 from probes.mewsli import GoldMention, LinkDoc, LinkingSet, read_mewsli
 from probes.mlama import read_mlama
@@ -60,6 +62,7 @@ __all__ = [
     "language_bias",
     "modularity",
     "modularity_by_language",
+    "ordinary_text_docs",
     "parallel_spans",
     "read_mewsli",
     "read_mlama",

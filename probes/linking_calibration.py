@@ -1,24 +1,21 @@
-"""NIL calibration and the context test of entity linking, on data the library builds itself.
+"""NIL calibration of entity linking, on data the library builds itself (:mod:`probes.linking_calibration_data`).
 
-- :func:`free_wording_docs`: the demo's ambiguous-city sentences written freely, with
-  wording the demo never trained on (:data:`FREE_TEMPLATES`, three per language in
-  12 languages; the country is named before or after the city, in another clause):
-  does the model use the context, or only the prior?
 - :func:`nil_instances`: gold mentions of a linking set (they should link to their
   entity) and the same mentions with their entity removed from the kb - from every
   mention's candidates and from the model's normaliser and best entity - (what
   linking sees when the kb lacks the entity: they should be NIL);
-- :func:`calibrate`: fits :class:`mluke.confidence.Calibration` on one half of the
-  demo's linking set and of the free-wording set (even items / even (city,
-  language) pairs) and reports NIL precision / recall and accuracy at the fitted
-  default threshold on the other halves, and on :data:`COMMON_WORD_SENTENCES` (hand-written sentences
-  where common words that are also place names must stay unlinked and the places must link).
+- :func:`calibrate`: fits :class:`mluke.confidence.Calibration` on the fit half of every set of
+  :data:`probes.linking_calibration_data.SETS` (the demo's linking set, its free wording, ordinary text with an
+  unrelated country or none; split by (city, language) pair) and reports NIL precision / recall, accuracy and
+  the right ambiguous links kept at the fitted default threshold on each held-out half, and on
+  :data:`COMMON_WORD_SENTENCES` (hand-written sentences where common words that are also place names must stay
+  unlinked and the places must link); :func:`choose_default` applies the rule that picks the shipped default.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,74 +23,11 @@ from typing import TYPE_CHECKING, Any
 from kb import open_db
 from kb.db import EntityDB
 from mluke.options import LinkOptions
+from probes.linking_calibration_data import FREE_TEMPLATES
 
 if TYPE_CHECKING:
     from kb.mentions import Mention
     from mluke.linker import Linker
-
-#: Held-out wording: ``{city}`` and ``{country}`` in sentences unlike the kb's relation templates.
-FREE_TEMPLATES: dict[str, tuple[str, ...]] = {
-    "en": (
-        "Last spring my sister spent a week in {city} and came back in love with {country}.",
-        "{country} surprised us: the old town of {city} was the highlight of the trip.",
-        "My colleague grew up in {city} and still talks about {country} all the time.",
-    ),
-    "de": (
-        "Letzten Sommer war meine Schwester eine Woche in {city} und schwärmt seitdem von {country}.",
-        "{country} hat uns überrascht: Die Altstadt von {city} war der schönste Teil der Reise.",
-        "Mein Kollege kommt aus {city} und erzählt oft von {country}.",
-    ),
-    "fr": (
-        "L'été dernier, ma sœur a passé une semaine à {city} et elle ne parle plus que de son voyage : {country}.",
-        "{country} nous a surpris : la vieille ville de {city} était le meilleur moment du voyage.",
-        "Mon collègue a grandi à {city} et il parle souvent de son pays, {country}.",
-    ),
-    "es": (
-        "El verano pasado mi hermana pasó una semana en {city} y volvió enamorada de {country}.",
-        "{country} nos sorprendió: el casco antiguo de {city} fue lo mejor del viaje.",
-        "Mi compañero creció en {city} y siempre habla de su país, {country}.",
-    ),
-    "it": (
-        "L'estate scorsa mia sorella ha passato una settimana a {city} ed è tornata innamorata del paese: {country}.",
-        "{country} ci ha sorpreso: il centro storico di {city} è stato il momento migliore del viaggio.",
-        "Il mio collega è cresciuto a {city} e parla spesso del suo paese, {country}.",
-    ),
-    "pt": (
-        "No verão passado a minha irmã passou uma semana em {city} e voltou apaixonada pelo país: {country}.",
-        "{country} nos surpreendeu: o centro histórico de {city} foi o melhor da viagem.",
-        "O meu colega cresceu em {city} e fala sempre do seu país, {country}.",
-    ),
-    "nl": (
-        "Vorige zomer was mijn zus een week in {city} en sindsdien praat ze alleen nog over {country}.",
-        "{country} verraste ons: de oude binnenstad van {city} was het hoogtepunt van de reis.",
-        "Mijn collega is opgegroeid in {city} en vertelt vaak over {country}.",
-    ),
-    "sv": (
-        "Förra sommaren var min syster en vecka i {city} och sedan dess pratar hon bara om {country}.",
-        "{country} överraskade oss: gamla stan i {city} var resans höjdpunkt.",
-        "Min kollega växte upp i {city} och berättar ofta om {country}.",
-    ),
-    "id": (
-        "Musim panas lalu kakak saya menghabiskan seminggu di {city} dan jatuh cinta pada {country}.",
-        "{country} membuat kami terkejut: kota tua {city} adalah bagian terbaik dari perjalanan itu.",
-        "Rekan kerja saya tumbuh besar di {city} dan sering bercerita tentang {country}.",
-    ),
-    "vi": (
-        "Mùa hè năm ngoái chị tôi ở {city} một tuần và từ đó rất yêu {country}.",
-        "{country} làm chúng tôi bất ngờ: phố cổ {city} là điều tuyệt nhất của chuyến đi.",
-        "Đồng nghiệp của tôi lớn lên ở {city} và hay kể về {country}.",
-    ),
-    "ja": (
-        "去年の夏、姉は{city}で一週間過ごし、すっかり{country}が好きになった。",
-        "{country}には驚かされた。{city}の旧市街が旅の一番の思い出だ。",
-        "同僚は{city}で育ち、よく{country}の話をしてくれる。",
-    ),
-    "zh": (
-        "去年夏天，我姐姐在{city}住了一个星期，从此爱上了{country}。",
-        "{country}让我们很惊喜：{city}的老城区是这次旅行最美好的回忆。",
-        "我的同事在{city}长大，常常给我们讲{country}的事情。",
-    ),
-}
 
 #: Hand-written sentences: (language, text, surfaces that must stay unlinked, surfaces that must link).
 COMMON_WORD_SENTENCES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -127,57 +61,6 @@ COMMON_WORD_SENTENCES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], 
     ("ja", "ローマ字で名前を書いてから、トルコライスを注文した。", ("ローマ", "トルコ"), ()),
     ("ja", "夏休みにローマとトルコを旅行した。", (), ("ローマ", "トルコ")),
 )
-
-
-def free_wording_docs(
-    model_dir: str | Path, db: EntityDB | None = None, *, languages: Iterable[str] | None = None
-) -> list[Any]:
-    """The (city, language) pairs of the demo's linking set written with :data:`FREE_TEMPLATES` (all three
-    templates each), as :class:`probes.mewsli.LinkDoc` objects with both gold mentions; deterministic."""
-    from probes.demo_eval import demo_linking_docs
-    from probes.mewsli import GoldMention, LinkDoc
-
-    db = open_db(db)
-    wanted = set(FREE_TEMPLATES if languages is None else languages) & set(FREE_TEMPLATES)
-    pairs: dict[tuple[str, str], str] = {}
-    for doc in demo_linking_docs(model_dir):
-        if doc.lang in wanted and len(doc.mentions) == 2:
-            pairs[(doc.mentions[0].key, doc.lang)] = doc.mentions[1].key
-    out = []
-    for (city, lang), country in sorted(pairs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        names = db.labels([city, country], lang)
-        if city not in names or country not in names:
-            continue
-        for n, template in enumerate(FREE_TEMPLATES[lang]):
-            text, spans = _fill(template, {"city": names[city], "country": names[country]})
-            gold = sorted([(*spans["city"], city), (*spans["country"], country)])
-            out.append(
-                LinkDoc(
-                    f"free-{lang}-{city}-{n}",
-                    lang,
-                    text,
-                    tuple(GoldMention(a, b, text[a:b], key) for a, b, key in gold),
-                )
-            )
-    return out
-
-
-def _fill(template: str, values: dict[str, str]) -> tuple[str, dict[str, tuple[int, int]]]:
-    """``template`` with its ``{name}`` slots filled, and the span of each filled slot."""
-    import re
-
-    text, spans, pos = [], {}, 0
-    length = 0
-    for m in re.finditer(r"\{(\w+)\}", template):
-        text.append(template[pos : m.start()])
-        length += m.start() - pos
-        value = values[m.group(1)]
-        spans[m.group(1)] = (length, length + len(value))
-        text.append(value)
-        length += len(value)
-        pos = m.end()
-    text.append(template[pos:])
-    return "".join(text), spans
 
 
 @dataclass
@@ -325,6 +208,24 @@ class CalibrationReport:
     common_words: dict[str, int] = field(default_factory=dict)
 
 
+#: Per set of :data:`probes.linking_calibration_data.SETS`: (fit half, held-out half) of its decisions.
+SetInstances = dict[str, tuple[list[Instance], list[Instance]]]
+
+
+def calibration_instances(linker: Any, model_dir: str | Path, db: EntityDB | None = None) -> SetInstances:
+    """The decisions of every calibration set, split into halves by (city, language) pair: the fit half with
+    methods combined and prior, the held-out half with combined (what :func:`calibrate` fits and scores)."""
+    from probes.linking_calibration_data import calibration_sets, split_halves
+
+    db = open_db(db)
+    countries = list(db.keys(kind="country"))
+    out: SetInstances = {}
+    for name, docs in calibration_sets(model_dir, db).items():
+        fit, held = split_halves(docs, countries)
+        out[name] = (nil_instances(linker, fit), nil_instances(linker, held, ("combined",)))
+    return out
+
+
 def calibrate(
     model_dir: str | Path,
     db: EntityDB | None = None,
@@ -332,6 +233,7 @@ def calibrate(
     linker: Linker | None = None,
     min_kept: float = 0.9,
     drop: Sequence[str] = (),
+    instances: SetInstances | None = None,
 ) -> CalibrationReport:
     """Fit the confidence calibration of ``model_dir`` (a demo model folder) and score it (module docs).
 
@@ -339,27 +241,23 @@ def calibrate(
     that keep at least ``min_kept`` of the right links of ambiguous mentions; of equally accurate ones, the
     highest (it leaves more low-confidence mentions, such as common words, unlinked at no cost on the fit).
     ``drop``: names of :data:`mluke.confidence.FEATURES` to fit without (their weights are 0; e.g.
-    :data:`mluke.confidence.KB_FEATURES` for a confidence without kb coherence).
+    :data:`mluke.confidence.KB_FEATURES` for a confidence without kb coherence). ``instances``: the
+    decisions of :func:`calibration_instances`, when already computed with ``linker``.
     """
     from mluke.confidence import FEATURES, Calibration, fit_logistic
     from mluke.linker import Linker
-    from probes.demo_eval import demo_linking_docs
 
-    db = open_db(db)
-    docs = demo_linking_docs(model_dir)
-    free = free_wording_docs(model_dir, db)
-    langs = sorted({d.lang for d in docs} | {d.lang for d in free} | {s[0] for s in COMMON_WORD_SENTENCES})
-    linker = linker if linker is not None else Linker(model_dir, db, languages=langs)
-    fit_docs = [d for i, d in enumerate(docs) if i % 2 == 0]
-    test_docs = [d for i, d in enumerate(docs) if i % 2 == 1]
-    per_pair = len(FREE_TEMPLATES["en"])  # a (city, language) pair's sentences stay in one half
-    fit_free = [d for i, d in enumerate(free) if (i // per_pair) % 2 == 0]
-    test_free = [d for i, d in enumerate(free) if (i // per_pair) % 2 == 1]
     unknown = set(drop) - set(FEATURES)
     if unknown:
         raise ValueError(f"unknown features {sorted(unknown)}; the features are {', '.join(FEATURES)}")
+    db = open_db(db)
+    if linker is None:
+        langs = sorted(set(FREE_TEMPLATES) | {s[0] for s in COMMON_WORD_SENTENCES} | _linking_languages(model_dir))
+        linker = Linker(model_dir, db, languages=langs)
+    if instances is None:
+        instances = calibration_instances(linker, model_dir, db)
     zero = [FEATURES.index(f) for f in drop]
-    fit_set = nil_instances(linker, fit_docs + fit_free)
+    fit_set = [i for fit, _ in instances.values() for i in fit]
     x = [[0.0 if k in zero else v for k, v in enumerate(i.x)] for i in fit_set]
     y = [int(i.truth is not None and i.top == i.truth) for i in fit_set]
     weights = fit_logistic(x, y)
@@ -377,8 +275,8 @@ def calibrate(
         weights,
         threshold,
         {
-            "fitted_on": f"even items of the demo linking set of {Path(model_dir).name} and of its free-wording "
-            f"(city, language) pairs ({len(fit_set)} decisions, gold and entity-removed, methods combined "
+            "fitted_on": f"the fit halves (by (city, language) pair) of {', '.join(instances)} for "
+            f"{Path(model_dir).name} ({len(fit_set)} decisions, gold and entity-removed, methods combined "
             "and prior)",
             "threshold_rule": f"best accuracy (combined) keeping >= {min_kept:.0%} of right ambiguous links; "
             "the highest of equals",
@@ -386,16 +284,58 @@ def calibrate(
             "date": datetime.date.today().isoformat(),
         },
     )
+    report = score_calibration(calibration, instances, linker)
+    report.scores = {"fit half (all sets)": nil_scores(combined, calibration), **report.scores}
+    return report
+
+
+def score_calibration(calibration: Any, instances: SetInstances, linker: Any) -> CalibrationReport:
+    """``calibration``'s NIL scores on each held-out half of ``instances`` and its hand-written sentences."""
     report = CalibrationReport(calibration)
-    report.scores["fit half (template + free wording)"] = nil_scores(combined, calibration)
-    report.scores["held-out half, template wording"] = nil_scores(
-        nil_instances(linker, test_docs, ("combined",)), calibration
-    )
-    report.scores["held-out half, free wording"] = nil_scores(
-        nil_instances(linker, test_free, ("combined",)), calibration
-    )
+    for name, (_, held) in instances.items():
+        report.scores[f"held-out half, {name}"] = nil_scores(held, calibration)
     report.common_words = common_word_outcomes(linker, calibration)
     return report
+
+
+def meets_default_rule(report: CalibrationReport, min_kept: float = 0.9) -> list[str]:
+    """What keeps ``report``'s calibration from being the default (empty: nothing): it must keep at least
+    ``min_kept`` of the right ambiguous links on every held-out half, leave every hand-written common word
+    unlinked and link every hand-written place."""
+    failed = []
+    for name, s in report.scores.items():
+        if name.startswith("held-out") and s.right_ambiguous_kept is not None and s.right_ambiguous_kept < min_kept:
+            failed.append(f"{name}: {100 * s.right_ambiguous_kept:.1f}% of right ambiguous links kept")
+    cw = report.common_words
+    if cw["common words unlinked"] < cw["common words"]:
+        failed.append(f"common words unlinked {cw['common words unlinked']}/{cw['common words']}")
+    if cw["places linked"] < cw["places"]:
+        failed.append(f"places linked {cw['places linked']}/{cw['places']}")
+    return failed
+
+
+def held_out_recall(report: CalibrationReport) -> float:
+    """NIL recall over all held-out halves together (what :func:`choose_default` maximises)."""
+    held = [s for name, s in report.scores.items() if name.startswith("held-out")]
+    should = sum(s.should_be_nil for s in held)
+    found = sum(round((s.nil_recall or 0.0) * s.should_be_nil) for s in held)
+    return found / should if should else 0.0
+
+
+def choose_default(reports: dict[str, CalibrationReport], min_kept: float = 0.9) -> tuple[str, list[str]]:
+    """The default among ``reports`` (by name): of those that meet :func:`meets_default_rule`, the one with the
+    highest :func:`held_out_recall`; if none does, the one that fails fewest rules (then the highest recall).
+    Returns its name and the rules it fails."""
+    ranked = sorted(
+        reports, key=lambda n: (len(meets_default_rule(reports[n], min_kept)), -held_out_recall(reports[n]))
+    )
+    return ranked[0], meets_default_rule(reports[ranked[0]], min_kept)
+
+
+def _linking_languages(model_dir: str | Path) -> set[str]:
+    from probes.demo_eval import demo_linking_docs
+
+    return {d.lang for d in demo_linking_docs(model_dir)}
 
 
 def common_word_outcomes(linker: Any, calibration: Any = None) -> dict[str, int]:
