@@ -1,7 +1,5 @@
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from mluke.pretraining.corpus_reader import Sequence
 from mluke.pretraining.init import is_new_parameter
 from mluke.pretraining.sampler import LanguageSampler, language_probabilities
 from mluke.tokenizer import MlukeTokenizer
+from tests.jobs import torchrun
 from tests.mluke.conftest import TINY_SHAPE
 
 JAPAN, TOKYO, FRANCE, PARIS = "geonames:1861060", "geonames:1850147", "geonames:3017382", "geonames:2988507"
@@ -320,38 +319,12 @@ def test_accumulation_equals_a_bigger_micro_batch(corpus_dir, xlmr_dir, tmp_path
 
 
 def _torchrun(config: TrainConfig, toml: Path) -> tuple[dict, dict[str, torch.Tensor]]:
-    """Run ``config`` in two processes under torchrun (a free port, so parallel runs do not collide);
-    returns the last checkpoint's trainer state and parameters."""
-    import socket
-
+    """Run ``config`` in two processes under torchrun; returns the last checkpoint's trainer state and
+    parameters."""
     from safetensors.torch import load_file
 
     toml.write_text(config.to_toml())
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = str(sock.getsockname()[1])
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node",
-            "2",
-            "--master_port",
-            port,
-            "-m",
-            "mluke",
-            "pretrain",
-            "--config",
-            str(toml),
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    torchrun(["pretrain", "--config", str(toml), "--no-progress"])
     last = sorted((Path(config.run.output) / "checkpoints").glob("step-*"))[-1]
     return json.loads((last / "trainer_state.json").read_text()), load_file(str(last / "model.safetensors"))
 
