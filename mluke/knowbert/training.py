@@ -55,6 +55,7 @@ from mluke.devices import resolve_device
 from mluke.knowbert.batch import IGNORE
 from mluke.knowbert.candidates import Window, collate, mlm_labels
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
+from mluke.knowbert.parallel import wrap_losses
 from mluke.pretraining import run_folder
 from mluke.pretraining.config import StageConfig
 from mluke.pretraining.sampler import LanguageSampler
@@ -162,7 +163,7 @@ class KnowBertTrainer:
         self.device = local if self.world > 1 else named  # one process: "cuda:1" is GPU 1
         config.per_process(self.world)  # batch_size splits over the processes
         self.model = model.to(self.device)
-        self.ddp: torch.nn.Module = _LossModule(self.model)
+        self.ddp = wrap_losses(self.model, 1, self.device)  # DDP over it from the first stage on
         self.tokenizer = tokenizer
         self.vocab = MaskVocabulary.from_tokenizer(tokenizer)
         self.mask_row = model.entities.mask_row
@@ -212,7 +213,7 @@ class KnowBertTrainer:
         if index == 1 and step_in_stage == 0:
             self.model.kar.init_output_projection()  # Algorithm 1: W2 = pinv(W1) after the linker's training
         self.optimizer = torch.optim.AdamW(self.parameter_groups(index), betas=(0.9, 0.999), eps=1e-6)
-        self.ddp = _wrap(self.model, self.world, self.device)  # after freezing: DDP syncs what trains now
+        self.ddp = wrap_losses(self.model, self.world, self.device)  # after freezing: DDP syncs what trains now
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_factor(stage, s))
         if step_in_stage:  # resuming inside the stage: the schedule at its step (torch warns of no optimizer step)
             self.scheduler.last_epoch = step_in_stage - 1
@@ -351,7 +352,7 @@ class KnowBertTrainer:
             self.out.mkdir(parents=True, exist_ok=True)
             run_folder.remove_leftovers(self.out)
             run_folder.cut_log(self.out / "log.jsonl", self.step)
-        bar = tqdm(total=stop, initial=self.step, desc="knowbert", unit="step", disable=not progress or self.rank)
+        bar = tqdm(total=stop, initial=self.step, desc="knowbert", unit="step", disable=not progress or self.rank != 0)
         log = (self.out / "log.jsonl").open("a", encoding="utf-8") if self.rank == 0 else None
         try:
             while self.step < stop:
@@ -387,33 +388,6 @@ class KnowBertTrainer:
         """Wait for every process (nothing with one): what rank 0 writes is there when any rank goes on."""
         if self.world > 1:
             dist.barrier(device_ids=[self.device.index] if self.device.type == "cuda" else None)
-
-
-class _LossModule(torch.nn.Module):
-    """The model's mean linking and masked-LM losses (``None`` where a batch has none): what DDP wraps, so that
-    its search for parameters without a gradient starts from the losses alone."""
-
-    def __init__(self, model: KnowBertModel) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        out = self.model(*args, **kwargs)
-        return out.linking_loss, out.mlm_loss
-
-
-def _wrap(model: KnowBertModel, world: int, device: torch.device) -> torch.nn.Module:
-    """The loss module, under DDP with several processes (built per stage, after the encoder is frozen or
-    unfrozen: DDP synchronises the parameters that train when it is built). ``find_unused_parameters``: a
-    parameter no loss reaches on any rank keeps no gradient (AdamW skips it, as in one process); buffers (the
-    entity table) are not broadcast at every step: they never change."""
-    module: torch.nn.Module = _LossModule(model)
-    if world == 1:
-        return module
-    from torch.nn.parallel import DistributedDataParallel
-
-    ids = [device.index] if device.type == "cuda" else None
-    return DistributedDataParallel(module, device_ids=ids, find_unused_parameters=True, forward_sync_buffers=False)
 
 
 def _decays(name: str) -> bool:
