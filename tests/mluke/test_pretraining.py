@@ -28,6 +28,7 @@ from mluke.pretraining.sampler import LanguageSampler, language_probabilities
 from mluke.tokenizer import MlukeTokenizer
 from tests.jobs import torchrun
 from tests.mluke.conftest import TINY_SHAPE
+from tests.ranks import Reduced, first_collective_device, step_collectives
 
 JAPAN, TOKYO, FRANCE, PARIS = "geonames:1861060", "geonames:1850147", "geonames:3017382", "geonames:2988507"
 
@@ -345,30 +346,12 @@ def test_two_processes_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp
 def test_every_collective_gets_a_tensor_on_the_model_device(corpus_dir, xlmr_dir, tmp_path, monkeypatch):
     """NCCL refuses CPU tensors: a collective built without the model's device would crash on GPUs. The
     "meta" device stands in for a GPU here: a tensor left on the CPU is caught."""
-    from mluke.pretraining import trainer as trainer_module
-
     trainer = Trainer(_config(corpus_dir, xlmr_dir, tmp_path / "run"), progress=False)
-    seen = []
-
-    class Reduced(Exception):
-        pass
-
-    def all_reduce(tensor, *args, **kwargs):
-        seen.append(tensor.device)
-        raise Reduced
-
-    monkeypatch.setattr(trainer_module.dist, "all_reduce", all_reduce)
-    trainer._enter_stage(0, 0)  # before pretending to have two processes (no DDP wrapper then)
-    trainer.world, trainer.device = 2, torch.device("meta")
-    with pytest.raises(Reduced):
-        trainer.train_step()  # the first collective: the global counts of masked words and entities
+    seen = first_collective_device(trainer, monkeypatch)  # the global counts of masked words and entities
     with pytest.raises(Reduced):
         trainer._all_reduce(torch.ones(2))  # the loss sums, computed on the model's device, go the same way
     assert seen == [torch.device("meta")] * 2
-    calls = []
-    monkeypatch.setattr(trainer_module.dist, "all_reduce", lambda tensor, *a, **k: calls.append(tensor.device))
-    trainer.device = torch.device("cpu")
-    trainer.train_step()
+    calls, _ = step_collectives(trainer, monkeypatch)
     assert calls == [torch.device("cpu")] * 2  # one step: counts, then loss sums; nothing else is reduced
 
 

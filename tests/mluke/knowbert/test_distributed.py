@@ -25,6 +25,7 @@ from mluke.tokenizer import MlukeTokenizer
 from tests.jobs import torchrun
 from tests.mluke.knowbert.test_candidates import kb_index, tok  # noqa: F401  (fixtures)
 from tests.mluke.knowbert.test_training import trainer, windows  # noqa: F401  (windows: a fixture)
+from tests.ranks import first_collective_device, step_collectives
 
 #: stage 1: steps 0-1; stage 2: steps 2-4, with seed 8 a masked-LM batch then two linking batches (their
 #: kinds are drawn per step), so both of DDP's cases of parameters without a gradient are crossed
@@ -137,28 +138,10 @@ def test_every_collective_gets_a_tensor_on_the_model_device(
 ) -> None:
     """NCCL refuses CPU tensors: a collective built without the model's device would crash on GPUs. The
     "meta" device stands in for a GPU here: a tensor left on the CPU is caught."""
-    from mluke.knowbert import training
-
     t = trainer(tiny_checkpoint, tok, windows, tmp_path / "run")
-    seen = []
-
-    class Reduced(Exception):
-        pass
-
-    def all_reduce(tensor: torch.Tensor, *args: object, **kwargs: object) -> None:
-        seen.append(tensor.device)
-        raise Reduced
-
-    monkeypatch.setattr(training.dist, "all_reduce", all_reduce)
-    t._enter_stage(0, 0)  # before pretending to have two processes (no DDP wrapper then)
-    t.world, t.device = 2, torch.device("meta")
-    with pytest.raises(Reduced):
-        t.train_step()  # the first collective: the global numbers of supervised spans and masked pieces
-    assert seen == [torch.device("meta")]
-    calls: list[torch.device] = []
-    monkeypatch.setattr(training.dist, "all_reduce", lambda tensor, *a, **k: calls.append(tensor.device))
-    t.device = torch.device("cpu")
-    record = t.train_step()  # rank 0 of 2: its 2 windows of the 4
+    # the first collective: the global numbers of supervised spans and masked pieces
+    assert first_collective_device(t, monkeypatch) == [torch.device("meta")]
+    calls, record = step_collectives(t, monkeypatch)  # rank 0 of 2: its 2 windows of the 4
     assert calls == [torch.device("cpu")] * 2  # one step: the counts, then the loss sums; nothing else
     assert record["step"] == 1 and record["linking_loss"] > 0
 
