@@ -136,6 +136,26 @@ def start(args: list[str], *, log: Path, env: dict[str, str] | None = None, prel
     return Job(proc, log)
 
 
+def torchrun(args: list[str], *, processes: int = 2, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``torchrun --nproc_per_node <processes> -m mluke <args>`` on a free port (parallel runs do not collide),
+    one thread per process; fails the test, with the end of its output, if the command fails."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes)]
+    proc = subprocess.run(
+        [*command, "--master_port", port, "-m", "mluke", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": _pythonpath()},
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
 def _pythonpath() -> str:
     """This checkout first, so that ``tests`` imports from any working folder."""
     return os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)

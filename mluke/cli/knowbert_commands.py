@@ -72,6 +72,7 @@ def train(
     languages: Annotated[str | None, typer.Option(help="Comma-separated languages (default: all).")] = None,
     seed: Annotated[int, typer.Option(help="Random seed (masks, batch order, new weights).")] = 0,
     save_every: Annotated[int, typer.Option(help="Write a checkpoint every N steps.")] = 100,
+    log_every: Annotated[int, typer.Option(help="Write the losses to OUTPUT/log.jsonl every N steps.")] = 10,
     device: DeviceOption = None,
     resume: Annotated[
         bool,
@@ -82,16 +83,21 @@ def train(
     ] = None,
     progress: ProgressOption = True,
 ) -> None:
-    """Train a KnowBert knowledge layer on documents with hyperlinks, in one process.
+    """Train a KnowBert knowledge layer on documents with hyperlinks.
 
     Stage 1 trains the entity linker alone on the documents' hyperlinks; stage 2 trains everything on
     masked-LM and linking batches (4:1). A killed run continues where its last checkpoint left off when
-    started again with the same options. Example:
+    started again with the same options, with any number of processes. Example:
 
     mluke knowbert train -o runs/kb --documents demo --stage1-steps 200 --stage2-steps 200
+
+    Several processes or GPUs (each computes its share of every batch; --device auto: process i uses GPU i):
+
+    torchrun --nproc_per_node 4 -m mluke knowbert train -o runs/kb --batch-size 32 --device auto
     """
     checks.choice("--stage", stage, ["1", "2", "both"])
     checks.at_least("--max-steps", max_steps, 1)
+    checks.at_least("--log-every", log_every, 1)
     checks.device(device)
     from mluke.knowbert.run import train_knowbert
 
@@ -113,6 +119,7 @@ def train(
         learning_rate=learning_rate,
         seed=seed,
         save_every=save_every,
+        log_every=log_every,
         device=device or "cpu",
     )
     typer.echo(f"done: {done}")

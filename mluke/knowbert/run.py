@@ -88,7 +88,8 @@ def train_knowbert(
     """Train a knowledge layer (module docs of :mod:`mluke.knowbert.training`); returns the exported model
     (``output/model``: :meth:`KnowBertModel.from_pretrained` reads it) or, when ``max_steps`` stopped the run
     early, the run folder (run again to continue). ``output/selection.json`` counts what the candidate
-    selector left out or could not supervise (:class:`~mluke.knowbert.candidates.SelectionStats`).
+    selector left out or could not supervise (:class:`~mluke.knowbert.candidates.SelectionStats`). Under
+    ``torchrun`` every process runs this with the same arguments; rank 0 writes the files.
 
     Args:
         output: the run folder.
@@ -110,6 +111,7 @@ def train_knowbert(
     from kb.mentions import MentionIndex
     from kb.mentions.linkability import LinkEstimator
     from mluke.pretraining.run_folder import finished_checkpoints
+    from mluke.pretraining.schedule import dist_info
 
     if stage not in ("1", "2", "both"):
         raise OptionError("{stage}: expected 1, 2 or both", options={"stage": option("stage", stage)})
@@ -118,6 +120,7 @@ def train_knowbert(
     elif stage == "2":
         settings["stage1_steps"] = 0
     config = KnowBertTrainConfig(output=os.fspath(output), **settings)  # type: ignore[arg-type]
+    config.per_process(dist_info(config.device)[1])  # under torchrun: before the documents are read
     if not resume and finished_checkpoints(Path(output)):
         raise OptionError(
             "{output} holds checkpoints of a run: continue it with {resume} or choose another folder",
@@ -132,9 +135,10 @@ def train_knowbert(
     selector = CandidateSelector(
         tokenizer, index, knowbert.entities.key_to_row, max_length=max_length, estimator=LinkEstimator(kb_db)
     )
-    trainer = KnowBertTrainer(knowbert, tokenizer, selector.documents(docs), config)
-    trainer.out.mkdir(parents=True, exist_ok=True)
-    write_json(asdict(selector.stats), trainer.out / "selection.json", overwrite=True)  # what was left out
+    trainer = KnowBertTrainer(knowbert, tokenizer, selector.documents(docs), config)  # joins torchrun's group
+    if trainer.rank == 0:  # every rank selected the same windows; one writes what was left out
+        trainer.out.mkdir(parents=True, exist_ok=True)
+        write_json(asdict(selector.stats), trainer.out / "selection.json", overwrite=True)
     if resume:
         trainer.resume()
     trainer.train(max_steps, progress=progress)

@@ -20,7 +20,19 @@ Exactness as in our pretraining: masks and batch kinds come from generators seed
 checkpoints ``checkpoints/step-N`` hold the weights, optimizer, schedule, sampler positions and torch's RNG
 states, written under a temporary name and renamed (:mod:`mluke.pretraining.run_folder`); a run started
 again in its folder resumes from the newest one and ends with the same parameters, bit for bit, as a run
-never stopped. One process (no torchrun): the model runs on ``device`` (:mod:`mluke.devices`).
+never stopped.
+
+Several processes (``torchrun``), as our pretraining (:mod:`mluke.pretraining.trainer`): each process reads
+``RANK``/``WORLD_SIZE``/``LOCAL_RANK`` (:func:`mluke.pretraining.schedule.dist_info`: gloo on CPUs, NCCL on
+GPUs, ``device="auto"`` or ``"cuda"`` is GPU ``LOCAL_RANK``). Every rank draws the same global batch of
+``batch_size`` windows (the same kind, the same masks: both seeded by the step and the window's place in the
+batch) and computes contiguous share ``rank``; DDP averages the gradients (``find_unused_parameters``: a linking
+batch leaves everything above the knowledge layer, and stage 1 the layer's output half, without a gradient).
+Each rank's mean losses are weighted by its share of the global numbers of supervised spans and masked pieces,
+so the update is the one-process update of the whole batch; logged losses are global. Rank 0 alone writes
+checkpoints, the log and the exported model; a run resumes with any number of processes. With dropout, ranks
+draw their masks from their own generator: runs with different numbers of processes are then equivalent,
+not equal. One process: the model runs on ``device`` (:mod:`mluke.devices`).
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 
 from kb.errors import MlukeError
 from kb.files import atomic_path
@@ -42,10 +55,11 @@ from mluke.devices import resolve_device
 from mluke.knowbert.batch import IGNORE
 from mluke.knowbert.candidates import Window, collate, mlm_labels
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
+from mluke.knowbert.parallel import wrap_losses
 from mluke.pretraining import run_folder
 from mluke.pretraining.config import StageConfig
 from mluke.pretraining.sampler import LanguageSampler
-from mluke.pretraining.schedule import lr_factor, stage_at
+from mluke.pretraining.schedule import dist_info, lr_factor, stage_at
 
 if TYPE_CHECKING:
     from mluke.knowbert.model import KnowBertModel
@@ -77,7 +91,7 @@ class KnowBertTrainConfig:
     save_every: int = 100
     keep_checkpoints: int = 2
     log_every: int = 10
-    device: str = "auto"
+    device: str = "auto"  #: "auto" (GPU LOCAL_RANK when CUDA is available, else the CPU), "cpu", "cuda[:N]"
     masking: MaskingOptions = field(default_factory=MaskingOptions, repr=False)
 
     def __post_init__(self) -> None:
@@ -99,6 +113,19 @@ class KnowBertTrainConfig:
             StageConfig(name, steps, self.learning_rate, round(self.warmup_share * steps))
             for name, steps in (("linker", self.stage1_steps), ("joint", self.stage2_steps))
         ]
+
+    def per_process(self, world: int) -> int:
+        """The windows each of ``world`` processes computes per step.
+
+        Raises:
+            MlukeError: ``batch_size`` does not split evenly into ``world``.
+        """
+        if self.batch_size % world:
+            raise MlukeError(
+                f"batch_size {self.batch_size} must split evenly into the {world} processes of the run "
+                f"(each computes batch_size / {world} windows of every step): choose a multiple of {world}"
+            )
+        return self.batch_size // world
 
     def fixed(self) -> dict[str, Any]:
         """The settings a resumed run must share with the run it continues."""
@@ -131,8 +158,12 @@ class KnowBertTrainer:
     ) -> None:
         self.config = config
         self.out = Path(config.output)
-        self.device = resolve_device(config.device) or torch.device("cpu")
+        named = resolve_device(config.device) or torch.device("cpu")  # checks the name
+        self.rank, self.world, local = dist_info(config.device)  # starts the process group under torchrun
+        self.device = local if self.world > 1 else named  # one process: "cuda:1" is GPU 1
+        config.per_process(self.world)  # batch_size splits over the processes
         self.model = model.to(self.device)
+        self.ddp = wrap_losses(self.model, 1, self.device)  # DDP over it from the first stage on
         self.tokenizer = tokenizer
         self.vocab = MaskVocabulary.from_tokenizer(tokenizer)
         self.mask_row = model.entities.mask_row
@@ -182,6 +213,7 @@ class KnowBertTrainer:
         if index == 1 and step_in_stage == 0:
             self.model.kar.init_output_projection()  # Algorithm 1: W2 = pinv(W1) after the linker's training
         self.optimizer = torch.optim.AdamW(self.parameter_groups(index), betas=(0.9, 0.999), eps=1e-6)
+        self.ddp = wrap_losses(self.model, self.world, self.device)  # after freezing: DDP syncs what trains now
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_factor(stage, s))
         if step_in_stage:  # resuming inside the stage: the schedule at its step (torch warns of no optimizer step)
             self.scheduler.last_epoch = step_in_stage - 1
@@ -190,7 +222,7 @@ class KnowBertTrainer:
                 self.scheduler.step()
 
     def _train_mode(self) -> None:
-        self.model.train()
+        self.ddp.train()
         if self.stage_index == 0:
             self.model.encoder.eval()  # frozen: a fixed feature extractor, no dropout noise
 
@@ -218,28 +250,48 @@ class KnowBertTrainer:
         assert self.optimizer is not None and self.scheduler is not None
         t0 = time.perf_counter()
         kind, windows = self.batch(self.step)
+        share = self.config.per_process(self.world)
+        windows = windows[self.rank * share : (self.rank + 1) * share]  # this rank's part of the global batch
         ids, attention, candidates = collate(windows, self.tokenizer.pad_id)
         labels = mlm_labels(windows, ids.shape[1]) if kind == "lm" else None
+        # the numbers the model's mean losses divide by, here and over all ranks
+        counts = [0 if candidates.gold is None else int((candidates.gold != IGNORE).sum()), 0]
+        counts[1] = 0 if labels is None else int((labels != IGNORE).sum())
+        totals = self._all_reduce(counts) if self.world > 1 else [float(n) for n in counts]
         self._train_mode()
-        out = self.model(ids, attention, candidates, labels, linking_only=kind == "linking")  # nothing above the KAR
-        losses = {"linking_loss": out.linking_loss, "mlm_loss": out.mlm_loss}
-        loss = sum((v for v in losses.values() if v is not None), torch.zeros((), device=self.device))
+        means = self.ddp(ids, attention, candidates, labels, linking_only=kind == "linking")  # nothing above the KAR
+        # rank r's mean x n_r / N, times the world size that DDP's average divides by: the global mean's gradient
+        weights = [n * self.world / max(total, 1.0) for n, total in zip(counts, totals)]
+        terms = [m * w for m, w in zip(means, weights) if m is not None]
+        loss = sum(terms, torch.zeros((), device=self.device))
         lr = self.optimizer.param_groups[0]["lr"]
         loss.backward()
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
+        sums = [0.0 if m is None else float(m.detach()) * n for m, n in zip(means, counts)]
+        sums = self._all_reduce(sums) if self.world > 1 else sums
         record: dict[str, Any] = {"step": self.step, "stage": stage.name, "kind": kind, "lr": lr}
-        record |= {k: float(v.detach()) for k, v in losses.items() if v is not None}
-        record["loss"] = float(loss.detach())
+        names = ("linking_loss", "mlm_loss")
+        record |= {k: s / max(t, 1.0) for k, m, s, t in zip(names, means, sums, totals) if m is not None}
+        record["loss"] = sum(record[k] for k in names if k in record)
         record["step_s"] = time.perf_counter() - t0
         return record
 
+    def _all_reduce(self, values: list[float] | list[int]) -> list[float]:
+        """The sums of ``values`` over all processes (float64, on the model's device: NCCL takes no CPU tensor)."""
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
+        dist.all_reduce(tensor)
+        return [float(v) for v in tensor.tolist()]
+
     # -- checkpoints ---------------------------------------------------------------------------------------
-    def save_checkpoint(self) -> Path:
-        """Write ``checkpoints/step-N`` (through a temporary name); keep the newest ``keep_checkpoints``."""
+    def save_checkpoint(self) -> Path | None:
+        """Write ``checkpoints/step-N`` (through a temporary name; rank 0 alone: other ranks return ``None``);
+        keep the newest ``keep_checkpoints``."""
         assert self.optimizer is not None and self.scheduler is not None
+        if self.rank != 0:
+            return None
         final = self.out / "checkpoints" / f"step-{self.step:08d}"
         with atomic_path(final, overwrite=True) as tmp:
             tmp.mkdir()
@@ -251,6 +303,7 @@ class KnowBertTrainer:
                 "stage": self.stage_index,
                 "samplers": {k: s.state_dict() for k, s in self.samplers.items()},
                 "config": self.config.fixed(),
+                "world_size": self.world,  # for the record: a run resumes with any number of processes
             }
             (tmp / STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")
         run_folder.prune_checkpoints(self.out, self.config.keep_checkpoints)
@@ -291,39 +344,50 @@ class KnowBertTrainer:
         self, max_steps: int | None = None, *, progress: bool = True, on_step: Callable[[int], None] | None = None
     ) -> Path:
         """Train to the end of stage 2 (or ``max_steps`` more steps); ``on_step(step)`` after each step (and
-        its checkpoint). Returns the run folder."""
+        its checkpoint). Returns the run folder. Rank 0 alone writes the log and shows progress."""
         from tqdm import tqdm
 
         stop = self.total_steps if max_steps is None else min(self.total_steps, self.step + max_steps)
-        self.out.mkdir(parents=True, exist_ok=True)
-        run_folder.remove_leftovers(self.out)
-        run_folder.cut_log(self.out / "log.jsonl", self.step)
-        bar = tqdm(total=stop, initial=self.step, desc="knowbert", unit="step", disable=not progress)
-        with (self.out / "log.jsonl").open("a", encoding="utf-8") as log:
-            try:
-                while self.step < stop:
-                    record = self.train_step()
-                    bar.update(1)
-                    bar.set_postfix(loss=f"{record['loss']:.3f}", stage=record["stage"])
-                    if self.step % self.config.log_every == 0 or self.step == stop:
-                        log.write(json.dumps(record) + "\n")
-                        log.flush()
-                    if self.step % self.config.save_every == 0 or self.step == stop:
-                        self.save_checkpoint()
-                    if on_step is not None:
-                        on_step(self.step)
-            finally:
-                bar.close()
+        if self.rank == 0:
+            self.out.mkdir(parents=True, exist_ok=True)
+            run_folder.remove_leftovers(self.out)
+            run_folder.cut_log(self.out / "log.jsonl", self.step)
+        bar = tqdm(total=stop, initial=self.step, desc="knowbert", unit="step", disable=not progress or self.rank != 0)
+        log = (self.out / "log.jsonl").open("a", encoding="utf-8") if self.rank == 0 else None
+        try:
+            while self.step < stop:
+                record = self.train_step()
+                bar.update(1)
+                bar.set_postfix(loss=f"{record['loss']:.3f}", stage=record["stage"])
+                if log is not None and (self.step % self.config.log_every == 0 or self.step == stop):
+                    log.write(json.dumps(record) + "\n")
+                    log.flush()
+                if self.step % self.config.save_every == 0 or self.step == stop:
+                    self.save_checkpoint()
+                if on_step is not None:
+                    on_step(self.step)
+        finally:
+            bar.close()
+            if log is not None:
+                log.close()
         return self.out
 
     def export(self, directory: str | Path | None = None) -> Path:
-        """Save the model (:meth:`KnowBertModel.save_pretrained`) with its tokenizer in ``tokenizer/``."""
+        """Save the model (:meth:`KnowBertModel.save_pretrained`) with its tokenizer in ``tokenizer/`` (rank 0;
+        the other ranks wait until it is written)."""
         directory = Path(directory) if directory is not None else self.out / "model"
-        self.model.eval()
-        with atomic_path(directory, overwrite=True) as tmp:
-            self.model.save_pretrained(tmp)
-            self.tokenizer.save_pretrained(tmp / "tokenizer")
+        if self.rank == 0:
+            self.model.eval()
+            with atomic_path(directory, overwrite=True) as tmp:
+                self.model.save_pretrained(tmp)
+                self.tokenizer.save_pretrained(tmp / "tokenizer")
+        self.barrier()
         return directory
+
+    def barrier(self) -> None:
+        """Wait for every process (nothing with one): what rank 0 writes is there when any rank goes on."""
+        if self.world > 1:
+            dist.barrier(device_ids=[self.device.index] if self.device.type == "cuda" else None)
 
 
 def _decays(name: str) -> bool:

@@ -1,7 +1,5 @@
 import json
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,7 +26,9 @@ from mluke.pretraining.corpus_reader import Sequence
 from mluke.pretraining.init import is_new_parameter
 from mluke.pretraining.sampler import LanguageSampler, language_probabilities
 from mluke.tokenizer import MlukeTokenizer
+from tests.jobs import torchrun
 from tests.mluke.conftest import TINY_SHAPE
+from tests.ranks import Reduced, first_collective_device, step_collectives
 
 JAPAN, TOKYO, FRANCE, PARIS = "geonames:1861060", "geonames:1850147", "geonames:3017382", "geonames:2988507"
 
@@ -320,38 +320,12 @@ def test_accumulation_equals_a_bigger_micro_batch(corpus_dir, xlmr_dir, tmp_path
 
 
 def _torchrun(config: TrainConfig, toml: Path) -> tuple[dict, dict[str, torch.Tensor]]:
-    """Run ``config`` in two processes under torchrun (a free port, so parallel runs do not collide);
-    returns the last checkpoint's trainer state and parameters."""
-    import socket
-
+    """Run ``config`` in two processes under torchrun; returns the last checkpoint's trainer state and
+    parameters."""
     from safetensors.torch import load_file
 
     toml.write_text(config.to_toml())
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = str(sock.getsockname()[1])
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node",
-            "2",
-            "--master_port",
-            port,
-            "-m",
-            "mluke",
-            "pretrain",
-            "--config",
-            str(toml),
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    torchrun(["pretrain", "--config", str(toml), "--no-progress"])
     last = sorted((Path(config.run.output) / "checkpoints").glob("step-*"))[-1]
     return json.loads((last / "trainer_state.json").read_text()), load_file(str(last / "model.safetensors"))
 
@@ -372,30 +346,12 @@ def test_two_processes_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp
 def test_every_collective_gets_a_tensor_on_the_model_device(corpus_dir, xlmr_dir, tmp_path, monkeypatch):
     """NCCL refuses CPU tensors: a collective built without the model's device would crash on GPUs. The
     "meta" device stands in for a GPU here: a tensor left on the CPU is caught."""
-    from mluke.pretraining import trainer as trainer_module
-
     trainer = Trainer(_config(corpus_dir, xlmr_dir, tmp_path / "run"), progress=False)
-    seen = []
-
-    class Reduced(Exception):
-        pass
-
-    def all_reduce(tensor, *args, **kwargs):
-        seen.append(tensor.device)
-        raise Reduced
-
-    monkeypatch.setattr(trainer_module.dist, "all_reduce", all_reduce)
-    trainer._enter_stage(0, 0)  # before pretending to have two processes (no DDP wrapper then)
-    trainer.world, trainer.device = 2, torch.device("meta")
-    with pytest.raises(Reduced):
-        trainer.train_step()  # the first collective: the global counts of masked words and entities
+    seen = first_collective_device(trainer, monkeypatch)  # the global counts of masked words and entities
     with pytest.raises(Reduced):
         trainer._all_reduce(torch.ones(2))  # the loss sums, computed on the model's device, go the same way
     assert seen == [torch.device("meta")] * 2
-    calls = []
-    monkeypatch.setattr(trainer_module.dist, "all_reduce", lambda tensor, *a, **k: calls.append(tensor.device))
-    trainer.device = torch.device("cpu")
-    trainer.train_step()
+    calls, _ = step_collectives(trainer, monkeypatch)
     assert calls == [torch.device("cpu")] * 2  # one step: counts, then loss sums; nothing else is reduced
 
 
