@@ -11,6 +11,11 @@
   (appendix A.1): the knowledge layer ``alpha``, the encoder below it ``0.25 alpha``, above it (and the
   masked-LM head) ``0.5 alpha``.
 
+Several knowledge bases (KnowBert-W+W): each window carries every knowledge base's spans (the first's in its own
+fields, the others' in ``Window.others``), stage 1 trains every linker, the linking loss is the sum of the knowledge
+bases' losses (each logged as ``linking_loss_NAME``), and masking masks the whole candidate spans of all of them.
+The encoder "below" is what lies under the lowest knowledge layer; layers between two knowledge layers are "above".
+
 Both stages: AdamW (weight decay on all but biases and norms), linear warm-up over the first ``warmup_share``
 of the stage then linear decay, reset per stage (:func:`mluke.pretraining.schedule.lr_factor`); languages
 drawn with p ~ n^0.7 (:class:`mluke.pretraining.sampler.LanguageSampler`). Windows are built from the documents
@@ -40,8 +45,8 @@ from kb.errors import MlukeError
 from kb.files import atomic_path
 from mluke.devices import resolve_device
 from mluke.knowbert.batch import IGNORE
-from mluke.knowbert.candidates import Window, collate, mlm_labels
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
+from mluke.knowbert.windows import Window, collate_knowledge, mlm_labels
 from mluke.pretraining import run_folder
 from mluke.pretraining.config import StageConfig
 from mluke.pretraining.sampler import LanguageSampler
@@ -113,7 +118,8 @@ def _by_language(windows: Sequence[Window]) -> dict[str, list[Window]]:
 
 
 def _supervised(w: Window) -> bool:
-    return w.gold is not None and any(g != IGNORE for g in w.gold)
+    """Whether a window has a supervised span in any knowledge base."""
+    return any(part.gold is not None and any(g != IGNORE for g in part.gold) for part in (w, *w.others.values()))
 
 
 class KnowBertTrainer:
@@ -136,6 +142,14 @@ class KnowBertTrainer:
         self.tokenizer = tokenizer
         self.vocab = MaskVocabulary.from_tokenizer(tokenizer)
         self.mask_row = model.entities.mask_row
+        #: the [MASK] rows of the other knowledge bases' tables (their spans are ``Window.others``)
+        self.other_mask_rows = {name: model.tables[name].mask_row for name in model.names[1:]}
+        unknown = sorted({n for w in windows for n in w.others} - set(model.names[1:]))
+        if unknown:
+            raise MlukeError(
+                f"the training windows carry spans of knowledge base(s) {unknown}, which the model does not have "
+                f"(it has {', '.join(model.names)}; a window's own spans are the first's)"
+            )
         self.pools = {"lm": _by_language(windows), "linking": _by_language([w for w in windows if _supervised(w)])}
         if not self.pools["linking"]:
             raise MlukeError(
@@ -180,7 +194,8 @@ class KnowBertTrainer:
         for p in self.model.kar_parameters():
             p.requires_grad_(True)
         if index == 1 and step_in_stage == 0:
-            self.model.kar.init_output_projection()  # Algorithm 1: W2 = pinv(W1) after the linker's training
+            for kar in self.model.knowledge_layers().values():  # Algorithm 1: W2 = pinv(W1) after the linker's training
+                kar.init_output_projection()
         self.optimizer = torch.optim.AdamW(self.parameter_groups(index), betas=(0.9, 0.999), eps=1e-6)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_factor(stage, s))
         if step_in_stage:  # resuming inside the stage: the schedule at its step (torch warns of no optimizer step)
@@ -206,7 +221,7 @@ class KnowBertTrainer:
         if kind == "lm":
             windows = [
                 mask_window(w, np.random.default_rng([self.config.seed, step, j, 11]), self.vocab, self.mask_row,
-                            self.config.masking)
+                            self.config.masking, other_mask_rows=self.other_mask_rows)
                 for j, w in enumerate(windows)
             ]  # fmt: skip
         return kind, windows
@@ -218,7 +233,7 @@ class KnowBertTrainer:
         assert self.optimizer is not None and self.scheduler is not None
         t0 = time.perf_counter()
         kind, windows = self.batch(self.step)
-        ids, attention, candidates = collate(windows, self.tokenizer.pad_id)
+        ids, attention, candidates = collate_knowledge(windows, self.tokenizer.pad_id, self.model.names)
         labels = mlm_labels(windows, ids.shape[1]) if kind == "lm" else None
         self._train_mode()
         out = self.model(ids, attention, candidates, labels, linking_only=kind == "linking")  # nothing above the KAR
@@ -232,6 +247,8 @@ class KnowBertTrainer:
         self.step += 1
         record: dict[str, Any] = {"step": self.step, "stage": stage.name, "kind": kind, "lr": lr}
         record |= {k: float(v.detach()) for k, v in losses.items() if v is not None}
+        if len(self.model.names) > 1:  # the linking loss is the sum of these
+            record |= {f"linking_loss_{name}": float(v.detach()) for name, v in out.kb_losses.items()}
         record["loss"] = float(loss.detach())
         record["step_s"] = time.perf_counter() - t0
         return record
