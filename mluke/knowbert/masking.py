@@ -148,7 +148,7 @@ def mask_window(
         allowed = np.flatnonzero(~vocab.special)
         new_ids[to_random] = rng.choice(allowed, size=int(to_random.sum()))
     own = _masked_spans(window, masked, mask_row)
-    others = {name: _masked_spans(kb, masked, rows[name]) for name, kb in window.others.items()}
+    others = {name: replace(kb, **_masked_spans(kb, masked, rows[name])) for name, kb in window.others.items()}
     return replace(window, input_ids=new_ids.tolist(), labels=labels.tolist(), **own, others=others)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -57,6 +57,25 @@ class KnowledgeBaseSource:
         if not sep or not db:
             db, entities = rest, ""
         return cls(name, None if db == "embedded" else db, entities or None)
+
+
+def knowledge_base_sources(texts: Sequence[str], layers: Sequence[str] = ()) -> list[KnowledgeBaseSource]:
+    """The knowledge bases of ``--kb NAME=DB[:ENTITIES]`` options, with the positions of ``--kb-layer NAME=L``."""
+    sources = [KnowledgeBaseSource.parse(t) for t in texts]
+    names = [s.name for s in sources]
+    if len(set(names)) != len(names):
+        raise OptionError("{kb}: each knowledge base name once", options={"kb": option("kb", ", ".join(texts))})
+    for text in layers:
+        name, _, layer = text.partition("=")
+        if name not in names or not layer.isdigit() or int(layer) < 1:
+            known = ", ".join(names) or "none"
+            raise OptionError(
+                "{kb_layer}: expected NAME=L with NAME one of the knowledge bases (" + known + ") and L a layer number",
+                options={"kb_layer": option("kb_layer", text)},
+            )
+        i = names.index(name)
+        sources[i] = replace(sources[i], kar_layer=int(layer))
+    return sources
 
 
 def load_documents(
@@ -113,8 +132,11 @@ def open_knowbert(
     from mluke.knowbert.config import KnowBertConfig
 
     tables = {kb.name: kb.entities for kb in knowledge_bases}
-    configs = {kb.name: KnowBertConfig(kar_layer=kb.kar_layer) for kb in knowledge_bases}
-    return KnowBertModel.from_encoder(bundle, tables, configs), tokenizer
+    try:
+        configs = {kb.name: KnowBertConfig(kar_layer=kb.kar_layer) for kb in knowledge_bases}
+        return KnowBertModel.from_encoder(bundle, tables, configs), tokenizer
+    except ValueError as exc:  # a layer past the encoder's depth, a name that is no name
+        raise OptionError(f"{{kb}}: {exc}", options={"kb": flag("kb")}) from None
 
 
 def train_knowbert(
