@@ -46,7 +46,7 @@ from kb.files import atomic_path
 from mluke.devices import resolve_device
 from mluke.knowbert.batch import IGNORE
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
-from mluke.knowbert.windows import Window, collate_knowledge, mlm_labels
+from mluke.knowbert.windows import KbSpans, Window, collate_knowledge, mlm_labels
 from mluke.pretraining import run_folder
 from mluke.pretraining.config import StageConfig
 from mluke.pretraining.sampler import LanguageSampler
@@ -119,7 +119,8 @@ def _by_language(windows: Sequence[Window]) -> dict[str, list[Window]]:
 
 def _supervised(w: Window) -> bool:
     """Whether a window has a supervised span in any knowledge base."""
-    return any(part.gold is not None and any(g != IGNORE for g in part.gold) for part in (w, *w.others.values()))
+    parts: list[Window | KbSpans] = [w, *w.others.values()]
+    return any(part.gold is not None and any(g != IGNORE for g in part.gold) for part in parts)
 
 
 class KnowBertTrainer:
