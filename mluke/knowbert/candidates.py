@@ -45,6 +45,7 @@ __all__ = [
     "MultiSelector",
     "SelectionStats",
     "Window",
+    "WindowSource",
     "collate",
     "collate_knowledge",
     "mlm_labels",
@@ -89,7 +90,28 @@ def span_words(surface: str) -> int:
     return len(surface_key(surface).split(" "))
 
 
-class CandidateSelector:
+class WindowSource:
+    """What reads texts and documents into windows (:class:`CandidateSelector`, :class:`MultiSelector`)."""
+
+    def encode(self, texts: Sequence[str], lang: str) -> list[Window]:
+        """One window per text (cut at the encoder's length), without gold: what inference reads."""
+        return [self._windows(text, lang, None, first_only=True)[0] for text in texts]
+
+    def document(self, doc: Document) -> list[Window]:
+        """The windows of a corpus document, with gold from its hyperlinks (module docs)."""
+        return self._windows(doc.text, doc.lang, doc.links, first_only=False)
+
+    def documents(self, docs: Iterable[Document]) -> list[Window]:
+        """The windows of many documents, in order."""
+        return [w for doc in docs for w in self.document(doc)]
+
+    def _windows(
+        self, text: str, lang: str, links: Sequence[tuple[int, int, str]] | None, *, first_only: bool
+    ) -> list[Window]:
+        raise NotImplementedError
+
+
+class CandidateSelector(WindowSource):
     """Spans, candidates and gold of texts and corpus documents for a knowledge layer (module docs).
 
     Args:
@@ -127,19 +149,6 @@ class CandidateSelector:
         self.null_below = null_below
         #: What was left out or unsupervised in every text read so far.
         self.stats = SelectionStats()
-
-    # -- public entry points ------------------------------------------------------------------------
-    def encode(self, texts: Sequence[str], lang: str) -> list[Window]:
-        """One window per text (cut at the encoder's length), without gold: what inference reads."""
-        return [self._windows(text, lang, None, first_only=True)[0] for text in texts]
-
-    def document(self, doc: Document) -> list[Window]:
-        """The windows of a corpus document, with gold from its hyperlinks (module docs)."""
-        return self._windows(doc.text, doc.lang, doc.links, first_only=False)
-
-    def documents(self, docs: Iterable[Document]) -> list[Window]:
-        """The windows of many documents, in order."""
-        return [w for doc in docs for w in self.document(doc)]
 
     # -- one text ------------------------------------------------------------------------------------
     def _windows(
@@ -208,7 +217,7 @@ class CandidateSelector:
         return NULL if lp is not None and lp < self.null_below else IGNORE
 
 
-class MultiSelector:
+class MultiSelector(WindowSource):
     """The candidate selectors of several knowledge bases over the same windows: each text is cut at every knowledge
     base's span boundaries and tokenized once, each knowledge base's spans placed on those pieces (the first's in the
     window's own fields, the others' in ``Window.others``), and windows are cut where no span of any knowledge base
@@ -231,18 +240,6 @@ class MultiSelector:
     def stats(self) -> dict[str, SelectionStats]:
         """What each knowledge base's selector left out or could not supervise, by name."""
         return {name: s.stats for name, s in self.selectors.items()}
-
-    def encode(self, texts: Sequence[str], lang: str) -> list[Window]:
-        """One window per text (cut at the encoder's length), without gold."""
-        return [self._windows(text, lang, None, first_only=True)[0] for text in texts]
-
-    def document(self, doc: Document) -> list[Window]:
-        """The windows of a corpus document, with each knowledge base's gold from its hyperlinks."""
-        return self._windows(doc.text, doc.lang, doc.links, first_only=False)
-
-    def documents(self, docs: Iterable[Document]) -> list[Window]:
-        """The windows of many documents, in order."""
-        return [w for doc in docs for w in self.document(doc)]
 
     def _windows(
         self, text: str, lang: str, links: Sequence[tuple[int, int, str]] | None, *, first_only: bool
