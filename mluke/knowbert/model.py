@@ -282,7 +282,7 @@ class KnowBertModel(nn.Module):
         """Write ``knowbert.json`` (settings of every knowledge base and the encoder's config), ``model.safetensors``
         (encoder and knowledge layers) and one entity table file per knowledge base into ``directory``, under a
         temporary name renamed when complete (:mod:`mluke.knowbert.saving`)."""
-        return save_knowbert(self, directory, overwrite=overwrite)
+        return save_knowbert(directory, self.encoder, self.tables, self.configs, self.state_dict(), overwrite=overwrite)
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike[str]) -> KnowBertModel:
@@ -293,7 +293,16 @@ class KnowBertModel(nn.Module):
             InputFormatError: a missing or malformed file, named.
             CheckpointError: weights that do not match the saved configuration.
         """
-        return load_knowbert(cls, directory)
+        parts = load_knowbert(directory)
+        model = cls(parts.encoder, parts.tables, parts.configs)
+        result = model.load_state_dict(parts.state, strict=False)
+        missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
+        if missing or unexpected:
+            raise CheckpointError(
+                f"{Path(directory) / WEIGHTS_FILE}: the weights do not match {CONFIG_FILE}: missing "
+                f"{', '.join(missing[:6]) or 'none'}; unexpected {', '.join(unexpected[:6]) or 'none'}"
+            )
+        return model.eval()
 
     @classmethod
     def from_encoder(

@@ -19,18 +19,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, NamedTuple, cast
 
 from torch import Tensor, nn
 
 from kb.errors import InputFormatError
 from kb.files import atomic_path, read_json_file
-from mluke.errors import CheckpointError
 from mluke.knowbert.config import KnowBertConfig
 from mluke.knowbert.entities import EntityTable
-
-if TYPE_CHECKING:
-    from mluke.knowbert.model import KnowBertModel
 
 CONFIG_FILE = "knowbert.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -50,43 +46,63 @@ def entities_file(name: str, first: bool) -> str:
     return ENTITIES_FILE if first else f"entities-{name}.safetensors"
 
 
-def save_knowbert(model: KnowBertModel, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """Write ``model`` into ``directory`` (module docs), under a temporary name renamed when complete."""
+class SavedParts(NamedTuple):
+    """What a model folder holds: the encoder (freshly initialised), each knowledge base's table and settings in the
+    model's order, and the weights (tied tensors restored)."""
+
+    encoder: nn.Module
+    tables: dict[str, EntityTable]
+    configs: dict[str, KnowBertConfig]
+    state: dict[str, Tensor]
+
+
+def save_knowbert(
+    directory: str | os.PathLike[str],
+    encoder: nn.Module,
+    tables: dict[str, EntityTable],
+    configs: dict[str, KnowBertConfig],
+    state: dict[str, Tensor],
+    *,
+    overwrite: bool = False,
+) -> Path:
+    """Write a model's parts (its encoder, tables and settings by knowledge base in order, its ``state_dict``) into
+    ``directory`` (module docs), under a temporary name renamed when complete."""
     from safetensors.torch import save_file
 
     directory = Path(directory)
     empty = directory.is_dir() and not any(directory.iterdir())
-    encoder_config = dict(cast(Any, model.encoder).config.to_dict())
+    encoder_config = dict(cast(Any, encoder).config.to_dict())
     for key in _DROPPED_CONFIG_KEYS:
         encoder_config.pop(key, None)
-    state, aliases = _without_aliases(model.state_dict())
-    files = {name: entities_file(name, i == 0) for i, name in enumerate(model.names)}
+    kept, aliases = _without_aliases(state)
+    names = list(tables)
+    files = {name: entities_file(name, i == 0) for i, name in enumerate(names)}
     meta = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "encoder_class": "mluke" if hasattr(model.encoder, "luke") else "auto",
+        "encoder_class": "mluke" if hasattr(encoder, "luke") else "auto",
         "encoder_config": encoder_config,
         # restored as it was: transformers 4.46 builds a model from a config with eager attention, not sdpa
-        "attn_implementation": getattr(cast(Any, model.encoder).config, "_attn_implementation", None),
+        "attn_implementation": getattr(cast(Any, encoder).config, "_attn_implementation", None),
         "knowledge_bases": [
-            {"name": name, "config": model.configs[name].to_dict(), "entities": files[name]} for name in model.names
+            {"name": name, "config": configs[name].to_dict(), "entities": files[name]} for name in names
         ],
     }
     with atomic_path(directory, overwrite=overwrite or empty) as tmp:
         tmp.mkdir()
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": "pt", "aliases": json.dumps(aliases)})
-        for name in model.names:
-            model.tables[name].save(tmp / files[name])
+        save_file(kept, str(tmp / WEIGHTS_FILE), metadata={"format": "pt", "aliases": json.dumps(aliases)})
+        for name in names:
+            tables[name].save(tmp / files[name])
     return directory
 
 
-def load_knowbert(cls: type[KnowBertModel], directory: str | os.PathLike[str]) -> KnowBertModel:
-    """A model written by :func:`save_knowbert` (or a version-1 folder), strictly checked, in eval mode.
+def load_knowbert(directory: str | os.PathLike[str]) -> SavedParts:
+    """The parts of a folder written by :func:`save_knowbert` (or of a version-1 folder); the model checks the
+    weights against itself when it loads them.
 
     Raises:
         InputFormatError: a missing or malformed file (a missing entity table, a knowledge base named twice), named.
-        CheckpointError: weights that do not match the saved configuration.
     """
     from safetensors import safe_open
 
@@ -98,7 +114,7 @@ def load_knowbert(cls: type[KnowBertModel], directory: str | os.PathLike[str]) -
     for name, config, file in _knowledge_bases(meta, where):
         configs[name] = config
         tables[name] = EntityTable.from_safetensors(directory / file)
-    model = cls(_build_encoder(meta, where), tables, configs)
+    encoder = _build_encoder(meta, where)
     path = directory / WEIGHTS_FILE
     try:
         with safe_open(str(path), framework="pt") as f:
@@ -109,14 +125,7 @@ def load_knowbert(cls: type[KnowBertModel], directory: str | os.PathLike[str]) -
     for alias, source in aliases.items():
         if source in state:
             state[alias] = state[source]
-    result = model.load_state_dict(state, strict=False)
-    missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
-    if missing or unexpected:
-        raise CheckpointError(
-            f"{path}: the weights do not match {CONFIG_FILE}: missing {', '.join(missing[:6]) or 'none'}; "
-            f"unexpected {', '.join(unexpected[:6]) or 'none'}"
-        )
-    return model.eval()
+    return SavedParts(encoder, tables, configs, state)
 
 
 def _knowledge_bases(meta: dict[str, Any], where: Path) -> list[tuple[str, KnowBertConfig, str]]:
