@@ -205,3 +205,15 @@ def test_version_one_folders_load_and_broken_version_two_folders_are_refused(tmp
     (two / "knowbert.json").write_text(json.dumps(typo))
     with pytest.raises(InputFormatError, match=r"knowledge_bases\[1\]: 'config': unknown setting"):
         KnowBertModel.from_pretrained(two)
+
+
+def test_the_fine_tuning_copy_shares_every_table():
+    from mluke.finetuning.knowledge import knowbert_encoder
+
+    model = two_kb_model()
+    copy = knowbert_encoder(model)
+    for name in model.names:
+        assert copy.knowledge_layer(name).entity_vectors is model.knowledge_layer(name).entity_vectors
+        assert copy.tables[name].vectors is model.tables[name].vectors
+    assert copy.knowledge_layer("geo").to_entity.weight is not model.knowledge_layer("geo").to_entity.weight
+    assert all(p.requires_grad for p in copy.encoder.parameters())
