@@ -116,6 +116,9 @@ class KnowBertLinker(Linker):
         dtype: the precision it runs in.
         tokenizer: the model's tokenizer, with a loaded model.
         max_span_words: longer mentions are not read (NIL).
+        knowledge_base: the knowledge base whose linker decides, in a model with several (default: the first;
+            ``LinkOptions.knowledge_base`` chooses per call). Its mentions and candidates come from ``db``; the
+            other knowledge bases get no candidates, so their layers are skipped.
 
     Raises:
         CheckpointError: a folder that is no KnowBert model (the error says how to make one).
@@ -132,6 +135,7 @@ class KnowBertLinker(Linker):
         dtype: DType = None,
         tokenizer: MlukeTokenizer | None = None,
         max_span_words: int = 5,
+        knowledge_base: str | None = None,
     ) -> None:
         from mluke.devices import place
 
@@ -153,8 +157,21 @@ class KnowBertLinker(Linker):
         self.estimator = LinkEstimator(self.db)
         self.tokenizer = tokenizer
         self.max_span_words = max_span_words
-        self.selector = _GivenSpans(tokenizer, self.index, self.model.entities.key_to_row)
+        self._selectors: dict[str, _GivenSpans] = {}
+        self.knowledge_base = knowledge_base or self.model.names[0]
+        self.selector = self._selector(self.knowledge_base)
         self._names = functools.lru_cache(maxsize=1 << 14)(self._qualified)
+
+    def _selector(self, name: str) -> _GivenSpans:
+        """The candidate selector of knowledge base ``name`` (its entity table's rows), made once."""
+        if name not in self.model.names:
+            raise OptionError(
+                "{knowledge_base}: the model's knowledge bases are " + ", ".join(self.model.names),
+                options={"knowledge_base": option("knowledge_base", name)},
+            )
+        if name not in self._selectors:
+            self._selectors[name] = _GivenSpans(self.tokenizer, self.index, self.model.tables[name].key_to_row)
+        return self._selectors[name]
 
     def mention_features(self, *args: Any, **kwargs: Any) -> list[list[tuple[str | None, float, list[float]]]]:
         """Not for a KnowBert linker: its confidence is the integrated linker's probability, not calibrated."""
@@ -176,6 +193,8 @@ class KnowBertLinker(Linker):
                 "{method}: a KnowBert model links with method 'knowbert' (an mLUKE checkpoint links with the others)",
                 options={"method": option("method", options.method)},
             )
+        name = options.knowledge_base or self.knowledge_base
+        self.selector = self._selector(name)
         mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
         jobs: list[tuple[int, int, Window]] = []  # (text, offset of the stretch read, window)
         for t, (text, found) in enumerate(zip(texts, mentions)):
@@ -187,7 +206,7 @@ class KnowBertLinker(Linker):
         decided: dict[tuple[int, int, int], dict[str, Any]] = {}  # (text, start, end) -> the linker's verdict
         for i in range(0, len(jobs), options.batch_size):
             batch = jobs[i : i + options.batch_size]
-            for (t, lo, win), verdicts in zip(batch, self._decide_windows([w for _, _, w in batch])):
+            for (t, lo, win), verdicts in zip(batch, self._decide_windows([w for _, _, w in batch], name)):
                 for (a, b), verdict in zip(win.char_spans, verdicts):
                     decided.setdefault((t, a + lo, b + lo), verdict)
         return [
@@ -196,19 +215,19 @@ class KnowBertLinker(Linker):
         ]
 
     @torch.no_grad()
-    def _decide_windows(self, windows: list[Window]) -> list[list[dict[str, Any]]]:
-        """Per window and span: the decision (a candidate index or NULL_CHOICE) and every candidate's key and
-        probability under the linker's softmax over its candidates and NULL."""
+    def _decide_windows(self, windows: list[Window], name: str) -> list[list[dict[str, Any]]]:
+        """Per window and span: the decision of knowledge base ``name``'s linker (a candidate index or NULL_CHOICE)
+        and every candidate's key and probability under its softmax over the candidates and NULL."""
         ids, mask, cands = collate(windows, self.tokenizer.pad_id)
         device = self.model.device
-        out = self.model(ids.to(device), mask.to(device), cands.to(device), linking_only=True)
-        scores = out.linking_scores
-        assert scores is not None
-        decision = self.model.kar.decode(scores)
-        null = scores.new_full((*scores.shape[:-1], 1), self.model.kar.config.threshold)
+        out = self.model(ids.to(device), mask.to(device), {name: cands.to(device)}, linking_only=True)
+        scores = out.kb_scores[name]
+        layer = self.model.knowledge_layer(name)
+        decision = layer.decode(scores)
+        null = scores.new_full((*scores.shape[:-1], 1), layer.config.threshold)
         probs = torch.cat([scores, null], dim=-1).float().softmax(-1).cpu()
         chosen = decision.candidate.cpu()
-        keys = self.model.entities.keys
+        keys = self.model.tables[name].keys
         result = []
         for b, win in enumerate(windows):
             result.append(

@@ -48,9 +48,12 @@ class LinkOptions:
         chunk_texts: streams link up to this many texts at a time ...
         chunk_chars: ... and this many characters; a longer text is linked alone, in segments.
         segment_windows: windows per segment of a long text in a stream.
+        knowledge_base: "knowbert" only: the knowledge base of a model with several whose linker decides
+            (``None``: the model's first).
 
     Raises:
-        OptionError: an unknown method, a NIL threshold outside [0, 1], or a size below 1.
+        OptionError: an unknown method, a NIL threshold outside [0, 1], a size below 1, or a knowledge base with
+            a method other than "knowbert".
     """
 
     method: Method = "combined"
@@ -62,9 +65,15 @@ class LinkOptions:
     chunk_texts: int = CHUNK_TEXTS
     chunk_chars: int = CHUNK_CHARS
     segment_windows: int = SEGMENT_WINDOWS
+    knowledge_base: str | None = None
 
     def __post_init__(self) -> None:
         check_methods([self.method])
+        if self.knowledge_base is not None and self.method != "knowbert":
+            raise OptionError(
+                "{knowledge_base}: only method 'knowbert' links with a named knowledge base",
+                options={"knowledge_base": option("knowledge_base", self.knowledge_base)},
+            )
         check_nil_threshold(self.nil_threshold)
         if min(self.chunk_texts, self.chunk_chars, self.segment_windows, self.window_chars, self.batch_size) < 1:
             raise OptionError(
@@ -88,6 +97,7 @@ class LinkKeywords(TypedDict, total=False):
     chunk_texts: int
     chunk_chars: int
     segment_windows: int
+    knowledge_base: str | None
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,24 @@ def train(
             "Default: the start checkpoint's mLUKE entity embeddings."
         ),
     ] = None,
+    kb: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kb",
+            help="A knowledge base as NAME=DB or NAME=DB:ENTITIES (DB: a kb file or 'embedded'; ENTITIES: a "
+            "safetensors table, default the start checkpoint's entity embeddings). Repeat for several knowledge "
+            "bases, each with its own knowledge layer and linker (KnowBert-W+W); the first is the default one. "
+            "Replaces --db and --entities. Default: one knowledge base 'kb' from --db and --entities.",
+        ),
+    ] = None,
+    kb_layer: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kb-layer",
+            help="NAME=L: put knowledge base NAME's layer after encoder layer L (default: 10/12 of the depth). "
+            "Repeatable.",
+        ),
+    ] = None,
     stage: Annotated[
         str,
         typer.Option(
@@ -99,7 +117,7 @@ def train(
     checks.at_least("--max-steps", max_steps, 1)
     checks.at_least("--log-every", log_every, 1)
     checks.device(device)
-    from mluke.knowbert.run import train_knowbert
+    from mluke.knowbert.run import knowledge_base_sources, train_knowbert
 
     done = train_knowbert(
         output,
@@ -107,6 +125,7 @@ def train(
         documents=documents,
         db=db,
         entities=entities,
+        knowledge_bases=knowledge_base_sources(kb or [], kb_layer or []) or None,
         stage=stage,  # type: ignore[arg-type]  # checked above
         languages=split_list(languages),
         max_length=max_length,

@@ -65,6 +65,13 @@ def link(
     limit: Annotated[
         int, typer.Option(help="Mentions to print on the terminal (the rest are counted; --jsonl writes them all).")
     ] = 50,
+    knowledge_base: Annotated[
+        str | None,
+        typer.Option(
+            help="--method knowbert: the knowledge base whose integrated linker decides, in a KnowBert model with "
+            "several (default: its first)."
+        ),
+    ] = None,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")
     ] = True,
@@ -84,6 +91,7 @@ def link(
         prior_weight=prior_weight,
         nil_threshold=nil_threshold,
         candidates=candidates,
+        knowledge_base=knowledge_base,
     )
     from mluke.link_files import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally

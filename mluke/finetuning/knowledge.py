@@ -65,9 +65,10 @@ def open_knowbert_bundle(model: ModelSource | str | os.PathLike[str]) -> Mluke:
 
 
 def knowbert_encoder(pretrained: KnowBertModel) -> KnowBertModel:
-    """A trainable copy of ``pretrained`` that shares its (frozen) entity table instead of copying it."""
-    table = pretrained.entities.vectors
-    memo = {id(table): table, id(pretrained.kar.entity_vectors): pretrained.kar.entity_vectors}
+    """A trainable copy of ``pretrained`` that shares its (frozen) entity tables instead of copying them."""
+    shared = [t.vectors for t in pretrained.tables.values()]
+    shared += [layer.entity_vectors for layer in pretrained.knowledge_layers().values()]
+    memo = {id(t): t for t in shared}  # every knowledge base's table
     encoder = copy.deepcopy(pretrained, memo)
     encoder.freeze_encoder(False)
     return encoder.train()

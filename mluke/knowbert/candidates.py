@@ -29,15 +29,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING
-
-import torch
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, cast
 
 from kb.mentions.candidates import MAX_CANDIDATES
 from kb.mentions.surfaces import surface_key
 from mluke.encoding import encode_with_spans
-from mluke.knowbert.batch import IGNORE, SpanCandidates
+from mluke.knowbert.batch import IGNORE
+from mluke.knowbert.windows import NULL, KbSpans, Window, collate, collate_knowledge, mlm_labels
+
+__all__ = [
+    "NULL",
+    "CandidateSelector",
+    "KbSpans",
+    "MultiSelector",
+    "SelectionStats",
+    "Window",
+    "WindowSource",
+    "collate",
+    "collate_knowledge",
+    "mlm_labels",
+    "span_words",
+]
 
 if TYPE_CHECKING:
     from kb.mentions import Mention, MentionIndex
@@ -45,8 +58,6 @@ if TYPE_CHECKING:
     from mluke.pretraining.corpus import Document
     from mluke.tokenizer import MlukeTokenizer
 
-#: ``Window.gold`` of a span whose target is the NULL entity (becomes ``K`` when the batch is collated).
-NULL = -1
 #: Smallest prior whose log is taken (a prior of 0 would give -inf).
 PRIOR_FLOOR = 1e-6
 #: Default: a detected span whose link probability is below this is surely not a link (gold NULL).
@@ -73,32 +84,34 @@ class SelectionStats:
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
-@dataclass
-class Window:
-    """One encoder input with its spans, before collation: what :func:`collate` batches.
-
-    ``spans`` are word-piece positions in ``input_ids`` (``<s>`` included), both ends inclusive; ``gold`` is
-    per span an index into its candidates, :data:`NULL` or :data:`IGNORE` (``None`` without supervision).
-    """
-
-    lang: str
-    input_ids: list[int]
-    offsets: list[tuple[int, int]]  #: character span of each piece in the text ((0, 0) for <s>, </s>)
-    spans: list[tuple[int, int]]
-    entity_ids: list[list[int]]
-    log_prior: list[list[float]]
-    gold: list[int] | None = None
-    labels: list[int] | None = None  #: masked-LM targets (-100: not masked), set by :mod:`mluke.knowbert.masking`
-    char_spans: list[tuple[int, int]] = field(default_factory=list)  #: each span's characters in the text
-
-
 def span_words(surface: str) -> int:
     """Words of a name: space-separated units of its folded form (:func:`kb.mentions.surface_key`), so
     "New York City" has 3 and "東京タワー" (no spaces in the script) 1."""
     return len(surface_key(surface).split(" "))
 
 
-class CandidateSelector:
+class WindowSource:
+    """What reads texts and documents into windows (:class:`CandidateSelector`, :class:`MultiSelector`)."""
+
+    def encode(self, texts: Sequence[str], lang: str) -> list[Window]:
+        """One window per text (cut at the encoder's length), without gold: what inference reads."""
+        return [self._windows(text, lang, None, first_only=True)[0] for text in texts]
+
+    def document(self, doc: Document) -> list[Window]:
+        """The windows of a corpus document, with gold from its hyperlinks (module docs)."""
+        return self._windows(doc.text, doc.lang, doc.links, first_only=False)
+
+    def documents(self, docs: Iterable[Document]) -> list[Window]:
+        """The windows of many documents, in order."""
+        return [w for doc in docs for w in self.document(doc)]
+
+    def _windows(
+        self, text: str, lang: str, links: Sequence[tuple[int, int, str]] | None, *, first_only: bool
+    ) -> list[Window]:
+        raise NotImplementedError
+
+
+class CandidateSelector(WindowSource):
     """Spans, candidates and gold of texts and corpus documents for a knowledge layer (module docs).
 
     Args:
@@ -137,58 +150,11 @@ class CandidateSelector:
         #: What was left out or unsupervised in every text read so far.
         self.stats = SelectionStats()
 
-    # -- public entry points ------------------------------------------------------------------------
-    def encode(self, texts: Sequence[str], lang: str) -> list[Window]:
-        """One window per text (cut at the encoder's length), without gold: what inference reads."""
-        return [self._windows(text, lang, None, first_only=True)[0] for text in texts]
-
-    def document(self, doc: Document) -> list[Window]:
-        """The windows of a corpus document, with gold from its hyperlinks (module docs)."""
-        return self._windows(doc.text, doc.lang, doc.links, first_only=False)
-
-    def documents(self, docs: Iterable[Document]) -> list[Window]:
-        """The windows of many documents, in order."""
-        return [w for doc in docs for w in self.document(doc)]
-
     # -- one text ------------------------------------------------------------------------------------
     def _windows(
         self, text: str, lang: str, links: Sequence[tuple[int, int, str]] | None, *, first_only: bool
     ) -> list[Window]:
-        stats = self.stats
-        spans = self._spans(text, lang, links, stats)
-        char_spans = [(a, b) for a, b, *_ in spans]
-        [(ids, offsets, piece_spans)] = encode_with_spans(self.tokenizer.words, [text], [char_spans])
-        limit = self.max_length - 2
-        cuts = [(0, min(len(ids), limit))] if first_only else _window_cuts(len(ids), piece_spans, limit)
-        out = []
-        for lo, hi in cuts:
-            win = Window(
-                lang,
-                [self.tokenizer.bos_id, *ids[lo:hi], self.tokenizer.eos_id],
-                [(0, 0), *offsets[lo:hi], (0, 0)],
-                [],
-                [],
-                [],
-                gold=None if links is None else [],
-            )
-            for (s, e), (a, b, rows, priors, gold) in zip(piece_spans, spans):
-                if s >= hi or e <= lo:
-                    continue
-                if s < lo or e > hi or e <= s:
-                    stats.cut_spans += 1
-                    continue
-                win.spans.append((s - lo + 1, e - lo))  # +1 for <s>; end inclusive
-                win.char_spans.append((a, b))
-                win.entity_ids.append(rows)
-                win.log_prior.append(priors)
-                if win.gold is not None:
-                    win.gold.append(gold)
-            stats.spans += len(win.spans)
-            out.append(win)
-        stats.windows += len(out)
-        if first_only:  # spans beyond the text's one window
-            stats.cut_spans += sum(1 for s, _ in piece_spans if s >= cuts[0][1])
-        return out
+        return _windows_of([self], [], text, lang, links, first_only=first_only)
 
     def _spans(
         self, text: str, lang: str, links: Sequence[tuple[int, int, str]] | None, stats: SelectionStats
@@ -251,6 +217,107 @@ class CandidateSelector:
         return NULL if lp is not None and lp < self.null_below else IGNORE
 
 
+class MultiSelector(WindowSource):
+    """The candidate selectors of several knowledge bases over the same windows: each text is cut at every knowledge
+    base's span boundaries and tokenized once, each knowledge base's spans placed on those pieces (the first's in the
+    window's own fields, the others' in ``Window.others``), and windows are cut where no span of any knowledge base
+    straddles the cut where possible. With one selector it gives exactly that selector's windows.
+
+    Args:
+        selectors: a :class:`CandidateSelector` per knowledge base name, in the model's order (each with its own
+            mention index and entity table rows; one tokenizer and one ``max_length`` for all).
+    """
+
+    def __init__(self, selectors: Mapping[str, CandidateSelector]) -> None:
+        if not selectors:
+            raise ValueError("MultiSelector needs at least one candidate selector")
+        self.selectors = dict(selectors)
+        first = next(iter(self.selectors.values()))
+        if any(s.tokenizer is not first.tokenizer or s.max_length != first.max_length for s in self.selectors.values()):
+            raise ValueError("the candidate selectors of one model must share its tokenizer and max_length")
+
+    @property
+    def stats(self) -> dict[str, SelectionStats]:
+        """What each knowledge base's selector left out or could not supervise, by name."""
+        return {name: s.stats for name, s in self.selectors.items()}
+
+    def _windows(
+        self, text: str, lang: str, links: Sequence[tuple[int, int, str]] | None, *, first_only: bool
+    ) -> list[Window]:
+        names = list(self.selectors)
+        return _windows_of(list(self.selectors.values()), names[1:], text, lang, links, first_only=first_only)
+
+
+def _windows_of(
+    selectors: Sequence[CandidateSelector],
+    other_names: Sequence[str],
+    text: str,
+    lang: str,
+    links: Sequence[tuple[int, int, str]] | None,
+    *,
+    first_only: bool,
+) -> list[Window]:
+    """The windows of one text with the spans of every selector's knowledge base (the first's in the window's fields,
+    the others' under ``other_names``)."""
+    first = selectors[0]
+    per_kb = [sel._spans(text, lang, links, sel.stats) for sel in selectors]
+    if len(per_kb) == 1:
+        char_spans = [(a, b) for a, b, *_ in per_kb[0]]
+    else:
+        char_spans = sorted({(a, b) for spans in per_kb for a, b, *_ in spans})
+    [(ids, offsets, piece_spans)] = encode_with_spans(first.tokenizer.words, [text], [char_spans])
+    at = dict(zip(char_spans, piece_spans))
+    limit = first.max_length - 2
+    cuts = [(0, min(len(ids), limit))] if first_only else _window_cuts(len(ids), piece_spans, limit)
+    out = []
+    for lo, hi in cuts:
+        win = Window(
+            lang,
+            [first.tokenizer.bos_id, *ids[lo:hi], first.tokenizer.eos_id],
+            [(0, 0), *offsets[lo:hi], (0, 0)],
+            [],
+            [],
+            [],
+            gold=None if links is None else [],
+        )
+        for k, (sel, spans) in enumerate(zip(selectors, per_kb)):
+            target: Window | KbSpans = win if k == 0 else KbSpans(gold=None if links is None else [])
+            _place(target, spans, at, lo, hi, sel.stats)
+            if k:
+                win.others[other_names[k - 1]] = cast(KbSpans, target)
+        out.append(win)
+    for sel, spans in zip(selectors, per_kb):
+        sel.stats.windows += len(out)
+        if first_only:  # spans beyond the text's one window
+            sel.stats.cut_spans += sum(1 for a, b, *_ in spans if at[(a, b)][0] >= cuts[0][1])
+    return out
+
+
+def _place(
+    target: Window | KbSpans,
+    spans: Sequence[tuple[int, int, list[int], list[float], int]],
+    at: Mapping[tuple[int, int], tuple[int, int]],
+    lo: int,
+    hi: int,
+    stats: SelectionStats,
+) -> None:
+    """Put the spans (characters, rows, priors, gold) that lie inside pieces ``[lo, hi)`` into ``target``."""
+    for a, b, rows, priors, gold in spans:
+        s, e = at[(a, b)]
+        if s >= hi or e <= lo:
+            continue
+        if s < lo or e > hi or e <= s:
+            stats.cut_spans += 1
+            continue
+        target.spans.append((s - lo + 1, e - lo))  # +1 for <s>; end inclusive
+        target.char_spans.append((a, b))
+        target.entity_ids.append(rows)
+        target.log_prior.append(priors)
+        if target.gold is not None:
+            target.gold.append(gold)
+    stats.spans += len(target.spans)
+
+
 def _window_cuts(n: int, spans: Sequence[tuple[int, int]], limit: int) -> list[tuple[int, int]]:
     """Consecutive ``[lo, hi)`` piece ranges of at most ``limit`` pieces covering ``0 .. n``; each cut falls
     where no span straddles it if such a place exists in the window's second half."""
@@ -269,46 +336,3 @@ def _window_cuts(n: int, spans: Sequence[tuple[int, int]], limit: int) -> list[t
         if hi >= n:
             return out
         lo = hi
-
-
-def collate(windows: Sequence[Window], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, SpanCandidates]:
-    """``input_ids`` [B, T], ``attention_mask`` [B, T] and the :class:`SpanCandidates` of a batch of windows:
-    T, S and K padded to the batch's longest; NULL gold becomes ``K``. A batch without any span gets S = 1
-    (one padding span), K at least 1."""
-    if not windows:
-        raise ValueError("collate() needs at least one window")
-    b = len(windows)
-    t = max(len(w.input_ids) for w in windows)
-    s = max(1, max(len(w.spans) for w in windows))
-    k = max(1, max((len(r) for w in windows for r in w.entity_ids), default=1))
-    input_ids = torch.full((b, t), pad_id, dtype=torch.long)
-    attention = torch.zeros((b, t), dtype=torch.long)
-    start = torch.zeros((b, s), dtype=torch.long)
-    end = torch.zeros((b, s), dtype=torch.long)
-    span_mask = torch.zeros((b, s), dtype=torch.bool)
-    entity_ids = torch.zeros((b, s, k), dtype=torch.long)
-    log_prior = torch.zeros((b, s, k), dtype=torch.float32)
-    cand_mask = torch.zeros((b, s, k), dtype=torch.bool)
-    supervised = any(w.gold is not None for w in windows)
-    gold = torch.full((b, s), IGNORE, dtype=torch.long)
-    for i, w in enumerate(windows):
-        input_ids[i, : len(w.input_ids)] = torch.tensor(w.input_ids)
-        attention[i, : len(w.input_ids)] = 1
-        for j, ((a, e), rows, priors) in enumerate(zip(w.spans, w.entity_ids, w.log_prior)):
-            start[i, j], end[i, j], span_mask[i, j] = a, e, True
-            entity_ids[i, j, : len(rows)] = torch.tensor(rows)
-            log_prior[i, j, : len(priors)] = torch.tensor(priors)
-            cand_mask[i, j, : len(rows)] = True
-            if w.gold is not None:
-                gold[i, j] = k if w.gold[j] == NULL else w.gold[j]
-    cands = SpanCandidates(start, end, span_mask, entity_ids, log_prior, cand_mask, gold if supervised else None)
-    return input_ids, attention, cands
-
-
-def mlm_labels(windows: Sequence[Window], width: int) -> torch.Tensor:
-    """The masked-LM targets of collated windows, [B, ``width``] (-100 where a window has none)."""
-    out = torch.full((len(windows), width), IGNORE, dtype=torch.long)
-    for i, w in enumerate(windows):
-        if w.labels is not None:
-            out[i, : len(w.labels)] = torch.tensor(w.labels)
-    return out

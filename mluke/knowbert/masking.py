@@ -19,13 +19,14 @@ masks do not depend on batching or on a resume.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mluke.knowbert.batch import IGNORE
-from mluke.knowbert.candidates import Window
+from mluke.knowbert.windows import KbSpans, Window
 from mluke.pretraining.batching import Vocabulary
 
 if TYPE_CHECKING:
@@ -84,9 +85,10 @@ def masking_units(window: Window, vocab: MaskVocabulary, options: MaskingOptions
     maskable[0] = maskable[-1] = False
     starts = vocab.unit_starts[ids].copy() if options.whole_words else np.ones(n, bool)
     starts |= np.concatenate([[True], ~maskable[:-1]])  # a piece after <s> or a special starts a unit ...
-    if options.whole_spans and window.spans:
+    spans = [*window.spans, *(span for kb in window.others.values() for span in kb.spans)]  # every knowledge base's
+    if options.whole_spans and spans:
         joined = np.zeros(n + 1, np.int64)  # joined[i] > 0: pieces i - 1 and i are in one unit
-        for s, e in window.spans:  # the span, widened to whole words on both sides
+        for s, e in spans:  # the span, widened to whole words on both sides
             a, b = s, e
             while a > 1 and not starts[a]:
                 a -= 1
@@ -106,16 +108,25 @@ def mask_window(
     vocab: MaskVocabulary,
     mask_row: int,
     options: MaskingOptions | None = None,
+    *,
+    other_mask_rows: Mapping[str, int] | None = None,
 ) -> Window:
     """``window`` with masked pieces, masked-LM ``labels`` and the candidates of every span that overlaps a masked
-    piece replaced by ``mask_row`` (its gold: IGNORE). The input window is not changed."""
+    piece replaced by ``mask_row`` (its gold: IGNORE). The input window is not changed.
+
+    With several knowledge bases (``window.others``), masking units join the spans of all of them, and the spans of
+    knowledge base ``name`` get ``other_mask_rows[name]`` (the [MASK] row of its own entity table)."""
     options = options or MaskingOptions()
+    rows = dict(other_mask_rows or {})
+    missing = sorted(set(window.others) - set(rows))
+    if missing:
+        raise ValueError(f"mask_window: no [MASK] row given for knowledge base(s) {missing} (other_mask_rows)")
     ids = np.asarray(window.input_ids, dtype=np.int64)
     unit = masking_units(window, vocab, options)
     n_units = int(unit.max()) + 1 if (unit >= 0).any() else 0
     labels = np.full(len(ids), IGNORE, np.int64)
     if n_units == 0 or options.word_prob == 0:
-        return replace(window, labels=labels.tolist())
+        return replace(window, labels=labels.tolist(), others={k: replace(v) for k, v in window.others.items()})
     sizes = np.bincount(unit[unit >= 0], minlength=n_units)
     target = max(1, round(options.word_prob * int(sizes.sum())))
     chosen = np.zeros(n_units, bool)
@@ -136,18 +147,18 @@ def mask_window(
     if to_random.any():
         allowed = np.flatnonzero(~vocab.special)
         new_ids[to_random] = rng.choice(allowed, size=int(to_random.sum()))
-    entity_ids, log_prior = list(window.entity_ids), list(window.log_prior)
-    gold = None if window.gold is None else list(window.gold)
-    for j, (s, e) in enumerate(window.spans):
+    own = _masked_spans(window, masked, mask_row)
+    others = {name: replace(kb, **_masked_spans(kb, masked, rows[name])) for name, kb in window.others.items()}
+    return replace(window, input_ids=new_ids.tolist(), labels=labels.tolist(), **own, others=others)
+
+
+def _masked_spans(part: Window | KbSpans, masked: np.ndarray, mask_row: int) -> dict[str, Any]:
+    """The candidate fields of one knowledge base's spans with every span over a masked piece given ``mask_row``."""
+    entity_ids, log_prior = list(part.entity_ids), list(part.log_prior)
+    gold = None if part.gold is None else list(part.gold)
+    for j, (s, e) in enumerate(part.spans):
         if masked[s : e + 1].any():
             entity_ids[j], log_prior[j] = [mask_row], [0.0]
             if gold is not None:
                 gold[j] = IGNORE
-    return replace(
-        window,
-        input_ids=new_ids.tolist(),
-        labels=labels.tolist(),
-        entity_ids=entity_ids,
-        log_prior=log_prior,
-        gold=gold,
-    )
+    return {"entity_ids": entity_ids, "log_prior": log_prior, "gold": gold}

@@ -1,41 +1,47 @@
-"""An encoder with a knowledge layer inserted between two of its layers (:class:`KnowBertModel`), its masked-LM
-head on top: KnowBert (Peters et al., 2019) on an mLUKE checkpoint or a Hugging Face XLM-R masked LM.
+"""An encoder with knowledge layers inserted between its layers (:class:`KnowBertModel`), its masked-LM head on
+top: KnowBert (Peters et al., 2019) on an mLUKE checkpoint or a Hugging Face XLM-R masked LM, with one or more
+knowledge bases (KnowBert-W+W: Wikipedia's layer after layer 10, WordNet's after layer 11).
 
-The knowledge layer runs as a forward hook on the output of encoder layer ``L``, registered for one call and
-removed after it: the encoder's own forward builds its attention masks and runs its layers, so the model
-works the same under transformers 4.46 and 5.x (whose layer signatures, mask formats and return types
-differ), and without candidates the hook is not there at all: the output is the bare encoder's, bit for bit.
-Only word inputs are used; mLUKE's entity-token input is not (the two ways of using entities are separate).
+Each knowledge base has a name, its own entity table, its own :class:`KnowBertConfig` (its ``kar_layer`` among
+them) and its own knowledge layer (linker included). A layer runs as a forward hook on the output of encoder layer
+``L``, registered for one call and removed after it: the encoder's own forward builds its attention masks and runs
+its layers, so the model works the same under transformers 4.46 and 5.x (whose layer signatures, mask formats and
+return types differ), and a knowledge base without candidates in a call is not there at all: without any
+candidates the output is the bare encoder's, bit for bit. Two knowledge bases after the same layer run in the
+model's order. Only word inputs are used; mLUKE's entity-token input is not (the two ways of using entities are
+separate).
 """
 
 from __future__ import annotations
 
-import json
+import functools
+import operator
 import os
-from dataclasses import dataclass, replace
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import Tensor, nn
 
-from kb.errors import InputFormatError
-from kb.files import atomic_path, read_json_file
 from mluke.errors import CheckpointError
 from mluke.knowbert.batch import SpanCandidates
 from mluke.knowbert.config import KnowBertConfig
 from mluke.knowbert.entities import EntityTable
 from mluke.knowbert.layer import KnowledgeLayer, LinkDecision
+from mluke.knowbert.saving import CONFIG_FILE, DEFAULT_KB, ENTITIES_FILE, WEIGHTS_FILE, load_knowbert, save_knowbert
 from mluke.model import _head_loss
 
 if TYPE_CHECKING:
     from mluke.opening import ModelSource
 
-CONFIG_FILE = "knowbert.json"
-WEIGHTS_FILE = "model.safetensors"
-ENTITIES_FILE = "entities.safetensors"
-FORMAT, FORMAT_VERSION = "mluke-knowbert", 1
-_DROPPED_CONFIG_KEYS = ("architectures", "transformers_version", "_name_or_path", "dtype", "torch_dtype")
+__all__ = ["CONFIG_FILE", "DEFAULT_KB", "ENTITIES_FILE", "WEIGHTS_FILE", "KnowBertModel", "KnowBertOutput"]
+
+#: the candidates of a forward: one knowledge base's (the model's first), or by knowledge base name
+Candidates = SpanCandidates | Mapping[str, SpanCandidates | None]
+_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclass
@@ -43,22 +49,41 @@ class KnowBertOutput:
     """What :meth:`KnowBertModel.forward` returns."""
 
     hidden_states: Tensor  #: [B, T, hidden], the encoder's last layer
-    linking_scores: Tensor | None = None  #: [B, S, K] psi before NULL thresholding; None without candidates
+    #: [B, S, K] psi of the model's first knowledge base before NULL thresholding; None when it got no candidates
+    linking_scores: Tensor | None = None
     mlm_loss: Tensor | None = None  #: with ``labels``: masked-LM cross-entropy at the labelled pieces
-    linking_loss: Tensor | None = None  #: with ``candidates.gold``: the linking log-likelihood loss
+    #: the sum of :attr:`kb_losses` (the knowledge bases whose candidates have ``gold``); None when there are none
+    linking_loss: Tensor | None = None
+    #: [B, S_kb, K_kb] psi of every knowledge base that ran, by name
+    kb_scores: dict[str, Tensor] = field(default_factory=dict)
+    #: the linking loss of every knowledge base whose candidates have ``gold``, by name
+    kb_losses: dict[str, Tensor] = field(default_factory=dict)
 
 
 class KnowBertModel(nn.Module):
-    """A masked-LM encoder (mLUKE or XLM-R) with one knowledge layer (one knowledge base) after layer ``L``."""
+    """A masked-LM encoder (mLUKE or XLM-R) with one knowledge layer per knowledge base (module docs).
 
-    def __init__(self, encoder: nn.Module, entities: EntityTable, config: KnowBertConfig | None = None) -> None:
+    The first knowledge base is the default one: ``kar``, ``entities``, ``config`` and ``kar_layer`` are its layer,
+    entity table, settings and position (the only ones of a one-knowledge-base model); ``names``, ``tables``,
+    ``configs``, ``kar_layers`` and :meth:`knowledge_layers` give every knowledge base's.
+    """
+
+    def __init__(
+        self,
+        encoder: nn.Module,
+        entities: EntityTable | Mapping[str, EntityTable],
+        config: KnowBertConfig | Mapping[str, KnowBertConfig] | None = None,
+    ) -> None:
         """
         Args:
             encoder: the masked LM: an :class:`mluke.MlukeForMaskedLM`, a transformers ``XLMRobertaForMaskedLM``
                 (or any masked LM with ``base_model.encoder.layer`` and an ``lm_head``), or a
                 :class:`mluke.word_models.WordModel` wrapping one.
-            entities: the frozen entity vectors the layer links to.
-            config: the knowledge layer's settings (default: KnowBert-Wiki's).
+            entities: the frozen entity vectors the layer links to: one table (one knowledge base named
+                :data:`DEFAULT_KB`), or a table per knowledge base name, in the order the model keeps them (names:
+                letters, digits, ``_`` and ``-``).
+            config: the knowledge layer's settings (default: KnowBert-Wiki's), or settings by knowledge base name
+                (a name left out gets the default).
         """
         super().__init__()
         encoder = getattr(encoder, "hf", encoder)  # a WordModel: the transformers model inside
@@ -69,12 +94,36 @@ class KnowBertModel(nn.Module):
                 f"{type(encoder).__name__}: not a masked LM with base_model.encoder.layer and lm_head "
                 "(KnowBertModel takes mLUKE and XLM-R/RoBERTa masked LMs)"
             )
+        tables = {DEFAULT_KB: entities} if isinstance(entities, EntityTable) else dict(entities)
+        if not tables:
+            raise ValueError("a KnowBert model needs at least one knowledge base (entity table)")
+        bad = [n for n in tables if not isinstance(n, str) or not _NAME.fullmatch(n)]
+        if bad:
+            raise ValueError(f"knowledge base names must be letters, digits, _ and -: got {bad!r}")
+        if isinstance(config, Mapping):
+            unknown = sorted(set(config) - set(tables))
+            if unknown:
+                raise ValueError(f"settings for unknown knowledge base(s) {unknown}; the model has {list(tables)}")
+            configs = {n: config.get(n) or KnowBertConfig() for n in tables}
+        else:
+            configs = {n: config or KnowBertConfig() for n in tables}
         self.encoder = encoder
-        self.config = config or KnowBertConfig()
-        self.kar_layer = self.config.layer_for(len(layers))
+        #: the knowledge bases' names, the first one the default
+        self.names: list[str] = list(tables)
+        self.tables: dict[str, EntityTable] = tables
+        self.configs: dict[str, KnowBertConfig] = configs
+        #: after how many encoder layers each knowledge base's layer runs
+        self.kar_layers: dict[str, int] = {n: configs[n].layer_for(len(layers)) for n in tables}
         hidden_size = int(cast(Any, encoder).config.hidden_size)
-        self.kar = KnowledgeLayer(hidden_size, entities, self.config)
-        self.entities = entities
+        first, *others = self.names
+        self.kar = KnowledgeLayer(hidden_size, tables[first], configs[first])
+        #: the knowledge layers of the knowledge bases after the first, by name
+        self.extra_kars = nn.ModuleDict({n: KnowledgeLayer(hidden_size, tables[n], configs[n]) for n in others})
+        self.config = configs[first]
+        self.kar_layer = self.kar_layers[first]
+        self.entities = tables[first]
+        #: the order the layers run in: by depth, then in the model's order
+        self.run_order: list[str] = sorted(self.names, key=lambda n: (self.kar_layers[n], self.names.index(n)))
 
     # -- the parts ----------------------------------------------------------------------------------
     @property
@@ -89,22 +138,32 @@ class KnowBertModel(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
+    def knowledge_layers(self) -> dict[str, KnowledgeLayer]:
+        """Every knowledge base's layer, by name, in the model's order."""
+        return {self.names[0]: self.kar, **{n: cast(KnowledgeLayer, m) for n, m in self.extra_kars.items()}}
+
+    def knowledge_layer(self, name: str | None = None) -> KnowledgeLayer:
+        """The layer of knowledge base ``name`` (default: the first)."""
+        return self.knowledge_layers()[self._name(name)]
+
     def kar_parameters(self) -> list[nn.Parameter]:
-        """The knowledge layer's trainable parameters (the entity table is a buffer, not among them)."""
-        return list(self.kar.parameters())
+        """Every knowledge layer's trainable parameters (the entity tables are buffers, not among them)."""
+        return [p for layer in self.knowledge_layers().values() for p in layer.parameters()]
 
     def encoder_parameters(self, below: bool) -> list[nn.Parameter]:
-        """The encoder's parameters below the knowledge layer (embeddings and layers ``1 .. L``; ``below``) or
-        the rest (layers ``L+1 ..``, the masked-LM head and anything else), each parameter in one group only
-        (the head's tied word embedding counts as below)."""
-        lower = _unique([*cast(Any, self._base).embeddings.parameters(), *self._layers[: self.kar_layer].parameters()])
+        """The encoder's parameters below the lowest knowledge layer (embeddings and layers ``1 .. L_min``;
+        ``below``) or the rest (every layer above it, those between two knowledge layers included, the masked-LM
+        head and anything else), each parameter in one group only (the head's tied word embedding counts as
+        below)."""
+        lowest = min(self.kar_layers.values())
+        lower = _unique([*cast(Any, self._base).embeddings.parameters(), *self._layers[:lowest].parameters()])
         if below:
             return lower
         seen = {id(p) for p in lower}
         return [p for p in self.encoder.parameters() if id(p) not in seen]
 
     def freeze_encoder(self, frozen: bool = True) -> None:
-        """Stop (``frozen``) or resume training the encoder: stage 1 trains the linker alone."""
+        """Stop (``frozen``) or resume training the encoder: stage 1 trains the linkers alone."""
         for p in self.encoder.parameters():
             p.requires_grad_(not frozen)
 
@@ -113,118 +172,135 @@ class KnowBertModel(nn.Module):
         self,
         input_ids: Tensor,
         attention_mask: Tensor | None = None,
-        candidates: SpanCandidates | None = None,
+        candidates: Candidates | None = None,
         labels: Tensor | None = None,
         *,
         linking_only: bool = False,
     ) -> KnowBertOutput:
-        """Run the encoder with the knowledge layer after layer ``L`` (without ``candidates``: the bare encoder).
+        """Run the encoder with each knowledge base's layer after its layer ``L`` (without ``candidates``: the bare
+        encoder).
 
         Args:
             input_ids: word pieces [B, T].
             attention_mask: [B, T], 1 for real pieces (default: all).
-            candidates: the spans and kb candidates of the batch (word-piece positions of ``input_ids``).
+            candidates: the spans and kb candidates of the batch (word-piece positions of ``input_ids``): one
+                :class:`SpanCandidates` (the first knowledge base's) or a mapping name -> candidates; a knowledge
+                base left out (or mapped to ``None``) is skipped in this call.
             labels: [B, T] word ids to predict at masked pieces, -100 elsewhere.
-            linking_only: stop after the knowledge layer (stage 1 and linking need nothing above it):
-                ``hidden_states`` are then the layer's output at depth ``L``, and there is no masked-LM loss.
+            linking_only: stop after the last knowledge layer that runs (stage 1 and linking need nothing above
+                it): ``hidden_states`` are then that layer's output, and there is no masked-LM loss.
         """
-        if linking_only and (candidates is None or labels is not None):
+        given = self.candidates_by_kb(candidates)
+        if linking_only and (not given or labels is not None):
             raise ValueError("linking_only needs candidates and takes no labels (the masked LM is not run)")
         device = self.device
         input_ids = input_ids.to(device)
         mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask.to(device)
-        found: dict[str, Tensor] = {}
-        handle = None
-        if candidates is not None:
-            candidates = candidates.to(device)
-            hook = _kar_hook(self.kar, candidates, found, stop=linking_only)
-            handle = self._layers[self.kar_layer - 1].register_forward_hook(hook)
+        found: dict[str, Any] = {"scores": {}}
+        by_depth: dict[int, list[str]] = {}
+        for name in given:
+            given[name] = given[name].to(device)
+            by_depth.setdefault(self.kar_layers[name], []).append(name)
+        top = max(by_depth, default=0)
+        layers = self.knowledge_layers()
+        handles = []
         try:
+            for depth, names in by_depth.items():
+                parts = [(n, layers[n], given[n]) for n in names]
+                hook = _kar_hook(parts, found, stop=linking_only and depth == top)
+                handles.append(self._layers[depth - 1].register_forward_hook(hook))
             hidden = self._base(input_ids=input_ids, attention_mask=mask, return_dict=True).last_hidden_state
         except _StopAfterKar:
             hidden = found["hidden"]
         finally:
-            if handle is not None:
+            for handle in handles:
                 handle.remove()
-        out = KnowBertOutput(hidden, found.get("scores"))
+        scores: dict[str, Tensor] = found["scores"]
+        out = KnowBertOutput(
+            hidden, scores.get(self.names[0]), kb_scores={n: scores[n] for n in self.names if n in scores}
+        )
         if labels is not None:
             out.mlm_loss = _head_loss(cast(nn.Module, self.encoder.lm_head), hidden, labels.to(device))
-        if candidates is not None and candidates.gold is not None:
-            out.linking_loss = self.kar.linking_loss(found["scores"], candidates.gold)
+        for name in self.names:
+            gold = given[name].gold if name in given else None
+            if gold is not None:
+                out.kb_losses[name] = layers[name].linking_loss(scores[name], gold)
+        if out.kb_losses:
+            out.linking_loss = functools.reduce(operator.add, out.kb_losses.values())
         return out
 
+    def candidates_by_kb(self, candidates: Candidates | None) -> dict[str, SpanCandidates]:
+        """``candidates`` as a mapping name -> :class:`SpanCandidates` in the order the layers run (a bare
+        :class:`SpanCandidates` is the first knowledge base's; ``None`` entries are dropped).
+
+        Raises:
+            ValueError: a name that is not one of the model's knowledge bases.
+        """
+        if candidates is None:
+            return {}
+        if isinstance(candidates, SpanCandidates):
+            return {self.names[0]: candidates}
+        unknown = sorted(set(candidates) - set(self.names))
+        if unknown:
+            raise ValueError(f"candidates for unknown knowledge base(s) {unknown}; the model has {self.names}")
+        return {n: c for n in self.run_order if (c := candidates.get(n)) is not None}
+
     @torch.no_grad()
-    def link(self, input_ids: Tensor, attention_mask: Tensor | None, candidates: SpanCandidates) -> LinkDecision:
-        """The integrated linker's decisions for the spans of a batch (nothing above the layer runs): each span's
-        best candidate above the threshold, else NULL, with its probability (:meth:`KnowledgeLayer.decode`)."""
-        out = self.forward(input_ids, attention_mask, replace(candidates, gold=None), linking_only=True)
-        assert out.linking_scores is not None
-        return self.kar.decode(out.linking_scores)
+    def link(
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor | None,
+        candidates: Candidates,
+        knowledge_base: str | None = None,
+    ) -> LinkDecision:
+        """The integrated linker's decisions for the spans of a batch in ``knowledge_base`` (default: the first),
+        nothing above its layer run: each span's best candidate above the threshold, else NULL, with its
+        probability (:meth:`KnowledgeLayer.decode`). The layers of other knowledge bases given candidates run
+        when they come first."""
+        name = self._name(knowledge_base)
+        given = self.candidates_by_kb(candidates)
+        if name not in given:
+            raise ValueError(f"no candidates for the knowledge base {name!r} to link with")
+        before = self.run_order[: self.run_order.index(name) + 1]
+        kept = {n: replace(given[n], gold=None) for n in before if n in given}
+        out = self.forward(input_ids, attention_mask, kept, linking_only=True)
+        return self.knowledge_layer(name).decode(out.kb_scores[name])
 
     def mlm_logits(self, hidden_states: Tensor) -> Tensor:
         """The encoder's masked-LM head on word vectors: (..., hidden) -> (..., vocabulary)."""
         return cast(Tensor, cast(nn.Module, self.encoder.lm_head)(hidden_states))
 
+    def _name(self, name: str | None) -> str:
+        if name is None:
+            return self.names[0]
+        if name not in self.kar_layers:
+            raise ValueError(f"no knowledge base {name!r} in this model; it has {', '.join(self.names)}")
+        return name
+
     # -- saving ----------------------------------------------------------------------------------
     def save_pretrained(self, directory: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """Write ``knowbert.json`` (settings and the encoder's config), ``model.safetensors`` (encoder and
-        knowledge layer) and ``entities.safetensors`` (the entity table) into ``directory``, under a temporary
-        name renamed when complete."""
-        from safetensors.torch import save_file
-
-        directory = Path(directory)
-        empty = directory.is_dir() and not any(directory.iterdir())
-        encoder_config = dict(cast(Any, self.encoder).config.to_dict())
-        for key in _DROPPED_CONFIG_KEYS:
-            encoder_config.pop(key, None)
-        state, aliases = _without_aliases(self.state_dict())
-        meta = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "encoder_class": "mluke" if hasattr(self.encoder, "luke") else "auto",
-            "encoder_config": encoder_config,
-            # restored as it was: transformers 4.46 builds a model from a config with eager attention, not sdpa
-            "attn_implementation": getattr(cast(Any, self.encoder).config, "_attn_implementation", None),
-            "knowbert": self.config.to_dict(),
-        }
-        with atomic_path(directory, overwrite=overwrite or empty) as tmp:
-            tmp.mkdir()
-            (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-            save_file(state, str(tmp / WEIGHTS_FILE), metadata={"format": "pt", "aliases": json.dumps(aliases)})
-            self.entities.save(tmp / ENTITIES_FILE)
-        return directory
+        """Write ``knowbert.json`` (settings of every knowledge base and the encoder's config), ``model.safetensors``
+        (encoder and knowledge layers) and one entity table file per knowledge base into ``directory``, under a
+        temporary name renamed when complete (:mod:`mluke.knowbert.saving`)."""
+        return save_knowbert(directory, self.encoder, self.tables, self.configs, self.state_dict(), overwrite=overwrite)
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike[str]) -> KnowBertModel:
-        """A model written by :meth:`save_pretrained`, strictly checked, in eval mode.
+        """A model written by :meth:`save_pretrained` (format version 2, or 1 from before several knowledge
+        bases), strictly checked, in eval mode.
 
         Raises:
             InputFormatError: a missing or malformed file, named.
             CheckpointError: weights that do not match the saved configuration.
         """
-        from safetensors import safe_open
-
-        directory = Path(directory)
-        meta = _read_meta(directory / CONFIG_FILE)
-        config = KnowBertConfig.from_dict(meta.get("knowbert"), f"{directory / CONFIG_FILE}: 'knowbert'")
-        encoder = _build_encoder(meta, directory / CONFIG_FILE)
-        model = cls(encoder, EntityTable.from_safetensors(directory / ENTITIES_FILE), config)
-        path = directory / WEIGHTS_FILE
-        try:
-            with safe_open(str(path), framework="pt") as f:
-                aliases = json.loads((f.metadata() or {}).get("aliases", "{}"))
-                state = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118  (a safe_open handle is not iterable)
-        except Exception as exc:
-            raise InputFormatError(f"{path}: cannot read the weights ({type(exc).__name__}: {exc})") from None
-        for alias, source in aliases.items():
-            if source in state:
-                state[alias] = state[source]
-        result = model.load_state_dict(state, strict=False)
+        parts = load_knowbert(directory)
+        model = cls(parts.encoder, parts.tables, parts.configs)
+        result = model.load_state_dict(parts.state, strict=False)
         missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
         if missing or unexpected:
             raise CheckpointError(
-                f"{path}: the weights do not match {CONFIG_FILE}: missing {', '.join(missing[:6]) or 'none'}; "
-                f"unexpected {', '.join(unexpected[:6]) or 'none'}"
+                f"{Path(directory) / WEIGHTS_FILE}: the weights do not match {CONFIG_FILE}: missing "
+                f"{', '.join(missing[:6]) or 'none'}; unexpected {', '.join(unexpected[:6]) or 'none'}"
             )
         return model.eval()
 
@@ -232,91 +308,57 @@ class KnowBertModel(nn.Module):
     def from_encoder(
         cls,
         model: ModelSource = None,
-        entities: EntityTable | str | os.PathLike[str] | None = None,
-        config: KnowBertConfig | None = None,
+        entities: EntityTable
+        | str
+        | os.PathLike[str]
+        | Mapping[str, EntityTable | str | os.PathLike[str] | None]
+        | None = None,
+        config: KnowBertConfig | Mapping[str, KnowBertConfig] | None = None,
     ) -> KnowBertModel:
-        """A new knowledge layer on an encoder: an mLUKE bundle, folder or hub name, an XLM-R masked-LM folder,
-        or ``None`` (the demo model). ``entities``: a table, a safetensors table file, or ``None`` for the
-        checkpoint's own mLUKE entity table."""
+        """New knowledge layers on an encoder: an mLUKE bundle, folder or hub name, an XLM-R masked-LM folder, or
+        ``None`` (the demo model). ``entities``: a table, a safetensors table file, or ``None`` for the
+        checkpoint's own mLUKE entity table; or one of these per knowledge base name."""
         from mluke.opening import open_model
 
         bundle = open_model(model, word_models=True)
-        if entities is None:
-            table = EntityTable.from_checkpoint(bundle)
-        elif isinstance(entities, EntityTable):
-            table = entities
-        else:
-            table = EntityTable.from_safetensors(entities)
-        return cls(bundle.model, table, config)
+        given = dict(entities) if isinstance(entities, Mapping) else {DEFAULT_KB: entities}
+        own: list[EntityTable] = []
+
+        def table(source: EntityTable | str | os.PathLike[str] | None) -> EntityTable:
+            if isinstance(source, EntityTable):
+                return source
+            if source is not None:
+                return EntityTable.from_safetensors(source)
+            if not own:
+                own.append(EntityTable.from_checkpoint(bundle))
+            return own[0]
+
+        return cls(bundle.model, {name: table(source) for name, source in given.items()}, config)
 
 
 class _StopAfterKar(Exception):
-    """Raised by the hook to end the encoder's forward after the knowledge layer (``linking_only``)."""
+    """Raised by the hook to end the encoder's forward after the last knowledge layer (``linking_only``)."""
 
 
-def _kar_hook(kar: KnowledgeLayer, candidates: SpanCandidates, found: dict[str, Tensor], stop: bool) -> Any:
-    """A forward hook replacing a layer's word output by the knowledge layer's, keeping the linking scores
-    (and, with ``stop``, ending the forward there)."""
+def _kar_hook(parts: list[tuple[str, KnowledgeLayer, SpanCandidates]], found: dict[str, Any], stop: bool) -> Any:
+    """A forward hook replacing a layer's word output by the output of the knowledge layers in ``parts`` (run in
+    order), keeping each one's linking scores in ``found["scores"]`` (and, with ``stop``, ending the forward)."""
 
     def hook(module: nn.Module, args: object, output: Any) -> Any:
         words = output[0] if isinstance(output, tuple) else output
-        result = kar(words, candidates)
-        found["scores"], found["hidden"] = result.linking_scores, result.hidden_states
+        for name, kar, candidates in parts:
+            result = kar(words, candidates)
+            found["scores"][name] = result.linking_scores
+            words = result.hidden_states
+        found["hidden"] = words
         if stop:
             raise _StopAfterKar
         if isinstance(output, tuple):  # transformers 4.x layers, and LUKE's (word, entity, ...) in any version
-            return (result.hidden_states, *output[1:])
-        return result.hidden_states
+            return (words, *output[1:])
+        return words
 
     return hook
 
 
 def _unique(params: list[nn.Parameter]) -> list[nn.Parameter]:
     return list({id(p): p for p in params}.values())
-
-
-def _without_aliases(state: dict[str, Tensor]) -> tuple[dict[str, Tensor], dict[str, str]]:
-    """The state with tied tensors (e.g. the LM head's decoder = the word embedding) kept once, and which key
-    each dropped one repeats (safetensors refuses shared memory)."""
-    kept: dict[str, Tensor] = {}
-    aliases: dict[str, str] = {}
-    by_storage: dict[tuple[int, int, tuple[int, ...]], str] = {}
-    for key, value in state.items():
-        ident = (value.untyped_storage().data_ptr(), int(value.storage_offset()), tuple(value.shape))
-        if ident in by_storage:
-            aliases[key] = by_storage[ident]
-            continue
-        by_storage[ident] = key
-        kept[key] = value.detach().contiguous().cpu()
-    return kept, aliases
-
-
-def _read_meta(path: Path) -> dict[str, Any]:
-    meta = read_json_file(path, expected="a folder written by KnowBertModel")
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise InputFormatError(f"{path}: not a KnowBert model description (expected format {FORMAT!r})")
-    if meta.get("version") != FORMAT_VERSION:
-        raise InputFormatError(f"{path}: format version {meta.get('version')!r}; this mluke reads {FORMAT_VERSION}")
-    return meta
-
-
-def _build_encoder(meta: dict[str, Any], where: Path) -> nn.Module:
-    """A freshly initialised encoder of the saved architecture (its weights are loaded after)."""
-    cfg = dict(meta.get("encoder_config") or {})
-    if not cfg:
-        raise InputFormatError(f"{where}: no 'encoder_config'")
-    if meta.get("encoder_class") == "mluke":
-        from transformers import LukeConfig
-
-        from mluke.model import MlukeForMaskedLM
-
-        return MlukeForMaskedLM(LukeConfig(**cfg))
-    from transformers import AutoConfig, AutoModelForMaskedLM
-
-    model_type = cfg.pop("model_type", None)
-    if not model_type:
-        raise InputFormatError(f"{where}: 'encoder_config' has no model_type")
-    config = AutoConfig.for_model(model_type, **cfg)
-    attention = meta.get("attn_implementation")
-    extra = {"attn_implementation": attention} if isinstance(attention, str) else {}
-    return cast(nn.Module, AutoModelForMaskedLM.from_config(config, **extra))

@@ -1,5 +1,6 @@
 """What DDP wraps when KnowBert trains in several processes (:class:`mluke.knowbert.training.KnowBertTrainer`
-under ``torchrun``): a module returning the model's two mean losses, so that DDP's search for parameters
+under ``torchrun``): a module returning the model's mean losses (each knowledge base's linking loss, then the
+masked LM's), so that DDP's search for parameters
 without a gradient starts from the losses alone."""
 
 from __future__ import annotations
@@ -13,16 +14,17 @@ if TYPE_CHECKING:
 
 
 class LossModule(torch.nn.Module):
-    """The model's mean linking and masked-LM losses (``None`` where a batch has none)."""
+    """The model's mean linking loss per knowledge base (in ``model.names`` order) and its masked-LM loss
+    (``None`` where a batch has none)."""
 
     def __init__(self, model: KnowBertModel) -> None:
         super().__init__()
         self.model = model
 
-    def forward(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        """:meth:`KnowBertModel.forward`'s arguments -> (linking loss, masked-LM loss)."""
+    def forward(self, *args: Any, **kwargs: Any) -> tuple[torch.Tensor | None, ...]:
+        """:meth:`KnowBertModel.forward`'s arguments -> (linking loss of each knowledge base ..., masked-LM loss)."""
         out = self.model(*args, **kwargs)
-        return out.linking_loss, out.mlm_loss
+        return (*(out.kb_losses.get(name) for name in self.model.names), out.mlm_loss)
 
 
 def wrap_losses(model: KnowBertModel, world: int, device: torch.device) -> torch.nn.Module:

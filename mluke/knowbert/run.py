@@ -1,21 +1,22 @@
 """One KnowBert training run from its parts (what ``mluke knowbert train`` does): the model to start from, the
-documents, the kb, the stages; :func:`train_knowbert`."""
+documents, the knowledge bases, the stages; :func:`train_knowbert`, :class:`KnowledgeBaseSource`."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import asdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from kb.errors import MlukeError, OptionError, flag, option
 from kb.files import write_json
-from mluke.knowbert.candidates import CandidateSelector
+from mluke.knowbert.candidates import CandidateSelector, MultiSelector
 from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
 
 if TYPE_CHECKING:
     from kb.db import EntityDB
+    from mluke.knowbert.entities import EntityTable
     from mluke.knowbert.model import KnowBertModel
     from mluke.opening import ModelSource
     from mluke.pretraining.corpus import Document
@@ -24,6 +25,57 @@ if TYPE_CHECKING:
 Stage = Literal["1", "2", "both"]
 #: ``documents=`` value that means the demo world's training documents (:func:`mluke.demo_data.demo_documents`).
 DEMO_DOCUMENTS = "demo"
+
+
+@dataclass(frozen=True)
+class KnowledgeBaseSource:
+    """Where one knowledge base of a training run comes from.
+
+    Attributes:
+        name: its name in the model (letters, digits, ``_``, ``-``).
+        db: the kb whose mention index gives its spans, candidates and priors (``None``: the embedded kb).
+        entities: its entity table: a safetensors file or a table (``None``: the start checkpoint's mLUKE table).
+        kar_layer: after how many encoder layers its knowledge layer runs (``None``: KnowBert's 10/12 of the depth).
+    """
+
+    name: str
+    db: EntityDB | str | os.PathLike[str] | None = None
+    entities: EntityTable | str | os.PathLike[str] | None = None
+    kar_layer: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> KnowledgeBaseSource:
+        """``NAME=DB[:ENTITIES]`` (the ``--kb`` option): ``DB`` a kb path or ``embedded``, ``ENTITIES`` a
+        safetensors table (split at the last ``:``)."""
+        name, sep, rest = text.partition("=")
+        if not sep or not name or not rest:
+            raise OptionError(
+                "{kb}: expected NAME=DB or NAME=DB:ENTITIES (DB: a kb file or 'embedded')",
+                options={"kb": option("kb", text)},
+            )
+        db, sep, entities = rest.rpartition(":")
+        if not sep or not db:
+            db, entities = rest, ""
+        return cls(name, None if db == "embedded" else db, entities or None)
+
+
+def knowledge_base_sources(texts: Sequence[str], layers: Sequence[str] = ()) -> list[KnowledgeBaseSource]:
+    """The knowledge bases of ``--kb NAME=DB[:ENTITIES]`` options, with the positions of ``--kb-layer NAME=L``."""
+    sources = [KnowledgeBaseSource.parse(t) for t in texts]
+    names = [s.name for s in sources]
+    if len(set(names)) != len(names):
+        raise OptionError("{kb}: each knowledge base name once", options={"kb": option("kb", ", ".join(texts))})
+    for text in layers:
+        name, _, layer = text.partition("=")
+        if name not in names or not layer.isdigit() or int(layer) < 1:
+            known = ", ".join(names) or "none"
+            raise OptionError(
+                "{kb_layer}: expected NAME=L with NAME one of the knowledge bases (" + known + ") and L a layer number",
+                options={"kb_layer": option("kb_layer", text)},
+            )
+        i = names.index(name)
+        sources[i] = replace(sources[i], kar_layer=int(layer))
+    return sources
 
 
 def load_documents(
@@ -50,24 +102,41 @@ def load_documents(
 
 
 def open_knowbert(
-    model: ModelSource | str | os.PathLike[str], entities: str | os.PathLike[str] | None = None
+    model: ModelSource | str | os.PathLike[str],
+    entities: str | os.PathLike[str] | None = None,
+    knowledge_bases: Sequence[KnowledgeBaseSource] | None = None,
 ) -> tuple[KnowBertModel, MlukeTokenizer]:
-    """The model to train and its tokenizer: a KnowBert folder of an earlier run (its ``tokenizer/``), or a
-    new knowledge layer on an encoder (mLUKE or XLM-R; ``entities``: a safetensors table, default the
-    checkpoint's own entity table)."""
+    """The model to train and its tokenizer: a KnowBert folder of an earlier run (its ``tokenizer/``), or new
+    knowledge layers on an encoder (mLUKE or XLM-R; ``entities``: a safetensors table, default the checkpoint's own
+    entity table; or ``knowledge_bases``: one layer per knowledge base, each with its table and position)."""
     from mluke.knowbert.model import CONFIG_FILE, KnowBertModel
     from mluke.opening import open_model
     from mluke.tokenizer import MlukeTokenizer
 
     if isinstance(model, (str, os.PathLike)) and (Path(model) / CONFIG_FILE).is_file():
-        if entities is not None:
-            raise MlukeError(f"{model} is a KnowBert model with its own entity table: leave out --entities")
-        return KnowBertModel.from_pretrained(model), MlukeTokenizer.from_pretrained(Path(model) / "tokenizer")
+        if entities is not None or any(kb.entities is not None for kb in knowledge_bases or ()):
+            raise MlukeError(f"{model} is a KnowBert model with its own entity tables: leave out the entities")
+        loaded = KnowBertModel.from_pretrained(model)
+        if knowledge_bases is not None and [kb.name for kb in knowledge_bases] != loaded.names:
+            raise MlukeError(
+                f"{model} has the knowledge bases {', '.join(loaded.names)}: give a --kb for each, in that order "
+                f"(got {', '.join(kb.name for kb in knowledge_bases)})"
+            )
+        return loaded, MlukeTokenizer.from_pretrained(Path(model) / "tokenizer")
     bundle = open_model(model, word_models=True)
     tokenizer = bundle.tokenizer
     if not isinstance(tokenizer, MlukeTokenizer):
         raise MlukeError(f"KnowBert training needs an mLUKE/XLM-R tokenizer; {model} has a {type(tokenizer).__name__}")
-    return KnowBertModel.from_encoder(bundle, entities), tokenizer
+    if knowledge_bases is None:
+        return KnowBertModel.from_encoder(bundle, entities), tokenizer
+    from mluke.knowbert.config import KnowBertConfig
+
+    tables = {kb.name: kb.entities for kb in knowledge_bases}
+    try:
+        configs = {kb.name: KnowBertConfig(kar_layer=kb.kar_layer) for kb in knowledge_bases}
+        return KnowBertModel.from_encoder(bundle, tables, configs), tokenizer
+    except ValueError as exc:  # a layer past the encoder's depth, a name that is no name
+        raise OptionError(f"{{kb}}: {exc}", options={"kb": flag("kb")}) from None
 
 
 def train_knowbert(
@@ -77,6 +146,7 @@ def train_knowbert(
     documents: str | os.PathLike[str] | Iterable[Document] = DEMO_DOCUMENTS,
     db: EntityDB | str | os.PathLike[str] | None = None,
     entities: str | os.PathLike[str] | None = None,
+    knowledge_bases: Sequence[KnowledgeBaseSource | str] | None = None,
     stage: Stage = "both",
     languages: list[str] | None = None,
     max_length: int = 128,
@@ -88,8 +158,9 @@ def train_knowbert(
     """Train a knowledge layer (module docs of :mod:`mluke.knowbert.training`); returns the exported model
     (``output/model``: :meth:`KnowBertModel.from_pretrained` reads it) or, when ``max_steps`` stopped the run
     early, the run folder (run again to continue). ``output/selection.json`` counts what the candidate
-    selector left out or could not supervise (:class:`~mluke.knowbert.candidates.SelectionStats`). Under
-    ``torchrun`` every process runs this with the same arguments; rank 0 writes the files.
+    selector left out or could not supervise (:class:`~mluke.knowbert.candidates.SelectionStats`; with several
+    knowledge bases, one such object per name). Under ``torchrun`` every process runs this with the same
+    arguments; rank 0 writes the files.
 
     Args:
         output: the run folder.
@@ -97,6 +168,9 @@ def train_knowbert(
         documents: ``"demo"``, a page-text corpus folder, or :class:`~mluke.pretraining.corpus.Document` objects.
         db: the kb whose mention index gives spans and candidates (default: the embedded kb).
         entities: a safetensors entity table (default: the checkpoint's mLUKE entity table).
+        knowledge_bases: several knowledge bases instead of ``db`` and ``entities`` (:class:`KnowledgeBaseSource`
+            or its ``NAME=DB[:ENTITIES]`` text), in the model's order; the first one's kb gives the demo documents.
+            Default: one knowledge base named ``kb`` from ``db`` and ``entities``.
         stage: ``"1"`` (the linker alone), ``"2"`` (masked LM + linking) or ``"both"``.
         languages: keep the documents of these languages (default: all).
         max_length: word pieces per training window.
@@ -126,19 +200,38 @@ def train_knowbert(
             "{output} holds checkpoints of a run: continue it with {resume} or choose another folder",
             options={"output": option("output", os.fspath(output)), "resume": flag("resume")},
         )
-    kb_db = open_db(db)
-    docs = load_documents(documents, kb_db, languages)
+    sources = [KnowledgeBaseSource.parse(kb) if isinstance(kb, str) else kb for kb in knowledge_bases or ()]
+    if sources and (db is not None or entities is not None):
+        raise OptionError(
+            "{kb} gives each knowledge base its kb and entity table: leave out {db} and {entities}",
+            options={"kb": flag("kb"), "db": flag("db"), "entities": flag("entities")},
+        )
+    dbs = [open_db(os.fspath(s.db) if isinstance(s.db, os.PathLike) else s.db) for s in sources] or [open_db(db)]
+    docs = load_documents(documents, dbs[0], languages)
     torch.manual_seed(config.seed)  # the new knowledge layer's weights
-    knowbert, tokenizer = open_knowbert(model, entities)
+    knowbert, tokenizer = open_knowbert(model, entities, sources or None)
+    if len(knowbert.names) != len(dbs):
+        raise MlukeError(
+            f"{model} has the knowledge bases {', '.join(knowbert.names)}: give a --kb NAME=DB for each, in that order"
+        )
     langs = sorted({d.lang for d in docs})
-    index = MentionIndex.for_db(kb_db, languages=langs)
-    selector = CandidateSelector(
-        tokenizer, index, knowbert.entities.key_to_row, max_length=max_length, estimator=LinkEstimator(kb_db)
-    )
+    selectors = {
+        name: CandidateSelector(
+            tokenizer,
+            MentionIndex.for_db(kb_db, languages=langs),
+            knowbert.tables[name].key_to_row,
+            max_length=max_length,
+            estimator=LinkEstimator(kb_db),
+        )
+        for name, kb_db in zip(knowbert.names, dbs)
+    }
+    selector = MultiSelector(selectors)
     trainer = KnowBertTrainer(knowbert, tokenizer, selector.documents(docs), config)  # joins torchrun's group
     if trainer.rank == 0:  # every rank selected the same windows; one writes what was left out
         trainer.out.mkdir(parents=True, exist_ok=True)
-        write_json(asdict(selector.stats), trainer.out / "selection.json", overwrite=True)
+        stats = {name: asdict(found) for name, found in selector.stats.items()}
+        one = stats if len(stats) > 1 else stats[knowbert.names[0]]
+        write_json(one, trainer.out / "selection.json", overwrite=True)
     if resume:
         trainer.resume()
     trainer.train(max_steps, progress=progress)

@@ -11,6 +11,11 @@
   (appendix A.1): the knowledge layer ``alpha``, the encoder below it ``0.25 alpha``, above it (and the
   masked-LM head) ``0.5 alpha``.
 
+Several knowledge bases (KnowBert-W+W): each window carries every knowledge base's spans (the first's in its own
+fields, the others' in ``Window.others``), stage 1 trains every linker, the linking loss is the sum of the knowledge
+bases' losses (each logged as ``linking_loss_NAME``), and masking masks the whole candidate spans of all of them.
+The encoder "below" is what lies under the lowest knowledge layer; layers between two knowledge layers are "above".
+
 Both stages: AdamW (weight decay on all but biases and norms), linear warm-up over the first ``warmup_share``
 of the stage then linear decay, reset per stage (:func:`mluke.pretraining.schedule.lr_factor`); languages
 drawn with p ~ n^0.7 (:class:`mluke.pretraining.sampler.LanguageSampler`). Windows are built from the documents
@@ -53,9 +58,9 @@ from kb.errors import MlukeError
 from kb.files import atomic_path
 from mluke.devices import resolve_device
 from mluke.knowbert.batch import IGNORE
-from mluke.knowbert.candidates import Window, collate, mlm_labels
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
 from mluke.knowbert.parallel import wrap_losses
+from mluke.knowbert.windows import KbSpans, Window, collate_knowledge, mlm_labels
 from mluke.pretraining import run_folder
 from mluke.pretraining.config import StageConfig
 from mluke.pretraining.sampler import LanguageSampler
@@ -140,7 +145,9 @@ def _by_language(windows: Sequence[Window]) -> dict[str, list[Window]]:
 
 
 def _supervised(w: Window) -> bool:
-    return w.gold is not None and any(g != IGNORE for g in w.gold)
+    """Whether a window has a supervised span in any knowledge base."""
+    parts: list[Window | KbSpans] = [w, *w.others.values()]
+    return any(part.gold is not None and any(g != IGNORE for g in part.gold) for part in parts)
 
 
 class KnowBertTrainer:
@@ -167,6 +174,14 @@ class KnowBertTrainer:
         self.tokenizer = tokenizer
         self.vocab = MaskVocabulary.from_tokenizer(tokenizer)
         self.mask_row = model.entities.mask_row
+        #: the [MASK] rows of the other knowledge bases' tables (their spans are ``Window.others``)
+        self.other_mask_rows = {name: model.tables[name].mask_row for name in model.names[1:]}
+        unknown = sorted({n for w in windows for n in w.others} - set(model.names[1:]))
+        if unknown:
+            raise MlukeError(
+                f"the training windows carry spans of knowledge base(s) {unknown}, which the model does not have "
+                f"(it has {', '.join(model.names)}; a window's own spans are the first's)"
+            )
         self.pools = {"lm": _by_language(windows), "linking": _by_language([w for w in windows if _supervised(w)])}
         if not self.pools["linking"]:
             raise MlukeError(
@@ -211,7 +226,8 @@ class KnowBertTrainer:
         for p in self.model.kar_parameters():
             p.requires_grad_(True)
         if index == 1 and step_in_stage == 0:
-            self.model.kar.init_output_projection()  # Algorithm 1: W2 = pinv(W1) after the linker's training
+            for kar in self.model.knowledge_layers().values():  # Algorithm 1: W2 = pinv(W1) after the linker's training
+                kar.init_output_projection()
         self.optimizer = torch.optim.AdamW(self.parameter_groups(index), betas=(0.9, 0.999), eps=1e-6)
         self.ddp = wrap_losses(self.model, self.world, self.device)  # after freezing: DDP syncs what trains now
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_factor(stage, s))
@@ -238,7 +254,7 @@ class KnowBertTrainer:
         if kind == "lm":
             windows = [
                 mask_window(w, np.random.default_rng([self.config.seed, step, j, 11]), self.vocab, self.mask_row,
-                            self.config.masking)
+                            self.config.masking, other_mask_rows=self.other_mask_rows)
                 for j, w in enumerate(windows)
             ]  # fmt: skip
         return kind, windows
@@ -252,11 +268,13 @@ class KnowBertTrainer:
         kind, windows = self.batch(self.step)
         share = self.config.per_process(self.world)
         windows = windows[self.rank * share : (self.rank + 1) * share]  # this rank's part of the global batch
-        ids, attention, candidates = collate(windows, self.tokenizer.pad_id)
+        names = self.model.names
+        ids, attention, candidates = collate_knowledge(windows, self.tokenizer.pad_id, names)
         labels = mlm_labels(windows, ids.shape[1]) if kind == "lm" else None
-        # the numbers the model's mean losses divide by, here and over all ranks
-        counts = [0 if candidates.gold is None else int((candidates.gold != IGNORE).sum()), 0]
-        counts[1] = 0 if labels is None else int((labels != IGNORE).sum())
+        # the numbers each of the model's mean losses divides by (every knowledge base's linking loss, then the
+        # masked LM's), here and over all ranks
+        counts = [0 if c.gold is None else int((c.gold != IGNORE).sum()) for c in candidates.values()]
+        counts.append(0 if labels is None else int((labels != IGNORE).sum()))
         totals = self._all_reduce(counts) if self.world > 1 else [float(n) for n in counts]
         self._train_mode()
         means = self.ddp(ids, attention, candidates, labels, linking_only=kind == "linking")  # nothing above the KAR
@@ -272,10 +290,20 @@ class KnowBertTrainer:
         self.step += 1
         sums = [0.0 if m is None else float(m.detach()) * n for m, n in zip(means, counts)]
         sums = self._all_reduce(sums) if self.world > 1 else sums
+        global_means = {
+            key: total_sum / max(total, 1.0)
+            for key, m, total_sum, total in zip([*names, "mlm"], means, sums, totals)
+            if m is not None
+        }
         record: dict[str, Any] = {"step": self.step, "stage": stage.name, "kind": kind, "lr": lr}
-        names = ("linking_loss", "mlm_loss")
-        record |= {k: s / max(t, 1.0) for k, m, s, t in zip(names, means, sums, totals) if m is not None}
-        record["loss"] = sum(record[k] for k in names if k in record)
+        linking = [global_means[name] for name in names if name in global_means]
+        if linking:  # the sum over knowledge bases, as the model's linking loss
+            record["linking_loss"] = sum(linking)
+        if "mlm" in global_means:
+            record["mlm_loss"] = global_means["mlm"]
+        if len(names) > 1:
+            record |= {f"linking_loss_{name}": global_means[name] for name in names if name in global_means}
+        record["loss"] = record.get("linking_loss", 0.0) + record.get("mlm_loss", 0.0)
         record["step_s"] = time.perf_counter() - t0
         return record
 

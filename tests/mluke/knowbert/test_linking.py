@@ -198,3 +198,37 @@ def test_long_texts_and_streams(linker: KnowBertLinker) -> None:
     options = LinkOptions(method="knowbert", chunk_chars=300, window_chars=100, segment_windows=2)
     [(_, streamed)] = list(linker.link_iter([text], "en", options=options))  # in segments of a long text
     assert [(m.start, m.end, m.key) for m in streamed] == [(m.start, m.end, m.key) for m in found]
+
+
+def test_a_model_with_two_knowledge_bases_links_with_the_one_named(
+    cli: Cli, linker: KnowBertLinker, knowbert_dir: Path, db_path: Path, index: MentionIndex, tmp_path: Path
+) -> None:
+    import shutil
+
+    from kb.errors import OptionError
+    from mluke.knowbert import KnowBertModel
+
+    trained = KnowBertModel.from_pretrained(knowbert_dir)
+    tables = {"fresh": trained.entities, "trained": trained.entities}
+    two = KnowBertModel(trained.encoder, tables, {"fresh": trained.config, "trained": trained.config}).eval()
+    two.knowledge_layer("trained").load_state_dict(trained.kar.state_dict())  # "fresh" keeps its random weights
+    folder = two.save_pretrained(tmp_path / "two")
+    shutil.copytree(knowbert_dir / "tokenizer", folder / "tokenizer")
+    text = "Tokyo is the capital of Japan. Japanese Airlines flies to Tokyo."
+    expected = linker.link(text, "en", method="knowbert", candidates=True)
+    named = KnowBertLinker(folder, db_path, index=index, knowledge_base="trained")
+    assert named.link(text, "en", method="knowbert", candidates=True) == expected  # only its layer runs
+    default = KnowBertLinker(folder, db_path, index=index)  # the first knowledge base: the untrained "fresh"
+    assert default.link(text, "en", method="knowbert", knowledge_base="trained", candidates=True) == expected
+    assert default.link(text, "en", method="knowbert", candidates=True) != expected
+    with pytest.raises(OptionError, match="the model's knowledge bases are fresh, trained"):
+        default.link(text, "en", method="knowbert", knowledge_base="geo")
+    with pytest.raises(OptionError, match="only method 'knowbert'"):
+        LinkOptions(method="prior", knowledge_base="trained")
+    link = cli.bind("link", "-", lang="en", db=db_path, method="knowbert", no_progress=True, model=folder)
+    shown = link(input="Tokyo is big.\n", knowledge_base="trained", jsonl="-")
+    assert shown.exit_code == 0, shown.output
+    [record] = [json.loads(line) for line in shown.output.splitlines() if line.startswith("{")]
+    assert [m["key"] for m in record["mentions"]] == [
+        m.key for m in linker.link("Tokyo is big.", "en", method="knowbert")
+    ]

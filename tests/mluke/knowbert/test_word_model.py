@@ -124,3 +124,19 @@ def test_open_vocabulary_answers_need_the_layer_off(knowbert_dir: Path, tiny_db_
     assert "--no-knowledge" in err.value.for_cli()
     off = run_open(template, "en", subjects, {}, model=bundle, options=ProbeOptions(knowledge=False, **ask))  # type: ignore[arg-type]
     assert off.open_vocabulary and off.rows[0].predictions
+
+
+def test_a_model_with_two_knowledge_bases_probes_with_the_first(knowbert_dir: Path, tiny_db_path: Path, tmp_path):
+    """Word-mode probing gives candidates to the first knowledge base only: a second one changes nothing."""
+    import shutil
+
+    one = KnowBertModel.from_pretrained(knowbert_dir)
+    second = EntityTable.from_vectors(torch.randn(3, 8, generator=torch.Generator().manual_seed(2)), KEYS[:3])
+    two = KnowBertModel(one.encoder, {"kb": one.entities, "geo": second}, {"kb": one.config})
+    two.kar.load_state_dict(one.kar.state_dict())
+    folder = two.save_pretrained(tmp_path / "two")
+    shutil.copytree(knowbert_dir / "tokenizer", folder / "tokenizer")
+    asked = {"lang": "en", "db": tiny_db_path, "mode": "word", "top_k": 3}
+    assert scores(mluke.probe(TEMPLATE, model=folder, **asked)) == scores(
+        mluke.probe(TEMPLATE, model=knowbert_dir, **asked)
+    )  # type: ignore[arg-type]
