@@ -125,11 +125,11 @@ def test_an_interrupted_knowbert_run_resumes_to_the_same_weights(
     assert_same_weights(reference, resumed)
 
 
-def test_knowbert_features_need_a_knowbert_folder_and_not_qa(bundle: Mluke, tiny_checkpoint: Path) -> None:
+def test_knowbert_features_need_a_knowbert_folder(bundle: Mluke, tiny_checkpoint: Path) -> None:
     with pytest.raises(mluke.MlukeError, match="KnowBert model folder"):
         open_knowbert_bundle(tiny_checkpoint)
-    with pytest.raises(mluke.MlukeError, match="QA"):
-        new_model(bundle, "qa", "knowbert", ["start", "end"])
+    with pytest.raises(mluke.MlukeError, match="need a KnowBert model"):
+        new_model(mluke.load(tiny_checkpoint), "typing", "knowbert", LABELS)
     words = bundle.model.encoder.config.vocab_size  # an encoder without <ent>/<ent2> (XLM-R's 250,002 pieces)
     no_markers = Mluke(bundle.model, SimpleNamespace(ent_id=words, ent2_id=words + 1), None)  # type: ignore[arg-type]
     with pytest.raises(mluke.MlukeError, match="<ent>/<ent2>"):
@@ -155,8 +155,6 @@ def test_cli_finetune_and_evaluate_typing_with_knowbert_features(
     assert res.exit_code == 0, res.output
     saved = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert saved["features"] == "knowbert" and saved["languages"][0]["examples"] == 8
-    res = cli("finetune", "qa", "-o", tmp_path / "qa", train=train, dev=train, features="knowbert")
-    assert res.exit_code != 0 and "--features knowbert: expected one of entity, word" in str(res.exception)
 
 
 def test_ner_and_relation_rows_get_spans_on_their_own_pieces(bundle: Mluke, tiny_db_path: Path) -> None:  # noqa: F811
