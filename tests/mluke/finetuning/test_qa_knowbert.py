@@ -13,7 +13,7 @@ import torch
 
 import kb
 import mluke
-from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
+from mluke.finetuning import load_transfer, new_model, save_transfer
 from mluke.finetuning.knowledge import attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.models import TransferModel
 from mluke.finetuning.qa import QaRow, collate_qa, predict_answers, qa_rows
@@ -22,7 +22,7 @@ from mluke.opening import Mluke
 from mluke.tokenizer import MlukeTokenizer
 from probes.transfer.readers.qa import QaExample, write_squad
 from tests.conftest import write_tiny_db
-from tests.mluke.conftest import assert_same_weights, interrupt_at
+from tests.mluke.conftest import assert_same_weights, interrupt_at, toy_fine_tune
 from tests.mluke.knowbert.test_training import KEYS, LAYER
 from tests.mluke.knowbert.test_word_model import knowbert_dir  # noqa: F401  (fixture)
 
@@ -177,17 +177,23 @@ def _train(bundle: Mluke, db: Path, work: Path, epochs: int = 6, on_step=None) -
     """Fine-tune on the toy set; the dev score is the share of toy questions answered right (the best epoch is
     kept, as in a real run)."""
     model = _model(bundle, db)
-    tuner = FineTuner(
+
+    def right(m: TransferModel) -> float:
+        return sum(t == a for (t, _), (_, _, a) in zip(_answers(m, bundle.tokenizer), TOY)) / len(TOY)
+
+    options = {"pad_id": bundle.tokenizer.pad_id, "identity": {"t": "qa-knowbert"}, "on_step": on_step}
+    history = toy_fine_tune(
         model,
         _rows(model, bundle, TOY * 4),
-        config=FineTuneConfig(learning_rate=1e-3, batch_size=4, epochs=epochs, warmup=0.0, save_every=1),
-        work=work,
-        evaluate=lambda m: sum(t == a for (t, _), (_, _, a) in zip(_answers(m, bundle.tokenizer), TOY)) / len(TOY),
-        pad_id=bundle.tokenizer.pad_id,
-        identity={"t": "qa-knowbert"},
+        work,
+        learning_rate=1e-3,
+        epochs=epochs,
+        save_every=1,
+        evaluate=right,
         collate_fn=collate_qa,
+        **options,
     )
-    return model, tuner.train(progress=False, on_step=on_step)
+    return model, history
 
 
 def _answers(model: TransferModel, tokenizer, items=TOY) -> list[tuple[str, float]]:
