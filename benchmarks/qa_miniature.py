@@ -9,6 +9,11 @@ Writes ``benchmarks/results/qa_miniature.json`` and prints per-language F1 (mean
 G-XLT F1 matrices of both kinds.
 
     python benchmarks/qa_miniature.py [--seeds 0 1 2] [--epochs 5] [--learning-rate 1e-3] [--model DIR]
+
+Knowledge-enhanced word features (issue 32) beside E and W: ``--features entity word knowbert --knowbert-model
+RUN/model`` fine-tunes a KnowBert model trained from the same demo model (``benchmarks/knowbert_demo.py``) with
+``features="knowbert"`` (its layer reads the embedded kb's mentions of each question and passage window); the
+table then gets a KnowBert column and a G-XLT matrix of its own.
 """
 
 from __future__ import annotations
@@ -44,9 +49,11 @@ def run(args: argparse.Namespace) -> dict:
     }
     every_run = {"model": model, "overwrite": True, "progress": False}
     for seed in args.seeds:
-        for features in ("entity", "word"):
+        for features in args.features:
             out = work / f"qa-{features}-{seed}"
             options = {"output": out, "features": features, "config": finetune_config(args, seed), **every_run}
+            if features == "knowbert":
+                options["model"] = args.knowbert_model
             started = time.perf_counter()
             report = finetune_qa(data / "train.en.json", data / "dev.en.json", **options)
             trained = time.perf_counter() - started
@@ -68,18 +75,18 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def table(results: dict) -> str:
-    """Markdown: per language, mean (standard deviation) over seeds of XQuAD-layout F1 x100, E against W."""
+    """Markdown: per language, mean (standard deviation) over seeds of XQuAD-layout F1 x100, E against W (and
+    KnowBert features with KnowBert - W, when the run has them)."""
     from common import e_vs_w_table
+    from transfer_miniature import knowbert_table
 
-    return e_vs_w_table(
-        {
-            (r["features"], r["seed"], row["lang"]): 100 * row["f1"]
-            for r in results["runs"]
-            for row in r["languages"]
-            if row["dataset"] == "xquad"
-        },
-        " F1",
-    )
+    score = {
+        (r["features"], r["seed"], row["lang"]): 100 * row["f1"]
+        for r in results["runs"]
+        for row in r["languages"]
+        if row["dataset"] == "xquad"
+    }
+    return knowbert_table(score) if any(k[0] == "knowbert" for k in score) else e_vs_w_table(score, " F1")
 
 
 def gxlt(results: dict, features: str) -> str:
@@ -97,10 +104,14 @@ def main() -> None:
     from common import miniature_parser
 
     ap = miniature_parser(__doc__, "qa", train_size=1000)
+    ap.add_argument("--features", nargs="+", default=["entity", "word"], choices=["entity", "word", "knowbert"])
+    ap.add_argument("--knowbert-model", type=Path, help="a KnowBert model folder, for --features knowbert")
     args = ap.parse_args()
+    if "knowbert" in args.features and args.knowbert_model is None and not args.table_only:
+        ap.error("--features knowbert needs --knowbert-model")
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)
     print("\n" + table(results))
-    for features in ("entity", "word"):
+    for features in dict.fromkeys(r["features"] for r in results["runs"]):
         print(f"\nG-XLT F1, {features}:\n{gxlt(results, features)}")
 
 

@@ -74,7 +74,8 @@ def finetune(
                 "'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; typing: an entity [MASK] over the mention; "
                 "qa: entity tokens over linked names; record: an entity [MASK] at @placeholder and over every passage "
                 "entity), 'word' (mLUKE-W: word-piece vectors only) or 'knowbert' (word-piece vectors of a KnowBert "
-                "--model folder, its knowledge layer reading each text's kb mentions; ner, re, typing)."
+                "--model folder, its knowledge layer reading each text's kb mentions; ner, re, typing, qa: the "
+                "question's and the passage window's)."
             )
         ),
     ] = "entity",
@@ -143,7 +144,7 @@ def finetune(
     Dev scores are computed after every epoch; an interrupted run continues when the command is run again.
     """
     checks.choice("TASK", task, TASKS)
-    checks.choice("--features", features, ["entity", "word", "knowbert"] if task != "qa" else ["entity", "word"])
+    checks.choice("--features", features, ["entity", "word", "knowbert"])
     checks.at_least("--epochs", epochs, 1)
     checks.positive("--learning-rate", learning_rate)
     checks.at_least("--batch-size", batch_size, 1)

@@ -8,6 +8,11 @@ encoder and the knowledge layer train as in word mode; the entity table is a buf
 with the pretrained model, not copied). The kb settings (which kb, candidates per span, longest span) are kept in
 the model's settings under ``"knowbert"``, so that evaluation finds the same spans.
 
+A QA row is a pair of texts (``<s> question </s></s> passage window </s>``, :class:`mluke.finetuning.qa.QaRow`):
+the question's mentions (in the question's language) are placed on the question's pieces and the passage's on
+the window's pieces; a passage mention that the window cuts (it starts before the window's first piece or ends
+after its last) is left out, as the question's beyond ``max_query_length``: a span is a whole mention.
+
 A fine-tuned model is saved as the other tasks' (``config.json`` with the ``mluke_transfer`` block, the tokenizer's
 files) with the KnowBert model in ``knowbert/`` (:meth:`KnowBertModel.save_pretrained`: encoder, layer, entity table)
 and the classifier in ``model.safetensors``.
@@ -19,17 +24,21 @@ import copy
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kb.errors import OptionError
 from kb.mentions.candidates import MAX_CANDIDATES
 from mluke.finetuning.inputs import Row
+from mluke.finetuning.qa import QaRow
 
 if TYPE_CHECKING:
     from mluke.checkpoint import Mluke
+    from mluke.knowbert.candidates import Window
     from mluke.knowbert.model import KnowBertModel
     from mluke.knowbert.pieces import TextCandidates
     from mluke.opening import ModelSource
+
+AnyRow = TypeVar("AnyRow", bound=Row)
 
 #: the features kind of knowledge-enhanced word features
 KNOWBERT = "knowbert"
@@ -96,14 +105,15 @@ def text_candidates(model: Any, tokenizer: Any) -> TextCandidates:
     return found
 
 
-def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[Row], lang: str | None = None) -> list[Row]:
+def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[AnyRow], lang: str | None = None) -> list[AnyRow]:
     """``rows`` with their spans and candidates attached (in place) when ``model`` has knowbert features; other
     models' rows are returned as they are.
 
     Args:
         model: the fine-tuning model (:class:`~mluke.finetuning.TransferModel`).
         tokenizer: its tokenizer.
-        rows: rows of :mod:`mluke.finetuning.inputs` (their text, language and ``piece_chars``).
+        rows: rows of :mod:`mluke.finetuning.inputs` (their text, language and ``piece_chars``) or QA rows
+            (:class:`~mluke.finetuning.qa.QaRow`: the question and the passage window, module docs).
         lang: the language of rows that carry none.
 
     Raises:
@@ -114,14 +124,50 @@ def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[Row], lang: str 
     spans = text_candidates(model, tokenizer)
     by_text: dict[tuple[str, str, tuple[int, ...]], Any] = {}  # NER's several rows of one sentence: one look-up
     for row in rows:
-        row_lang = row.lang or lang
-        if row_lang is None:
-            raise OptionError(
-                f"knowbert features find the kb's mentions per language, and the example {row.text[:40]!r} has "
-                "none: give the data's language"
-            )
+        row_lang = _language(row.text, row.lang or lang)
+        if isinstance(row, QaRow):
+            question_lang = _language(row.question, row.question_lang or row_lang)
+            row.knowledge = pair_window(spans, row, row_lang, question_lang)
+            continue
         key = (row.text, row_lang, tuple(row.ids))
         if key not in by_text:
             by_text[key] = spans.window(row.text, row_lang, row.ids, row.piece_chars)
         row.knowledge = by_text[key]
     return list(rows)
+
+
+def _language(text: str, lang: str | None) -> str:
+    if lang is None:
+        raise OptionError(
+            f"knowbert features find the kb's mentions per language, and the example {text[:40]!r} has "
+            "none: give the data's language"
+        )
+    return lang
+
+
+def pair_window(spans: TextCandidates, row: QaRow, lang: str, question_lang: str) -> Window:
+    """The spans and candidates of a QA row: the question's mentions on its pieces and the passage's on the
+    window's, whole mentions only (module docs). ``offsets`` of the result are each piece's characters in its own
+    text, as are ``char_spans``."""
+    question = _whole_mentions(spans.window(row.question, question_lang, row.ids, row.question_chars))
+    passage = _whole_mentions(spans.window(row.text, lang, row.ids, row.piece_chars))
+    offsets = [q if q != (0, 0) else p for q, p in zip(row.question_chars, row.piece_chars)]
+    both = copy.copy(passage)
+    both.offsets = offsets
+    for name in ("spans", "entity_ids", "log_prior", "char_spans"):
+        setattr(both, name, getattr(question, name) + getattr(passage, name))  # question pieces come first
+    return both
+
+
+def _whole_mentions(window: Window) -> Window:
+    """``window`` without the spans whose mention its pieces cut (the first piece starts after the mention's first
+    character or the last ends before its last)."""
+    chars = window.offsets
+    kept = [
+        k
+        for k, ((s, e), (a, b)) in enumerate(zip(window.spans, window.char_spans))
+        if chars[s][0] <= a and chars[e][1] >= b
+    ]
+    for name in ("spans", "entity_ids", "log_prior", "char_spans"):
+        setattr(window, name, [getattr(window, name)[k] for k in kept])
+    return window

@@ -14,7 +14,8 @@ features (mLUKE-E) or word features (mLUKE-W), as in section 4 of the mLUKE pape
   word: the placeholder's and the mention's first and last piece vectors. Binary cross-entropy over the mentions
   (1 where the mention is a gold answer); the best mention is the answer.
 - QA: start and end scores over the last-layer word vectors (:mod:`mluke.finetuning.qa` builds the rows); with
-  entity features the input also holds an entity token for every linked name of the question and passage.
+  entity features the input also holds an entity token for every linked name of the question and passage; with
+  knowbert features the word vectors come through the knowledge layer, which reads the kb mentions of both.
 
 The encoder keeps a small entity table of its own (NER, typing, ReCoRD: [PAD], [MASK]; relations: [PAD], [HEAD],
 [TAIL]), copied from the pretrained [PAD] and [MASK] rows, so a fine-tuned model does not carry the 1.2M-entity
@@ -130,9 +131,10 @@ class TransferModel(nn.Module):
         """(rows x slots x feature width) for NER, (rows x feature width) for relations and typing, (rows x
         pieces x hidden) for QA."""
         if self.task == "qa":
-            inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-            if self.features == "entity":
-                inputs |= {k: batch[k] for k in ("entity_ids", "entity_position_ids", "entity_attention_mask")}
+            if self.features != "entity":
+                return self.word_states(batch)
+            inputs = {k: batch[k] for k in ("input_ids", "attention_mask")}
+            inputs |= {k: batch[k] for k in ("entity_ids", "entity_position_ids", "entity_attention_mask")}
             return self.luke(**inputs).last_hidden_state
         if self.features == "entity":
             states = encode_entity_rows(
@@ -148,12 +150,7 @@ class TransferModel(nn.Module):
             if self.task == "record":
                 return _with_placeholder(states)
             return states if self.task == "ner" else states[:, :2].flatten(1)
-        if self.features == "knowbert":  # the knowledge layer reads the rows' spans and candidates
-            from mluke.knowbert.pieces import candidates_from_inputs
-
-            words = self.luke(batch["input_ids"], batch["attention_mask"], candidates_from_inputs(batch)).hidden_states
-        else:
-            words = self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        words = self.word_states(batch)
         first = torch.gather(words, 1, batch["slot_start"][..., None].expand(-1, -1, words.shape[-1]))
         if self.task == "re":
             return first[:, :2].flatten(1)
@@ -162,6 +159,15 @@ class TransferModel(nn.Module):
         if self.task == "record":
             return _with_placeholder(both)
         return both[:, 0] if self.task == "typing" else both
+
+    def word_states(self, batch: dict[str, Tensor]) -> Tensor:
+        """(rows x pieces x hidden): the last layer's word vectors without entity input (word features), through
+        the knowledge layer with the batch's ``kb_*`` spans and candidates (knowbert features)."""
+        if self.features == "knowbert":
+            from mluke.knowbert.pieces import candidates_from_inputs
+
+            return self.luke(batch["input_ids"], batch["attention_mask"], candidates_from_inputs(batch)).hidden_states
+        return self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
 
     def forward(self, batch: dict[str, Tensor]) -> Tensor:
         scores = self.classifier(self.dropout(self.features_of(batch)))
@@ -218,7 +224,8 @@ def new_model(
     Args:
         pretrained: the bundle.
         task: ``"ner"``, ``"re"``, ``"typing"``, ``"record"`` or ``"qa"``.
-        features: ``"entity"`` (mLUKE-E) or ``"word"`` (mLUKE-W).
+        features: ``"entity"`` (mLUKE-E), ``"word"`` (mLUKE-W) or ``"knowbert"`` (word features of a KnowBert
+            bundle, :func:`mluke.finetuning.knowledge.open_knowbert_bundle`; NER, relations, typing, QA).
         labels: the classifier's labels (QA: ``["start", "end"]``; typing: the types; ReCoRD: ``["answer"]``).
         **head: ``dropout`` and ``settings`` (:class:`HeadKeywords`).
 
@@ -226,15 +233,20 @@ def new_model(
         The :class:`TransferModel`.
 
     Raises:
-        OptionError: a model without an entity vocabulary, or an unknown feature kind.
+        OptionError: a model without an entity vocabulary, an unknown feature kind, or knowbert features on a model
+            that is not a KnowBert model.
     """
     model, _, vocab = pretrained
     if check_features(features) == "knowbert":
         from mluke.finetuning.knowledge import KNOWBERT, kb_settings, knowbert_encoder
+        from mluke.knowbert.model import KnowBertModel
 
-        if task == "qa":
-            raise OptionError("knowbert features are for NER, relations and typing; QA takes 'entity' or 'word'")
-        words = int(model.encoder.config.vocab_size)
+        if not isinstance(model, KnowBertModel):
+            raise OptionError(
+                f"knowbert features need a KnowBert model (open its folder with open_knowbert_bundle), not a "
+                f"{type(model).__name__}"
+            )
+        words = int(cast(Any, model.encoder).config.vocab_size)
         if task == "re" and max(pretrained[1].ent_id, pretrained[1].ent2_id) >= words:
             raise OptionError(
                 f"relations with word features mark the mentions with <ent>/<ent2>, which this KnowBert model's "

@@ -7,6 +7,11 @@ after the previous one. Texts are cut at the linked names' boundaries before tok
 in both feature kinds, so mLUKE-E and mLUKE-W see the same pieces. A training window that does not hold the
 whole answer points at ``<s>`` (position 0), the usual SQuAD 1.1 practice; at inference only passage pieces
 can start or end an answer, and the best span over all windows of a question wins.
+
+A row is a pair of texts: :class:`QaRow` keeps the passage as the row's text (``text``, ``lang``, ``piece_chars``:
+the passage characters of each piece, ``(0, 0)`` outside the window) and the question beside it (``question``,
+``question_lang``, ``question_chars``), so that knowledge-enhanced features can place each text's kb mentions on
+its own pieces (:func:`mluke.finetuning.knowledge.attach_knowledge`).
 """
 
 from __future__ import annotations
@@ -27,12 +32,17 @@ LinkedName = tuple[int, int, int]
 @dataclass
 class QaRow(Row):
     """One window: ``example`` is the question's index, ``offsets[k]`` the passage characters of piece ``k``
-    (``None`` outside the passage), ``start``/``end`` the answer's first and last piece (0 when outside)."""
+    (``None`` outside the passage), ``start``/``end`` the answer's first and last piece (0 when outside);
+    ``question``, ``question_lang`` and ``question_chars`` (the question characters of each piece, ``(0, 0)``
+    outside the question) are the question's part of the pair (module docs)."""
 
     example: int = -1
     offsets: list[tuple[int, int] | None] = field(default_factory=list)
     start: int = 0
     end: int = 0
+    question: str = ""
+    question_lang: str | None = None
+    question_chars: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _answer_pieces(offsets: Sequence[tuple[int, int]], answer: tuple[int, int]) -> tuple[int, int] | None:
@@ -55,6 +65,8 @@ def qa_rows(
     doc_stride: int = 128,
     max_query_length: int = 64,
     max_entities: int = 64,
+    langs: Sequence[str | None] | None = None,
+    question_langs: Sequence[str | None] | None = None,
 ) -> list[QaRow]:
     """The windows of every (question, passage) pair; see the module docs.
 
@@ -70,6 +82,8 @@ def qa_rows(
         doc_stride: pieces between window starts.
         max_query_length: the question's pieces kept.
         max_entities: entity tokens per row, the question's first.
+        langs: per example, the passage's language (kept on the rows, for knowledge-enhanced features).
+        question_langs: per example, the question's language (default: the passage's).
 
     Returns:
         The rows, each example's windows in order.
@@ -88,8 +102,11 @@ def qa_rows(
     q_enc = encode_with_spans(tokenizer.words, list(questions), [[(s, e) for s, e, _ in names] for names in q_names])
     c_enc = encode_with_spans(tokenizer.words, list(contexts), [[(s, e) for s, e, _ in names] for names in c_names])
     rows: list[QaRow] = []
-    for i, ((q_ids, _, q_pieces), (c_ids, c_offsets, c_pieces)) in enumerate(zip(q_enc, c_enc)):
+    c_langs = list(langs) if langs is not None else [None] * n
+    q_langs = list(question_langs) if question_langs is not None else c_langs
+    for i, ((q_ids, q_offsets, q_pieces), (c_ids, c_offsets, c_pieces)) in enumerate(zip(q_enc, c_enc)):
         q_ids = q_ids[:max_query_length]
+        q_chars = [(0, 0), *q_offsets[: len(q_ids)], (0, 0), (0, 0)]  # the question's characters on ``head``
         head = [tokenizer.bos_id, *q_ids, tokenizer.eos_id, tokenizer.eos_id]
         room = max_length - len(head) - 1
         if room < 1:
@@ -111,12 +128,20 @@ def qa_rows(
                 if s >= begin and e <= end and e > s
             ]
             slots = slots[:max_entities] if features == "entity" else []
+            window = list(c_offsets[begin:end])
+            outside = [(0, 0)] * (end - begin + 1)
             row = QaRow(
                 [*head, *c_ids[begin:end], tokenizer.eos_id],
                 [s for s, _ in slots],
                 [e for _, e in slots],
+                text=contexts[i],
+                lang=c_langs[i],
+                piece_chars=[(0, 0)] * len(head) + window + [(0, 0)],
                 example=i,
-                offsets=[None] * len(head) + list(c_offsets[begin:end]) + [None],
+                offsets=[None] * len(head) + window + [None],
+                question=questions[i],
+                question_lang=q_langs[i],
+                question_chars=q_chars + outside,
             )
             if answer is not None and begin <= answer[0] and answer[1] < end:
                 row.start, row.end = answer[0] + shift, answer[1] + shift

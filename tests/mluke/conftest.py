@@ -137,6 +137,28 @@ def interrupt_at(run: Callable[[Callable[[int], None]], object], step: int) -> N
         run(stop_at)
 
 
+def toy_fine_tune(
+    model: torch.nn.Module,
+    rows: list,
+    work: Path,
+    *,
+    pad_id: int,
+    learning_rate: float,
+    epochs: int,
+    save_every: int,
+    on_step: Callable[[int], None] | None = None,
+    **given: object,
+) -> list[dict]:
+    """A resumable fine-tuning run of ``model`` on toy ``rows`` (batches of 4, no warm-up) and its history;
+    ``given``: the other :class:`~mluke.finetuning.FineTuner` arguments (``evaluate``, ``identity``, ``collate_fn``;
+    the dev score is 0 unless ``evaluate`` is given)."""
+    from mluke.finetuning import FineTuneConfig, FineTuner
+
+    config = FineTuneConfig(learning_rate=learning_rate, batch_size=4, epochs=epochs, warmup=0.0, save_every=save_every)
+    tuner = FineTuner(model, rows, config=config, work=work, pad_id=pad_id, **({"evaluate": lambda m: 0.0} | given))
+    return tuner.train(progress=False, on_step=on_step)
+
+
 def assert_same_weights(a: torch.nn.Module, b: torch.nn.Module) -> None:
     """Every tensor of the two models' state equal, bit for bit (named when not)."""
     for (name, x), (_, y) in zip(a.state_dict().items(), b.state_dict().items()):

@@ -1,6 +1,7 @@
 """Whole QA runs: fine-tune on SQuAD-format data with entity-linked input (``finetune_qa``, what ``mluke
 finetune qa`` does) and evaluate zero-shot on XQuAD and MLQA, with MLQA's G-XLT matrix (``evaluate_qa``,
-what ``mluke evaluate qa`` does)."""
+what ``mluke evaluate qa`` does). With knowbert features (a KnowBert model) every row also gets the kb mentions of
+its question and passage window (:func:`mluke.finetuning.knowledge.attach_knowledge`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from kb.files import check_output
 from kb.renamed import renamed_keyword
 from mluke.devices import place
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
+from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.models import Features
 from mluke.finetuning.qa import LinkedName, collate_qa, predict_answers, qa_rows
 from mluke.opening import open_model
@@ -51,10 +53,13 @@ class QaInputs:
     settings: dict[str, int]
 
     def names(self, links: Sequence[Link]) -> list[LinkedName]:
-        """Linked names with their vocabulary ids; entities outside the vocabulary get no token."""
-        vocab = self.tokenizer.entity_vocab
-        if vocab is None or not links:
+        """Linked names with their vocabulary ids; entities outside the vocabulary get no token. Without an entity
+        vocabulary (a KnowBert model's tokenizer) every name still cuts the text (id 0: no entity token)."""
+        vocab = getattr(self.tokenizer, "entity_vocab", None)
+        if not links:
             return []
+        if vocab is None:
+            return [(s, e, 0) for s, e, _ in links]
         ids = vocab.ids_of_keys([k for *_, k in links])
         return [(s, e, i) for (s, e, _), i in zip(links, ids) if i is not None]
 
@@ -79,6 +84,8 @@ class QaInputs:
             doc_stride=s["doc_stride"],
             max_query_length=s["max_query_length"],
             max_entities=s["max_entities"],
+            langs=[e.lang for e in examples],
+            question_langs=[e.question_lang for e in examples],
         )
 
 
@@ -115,7 +122,7 @@ def answer_dataset(
     Returns:
         ``(scores, predictions)``: :func:`probes.transfer.metrics.qa.qa_scores` and the answer text by id.
     """
-    rows = inputs.rows(examples, links, model.features)
+    rows = attach_knowledge(model, inputs.tokenizer, inputs.rows(examples, links, model.features), lang)
     found = predict_answers(
         model,
         inputs.tokenizer,
@@ -153,9 +160,12 @@ def finetune_qa(
     Args:
         train: the SQuAD-format training file.
         dev: the SQuAD-format file that picks the best epoch.
-        features: ``"entity"`` (mLUKE-E: linked names get entity tokens) or ``"word"`` (mLUKE-W: they do not).
+        features: ``"entity"`` (mLUKE-E: linked names get entity tokens), ``"word"`` (mLUKE-W: they do not) or
+            ``"knowbert"`` (word features of a KnowBert ``model`` folder, its knowledge layer reading the kb mentions
+            of question and passage, :mod:`mluke.finetuning.knowledge`).
         db: the entity database whose anchors link the names (default: the embedded kb); ``kb=`` is its
-            deprecated spelling.
+            deprecated spelling. With knowbert features also the kb whose mention index gives the spans and
+            candidates (kept in the model's settings).
         lang: the language of ``train`` and ``dev``.
         settings: windowing and decoding, any of ``QA_DEFAULTS``.
 
@@ -174,13 +184,16 @@ def finetune_qa(
     qa_settings = {**QA_DEFAULTS, **(settings or {})}
     output = check_output(output, overwrite=overwrite)
     train_data, dev_data = read_squad(train, lang=lang), read_squad(dev, lang=lang)
-    bundle = open_model(model)
+    bundle = open_knowbert_bundle(model) if features == KNOWBERT else open_model(model)
     inputs = QaInputs(bundle.tokenizer, _index(db, [lang]), qa_settings)
     train_links = cached_links(train, train_data.examples, inputs.index, lang=lang)
     dev_links = cached_links(dev, dev_data.examples, inputs.index, lang=lang)
-    rows = inputs.rows(train_data.examples, train_links, features, answers=True)
-    net = new_model(
-        bundle, "qa", features, ["start", "end"], dropout=config.dropout, settings={"seed": config.seed, **qa_settings}
+    model_settings: dict[str, Any] = {"seed": config.seed, **qa_settings}
+    if features == KNOWBERT:
+        model_settings[KNOWBERT] = kb_settings(db if db is None or isinstance(db, (str, os.PathLike)) else db.path)
+    net = new_model(bundle, "qa", features, ["start", "end"], dropout=config.dropout, settings=model_settings)
+    rows = attach_knowledge(
+        net, bundle.tokenizer, inputs.rows(train_data.examples, train_links, features, answers=True)
     )
     place(net, device)  # in place
     identity = {

@@ -12,12 +12,12 @@ import pytest
 import torch
 
 import mluke
-from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, predict_types, save_transfer
+from mluke.finetuning import load_transfer, new_model, predict_types, save_transfer
 from mluke.finetuning.inputs import Row, collate, typing_rows
 from mluke.finetuning.knowledge import attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.models import TransferModel
 from mluke.opening import Mluke
-from tests.mluke.conftest import assert_same_weights, interrupt_at
+from tests.mluke.conftest import assert_same_weights, interrupt_at, toy_fine_tune
 from tests.mluke.knowbert.test_word_model import knowbert_dir, tiny_db_path  # noqa: F401  (fixtures)
 
 LABELS = ["location", "person"]
@@ -51,16 +51,9 @@ def _rows(model: TransferModel, bundle: Mluke, items: list[tuple[str, str, list[
 
 def _train(bundle: Mluke, db: Path, work: Path, epochs: int = 6, on_step=None) -> tuple[TransferModel, list]:
     model = _model(bundle, db)
-    tuner = FineTuner(
-        model,
-        _rows(model, bundle, TOY * 4),
-        config=FineTuneConfig(learning_rate=3e-3, batch_size=4, epochs=epochs, warmup=0.0, save_every=2),
-        work=work,
-        evaluate=lambda m: 0.0,
-        pad_id=bundle.tokenizer.pad_id,
-        identity={"t": "knowbert"},
-    )
-    return model, tuner.train(progress=False, on_step=on_step)
+    rows = _rows(model, bundle, TOY * 4)
+    options = {"pad_id": bundle.tokenizer.pad_id, "identity": {"t": "knowbert"}, "on_step": on_step}
+    return model, toy_fine_tune(model, rows, work, learning_rate=3e-3, epochs=epochs, save_every=2, **options)
 
 
 def test_rows_carry_the_texts_kb_spans_and_the_batch_their_candidates(bundle: Mluke, tiny_db_path: Path) -> None:  # noqa: F811
@@ -125,11 +118,11 @@ def test_an_interrupted_knowbert_run_resumes_to_the_same_weights(
     assert_same_weights(reference, resumed)
 
 
-def test_knowbert_features_need_a_knowbert_folder_and_not_qa(bundle: Mluke, tiny_checkpoint: Path) -> None:
+def test_knowbert_features_need_a_knowbert_folder(bundle: Mluke, tiny_checkpoint: Path) -> None:
     with pytest.raises(mluke.MlukeError, match="KnowBert model folder"):
         open_knowbert_bundle(tiny_checkpoint)
-    with pytest.raises(mluke.MlukeError, match="QA"):
-        new_model(bundle, "qa", "knowbert", ["start", "end"])
+    with pytest.raises(mluke.MlukeError, match="need a KnowBert model"):
+        new_model(mluke.load(tiny_checkpoint), "typing", "knowbert", LABELS)
     words = bundle.model.encoder.config.vocab_size  # an encoder without <ent>/<ent2> (XLM-R's 250,002 pieces)
     no_markers = Mluke(bundle.model, SimpleNamespace(ent_id=words, ent2_id=words + 1), None)  # type: ignore[arg-type]
     with pytest.raises(mluke.MlukeError, match="<ent>/<ent2>"):
@@ -155,8 +148,6 @@ def test_cli_finetune_and_evaluate_typing_with_knowbert_features(
     assert res.exit_code == 0, res.output
     saved = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert saved["features"] == "knowbert" and saved["languages"][0]["examples"] == 8
-    res = cli("finetune", "qa", "-o", tmp_path / "qa", train=train, dev=train, features="knowbert")
-    assert res.exit_code != 0 and "--features knowbert: expected one of entity, word" in str(res.exception)
 
 
 def test_ner_and_relation_rows_get_spans_on_their_own_pieces(bundle: Mluke, tiny_db_path: Path) -> None:  # noqa: F811
