@@ -72,6 +72,14 @@ def link(
             "several (default: its first)."
         ),
     ] = None,
+    kb: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kb",
+            help="--method knowbert: NAME=DB, the kb (a file or 'embedded') of the model's knowledge base NAME, "
+            "instead of the one its knowbert.json records (repeatable; --db is the first knowledge base's).",
+        ),
+    ] = None,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")
     ] = True,
@@ -93,11 +101,13 @@ def link(
         candidates=candidates,
         knowledge_base=knowledge_base,
     )
+    from mluke.knowbert.kb_sources import parse_kb_overrides
     from mluke.link_files import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally
 
+    kbs = parse_kb_overrides(kb or [])
     stream = iter_link_file(
-        source, lang, db=db, model=model, options=options, progress=progress, device=device, dtype=dtype
+        source, lang, db=db, model=model, options=options, progress=progress, device=device, dtype=dtype, kbs=kbs
     )
     if jsonl:  # each line written as soon as it is linked
         tally = write_linked(stream, jsonl, overwrite=overwrite)
