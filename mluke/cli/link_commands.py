@@ -11,7 +11,15 @@ import typer
 from kb.files import split_list
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, print_table, records_table, write_outputs, wrote
-from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
+from mluke.cli.params import (
+    DbOption,
+    DeviceOption,
+    DtypeOption,
+    KnowBertKbOption,
+    ModelOption,
+    OverwriteOption,
+    ProgressOption,
+)
 from mluke.options import LinkOptions
 
 
@@ -72,14 +80,7 @@ def link(
             "several (default: its first)."
         ),
     ] = None,
-    kb: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--kb",
-            help="--method knowbert: NAME=DB, the kb (a file or 'embedded') of the model's knowledge base NAME, "
-            "instead of the one its knowbert.json records (repeatable; --db is the first knowledge base's).",
-        ),
-    ] = None,
+    kb: KnowBertKbOption = None,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")
     ] = True,

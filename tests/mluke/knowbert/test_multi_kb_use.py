@@ -148,3 +148,22 @@ def test_cli_options_take_kb(cli: Cli, two_kb_dir: Path, tiny_db_path: Path, tmp
     assert isinstance(missing.exception, MlukeError) and "--kb geo=DB" in str(missing.exception)
     shown = probe(kb=f"geo={tiny_db_path}")
     assert shown.exit_code == 0, shown.output
+    finetune = cli.bind("finetune", "typing", features="knowbert", model=two_kb_dir, db=tiny_db_path, lang="en")
+    data = tmp_path / "types.jsonl"
+    lines = [
+        {"sent": "The city of Tokyo is big .", "start": 12, "end": 17, "labels": ["location"]},
+        {"sent": "A man called Bob said hello .", "start": 13, "end": 16, "labels": ["person"]},
+    ]
+    data.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    sizes = {"train": data, "dev": data, "epochs": "1", "batch_size": "2", "no_progress": True}
+    refused = finetune("-o", tmp_path / "a", **sizes)
+    assert isinstance(refused.exception, MlukeError) and "--kb geo=DB" in str(refused.exception)
+    done = finetune("-o", tmp_path / "b", kb=f"geo={tiny_db_path}", **sizes)
+    assert done.exit_code == 0, done.output
+    saved = json.loads((tmp_path / "b" / "config.json").read_text())["mluke_transfer"]
+    assert saved["settings"]["knowbert"]["kbs"] == {"geo": str(tiny_db_path)}
+    res = cli("evaluate", "typing", tmp_path / "b", test=[f"en:{data}"], json=tmp_path / "r.json", no_progress=True)
+    assert res.exit_code == 0, res.output  # the saved settings give "geo" its kb again
+    word = cli("finetune", "typing", "--train", str(data), "--dev", str(data), "-o", str(tmp_path / "c"),
+               "--kb", f"geo={tiny_db_path}")  # fmt: skip
+    assert isinstance(word.exception, OptionError) and "only with --features knowbert" in str(word.exception)
