@@ -59,7 +59,7 @@ def kb_settings(
     """The kb settings of a knowbert-features model: ``db`` (the first knowledge base's kb path; ``None``: the one
     the model records, else the embedded kb), ``max_candidates`` (30) and ``max_span_words`` (5), as KnowBert's
     candidate selector, and with ``kbs`` (other knowledge bases' kb paths by name) ``"kbs"``."""
-    settings = {"db": os.fspath(db) if db is not None else None, "max_candidates": MAX_CANDIDATES}
+    settings: dict[str, Any] = {"db": os.fspath(db) if db is not None else None, "max_candidates": MAX_CANDIDATES}
     if kbs:
         settings["kbs"] = {name: os.fspath(path) if path is not None else None for name, path in kbs.items()}
     return settings | {"max_span_words": 5} | given
@@ -208,7 +208,8 @@ def _whole_mentions(window: Window) -> Window:
     """``window`` without the spans whose mention its pieces cut (the first piece starts after the mention's first
     character or the last ends before its last), for every knowledge base it carries."""
     chars = window.offsets
-    for part in [window, *window.others.values()]:
+    parts: list[Window | KbSpans] = [window, *window.others.values()]
+    for part in parts:
         kept = [
             k
             for k, ((s, e), (a, b)) in enumerate(zip(part.spans, part.char_spans))

@@ -166,7 +166,7 @@ class TransferModel(nn.Module):
         if self.features == "knowbert":
             from mluke.knowbert.pieces import candidates_from_inputs
 
-            candidates = candidates_from_inputs(batch, self.luke.names)
+            candidates = candidates_from_inputs(batch, cast(Any, self.luke).names)
             return self.luke(batch["input_ids"], batch["attention_mask"], candidates).hidden_states
         return self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
 
