@@ -76,16 +76,7 @@ def iter_link_file(
     if linker is None:
         from mluke.link_knowbert import open_linker
 
-        linker = open_linker(
-            model,
-            db,
-            options.method,
-            languages=[lang],
-            device=device,
-            dtype=dtype,
-            kbs=kbs,
-            knowledge_base=options.knowledge_base,
-        )
+        linker = open_linker(model, db, options, languages=[lang], device=device, dtype=dtype, kbs=kbs)
     bar = tqdm(
         total=total,
         desc="linking",

@@ -383,17 +383,18 @@ def _resolve_overlaps(found: list[LinkedMention]) -> list[LinkedMention]:
 def open_linker(
     model: Mluke | KnowBertModel | str | os.PathLike[str] | None,
     db: EntityDB | str | os.PathLike[str] | None,
-    method: str,
+    method: str | LinkOptions,
     *,
     languages: list[str] | None = None,
     device: Device = None,
     dtype: DType = None,
     kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
-    knowledge_base: str | None = None,
 ) -> Linker:
-    """The linker for ``method``: a :class:`KnowBertLinker` for "knowbert" (``model``: a KnowBert folder; ``kbs``:
-    kbs by knowledge base name; ``knowledge_base``: the one that decides), else a :class:`mluke.Linker` (``model``:
-    an mLUKE checkpoint)."""
+    """The linker for ``method`` (or the options' method): a :class:`KnowBertLinker` for "knowbert" (``model``: a
+    KnowBert folder; ``kbs``: kbs by knowledge base name; the options' ``knowledge_base`` decides), else a
+    :class:`mluke.Linker` (``model``: an mLUKE checkpoint)."""
+    knowledge_base = method.knowledge_base if isinstance(method, LinkOptions) else None
+    method = method.method if isinstance(method, LinkOptions) else method
     if method == "knowbert":
         return KnowBertLinker(
             model, db, kbs=kbs, languages=languages, device=device, dtype=dtype, knowledge_base=knowledge_base

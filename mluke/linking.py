@@ -109,14 +109,5 @@ def link(
     from mluke.link_knowbert import open_linker
 
     options = merge_options(LinkOptions, options, keywords, "link")
-    linker = open_linker(
-        model,
-        db,
-        options.method,
-        languages=[lang],
-        device=device,
-        dtype=dtype,
-        kbs=kbs,
-        knowledge_base=options.knowledge_base,
-    )
+    linker = open_linker(model, db, options, languages=[lang], device=device, dtype=dtype, kbs=kbs)
     return linker.link(texts, lang, options=options, spans=spans)

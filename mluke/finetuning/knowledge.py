@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from mluke.checkpoint import Mluke
     from mluke.knowbert.candidates import KbSpans, Window
     from mluke.knowbert.model import KnowBertModel
-    from mluke.knowbert.pieces import KbTexts, TextCandidates
+    from mluke.knowbert.pieces import TextCandidates
     from mluke.opening import ModelSource
 
 AnyRow = TypeVar("AnyRow", bound=Row)
@@ -109,30 +109,19 @@ def knowbert_encoder(pretrained: KnowBertModel) -> KnowBertModel:
     return encoder.train()
 
 
-def text_candidates(model: Any, tokenizer: Any) -> KbTexts:
-    """The span finders of a knowbert-features :class:`~mluke.finetuning.TransferModel`'s knowledge bases, each on
-    its kb's mention index, from its kb settings (built once per model)."""
-    found: KbTexts | None = model.__dict__.get("_text_candidates")
+def text_candidates(model: Any, tokenizer: Any) -> TextCandidates:
+    """The span finder of a knowbert-features :class:`~mluke.finetuning.TransferModel` (its knowledge bases', each
+    on its kb's mention index: :func:`mluke.knowbert.pieces.kb_text_candidates`), from its kb settings (built once
+    per model)."""
+    found: TextCandidates | None = model.__dict__.get("_text_candidates")
     if found is None:
-        from kb.mentions import MentionIndex
         from mluke.knowbert.kb_sources import kb_dbs, open_kb_dbs
-        from mluke.knowbert.pieces import KbTexts, TextCandidates
+        from mluke.knowbert.pieces import kb_text_candidates
 
         kb = kb_settings(**model.settings.get(KNOWBERT, {}))
         dbs = open_kb_dbs(kb_dbs(model.luke, kb["db"], kb.get("kbs")))
-        indexes = {id(db): MentionIndex.for_db(db) for db in dbs.values()}
-        found = KbTexts(
-            {
-                name: TextCandidates(
-                    tokenizer,
-                    indexes[id(db)],
-                    model.luke.tables[name],
-                    max_candidates=kb["max_candidates"],
-                    max_span_words=kb["max_span_words"],
-                )
-                for name, db in dbs.items()
-            }
-        )
+        sizes = {"max_candidates": kb["max_candidates"], "max_span_words": kb["max_span_words"]}
+        found = kb_text_candidates(tokenizer, model.luke, dbs, **sizes)
         model.__dict__["_text_candidates"] = found
     return found
 
@@ -177,7 +166,7 @@ def _language(text: str, lang: str | None) -> str:
     return lang
 
 
-def pair_window(spans: TextCandidates | KbTexts, row: QaRow, lang: str, question_lang: str) -> Window:
+def pair_window(spans: TextCandidates, row: QaRow, lang: str, question_lang: str) -> Window:
     """The spans and candidates of a QA row: the question's mentions on its pieces and the passage's on the
     window's, whole mentions only (module docs), for every knowledge base (``others``). ``offsets`` of the result
     are each piece's characters in its own text, as are ``char_spans``."""

@@ -12,7 +12,7 @@ recontextualization layer with an integrated entity linker, inserted between two
   :func:`collate_knowledge`); :class:`KnowledgeBaseSource`: one knowledge base of a training run;
   :func:`mask_window`: KnowBert's masked-LM masking; :class:`KnowBertTrainer`: the two training stages;
 - :class:`TextCandidates`: spans and candidates placed on another tokenization's pieces (fine-tuning rows, prompts;
-  :class:`KbTexts`: every knowledge base's); :func:`open_knowbert_words`: a KnowBert folder as a word-mode probing
+  every knowledge base's with ``others``); :func:`open_knowbert_words`: a KnowBert folder as a word-mode probing
   model, the layer on or off; :func:`kb_dbs`: the kb each knowledge base takes its candidates from when used.
 """
 
@@ -32,7 +32,7 @@ from mluke.knowbert.kb_sources import kb_dbs
 from mluke.knowbert.layer import NULL_CHOICE, KarOutput, KnowledgeLayer, LinkDecision
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
 from mluke.knowbert.model import DEFAULT_KB, KnowBertModel, KnowBertOutput
-from mluke.knowbert.pieces import KbTexts, TextCandidates
+from mluke.knowbert.pieces import TextCandidates
 from mluke.knowbert.run import KnowledgeBaseSource
 from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
 from mluke.knowbert.word_model import open_knowbert_words
@@ -45,7 +45,6 @@ __all__ = [
     "EntityTable",
     "KarOutput",
     "KbSpans",
-    "KbTexts",
     "KnowBertConfig",
     "KnowBertModel",
     "KnowBertOutput",

@@ -6,9 +6,10 @@ candidates; this module maps each mention's characters onto the pieces of the gi
 offsets: a span covers every piece that overlaps its characters (a mention cut inside a piece takes the whole
 piece). Pieces without characters (``<s>``, ``</s>``, markers: offsets ``(0, 0)``) are never part of a span.
 
-With several knowledge bases (:class:`KbTexts`) each finds its spans with its own kb and table; the first's are
-the window's own fields, the others' go into ``Window.others``, and in a batch dict of tensors the first's are the
-``kb_*`` tensors (as with one knowledge base) and knowledge base ``NAME``'s the ``kb_*@NAME`` ones.
+With several knowledge bases (``TextCandidates(..., others=...)``, :func:`kb_text_candidates`) each finds its spans
+with its own kb and table; the first's are the window's own fields, the others' go into ``Window.others``, and in
+a batch dict of tensors the first's are the ``kb_*`` tensors (as with one knowledge base) and knowledge base
+``NAME``'s the ``kb_*@NAME`` ones.
 
 Masked pieces (a cloze prompt's [Y]) get the [MASK] entity, as in KnowBert's training (§3.4): a span over the
 masked run of pieces with the single candidate ``mask_row`` (log prior 0), and every detected span that overlaps a
@@ -27,8 +28,10 @@ from mluke.knowbert.batch import SpanCandidates
 from mluke.knowbert.candidates import CandidateSelector, KbSpans, Window, collate, collate_knowledge
 
 if TYPE_CHECKING:
+    from kb.db import EntityDB
     from kb.mentions import MentionIndex
     from mluke.knowbert.entities import EntityTable
+    from mluke.knowbert.model import KnowBertModel
     from mluke.tokenizer import MlukeTokenizer
 
 Span = tuple[int, int]
@@ -64,6 +67,8 @@ class TextCandidates:
         entities: the knowledge layer's entity table (rows of the candidates; its ``mask_row``).
         max_candidates: candidates per span, best prior first.
         max_span_words: the longest detected span, in words.
+        others: the span finders of a model's other knowledge bases, by name: :meth:`window` places their spans on
+            the same pieces, in ``Window.others``.
     """
 
     def __init__(
@@ -74,7 +79,9 @@ class TextCandidates:
         *,
         max_candidates: int = MAX_CANDIDATES,
         max_span_words: int = 5,
+        others: Mapping[str, TextCandidates] | None = None,
     ) -> None:
+        self.others = dict(others or {})
         self.selector = CandidateSelector(
             tokenizer,
             index,
@@ -115,38 +122,38 @@ class TextCandidates:
             win.entity_ids.append(rows)
             win.log_prior.append(priors)
             win.char_spans.append(chars)
-        return win
-
-
-class KbTexts:
-    """The span finders of several knowledge bases (a :class:`TextCandidates` each, by name in the model's order):
-    :meth:`window` places every one's spans on the same pieces (module docs)."""
-
-    def __init__(self, finders: Mapping[str, TextCandidates]) -> None:
-        if not finders:
-            raise ValueError("KbTexts needs at least one knowledge base's TextCandidates")
-        self.finders = dict(finders)
-
-    @property
-    def mask_row(self) -> int:
-        """The first knowledge base's [MASK] entity row (:attr:`TextCandidates.mask_row`)."""
-        return next(iter(self.finders.values())).mask_row
-
-    def window(
-        self,
-        text: str,
-        lang: str,
-        input_ids: Sequence[int],
-        offsets: Sequence[Span],
-        masked: Sequence[Span] = (),
-    ) -> Window:
-        """:meth:`TextCandidates.window` of the first knowledge base, with the other knowledge bases' spans on the
-        same pieces in ``others``."""
-        first = next(iter(self.finders.values()))
-        win = first.window(text, lang, input_ids, offsets, masked)
-        for name, finder in list(self.finders.items())[1:]:
+        for name, finder in self.others.items():
             win.others[name] = as_kb_spans(finder.window(text, lang, input_ids, offsets, masked))
         return win
+
+
+def kb_text_candidates(
+    tokenizer: MlukeTokenizer,
+    model: KnowBertModel,
+    dbs: Mapping[str, EntityDB],
+    *,
+    max_candidates: int = MAX_CANDIDATES,
+    max_span_words: int = 5,
+) -> TextCandidates:
+    """The span finder of every knowledge base of ``model`` (the first's, with the others in ``others``), each on
+    the mention index of its kb in ``dbs`` (by name, e.g. :func:`mluke.knowbert.kb_dbs` opened; one index per
+    database)."""
+    from kb.mentions import MentionIndex
+
+    indexes = {id(db): MentionIndex.for_db(db) for db in dbs.values()}
+    first, *others = model.names
+
+    def finder(name: str, rest: Mapping[str, TextCandidates] | None = None) -> TextCandidates:
+        return TextCandidates(
+            tokenizer,
+            indexes[id(dbs[name])],
+            model.tables[name],
+            max_candidates=max_candidates,
+            max_span_words=max_span_words,
+            others=rest,
+        )
+
+    return finder(first, {n: finder(n) for n in others})
 
 
 def as_kb_spans(window: Window) -> KbSpans:

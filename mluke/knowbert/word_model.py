@@ -29,7 +29,7 @@ from torch import Tensor
 
 from kb.errors import MlukeError
 from mluke.encoding import encode_with_spans
-from mluke.knowbert.pieces import KbTexts, TextCandidates, candidates_from_inputs, knowledge_inputs, masked_runs
+from mluke.knowbert.pieces import TextCandidates, candidates_from_inputs, knowledge_inputs, masked_runs
 from mluke.word_models import WordModel
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class KnowBertWordTokenizer:
         self.db: EntityDB | str | os.PathLike[str] | None = db
         #: the other knowledge bases' kbs given by name (overriding the recorded ones)
         self.kbs: dict[str, EntityDB | str | os.PathLike[str] | None] = dict(kbs or {})
-        self._spans: KbTexts | None = None
+        self._spans: TextCandidates | None = None
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name in ("tokenizer", "model"):
@@ -94,20 +94,14 @@ class KnowBertWordTokenizer:
         if knowledge:
             kb_dbs(self.model, self.db, self.kbs)  # a knowledge base without a kb: say so now, not at a prompt
 
-    def spans(self) -> KbTexts:
-        """The span finders of every knowledge base, each on its kb's mention index (built on first use)."""
+    def spans(self) -> TextCandidates:
+        """The span finder of every knowledge base, each on its kb's mention index (built on first use)."""
         if self._spans is None:
-            from kb.mentions import MentionIndex
             from mluke.knowbert.kb_sources import kb_dbs, open_kb_dbs
+            from mluke.knowbert.pieces import kb_text_candidates
 
             dbs = open_kb_dbs(kb_dbs(self.model, self.db, self.kbs))
-            indexes = {id(db): MentionIndex.for_db(db) for db in dbs.values()}
-            self._spans = KbTexts(
-                {
-                    name: TextCandidates(self.tokenizer, indexes[id(db)], self.model.tables[name])
-                    for name, db in dbs.items()
-                }
-            )
+            self._spans = kb_text_candidates(self.tokenizer, self.model, dbs)
         return self._spans
 
     def __call__(self, texts: Sequence[str], *, lang: str | None = None, **_: Any) -> dict[str, Tensor]:
