@@ -269,3 +269,13 @@ def test_a_model_with_two_knowledge_bases_links_with_the_one_named(
     assert [m["key"] for m in record["mentions"]] == [
         m.key for m in same.link("Tokyo is big.", "en", method="knowbert")
     ]
+    one_call = mluke.link(
+        "Tokyo is big.",
+        "en",
+        model=folder,
+        db=db_path,
+        method="knowbert",
+        knowledge_base="trained",
+        kbs={"trained": db_path},
+    )
+    assert one_call == same.link("Tokyo is big.", "en", method="knowbert")  # mluke.link(kbs=...) builds the same linker
