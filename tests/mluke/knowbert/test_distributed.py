@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from kb.errors import MlukeError
-from mluke.knowbert import KnowBertConfig, KnowBertModel
+from mluke.knowbert import EntityTable, KnowBertConfig, KnowBertModel
 from mluke.knowbert.candidates import Window
 from mluke.knowbert.run import train_knowbert
 from mluke.tokenizer import MlukeTokenizer
@@ -158,3 +158,40 @@ def test_two_gpus_with_torchrun_equal_one_process(start: Path, embedded_db_path:
     args = _args(start, embedded_db_path, tmp_path / "two")
     torchrun([*args[:-3], "--device", "auto", "--no-progress"])  # NCCL: each rank takes GPU LOCAL_RANK
     assert _furthest(_weights(one), _weights(tmp_path / "two" / "model")) < 1e-4
+
+
+def test_two_knowledge_bases_under_torchrun_equal_one_process(
+    tiny_demo: Path, embedded_db_path: Path, tmp_path: Path
+) -> None:
+    """Each knowledge base's linking loss is a mean over its own supervised spans: with two, every rank weights
+    each by its share of that knowledge base's spans in the global batch (one weight for the summed loss would
+    not give the one-process gradient; the second table holds half the entities, so the two counts differ)."""
+    from mluke.opening import open_model
+
+    bundle = open_model(tiny_demo, word_models=True)
+    bundle.model.config.hidden_dropout_prob = bundle.model.config.attention_probs_dropout_prob = 0.0
+    torch.manual_seed(0)
+    layer = KnowBertConfig(span_ffn=32, word_ffn=32, mlp_hidden=16, dropout=0.0)
+    full = EntityTable.from_checkpoint(bundle)
+    half = [k for i, k in enumerate(full.keys) if k in ("[PAD]", "[MASK]") or i % 2]  # half: other gold spans
+    EntityTable(full.vectors[[full.key_to_row[k] for k in half]], half).save(tmp_path / "geo.safetensors")
+    tables = {"wiki": None, "geo": str(tmp_path / "geo.safetensors")}
+    model = KnowBertModel.from_encoder(bundle, tables, {"wiki": layer, "geo": layer})
+    start = tmp_path / "start"
+    model.save_pretrained(start)
+    bundle.tokenizer.save_pretrained(start / "tokenizer")
+    kbs = [f"wiki={embedded_db_path}", f"geo={embedded_db_path}"]
+    one = train_knowbert(
+        tmp_path / "one", model=start, knowledge_bases=kbs, languages=["en", "ja"], device="cpu", progress=False,
+        **SETTINGS,
+    )  # fmt: skip
+    args = _args(start, embedded_db_path, tmp_path / "two")
+    at = args.index("--db")
+    torchrun([*args[:at], "--kb", kbs[0], "--kb", kbs[1], *args[at + 2 :]])
+    assert _furthest(_weights(one), _weights(start)) > 100 * TOLERANCE
+    assert _furthest(_weights(one), _weights(tmp_path / "two" / "model")) < TOLERANCE
+    log1, log2 = _log(tmp_path / "one"), _log(tmp_path / "two")
+    for r1, r2 in zip(log1, log2, strict=True):  # the global batch's per-knowledge-base losses
+        assert r1.keys() == r2.keys() and {"linking_loss_wiki", "linking_loss_geo"} <= r1.keys()
+        for key in ("loss", "linking_loss_wiki", "linking_loss_geo"):
+            assert r2[key] == pytest.approx(r1[key], rel=1e-5)
