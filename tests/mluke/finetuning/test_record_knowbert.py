@@ -20,7 +20,7 @@ from mluke.finetuning.models import TransferModel
 from mluke.finetuning.record import ClozeQuery, RecordRow, record_rows
 from mluke.opening import Mluke
 from probes.transfer.readers.record import RecordExample, write_record
-from tests.mluke.conftest import assert_same_weights, interrupt_at, toy_fine_tune
+from tests.mluke.conftest import assert_resumes, assert_same_weights, toy_fine_tune
 from tests.mluke.finetuning.test_qa_knowbert import bundle, demo_bundle, demo_knowbert, qa_db  # noqa: F401
 from tests.mluke.knowbert.test_word_model import knowbert_dir  # noqa: F401  (fixture)
 
@@ -157,19 +157,10 @@ def test_an_interrupted_record_run_resumes_to_the_same_weights(
     qa_db: Path,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    reference, _ = _train(demo_bundle, qa_db, tmp_path / "ref", epochs=2)
-    interrupt_at(lambda on_step: _train(demo_bundle, qa_db, tmp_path / "run", epochs=2, on_step=on_step), 3)
-    resumed, history = _train(demo_bundle, qa_db, tmp_path / "run", epochs=2)
-    assert [h["epoch"] for h in history] == [0, 1]
-    assert_same_weights(reference, resumed)
+    assert_resumes(lambda work, **run: _train(demo_bundle, qa_db, work, **run), tmp_path)
 
 
-def test_cli_finetune_and_evaluate_record_with_knowbert_features(
-    cli,
-    knowbert_dir: Path,  # noqa: F811
-    qa_db: Path,  # noqa: F811
-    tmp_path: Path,
-) -> None:
+def test_cli_record_with_knowbert_features(cli, knowbert_dir: Path, qa_db: Path, tmp_path: Path) -> None:  # noqa: F811
     examples = [
         RecordExample(
             f"q{i}",
