@@ -110,7 +110,7 @@ def finetune_record(
         dropped and the training queries whose answers they dropped).
 
     Raises:
-        OptionError: a bad option.
+        OptionError: a bad option, or knowbert features on queries without a language.
         InputFormatError: an unreadable ``train`` or ``dev`` file.
     """
     started = time.perf_counter()
@@ -123,12 +123,19 @@ def finetune_record(
         raise OptionError(f"unknown ReCoRD settings {sorted(unknown)}; expected {', '.join(RECORD_DEFAULTS)}")
     output = check_output(output, overwrite=overwrite)
     train_data, dev_data = read_record(train, lang=lang), read_record(dev, lang=lang)
+    for path, data in ((train, train_data), (dev, dev_data)):
+        if features == KNOWBERT and any(e.lang is None for e in data.examples):
+            raise OptionError(
+                f"{path}: knowbert features find the kb's mentions per language and its queries carry none: "
+                "give their language (lang=, --lang)"
+            )
     bundle = open_knowbert_bundle(model) if features == KNOWBERT else open_model(model)
     tok = bundle.tokenizer
     model_settings: dict[str, Any] = {"seed": config.seed, **sizes}
     if features == KNOWBERT:
         model_settings[KNOWBERT] = kb_settings(db)
     net = new_model(bundle, "record", features, ["answer"], dropout=config.dropout, settings=model_settings)
+    kb_identity = {KNOWBERT: model_settings[KNOWBERT]} if features == KNOWBERT else {}
     place(net, run.get("device"))
     answered = [e for e in train_data.examples if e.answers]  # (a training file holds no query without answers)
     inputs = record_rows(
@@ -145,7 +152,7 @@ def finetune_record(
         tokenizer=tok,
         output=output,
         files=(train, dev),
-        identity={"task": "record", "features": features, "model": str(model), "settings": model_settings},
+        identity={"task": "record", "features": features, "model": str(model), "settings": sizes, **kb_identity},
         config=config,
         restart=run.get("restart", False),
         evaluate=lambda m: float(score_record(m, tok, dev_data.examples, lang=lang)[0]["f1"]),

@@ -179,7 +179,8 @@ def test_cli_record_with_knowbert_features(cli, knowbert_dir: Path, qa_db: Path,
     fast = {"epochs": "1", "batch_size": "2", "learning_rate": "1e-3", "no_progress": True}
     finetune = cli.bind("finetune", "record", features="knowbert", model=knowbert_dir, db=qa_db)
     res = finetune("-o", out, train=data, dev=data, **fast)
-    assert res.exit_code != 0 and "language" in str(res.exception or res.output)  # no --lang, none in the file
+    refused = str(res.exception or res.output)  # no --lang and none in the file: refused before any work
+    assert res.exit_code != 0 and str(data) in refused and "--lang" in refused and not out.exists()
     res = finetune("-o", out, "--lang", "en", train=data, dev=data, **fast)
     assert res.exit_code == 0, res.output
     assert "fine-tuned record (knowbert features)" in res.output
@@ -188,5 +189,6 @@ def test_cli_record_with_knowbert_features(cli, knowbert_dir: Path, qa_db: Path,
     assert res.exit_code == 0, res.output
     saved = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert saved["features"] == "knowbert" and saved["languages"][0]["queries"] == len(examples)
-    res = cli("finetune", "record", "-o", tmp_path / "bad", train=data, dev=data, features="knowbert", **fast)
+    bad = ("finetune", "record", "-o", tmp_path / "bad", "--lang", "en")
+    res = cli(*bad, train=data, dev=data, features="knowbert", **fast)
     assert res.exit_code != 0 and "KnowBert model folder" in str(res.exception or res.output)
