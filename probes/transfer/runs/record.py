@@ -135,7 +135,7 @@ def finetune_record(
     if features == KNOWBERT:
         model_settings[KNOWBERT] = kb_settings(db)
     net = new_model(bundle, "record", features, ["answer"], dropout=config.dropout, settings=model_settings)
-    kb_identity = {KNOWBERT: model_settings[KNOWBERT]} if features == KNOWBERT else {}
+    kb_identity: dict[str, Any] = {KNOWBERT: model_settings[KNOWBERT]} if features == KNOWBERT else {}
     place(net, run.get("device"))
     answered = [e for e in train_data.examples if e.answers]  # (a training file holds no query without answers)
     inputs = record_rows(
