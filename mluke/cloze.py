@@ -88,6 +88,7 @@ def probe(
     options: ProbeOptions | None = None,
     device: Device = None,
     dtype: DType = None,
+    kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
     **keywords: Unpack[ProbeKeywords],
 ) -> ProbeResult:
     """Ask the model for the object of each subject of a cloze template (see :mod:`mluke.cloze`).
@@ -114,6 +115,8 @@ def probe(
         device: where the model runs (``"auto"``: a GPU when there is one; see :mod:`mluke.devices`);
             default: as the model is.
         dtype: the precision it runs in (``"bf16"``, ...).
+        kbs: a KnowBert model's knowledge bases' kbs by name (``db`` is the first one's; default: what the model
+            records, :func:`mluke.knowbert.kb_dbs`).
         **keywords: the fields of :class:`mluke.ProbeOptions`, when ``options`` is not given.
 
     Returns:
@@ -147,9 +150,9 @@ def probe(
     else:
         cand_keys = sorted({f.object for f in db.facts(property=pid)}) if pid else []
     gold = {k: set(db.objects(k, pid)) for k, _ in subj if k is not None and pid}
-    bundle = open_probe_model(model, db=db, knowledge=options.knowledge, device=device, dtype=dtype)
+    bundle = open_probe_model(model, db=db, knowledge=options.knowledge, device=device, dtype=dtype, kbs=kbs)
     if getattr(bundle.tokenizer, "reads_language", False):  # a loaded KnowBert bundle: prompts' spans from this kb
-        cast(Any, bundle.tokenizer).prepare(db=db, knowledge=options.knowledge)
+        cast(Any, bundle.tokenizer).prepare(db=db, kbs=kbs, knowledge=options.knowledge)
     mode = resolve_mode(options.mode, bundle)
     if not cand_keys:
         if threshold is not None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
@@ -35,6 +35,7 @@ def iter_link_file(
     device: Device = None,
     dtype: DType = None,
     linker: Linker | None = None,
+    kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
     **keywords: Unpack[LinkKeywords],
 ) -> Iterator[LinkedLine]:
     """Link every line of a UTF-8 text file as a stream, in memory that does not grow with the input.
@@ -55,6 +56,7 @@ def iter_link_file(
         device: where the model runs (:mod:`mluke.devices`).
         dtype: the precision it runs in.
         linker: a :class:`mluke.Linker` to use instead of building one from ``model`` and ``db``.
+        kbs: ``method="knowbert"``: the kb of knowledge bases by name (:func:`mluke.knowbert.kb_dbs`).
         **keywords: the fields of :class:`mluke.LinkOptions`, when ``options`` is not given.
 
     Returns:
@@ -74,7 +76,7 @@ def iter_link_file(
     if linker is None:
         from mluke.link_knowbert import open_linker
 
-        linker = open_linker(model, db, options.method, languages=[lang], device=device, dtype=dtype)
+        linker = open_linker(model, db, options, languages=[lang], device=device, dtype=dtype, kbs=kbs)
     bar = tqdm(
         total=total,
         desc="linking",

@@ -9,6 +9,11 @@
 2. Each mention's candidates in the model's entity table (at most 30, best prior first, with log p(e|m))
    go with the text through the encoder up to the knowledge layer (:class:`mluke.knowbert.CandidateSelector`
    builds the windows: a text longer than the encoder's input is read in several, cut between spans).
+   In a model with several knowledge bases, the one whose linker decides has these mentions and candidates (from
+   its kb); every knowledge base whose layer runs before it (below it, or at its depth earlier in the model's
+   order) gets the mentions its own kb's index detects in the text, with their candidates in its own table, as in
+   training (:class:`mluke.knowbert.MultiSelector`), and the layers above it do not run. Each knowledge base's kb
+   is the one ``knowbert.json`` records, or the caller's (:func:`mluke.knowbert.kb_dbs`).
 3. The integrated linker decides (:meth:`mluke.knowbert.KnowledgeLayer.decode`): the best candidate when
    its score is above the layer's threshold, else NULL. The mention's ``confidence`` is the top
    candidate's probability under the linker's softmax over the candidates and NULL (for a linked mention,
@@ -30,20 +35,28 @@ import dataclasses
 import functools
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from kb import open_db
 from kb.db import EntityDB
 from kb.errors import MlukeError, OptionError, option
 from kb.mentions import Mention, MentionIndex
 from kb.mentions.linkability import LinkEstimator
 from mluke.errors import CheckpointError
 from mluke.knowbert.batch import IGNORE
-from mluke.knowbert.candidates import CandidateSelector, SelectionStats, Window, collate, span_words
+from mluke.knowbert.candidates import (
+    CandidateSelector,
+    KbSpans,
+    MultiSelector,
+    SelectionStats,
+    Window,
+    collate_knowledge,
+    span_words,
+)
+from mluke.knowbert.kb_sources import kb_db, open_kb_dbs, unrecorded_kb
 from mluke.knowbert.layer import NULL_CHOICE
 from mluke.knowbert.model import CONFIG_FILE, KnowBertModel
 from mluke.linker import Linker
@@ -109,19 +122,23 @@ class KnowBertLinker(Linker):
     Args:
         model: a KnowBert model folder (``mluke knowbert train``'s ``RUN/model``), or a loaded
             :class:`~mluke.knowbert.KnowBertModel` (then ``tokenizer`` too).
-        db: an :class:`kb.EntityDB` or its path (default: the embedded kb); its keys are the entity table's.
-        index: the mention index to detect mentions with (default: one over ``db``).
+        db: the first knowledge base's kb (the only one's): an :class:`kb.EntityDB` or its path (default: the kb the
+            model records, else the embedded kb); its keys are the entity table's.
+        kbs: the kb of knowledge bases by name, overriding what the model records (``--kb NAME=DB``).
+        index: the mention index to detect mentions with (default: one over the deciding knowledge base's kb).
         languages: the languages the default index covers.
         device: where the model runs.
         dtype: the precision it runs in.
         tokenizer: the model's tokenizer, with a loaded model.
         max_span_words: longer mentions are not read (NIL).
         knowledge_base: the knowledge base whose linker decides, in a model with several (default: the first;
-            ``LinkOptions.knowledge_base`` chooses per call). Its mentions and candidates come from ``db``; the
-            other knowledge bases get no candidates, so their layers are skipped.
+            ``LinkOptions.knowledge_base`` chooses per call, among those with the same kb). Its kb detects the
+            mentions and gives their candidates, titles and names; the knowledge bases below it get their own
+            (module docs).
 
     Raises:
         CheckpointError: a folder that is no KnowBert model (the error says how to make one).
+        MlukeError: a knowledge base with no kb recorded or given that would run (the error names the file).
     """
 
     def __init__(
@@ -129,6 +146,7 @@ class KnowBertLinker(Linker):
         model: KnowBertModel | Mluke | str | os.PathLike[str] | None,
         db: EntityDB | str | os.PathLike[str] | None = None,
         *,
+        kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
         index: MentionIndex | None = None,
         languages: list[str] | None = None,
         device: Device = None,
@@ -152,26 +170,79 @@ class KnowBertLinker(Linker):
         else:
             raise not_a_knowbert_model(None)
         place(self.model, device, dtype)
-        self.db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
-        self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
-        self.estimator = LinkEstimator(self.db)
         self.tokenizer = tokenizer
         self.max_span_words = max_span_words
+        self.languages = languages
+        self.knowledge_base = self._known(knowledge_base or self.model.names[0])
+        #: the kb of every knowledge base whose layer runs when the deciding one links, by name
+        self.dbs: dict[str, EntityDB] = open_kb_dbs(self._needed(self.model, db, kbs, self.knowledge_base))
+        self.db = self.dbs[self.knowledge_base]
+        self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
+        self.estimator = LinkEstimator(self.db)
         self._selectors: dict[str, _GivenSpans] = {}
-        self.knowledge_base = knowledge_base or self.model.names[0]
+        self._others: dict[str, CandidateSelector] = {}
         self.selector = self._selector(self.knowledge_base)
         self._names = functools.lru_cache(maxsize=1 << 14)(self._qualified)
 
-    def _selector(self, name: str) -> _GivenSpans:
-        """The candidate selector of knowledge base ``name`` (its entity table's rows), made once."""
+    @staticmethod
+    def _needed(
+        model: KnowBertModel,
+        db: EntityDB | str | os.PathLike[str] | None,
+        kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None,
+        name: str,
+    ) -> dict[str, EntityDB | str | os.PathLike[str] | None]:
+        """The kbs of the knowledge bases that run when ``name`` links, with every one that resolves (so that a
+        per-call choice can use it): one that has none is an error only when it would run."""
+        order = model.run_order
+        needed = set(order[: order.index(name) + 1])
+        out: dict[str, EntityDB | str | os.PathLike[str] | None] = {}
+        for kb_name in model.names:
+            try:
+                out[kb_name] = kb_db(model, kb_name, db, kbs)
+            except MlukeError:
+                if kb_name in needed:
+                    raise
+        return out
+
+    def _known(self, name: str) -> str:
         if name not in self.model.names:
             raise OptionError(
                 "{knowledge_base}: the model's knowledge bases are " + ", ".join(self.model.names),
                 options={"knowledge_base": option("knowledge_base", name)},
             )
+        return name
+
+    def _selector(self, name: str) -> _GivenSpans:
+        """The candidate selector of the deciding knowledge base ``name`` over the linker's mentions (its entity
+        table's rows), made once; it must share the linker's kb (mentions, titles and names come from there)."""
+        self._known(name)
+        if name not in self.dbs:
+            raise unrecorded_kb(self.model, name)
+        if self.dbs[name] is not self.db:
+            raise OptionError(
+                "{knowledge_base}: " + name + "'s kb is not the linker's (" + str(self.db.path) + "): build a "
+                "KnowBertLinker with knowledge_base=" + name + " to link with it",
+                options={"knowledge_base": option("knowledge_base", name)},
+            )
         if name not in self._selectors:
             self._selectors[name] = _GivenSpans(self.tokenizer, self.index, self.model.tables[name].key_to_row)
         return self._selectors[name]
+
+    def _windows_source(self, name: str) -> MultiSelector:
+        """The deciding knowledge base's selector (over the given mentions, in the windows' own fields) with the
+        selectors of the knowledge bases whose layers run before it (each over its own kb's mention index)."""
+        order = self.model.run_order
+        sources: dict[str, CandidateSelector] = {name: self._selector(name)}
+        for other in order[: order.index(name)]:
+            if other not in self.dbs:  # only when a per-call choice needs one the constructor's did not
+                raise unrecorded_kb(self.model, other)
+            if other not in self._others:
+                db = self.dbs[other]
+                index = self.index if db is self.db else MentionIndex.for_db(db, languages=self.languages)
+                rows = self.model.tables[other].key_to_row
+                self._others[other] = CandidateSelector(self.tokenizer, index, rows, max_span_words=self.max_span_words)
+            sources[other] = self._others[other]
+        return MultiSelector(sources)
 
     def mention_features(self, *args: Any, **kwargs: Any) -> list[list[tuple[str | None, float, list[float]]]]:
         """Not for a KnowBert linker: its confidence is the integrated linker's probability, not calibrated."""
@@ -195,6 +266,7 @@ class KnowBertLinker(Linker):
             )
         name = options.knowledge_base or self.knowledge_base
         self.selector = self._selector(name)
+        source = self._windows_source(name)
         mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
         jobs: list[tuple[int, int, Window]] = []  # (text, offset of the stretch read, window)
         for t, (text, found) in enumerate(zip(texts, mentions)):
@@ -202,7 +274,7 @@ class KnowBertLinker(Linker):
             hi = max([hi, *(m.end for m in found)])
             readable = [m for m in found if span_words(m.surface) <= self.max_span_words]
             self.selector.given = [m._replace(start=m.start - lo, end=m.end - lo) for m in readable]
-            jobs += [(t, lo, w) for w in self.selector._windows(text[lo:hi], lang, None, first_only=False)]
+            jobs += [(t, lo, w) for w in source._windows(text[lo:hi], lang, None, first_only=False)]
         decided: dict[tuple[int, int, int], dict[str, Any]] = {}  # (text, start, end) -> the linker's verdict
         for i in range(0, len(jobs), options.batch_size):
             batch = jobs[i : i + options.batch_size]
@@ -217,10 +289,14 @@ class KnowBertLinker(Linker):
     @torch.no_grad()
     def _decide_windows(self, windows: list[Window], name: str) -> list[list[dict[str, Any]]]:
         """Per window and span: the decision of knowledge base ``name``'s linker (a candidate index or NULL_CHOICE)
-        and every candidate's key and probability under its softmax over the candidates and NULL."""
-        ids, mask, cands = collate(windows, self.tokenizer.pad_id)
+        and every candidate's key and probability under its softmax over the candidates and NULL. The knowledge
+        bases in the windows' ``others`` with spans in this batch run with theirs (one without is not there)."""
+        carried = [n for n in self.model.names if any(n in w.others for w in windows)]
+        with_spans = {n for n in carried if any(w.others.get(n, _NO_SPANS).spans for w in windows)}
+        ids, mask, cands = collate_knowledge(windows, self.tokenizer.pad_id, [name, *carried])
         device = self.model.device
-        out = self.model(ids.to(device), mask.to(device), {name: cands.to(device)}, linking_only=True)
+        given = {n: c.to(device) for n, c in cands.items() if n == name or n in with_spans}
+        out = self.model(ids.to(device), mask.to(device), given, linking_only=True)
         scores = out.kb_scores[name]
         layer = self.model.knowledge_layer(name)
         decision = layer.decode(scores)
@@ -272,6 +348,9 @@ class KnowBertLinker(Linker):
         )
 
 
+_NO_SPANS = KbSpans()
+
+
 def _log(p: float) -> float:
     return math.log(p) if p > 0 else float("-inf")
 
@@ -304,16 +383,24 @@ def _resolve_overlaps(found: list[LinkedMention]) -> list[LinkedMention]:
 def open_linker(
     model: Mluke | KnowBertModel | str | os.PathLike[str] | None,
     db: EntityDB | str | os.PathLike[str] | None,
-    method: str,
+    method: str | LinkOptions,
     *,
     languages: list[str] | None = None,
     device: Device = None,
     dtype: DType = None,
+    kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
 ) -> Linker:
-    """The linker for ``method``: a :class:`KnowBertLinker` for "knowbert" (``model``: a KnowBert folder), else a
+    """The linker for ``method`` (or the options' method): a :class:`KnowBertLinker` for "knowbert" (``model``: a
+    KnowBert folder; ``kbs``: kbs by knowledge base name; the options' ``knowledge_base`` decides), else a
     :class:`mluke.Linker` (``model``: an mLUKE checkpoint)."""
+    knowledge_base = method.knowledge_base if isinstance(method, LinkOptions) else None
+    method = method.method if isinstance(method, LinkOptions) else method
     if method == "knowbert":
-        return KnowBertLinker(model, db, languages=languages, device=device, dtype=dtype)
+        return KnowBertLinker(
+            model, db, kbs=kbs, languages=languages, device=device, dtype=dtype, knowledge_base=knowledge_base
+        )
+    if kbs:
+        raise OptionError("{kb}: only with method 'knowbert'", options={"kb": option("kb", ", ".join(kbs))})
     if isinstance(model, KnowBertModel):
         raise OptionError(
             "{method}: a KnowBert model links with method 'knowbert'", options={"method": option("method", method)}

@@ -46,6 +46,7 @@ Where things are: the options (:class:`mluke.LinkOptions`) in :mod:`mluke.option
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kb.db import EntityDB
@@ -72,6 +73,7 @@ def link(
     spans: list[tuple[int, int]] | list[list[tuple[int, int]]] | None = None,
     device: Device = None,
     dtype: DType = None,
+    kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
     **keywords: Unpack[LinkKeywords],
 ) -> list[LinkedMention] | list[list[LinkedMention]]:
     """Link the entity mentions of one text (or a list of texts) in ``lang`` to kb entities.
@@ -91,6 +93,7 @@ def link(
         spans: link these character spans instead of detecting mentions (one list per text).
         device: where the model runs (:mod:`mluke.devices`).
         dtype: the precision it runs in.
+        kbs: ``method="knowbert"``: the kb of knowledge bases by name (:func:`mluke.knowbert.kb_dbs`).
         **keywords: the fields of :class:`mluke.LinkOptions`, when ``options`` is not given.
 
     Returns:
@@ -106,5 +109,5 @@ def link(
     from mluke.link_knowbert import open_linker
 
     options = merge_options(LinkOptions, options, keywords, "link")
-    linker = open_linker(model, db, options.method, languages=[lang], device=device, dtype=dtype)
+    linker = open_linker(model, db, options, languages=[lang], device=device, dtype=dtype, kbs=kbs)
     return linker.link(texts, lang, options=options, spans=spans)

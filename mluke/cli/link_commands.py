@@ -11,7 +11,15 @@ import typer
 from kb.files import split_list
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, print_table, records_table, write_outputs, wrote
-from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
+from mluke.cli.params import (
+    DbOption,
+    DeviceOption,
+    DtypeOption,
+    KnowBertKbOption,
+    ModelOption,
+    OverwriteOption,
+    ProgressOption,
+)
 from mluke.options import LinkOptions
 
 
@@ -72,6 +80,7 @@ def link(
             "several (default: its first)."
         ),
     ] = None,
+    kb: KnowBertKbOption = None,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")
     ] = True,
@@ -93,11 +102,13 @@ def link(
         candidates=candidates,
         knowledge_base=knowledge_base,
     )
+    from mluke.knowbert.kb_sources import parse_kb_overrides
     from mluke.link_files import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally
 
+    kbs = parse_kb_overrides(kb or [])
     stream = iter_link_file(
-        source, lang, db=db, model=model, options=options, progress=progress, device=device, dtype=dtype
+        source, lang, db=db, model=model, options=options, progress=progress, device=device, dtype=dtype, kbs=kbs
     )
     if jsonl:  # each line written as soon as it is linked
         tally = write_linked(stream, jsonl, overwrite=overwrite)

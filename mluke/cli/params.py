@@ -41,6 +41,16 @@ ProgressOption = Annotated[bool, typer.Option("--progress/--no-progress", help="
 #: ``--db`` of the commands that read one entity database.
 DbOption = Annotated[Path | None, typer.Option("--db", help="Entity database (default: the embedded kb).")]
 
+#: ``--kb NAME=DB`` of the commands that use a KnowBert model: a knowledge base's kb instead of the recorded one.
+KnowBertKbOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--kb",
+        help="A KnowBert --model: NAME=DB, the kb (a file or 'embedded') of its knowledge base NAME instead of the "
+        "one its knowbert.json records (repeatable; --db is the first knowledge base's).",
+    ),
+]
+
 #: ``--model`` of the commands whose default is the embedded demo model.
 ModelOption = Annotated[
     str | None, typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")

@@ -11,7 +11,7 @@ import typer
 from kb.files import split_list
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, print_table, records_table, write_outputs, wrote
-from mluke.cli.params import DbOption, DeviceOption, DtypeOption, OverwriteOption, ProgressOption
+from mluke.cli.params import DbOption, DeviceOption, DtypeOption, KnowBertKbOption, OverwriteOption, ProgressOption
 from mluke.options import ProbeOptions
 
 #: ``--knowledge/--no-knowledge``: a KnowBert model's knowledge layer on or off (P@1 with and without it)
@@ -92,6 +92,7 @@ def probe(
     ] = None,
     knowledge: KnowledgeOption = True,
     db: DbOption = None,
+    kb: KnowBertKbOption = None,
     limit: Annotated[int, typer.Option(help="Rows to print.")] = 10,
     json_out: Annotated[str | None, json_option("the full result")] = None,
     csv_out: Annotated[str | None, csv_option("one row per prediction (and mode)")] = None,
@@ -125,7 +126,9 @@ def probe(
         knowledge=knowledge,
     )
     from mluke.cloze import probe as run
+    from mluke.knowbert.kb_sources import parse_kb_overrides
 
+    kbs = parse_kb_overrides(kb or [])
     result = run(
         template,
         lang,
@@ -138,6 +141,7 @@ def probe(
         options=options,
         device=device,
         dtype=dtype,
+        kbs=kbs,
     )
     if write_outputs(json_out, csv_out, overwrite=overwrite, data=result.to_dict, table=lambda: _frame_table(result)):
         return

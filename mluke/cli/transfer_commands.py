@@ -13,7 +13,7 @@ import typer
 from kb.errors import OptionError
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, output_option, print_table, show_report, wrote
-from mluke.cli.params import DeviceOption, DtypeOption, OverwriteOption, ProgressOption
+from mluke.cli.params import DeviceOption, DtypeOption, KnowBertKbOption, OverwriteOption, ProgressOption
 
 if TYPE_CHECKING:
     from probes.transfer import FineTuneReport, QaFineTuneReport
@@ -124,6 +124,7 @@ def finetune(
     ] = False,
     fmt: FormatOption = None,
     db: KbOption = None,
+    kb: KnowBertKbOption = None,
     device: DeviceOption = None,
     restart: Annotated[
         bool, typer.Option("--restart", help="Start over instead of continuing an interrupted run.")
@@ -154,6 +155,11 @@ def finetune(
     checks.at_least("--doc-stride", doc_stride, 1)
     checks.device(device)
     _check_format(task, fmt)
+    from mluke.knowbert.kb_sources import parse_kb_overrides
+
+    kbs = parse_kb_overrides(kb or [])
+    if kbs and features != "knowbert":
+        raise OptionError("--kb gives a KnowBert model's knowledge bases their kbs: only with --features knowbert")
     from mluke.finetuning import FineTuneConfig
     from probes.transfer import finetune as run
 
@@ -175,7 +181,7 @@ def finetune(
 
         settings = {"max_length": max_length or 384, "doc_stride": doc_stride}
         report: FineTuneReport | QaFineTuneReport = finetune_qa(
-            train, dev, db=db, lang=lang or "en", settings=settings, **common
+            train, dev, db=db, lang=lang or "en", settings=settings, kbs=kbs, **common
         )
         dev_column = "dev F1"
     elif task == "record":
@@ -184,14 +190,14 @@ def finetune(
         from probes.transfer import finetune_record
 
         sizes = {"max_length": max_length} if max_length is not None else {}
-        report = finetune_record(train, dev, lang=lang, settings=sizes, db=db, **common)
+        report = finetune_record(train, dev, lang=lang, settings=sizes, db=db, kbs=kbs, **common)
         dev_column = "dev F1"
     else:
         if all_labels and task != "typing":
             raise OptionError("--all-labels is for `finetune typing`")
         extra: dict[str, Any] = {"all_labels": all_labels} if task == "typing" else {"fmt": fmt}
         if features == "knowbert":
-            extra["db"] = db
+            extra["db"], extra["kbs"] = db, kbs
         report = run(task, train, dev, lang=lang, **common, **extra)  # type: ignore[arg-type]
         dev_column = "dev score"
     print_table(

@@ -8,6 +8,11 @@ encoder and the knowledge layer train as in word mode; the entity table is a buf
 with the pretrained model, not copied). The kb settings (which kb, candidates per span, longest span) are kept in
 the model's settings under ``"knowbert"``, so that evaluation finds the same spans.
 
+A KnowBert model with several knowledge bases gives each its own spans, from its own kb (``"db"``: the first's;
+``"kbs"``: the others' given by name; else what the model records, :func:`mluke.knowbert.kb_dbs`): a row's
+``knowledge`` window holds the first's in its own fields and the others' in ``Window.others`` (name -> spans), and
+the batch carries them as ``kb_*`` and ``kb_*@NAME`` tensors (:mod:`mluke.knowbert.pieces`).
+
 A QA row is a pair of texts (``<s> question </s></s> passage window </s>``, :class:`mluke.finetuning.qa.QaRow`):
 the question's mentions (in the question's language) are placed on the question's pieces and the passage's on
 the window's pieces; a passage mention that the window cuts (it starts before the window's first piece or ends
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -36,7 +41,7 @@ from mluke.finetuning.record import RecordRow
 
 if TYPE_CHECKING:
     from mluke.checkpoint import Mluke
-    from mluke.knowbert.candidates import Window
+    from mluke.knowbert.candidates import KbSpans, Window
     from mluke.knowbert.model import KnowBertModel
     from mluke.knowbert.pieces import TextCandidates
     from mluke.opening import ModelSource
@@ -49,11 +54,32 @@ KNOWBERT = "knowbert"
 KNOWBERT_DIR = "knowbert"
 
 
-def kb_settings(db: str | os.PathLike[str] | None = None, **given: Any) -> dict[str, Any]:
-    """The kb settings of a knowbert-features model: ``db`` (the kb's path; ``None``: the embedded kb),
-    ``max_candidates`` (30) and ``max_span_words`` (5), as KnowBert's candidate selector."""
-    settings = {"db": os.fspath(db) if db is not None else None, "max_candidates": MAX_CANDIDATES}
+def kb_settings(
+    db: str | os.PathLike[str] | None = None,
+    kbs: Mapping[str, str | os.PathLike[str] | None] | None = None,
+    **given: Any,
+) -> dict[str, Any]:
+    """The kb settings of a knowbert-features model: ``db`` (the first knowledge base's kb path; ``None``: the one
+    the model records, else the embedded kb), ``max_candidates`` (30) and ``max_span_words`` (5), as KnowBert's
+    candidate selector, and with ``kbs`` (other knowledge bases' kb paths by name) ``"kbs"``."""
+    settings: dict[str, Any] = {"db": os.fspath(db) if db is not None else None, "max_candidates": MAX_CANDIDATES}
+    if kbs:
+        settings["kbs"] = {name: os.fspath(path) if path is not None else None for name, path in kbs.items()}
     return settings | {"max_span_words": 5} | given
+
+
+def knowbert_settings(model: KnowBertModel, given: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`kb_settings` of ``given`` for fine-tuning ``model``, checked: every knowledge base has a kb.
+
+    Raises:
+        OptionError: ``kbs`` names a knowledge base the model does not have.
+        MlukeError: a knowledge base with no kb recorded or given (naming the model's file).
+    """
+    from mluke.knowbert.kb_sources import kb_dbs
+
+    settings = kb_settings(**given)
+    kb_dbs(model, settings["db"], settings.get("kbs"))
+    return settings
 
 
 def open_knowbert_bundle(model: ModelSource | str | os.PathLike[str]) -> Mluke:
@@ -87,23 +113,18 @@ def knowbert_encoder(pretrained: KnowBertModel) -> KnowBertModel:
 
 
 def text_candidates(model: Any, tokenizer: Any) -> TextCandidates:
-    """The span finder of a knowbert-features :class:`~mluke.finetuning.TransferModel`, from its kb settings (built
-    once per model)."""
+    """The span finder of a knowbert-features :class:`~mluke.finetuning.TransferModel` (its knowledge bases', each
+    on its kb's mention index: :func:`mluke.knowbert.pieces.kb_text_candidates`), from its kb settings (built once
+    per model)."""
     found: TextCandidates | None = model.__dict__.get("_text_candidates")
     if found is None:
-        from kb import open_db
-        from kb.mentions import MentionIndex
-        from mluke.knowbert.pieces import TextCandidates
+        from mluke.knowbert.kb_sources import kb_dbs, open_kb_dbs
+        from mluke.knowbert.pieces import kb_text_candidates
 
         kb = kb_settings(**model.settings.get(KNOWBERT, {}))
-        index = MentionIndex.for_db(open_db(kb["db"]))
-        found = TextCandidates(
-            tokenizer,
-            index,
-            model.luke.entities,
-            max_candidates=kb["max_candidates"],
-            max_span_words=kb["max_span_words"],
-        )
+        dbs = open_kb_dbs(kb_dbs(model.luke, kb["db"], kb.get("kbs")))
+        sizes = {"max_candidates": kb["max_candidates"], "max_span_words": kb["max_span_words"]}
+        found = kb_text_candidates(tokenizer, model.luke, dbs, **sizes)
         model.__dict__["_text_candidates"] = found
     return found
 
@@ -151,27 +172,42 @@ def _language(text: str, lang: str | None) -> str:
 
 def pair_window(spans: TextCandidates, row: QaRow | RecordRow, lang: str, question_lang: str) -> Window:
     """The spans and candidates of a QA or ReCoRD row: the question's (query's) mentions on its pieces and the
-    passage's on the window's, whole mentions only (module docs). ``offsets`` of the result are each piece's
-    characters in its own text, as are ``char_spans``."""
+    passage's on the window's, whole mentions only (module docs), for every knowledge base (``others``).
+    ``offsets`` of the result are each piece's characters in its own text, as are ``char_spans``."""
+    from mluke.knowbert.candidates import KbSpans
+
     question = _whole_mentions(spans.window(row.question, question_lang, row.ids, row.question_chars))
     passage = _whole_mentions(spans.window(row.text, lang, row.ids, row.piece_chars))
     offsets = [q if q != (0, 0) else p for q, p in zip(row.question_chars, row.piece_chars)]
     both = copy.copy(passage)
     both.offsets = offsets
-    for name in ("spans", "entity_ids", "log_prior", "char_spans"):
-        setattr(both, name, getattr(question, name) + getattr(passage, name))  # question pieces come first
+    _join(both, question, passage)
+    both.others = {}
+    for name, found in passage.others.items():
+        both.others[name] = KbSpans()
+        _join(both.others[name], question.others[name], found)
     return both
+
+
+def _join(target: Window | KbSpans, question: Window | KbSpans, passage: Window | KbSpans) -> None:
+    for name in _SPAN_FIELDS:
+        setattr(target, name, getattr(question, name) + getattr(passage, name))  # question pieces come first
+
+
+_SPAN_FIELDS = ("spans", "entity_ids", "log_prior", "char_spans")
 
 
 def _whole_mentions(window: Window) -> Window:
     """``window`` without the spans whose mention its pieces cut (the first piece starts after the mention's first
-    character or the last ends before its last)."""
+    character or the last ends before its last), for every knowledge base it carries."""
     chars = window.offsets
-    kept = [
-        k
-        for k, ((s, e), (a, b)) in enumerate(zip(window.spans, window.char_spans))
-        if chars[s][0] <= a and chars[e][1] >= b
-    ]
-    for name in ("spans", "entity_ids", "log_prior", "char_spans"):
-        setattr(window, name, [getattr(window, name)[k] for k in kept])
+    parts: list[Window | KbSpans] = [window, *window.others.values()]
+    for part in parts:
+        kept = [
+            k
+            for k, ((s, e), (a, b)) in enumerate(zip(part.spans, part.char_spans))
+            if chars[s][0] <= a and chars[e][1] >= b
+        ]
+        for name in _SPAN_FIELDS:
+            setattr(part, name, [getattr(part, name)[k] for k in kept])
     return window

@@ -166,7 +166,8 @@ class TransferModel(nn.Module):
         if self.features == "knowbert":
             from mluke.knowbert.pieces import candidates_from_inputs
 
-            return self.luke(batch["input_ids"], batch["attention_mask"], candidates_from_inputs(batch)).hidden_states
+            candidates = candidates_from_inputs(batch, cast(Any, self.luke).names)
+            return self.luke(batch["input_ids"], batch["attention_mask"], candidates).hidden_states
         return self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
 
     def forward(self, batch: dict[str, Tensor]) -> Tensor:
@@ -238,7 +239,7 @@ def new_model(
     """
     model, _, vocab = pretrained
     if check_features(features) == "knowbert":
-        from mluke.finetuning.knowledge import KNOWBERT, kb_settings, knowbert_encoder
+        from mluke.finetuning.knowledge import KNOWBERT, knowbert_encoder, knowbert_settings
         from mluke.knowbert.model import KnowBertModel
 
         if not isinstance(model, KnowBertModel):
@@ -253,7 +254,7 @@ def new_model(
                 f"encoder ({words:,} word pieces) does not have: build it on an mLUKE checkpoint"
             )
         settings = dict(head.get("settings") or {})
-        settings[KNOWBERT] = kb_settings(**settings.get(KNOWBERT, {}))
+        settings[KNOWBERT] = knowbert_settings(model, settings.get(KNOWBERT, {}))
         with torch.random.fork_rng():
             torch.manual_seed(settings.get("seed", 0))
             return TransferModel(

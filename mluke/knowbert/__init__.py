@@ -11,8 +11,9 @@ recontextualization layer with an integrated entity linker, inserted between two
   them); :class:`MultiSelector`: the selectors of several knowledge bases over shared windows (:class:`KbSpans`,
   :func:`collate_knowledge`); :class:`KnowledgeBaseSource`: one knowledge base of a training run;
   :func:`mask_window`: KnowBert's masked-LM masking; :class:`KnowBertTrainer`: the two training stages;
-- :class:`TextCandidates`: spans and candidates placed on another tokenization's pieces (fine-tuning rows, prompts);
-  :func:`open_knowbert_words`: a KnowBert folder as a word-mode probing model, the layer on or off.
+- :class:`TextCandidates`: spans and candidates placed on another tokenization's pieces (fine-tuning rows, prompts;
+  every knowledge base's with ``others``); :func:`open_knowbert_words`: a KnowBert folder as a word-mode probing
+  model, the layer on or off; :func:`kb_dbs`: the kb each knowledge base takes its candidates from when used.
 """
 
 from mluke.knowbert.batch import IGNORE, SpanCandidates
@@ -27,6 +28,7 @@ from mluke.knowbert.candidates import (
 )
 from mluke.knowbert.config import KnowBertConfig
 from mluke.knowbert.entities import EntityTable
+from mluke.knowbert.kb_sources import kb_dbs
 from mluke.knowbert.layer import NULL_CHOICE, KarOutput, KnowledgeLayer, LinkDecision
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
 from mluke.knowbert.model import DEFAULT_KB, KnowBertModel, KnowBertOutput
@@ -60,6 +62,7 @@ __all__ = [
     "Window",
     "collate",
     "collate_knowledge",
+    "kb_dbs",
     "mask_window",
     "open_knowbert_words",
 ]

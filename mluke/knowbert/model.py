@@ -122,6 +122,11 @@ class KnowBertModel(nn.Module):
         self.config = configs[first]
         self.kar_layer = self.kar_layers[first]
         self.entities = tables[first]
+        #: the kb of each knowledge base, by name, when known (a path, ``None``: the embedded kb): what
+        #: ``mluke knowbert train`` used, written to and read from ``knowbert.json`` (:func:`mluke.knowbert.kb_dbs`)
+        self.kb_dbs: dict[str, str | None] = {}
+        #: the folder the model was loaded from (``None``: built in memory)
+        self.source: Path | None = None
         #: the order the layers run in: by depth, then in the model's order
         self.run_order: list[str] = sorted(self.names, key=lambda n: (self.kar_layers[n], self.names.index(n)))
 
@@ -282,7 +287,10 @@ class KnowBertModel(nn.Module):
         """Write ``knowbert.json`` (settings of every knowledge base and the encoder's config), ``model.safetensors``
         (encoder and knowledge layers) and one entity table file per knowledge base into ``directory``, under a
         temporary name renamed when complete (:mod:`mluke.knowbert.saving`)."""
-        return save_knowbert(directory, self.encoder, self.tables, self.configs, self.state_dict(), overwrite=overwrite)
+        dbs = {n: db for n, db in self.kb_dbs.items() if n in self.tables}
+        return save_knowbert(
+            directory, self.encoder, self.tables, self.configs, self.state_dict(), dbs=dbs, overwrite=overwrite
+        )
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike[str]) -> KnowBertModel:
@@ -302,6 +310,7 @@ class KnowBertModel(nn.Module):
                 f"{Path(directory) / WEIGHTS_FILE}: the weights do not match {CONFIG_FILE}: missing "
                 f"{', '.join(missing[:6]) or 'none'}; unexpected {', '.join(unexpected[:6]) or 'none'}"
             )
+        model.kb_dbs, model.source = parts.dbs, Path(directory)
         return model.eval()
 
     @classmethod

@@ -6,6 +6,11 @@ candidates; this module maps each mention's characters onto the pieces of the gi
 offsets: a span covers every piece that overlaps its characters (a mention cut inside a piece takes the whole
 piece). Pieces without characters (``<s>``, ``</s>``, markers: offsets ``(0, 0)``) are never part of a span.
 
+With several knowledge bases (``TextCandidates(..., others=...)``, :func:`kb_text_candidates`) each finds its spans
+with its own kb and table; the first's are the window's own fields, the others' go into ``Window.others``, and in
+a batch dict of tensors the first's are the ``kb_*`` tensors (as with one knowledge base) and knowledge base
+``NAME``'s the ``kb_*@NAME`` ones.
+
 Masked pieces (a cloze prompt's [Y]) get the [MASK] entity, as in KnowBert's training (§3.4): a span over the
 masked run of pieces with the single candidate ``mask_row`` (log prior 0), and every detected span that overlaps a
 masked piece has its candidates replaced by ``mask_row``, so no candidate list can leak the answer.
@@ -20,11 +25,13 @@ import torch
 
 from kb.mentions.candidates import MAX_CANDIDATES
 from mluke.knowbert.batch import SpanCandidates
-from mluke.knowbert.candidates import CandidateSelector, Window, collate
+from mluke.knowbert.candidates import CandidateSelector, KbSpans, Window, collate, collate_knowledge
 
 if TYPE_CHECKING:
+    from kb.db import EntityDB
     from kb.mentions import MentionIndex
     from mluke.knowbert.entities import EntityTable
+    from mluke.knowbert.model import KnowBertModel
     from mluke.tokenizer import MlukeTokenizer
 
 Span = tuple[int, int]
@@ -60,6 +67,8 @@ class TextCandidates:
         entities: the knowledge layer's entity table (rows of the candidates; its ``mask_row``).
         max_candidates: candidates per span, best prior first.
         max_span_words: the longest detected span, in words.
+        others: the span finders of a model's other knowledge bases, by name: :meth:`window` places their spans on
+            the same pieces, in ``Window.others``.
     """
 
     def __init__(
@@ -70,7 +79,9 @@ class TextCandidates:
         *,
         max_candidates: int = MAX_CANDIDATES,
         max_span_words: int = 5,
+        others: Mapping[str, TextCandidates] | None = None,
     ) -> None:
+        self.others = dict(others or {})
         self.selector = CandidateSelector(
             tokenizer,
             index,
@@ -111,26 +122,90 @@ class TextCandidates:
             win.entity_ids.append(rows)
             win.log_prior.append(priors)
             win.char_spans.append(chars)
+        for name, finder in self.others.items():
+            win.others[name] = as_kb_spans(finder.window(text, lang, input_ids, offsets, masked))
         return win
+
+
+def kb_text_candidates(
+    tokenizer: MlukeTokenizer,
+    model: KnowBertModel,
+    dbs: Mapping[str, EntityDB],
+    *,
+    max_candidates: int = MAX_CANDIDATES,
+    max_span_words: int = 5,
+) -> TextCandidates:
+    """The span finder of every knowledge base of ``model`` (the first's, with the others in ``others``), each on
+    the mention index of its kb in ``dbs`` (by name, e.g. :func:`mluke.knowbert.kb_dbs` opened; one index per
+    database)."""
+    from kb.mentions import MentionIndex
+
+    indexes = {id(db): MentionIndex.for_db(db) for db in dbs.values()}
+    first, *others = model.names
+
+    def finder(name: str, rest: Mapping[str, TextCandidates] | None = None) -> TextCandidates:
+        return TextCandidates(
+            tokenizer,
+            indexes[id(dbs[name])],
+            model.tables[name],
+            max_candidates=max_candidates,
+            max_span_words=max_span_words,
+            others=rest,
+        )
+
+    return finder(first, {n: finder(n) for n in others})
+
+
+def as_kb_spans(window: Window) -> KbSpans:
+    """A window's own spans as :class:`KbSpans` (to carry them as another knowledge base's in ``Window.others``)."""
+    return KbSpans(window.spans, window.entity_ids, window.log_prior, window.gold, window.char_spans)
 
 
 #: the fields of :class:`SpanCandidates` carried in a batch dict of tensors (``kb_`` + name)
 _FIELDS = ("span_start", "span_end", "span_mask", "entity_ids", "log_prior", "candidate_mask")
 
 
-def candidates_as_inputs(candidates: SpanCandidates) -> dict[str, torch.Tensor]:
-    """``candidates`` as ``kb_*`` tensors, to travel in a batch dict (devices move tensors, not dataclasses)."""
-    return {"kb_" + name: getattr(candidates, name) for name in _FIELDS}
+def candidates_as_inputs(candidates: SpanCandidates, name: str | None = None) -> dict[str, torch.Tensor]:
+    """``candidates`` as ``kb_*`` tensors (``name``: another knowledge base's, ``kb_*@name``), to travel in a batch
+    dict (devices move tensors, not dataclasses)."""
+    suffix = "" if name is None else "@" + name
+    return {"kb_" + field + suffix: getattr(candidates, field) for field in _FIELDS}
 
 
-def candidates_from_inputs(inputs: Mapping[str, object]) -> SpanCandidates | None:
-    """The :class:`SpanCandidates` of a batch dict with ``kb_*`` tensors, else ``None`` (no knowledge inputs)."""
+def candidates_from_inputs(
+    inputs: Mapping[str, object], names: Sequence[str] | None = None
+) -> SpanCandidates | dict[str, SpanCandidates] | None:
+    """The candidates of a batch dict with ``kb_*`` tensors (module docs), else ``None`` (no knowledge inputs): one
+    :class:`SpanCandidates` when it carries one knowledge base's, else a mapping by name (``names``: the model's,
+    the first one the ``kb_*`` tensors').
+
+    Raises:
+        ValueError: other knowledge bases' tensors without ``names``, or of a name not among them.
+    """
     if "kb_span_start" not in inputs:
         return None
-    return SpanCandidates(*(cast(torch.Tensor, inputs["kb_" + name]) for name in _FIELDS))
+    first = SpanCandidates(*(cast(torch.Tensor, inputs["kb_" + field]) for field in _FIELDS))
+    others = [key.partition("@")[2] for key in inputs if key.startswith("kb_span_start@")]
+    if not others:
+        return first
+    unknown = sorted(set(others) - set(names[1:] if names else ()))
+    if not names or unknown:
+        raise ValueError(f"knowledge inputs of knowledge base(s) {unknown} that are not among {list(names or [])}")
+    out = {names[0]: first}
+    for name in others:
+        out[name] = SpanCandidates(*(cast(torch.Tensor, inputs[f"kb_{field}@{name}"]) for field in _FIELDS))
+    return out
 
 
 def knowledge_inputs(windows: Sequence[Window], pad_id: int) -> dict[str, torch.Tensor]:
-    """The ``kb_*`` tensors of windows (their spans and candidates, padded as :func:`collate` does)."""
-    _, _, candidates = collate(windows, pad_id)
-    return candidates_as_inputs(candidates)
+    """The ``kb_*`` tensors of windows (their spans and candidates, padded as :func:`collate` does), and the
+    ``kb_*@NAME`` tensors of the other knowledge bases they carry (``Window.others``)."""
+    others = list(dict.fromkeys(name for w in windows for name in w.others))
+    if not others:
+        _, _, candidates = collate(windows, pad_id)
+        return candidates_as_inputs(candidates)
+    _, _, by_kb = collate_knowledge(windows, pad_id, ["", *others])
+    out = candidates_as_inputs(by_kb.pop(""))
+    for name, found in by_kb.items():
+        out |= candidates_as_inputs(found, name)
+    return out

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Literal
 from kb.errors import MlukeError, OptionError, flag, option
 from kb.files import write_json
 from mluke.knowbert.candidates import CandidateSelector, MultiSelector
+from mluke.knowbert.kb_sources import recorded_db
 from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
 
 if TYPE_CHECKING:
@@ -156,7 +157,8 @@ def train_knowbert(
     **settings: object,
 ) -> Path:
     """Train a knowledge layer (module docs of :mod:`mluke.knowbert.training`); returns the exported model
-    (``output/model``: :meth:`KnowBertModel.from_pretrained` reads it) or, when ``max_steps`` stopped the run
+    (``output/model``: :meth:`KnowBertModel.from_pretrained` reads it; its ``knowbert.json`` records each knowledge
+    base's kb, the path as given or ``null`` for the embedded kb) or, when ``max_steps`` stopped the run
     early, the run folder (run again to continue). ``output/selection.json`` counts what the candidate
     selector left out or could not supervise (:class:`~mluke.knowbert.candidates.SelectionStats`; with several
     knowledge bases, one such object per name). Under ``torchrun`` every process runs this with the same
@@ -214,6 +216,8 @@ def train_knowbert(
         raise MlukeError(
             f"{model} has the knowledge bases {', '.join(knowbert.names)}: give a --kb NAME=DB for each, in that order"
         )
+    specs = [s.db for s in sources] or [db]
+    knowbert.kb_dbs = {name: recorded_db(spec) for name, spec in zip(knowbert.names, specs)}  # in knowbert.json
     langs = sorted({d.lang for d in docs})
     selectors = {
         name: CandidateSelector(

@@ -4,7 +4,10 @@ A folder holds:
 
 - ``knowbert.json``: ``format`` ``"mluke-knowbert"``, ``version``, the encoder's class and config and, in version 2,
   ``knowledge_bases``: one object per knowledge base in the model's order, ``{"name", "config", "entities"}`` (its
-  :class:`~mluke.knowbert.KnowBertConfig` and the file name of its entity table in the folder);
+  :class:`~mluke.knowbert.KnowBertConfig` and the file name of its entity table in the folder) and, when the model
+  knows it (``mluke knowbert train`` records it), ``"db"``: the kb its spans and candidates come from (the database
+  path as given, ``null`` for the embedded kb). Files without ``"db"`` (written before it was recorded) still load:
+  the users of the model then take the kb from the caller (:func:`mluke.knowbert.kb_dbs`);
 - ``model.safetensors``: the encoder's and the knowledge layers' weights (the first knowledge base's layer under
   ``kar.``, the others under ``extra_kars.NAME.``);
 - ``entities.safetensors``: the first knowledge base's entity table; ``entities-NAME.safetensors``: the others'.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
@@ -39,6 +43,9 @@ DEFAULT_KB = "kb"
 _DROPPED_CONFIG_KEYS = ("architectures", "transformers_version", "_name_or_path", "dtype", "torch_dtype")
 _COMMON_KEYS = {"format", "version", "encoder_class", "encoder_config", "attn_implementation"}
 _KEYS = {1: _COMMON_KEYS | {"knowbert"}, 2: _COMMON_KEYS | {"knowledge_bases"}}
+_ENTRY_KEYS = {"name", "config", "entities", "db"}
+#: a knowledge base whose kb the file does not record (``None`` means the embedded kb)
+_UNRECORDED = object()
 
 
 def entities_file(name: str, first: bool) -> str:
@@ -54,6 +61,8 @@ class SavedParts(NamedTuple):
     tables: dict[str, EntityTable]
     configs: dict[str, KnowBertConfig]
     state: dict[str, Tensor]
+    #: the recorded kb of each knowledge base that has one (a path, ``None``: the embedded kb), by name
+    dbs: dict[str, str | None]
 
 
 def save_knowbert(
@@ -63,10 +72,12 @@ def save_knowbert(
     configs: dict[str, KnowBertConfig],
     state: dict[str, Tensor],
     *,
+    dbs: Mapping[str, str | None] | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Write a model's parts (its encoder, tables and settings by knowledge base in order, its ``state_dict``) into
-    ``directory`` (module docs), under a temporary name renamed when complete."""
+    """Write a model's parts (its encoder, tables and settings by knowledge base in order, its ``state_dict``, the
+    kb of the knowledge bases in ``dbs``) into ``directory`` (module docs), under a temporary name renamed when
+    complete."""
     from safetensors.torch import save_file
 
     directory = Path(directory)
@@ -85,7 +96,9 @@ def save_knowbert(
         # restored as it was: transformers 4.46 builds a model from a config with eager attention, not sdpa
         "attn_implementation": getattr(cast(Any, encoder).config, "_attn_implementation", None),
         "knowledge_bases": [
-            {"name": name, "config": configs[name].to_dict(), "entities": files[name]} for name in names
+            {"name": name, "config": configs[name].to_dict(), "entities": files[name]}
+            | ({"db": dbs[name]} if dbs is not None and name in dbs else {})
+            for name in names
         ],
     }
     with atomic_path(directory, overwrite=overwrite or empty) as tmp:
@@ -111,9 +124,12 @@ def load_knowbert(directory: str | os.PathLike[str]) -> SavedParts:
     meta = _read_meta(where)
     tables: dict[str, EntityTable] = {}
     configs: dict[str, KnowBertConfig] = {}
-    for name, config, file in _knowledge_bases(meta, where):
+    dbs: dict[str, str | None] = {}
+    for name, config, file, db in _knowledge_bases(meta, where):
         configs[name] = config
         tables[name] = EntityTable.from_safetensors(directory / file)
+        if db is not _UNRECORDED:
+            dbs[name] = cast("str | None", db)
     encoder = _build_encoder(meta, where)
     path = directory / WEIGHTS_FILE
     try:
@@ -125,27 +141,32 @@ def load_knowbert(directory: str | os.PathLike[str]) -> SavedParts:
     for alias, source in aliases.items():
         if source in state:
             state[alias] = state[source]
-    return SavedParts(encoder, tables, configs, state)
+    return SavedParts(encoder, tables, configs, state, dbs)
 
 
-def _knowledge_bases(meta: dict[str, Any], where: Path) -> list[tuple[str, KnowBertConfig, str]]:
-    """``(name, config, entity table file)`` of each knowledge base of a folder's description, in order."""
+def _knowledge_bases(meta: dict[str, Any], where: Path) -> list[tuple[str, KnowBertConfig, str, object]]:
+    """``(name, config, entity table file, recorded kb)`` of each knowledge base of a folder's description, in order
+    (:data:`_UNRECORDED` when the file records no kb)."""
     if meta["version"] == 1:
-        return [(DEFAULT_KB, KnowBertConfig.from_dict(meta.get("knowbert"), f"{where}: 'knowbert'"), ENTITIES_FILE)]
+        config = KnowBertConfig.from_dict(meta.get("knowbert"), f"{where}: 'knowbert'")
+        return [(DEFAULT_KB, config, ENTITIES_FILE, _UNRECORDED)]
     listed = meta.get("knowledge_bases")
     if not isinstance(listed, list) or not listed:
         raise InputFormatError(f"{where}: 'knowledge_bases' must be a non-empty list of knowledge bases")
-    out: list[tuple[str, KnowBertConfig, str]] = []
+    out: list[tuple[str, KnowBertConfig, str, object]] = []
     for i, entry in enumerate(listed):
         at = f"{where}: knowledge_bases[{i}]"
-        if not isinstance(entry, dict) or set(entry) != {"name", "config", "entities"}:
-            raise InputFormatError(f"{at}: expected an object with exactly 'name', 'config' and 'entities'")
+        if not isinstance(entry, dict) or not {"name", "config", "entities"} <= set(entry) <= _ENTRY_KEYS:
+            raise InputFormatError(f"{at}: expected an object with 'name', 'config', 'entities' and optionally 'db'")
+        db = entry.get("db", _UNRECORDED)
+        if db is not _UNRECORDED and db is not None and (not isinstance(db, str) or not db):
+            raise InputFormatError(f"{at}: 'db' must be a kb path or null (the embedded kb), got {db!r}")
         name, file = entry["name"], entry["entities"]
         if not isinstance(name, str) or not isinstance(file, str) or Path(file).name != file or not file:
             raise InputFormatError(f"{at}: 'name' and 'entities' must be strings ('entities': a file in the folder)")
-        if any(name == seen for seen, _, _ in out):
+        if any(name == seen for seen, *_ in out):
             raise InputFormatError(f"{at}: the knowledge base {name!r} is listed twice (names must be unique)")
-        out.append((name, KnowBertConfig.from_dict(entry["config"], f"{at}: 'config'"), file))
+        out.append((name, KnowBertConfig.from_dict(entry["config"], f"{at}: 'config'"), file, db))
     return out
 
 

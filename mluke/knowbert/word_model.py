@@ -10,6 +10,9 @@ and without the layer can be compared on the same probes.
 - :class:`KnowBertWordModel`: :class:`mluke.word_models.WordModel` whose ``encode`` runs the knowledge layer when the
   encoding holds candidates.
 
+In a model with several knowledge bases every one gets the prompt's spans from its own kb (the first's: the probe's
+``db``; the others': ``kbs=`` or what the model records, :func:`mluke.knowbert.kb_dbs`) and its layer runs.
+
 The prompts are tokenized exactly as for the bare encoder: the spans are placed on those pieces, so the layer is the
 only difference between the two runs. Open-vocabulary word decoding (no candidates) needs ``knowledge=False``.
 """
@@ -17,7 +20,7 @@ only difference between the two runs. Open-vocabulary word decoding (no candidat
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -47,11 +50,20 @@ class KnowBertWordTokenizer:
     #: :class:`mluke.scoring.ClozeScorer` passes the prompts' language to tokenizers that say they read it
     reads_language = True
 
-    def __init__(self, tokenizer: MlukeTokenizer, model: KnowBertModel, db: EntityDB | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer: MlukeTokenizer,
+        model: KnowBertModel,
+        db: EntityDB | None = None,
+        kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
+    ) -> None:
         self.tokenizer = tokenizer
         self.model = model
         self.knowledge = True
-        self.db = db
+        #: the first knowledge base's kb as given (``None``: the recorded one, else the embedded kb)
+        self.db: EntityDB | str | os.PathLike[str] | None = db
+        #: the other knowledge bases' kbs given by name (overriding the recorded ones)
+        self.kbs: dict[str, EntityDB | str | os.PathLike[str] | None] = dict(kbs or {})
         self._spans: TextCandidates | None = None
 
     def __getattr__(self, name: str) -> Any:
@@ -59,23 +71,37 @@ class KnowBertWordTokenizer:
             raise AttributeError(name)
         return getattr(self.tokenizer, name)
 
-    def prepare(self, *, db: EntityDB | str | os.PathLike[str] | None = None, knowledge: bool = True) -> None:
-        """Use ``db``'s mention index for the spans (default: the embedded kb) and switch the layer on or off."""
-        from kb import open_db
+    def prepare(
+        self,
+        *,
+        db: EntityDB | str | os.PathLike[str] | None = None,
+        kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
+        knowledge: bool = True,
+    ) -> None:
+        """Use ``db``'s mention index for the first knowledge base's spans (default: the kb the model records, else
+        the embedded kb) and ``kbs``' for the others by name (``None``: keep those given before), and switch the
+        layer on or off.
 
-        opened = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
-        if opened is not self.db:
-            self.db, self._spans = opened, None
+        Raises:
+            MlukeError: with the layer on, a knowledge base with no kb recorded or given (naming the file).
+        """
+        from mluke.knowbert.kb_sources import kb_dbs
+
+        given = self.kbs if kbs is None else dict(kbs)
+        if db is not self.db or given != self.kbs:
+            self.db, self.kbs, self._spans = db, given, None
         self.knowledge = knowledge
+        if knowledge:
+            kb_dbs(self.model, self.db, self.kbs)  # a knowledge base without a kb: say so now, not at a prompt
 
     def spans(self) -> TextCandidates:
-        """The span finder on the kb's mention index (built on first use)."""
+        """The span finder of every knowledge base, each on its kb's mention index (built on first use)."""
         if self._spans is None:
-            from kb import open_db
-            from kb.mentions import MentionIndex
+            from mluke.knowbert.kb_sources import kb_dbs, open_kb_dbs
+            from mluke.knowbert.pieces import kb_text_candidates
 
-            db = self.db if self.db is not None else open_db(None)
-            self._spans = TextCandidates(self.tokenizer, MentionIndex.for_db(db), self.model.entities)
+            dbs = open_kb_dbs(kb_dbs(self.model, self.db, self.kbs))
+            self._spans = kb_text_candidates(self.tokenizer, self.model, dbs)
         return self._spans
 
     def __call__(self, texts: Sequence[str], *, lang: str | None = None, **_: Any) -> dict[str, Tensor]:
@@ -111,7 +137,7 @@ class KnowBertWordModel(WordModel):
 
     def encode(self, **inputs: Tensor) -> tuple[Tensor, None]:
         """Last-layer word states and ``None`` (no entity states)."""
-        candidates = candidates_from_inputs(inputs)
+        candidates = candidates_from_inputs(inputs, self.knowbert.names)
         with torch.no_grad():
             out = self.knowbert(inputs["input_ids"], inputs.get("attention_mask"), candidates)
         return out.hidden_states, None
@@ -126,17 +152,22 @@ class KnowBertWordModel(WordModel):
 
 
 def open_knowbert_words(
-    directory: str | os.PathLike[str], *, db: EntityDB | str | os.PathLike[str] | None = None, knowledge: bool = True
+    directory: str | os.PathLike[str],
+    *,
+    db: EntityDB | str | os.PathLike[str] | None = None,
+    knowledge: bool = True,
+    kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
 ) -> Mluke:
     """A KnowBert folder (``KnowBertModel.save_pretrained`` with ``tokenizer/`` beside it, as ``mluke knowbert
     train`` exports) as a word-mode model bundle (module docs); ``db``: the kb whose mention index gives the
-    prompts' spans (default: the embedded kb); ``knowledge``: run the knowledge layer."""
+    prompts' spans for the first knowledge base (default: the recorded kb, else the embedded kb); ``kbs``: the
+    other knowledge bases' by name (default: the recorded ones); ``knowledge``: run the knowledge layers."""
     from mluke.checkpoint import Mluke
     from mluke.knowbert.run import open_knowbert
 
     model, tokenizer = open_knowbert(Path(directory))
     words = KnowBertWordTokenizer(tokenizer, model)
-    words.prepare(db=db, knowledge=knowledge)
+    words.prepare(db=db, kbs=kbs, knowledge=knowledge)
     return Mluke(cast(Any, KnowBertWordModel(model).eval()), cast(Any, words), None)
 
 
@@ -147,15 +178,17 @@ def open_probe_model(
     knowledge: bool = True,
     device: Any = None,
     dtype: Any = None,
+    kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
 ) -> Mluke:
     """The model of a word/entity probe: a KnowBert folder through :func:`open_knowbert_words` (placed on
-    ``device`` in ``dtype``), anything else through :func:`mluke.open_model` (masked LMs as word models)."""
+    ``device`` in ``dtype``; ``kbs``: its knowledge bases' kbs by name),
+    anything else through :func:`mluke.open_model` (masked LMs as word models)."""
     from mluke.opening import open_model
 
     if isinstance(model, (str, os.PathLike)) and is_knowbert_folder(model):
         from mluke.devices import place
 
-        bundle = open_knowbert_words(model, db=db, knowledge=knowledge)
+        bundle = open_knowbert_words(model, db=db, knowledge=knowledge, kbs=kbs)
         place(bundle.model, device, dtype)
         return bundle
     return open_model(model, device=device, dtype=dtype, word_models=True)

@@ -278,6 +278,7 @@ def finetune(
     all_labels: bool = False,
     fmt: str | None = None,
     db: str | os.PathLike[str] | None = None,
+    kbs: Mapping[str, str | os.PathLike[str] | None] | None = None,
 ) -> FineTuneReport:
     """Fine-tune a model for NER, relation extraction or entity typing on ``train`` and keep the epoch best on
     ``dev``.
@@ -307,6 +308,8 @@ def finetune(
             Kept in the model's settings, so that :func:`evaluate` reads its test files alike.
         db: knowbert features: the kb whose mention index gives the spans and candidates (default: the embedded
             kb); kept in the model's settings.
+        kbs: knowbert features: the kb of the KnowBert model's knowledge bases by name (``db`` is the first's;
+            default: what the model records, :func:`mluke.knowbert.kb_dbs`); kept in the model's settings.
 
     Returns:
         The run's :class:`FineTuneReport`.
@@ -341,7 +344,7 @@ def finetune(
     if task == "re":
         settings["format"] = layout
     if features == KNOWBERT:
-        settings[KNOWBERT] = kb_settings(db)
+        settings[KNOWBERT] = kb_settings(db, kbs=kbs)
     net = new_model(bundle, task, features, labels, dropout=config.dropout, settings=settings)
     place(net, device)  # in place
     tok = bundle.tokenizer

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -151,6 +151,7 @@ def finetune_qa(
     restart: bool = False,
     progress: bool = True,
     device: Device = None,
+    kbs: Mapping[str, str | os.PathLike[str] | None] | None = None,
 ) -> QaFineTuneReport:
     """Fine-tune a model for extractive QA on SQuAD-format data, keeping the epoch with the best dev F1.
 
@@ -168,6 +169,8 @@ def finetune_qa(
             candidates (kept in the model's settings).
         lang: the language of ``train`` and ``dev``.
         settings: windowing and decoding, any of ``QA_DEFAULTS``.
+        kbs: knowbert features: the kb of the KnowBert model's knowledge bases by name (``db`` is the first's;
+            default: what the model records, :func:`mluke.knowbert.kb_dbs`).
 
     Returns:
         The run's :class:`QaFineTuneReport`.
@@ -190,7 +193,8 @@ def finetune_qa(
     dev_links = cached_links(dev, dev_data.examples, inputs.index, lang=lang)
     model_settings: dict[str, Any] = {"seed": config.seed, **qa_settings}
     if features == KNOWBERT:
-        model_settings[KNOWBERT] = kb_settings(db if db is None or isinstance(db, (str, os.PathLike)) else db.path)
+        first = db if db is None or isinstance(db, (str, os.PathLike)) else db.path
+        model_settings[KNOWBERT] = kb_settings(first, kbs=kbs)
     net = new_model(bundle, "qa", features, ["start", "end"], dropout=config.dropout, settings=model_settings)
     rows = attach_knowledge(
         net, bundle.tokenizer, inputs.rows(train_data.examples, train_links, features, answers=True)

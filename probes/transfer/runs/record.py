@@ -83,6 +83,7 @@ def finetune_record(
     output: str | os.PathLike[str],
     settings: Mapping[str, int] | None = None,
     db: str | os.PathLike[str] | None = None,
+    kbs: Mapping[str, str | os.PathLike[str] | None] | None = None,
     **run: Unpack[RunKeywords],
 ) -> FineTuneReport:
     """Fine-tune a model for ReCoRD on ``train`` and keep the epoch with the best dev F1.
@@ -102,6 +103,8 @@ def finetune_record(
             ``max_query_length``, ``max_entities``); kept with the model for evaluation.
         db: knowbert features: the kb whose mention index gives the spans and candidates (default: the embedded
             kb); kept in the model's settings.
+        kbs: knowbert features: the kb of the KnowBert model's knowledge bases by name (``db`` is the first's;
+            default: what the model records, :func:`mluke.knowbert.kb_dbs`); kept in the model's settings.
         **run: the options of every run (:class:`~probes.transfer.runs.ner_re.RunKeywords`: ``features``,
             ``model``, ``lang``, ``config``, ``overwrite``, ``restart``, ``progress``, ``device``).
 
@@ -133,7 +136,7 @@ def finetune_record(
     tok = bundle.tokenizer
     model_settings: dict[str, Any] = {"seed": config.seed, **sizes}
     if features == KNOWBERT:
-        model_settings[KNOWBERT] = kb_settings(db)
+        model_settings[KNOWBERT] = kb_settings(db, kbs=kbs)
     net = new_model(bundle, "record", features, ["answer"], dropout=config.dropout, settings=model_settings)
     kb_identity: dict[str, Any] = {KNOWBERT: model_settings[KNOWBERT]} if features == KNOWBERT else {}
     place(net, run.get("device"))

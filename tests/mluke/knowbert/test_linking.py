@@ -200,6 +200,16 @@ def test_long_texts_and_streams(linker: KnowBertLinker) -> None:
     assert [(m.start, m.end, m.key) for m in streamed] == [(m.start, m.end, m.key) for m in found]
 
 
+def write_denmark_db(path: Path) -> Path:
+    """A kb that knows Denmark only: none of the names of the texts below are found in it."""
+    with kb.EntityDB.create(path, provenance={"builder": "tests"}) as w:
+        w.add_languages(["en"])
+        w.add_entity("Q35", "country")
+        w.add_title("en", "Denmark", "Q35")
+        w.add_label("Q35", "en", "Denmark")
+    return path
+
+
 def test_a_model_with_two_knowledge_bases_links_with_the_one_named(
     cli: Cli, linker: KnowBertLinker, knowbert_dir: Path, db_path: Path, index: MentionIndex, tmp_path: Path
 ) -> None:
@@ -212,23 +222,60 @@ def test_a_model_with_two_knowledge_bases_links_with_the_one_named(
     tables = {"fresh": trained.entities, "trained": trained.entities}
     two = KnowBertModel(trained.encoder, tables, {"fresh": trained.config, "trained": trained.config}).eval()
     two.knowledge_layer("trained").load_state_dict(trained.kar.state_dict())  # "fresh" keeps its random weights
-    folder = two.save_pretrained(tmp_path / "two")
+    folder = two.save_pretrained(tmp_path / "two")  # no kb recorded: a file from before kbs were recorded
     shutil.copytree(knowbert_dir / "tokenizer", folder / "tokenizer")
     text = "Tokyo is the capital of Japan. Japanese Airlines flies to Tokyo."
     expected = linker.link(text, "en", method="knowbert", candidates=True)
-    named = KnowBertLinker(folder, db_path, index=index, knowledge_base="trained")
-    assert named.link(text, "en", method="knowbert", candidates=True) == expected  # only its layer runs
-    default = KnowBertLinker(folder, db_path, index=index)  # the first knowledge base: the untrained "fresh"
-    assert default.link(text, "en", method="knowbert", knowledge_base="trained", candidates=True) == expected
-    assert default.link(text, "en", method="knowbert", candidates=True) != expected
+    with pytest.raises(MlukeError, match=r"two/knowbert\.json: the knowledge base 'trained' records no kb .*'db'"):
+        KnowBertLinker(folder, db_path, index=index, knowledge_base="trained")
+    # "fresh" runs first (same layer, first in the model's order); from a kb that finds none of the text's names
+    # it gets no candidates, is skipped, and "trained" decides as the one-knowledge-base model does
+    denmark = write_denmark_db(tmp_path / "denmark.sqlite")
+    alone = KnowBertLinker(
+        folder, db_path, kbs={"fresh": denmark, "trained": db_path}, index=index, knowledge_base="trained"
+    )
+    assert alone.link(text, "en", method="knowbert", candidates=True) == expected
+    # with its own kb's candidates (the linker's kb: --db), "fresh"'s layer reads the text's spans and its random
+    # weights change what "trained" decides from
+    named = KnowBertLinker(folder, db_path, kbs={"trained": db_path}, index=index, knowledge_base="trained")
+    seen: list = []
+    hook = named.model.knowledge_layer("fresh").register_forward_pre_hook(lambda _m, args: seen.append(args[1]))
+    both = named.link(text, "en", method="knowbert", candidates=True)
+    hook.remove()
+    assert both != expected
+    [fresh_spans] = seen
+    rows = two.tables["fresh"].key_to_row
+    assert int(fresh_spans.span_mask.sum()) == 4  # Tokyo, Japan, Japanese, Tokyo
+    assert rows["Q1490"] in fresh_spans.entity_ids[0][fresh_spans.span_mask[0]][:, 0].tolist()
+    default = KnowBertLinker(folder, db_path, index=index)  # the first knowledge base decides: the untrained "fresh"
+    with pytest.raises(MlukeError, match="'trained' records no kb"):  # a per-call choice needs its kb too
+        default.link(text, "en", method="knowbert", knowledge_base="trained")
+    default = KnowBertLinker(folder, db_path, kbs={"trained": db_path}, index=index)
+    assert default.link(text, "en", method="knowbert", knowledge_base="trained", candidates=True) == both
+    assert default.link(text, "en", method="knowbert", candidates=True) != both
     with pytest.raises(OptionError, match="the model's knowledge bases are fresh, trained"):
         default.link(text, "en", method="knowbert", knowledge_base="geo")
+    with pytest.raises(OptionError, match="no knowledge base geo in the model; it has fresh, trained"):
+        KnowBertLinker(folder, db_path, kbs={"geo": db_path})
     with pytest.raises(OptionError, match="only method 'knowbert'"):
         LinkOptions(method="prior", knowledge_base="trained")
     link = cli.bind("link", "-", lang="en", db=db_path, method="knowbert", no_progress=True, model=folder)
-    shown = link(input="Tokyo is big.\n", knowledge_base="trained", jsonl="-")
+    missing = link(input="Tokyo is big.\n", knowledge_base="trained")
+    assert isinstance(missing.exception, MlukeError) and "--kb trained=DB" in str(missing.exception)
+    shown = link(input="Tokyo is big.\n", knowledge_base="trained", kb=f"trained={db_path}", jsonl="-")
     assert shown.exit_code == 0, shown.output
     [record] = [json.loads(line) for line in shown.output.splitlines() if line.startswith("{")]
+    same = KnowBertLinker(folder, db_path, kbs={"trained": db_path}, knowledge_base="trained")  # the default index
     assert [m["key"] for m in record["mentions"]] == [
-        m.key for m in linker.link("Tokyo is big.", "en", method="knowbert")
+        m.key for m in same.link("Tokyo is big.", "en", method="knowbert")
     ]
+    one_call = mluke.link(
+        "Tokyo is big.",
+        "en",
+        model=folder,
+        db=db_path,
+        method="knowbert",
+        knowledge_base="trained",
+        kbs={"trained": db_path},
+    )
+    assert one_call == same.link("Tokyo is big.", "en", method="knowbert")  # mluke.link(kbs=...) builds the same linker

@@ -126,17 +126,35 @@ def test_open_vocabulary_answers_need_the_layer_off(knowbert_dir: Path, tiny_db_
     assert off.open_vocabulary and off.rows[0].predictions
 
 
-def test_a_model_with_two_knowledge_bases_probes_with_the_first(knowbert_dir: Path, tiny_db_path: Path, tmp_path):
-    """Word-mode probing gives candidates to the first knowledge base only: a second one changes nothing."""
+def test_a_model_with_two_knowledge_bases_probes_with_both(knowbert_dir: Path, tiny_db_path: Path, tmp_path):
+    """Word-mode probing gives every knowledge base its own spans and candidates; a second knowledge base without a
+    recorded kb needs one given."""
     import shutil
+
+    from kb.errors import MlukeError
 
     one = KnowBertModel.from_pretrained(knowbert_dir)
     second = EntityTable.from_vectors(torch.randn(3, 8, generator=torch.Generator().manual_seed(2)), KEYS[:3])
-    two = KnowBertModel(one.encoder, {"kb": one.entities, "geo": second}, {"kb": one.config})
+    two = KnowBertModel(one.encoder, {"kb": one.entities, "geo": second}, {"kb": one.config, "geo": one.config})
     two.kar.load_state_dict(one.kar.state_dict())
-    folder = two.save_pretrained(tmp_path / "two")
+    with torch.no_grad():
+        for p in two.knowledge_layer("geo").parameters():
+            p.mul_(5)
+    folder = two.save_pretrained(tmp_path / "two")  # no kb recorded
     shutil.copytree(knowbert_dir / "tokenizer", folder / "tokenizer")
     asked = {"lang": "en", "db": tiny_db_path, "mode": "word", "top_k": 3}
-    assert scores(mluke.probe(TEMPLATE, model=folder, **asked)) == scores(
-        mluke.probe(TEMPLATE, model=knowbert_dir, **asked)
-    )  # type: ignore[arg-type]
+    with pytest.raises(MlukeError, match=r"two/knowbert\.json: the knowledge base 'geo' records no kb"):
+        mluke.probe(TEMPLATE, model=folder, **asked)  # type: ignore[arg-type]
+    bundle = open_knowbert_words(folder, db=tiny_db_path, kbs={"geo": tiny_db_path})
+    enc = bundle.tokenizer(["Tokyo is the capital of <mask>."], lang="en")
+    cands = candidates_from_inputs(enc, ["kb", "geo"])
+    assert isinstance(cands, dict) and set(cands) == {"kb", "geo"}
+    geo = cands["geo"]
+    found = {int(r) for r, ok in zip(geo.entity_ids[0].flatten(), geo.candidate_mask[0].flatten()) if ok}
+    rows = second.key_to_row
+    assert rows["Q1490"] in found and second.mask_row in found and found <= set(rows.values()) | {second.mask_row}
+    with pytest.raises(ValueError, match=r"knowledge base\(s\) \['geo'\]"):
+        candidates_from_inputs(enc)
+    both = mluke.probe(TEMPLATE, model=folder, kbs={"geo": tiny_db_path}, **asked)  # type: ignore[arg-type]
+    first_only = mluke.probe(TEMPLATE, model=knowbert_dir, **asked)  # type: ignore[arg-type]
+    assert scores(both) != scores(first_only)  # the geo layer ran on its candidates
