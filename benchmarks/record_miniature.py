@@ -8,6 +8,11 @@ Writes ``benchmarks/results/record_miniature.json`` and prints per-language EM a
 
     python benchmarks/record_miniature.py [--seeds 0 1 2] [--epochs 5] [--learning-rate 3e-3] [--train-size 500]
         [--dev-size 100] [--test-size 60] [--model DIR]
+
+Knowledge-enhanced word features (issue 32) beside E and W: ``--features entity word knowbert --knowbert-model
+RUN/model`` fine-tunes a KnowBert model trained from the same demo model (``benchmarks/knowbert_demo.py``) with
+``features="knowbert"`` (its layer reads the embedded kb's mentions of each query and passage); the tables then get
+a KnowBert column and KnowBert - W.
 """
 
 from __future__ import annotations
@@ -44,10 +49,11 @@ def run(args: argparse.Namespace) -> dict:
         "runs": [],
     }
     for seed in args.seeds:
-        for features in ("entity", "word"):
+        for features in args.features:
             out = args.work / f"record-{features}-{seed}"
             started = time.perf_counter()
-            options = {"features": features, "model": model, "config": finetune_config(args, seed)}
+            chosen = args.knowbert_model if features == "knowbert" else model
+            options = {"features": features, "model": chosen, "config": finetune_config(args, seed), "lang": "en"}
             files = (data / "train.en.json", data / "dev.en.json")
             report = finetune_record(*files, output=out, overwrite=True, progress=False, **options)
             trained = time.perf_counter() - started
@@ -75,6 +81,7 @@ def chance(data: Path) -> dict[str, float]:
 def tables(results: dict) -> str:
     """Markdown: per language, mean (standard deviation) over seeds of EM and of F1 x100, E against W."""
     from common import e_vs_w_table
+    from transfer_miniature import knowbert_table
 
     parts = []
     for metric, name in (("exact_match", " EM"), ("f1", " F1")):
@@ -83,7 +90,8 @@ def tables(results: dict) -> str:
             for r in results["runs"]
             for row in r["languages"]
         }
-        parts.append(e_vs_w_table(score, name))
+        with_knowbert = any(k[0] == "knowbert" for k in score)
+        parts.append(f"Test{name}:\n\n{knowbert_table(score)}" if with_knowbert else e_vs_w_table(score, name))
     floor = chance(Path(results["settings"]["work"]) / "data")
     zero = statistics.mean(v for k, v in floor.items() if k != "en")
     parts.append(f"A passage mention picked at random: EM {floor['en']:.1f} (en), {zero:.1f} (average of the others).")
@@ -96,7 +104,11 @@ def main() -> None:
     ap = miniature_parser(__doc__, "record", train_size=500, learning_rate=3e-3)
     ap.add_argument("--dev-size", type=int, default=100)
     ap.add_argument("--test-size", type=int, default=60)
+    ap.add_argument("--features", nargs="+", default=["entity", "word"], choices=["entity", "word", "knowbert"])
+    ap.add_argument("--knowbert-model", type=Path, help="a KnowBert model folder (--features knowbert)")
     args = ap.parse_args()
+    if "knowbert" in args.features and not (args.knowbert_model or args.table_only):
+        ap.error("--features knowbert needs --knowbert-model")
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)
     print("\n" + tables(results))
 

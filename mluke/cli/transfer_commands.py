@@ -74,8 +74,8 @@ def finetune(
                 "'entity' (mLUKE-E: entity [MASK] / [HEAD] [TAIL] vectors; typing: an entity [MASK] over the mention; "
                 "qa: entity tokens over linked names; record: an entity [MASK] at @placeholder and over every passage "
                 "entity), 'word' (mLUKE-W: word-piece vectors only) or 'knowbert' (word-piece vectors of a KnowBert "
-                "--model folder, its knowledge layer reading each text's kb mentions; ner, re, typing, qa: the "
-                "question's and the passage window's)."
+                "--model folder, its knowledge layer reading each text's kb mentions; ner, re, typing; qa: "
+                "the question's and the passage window's; record: the query's and the passage's)."
             )
         ),
     ] = "entity",
@@ -89,7 +89,7 @@ def finetune(
             "-l",
             help=(
                 "Language of CoNLL files without one (WikiANN lines carry theirs); qa: of the training file (default "
-                "en)."
+                "en); record: of train and dev queries without one (needed with --features knowbert)."
             ),
         ),
     ] = None,
@@ -190,7 +190,7 @@ def finetune(
         from probes.transfer import finetune_record
 
         sizes = {"max_length": max_length} if max_length is not None else {}
-        report = finetune_record(train, dev, lang=lang, settings=sizes, **common)
+        report = finetune_record(train, dev, lang=lang, settings=sizes, db=db, kbs=kbs, **common)
         dev_column = "dev F1"
     else:
         if all_labels and task != "typing":

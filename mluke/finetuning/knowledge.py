@@ -16,7 +16,9 @@ the batch carries them as ``kb_*`` and ``kb_*@NAME`` tensors (:mod:`mluke.knowbe
 A QA row is a pair of texts (``<s> question </s></s> passage window </s>``, :class:`mluke.finetuning.qa.QaRow`):
 the question's mentions (in the question's language) are placed on the question's pieces and the passage's on
 the window's pieces; a passage mention that the window cuts (it starts before the window's first piece or ends
-after its last) is left out, as the question's beyond ``max_query_length``: a span is a whole mention.
+after its last) is left out, as the question's beyond ``max_query_length``: a span is a whole mention. A ReCoRD row
+(:class:`mluke.finetuning.record.RecordRow`: ``<s> query </s></s> passage </s>``) is the same kind of pair, the
+query in the question's place.
 
 A fine-tuned model is saved as the other tasks' (``config.json`` with the ``mluke_transfer`` block, the tokenizer's
 files) with the KnowBert model in ``knowbert/`` (:meth:`KnowBertModel.save_pretrained`: encoder, layer, entity table)
@@ -35,6 +37,7 @@ from kb.errors import OptionError
 from kb.mentions.candidates import MAX_CANDIDATES
 from mluke.finetuning.inputs import Row
 from mluke.finetuning.qa import QaRow
+from mluke.finetuning.record import RecordRow
 
 if TYPE_CHECKING:
     from mluke.checkpoint import Mluke
@@ -133,8 +136,9 @@ def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[AnyRow], lang: s
     Args:
         model: the fine-tuning model (:class:`~mluke.finetuning.TransferModel`).
         tokenizer: its tokenizer.
-        rows: rows of :mod:`mluke.finetuning.inputs` (their text, language and ``piece_chars``) or QA rows
-            (:class:`~mluke.finetuning.qa.QaRow`: the question and the passage window, module docs).
+        rows: rows of :mod:`mluke.finetuning.inputs` (their text, language and ``piece_chars``) or pair rows
+            (:class:`~mluke.finetuning.qa.QaRow`: the question and the passage window;
+            :class:`~mluke.finetuning.record.RecordRow`: the query and the passage; module docs).
         lang: the language of rows that carry none.
 
     Raises:
@@ -146,7 +150,7 @@ def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[AnyRow], lang: s
     by_text: dict[tuple[str, str, tuple[int, ...]], Any] = {}  # NER's several rows of one sentence: one look-up
     for row in rows:
         row_lang = _language(row.text, row.lang or lang)
-        if isinstance(row, QaRow):
+        if isinstance(row, (QaRow, RecordRow)):
             question_lang = _language(row.question, row.question_lang or row_lang)
             row.knowledge = pair_window(spans, row, row_lang, question_lang)
             continue
@@ -166,10 +170,10 @@ def _language(text: str, lang: str | None) -> str:
     return lang
 
 
-def pair_window(spans: TextCandidates, row: QaRow, lang: str, question_lang: str) -> Window:
-    """The spans and candidates of a QA row: the question's mentions on its pieces and the passage's on the
-    window's, whole mentions only (module docs), for every knowledge base (``others``). ``offsets`` of the result
-    are each piece's characters in its own text, as are ``char_spans``."""
+def pair_window(spans: TextCandidates, row: QaRow | RecordRow, lang: str, question_lang: str) -> Window:
+    """The spans and candidates of a QA or ReCoRD row: the question's (query's) mentions on its pieces and the
+    passage's on the window's, whole mentions only (module docs), for every knowledge base (``others``).
+    ``offsets`` of the result are each piece's characters in its own text, as are ``char_spans``."""
     from mluke.knowbert.candidates import KbSpans
 
     question = _whole_mentions(spans.window(row.question, question_lang, row.ids, row.question_chars))

@@ -151,7 +151,8 @@ def predict_record(
     Args:
         model: a ReCoRD model (task ``"record"``).
         tokenizer: its tokenizer.
-        items: the queries (their labels, when given, are only counted: ``answers_lost``).
+        items: the queries (their labels, when given, are only counted: ``answers_lost``; with knowbert features
+            each needs its ``lang``).
         batch_size: rows per forward pass.
 
     Returns:
@@ -161,6 +162,7 @@ def predict_record(
     model.eval()
     sizes = {k: int(model.settings.get(k, v)) for k, v in RECORD_DEFAULTS.items()}
     inputs = record_rows(tokenizer, items, **sizes)
+    attach_knowledge(model, tokenizer, inputs.rows)  # knowbert features: the query's and the passage's kb spans
     chosen = best_mentions(inputs.rows, _row_scores(model, tokenizer, inputs.rows, batch_size))
     return [items[n].mentions[m] if m is not None else None for n, m in enumerate(chosen)], inputs.counts()
 

@@ -10,6 +10,10 @@ Long inputs are cut, not windowed, and what is cut is counted (:class:`RecordInp
 ``max_query_length`` pieces keeps the pieces around its placeholder; the passage keeps the pieces that fit in
 ``max_length``, and a mention that does not fit, or beyond ``max_entities`` slots, is dropped. A query whose
 every gold mention is dropped cannot be answered right.
+
+With knowbert features a row is a pair as a QA window is (:class:`RecordRow`): the query's kb mentions are placed on
+the query's pieces and the passage's on the passage's, each in the query's language
+(:func:`mluke.finetuning.knowledge.attach_knowledge`).
 """
 
 from __future__ import annotations
@@ -29,12 +33,23 @@ RECORD_DEFAULTS = {"max_length": 512, "max_query_length": 90, "max_entities": 12
 
 
 @dataclass
+class RecordRow(Row):
+    """One query's row: ``text``/``lang``/``piece_chars`` are the passage's part of the pair, ``question``,
+    ``question_lang`` and ``question_chars`` (the query characters of each piece, ``(0, 0)`` outside the query) the
+    query's, as in a QA window (:class:`mluke.finetuning.qa.QaRow`), for the knowledge layer's spans."""
+
+    question: str = ""
+    question_lang: str | None = None
+    question_chars: list[Span] = field(default_factory=list)
+
+
+@dataclass
 class RecordInputs:
     """The rows of some queries (one per query, in order; ``items`` = [query index, index of each slot's mention])
     and what the cut lost: ``mentions`` in all, ``mentions_dropped`` (outside ``max_length`` or beyond
     ``max_entities``), ``answers_lost`` (queries with gold mentions, none of them kept)."""
 
-    rows: list[Row] = field(default_factory=list)
+    rows: list[RecordRow] = field(default_factory=list)
     mentions: int = 0
     mentions_dropped: int = 0
     answers_lost: int = 0
@@ -52,13 +67,14 @@ class RecordInputs:
 class ClozeQuery:
     """One query as the model reads it: the query text and the character span of its placeholder, the passage and
     its entity mentions (character spans), and, for training and dev data, 1 for each mention that is a gold
-    answer (else 0)."""
+    answer (else 0); ``lang``, the language of both (knowbert features find the kb's mentions per language)."""
 
     query: str
     placeholder: Span
     passage: str
     mentions: tuple[Span, ...]
     labels: tuple[int, ...] | None = None
+    lang: str | None = None
 
 
 def record_rows(
@@ -95,8 +111,8 @@ def record_rows(
         unique.setdefault((q.passage, q.mentions), len(unique))
     p_enc = encode_with_spans(tokenizer.words, [t for t, _ in unique], [list(s) for _, s in unique])
     out = RecordInputs()
-    for n, (q_ids, _, (ph,)) in enumerate(q_enc):
-        p_ids, _, p_spans = p_enc[unique[items[n].passage, items[n].mentions]]
+    for n, (q_ids, q_offsets, (ph,)) in enumerate(q_enc):
+        p_ids, p_offsets, p_spans = p_enc[unique[items[n].passage, items[n].mentions]]
         labels = items[n].labels
         cut = max(0, ph[1] - max_query_length)
         q_ids = q_ids[cut : cut + max_query_length]
@@ -117,7 +133,12 @@ def record_rows(
         out.mentions_dropped += len(p_spans) - (len(slots) - 1)
         out.answers_lost += any(gold) and not any(row_labels[1:]) if labels is not None else 0
         ids = [*head, *p_ids[:room], tokenizer.eos_id]
-        out.rows.append(Row(ids, slots, [1] * len(slots), which, row_labels if labels is not None else []))
+        passage = [(0, 0)] * len(head) + list(p_offsets[:room]) + [(0, 0)]
+        query = [(0, 0), *q_offsets[cut : cut + len(q_ids)]] + [(0, 0)] * (len(ids) - len(q_ids) - 1)
+        row = RecordRow(ids, slots, [1] * len(slots), which, row_labels if labels is not None else [])
+        row.text, row.lang, row.piece_chars = items[n].passage, items[n].lang, passage
+        row.question, row.question_chars = items[n].query, query
+        out.rows.append(row)
     return out
 
 

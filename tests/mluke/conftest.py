@@ -137,6 +137,16 @@ def interrupt_at(run: Callable[[Callable[[int], None]], object], step: int) -> N
         run(stop_at)
 
 
+def assert_resumes(train: Callable[..., tuple[torch.nn.Module, list[dict]]], tmp_path: Path) -> None:
+    """A 2-epoch run ``train(work, epochs=2, on_step=...)`` killed after its 3rd step and run again ends with the
+    weights of an uninterrupted run, bit for bit, and a history of both epochs."""
+    reference, _ = train(tmp_path / "ref", epochs=2)
+    interrupt_at(lambda on_step: train(tmp_path / "run", epochs=2, on_step=on_step), 3)
+    resumed, history = train(tmp_path / "run", epochs=2)
+    assert [h["epoch"] for h in history] == [0, 1]
+    assert_same_weights(reference, resumed)
+
+
 def toy_fine_tune(
     model: torch.nn.Module,
     rows: list,

@@ -1,6 +1,8 @@
 """Whole ReCoRD runs: fine-tune on ReCoRD-layout data (``finetune_record``, what ``mluke finetune record`` does) and
 evaluate on test files of one or more languages (``evaluate_record``, what ``mluke evaluate record`` does), scored
-by ReCoRD's official rules (:func:`probes.transfer.metrics.record.record_scores`)."""
+by ReCoRD's official rules (:func:`probes.transfer.metrics.record.record_scores`). With knowbert features (a KnowBert
+model) every row also gets the kb mentions of its query and passage
+(:func:`mluke.finetuning.knowledge.attach_knowledge`)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from kb.errors import OptionError
 from kb.files import check_output
 from mluke.devices import place
 from mluke.finetuning import FineTuneConfig, load_transfer, new_model, predict_record
+from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, record_rows
 from mluke.opening import open_model
 from probes.report import TableReport
@@ -25,11 +28,13 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
 
-def cloze_queries(examples: Sequence[RecordExample]) -> list[ClozeQuery]:
-    """The model inputs of ``examples``: query, placeholder, passage, mentions and their gold labels
-    (:func:`gold_labels`; none for a query without answers)."""
+def cloze_queries(examples: Sequence[RecordExample], lang: str | None = None) -> list[ClozeQuery]:
+    """The model inputs of ``examples``: query, placeholder, passage, mentions, their gold labels
+    (:func:`gold_labels`; none for a query without answers) and the language (``lang`` for examples without one)."""
     return [
-        ClozeQuery(e.query, e.placeholder, e.text, e.entities, tuple(gold_labels(e)) if e.answers else None)
+        ClozeQuery(
+            e.query, e.placeholder, e.text, e.entities, tuple(gold_labels(e)) if e.answers else None, e.lang or lang
+        )
         for e in examples
     ]
 
@@ -48,7 +53,7 @@ def gold_labels(example: RecordExample) -> list[int]:
 
 
 def score_record(
-    model: Any, tokenizer: Any, examples: Sequence[RecordExample], *, batch_size: int = 16
+    model: Any, tokenizer: Any, examples: Sequence[RecordExample], *, batch_size: int = 16, lang: str | None = None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The model's ReCoRD scores on ``examples`` and its answer to each query.
 
@@ -57,6 +62,7 @@ def score_record(
         tokenizer: its tokenizer.
         examples: the queries.
         batch_size: rows per forward pass.
+        lang: the language of examples without one (knowbert features find the kb's mentions per language).
 
     Returns:
         The scores of :func:`~probes.transfer.metrics.record.record_scores` with the counts of
@@ -64,7 +70,7 @@ def score_record(
         ``answers_lost``: queries none of whose gold mentions was kept), and the predictions (query id -> answer
         text; "" when no mention was kept).
     """
-    chosen, counts = predict_record(model, tokenizer, cloze_queries(examples), batch_size=batch_size)
+    chosen, counts = predict_record(model, tokenizer, cloze_queries(examples, lang), batch_size=batch_size)
     predictions = {e.id: e.text[span[0] : span[1]] if span else "" for e, span in zip(examples, chosen)}
     scores = record_scores(predictions, {e.id: e.answers for e in examples})
     return {**scores, **{k: v for k, v in counts.items() if k != "queries"}}, predictions
@@ -76,14 +82,18 @@ def finetune_record(
     *,
     output: str | os.PathLike[str],
     settings: Mapping[str, int] | None = None,
+    db: str | os.PathLike[str] | None = None,
+    kbs: Mapping[str, str | os.PathLike[str] | None] | None = None,
     **run: Unpack[RunKeywords],
 ) -> FineTuneReport:
     """Fine-tune a model for ReCoRD on ``train`` and keep the epoch with the best dev F1.
 
     Each query is one input row: the query and its passage, an entity [MASK] (entity features) or the first and last
     pieces (word features) at ``@placeholder`` and over every entity mention; each mention is scored against the
-    placeholder, trained with binary cross-entropy (1 where the mention's text is a gold answer). The model is
-    written to ``output`` in the hub layout; an interrupted run continues when run again.
+    placeholder, trained with binary cross-entropy (1 where the mention's text is a gold answer). With knowbert
+    features (a KnowBert ``model`` folder) the word vectors come through its knowledge layer, which reads the kb
+    mentions of the query and of the passage. The model is written to ``output`` in the hub layout; an interrupted
+    run continues when run again.
 
     Args:
         train: the training file (ReCoRD JSON or SuperGLUE JSON lines, :func:`~probes.transfer.read_record`).
@@ -91,6 +101,10 @@ def finetune_record(
         output: the folder the fine-tuned model is written to.
         settings: input sizes, :data:`mluke.finetuning.record.RECORD_DEFAULTS` by default (``max_length``,
             ``max_query_length``, ``max_entities``); kept with the model for evaluation.
+        db: knowbert features: the kb whose mention index gives the spans and candidates (default: the embedded
+            kb); kept in the model's settings.
+        kbs: knowbert features: the kb of the KnowBert model's knowledge bases by name (``db`` is the first's;
+            default: what the model records, :func:`mluke.knowbert.kb_dbs`); kept in the model's settings.
         **run: the options of every run (:class:`~probes.transfer.runs.ner_re.RunKeywords`: ``features``,
             ``model``, ``lang``, ``config``, ``overwrite``, ``restart``, ``progress``, ``device``).
 
@@ -99,7 +113,7 @@ def finetune_record(
         dropped and the training queries whose answers they dropped).
 
     Raises:
-        OptionError: a bad option.
+        OptionError: a bad option, or knowbert features on queries without a language.
         InputFormatError: an unreadable ``train`` or ``dev`` file.
     """
     started = time.perf_counter()
@@ -112,30 +126,39 @@ def finetune_record(
         raise OptionError(f"unknown ReCoRD settings {sorted(unknown)}; expected {', '.join(RECORD_DEFAULTS)}")
     output = check_output(output, overwrite=overwrite)
     train_data, dev_data = read_record(train, lang=lang), read_record(dev, lang=lang)
-    bundle = open_model(model)
+    for path, data in ((train, train_data), (dev, dev_data)):
+        if features == KNOWBERT and any(e.lang is None for e in data.examples):
+            raise OptionError(
+                f"{path}: knowbert features find the kb's mentions per language and its queries carry none: "
+                "give their language (lang=, --lang)"
+            )
+    bundle = open_knowbert_bundle(model) if features == KNOWBERT else open_model(model)
     tok = bundle.tokenizer
-    net = new_model(
-        bundle, "record", features, ["answer"], dropout=config.dropout, settings={"seed": config.seed, **sizes}
-    )
+    model_settings: dict[str, Any] = {"seed": config.seed, **sizes}
+    if features == KNOWBERT:
+        model_settings[KNOWBERT] = kb_settings(db, kbs=kbs)
+    net = new_model(bundle, "record", features, ["answer"], dropout=config.dropout, settings=model_settings)
+    kb_identity: dict[str, Any] = {KNOWBERT: model_settings[KNOWBERT]} if features == KNOWBERT else {}
     place(net, run.get("device"))
     answered = [e for e in train_data.examples if e.answers]  # (a training file holds no query without answers)
     inputs = record_rows(
         tok,
-        cloze_queries(answered),
+        cloze_queries(answered, lang),
         max_length=sizes["max_length"],
         max_query_length=sizes["max_query_length"],
         max_entities=sizes["max_entities"],
     )
+    attach_knowledge(net, tok, inputs.rows, lang)  # knowbert features: each row's spans and candidates
     tuner = resumable_run(
         net,
         inputs.rows,
         tokenizer=tok,
         output=output,
         files=(train, dev),
-        identity={"task": "record", "features": features, "model": str(model), "settings": sizes},
+        identity={"task": "record", "features": features, "model": str(model), "settings": sizes, **kb_identity},
         config=config,
         restart=run.get("restart", False),
-        evaluate=lambda m: float(score_record(m, tok, dev_data.examples)[0]["f1"]),
+        evaluate=lambda m: float(score_record(m, tok, dev_data.examples, lang=lang)[0]["f1"]),
     )
     history = tuner.train(progress=run.get("progress", True))
     skipped = save_run(tuner, tok, output, overwrite=overwrite, files=(train, dev), read=(train_data, dev_data))
@@ -226,6 +249,6 @@ def evaluate_record(
     rows = []
     for lang, path in tqdm(pairs, desc="evaluate", unit="language", disable=not options.get("progress", True)):
         data = read_record(path, lang=lang)
-        scores, _ = score_record(model, tok, data.examples, batch_size=options.get("batch_size", 16))
+        scores, _ = score_record(model, tok, data.examples, batch_size=options.get("batch_size", 16), lang=lang)
         rows.append({"lang": lang, **scores, "skipped": sum(data.skipped.values())})
     return RecordReport(model.features, str(model_dir), rows)
