@@ -113,12 +113,13 @@ def open_kb_dbs(specs: Mapping[str, EntityDB | str | os.PathLike[str] | None]) -
 
 
 def recorded_db(spec: EntityDB | str | os.PathLike[str] | None) -> str | None:
-    """What ``knowbert.json`` records for a kb: its path as given (an opened database: its file; ``None`` and
-    ``"embedded"``: ``None``, the embedded kb)."""
+    """What ``knowbert.json`` records for a kb: its absolute path (a relative one would be read against
+    whatever folder the model is used from; an opened database: its file; ``None`` and ``"embedded"``: ``None``,
+    the embedded kb). A model moved to another machine takes ``--kb NAME=DB`` there."""
     if spec is None or (isinstance(spec, str) and spec == "embedded"):
         return None
     if isinstance(spec, (str, os.PathLike)):
-        return os.fspath(spec)
+        return os.path.abspath(os.fspath(spec))
     from kb.sources.embedded import embedded_path
 
     path = os.fspath(spec.path)

@@ -158,7 +158,7 @@ def train_knowbert(
 ) -> Path:
     """Train a knowledge layer (module docs of :mod:`mluke.knowbert.training`); returns the exported model
     (``output/model``: :meth:`KnowBertModel.from_pretrained` reads it; its ``knowbert.json`` records each knowledge
-    base's kb, the path as given or ``null`` for the embedded kb) or, when ``max_steps`` stopped the run
+    base's kb, its absolute path or ``null`` for the embedded kb) or, when ``max_steps`` stopped the run
     early, the run folder (run again to continue). ``output/selection.json`` counts what the candidate
     selector left out or could not supervise (:class:`~mluke.knowbert.candidates.SelectionStats`; with several
     knowledge bases, one such object per name). Under ``torchrun`` every process runs this with the same

@@ -5,8 +5,8 @@ A folder holds:
 - ``knowbert.json``: ``format`` ``"mluke-knowbert"``, ``version``, the encoder's class and config and, in version 2,
   ``knowledge_bases``: one object per knowledge base in the model's order, ``{"name", "config", "entities"}`` (its
   :class:`~mluke.knowbert.KnowBertConfig` and the file name of its entity table in the folder) and, when the model
-  knows it (``mluke knowbert train`` records it), ``"db"``: the kb its spans and candidates come from (the database
-  path as given, ``null`` for the embedded kb). Files without ``"db"`` (written before it was recorded) still load:
+  knows it (``mluke knowbert train`` records it), ``"db"``: the kb its spans and candidates come from (the database's
+  absolute path, ``null`` for the embedded kb). Files without ``"db"`` (written before it was recorded) still load:
   the users of the model then take the kb from the caller (:func:`mluke.knowbert.kb_dbs`);
 - ``model.safetensors``: the encoder's and the knowledge layers' weights (the first knowledge base's layer under
   ``kar.``, the others under ``extra_kars.NAME.``);

@@ -167,3 +167,13 @@ def test_cli_options_take_kb(cli: Cli, two_kb_dir: Path, tiny_db_path: Path, tmp
     word = cli("finetune", "typing", "--train", str(data), "--dev", str(data), "-o", str(tmp_path / "c"),
                "--kb", f"geo={tiny_db_path}")  # fmt: skip
     assert isinstance(word.exception, OptionError) and "only with --features knowbert" in str(word.exception)
+
+
+def test_a_relative_kb_path_is_recorded_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recorded relative, the path would be read against whatever folder the model is used from."""
+    from mluke.knowbert.kb_sources import recorded_db
+
+    monkeypatch.chdir(tmp_path)
+    assert recorded_db("kbs/geo.sqlite") == str(tmp_path / "kbs" / "geo.sqlite")
+    assert recorded_db(Path("geo.sqlite")) == str(tmp_path / "geo.sqlite")
+    assert recorded_db("embedded") is None and recorded_db(None) is None
