@@ -46,8 +46,7 @@ KnowBertKbOption = Annotated[
     list[str] | None,
     typer.Option(
         "--kb",
-        help="A KnowBert --model: NAME=DB, the kb (a file or 'embedded') of its knowledge base NAME instead of the "
-        "one its knowbert.json records (repeatable; --db is the first knowledge base's).",
+        help="KnowBert --model: NAME=DB, knowledge base NAME's kb, not the recorded one (repeatable).",
     ),
 ]
 

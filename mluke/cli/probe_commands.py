@@ -19,8 +19,7 @@ KnowledgeOption = Annotated[
     bool,
     typer.Option(
         "--knowledge/--no-knowledge",
-        help="A KnowBert --model: run its knowledge layer over the prompts' kb mentions (default), or not (the bare "
-        "encoder, to compare P@1 with and without it). Other models ignore it.",
+        help="KnowBert --model: its knowledge layer over the prompts' kb mentions, or the bare encoder.",
     ),
 ]
 
