@@ -226,7 +226,7 @@ def new_model(
         pretrained: the bundle.
         task: ``"ner"``, ``"re"``, ``"typing"``, ``"record"`` or ``"qa"``.
         features: ``"entity"`` (mLUKE-E), ``"word"`` (mLUKE-W) or ``"knowbert"`` (word features of a KnowBert
-            bundle, :func:`mluke.finetuning.knowledge.open_knowbert_bundle`; NER, relations, typing, QA).
+            bundle, :func:`mluke.finetuning.knowledge.open_knowbert_bundle`; every task).
         labels: the classifier's labels (QA: ``["start", "end"]``; typing: the types; ReCoRD: ``["answer"]``).
         **head: ``dropout`` and ``settings`` (:class:`HeadKeywords`).
 

@@ -46,11 +46,11 @@ Task = Literal["ner", "re", "typing"]
 
 class RunKeywords(TypedDict, total=False):
     """The options of a fine-tuning run that :func:`probes.transfer.finetune_record` takes as keyword arguments (those
-    of :func:`finetune`): ``features`` (``"entity"``, the default, or ``"word"``), ``model`` (anything
-    :func:`mluke.open_model` takes; default: the demo model), ``lang`` (stored on the examples), ``config`` (a
-    :class:`~mluke.finetuning.FineTuneConfig`; the paper's settings by default), ``overwrite`` (replace an existing
-    output), ``restart`` (start over instead of continuing an interrupted run), ``progress`` (show progress bars;
-    on by default) and ``device`` (where to train)."""
+    of :func:`finetune`): ``features`` (``"entity"``, the default, ``"word"`` or ``"knowbert"``), ``model``
+    (anything :func:`mluke.open_model` takes, or a KnowBert folder for ``"knowbert"``; default: the demo model),
+    ``lang`` (stored on the examples), ``config`` (a :class:`~mluke.finetuning.FineTuneConfig`; the paper's
+    settings by default), ``overwrite`` (replace an existing output), ``restart`` (start over instead of continuing
+    an interrupted run), ``progress`` (show progress bars; on by default) and ``device`` (where to train)."""
 
     features: Features
     model: ModelSource
