@@ -18,6 +18,7 @@ masked piece has its candidates replaced by ``mask_row``, so no candidate list c
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
     from mluke.tokenizer import MlukeTokenizer
 
 Span = tuple[int, int]
+
+
+#: texts whose mentions a :class:`TextCandidates` keeps (a few long passages' windows, a dev set's rows)
+_CACHED_TEXTS = 4096
 
 
 def piece_span(offsets: Sequence[Span], start: int, end: int) -> Span | None:
@@ -91,6 +96,22 @@ class TextCandidates:
             max_length=1 << 30,  # the whole text: spans are cut by the caller's pieces, not here
         )
         self.mask_row = entities.mask_row
+        #: the mentions found in recent texts, by (text, language): a passage cut into several windows (QA's
+        #: stride, ReCoRD) and dev rows attached again every epoch are looked up once
+        self._found: OrderedDict[tuple[str, str], Window] = OrderedDict()
+
+    def _mentions(self, text: str, lang: str) -> Window:
+        """The kb mentions of the whole ``text`` (the selector's window over it), from the cache when recent."""
+        key = (text, lang)
+        found = self._found.get(key)
+        if found is None:
+            [found] = self.selector.encode([text], lang)
+            self._found[key] = found
+            if len(self._found) > _CACHED_TEXTS:
+                self._found.popitem(last=False)
+        else:
+            self._found.move_to_end(key)
+        return found
 
     def window(
         self,
@@ -104,7 +125,7 @@ class TextCandidates:
         candidates; ``masked``: runs of masked pieces (``(first, last)``), which get the [MASK] entity."""
         if len(offsets) != len(input_ids):
             raise ValueError(f"{len(offsets)} offsets for {len(input_ids)} pieces")
-        [found] = self.selector.encode([text], lang)
+        found = self._mentions(text, lang)
         spans: dict[Span, tuple[list[int], list[float], Span]] = {}
         for chars, rows, priors in zip(found.char_spans, found.entity_ids, found.log_prior):
             span = piece_span(offsets, *chars)

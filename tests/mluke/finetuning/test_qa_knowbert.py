@@ -143,6 +143,29 @@ def test_every_window_gets_the_whole_mentions_it_holds(bundle: Mluke, qa_db: Pat
     assert found and cut  # some window boundary falls inside a mention: the case that is left out
 
 
+def test_a_passage_cut_into_windows_is_looked_up_once(bundle: Mluke, qa_db: Path, monkeypatch) -> None:
+    """Every stride window of a passage (and a dev set attached again each epoch) reads the kb's mentions of the
+    same texts: they are found once per text, and the windows get the same spans as without the cache."""
+    from mluke.finetuning.knowledge import text_candidates
+
+    model = _model(bundle, qa_db)
+    context = " ".join(["Copenhagen and Denmark and Tokyo ."] * 6)
+    items = [("Where is Japan?", context, "Tokyo")]
+    finder = text_candidates(model, bundle.tokenizer)
+    looked_up: list[str] = []
+    encode = finder.selector.encode
+    monkeypatch.setattr(finder.selector, "encode", lambda texts, lang: looked_up.extend(texts) or encode(texts, lang))
+    first = _rows(model, bundle, items, max_length=24, doc_stride=3)
+    again = _rows(model, bundle, items, max_length=24, doc_stride=3)  # the next epoch's dev rows
+    assert len(first) > 5 and sorted(looked_up) == sorted(["Where is Japan?", context])
+    assert [r.knowledge.spans for r in again] == [r.knowledge.spans for r in first]
+    finder._found.clear()  # without the cache: the same spans and candidates
+    fresh = _rows(model, bundle, items, max_length=24, doc_stride=3)
+    assert [(r.knowledge.spans, r.knowledge.entity_ids) for r in fresh] == [
+        (r.knowledge.spans, r.knowledge.entity_ids) for r in first
+    ]
+
+
 def _occurrences(text: str, name: str) -> list[int]:
     found, at = [], text.find(name)
     while at >= 0:
