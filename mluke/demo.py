@@ -44,7 +44,7 @@ from kb.db import EntityDB
 from kb.errors import OutputExistsError, flag
 from kb.files import atomic_path, remove, remove_temporaries
 from kb.vocab import EntityVocab
-from mluke.demo_data import DEMO_RELATIONS, DemoData, DemoPreset, demo_documents, resolve_preset
+from mluke.demo_data import DEMO_RELATIONS, DemoData, DemoPreset, demo_documents, resolve_preset, training_seed
 from mluke.demo_tokenizer import TOKENIZER_RECORD, check_cached_tokenizer, pruned_xlmr_tokenizer
 
 try:
@@ -197,7 +197,7 @@ def _train_locked(out_dir: Path, p: DemoPreset, db: EntityDB | None, progress: b
     config.masking.mention_single_mask = p.mention_single_mask
     config.masking.entity_drop_prob = p.entity_drop_prob
     config.run.output = str(work / "run")
-    config.run.seed = p.seed
+    config.run.seed = training_seed(p)
     config.run.save_every = max(50, steps // 10)
     config.run.log_every = 25
     config.stages = [
@@ -293,7 +293,7 @@ def _prepare(work: Path, data: DemoData, db: EntityDB, p: DemoPreset, progress: 
     )
     import torch
 
-    torch.manual_seed(p.seed)
+    torch.manual_seed(training_seed(p))
     with transformers_bars(False):
         XLMRobertaForMaskedLM(xc).save_pretrained(work / "xlmr-init")
 

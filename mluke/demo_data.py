@@ -46,7 +46,10 @@ class DemoPreset:
     )
     stage1_share: float = 0.1
     learning_rate: float = 3e-3
-    seed: int = 0
+    seed: int = 0  #: draws the documents, the held-out facts and the linking set
+    #: seed of the random start, the masking and the batch order (None: ``seed``): another value trains the same
+    #: documents from another start, as another machine's arithmetic would (the test suite's MLUKE_TEST_DEMO_SEED)
+    init_seed: int | None = None
     minutes: float = 6.0  #: training time on 2 CPU cores, told to the user before training starts
     #: Training sentences per document: 1 = one fact per document; n > 1 = the training sentences about
     #: one country in one language (its facts and its cities' P17 sentences) shuffled and cut into
@@ -72,6 +75,11 @@ PRESETS = {
         extra={"max_facts": 120},
     ),
 }
+
+
+def training_seed(preset: DemoPreset) -> int:
+    """The seed of the preset's random start, masking and batch order."""
+    return preset.seed if preset.init_seed is None else preset.init_seed
 
 
 def resolve_preset(preset: str | DemoPreset) -> DemoPreset:

@@ -55,7 +55,9 @@ def test_a_separable_toy_set_is_learned(bundle, tmp_path, features):
     history = FineTuner(
         model,
         _rows(bundle, TOY * 4),
-        config=FineTuneConfig(learning_rate=3e-3, batch_size=4, epochs=6, warmup=0.0),
+        # trained to a clear separation (the right side's probability was >= 0.76 for tiny demos of seeds 0-2), so
+        # that the assertions below hold whatever the machine's arithmetic made of the tiny demo
+        config=FineTuneConfig(learning_rate=1e-2, batch_size=4, epochs=30, warmup=0.0),
         work=tmp_path / "work",
         evaluate=lambda m: 0.0,
         pad_id=bundle.tokenizer.pad_id,
@@ -65,7 +67,7 @@ def test_a_separable_toy_set_is_learned(bundle, tmp_path, features):
     assert predict_types(model, bundle.tokenizer, texts, spans, batch_size=3) == [g for _, _, g in TOY]
     probs = torch.sigmoid(model(collate(_rows(bundle, TOY), pad_id=bundle.tokenizer.pad_id)))
     gold = torch.tensor([[float(l in g) for l in LABELS] for _, _, g in TOY])
-    assert ((probs > 0.5) == gold.bool()).all()
+    assert (torch.where(gold.bool(), probs, 1 - probs) > 0.6).all()  # each label on its right side, with a margin
     assert predict_types(model, bundle.tokenizer, texts, spans, threshold=1.0) == [[]] * 4  # nothing above 1
     loaded, tok = load_transfer(save_transfer(model, bundle.tokenizer, tmp_path / "typing"))
     assert loaded.task == "typing" and loaded.labels == LABELS and loaded.features == features
