@@ -1,21 +1,24 @@
 """Wikipedia dump reader: pages/s of ours vs mwparserfromhell, scaling with workers, memory.
 
-1. Per core: the same pages (wikitext taken from the generated dump) through
+1. Per core: the same pages (the first ``--mwp-pages`` articles of the dump) through
    ``kb.sources.wikitext.parse_wikitext`` (plain text + link spans + anchors) and through
    ``mwparserfromhell.parse`` + ``strip_code()`` + ``filter_wikilinks()`` (the
-   reference pipeline's approach), alternating rounds, in one process. The link
-   outputs are compared: the article links ``mwparserfromhell`` finds outside
-   templates, tags (references, tables) and non-article namespaces, in order,
-   must be ours (target and anchor; ours adds a link trail to the anchor).
+   reference pipeline's approach), in one process, ``--rounds`` rounds with the order
+   alternated every round; CPU time per round, the per-round ratio and its median and
+   range. The link outputs are compared on every page: the article links
+   ``mwparserfromhell`` finds outside templates, tags (references, tables) and
+   non-article namespaces, in order, must be ours (target and anchor; ours adds a link
+   trail to the anchor).
 2. The full XML reader (decompress + split + parse, step 1 of a language build)
    with 1 and 2 workers: pages/s and the scaling factor.
 3. A whole build (Wikidata stage + one Wikipedia language: read, resolve, count,
    corpus) on two dump sizes: time and peak RSS (main process, largest worker).
 
-``pip install mwparserfromhell`` first (benchmark only, not a dependency).
+``mwparserfromhell`` comes with the test extra (benchmark only, not a dependency of the library).
 
     python benchmarks/dump_generate.py wikipedia --pages 20000 --items 200000 -o benchmarks/work/dumps/enwiki-20k.xml
-    python benchmarks/dump_wikipedia.py --xml benchmarks/work/dumps/enwiki-20k.xml
+    python benchmarks/dump_wikipedia.py --xml benchmarks/work/dumps/enwiki-20k.xml [--parts core --rounds 9]
+    python benchmarks/dump_wikipedia.py --smoke   # tiny generated dumps in a temporary folder, every part
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ import argparse
 import json
 import re
 import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -71,26 +76,45 @@ def _same_links(text: str, links: list[tuple[int, int, str]], ref: list[tuple[st
     )
 
 
-def per_core(pages: list[str], mwp_pages: int, rounds: int) -> dict:
+def per_core(pages: list[str], rounds: int) -> dict:
+    """CPU seconds of ours and of mwparserfromhell over the same ``pages``, alternating which goes first each round;
+    the links of every page compared."""
     import mwparserfromhell
 
     rules = LinkRules("en")
-    ours_t = mwp_t = 0.0
-    for _ in range(rounds):
-        t = time.process_time()  # CPU time: the machine is shared, this is what one core does
-        ours = [parse_wikitext(p, rules) for p in pages]
-        ours_t += time.process_time() - t
-        t = time.process_time()
-        theirs = []
-        for p in pages[:mwp_pages]:
+    seconds: dict[str, list[float]] = {"ours": [], "mwparserfromhell": []}
+    ours: list = []
+    theirs: list = []
+
+    def run_ours() -> None:
+        ours[:] = [parse_wikitext(p, rules) for p in pages]
+
+    def run_theirs() -> None:
+        out = []
+        for p in pages:
             code = mwparserfromhell.parse(p)
             code.strip_code()
-            theirs.append(mwp_links(code))
-        mwp_t += time.process_time() - t
+            out.append(mwp_links(code))
+        theirs[:] = out
+
+    runs = [("ours", run_ours), ("mwparserfromhell", run_theirs)]
+    for r in range(rounds):
+        for name, run in runs if r % 2 == 0 else runs[::-1]:
+            t = time.process_time()  # CPU time: the machine is shared, this is what one core does
+            run()
+            seconds[name].append(time.process_time() - t)
     equal = sum(_same_links(text, links, ref) for (text, links), ref in zip(ours, theirs))
+    ratios = [m / o for o, m in zip(seconds["ours"], seconds["mwparserfromhell"])]
+    med = {k: statistics.median(v) for k, v in seconds.items()}
     return {
-        "ours_pages_per_s": rounds * len(pages) / ours_t,
-        "mwp_pages_per_s": rounds * mwp_pages / mwp_t,
+        "pages": len(pages),
+        "rounds": rounds,
+        "cpu_seconds": seconds,
+        "ours_pages_per_s": len(pages) / med["ours"],
+        "mwp_pages_per_s": len(pages) / med["mwparserfromhell"],
+        "ratio_per_round": ratios,
+        "ratio_median": statistics.median(ratios),
+        "ratio_range": [min(ratios), max(ratios)],
         "pages_compared": len(theirs),
         "pages_with_equal_links": int(equal),
         "links_compared": sum(len(r) for r in theirs),
@@ -143,7 +167,7 @@ def _run(code: str, *args: str) -> dict:
 
 def first_pages(xml: Path, n: int) -> Path:
     """A dump with the first ``n`` pages of ``xml``."""
-    out = xml.with_name(f"{xml.stem}-{n // 1000}k.xml")
+    out = xml.with_name(f"{xml.stem}-{n // 1000}k.xml" if n % 1000 == 0 else f"{xml.stem}-{n}.xml")
     if out.exists():
         return out
     data = xml.read_bytes()
@@ -158,13 +182,33 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--xml", type=Path, default=ROOT / "benchmarks/work/dumps/enwiki-20k.xml")
     p.add_argument("--wikidata", type=Path, default=ROOT / "benchmarks/work/dumps/wd-100k.json")
-    p.add_argument("--pages", type=int, default=2000, help="pages for the per-core comparison (ours)")
-    p.add_argument("--mwp-pages", type=int, default=300, help="of which through mwparserfromhell")
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--mwp-pages", type=int, default=300, help="pages through both parsers (per-core comparison)")
+    p.add_argument("--rounds", type=int, default=2, help="per-core rounds, the order alternated every round")
     p.add_argument("--sizes", default="10000,20000", help="dump sizes (pages) for the whole-build memory check")
     p.add_argument("--parts", default="core,reader,build", help="which measurements: core, reader, build")
+    p.add_argument("--smoke", action="store_true", help="every part on tiny generated dumps in a temporary folder")
     a = p.parse_args()
-    work = a.xml.parent
+    if a.smoke:
+        with tempfile.TemporaryDirectory(prefix="dump_wikipedia_smoke_") as tmp:
+            smoke_dumps(a, Path(tmp))
+            run_parts(a, a.xml.parent)
+        return
+    run_parts(a, a.xml.parent)
+
+
+def smoke_dumps(a: argparse.Namespace, folder: Path) -> None:
+    """Point ``a`` at a 30-page English dump and a 300-item Wikidata dump generated in ``folder`` (smallest sizes
+    that still exercise every part)."""
+    from dump_generate import write_wikidata, write_wikipedia
+
+    a.xml, a.wikidata = folder / "enwiki-smoke.xml", folder / "wd-smoke.json"
+    write_wikipedia(a.xml, "en", 30, 300)
+    write_wikidata(a.wikidata, 300)
+    a.mwp_pages, a.rounds, a.sizes, a.parts = 10, 2, "15,30", "core,reader,build"
+
+
+def run_parts(a: argparse.Namespace, work: Path) -> None:
+    """The measurements of ``a.parts``; results as JSON next to the dump (``work``)."""
     results: dict = {}
     parts = a.parts.split(",")
     if "core" in parts:
@@ -179,11 +223,13 @@ def main() -> None:
 
 
 def core(a: argparse.Namespace, results: dict) -> None:
-    pages = load_pages(a.xml, a.pages)
-    results["per_core"] = r = per_core(pages, a.mwp_pages, a.rounds)
+    pages = load_pages(a.xml, a.mwp_pages)
+    results["per_core"] = r = per_core(pages, a.rounds)
+    lo, hi = r["ratio_range"]
     print(
-        f"per core: ours {r['ours_pages_per_s']:,.0f} pages/s, mwparserfromhell {r['mwp_pages_per_s']:,.0f} pages/s, "
-        f"ratio {r['ours_pages_per_s'] / r['mwp_pages_per_s']:.1f}x; equal links on {r['pages_with_equal_links']}/"
+        f"per core, the same {r['pages']} pages, {r['rounds']} rounds: ours {r['ours_pages_per_s']:,.0f} pages/s, "
+        f"mwparserfromhell {r['mwp_pages_per_s']:,.0f} pages/s (medians); ratio per round: median "
+        f"{r['ratio_median']:.2f}x ({lo:.2f}-{hi:.2f}); equal links on {r['pages_with_equal_links']}/"
         f"{r['pages_compared']} pages ({r['links_compared']:,} links); {r['avg_wikitext_bytes']:,.0f} B/page",
         flush=True,
     )

@@ -8,6 +8,7 @@ of that git revision (e.g. ``main``) on the same pages.
 
     python benchmarks/wikitext_agreement.py --pages 400 --baseline-rev main --rounds 5 \
         --out benchmarks/results/wikitext_agreement.json
+    python benchmarks/wikitext_agreement.py --smoke   # 5 pages per language against HEAD, 2 rounds, in a temp folder
 """
 
 from __future__ import annotations
@@ -125,7 +126,23 @@ def main() -> None:
         help="also time ours vs the baseline: CPU seconds over all pages, alternating rounds, medians",
     )
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="5 pages per language, the baseline HEAD's parser, 2 rounds; --out goes to a temporary folder",
+    )
     args = ap.parse_args()
+    if args.smoke:
+        with tempfile.TemporaryDirectory(prefix="wikitext_agreement_smoke_") as tmp:
+            args.pages, args.baseline_rev, args.rounds = 5, args.baseline_rev or "HEAD", 2
+            args.out = Path(tmp) / "wikitext_agreement.json"
+            run(args)
+        return
+    run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Score (and time) the parsers as ``args`` asks; print the JSON and write it to ``args.out``."""
 
     from kb.sources.wiki_links import LinkRules
     from kb.sources.wikitext import parse_wikitext
