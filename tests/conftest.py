@@ -33,20 +33,27 @@ def embedded_db(embedded_db_path: Path) -> kb.EntityDB:
     return kb.EntityDB(embedded_db_path)
 
 
+def arithmetic_seed() -> int | None:
+    """``MLUKE_TEST_SEED``: the seed of the trained tiny models' random start (the tiny demo's start, masking and
+    batch order; the tiny checkpoint's weights), or None for their own. Another seed changes what they learn as another
+    machine's arithmetic (thread count, CPU kernels) would: the suite must pass with any (docs/contributing.md)."""
+    seed = os.environ.get("MLUKE_TEST_SEED")
+    return int(seed) if seed else None
+
+
 @pytest.fixture(scope="session")
 def tiny_demo(tmp_path_factory: pytest.TempPathFactory, embedded_db: kb.EntityDB) -> Path:
     """The demo model at the ``tiny`` preset (one epoch, a few seconds), trained once per session.
 
     Its weights depend on the machine's arithmetic (thread count, CPU kernels), so no test may rely on what exactly it
-    learned. ``MLUKE_TEST_DEMO_SEED=N`` trains the same documents from another random start (as another machine's
-    arithmetic would): the suite must pass with any such seed (see docs/contributing.md).
+    learned (see :func:`arithmetic_seed`).
     """
     from mluke.demo import train_demo
     from mluke.demo_data import resolve_preset
 
     preset = resolve_preset("tiny")
-    if seed := os.environ.get("MLUKE_TEST_DEMO_SEED"):
-        preset = dataclasses.replace(preset, init_seed=int(seed))
+    if (seed := arithmetic_seed()) is not None:
+        preset = dataclasses.replace(preset, init_seed=seed)
     return train_demo(tmp_path_factory.mktemp("demo") / "tiny", preset=preset, db=embedded_db, progress=False)
 
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import kb
+from tests.conftest import arithmetic_seed
 
 #: the fixed part of XLM-R's config layout (special ids as fairseq numbers them), and the transformer shape of
 #: every tiny test model
@@ -120,7 +121,7 @@ def write_tiny_checkpoint(
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory, spm_model: Path) -> Path:
-    return write_tiny_checkpoint(tmp_path_factory.mktemp("ckpt") / "mluke-tiny", spm_model)
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("ckpt") / "mluke-tiny", spm_model, seed=arithmetic_seed() or 0)
 
 
 def interrupt_at(run: Callable[[Callable[[int], None]], object], step: int) -> None:

@@ -18,6 +18,7 @@ from safetensors.torch import load_file
 from kb.sources.embedded import embedded_path
 from mluke.demo import DEMO_VERSION
 from tests import jobs
+from tests.conftest import arithmetic_seed
 
 #: observes nothing and changes nothing the run computes: each step takes 0.3 s longer, so that a
 #: second process (or a signal) surely arrives while the first is still training
@@ -41,6 +42,8 @@ def _fresh_home(tmp_path: Path, embedded_db_path: Path) -> Path:
 
 
 def _same_weights(a: Path, b: Path) -> None:
+    if arithmetic_seed() is not None:  # the session's tiny demo was trained from another start than the preset's
+        pytest.skip("MLUKE_TEST_SEED is set: the session's tiny demo is not the preset's own run to compare with")
     wa, wb = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
     assert wa.keys() == wb.keys()
     for key in wa:

@@ -10,6 +10,8 @@ from mluke.link_scoring import cut_windows
 from mluke.linker import Linker
 from probes.linking_calibration import COMMON_WORD_SENTENCES
 
+pytestmark = pytest.mark.learned  # asserts the tiny demo's links: held by construction, rerun by CI at 1 thread
+
 PARIS, FRANCE, TOKYO, JAPAN = "geonames:2988507", "geonames:3017382", "geonames:1850147", "geonames:1861060"
 #: P(top candidate right | link) = 1: the confidence is the link probability alone. The default calibration
 #: was fitted on the demo model, not the one-epoch tiny one these tests use.

@@ -10,6 +10,8 @@ from kb.db.templates import parse_template
 from mluke.cloze import probe
 from mluke.demo_tokenizer import TOKENIZER_RECORD
 
+pytestmark = pytest.mark.learned  # asserts the tiny demo's answers: held by construction, rerun by CI at 1 thread
+
 
 @pytest.fixture(scope="session")
 def tiny_demo(tmp_path_factory, embedded_db):

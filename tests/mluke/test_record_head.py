@@ -88,6 +88,7 @@ def _tuner(bundle, features, work, *, copies, evaluate, **config):
     return FineTuner(model, rows, config=settings, work=work, evaluate=evaluate, pad_id=pad, identity={"t": features})
 
 
+@pytest.mark.learned
 @pytest.mark.parametrize("features", ["entity", "word"])
 def test_a_separable_toy_set_is_learned(bundle, tmp_path, features):
     items = _items(TOY, with_labels=False)

@@ -46,6 +46,7 @@ def test_rows_put_one_mask_over_the_mention(bundle):
     assert (batch["labels"][1] == -100).all() and batch["entity_ids"].tolist() == [[1], [1]]
 
 
+@pytest.mark.learned
 @pytest.mark.parametrize("features", ["entity", "word"])
 def test_a_separable_toy_set_is_learned(bundle, tmp_path, features):
     model = new_model(bundle, "typing", features, LABELS, settings={"seed": 0})

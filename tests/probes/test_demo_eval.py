@@ -7,6 +7,8 @@ from mluke.cli import app
 from mluke.demo_data import PRESETS, ambiguous_cities, demo_documents
 from probes.demo_eval import demo_linking_docs, evaluate_demo_linking
 
+pytestmark = pytest.mark.learned  # asserts the tiny demo's evaluation: held by construction, rerun by CI at 1 thread
+
 
 def test_ambiguous_cities_share_a_name_across_countries(embedded_db):
     amb = ambiguous_cities(embedded_db, ["en", "ja"])

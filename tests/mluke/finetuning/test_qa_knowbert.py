@@ -234,6 +234,7 @@ def _answers(model: TransferModel, tokenizer, items=TOY) -> list[tuple[str, floa
     return predict_answers(model, tokenizer, rows, [c for _, c, _ in items])
 
 
+@pytest.mark.learned
 def test_fine_tuning_learns_the_toy_set_and_a_saved_model_answers_the_same(
     demo_bundle: Mluke,
     qa_db: Path,

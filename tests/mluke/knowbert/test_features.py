@@ -78,6 +78,7 @@ def test_rows_carry_the_texts_kb_spans_and_the_batch_their_candidates(bundle: Ml
     assert not torch.equal(model.features_of(batch), model.features_of(plain))
 
 
+@pytest.mark.learned
 def test_a_toy_typing_set_is_learned_with_the_entity_table_frozen(
     bundle: Mluke,
     tiny_db_path: Path,  # noqa: F811

@@ -97,6 +97,7 @@ def two_kb_trainer(checkpoint: Path, windows: list[Window], tokenizer: MlukeToke
     return KnowBertTrainer(two_kb_model(checkpoint), tokenizer, windows, config)
 
 
+@pytest.mark.learned
 def test_both_linking_losses_fall(setup, tiny_checkpoint: Path, tok: MlukeTokenizer, tmp_path: Path) -> None:  # noqa: F811
     _, windows = setup
     t = two_kb_trainer(tiny_checkpoint, windows, tok, tmp_path / "run", stage1_steps=40, stage2_steps=0,

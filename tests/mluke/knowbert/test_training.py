@@ -78,6 +78,7 @@ def test_the_tiny_set_has_supervision_in_both_languages(windows: list[Window]) -
     assert supervised == {"en", "ja"}
 
 
+@pytest.mark.learned
 def test_stage1_trains_the_linker_alone_and_its_loss_falls(
     tiny_checkpoint: Path,
     tok: MlukeTokenizer,  # noqa: F811
