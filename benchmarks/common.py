@@ -187,13 +187,14 @@ def script_parser(doc: str | None, **counts: int) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     for name, default in counts.items():
         ap.add_argument("--" + name.replace("_", "-"), type=int, default=default)
-    add_smoke(ap)
     return ap
 
 
 def benchmark_parser(doc: str | None, work: Path) -> argparse.ArgumentParser:
-    """An argument parser with the options every benchmark has: --work, --repeats and the hidden --measure."""
+    """An argument parser with the options every benchmark has: --work, --repeats, --smoke and the hidden
+    --measure."""
     ap = script_parser(doc)
+    add_smoke(ap)
     ap.add_argument("--work", type=Path, default=work, help="folder for generated data")
     ap.add_argument("--repeats", type=int, default=2, help="interleaved runs per method")
     ap.add_argument("--measure", help=argparse.SUPPRESS)

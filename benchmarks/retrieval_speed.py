@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import bench_threads, script_parser, smoke_folder
+from common import add_smoke, bench_threads, script_parser, smoke_folder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -61,6 +61,7 @@ def main() -> None:
     ap.add_argument("--skip-hnsw", action="store_true", help="exact search only (FAISS flat and the sklearn baselines)")
     ap.add_argument("--repeats", type=int, default=1, help="interleaved rounds of the exact searches (medians kept)")
     ap.add_argument("--out", type=Path, default=None)
+    add_smoke(ap)
     args = ap.parse_args()
     if args.smoke:
         args.n, args.dim, args.queries, args.hnsw_m, args.ef_construction = 2000, 32, 20, 8, 16

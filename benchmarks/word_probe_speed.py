@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import bench_threads, script_parser, smoke_folder, xlmr_shape
+from common import add_smoke, bench_threads, script_parser, smoke_folder, xlmr_shape
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -109,6 +109,7 @@ def ours(bundle, subjects: list[str], cands: list[str], batch: int) -> torch.Ten
 def main() -> None:
     ap = script_parser(__doc__, subjects=16, candidates=50, batch=32, repeats=3, threads=bench_threads())
     ap.add_argument("--out", type=Path)
+    add_smoke(ap)
     args = ap.parse_args()
     shape = xlmr_shape(32, 2, 2, 64) if args.smoke else xlmr_shape(768, 12, 12, 3072)
     if args.smoke:

@@ -65,9 +65,9 @@ def test_the_runner_takes_the_scripts_and_leaves_out_helpers():
 
 
 def test_the_common_parsers_accept_smoke():
-    assert {"add_smoke", "script_parser", "benchmark_parser", "base_shape_args", "miniature_parser"} <= DEFINE
+    assert {"add_smoke", "benchmark_parser", "base_shape_args", "miniature_parser"} <= DEFINE
     assert {"base_shape_args", "smoke_miniature", "knowbert_models"} <= ACT
-    assert COMMON.script_parser(None).parse_args(["--smoke"]).smoke
+    assert COMMON.benchmark_parser(None, Path("work")).parse_args(["--smoke"]).smoke
     assert not COMMON.benchmark_parser(None, Path("work")).parse_args([]).smoke
     assert COMMON.miniature_parser(None, "qa").parse_args(["--smoke"]).smoke
 
