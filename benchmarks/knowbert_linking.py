@@ -18,9 +18,10 @@ KnowBert folders the script also prints mean and sample standard deviation over 
 and the macro average over languages beside the micro-averaged ``all`` row.
 
     python benchmarks/knowbert_linking.py --knowbert-model /tmp/kb-seed0/model [/tmp/kb-seed1/model ...] \
-        [--model ~/.cache/mluke/demo-model-v4] [--methods prior,combined,global] [--threads 2]
+        [--model DEMO_MODEL_DIR] [--methods prior,combined,global] [--threads 2]
 
-Writes ``benchmarks/results/knowbert_linking.json`` and prints the markdown tables.
+Writes ``benchmarks/results/knowbert_linking.json`` and prints the markdown tables. ``--smoke``: two KnowBert
+models trained for one step per stage from the tiny demo model, everything in a temporary folder.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import argparse
 import json
 import time
 from pathlib import Path
+
+from common import add_smoke, bench_threads, knowbert_models, smoke_folder
 
 HERE = Path(__file__).resolve().parent
 
@@ -127,13 +130,15 @@ def to_markdown(summary: list[dict]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--knowbert-model", type=Path, nargs="+", required=True, help="one folder per seed")
-    parser.add_argument("--model", type=Path, default=Path.home() / ".cache/mluke/demo-model-v4")
+    parser.add_argument("--knowbert-model", type=Path, nargs="+", help="one folder per seed (required)")
+    parser.add_argument("--model", type=Path, help="the demo model folder (default: the demo model of $MLUKE_HOME)")
     parser.add_argument("--methods", default="prior,combined,global")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=bench_threads())
+    add_smoke(parser)
     args = parser.parse_args()
+    knowbert_models(parser, args)
     result = run(args)
-    out = HERE / "results" / "knowbert_linking.json"
+    out = (smoke_folder() if args.smoke else HERE / "results") / "knowbert_linking.json"
     out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(to_markdown(result["summary"]))
     runs = len(result["knowbert"])

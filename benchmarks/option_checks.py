@@ -6,6 +6,8 @@ first line of what the command printed and whether it left anything in the cache
 trained model). A run still going after ``--timeout`` seconds is stopped and reported as such.
 
     python benchmarks/option_checks.py --baseline /tmp/mluke-before --repeat 3
+
+``--smoke``: this checkout against itself, once, in a temporary folder.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from common import add_smoke, smoke_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 SPANS = '{"id": "s1", "lang": "en", "text": "Paris is in France.", "span": [0, 5], "surface": "Paris"}\n'
@@ -57,11 +61,16 @@ def run(checkout: Path, args: list[str], timeout: float, work: Path) -> tuple[fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", type=Path, required=True, help="another checkout of mluke")
+    parser.add_argument("--baseline", type=Path, help="another checkout of mluke (required)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=60)
+    add_smoke(parser)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp())
+    if args.smoke:
+        args.baseline, args.repeat = ROOT, 1
+    elif args.baseline is None:
+        parser.error("the following arguments are required: --baseline")
+    work = smoke_folder() if args.smoke else Path(tempfile.mkdtemp())
     (work / "text.txt").write_text("Tokyo is the capital of Japan.\n", encoding="utf-8")
     (work / "spans.jsonl").write_text(SPANS, encoding="utf-8")
     print(

@@ -7,7 +7,9 @@ generated multilingual pages. The plain loop computes the word and entity logits
 position (``LukeForMaskedLM.forward`` with labels); ours applies the heads at the masked
 positions only. Both run interleaved in one process, same number of steps.
 
-    python benchmarks/pretrain_speed.py [--steps 20] [--pages 3000]
+    python benchmarks/pretrain_speed.py [--steps 20] [--pages 3000] [--smoke]
+
+``--smoke``: 2 steps over 48 pages with a model of hidden 32 and 2 layers, in a temporary folder.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import xlmr_shape
+from common import add_smoke, bench_threads, smoke_folder, xlmr_shape
 
 
 def make_pages(db, n_pages: int, seed: int = 0):
@@ -56,7 +58,11 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--pages", type=int, default=3000)
     ap.add_argument("--work", type=Path, default=Path(__file__).parent / "work" / "pretrain")
+    add_smoke(ap)
     args = ap.parse_args()
+    shape = xlmr_shape(32, 2, 2, 64) if args.smoke else xlmr_shape(256, 4, 4, 1024)
+    if args.smoke:
+        args.work, args.steps, args.pages = smoke_folder() / "pretrain", 2, 48
     import semantra_multilingual
     from transformers import LukeForMaskedLM, XLMRobertaConfig, XLMRobertaForMaskedLM
 
@@ -66,7 +72,7 @@ def main() -> None:
     from mluke.pretraining.config import StageConfig
     from mluke.tokenizer import MlukeTokenizer
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     db = kb.default_db()
@@ -88,7 +94,7 @@ def main() -> None:
         f"{n_seq / corpus_s:.0f} sequences/s",
         flush=True,
     )
-    xc = XLMRobertaConfig(vocab_size=tok.vocab_size - 2, **xlmr_shape(256, 4, 4, 1024))
+    xc = XLMRobertaConfig(vocab_size=tok.vocab_size - 2, **shape)
     torch.manual_seed(0)
     XLMRobertaForMaskedLM(xc).save_pretrained(args.work / "xlmr")
     cfg = TrainConfig()

@@ -15,7 +15,9 @@ and with the same order of all 100 candidates (agreement %). Medians of the inte
 Uses the random checkpoint made by ``benchmarks/model_scoring.py`` (run that first).
 Each method runs in its own fresh process, interleaved, twice.
 
-    python benchmarks/probe_speed.py [--facts 64]
+    python benchmarks/probe_speed.py [--facts 64] [--bf16] [--smoke]
+
+``--smoke``: 40 facts on a 2-layer checkpoint that it makes in a temporary folder, one round.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
 
 
 def main() -> None:
-    args, folder = base_shape_args(__doc__, __file__, measure, "--facts", 64)
+    args, folder = base_shape_args(__doc__, __file__, measure, "--facts", 64, smoke=40)
     if not (folder / "entity_vocab.sqlite").exists():
         raise SystemExit(f"{folder} is missing: run benchmarks/model_scoring.py first")
     methods = ["reference", "word", "entity", "entity-vocabulary"]

@@ -14,6 +14,9 @@ Knowledge-enhanced word features (issue 32) beside E and W: ``--features entity 
 RUN/model`` fine-tunes a KnowBert model trained from the same demo model (``benchmarks/knowbert_demo.py``) with
 ``features="knowbert"`` (its layer reads the embedded kb's mentions of each question and passage window); the
 table then gets a KnowBert column and a G-XLT matrix of its own.
+
+``--smoke``: 16 training, 4 dev and 2 test questions per language, one seed, one epoch, the tiny demo model and a
+KnowBert model trained from it for one step per stage (all three kinds of features), in a temporary folder.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ def run(args: argparse.Namespace) -> dict:
     model = args.model or demo_model()
     data = work / "data"
     if not (data / "manifest.json").exists():
-        write_qa_miniature(kb.default_db(), data, seed=0, train_size=args.train_size, overwrite=True)
+        sizes = {"train_size": args.train_size, "dev_size": args.dev_size, "test_size": args.test_size}
+        write_qa_miniature(kb.default_db(), data, seed=0, overwrite=True, **sizes)
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
     results: dict = {
         "model": str(model),
@@ -101,12 +105,15 @@ def gxlt(results: dict, features: str) -> str:
 
 
 def main() -> None:
-    from common import miniature_parser
+    from common import miniature_parser, smoke_miniature
 
     ap = miniature_parser(__doc__, "qa", train_size=1000)
+    ap.add_argument("--dev-size", type=int, default=200)
+    ap.add_argument("--test-size", type=int, default=300, help="test questions per language")
     ap.add_argument("--features", nargs="+", default=["entity", "word"], choices=["entity", "word", "knowbert"])
     ap.add_argument("--knowbert-model", type=Path, help="a KnowBert model folder, for --features knowbert")
     args = ap.parse_args()
+    smoke_miniature(args, train_size=16, dev_size=4, test_size=2)
     if "knowbert" in args.features and args.knowbert_model is None and not args.table_only:
         ap.error("--features knowbert needs --knowbert-model")
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)

@@ -24,7 +24,9 @@ process, interleaved, ``--repeats`` times:
 
 The script fails unless every method picks the same answer for every question.
 
-    python benchmarks/qa_speed.py [--examples 1190] [--infer-examples 96] [--repeats 2]
+    python benchmarks/qa_speed.py [--examples 1190] [--infer-examples 96] [--repeats 2] [--smoke]
+
+``--smoke``: 9 pairs linked and answered, a 2-layer checkpoint, one round, all in a temporary folder.
 """
 
 from __future__ import annotations
@@ -34,11 +36,19 @@ import time
 import zlib
 from pathlib import Path
 
-from common import benchmark_parser, best_runs, peak_rss_mb, run_counted
+from common import (
+    bench_threads,
+    benchmark_parser,
+    best_runs,
+    checkpoint_entities,
+    make_checkpoint,
+    peak_rss_mb,
+    run_counted,
+    smoke_folder,
+)
 
 BATCH, MAX_LENGTH, STRIDE, N_BEST, MAX_ANSWER = 8, 384, 128, 20, 30
 METHODS = ["transformers-padded", "transformers-sorted", "ours"]
-N_ENTITIES = 1_200_001
 
 
 def make_examples(n: int) -> list:
@@ -93,16 +103,15 @@ def linking(work: Path, n: int) -> dict:
     return result
 
 
-def prepare(work: Path) -> Path:
-    """Our QA model (entity features) from the random mluke-base checkpoint, saved once."""
-    from model_scoring import make_checkpoint
-
+def prepare(work: Path, smoke: bool = False) -> Path:
+    """Our QA model (entity features) from the random mluke-base checkpoint (the smallest one in a smoke run),
+    saved once."""
     import mluke
     from mluke.finetuning import new_model, save_transfer
 
     checkpoint, out = work / "mluke-base-random", work / "qa-speed" / "qa-e"
     if not (checkpoint / "model.safetensors").is_file():
-        make_checkpoint(checkpoint)
+        make_checkpoint(checkpoint, smoke=smoke)
     if not (out / "model.safetensors").is_file():
         bundle = mluke.load(checkpoint)
         save_transfer(
@@ -114,8 +123,9 @@ def prepare(work: Path) -> Path:
     return out
 
 
-def rows_of(tok, examples):
-    """Windows with entity tokens over the kb's names (keys hashed into the random entity table)."""
+def rows_of(tok, examples, n_entities: int):
+    """Windows with entity tokens over the kb's names (keys hashed into the random entity table of
+    ``n_entities``)."""
     import kb
     from kb.mentions import MentionIndex
     from mluke.finetuning.qa import qa_rows
@@ -124,7 +134,7 @@ def rows_of(tok, examples):
     links = link_examples(examples, MentionIndex.for_db(kb.default_db(), languages=["en"]), lang="en")
 
     def ids(names):
-        return [(s, e, 4 + zlib.crc32(k.encode()) % (N_ENTITIES - 4)) for s, e, k in names]
+        return [(s, e, 4 + zlib.crc32(k.encode()) % (n_entities - 4)) for s, e, k in names]
 
     return qa_rows(
         tok,
@@ -179,7 +189,7 @@ def measure(method: str, work: Path, n: int) -> dict:
     from mluke.finetuning import load_transfer
     from mluke.finetuning.qa import collate_qa, predict_answers
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(bench_threads())
     from mluke.tokenizer import MlukeTokenizer
 
     folder = work / "qa-speed" / "qa-e"
@@ -191,7 +201,7 @@ def measure(method: str, work: Path, n: int) -> dict:
     warm = examples[:4]
 
     def run(batch_examples):
-        rows = rows_of(tok, batch_examples)
+        rows = rows_of(tok, batch_examples, checkpoint_entities(folder))
         contexts = [e.context for e in batch_examples]
         if method == "ours":
             found = predict_answers(model, tok, rows, contexts, batch_size=BATCH, max_answer_length=MAX_ANSWER)
@@ -252,6 +262,9 @@ def main() -> None:
     if args.measure:
         print(json.dumps(measure(args.measure, args.work, args.infer_examples)))
         return
+    if args.smoke:
+        args.work, args.repeats, args.examples, args.infer_examples = smoke_folder(), 1, 9, 9
+        args.out = args.work / "qa_speed.json"
     args.work.mkdir(parents=True, exist_ok=True)
     link = linking(args.work, args.examples)
     print(json.dumps(link), flush=True)
@@ -260,7 +273,7 @@ def main() -> None:
         report["linking"] = link
         args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
         return
-    prepare(args.work)
+    prepare(args.work, smoke=args.smoke)
     results = run_counted(__file__, METHODS, args, "--infer-examples")
     best = best_runs(results, "examples_per_s")
     answers = {m: r["answers"] for m, r in best.items()}

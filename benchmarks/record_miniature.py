@@ -13,6 +13,9 @@ Knowledge-enhanced word features (issue 32) beside E and W: ``--features entity 
 RUN/model`` fine-tunes a KnowBert model trained from the same demo model (``benchmarks/knowbert_demo.py``) with
 ``features="knowbert"`` (its layer reads the embedded kb's mentions of each query and passage); the tables then get
 a KnowBert column and KnowBert - W.
+
+``--smoke``: 16 training, 4 dev and 2 test queries per language, one seed, one epoch, the tiny demo model and a
+KnowBert model trained from it for one step per stage (all three kinds of features), in a temporary folder.
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ def tables(results: dict) -> str:
 
 
 def main() -> None:
-    from common import miniature_parser
+    from common import miniature_parser, smoke_miniature
 
     ap = miniature_parser(__doc__, "record", train_size=500, learning_rate=3e-3)
     ap.add_argument("--dev-size", type=int, default=100)
@@ -107,6 +110,7 @@ def main() -> None:
     ap.add_argument("--features", nargs="+", default=["entity", "word"], choices=["entity", "word", "knowbert"])
     ap.add_argument("--knowbert-model", type=Path, help="a KnowBert model folder (--features knowbert)")
     args = ap.parse_args()
+    smoke_miniature(args, train_size=16, dev_size=4, test_size=2)
     if "knowbert" in args.features and not (args.knowbert_model or args.table_only):
         ap.error("--features knowbert needs --knowbert-model")
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)

@@ -14,7 +14,9 @@ against FAISS exact at several ``ef_search`` values; FAISS exact and sklearn mus
 for at least 99.9% of (query, rank) slots (float ties aside), else the script fails.
 
     python benchmarks/retrieval_speed.py [--n 1000000] [--queries 1000] [--threads 2] [--skip-hnsw] [--repeats 3]
-        [--out results/retrieval_speed.json]
+        [--out results/retrieval_speed.json] [--smoke]
+
+``--smoke``: 2,000 vectors of 32 dimensions, 20 queries, one round, into a temporary folder.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import script_parser
+from common import add_smoke, bench_threads, script_parser, smoke_folder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -51,13 +53,19 @@ def recall(found: np.ndarray, truth: np.ndarray) -> float:
 
 
 def main() -> None:
-    ap = script_parser(__doc__, n=1_000_000, dim=768, queries=1000, k=10, threads=2, hnsw_m=32, ef_construction=80)
+    ap = script_parser(
+        __doc__, n=1_000_000, dim=768, queries=1000, k=10, threads=bench_threads(), hnsw_m=32, ef_construction=80
+    )
     ap.add_argument("--ef-search", default="64,128,256,512,1024")
     ap.add_argument("--skip-sklearn", action="store_true")
     ap.add_argument("--skip-hnsw", action="store_true", help="exact search only (FAISS flat and the sklearn baselines)")
     ap.add_argument("--repeats", type=int, default=1, help="interleaved rounds of the exact searches (medians kept)")
     ap.add_argument("--out", type=Path, default=None)
+    add_smoke(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.n, args.dim, args.queries, args.hnsw_m, args.ef_construction = 2000, 32, 20, 8, 16
+        args.ef_search, args.repeats, args.out = "16,32", 1, smoke_folder() / "retrieval_speed.json"
     faiss = faiss_module()
     faiss.omp_set_num_threads(args.threads)
     from sklearn.neighbors import NearestNeighbors

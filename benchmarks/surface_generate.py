@@ -9,7 +9,9 @@ default threshold), and a page title per entity. Also writes texts of 100 words
 that mix common words, vocabulary words (some are surfaces on their own) and
 inserted surfaces, plus punctuation.
 
-    python benchmarks/surface_generate.py [--surfaces 6000000] [--entities 1200000] [--texts 2000]
+    python benchmarks/surface_generate.py [--surfaces 6000000] [--entities 1200000] [--texts 2000] [--smoke]
+
+``--smoke``: 2,000 surfaces over 500 entities and 10 texts, in a temporary folder.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import json
 import random
 import time
 from pathlib import Path
+
+from common import add_smoke, smoke_folder
 
 SYLLABLES = [
     "ka",
@@ -213,7 +217,10 @@ def main() -> None:
     ap.add_argument("--entities", type=int, default=1_200_000)
     ap.add_argument("--texts", type=int, default=2000)
     ap.add_argument("--work", type=Path, default=Path(__file__).parent / "work")
+    add_smoke(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.work, args.surfaces, args.entities, args.texts = smoke_folder(), 2000, 500, 10
     args.work.mkdir(parents=True, exist_ok=True)
     out = generate(
         args.work / f"surfaces_{args.surfaces}.sqlite",

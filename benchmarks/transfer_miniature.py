@@ -19,6 +19,10 @@ RUN/model`` fine-tunes a KnowBert model trained from the same demo model (``benc
 ``features="knowbert"``; the tables then get a KnowBert column. With one KnowBert folder per seed
 (``--knowbert-model SEED0/model SEED1/model ...``, as many as ``--seeds``, in their order), fine-tuning seed ``i``
 starts from the ``i``-th: the spread over seeds then covers the KnowBert training seed too.
+
+``--smoke``: 16 training, 4 dev and 2 test examples per language and task, one seed, one epoch, the tiny demo
+model and a KnowBert model trained from it for one step per stage (all three kinds of features), the RE subsets,
+in a temporary folder.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import argparse
 import json
 import time
 from pathlib import Path
+
+from common import add_smoke, bench_threads, smoke_miniature
 
 HERE = Path(__file__).resolve().parent
 
@@ -45,7 +51,7 @@ def run(args: argparse.Namespace) -> dict:
     work = args.work
     model = args.model or demo_model()
     data = (
-        write_miniature(kb.default_db(), work / "data", seed=0)
+        write_miniature(kb.default_db(), work / "data", seed=0, **args.data_sizes)
         if not (work / "data" / "manifest.json").exists()
         else work / "data"
     )
@@ -109,7 +115,8 @@ def re_subsets(args: argparse.Namespace, data: Path) -> dict:
     db = kb.default_db()
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
     seed = manifest.get("seed", 0)
-    splits = generate_re(db, seed=seed)
+    sizes = manifest["sizes"]["re"]  # the sizes the files were written with
+    splits = generate_re(db, seed=seed, train_size=sizes["train"], dev_size=sizes["dev"], test_size=sizes["test"])
     record = Path(args.model or demo_model()) / "demo.json"  # the (fact, language) pairs the model trained on
     if not record.is_file():
         raise SystemExit(f"{record} is missing: the RE subsets need the pretraining facts of a demo model")
@@ -232,7 +239,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--learning-rate", type=float, default=1e-3)
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=bench_threads(1))
     ap.add_argument("--features", nargs="+", default=["entity", "word"], choices=["entity", "word", "knowbert"])
     ap.add_argument(
         "--knowbert-model",
@@ -246,7 +253,13 @@ def main() -> None:
         action="store_true",
         help="recompute the RE subset scores from an earlier run's models and JSON",
     )
+    ap.set_defaults(data_sizes={})  # the miniature sets' sizes (write_miniature's keywords; defaults there)
+    add_smoke(ap)
     args = ap.parse_args()
+    sizes = {f"{task}_{split}": n for task in ("ner", "re") for split, n in (("train", 16), ("dev", 4), ("test", 2))}
+    smoke_miniature(args, data_sizes=sizes)
+    if args.smoke:
+        args.knowbert_model = [args.knowbert_model]
     if "knowbert" in args.features and args.knowbert_model is None:
         ap.error("--features knowbert needs --knowbert-model")
     if args.knowbert_model and len(args.knowbert_model) not in (1, len(args.seeds)):

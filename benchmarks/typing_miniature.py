@@ -6,7 +6,10 @@ the mention's first and last pieces), several seeds.
 Writes ``benchmarks/results/typing_miniature.json`` (every score) and prints the loose micro F1 per language (mean
 and spread over seeds, E against W) and the F1 of each label on the 23 zero-shot languages pooled.
 
-    python benchmarks/typing_miniature.py [--seeds 0 1 2] [--epochs 5] [--train-size 2000] [--model DIR]
+    python benchmarks/typing_miniature.py [--seeds 0 1 2] [--epochs 5] [--train-size 2000] [--model DIR] [--smoke]
+
+``--smoke``: 16 training, 4 dev and 2 test mentions per language, one seed, one epoch, the tiny demo model, in a
+temporary folder.
 """
 
 from __future__ import annotations
@@ -113,12 +116,13 @@ def label_table(results: dict) -> str:
 
 
 def main() -> None:
-    from common import miniature_parser
+    from common import miniature_parser, smoke_miniature
 
     ap = miniature_parser(__doc__, "typing", train_size=2000, threads=1)
     ap.add_argument("--dev-size", type=int, default=300)
     ap.add_argument("--test-size", type=int, default=300, help="test mentions per language")
     args = ap.parse_args()
+    smoke_miniature(args, train_size=16, dev_size=4, test_size=2)
     results = json.loads(args.output.read_text(encoding="utf-8")) if args.table_only else run(args)
     if "constant_baseline" not in results:
         results["constant_baseline"] = constant_baseline(args.work / "data")

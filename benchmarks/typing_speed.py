@@ -20,7 +20,9 @@ pass each, and ``--repeats`` rounds of (ours, transformers) passes, the order al
 ratio of the medians transformers / ours, and the median of the per-round ratios (each round's two passes ran
 back to back, under about the same load).
 
-    python benchmarks/typing_speed.py [--mentions 48] [--batch-size 16] [--repeats 9] [--out FILE]
+    python benchmarks/typing_speed.py [--mentions 48] [--batch-size 16] [--repeats 9] [--out FILE] [--smoke]
+
+``--smoke``: 24 mentions in batches of 8, the tiny shape only, one round, into a temporary folder.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import statistics
 import time
 from pathlib import Path
 
-from common import bench_threads, xlmr_shape
+from common import add_smoke, bench_threads, demo_folder, smoke_folder, xlmr_shape
 
 HERE = Path(__file__).resolve().parent
 SHAPES = {
@@ -41,16 +43,15 @@ SHAPES = {
 }
 
 
-def inputs(n: int, batch_size: int) -> tuple[int, list[dict], int]:
+def inputs(n: int, batch_size: int, smoke: bool = False) -> tuple[int, list[dict], int]:
     """(word vocabulary size, collated batches, pieces) of ``n`` miniature typing test mentions (the same number
-    from each language), tokenized by the demo model's tokenizer."""
+    from each language), tokenized by the demo model's tokenizer (the tiny demo's in a smoke run)."""
     import kb
     import mluke
-    from mluke.demo import demo_model
     from mluke.finetuning.inputs import batches, collate, typing_rows
     from probes.transfer.miniature.typing import make_typing
 
-    bundle = mluke.load(demo_model())
+    bundle = mluke.load(demo_folder(smoke))
     tok = bundle.tokenizer
     per_language = -(-n // len(kb.MLUKE_LANGUAGES))
     made = make_typing(kb.default_db(), train_size=0, dev_size=0, test_size=per_language)
@@ -167,11 +168,15 @@ def main() -> None:
     ap.add_argument("--shapes", nargs="+", default=["base", "tiny"], choices=sorted(SHAPES))
     ap.add_argument("--tolerance", type=float, default=1e-4, help="largest logit difference allowed")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "typing_speed.json")
+    add_smoke(ap)
     args = ap.parse_args()
+    if args.smoke:
+        args.mentions, args.batch_size, args.repeats, args.shapes = 24, 8, 1, ["tiny"]
+        args.out = smoke_folder() / "typing_speed.json"
     threads = bench_threads()
     torch.set_num_threads(threads)
     load = os.getloadavg()[0]
-    vocab_size, batches, pieces = inputs(args.mentions, args.batch_size)
+    vocab_size, batches, pieces = inputs(args.mentions, args.batch_size, args.smoke)
     results = []
     for shape in args.shapes:
         results.append(measure(shape, args, vocab_size, batches, pieces))

@@ -4,7 +4,9 @@
 
 Each measurement runs in a fresh interpreter so that time and peak RSS are its own.
 
-    python benchmarks/vocab_cold_start.py [--entities 1200000] [--names 7] [--work benchmarks/work]
+    python benchmarks/vocab_cold_start.py [--entities 1200000] [--names 7] [--work benchmarks/work] [--smoke]
+
+``--smoke``: 2,000 entities and 100 look-ups in a temporary folder, one round.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import peak_rss_mb
+from common import add_smoke, peak_rss_mb, smoke_folder
 
 SYLLABLES = {
     "latin": ["ka", "to", "ri", "men", "sur", "ban", "lo", "vi", "del", "mar", "san", "ber", "gen", "tal", "or", "us"],
@@ -135,10 +137,13 @@ def main() -> None:
     ap.add_argument("--measure", choices=["json", "ours"], help=argparse.SUPPRESS)
     ap.add_argument("--vocab", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--keys", type=Path, help=argparse.SUPPRESS)
+    add_smoke(ap)
     args = ap.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.vocab, args.keys)))
         return
+    if args.smoke:
+        args.work, args.entities, args.lookups, args.repeats = smoke_folder(), 2000, 100, 1
 
     from kb import EntityVocab
 

@@ -16,7 +16,9 @@ scoring; not building the model. Repetitions interleave (ref, ours, ref, ours, .
 medians reported, of the wall-clock time and of the process's CPU time (all threads; steadier than
 the wall clock on a machine shared with other jobs).
 
-    python benchmarks/word_probe_speed.py [--subjects 16] [--candidates 50] [--repeats 3]
+    python benchmarks/word_probe_speed.py [--subjects 16] [--candidates 50] [--repeats 3] [--smoke]
+
+``--smoke``: 4 subjects, 10 candidates, one round, a model of hidden 32 and 2 layers, into a temporary folder.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import time
 from pathlib import Path
 
 import torch
-from common import script_parser, xlmr_shape
+from common import add_smoke, bench_threads, script_parser, smoke_folder, xlmr_shape
 
 TEMPLATE = "[X] is located in [Y] ."
 
@@ -105,9 +107,14 @@ def ours(bundle, subjects: list[str], cands: list[str], batch: int) -> torch.Ten
 
 
 def main() -> None:
-    ap = script_parser(__doc__, subjects=16, candidates=50, batch=32, repeats=3, threads=2)
+    ap = script_parser(__doc__, subjects=16, candidates=50, batch=32, repeats=3, threads=bench_threads())
     ap.add_argument("--out", type=Path)
+    add_smoke(ap)
     args = ap.parse_args()
+    shape = xlmr_shape(32, 2, 2, 64) if args.smoke else xlmr_shape(768, 12, 12, 3072)
+    if args.smoke:
+        args.subjects, args.candidates, args.batch, args.repeats = 4, 10, 16, 1
+        args.out = smoke_folder() / "word_probe_speed.json"
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM, XLMRobertaTokenizer
 
     from mluke.checkpoint import Mluke
@@ -117,9 +124,7 @@ def main() -> None:
     torch.manual_seed(0)
     tok = XLMRobertaTokenizer(tokenizer_file=str(xlmr_tokenizer_file()))
     # XLM-R base's real shape and layout (one token type, LayerNorm eps 1e-5), random weights
-    config = XLMRobertaConfig(
-        vocab_size=250002, pad_token_id=1, bos_token_id=0, eos_token_id=2, **xlmr_shape(768, 12, 12, 3072)
-    )
+    config = XLMRobertaConfig(vocab_size=250002, pad_token_id=1, bos_token_id=0, eos_token_id=2, **shape)
     hf = XLMRobertaForMaskedLM(config).eval()
     bundle = Mluke(WordModel(hf), WordTokenizer(tok), None)  # the same weights for both methods
     subjects = [f"Country {i}" for i in range(args.subjects)]

@@ -263,6 +263,36 @@ class EntityVocab(SqliteStore):
         return cls(path)
 
     @classmethod
+    def from_entries(
+        cls,
+        entries: Iterable[storage.VocabEntry],
+        path: str | os.PathLike[str],
+        *,
+        provenance: dict[str, object] | None = None,
+        overwrite: bool = False,
+    ) -> EntityVocab:
+        """A vocabulary of exactly ``entries``, ids as given: for vocabularies made without an entity database
+        (synthetic ones in tests and benchmarks, or another tool's ids). Special entities are entries with
+        ``special`` set (e.g. ``VocabEntry(0, None, "[PAD]", 0, ())``).
+
+        Args:
+            entries: the entries, in any order (a generator is read once, so millions fit).
+            path: the vocabulary file to write.
+            provenance: what the file records about where it came from (default: this method's name).
+            overwrite: replace an existing ``path``.
+
+        Returns:
+            The vocabulary.
+
+        Raises:
+            InputFormatError: an id or a (language, title) appears twice, or a special entity has two ids.
+        """
+        rows = ((e.id, e.key, e.special, e.count, e.names) for e in entries)
+        provenance = {"builder": "kb.EntityVocab.from_entries", **(provenance or {})}
+        storage.write_entries(path, rows, overwrite=overwrite, provenance=provenance)
+        return cls(path)
+
+    @classmethod
     def import_file(
         cls,
         source: str | os.PathLike[str],

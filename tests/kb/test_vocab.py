@@ -60,6 +60,19 @@ def test_hf_import_reads_special_ids_from_the_file(tmp_path):
     assert v.entry(4).key is None  # no database given: ids without QIDs
 
 
+def test_from_entries_keeps_ids_specials_and_provenance(tmp_path):
+    entries = [kb.VocabEntry(3, None, "[MASK]", 0, ()), kb.VocabEntry(0, None, "[PAD]", 0, ())]
+    entries += [kb.VocabEntry(7, "Q17", None, 5, (("en", "Japan"), ("ja", "日本")))]
+    v = EntityVocab.from_entries(iter(entries), tmp_path / "v.sqlite", provenance={"made by": "a test"})
+    assert (v.mask_id, v.pad_id, len(v)) == (3, 0, 8)  # len: the embedding rows, 0 to the largest id
+    assert v.get_id("ja", "日本") == v.get_id("en", "Japan") == 7 and v.entry(7).key == "Q17"
+    assert v.provenance["builder"] == "kb.EntityVocab.from_entries" and v.provenance["made by"] == "a test"
+    with pytest.raises(OutputExistsError):
+        EntityVocab.from_entries(entries, tmp_path / "v.sqlite")
+    with pytest.raises(KbFormatError):  # the same id twice
+        EntityVocab.from_entries([*entries, kb.VocabEntry(7, "Q18", None, 0, ())], tmp_path / "w.sqlite")
+
+
 def test_hf_import_errors(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"Tokyo": 4}')
