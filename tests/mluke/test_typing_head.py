@@ -7,10 +7,12 @@ import torch
 import mluke
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, predict_types, save_transfer
 from mluke.finetuning.inputs import collate, typing_rows
-from tests.mluke.conftest import assert_same_weights, interrupt_at
+from tests.mluke.conftest import assert_same_weights, interrupt_at, right_side
 from tests.mluke.head_parity import head_logits
 
 LABELS = ["location", "person", "place"]
+#: a toy set is trained to a clear separation: every label's right side above this probability after EPOCHS epochs
+MARGIN, EPOCHS = 0.6, 10
 TOY = [
     ("The city of Paris is big .", "Paris", ["location", "place"]),
     ("The city of Rome is old .", "Rome", ["location", "place"]),
@@ -28,9 +30,12 @@ def bundle(tiny_demo):
     return mluke.load(tiny_demo)
 
 
+def _golds(items):
+    return [[int(l in g) for l in LABELS] for _, _, g in items]
+
+
 def _rows(bundle, items):
-    golds = [[int(l in g) for l in LABELS] for _, _, g in items]
-    return typing_rows(bundle.tokenizer, [t for t, _, _ in items], _spans(items), labels=golds)
+    return typing_rows(bundle.tokenizer, [t for t, _, _ in items], _spans(items), labels=_golds(items))
 
 
 def test_rows_put_one_mask_over_the_mention(bundle):
@@ -53,22 +58,23 @@ def test_a_separable_toy_set_is_learned(bundle, tmp_path, features):
     assert model.luke.entity_embeddings.entity_embeddings.weight.shape[0] == 2  # [PAD], [MASK]
     texts, spans = [t for t, _, _ in TOY], _spans(TOY)
     assert predict_types(model, bundle.tokenizer, texts, spans) != [g for _, _, g in TOY]  # not right by chance
+    toy, gold = (
+        collate(_rows(bundle, TOY), pad_id=bundle.tokenizer.pad_id),
+        torch.tensor(_golds(TOY), dtype=torch.float),
+    )
     history = FineTuner(
         model,
         _rows(bundle, TOY * 4),
-        # trained to a clear separation (the right side's probability was >= 0.76 for tiny demos of seeds 0-2), so
-        # that the assertions below hold whatever the machine's arithmetic made of the tiny demo
-        config=FineTuneConfig(learning_rate=1e-2, batch_size=4, epochs=30, warmup=0.0),
+        config=FineTuneConfig(learning_rate=3e-3, batch_size=4, epochs=EPOCHS, warmup=0.0),
         work=tmp_path / "work",
-        evaluate=lambda m: 0.0,
+        evaluate=lambda m: right_side(m, toy, gold),  # the best-separating epoch is kept
         pad_id=bundle.tokenizer.pad_id,
         identity={"t": features},
     ).train(progress=False)
     assert history[-1]["loss"] < history[0]["loss"]
+    # trained to a clear separation, so that the predictions below hold whatever the machine's arithmetic
+    assert right_side(model, toy, gold) > MARGIN
     assert predict_types(model, bundle.tokenizer, texts, spans, batch_size=3) == [g for _, _, g in TOY]
-    probs = torch.sigmoid(model(collate(_rows(bundle, TOY), pad_id=bundle.tokenizer.pad_id)))
-    gold = torch.tensor([[float(l in g) for l in LABELS] for _, _, g in TOY])
-    assert (torch.where(gold.bool(), probs, 1 - probs) > 0.6).all()  # each label on its right side, with a margin
     assert predict_types(model, bundle.tokenizer, texts, spans, threshold=1.0) == [[]] * 4  # nothing above 1
     loaded, tok = load_transfer(save_transfer(model, bundle.tokenizer, tmp_path / "typing"))
     assert loaded.task == "typing" and loaded.labels == LABELS and loaded.features == features

@@ -17,8 +17,9 @@ from mluke.finetuning.inputs import Row, collate, typing_rows
 from mluke.finetuning.knowledge import attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.models import TransferModel
 from mluke.opening import Mluke
-from tests.mluke.conftest import assert_same_weights, interrupt_at, toy_fine_tune
+from tests.mluke.conftest import assert_same_weights, interrupt_at, right_side, toy_fine_tune
 from tests.mluke.knowbert.test_word_model import knowbert_dir, tiny_db_path  # noqa: F401  (fixtures)
+from tests.mluke.test_typing_head import EPOCHS, MARGIN
 
 LABELS = ["location", "person"]
 TOY = [
@@ -49,10 +50,10 @@ def _rows(model: TransferModel, bundle: Mluke, items: list[tuple[str, str, list[
     return attach_knowledge(model, bundle.tokenizer, rows)
 
 
-def _train(bundle: Mluke, db: Path, work: Path, epochs: int = 6, on_step=None) -> tuple[TransferModel, list]:
+def _train(bundle: Mluke, db: Path, work: Path, epochs: int = 6, on_step=None, **given) -> tuple[TransferModel, list]:
     model = _model(bundle, db)
     rows = _rows(model, bundle, TOY * 4)
-    options = {"pad_id": bundle.tokenizer.pad_id, "identity": {"t": "knowbert"}, "on_step": on_step}
+    options = {"pad_id": bundle.tokenizer.pad_id, "identity": {"t": "knowbert"}, "on_step": on_step} | given
     return model, toy_fine_tune(model, rows, work, learning_rate=3e-3, epochs=epochs, save_every=2, **options)
 
 
@@ -87,8 +88,14 @@ def test_a_toy_typing_set_is_learned_with_the_entity_table_frozen(
     table = bundle.model.entities.vectors.clone()
     model = _model(bundle, tiny_db_path)
     assert predict_types(model, bundle.tokenizer, TEXTS, SPANS, langs=["en"] * 4) != GOLD  # not right by chance
-    model, history = _train(bundle, tiny_db_path, tmp_path / "work")
+    toy = collate(_rows(model, bundle, TOY), pad_id=bundle.tokenizer.pad_id)
+    gold = torch.tensor([[float(l in g) for l in LABELS] for g in GOLD])
+    # the best-separating epoch is kept: trained to a clear separation, the predictions hold whatever the arithmetic
+    model, history = _train(
+        bundle, tiny_db_path, tmp_path / "work", epochs=2 * EPOCHS, evaluate=lambda m: right_side(m, toy, gold)
+    )
     assert history[-1]["loss"] < history[0]["loss"]
+    assert right_side(model, toy, gold) > MARGIN
     assert predict_types(model, bundle.tokenizer, TEXTS, SPANS, langs=["en"] * 4) == GOLD
     assert torch.equal(model.luke.kar.entity_vectors, table) and torch.equal(bundle.model.entities.vectors, table)
     assert not any("entity_vectors" in name for name, _ in model.named_parameters())
