@@ -83,18 +83,16 @@ TEXTS = [
 
 
 def transformers_tokenizer(folder: Path, mask_lstrip: bool = True):
-    """transformers' ``LukeTokenizer`` on the folder's files; ``<mask>`` left-stripping as in luke-base's
-    ``special_tokens_map.json`` (transformers 5.x does not strip unless told)."""
+    """transformers' ``LukeTokenizer`` on the folder's files, ``<mask>`` left-stripped or not as told (luke-base's
+    ``special_tokens_map.json`` strips; transformers 4.x strips by default, 5.x does not unless told).
+
+    ``from_pretrained`` on the folder reads it the same way in transformers 4.x and 5.x, whose constructors differ
+    (4.x takes file paths, 5.x the vocabularies as objects)."""
     from tokenizers import AddedToken
     from transformers import LukeTokenizer as HfLukeTokenizer
 
-    # transformers 5.x takes the vocabularies as objects (a path given as entity_vocab= becomes the vocabulary)
-    vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
-    lines = (folder / "merges.txt").read_text(encoding="utf-8").splitlines()
-    merges = [tuple(line.split(" ")) for line in lines if line and not line.startswith("#version")]
-    tok = HfLukeTokenizer(vocab=vocab, merges=merges, entity_vocab=dict(ENTITIES))
-    if mask_lstrip:
-        tok.add_special_tokens({"mask_token": AddedToken("<mask>", lstrip=True, normalized=False, special=True)})
+    tok = HfLukeTokenizer.from_pretrained(folder)
+    tok.add_special_tokens({"mask_token": AddedToken("<mask>", lstrip=mask_lstrip, normalized=False, special=True)})
     return tok
 
 
@@ -104,9 +102,12 @@ def test_word_and_entity_ids_equal_transformers_luke_tokenizer(tmp_path):
     ours = LukeTokenizer.from_pretrained(folder)
     ref = transformers_tokenizer(folder)
     assert (ours.ent_id, ours.ent2_id) == tuple(ref.convert_tokens_to_ids(["<ent>", "<ent2>"]))
-    # transformers 5.x also adds the entity specials [UNK], [PAD], [MASK], [MASK2] as word tokens (4 ids more
-    # than luke-base's 50267); the word vocabulary of the checkpoint is the BPE's plus <ent>, <ent2>
-    assert ours.vocab_size == len(ref) - 4 == ours.ent2_id + 1
+    # the word vocabulary of the checkpoint is the BPE's plus <ent>, <ent2>; transformers 5.x also adds the entity
+    # specials [UNK], [PAD], [MASK], [MASK2] as word tokens (4 ids more than luke-base's 50267), 4.x does not
+    assert ours.vocab_size == ours.ent2_id + 1 == len(ours.words.get_vocab())
+    extra = set(ref.get_vocab()) - set(ours.words.get_vocab())
+    assert extra in (set(), {"[UNK]", "[PAD]", "[MASK]", "[MASK2]"})
+    assert all(ref.convert_tokens_to_ids(t) >= ours.vocab_size for t in extra)
     for text, spans in TEXTS:
         titles = [text[a:b] for a, b in spans]
         got = ours(text, entity_spans=spans, entities=titles, return_tensors=None)

