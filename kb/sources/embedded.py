@@ -90,9 +90,12 @@ def cldr_names() -> dict[str, Any]:
 
 
 def _zipf(word: str, lang: str) -> float:
-    from kb.mentions.linkability import zipf
+    """``wordfreq``'s Zipf frequency of ``word`` in ``lang`` (its small list); 0.0 where it has no list."""
+    import wordfreq
 
-    return zipf(word, lang) or 0.0
+    if lang not in wordfreq.available_languages("small"):
+        return 0.0
+    return float(wordfreq.zipf_frequency(word, lang, wordlist="small"))
 
 
 def _country_alternates(
