@@ -130,7 +130,7 @@ _TEST: dict[str, dict[Kind, list[tuple[str, ...]]]] = {
             ("Der Bürgermeister von Birmingham, USA, trat zurück.", "Birmingham", "Birmingham (United States)"),
         ],
         "unlinked": [
-            ("Die Essen in Essen waren gut.", "Essen", 0),
+            ("Die Essen in Essen waren gut.", "Essen"),  # the first: the meals
             ("Das Essen war kalt.", "Essen"),
             ("Paris Hilton kam spät zur Party.", "Paris"),
             ("Jack London schrieb über Alaska.", "London"),

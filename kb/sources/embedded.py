@@ -7,7 +7,7 @@ property ids mLAMA uses: P30 continent, P36 capital, P1376 capital of, P37
 official language, P38 currency, P47 shares border with, P17 country. There is
 no Wikidata QID in these sources, so keys are source-prefixed:
 ``geonames:<id>`` (places), ``iso639:<code>`` (languages), ``iso4217:<code>``
-(currencies).
+(currencies), ``iso3166-2:<code>`` (regions: ``iso3166-2:CA-ON``).
 
 Where names come from, per language:
 - continents, countries, languages, currencies: CLDR display names;
@@ -86,7 +86,10 @@ def cldr_names() -> dict[str, Any]:
     names and its subdivision names, per language."""
     from importlib import resources
 
-    return json.loads(resources.files("kb").joinpath("data/cldr_names.json").read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(
+        resources.files("kb").joinpath("data/cldr_names.json").read_text(encoding="utf-8")
+    )
+    return data
 
 
 def _zipf(word: str, lang: str) -> float:
@@ -120,8 +123,8 @@ def _country_alternates(
             for name in own | shared:
                 out.setdefault(cc, {}).setdefault(lang, set()).update({name, ".".join(name) + "."})
     for by_lang in out.values():
-        for lang, names in by_lang.items():
-            by_lang[lang] = {n for n in names if not (n.isupper() and _zipf(n, lang) >= 6.0)}  # not "us"
+        for lang, short in by_lang.items():
+            by_lang[lang] = {n for n in short if not (n.isupper() and _zipf(n, lang) >= 6.0)}  # not "us"
     return out
 
 
@@ -216,9 +219,9 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
     for cc, by_lang in _country_alternates(langs, cldr["territory_alts"]).items():
         if cc in country_keys:
             rec = world.records[country_keys[cc]]
-            for lang, names in by_lang.items():
+            for lang, short in by_lang.items():
                 if lang in langs:
-                    rec.aliases.setdefault(lang, set()).update(names - {rec.labels.get(lang)})
+                    rec.aliases.setdefault(lang, set()).update(short - {rec.labels.get(lang)})
 
     regions: dict[tuple[str, str], str] = {}  # (country code, ISO subdivision code) -> key
     subdivisions = cldr["subdivisions"]
@@ -332,9 +335,9 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
         world.facts.add((key, "P17", country))
         cc = city["countrycode"]
         admin1 = str(city.get("admin1code") or "")
-        region = regions.get((cc, _ADMIN1_ISO[cc].get(admin1, "") if cc in _ADMIN1_ISO else admin1))
-        if region is not None:
-            world.facts.add((key, "P131", region))
+        in_region = regions.get((cc, _ADMIN1_ISO[cc].get(admin1, "") if cc in _ADMIN1_ISO else admin1))
+        if in_region is not None:
+            world.facts.add((key, "P131", in_region))
         if gid in capitals:
             world.facts.add((country, "P36", key))
             world.facts.add((key, "P1376", country))
