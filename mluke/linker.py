@@ -18,6 +18,7 @@ from kb.errors import MlukeError, TextInputError
 from kb.languages import check_language
 from kb.mentions import Mention, MentionIndex
 from kb.mentions.linkability import LinkEstimator
+from kb.mentions.places import PlaceContext
 from kb.renamed import renamed_keyword
 from mluke.checkpoint import Mluke
 from mluke.confidence import DEFAULT_CALIBRATION, Calibration
@@ -76,6 +77,7 @@ class Linker(ConfidenceMixin):
         self.calibration = calibration if calibration is not None else DEFAULT_CALIBRATION
         self.estimator = LinkEstimator(self.db)
         self.coherence = KbCoherence(self.db)
+        self.places = PlaceContext(self.db)
         self._names = functools.lru_cache(maxsize=1 << 14)(self._qualified)
 
     def _qualified(self, keys: tuple[str, ...], lang: str) -> dict[str, str]:
@@ -300,9 +302,13 @@ class Linker(ConfidenceMixin):
         windows: list[list[tuple[int, int]]] | None = None,
         exclude: dict[int, list[int]] | None = None,
     ) -> tuple[list[list[Mention]], dict[tuple[int, int], ModelScores], dict[tuple[int, int], Support]]:
-        """The mentions with their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`),
-        the model's scores of each (none for ``method="prior"``) and their kb support (:mod:`mluke.link_coherence`)."""
-        mentions = [self.estimator.fill(texts[t], found, lang) for t, found in enumerate(mentions)]
+        """The mentions, places written with their region or country narrowed (:mod:`kb.mentions.places`), with
+        their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`), the model's scores
+        of each (none for ``method="prior"``) and their kb support (:mod:`mluke.link_coherence`)."""
+        mentions = [
+            self.estimator.fill(texts[t], self.places.narrow(texts[t], found, lang), lang)
+            for t, found in enumerate(mentions)
+        ]
         support = self._support(texts, mentions, options, windows)
         scores: dict[tuple[int, int], ModelScores] = {}
         if options.method != "prior":

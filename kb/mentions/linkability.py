@@ -18,12 +18,23 @@ lowercase, cased script   0.02    ``LOWERCASE`` - every name of every candidate 
 inside a longer word      0.05    ``INSIDE_WORD`` - unspaced scripts: the match continues a katakana
                                   word (トルコライス) or, with the next characters, makes a common word
                                   (ローマ字 "romaji", in ``wordfreq``); place suffixes (市, 県, 州 ...)
-                                  do not count
-part of a longer name     0.2     ``LONGER_NAME`` - a capitalised word the kb does not know is glued
-                                  to it (*Paris* Hilton, *Chad* Smith)
+                                  do not count, nor a continuation that is itself a word of two
+                                  characters or more reaching as far (中国 + 外交部长)
+after an article          0.02    ``AFTER_ARTICLE`` - an article or other determiner just before it
+                                  (*The* French president, *die* Essen, *les* Tours) and no candidate is
+                                  a country or continent (which take one: *la* France, *die* Schweiz)
+part of a longer name     0.1     ``LONGER_NAME`` - a capitalised word the kb does not know is glued
+                                  to it (*Paris* Hilton, Michael *Jordan*, *Chad* Smith: a word that
+                                  opens the sentence counts unless it is a function word, "In Paris");
+                                  in Japanese a katakana word joined by ・ (チャド・スミス) or an
+                                  honorific after it (松本さん), in Chinese a common surname just
+                                  before it at a clause start (王长春)
 sentence start, common    0.5     ``SENTENCE_START_COMMON`` - capitalised only because a sentence
                                   starts there, and the word is common (Zipf frequency >= 5.0 in
-                                  ``wordfreq``: *Reading*, *Nice*): case says nothing
+                                  ``wordfreq``: *Reading*, *Nice*): case says nothing; unless the
+                                  word is spelled as the best candidate's name and that entity is
+                                  famous (:meth:`LinkEstimator.fame`: *London*, *China*, *Москва*),
+                                  then ``CAPITALISED``
 capitalised               0.95    ``CAPITALISED`` - a capitalised name mid-sentence, or a rare word
                                   at a sentence start
 no case                   0.9     ``NO_CASE`` - scripts without case (Han, kana, Arabic, Devanagari
@@ -56,8 +67,9 @@ if TYPE_CHECKING:
     from kb.db.database import EntityDB
 
 LOWERCASE = 0.02
+AFTER_ARTICLE = 0.02
 INSIDE_WORD = 0.05
-LONGER_NAME = 0.2
+LONGER_NAME = 0.1
 SENTENCE_START_COMMON = 0.5
 COMMON_NO_CASE = 0.5
 NO_CASE = 0.9
@@ -66,16 +78,47 @@ CAPITALISED = 0.95
 COMMON_ZIPF = 5.0
 #: A compound at least this frequent (Zipf 3.0) counts as a word in :data:`INSIDE_WORD`.
 COMPOUND_ZIPF = 3.0
+#: An entity is famous when the median Zipf frequency of its names, over the other languages' word lists, is
+#: at least this (London 5.0, China 5.2, Moscow 4.7, Munich 4.2; Reading 0.0, Nice 3.4, Essen 3.6).
+FAMOUS_ZIPF = 4.0
+#: A word that opens a sentence at least this frequent is a function word ("In", "The", "From": Zipf >= 6.0),
+#: not a first name glued to the mention ("Michael" 5.1, "John" 5.4).
+FUNCTION_ZIPF = 6.0
+#: Articles and other determiners that make the next word a common noun (see :data:`AFTER_ARTICLE`).
+_ARTICLE_WORDS = {
+    "en": "the a an",
+    "de": "der die das den dem des ein eine einen einem einer eines kein keine keinen keinem",
+    "fr": "le la les l un une des du ce cette ces",
+    "es": "el la los las un una unos unas",
+    "it": "il lo la i gli le un uno una",
+    "pt": "o a os as um uma uns umas",
+    "nl": "de het een",
+}
+ARTICLES: dict[str, frozenset[str]] = {lang: frozenset(words.split()) for lang, words in _ARTICLE_WORDS.items()}
+#: Japanese honorifics and titles after a person's name (松本さん, 福岡氏).
+_JA_HONORIFICS = ("さん", "氏", "様", "さま", "君", "くん", "ちゃん", "先生", "選手", "監督", "容疑者", "被告")
+#: Chinese surnames (the most common ones that are not also prepositions or other function words: 于 向 在 ...),
+#: which before a two-character place name at a clause start make a person's name (王长春, 李成都).
+_ZH_SURNAMES = frozenset(
+    "王李张刘陈杨黄赵吴周徐孙朱胡郭何林罗郑梁谢宋唐许韩冯邓曹彭曾肖董袁潘蒋蔡杜魏吕丁沈姚卢姜崔钟谭陆汪廖贾韦邹孟熊秦邱尹薛闫侯龚邵钱覃"
+)
 #: Characters that end a sentence (or a clause that starts a new one, as after a colon).
 _SENTENCE_END = ".!?:;…。！？\n"
 #: Openers between a sentence end and its first word.
 _OPENERS = "\"'“‘«„‚([{¿¡-–—•*"
 #: Han characters that make a place name out of a place name (Tokyo + Metropolis ...): not another word.
 _PLACE_SUFFIXES = set("市都県府道州省区町村郡国島")
-_KATAKANA = re.compile(r"[\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+#: Katakana letters and marks; not the middle dot ・ (U+30FB), which separates words (ベネズエラ・メリダ).
+_KATAKANA = re.compile(r"[\u30a0-\u30fa\u30fc-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _WORD_AFTER = re.compile(r" (\w+)")
 _WORD_BEFORE = re.compile(r"(\w+) $")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_ARTICLE_BEFORE = re.compile(r"(?:^|[^\w'’])(\w+)(?: |['’])$")
+#: Languages whose word lists tell a first name (frequent in all of them: Michael, Victoria) from a word of one
+#: language (Near, Yesterday) in :meth:`LinkEstimator._name_like`.
+_LATIN_PEERS = ("de", "en", "es", "fi", "fr", "id", "it", "nl", "pl", "pt", "sv", "tr")
+#: Median Zipf frequency over :data:`_LATIN_PEERS` from which a word that opens a sentence is a first name.
+NAME_ZIPF = 4.0
 
 
 class Estimate(NamedTuple):
@@ -134,6 +177,51 @@ class LinkEstimator:
         self.db = db
         self._capitalised = functools.lru_cache(maxsize=1 << 16)(self._all_names_capitalised)
         self._exact = functools.lru_cache(maxsize=1 << 16)(self.db.link_probability)
+        self._fame = functools.lru_cache(maxsize=1 << 16)(self._median_name_zipf)
+        self._kind = functools.lru_cache(maxsize=1 << 16)(self._entity_kind)
+        self._names = functools.lru_cache(maxsize=1 << 16)(self._names_in)
+
+    def _entity_kind(self, key: str) -> str | None:
+        entity = self.db.get(key)
+        return None if entity is None else entity.kind
+
+    def _names_in(self, key: str, lang: str) -> frozenset[str]:
+        """``key``'s names in ``lang`` as written: label, titles without their qualifier, aliases."""
+        entity = self.db.get(key)
+        if entity is None:
+            return frozenset()
+        title = entity.titles.get(lang)
+        plain = re.sub(r" \([^()]*\)$", "", title) if title else None
+        return frozenset(n for n in (entity.labels.get(lang), title, plain, *entity.aliases.get(lang, ())) if n)
+
+    def _median_name_zipf(self, key: str, lang: str) -> float:
+        """The median, over the kb's other languages that have a word list and a one-word name of ``key``, of
+        the highest Zipf frequency of its names there; 0.0 with fewer than three such languages."""
+        found = []
+        for other in self.db.languages:
+            if other == lang or _frequencies(other) is None:
+                continue
+            zs = [zipf(n, other) or 0.0 for n in self._names(key, other) if " " not in n]
+            if zs:
+                found.append(max(zs))
+        if len(found) < 3:
+            return 0.0
+        found.sort()
+        return found[len(found) // 2]
+
+    def fame(self, key: str, lang: str) -> float:
+        """How famous ``key`` is, seen from ``lang``: how frequent its names are in the word lists of the kb's
+        other languages (median Zipf; :data:`FAMOUS_ZIPF` and above is famous). A place whose name is also a
+        common word of ``lang`` (Reading, Nice, Essen) is frequent there for that word; the other languages
+        write the place under its own names and show how often it is talked about."""
+        return self._fame(key, lang)
+
+    def _famous_as_written(self, m: Mention, lang: str) -> bool:
+        """The best candidate is famous and the mention spells one of its names exactly (US, not Us)."""
+        if not m.candidates:
+            return False
+        best = m.candidates[0].key
+        return m.surface in self._names(best, lang) and self.fame(best, lang) >= FAMOUS_ZIPF
 
     def _all_names_capitalised(self, key: str, lang: str) -> bool:
         """Whether every name of ``key`` in ``lang`` (title, label, aliases) starts, in its first cased
@@ -170,16 +258,33 @@ class LinkEstimator:
         if first is None:
             if self._inside_word(text, mention, lang):
                 return Estimate(INSIDE_WORD, "inside a longer word")
+            if _unspaced_person(text, mention, lang, starts, ends):
+                return Estimate(LONGER_NAME, "part of a longer name")
             return Estimate(NO_CASE, "no case")
         if first.islower():
             if all(self._capitalised(c.key, lang) for c in mention.candidates):
                 return Estimate(LOWERCASE, "lowercase")
             return self._by_frequency(surface, lang, NO_CASE, COMMON_NO_CASE, "lowercase name")
+        if self._after_article(text, mention, lang):
+            return Estimate(AFTER_ARTICLE, "after an article")
         if self._in_longer_name(text, mention, lang, starts, ends):
             return Estimate(LONGER_NAME, "part of a longer name")
         if is_sentence_start(text, mention.start):
-            return self._by_frequency(surface, lang, CAPITALISED, SENTENCE_START_COMMON, "sentence start")
+            found = self._by_frequency(surface, lang, CAPITALISED, SENTENCE_START_COMMON, "sentence start")
+            if found.value == SENTENCE_START_COMMON and self._famous_as_written(mention, lang):
+                return Estimate(CAPITALISED, "sentence start, famous name")
+            return found
         return Estimate(CAPITALISED, "capitalised")
+
+    def _after_article(self, text: str, m: Mention, lang: str) -> bool:
+        """An article just before the mention, none of whose candidates is a country or continent."""
+        articles = ARTICLES.get(lang)
+        if not articles:
+            return False
+        before = _ARTICLE_BEFORE.search(text[max(0, m.start - 32) : m.start])
+        if before is None or before.group(1).lower() not in articles:
+            return False
+        return not any(self._kind(c.key) in ("country", "continent") for c in m.candidates)
 
     @staticmethod
     def _by_frequency(surface: str, lang: str, rare: float, common: float, reason: str) -> Estimate:
@@ -205,15 +310,16 @@ class LinkEstimator:
                 break
             z = zipf(m.surface + piece, lang)
             if z is not None and z >= COMPOUND_ZIPF:
-                return True
+                return not _word_starts(text, m.end, lang, max(2, k))
         return False
 
     @staticmethod
     def _in_longer_name(text: str, m: Mention, lang: str, starts: Container[int], ends: Container[int]) -> bool:
         """A capitalised word the kb did not match is glued to the mention by one space (see :data:`LONGER_NAME`).
 
-        A preceding word that starts a sentence does not count ("In Paris"), nor, in German (where every
-        noun is capitalised), a common word.
+        A preceding word that starts a sentence counts only when it looks like a first name (Michael Jordan;
+        :func:`_name_like`), not a function word ("In Paris"); in German (where every noun is capitalised) a
+        common word does not count.
         """
         after = _WORD_AFTER.match(text, m.end)
         if (
@@ -229,7 +335,7 @@ class LinkEstimator:
             start = m.start - 1 - len(word)
             if (
                 _capital_word(word)
-                and not is_sentence_start(text, start)
+                and (not is_sentence_start(text, start) or _name_like(word, lang))
                 and (m.start - 1) not in ends
                 and not (lang == "de" and _common(word, lang))
             ):
@@ -245,3 +351,54 @@ def _capital_word(word: str) -> bool:
 def _common(word: str, lang: str) -> bool:
     z = zipf(word, lang)
     return z is not None and z >= 4.0
+
+
+def _name_like(word: str, lang: str) -> bool:
+    """Whether ``word``, opening a sentence, reads as a first name rather than a function word: not among the
+    most frequent words of ``lang`` (:data:`FUNCTION_ZIPF`) and, for the Latin script, frequent in the other
+    languages' lists too (:data:`NAME_ZIPF`: Michael, Victoria, Jack; not Near, Today, Yesterday); in other
+    scripts, not a common word (Zipf < 5.0)."""
+    own = zipf(word, lang)
+    if own is None:
+        return False
+    if own >= FUNCTION_ZIPF:
+        return False
+    if word.isascii() or lang in _LATIN_PEERS:
+        peers = sorted(zipf(word, p) or 0.0 for p in _LATIN_PEERS if p != lang)
+        return peers[len(peers) // 2] >= NAME_ZIPF
+    return own < COMMON_ZIPF
+
+
+def _word_starts(text: str, at: int, lang: str, length: int) -> bool:
+    """Whether a word of ``length`` characters or more (in ``wordfreq``, Zipf >= 3.0) starts at ``at``."""
+    for j in range(length, 6):
+        piece = text[at : at + j]
+        if len(piece) < j:
+            return False
+        z = zipf(piece, lang)
+        if z is not None and z >= COMPOUND_ZIPF:
+            return True
+    return False
+
+
+def _unspaced_person(text: str, m: Mention, lang: str, starts: Container[int], ends: Container[int]) -> bool:
+    """Japanese: a katakana word joined by ・ (チャド・スミス) or an honorific after the mention (松本さん);
+    Chinese: a common surname just before a two-character mention at a clause start (王长春)."""
+    if lang == "ja":
+        if text.startswith(_JA_HONORIFICS, m.end):
+            return True
+        if (
+            text[m.end : m.end + 1] == "・"
+            and _KATAKANA.match(text[m.end + 1 : m.end + 2])
+            and (m.end + 1) not in starts
+        ):
+            return True
+        return (
+            m.start >= 2
+            and text[m.start - 1] == "・"
+            and bool(_KATAKANA.match(text[m.start - 2]))
+            and (m.start - 1) not in ends
+        )
+    if lang == "zh" and len(m.surface) == 2 and m.start >= 1 and text[m.start - 1] in _ZH_SURNAMES:
+        return (m.start - 1) not in ends and (m.start == 1 or not _HAN.match(text[m.start - 2]))
+    return False

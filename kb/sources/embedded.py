@@ -7,23 +7,39 @@ property ids mLAMA uses: P30 continent, P36 capital, P1376 capital of, P37
 official language, P38 currency, P47 shares border with, P17 country. There is
 no Wikidata QID in these sources, so keys are source-prefixed:
 ``geonames:<id>`` (places), ``iso639:<code>`` (languages), ``iso4217:<code>``
-(currencies).
+(currencies), ``iso3166-2:<code>`` (regions: ``iso3166-2:CA-ON``).
 
 Where names come from, per language:
 - continents, countries, languages, currencies: CLDR display names;
+- countries also get CLDR's short and variant names as aliases (``kb/data/cldr_names.json``, which babel
+  does not ship: UK, アメリカ, 英国, США, USA, É.-U., EE. UU.), an all-capital one also with dots (U.S.,
+  U.K.) and, in every Latin-script language, where three or more languages' CLDR data use it (USA, UK); an
+  all-capital one whose lowercase form is a function word of the language (``wordfreq`` Zipf >= 6) is left
+  out: English "US" would match every "us";
+- regions: England, Scotland and Wales (CLDR names in every language) and the states and provinces of the
+  United States, Canada and Australia (CLDR names them in English only; another Latin-script language takes
+  the English name of one word where ``wordfreq`` knows it there: Ontario, Massachusetts), keyed
+  ``iso3166-2:<code>``, with P17 to their country and P131 from each city in them (GeoNames admin1 codes);
 - cities: the CLDR time-zone exemplar city name where the city is one and the
   language's CLDR data names it (about 400 big cities; babel's fallback, the
   zone's English name, is not taken, so ja has コルカタ, not "Kolkata").
   Otherwise a name chosen from the city's GeoNames alternate names by the
   rules of each language (:mod:`kb.sources.city_names`), its other accepted
-  forms kept as aliases.
+  forms kept as aliases. In a Latin-script language other than English, a GeoNames alternate name is also
+  an alias where it is that language's word for the city: ``wordfreq`` has it (Zipf >= 3.0) and more
+  often than in English (München, Mailand, Genf, Neapel in German; Milano in Italian; Múnich in Spanish).
+
+Still missing (no source here has them): "America" and 米国 for the United States, English "US" (see
+above), and names GeoNames lacks (ワシントン for Washington; Latin-script exonyms ``wordfreq`` does not know).
 Titles are unique per language: a name taken by a more prominent entity
 (larger population, then key order) gets a qualifier, e.g. "Valencia (Venezuela)".
 """
 
 from __future__ import annotations
 
+import json
 import os
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,13 +60,93 @@ if TYPE_CHECKING:
     from kb.jsontypes import JsonObject
 
 #: Bumped whenever the embedded content changes, so a stale cached copy is rebuilt.
-EMBEDDED_VERSION = 3
+EMBEDDED_VERSION = 4
 #: The relations of the embedded kb (Wikidata property ids).
-RELATIONS: tuple[str, ...] = ("P17", "P30", "P36", "P37", "P38", "P47", "P1376")
+RELATIONS: tuple[str, ...] = ("P17", "P30", "P36", "P37", "P38", "P47", "P131", "P1376")
+#: GeoNames admin1 codes of the regions kept (:data:`REGION_COUNTRIES`) -> ISO 3166-2 subdivision codes, where
+#: they differ (the United States' admin1 codes are the ISO codes).
+_ADMIN1_ISO = {
+    "CA": {"01": "AB", "02": "BC", "03": "MB", "04": "NB", "05": "NL", "07": "NS", "08": "ON", "09": "PE",
+           "10": "QC", "11": "SK", "12": "YT", "13": "NT", "14": "NU"},
+    "AU": {"01": "ACT", "02": "NSW", "03": "NT", "04": "QLD", "05": "SA", "06": "TAS", "07": "VIC", "08": "WA"},
+    "GB": {"ENG": "ENG", "SCT": "SCT", "WLS": "WLS"},
+}  # fmt: skip
+#: Countries whose first-level regions the embedded kb has.
+REGION_COUNTRIES = ("US", "CA", "AU", "GB")
+#: An alternate name is a Latin-script language's word for a city from this Zipf frequency in ``wordfreq``.
+EXONYM_ZIPF = 3.0
 DEFAULT_MIN_CITY_POPULATION = 100_000
 
 # GeoNames continent code -> CLDR region code.
 _CONTINENT_REGIONS = {"AF": "002", "AS": "142", "EU": "150", "NA": "003", "OC": "009", "SA": "005", "AN": "010"}
+
+
+def cldr_names() -> dict[str, Any]:
+    """``kb/data/cldr_names.json`` (written by ``scripts/cldr_names.py``): CLDR's short and variant territory
+    names and its subdivision names, per language."""
+    from importlib import resources
+
+    data: dict[str, Any] = json.loads(
+        resources.files("kb").joinpath("data/cldr_names.json").read_text(encoding="utf-8")
+    )
+    return data
+
+
+def _zipf(word: str, lang: str) -> float:
+    """``wordfreq``'s Zipf frequency of ``word`` in ``lang`` (its small list); 0.0 where it has no list."""
+    import wordfreq
+
+    if lang not in wordfreq.available_languages("small"):
+        return 0.0
+    return float(wordfreq.zipf_frequency(word, lang, wordlist="small"))
+
+
+def _country_alternates(
+    langs: tuple[str, ...], alts: dict[str, dict[str, list[str]]]
+) -> dict[str, dict[str, set[str]]]:
+    """Country code -> language -> CLDR short and variant names kept as aliases (see the module docs)."""
+    out: dict[str, dict[str, set[str]]] = {}
+    capitals: dict[str, dict[str, int]] = {}  # all-capital names, and how many languages use each
+    for lang in langs:
+        for cc, names in alts.get(lang, {}).items():
+            for name in names:
+                if "(" not in name:
+                    out.setdefault(cc, {}).setdefault(lang, set()).add(name)
+                if name.isascii() and name.isalpha() and name.isupper() and 2 <= len(name) <= 3:
+                    capitals.setdefault(cc, {})[name] = capitals.get(cc, {}).get(name, 0) + 1
+    for cc, counts in capitals.items():
+        for lang in langs:
+            if lang not in LATIN_LANGS:
+                continue
+            own = {n for n in out.get(cc, {}).get(lang, set()) if n in counts}
+            shared = {n for n, k in counts.items() if k >= 3}
+            for name in own | shared:
+                out.setdefault(cc, {}).setdefault(lang, set()).update({name, ".".join(name) + "."})
+    for by_lang in out.values():
+        for lang, short in by_lang.items():
+            by_lang[lang] = {n for n in short if not (n.isupper() and _zipf(n, lang) >= 6.0)}  # not "us"
+    return out
+
+
+def _exonyms(names: CityNames, lang: str, label: str | None, taken: set[str]) -> list[str]:
+    """The city's GeoNames alternate names that are ``lang``'s word for it (see the module docs); ``taken``:
+    folded names of other places (another city's GeoNames name is that city's, not this one's word)."""
+    out = []
+    for name in names.names:
+        if (
+            name == label
+            or fold(name) in taken
+            or not name[:1].isupper()
+            or name.isupper()
+            or not all(c.isalpha() or c in " -'" for c in name)
+        ):
+            continue
+        if not all(unicodedata.name(c, "").startswith("LATIN") for c in name if c.isalpha()):
+            continue
+        z = _zipf(name, lang)
+        if z >= EXONYM_ZIPF and z > _zipf(name, "en") + 0.5:
+            out.append(name)
+    return out
 
 
 def _exemplar_cities(zone: str, locales: dict[str, Any], zone_ids: dict[str, tuple[str, ...]]) -> dict[str, str]:
@@ -119,6 +215,30 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
         if c["continentcode"] in continents:
             world.facts.add((key, "P30", continents[c["continentcode"]]))
 
+    cldr = cldr_names()
+    for cc, by_lang in _country_alternates(langs, cldr["territory_alts"]).items():
+        if cc in country_keys:
+            rec = world.records[country_keys[cc]]
+            for lang, short in by_lang.items():
+                if lang in langs:
+                    rec.aliases.setdefault(lang, set()).update(short - {rec.labels.get(lang)})
+
+    regions: dict[tuple[str, str], str] = {}  # (country code, ISO subdivision code) -> key
+    subdivisions = cldr["subdivisions"]
+    for code, en_name in sorted(subdivisions.get("en", {}).items()):
+        cc, sub = code[:2].upper(), code[2:].upper()
+        if cc not in country_keys:
+            continue
+        key = f"iso3166-2:{cc}-{sub}"
+        labels = {lang: subdivisions[lang][code] for lang in langs if code in subdivisions.get(lang, {})}
+        for lang in langs:
+            if lang in LATIN_LANGS and lang not in labels and " " not in en_name and _zipf(en_name, lang) >= 2.5:
+                labels[lang] = en_name
+        rec = _Record(key, "region", labels, qualifier=dict(world.records[country_keys[cc]].labels))
+        world.add(rec)
+        world.facts.add((key, "P17", country_keys[cc]))
+        regions[(cc, sub)] = key
+
     for cc, c in countries.items():
         for nb in filter(None, c["neighbours"].split(",")):
             if nb in country_keys:  # symmetric, as in Wikidata; GeoNames lists some pairs one way only
@@ -182,6 +302,11 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
             best = max(named, key=lambda x: (x["population"], -x["geonameid"]))
             exemplar[best["geonameid"]] = _exemplar_cities(zone, locales, zone_ids)
 
+    # the GeoNames names of the kb's cities and the English names of its countries: no other city's exonym
+    taken = {
+        fold(x["name"]) for x in cities.values() if x["population"] >= min_population or x["geonameid"] in capitals
+    }
+    taken |= {fold(c["name"]) for c in countries.values()}
     for city in sorted(cities.values(), key=lambda x: x["geonameid"]):
         gid = city["geonameid"]
         if city["population"] < min_population and gid not in capitals:
@@ -199,6 +324,8 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
                 aliases = [label, *aliases]
             if lang in LATIN_LANGS and lang in labels:
                 aliases += ascii_spelling(labels[lang], names)
+                if lang != "en":
+                    aliases += _exonyms(names, lang, labels[lang], taken - {fold(city["name"])})
             kept = set(aliases) - {labels.get(lang)}
             if kept:
                 rec.aliases[lang] = {a for a in kept if a is not None}
@@ -206,6 +333,11 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
         rec.qualifier = dict(world.records[country].labels)
         world.add(rec)
         world.facts.add((key, "P17", country))
+        cc = city["countrycode"]
+        admin1 = str(city.get("admin1code") or "")
+        in_region = regions.get((cc, _ADMIN1_ISO[cc].get(admin1, "") if cc in _ADMIN1_ISO else admin1))
+        if in_region is not None:
+            world.facts.add((key, "P131", in_region))
         if gid in capitals:
             world.facts.add((country, "P36", key))
             world.facts.add((key, "P1376", country))
@@ -249,6 +381,10 @@ def write_world(writer: EntityDBWriter, langs: tuple[str, ...], min_population: 
         data="GeoNames",
         min_city_population=min_population,
     )
+    import wordfreq
+
+    writer.add_source("package", "wordfreq", version=getattr(wordfreq, "__version__", "unknown"), data="exonyms")
+    writer.add_source("file", "kb/data/cldr_names.json", data=cldr_names()["source"])
     for rec in sorted(world.records.values(), key=lambda r: r.key):
         writer.add_entity(rec.key, rec.kind)
         for lang, label in rec.labels.items():

@@ -69,7 +69,8 @@ DEMO_V5_MENTIONS = {
     # "Nous habitons à Tours, pas loin d'Orange, et nous allons souvent en Italie." (Tours not in the model)
     "fr: Tours beside Italie": (0.95, [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0], True),
     "en: Turkey in 'Turkey and China signed a treaty.'": (0.95, [0.0, 0.0, 2.662, 0.0, 0.0, -2.516, 0.0], True),
-    # common words: lowercase (link probability 0.02) and part of a longer name ("Chad Smith", 0.2)
+    # common words: lowercase (link probability 0.02) and part of a longer name ("Chad Smith", 0.2 when recorded;
+    # LONGER_NAME is 0.1 since, which only lowers its confidence)
     "en: nice in 'What a nice day'": (0.02, [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0], False),
     "en: turkey in 'We had turkey for dinner'": (0.02, [0.0, 0.0, -1.114, 0.0, 0.0, -5.167, 0.0], False),
     "en: Chad in 'Paris Hilton met Chad Smith'": (0.2, [0.0, 0.0, 0.467, 0.0, 0.0, -4.91, 0.0], False),

@@ -6,7 +6,9 @@ import kb
 from kb.entities import qualified_names
 from kb.mentions import MentionIndex
 from kb.mentions.linkability import (
+    AFTER_ARTICLE,
     CAPITALISED,
+    FAMOUS_ZIPF,
     INSIDE_WORD,
     LONGER_NAME,
     LOWERCASE,
@@ -21,7 +23,7 @@ from probes.linking_calibration import COMMON_WORD_SENTENCES
 
 @pytest.fixture(scope="module")
 def index(embedded_db):
-    return MentionIndex.for_db(embedded_db, languages=["en", "de", "fr", "es", "ja"])
+    return MentionIndex.for_db(embedded_db, languages=["en", "de", "fr", "es", "ja", "zh"])
 
 
 def _estimates(index, db, text, lang):
@@ -112,3 +114,36 @@ def test_stored_statistics_per_spelling(tmp_path):
     assert found[0].link_probability == found[1].link_probability  # one value per folded surface in the index
     lowercase, capitalised = LinkEstimator(db).fill(text, found, "en")
     assert lowercase.link_probability == pytest.approx(1 / 10_000) and capitalised.link_probability == 0.8
+
+
+def test_news_rules(index, embedded_db):
+    """Famous names at a sentence start, first names before a place, articles, and the Japanese and Chinese
+    person-name patterns: decisions of the estimator alone, no model involved."""
+    est = LinkEstimator(embedded_db)
+
+    def lp(text, lang="en"):
+        found = index.detect(text, lang)
+        spans = [(m.start, m.end) for m in found]
+        return {m.surface: est.estimate(text, m, lang, spans) for m in found}
+
+    london = lp("London is the capital of the United Kingdom.")["London"]
+    assert london == (CAPITALISED, "sentence start, famous name")
+    assert lp("Reading is a town.")["Reading"].value == SENTENCE_START_COMMON  # common, not famous
+    assert lp("Michael Jordan said he would return.")["Jordan"].value == LONGER_NAME
+    assert lp("In Paris we met.")["Paris"].value == CAPITALISED
+    assert lp("The French president spoke.")["French"] == (AFTER_ARTICLE, "after an article")
+    found = index.detect("Die Essen in Essen waren gut.", "de")
+    first, second = (est.estimate("Die Essen in Essen waren gut.", m, "de") for m in found)
+    assert first == (AFTER_ARTICLE, "after an article") and second.value == CAPITALISED  # the meals; the city
+    assert lp("Die Schweiz liegt in Europa.", "de")["Schweiz"].value == CAPITALISED  # a country takes one
+    assert lp("チャド・スミスがドラムを叩いた。", "ja")["チャド"].value == LONGER_NAME
+    assert lp("松本さんは会社員です。", "ja")["松本"].value == LONGER_NAME
+    assert lp("王长春是一名医生。", "zh")["长春"].value == LONGER_NAME
+    assert lp("中国外交部长访问了非洲。", "zh")["中国"].value == NO_CASE  # 外交部长 is a word of its own
+
+
+def test_fame_reads_other_languages(embedded_db):
+    est = LinkEstimator(embedded_db)
+    [london] = [m.key for m in embedded_db.lookup("en", "London") if embedded_db.titles(m.key)["en"] == "London"]
+    [reading] = [m.key for m in embedded_db.lookup("en", "Reading")]
+    assert est.fame(london, "en") >= FAMOUS_ZIPF > est.fame(reading, "en")

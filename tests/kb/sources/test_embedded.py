@@ -70,7 +70,7 @@ def test_ambiguous_city_names_get_unique_titles(embedded_db):
 
 def test_keys_are_source_prefixed_and_stable(embedded_db):
     keys = list(embedded_db.keys())
-    assert all(k.split(":")[0] in {"geonames", "iso639", "iso4217"} for k in keys)
+    assert all(k.split(":")[0] in {"geonames", "iso639", "iso4217", "iso3166-2"} for k in keys)
     assert JAPAN in keys and TOKYO in keys
 
 
