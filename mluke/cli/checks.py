@@ -12,7 +12,8 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from kb.errors import OptionError
+from kb.errors import InputFormatError, OptionError
+from kb.files import check_output, check_writable
 from mluke.options import METHODS
 
 # The accepted values of options, kept here so that checking them imports no model code (transformers takes
@@ -107,3 +108,39 @@ def hidden_size(model: str | None) -> int | None:
         return int(json.loads(config.read_text(encoding="utf-8"))["hidden_size"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def input_path(name: str, path: str | Path | None) -> None:
+    """An error naming the argument or option unless ``path`` (when given; ``-`` is standard input) exists:
+    a missing input is refused before anything slow is imported or loaded."""
+    if path is None or str(path) == "-":
+        return
+    if not Path(path).exists():
+        raise InputFormatError(f"{name} {path}: no such file or folder")
+
+
+def input_file(name: str, path: str | Path | None) -> None:
+    """:func:`input_path`, and ``path`` must be a file, not a folder."""
+    input_path(name, path)
+    if path is not None and str(path) != "-" and Path(path).is_dir():
+        raise InputFormatError(f"{name} {path}: is a folder; expected a file")
+
+
+def config_file(path: Path | None) -> None:
+    """``--config``: an existing file (its content is read by the trainer)."""
+    input_file("--config", path)
+
+
+def demo_output(output: Path, overwrite: bool) -> None:
+    """``--output`` of ``--preset``: a finished demo model there is used as it is; otherwise the folder must
+    be one the training can write (checked before the trainer is imported)."""
+    if (output / "demo.json").is_file() and not overwrite:
+        return
+    check_writable(output)
+
+
+def output_path(path: str | Path | None, overwrite: bool, what: str = "") -> None:
+    """An output file or folder (when given; ``-`` is standard output): refused if it exists (unless
+    ``overwrite``) or cannot be written (:func:`kb.files.check_output`)."""
+    if path is not None and str(path) != "-":
+        check_output(path, overwrite=overwrite, what=what)

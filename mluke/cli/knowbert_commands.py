@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kb.files import split_list
+from kb.files import check_writable, split_list
 from mluke.cli import checks
 from mluke.cli.params import DbOption, DeviceOption, ProgressOption
 
@@ -117,6 +117,7 @@ def train(
     checks.at_least("--max-steps", max_steps, 1)
     checks.at_least("--log-every", log_every, 1)
     checks.device(device)
+    check_writable(output)  # the run folder, before anything is imported or loaded
     from mluke.knowbert.run import knowledge_base_sources, train_knowbert
 
     done = train_knowbert(

@@ -155,6 +155,9 @@ def finetune(
     checks.at_least("--doc-stride", doc_stride, 1)
     checks.device(device)
     _check_format(task, fmt)
+    checks.input_file("--train", train)
+    checks.input_file("--dev", dev)
+    checks.output_path(output, overwrite)
     from mluke.knowbert.kb_sources import parse_kb_overrides
 
     kbs = parse_kb_overrides(kb or [])
