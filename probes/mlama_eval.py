@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from kb.errors import InputFormatError
 from probes.mlama import read_mlama
 
 if TYPE_CHECKING:
@@ -179,6 +180,8 @@ def eval_mlama(
 
     Raises:
         MlukeError: a bad threshold (before any model is loaded), or an unreadable mLAMA folder.
+        InputFormatError: nothing to evaluate (no relation of ``langs`` with a facts file that holds facts);
+            relations whose facts file is empty are left out, and a note says so.
     """
     from tqdm import tqdm
 
@@ -199,7 +202,23 @@ def eval_mlama(
     counts: dict[str, dict[str, int]] = {}
     bias = []
     sets: dict[str, dict[str, dict[str, float]]] = {}
-    work = [(lang, rel) for lang in langs for rel in read_mlama(path, lang, relations)]
+    work, empty = [], []
+    for lang in langs:
+        for rel in read_mlama(path, lang, relations):
+            (work if rel.subjects else empty).append((lang, rel))
+    if not work:
+        raise InputFormatError(
+            f"{path}: nothing to evaluate in {', '.join(langs) or 'no language'}: "
+            + (
+                f"the facts files of {', '.join(f'{l}/{r.relation}' for l, r in empty)} hold no facts"
+                if empty
+                else "no relation with a facts file" + (f" among {', '.join(relations)}" if relations else "")
+            )
+        )
+    if empty:
+        notes.append(
+            f"left out (their facts files hold no facts): {', '.join(f'{l}/{r.relation}.jsonl' for l, r in empty)}"
+        )
     for lang, rel in tqdm(work, desc="mLAMA", unit="relation", disable=not progress):
         result = run_cloze(
             rel.template,
