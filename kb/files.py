@@ -261,6 +261,18 @@ def split_list(value: str | None) -> list[str] | None:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def string_list(value: str | Iterable[str] | None, name: str) -> list[str] | None:
+    """A list-valued parameter as a list: one string is one item (``subjects="Tokyo"`` is ``["Tokyo"]``, never
+    its letters); ``None`` stays ``None``. Items that are not strings are a ``TypeError`` naming ``name``."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else list(value)
+    bad = [item for item in items if not isinstance(item, str)]
+    if bad:
+        raise TypeError(f"{name}: expected a string or a list of strings, got {bad[0]!r} in it")
+    return items
+
+
 def _looks_like_text(source: str) -> bool:
     """A missing "file" such as "Paris is the capital of France." is text given where a path belongs."""
     if "\n" in source:

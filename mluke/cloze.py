@@ -59,6 +59,7 @@ from kb.db import EntityDB
 from kb.db.relations import describe, match_relation, no_match_error
 from kb.db.templates import read_templates
 from kb.errors import MlukeError, Option, option
+from kb.files import string_list
 from kb.languages import check_language
 from kb.renamed import renamed_keyword
 from mluke.checkpoint import Mluke
@@ -79,8 +80,8 @@ def probe(
     template: str,
     lang: str = "en",
     *,
-    subjects: Sequence[str] | None = None,
-    candidates: Sequence[str] | None = None,
+    subjects: str | Sequence[str] | None = None,
+    candidates: str | Sequence[str] | None = None,
     relation: str | None = None,
     templates: Mapping[tuple[str, str], str] | str | os.PathLike[str] | None = None,
     model: Mluke | str | os.PathLike[str] | None = None,
@@ -100,10 +101,10 @@ def probe(
     Args:
         template: exactly one [X] and one [Y], in any order and script.
         lang: the language of the prompts and labels.
-        subjects: labels in ``lang``, entity keys, or free text in no kb (asked with words only);
-            default: every subject with facts under the relation.
-        candidates: labels or keys; default: the relation's objects in the kb, else the whole entity
-            vocabulary (open vocabulary).
+        subjects: labels in ``lang``, entity keys, or free text in no kb (asked with words only); one string is
+            one subject; default: every subject with facts under the relation.
+        candidates: labels or keys (one string: one candidate); default: the relation's objects in the kb,
+            else the whole entity vocabulary (open vocabulary).
         relation: a Wikidata property id, when the template is not one of the kb's.
         templates: more templates for this call, ``{(pid, lang): text}`` or mLAMA's
             ``templates.jsonl`` files (a file or folder).
@@ -129,6 +130,7 @@ def probe(
         TypeError: ``options`` and a keyword that differs from it.
     """
     options = merge_options(ProbeOptions, options, keywords, "probe")
+    subjects, candidates = string_list(subjects, "subjects"), string_list(candidates, "candidates")
     threshold = options.threshold
     db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
     check_language(lang, db.languages)

@@ -6,11 +6,13 @@ scored by precision, recall and F1 as well. :func:`compare_mlama` puts several m
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from kb.errors import InputFormatError
+from kb.files import string_list
 from probes.mlama import read_mlama
 
 if TYPE_CHECKING:
@@ -138,11 +140,11 @@ class MlamaComparison:
 def eval_mlama(
     path: str | Path,
     model: ModelSource = None,
-    langs: list[str] | tuple[str, ...] = ("en",),
+    langs: str | list[str] | tuple[str, ...] = ("en",),
     *,
     mode: Mode | None = None,
     use_subject_entity: bool = False,
-    relations: list[str] | None = None,
+    relations: str | list[str] | None = None,
     exclude_subject: bool = True,
     batch_size: int = 64,
     progress: bool = True,
@@ -190,6 +192,7 @@ def eval_mlama(
     from mluke.options import check_threshold
 
     check_threshold(threshold)  # before loading anything
+    langs, relations = string_list(langs, "langs") or [], string_list(relations, "relations")
     from probes.bias import language_bias
 
     bundle = open_probe_model(model, knowledge=knowledge, device=device, dtype=dtype)
@@ -258,7 +261,7 @@ def eval_mlama(
 
 
 def compare_mlama(
-    path: str | Path, models: list[Any], langs: list[str] | tuple[str, ...] = ("en",), **options: Any
+    path: str | Path, models: list[Any], langs: str | list[str] | tuple[str, ...] = ("en",), **options: Any
 ) -> MlamaComparison:
     """:func:`eval_mlama` for each model in turn (one model in memory at a time), side by side: what
     ``mluke eval-mlama DIR --model A --model B`` prints.
@@ -272,6 +275,8 @@ def compare_mlama(
     Returns:
         The :class:`MlamaComparison`.
     """
+    if isinstance(models, (str, os.PathLike)):
+        models = [models]  # one model, not the letters of its name
     return MlamaComparison([eval_mlama(path, m, langs, **options) for m in models])
 
 

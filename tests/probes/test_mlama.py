@@ -64,6 +64,11 @@ def test_eval_mlama_leaves_out_an_empty_relation_file_and_says_so(eval_mlama_cli
     assert str(res.exception) == f"{mlama_dir}: nothing to evaluate in en: the facts files of en/P36 hold no facts"
 
 
+def test_eval_mlama_takes_one_language_and_relation_as_strings(mlama_dir, tiny_demo):
+    report = eval_mlama(mlama_dir, tiny_demo, "en", relations="P36", progress=False)
+    assert list(report.p_at_1) == ["en"] and list(report.p_at_1["en"]) == ["P36"]
+
+
 def _row(subject, gold, top):
     return SubjectResult(
         subject,
