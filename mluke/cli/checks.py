@@ -9,6 +9,7 @@ names the option as the user typed it (``--lang xx``), with the accepted values.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -39,9 +40,9 @@ def choices(flag: str, values: Iterable[str], allowed: Sequence[str]) -> list[st
 
 
 def positive(flag: str, value: float | None) -> None:
-    """An error unless ``value`` (when given) is above zero."""
-    if value is not None and not value > 0:
-        raise OptionError(f"{flag} {value}: expected a number above 0")
+    """An error unless ``value`` (when given) is a finite number above zero (not nan, not inf)."""
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise OptionError(f"{flag} {value}: expected a finite number above 0")
 
 
 def at_least(flag: str, value: int | None, low: int) -> None:

@@ -114,6 +114,8 @@ def build(
     Examples: mluke kb build --embedded            (then: mluke kb info embedded)
               mluke kb build --wikidata latest-all.json.bz2 --wikipedia jawiki-latest-pages-articles.xml.bz2 -o kb.sqlite
     """  # noqa: E501 (a command line to copy)
+    checks.at_least("--workers", workers, 1)
+    checks.at_least("--min-city-population", min_city_population, 0)
     report = kb.build(
         output,
         embedded=embedded,

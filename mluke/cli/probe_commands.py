@@ -105,14 +105,11 @@ def probe(
         checks.choice("--mode", mode, ["entity", "word", "both"])
     checks.choice("--normalize", normalize, ["candidates", "vocabulary"])
     checks.choice("--decoding", decoding, ["independent", "left-to-right", "confidence"])
-    checks.at_least("--top-k", top_k, 1)
-    checks.at_least("--max-pieces", max_pieces, 1)
-    checks.at_least("--beam", beam, 1)
     checks.between("--threshold", threshold, 0, 1)
     checks.at_least("--limit", limit, 0)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
-    options = ProbeOptions(  # the values are checked above
+    options = ProbeOptions(  # checks --top-k, --max-pieces and --beam; the choices are checked above
         mode=mode,  # type: ignore[arg-type]
         use_subject_entity=subject_entity,
         top_k=top_k,

@@ -230,7 +230,7 @@ def test_outputs(bundle, embedded_db, tmp_path):
         ({"template": "The capital of [X] is [Y].", "mode": "words"}, "mode='words'"),
         ({"template": "The capital of [X] is [Y].", "normalize": "all"}, "normalize='all'"),
         ({"template": "The capital of [X] is [Y].", "candidates": ["Atlantis"]}, "candidate 'Atlantis'"),
-        ({"template": "The capital of [X] is [Y].", "top_k": 0}, "top_k=0: expected a positive number"),
+        ({"template": "The capital of [X] is [Y].", "top_k": 0}, "top_k=0: expected a whole number from 1 to 100,000"),
         ({"template": "The capital of [X] is [Y].", "relation": "capital"}, "relation 'capital': expected a Wikidata"),
         # a free-text subject is asked with decoded words now; a wrong decoding method is the error
         (
