@@ -330,14 +330,34 @@ def iter_lines(source: str | os.PathLike[str], *, pipe_hint: str | None = None) 
     if str(source) == "-":
         stream: Any = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else (line.encode("utf-8") for line in sys.stdin)
         return _decoded_lines(stream, "standard input", None)
+    check_text_source(source, pipe_hint=pipe_hint)
+    path = Path(source)
+    f = _open_input(path, TEXT_FILE)
+    return _decoded_lines(f, str(path), f)
+
+
+TEXT_FILE = "a text file with one text per line"
+
+
+def check_text_source(source: str | os.PathLike[str], *, pipe_hint: str | None = None) -> None:
+    """Refuse, without reading it, a text source :func:`iter_lines` would refuse: a missing file (text given
+    where a path belongs: how to pipe it in), a folder, a file that cannot be opened. ``-`` passes.
+
+    Cheap (no model code), so a command can call it before importing anything slow."""
+    if str(source) == "-":
+        return
     if pipe_hint and not Path(source).exists() and _looks_like_text(str(source)):
         raise InputFormatError(
             f"{str(source)!r} is not a file: this command reads a file with one text "
             f"per line; to give text directly, pipe it in: echo {str(source)!r} | {pipe_hint}"
         )
     path = Path(source)
-    f = _open_input(path, "a text file with one text per line")
-    return _decoded_lines(f, str(path), f)
+    if not path.exists():
+        raise InputFormatError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputFormatError(f"{path}: is a folder; expected {TEXT_FILE}")
+    if not os.access(path, os.R_OK):
+        raise InputFormatError(f"{path}: unreadable (permission denied)")
 
 
 def _decoded_lines(raw: Iterable[bytes], name: str, owned: IO[bytes] | None) -> Iterator[str]:

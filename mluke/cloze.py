@@ -62,15 +62,13 @@ from kb.errors import MlukeError, Option, option
 from kb.files import string_list
 from kb.languages import check_language
 from kb.renamed import renamed_keyword
-from mluke.checkpoint import Mluke
-from mluke.cloze_runs import resolve_mode, run_cloze, run_open
-from mluke.knowbert.word_model import open_probe_model
 from mluke.options import ProbeOptions, merge_options
 from mluke.results import ProbeResult
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
+    from mluke.checkpoint import Mluke
     from mluke.devices import Device, DType
     from mluke.options import ProbeKeywords
 
@@ -152,6 +150,10 @@ def probe(
     else:
         cand_keys = sorted({f.object for f in db.facts(property=pid)}) if pid else []
     gold = {k: set(db.objects(k, pid)) for k, _ in subj if k is not None and pid}
+    # the model code (torch, transformers: seconds to import) only once the arguments are known to be good
+    from mluke.cloze_runs import resolve_mode, run_cloze, run_open
+    from mluke.knowbert.word_model import open_probe_model
+
     bundle = open_probe_model(model, db=db, knowledge=options.knowledge, device=device, dtype=dtype, kbs=kbs)
     if getattr(bundle.tokenizer, "reads_language", False):  # a loaded KnowBert bundle: prompts' spans from this kb
         cast(Any, bundle.tokenizer).prepare(db=db, kbs=kbs, knowledge=options.knowledge)

@@ -185,26 +185,11 @@ def eval_mlama(
         InputFormatError: nothing to evaluate (no relation of ``langs`` with a facts file that holds facts);
             relations whose facts file is empty are left out, and a note says so.
     """
-    from tqdm import tqdm
-
-    from mluke.cloze_runs import run_cloze
-    from mluke.knowbert.word_model import open_probe_model
     from mluke.options import check_threshold
 
     check_threshold(threshold)  # before loading anything
     langs, relations = string_list(langs, "langs") or [], string_list(relations, "relations")
-    from probes.bias import language_bias
-
-    bundle = open_probe_model(model, knowledge=knowledge, device=device, dtype=dtype)
-    notes = []
-    if bundle.tokenizer.entity_vocab is None and mode in ("entity", "both"):
-        notes.append(f"{_name(model, bundle)} has no entity vocabulary: evaluated in word mode")
-        mode, use_subject_entity = "word", False
-    mode = mode or ("word" if bundle.tokenizer.entity_vocab is None else "entity")
-    p_at_1: dict[str, dict[str, float]] = {}
-    counts: dict[str, dict[str, int]] = {}
-    bias = []
-    sets: dict[str, dict[str, dict[str, float]]] = {}
+    notes: list[str] = []
     work, empty = [], []
     for lang in langs:
         for rel in read_mlama(path, lang, relations):
@@ -222,6 +207,22 @@ def eval_mlama(
         notes.append(
             f"left out (their facts files hold no facts): {', '.join(f'{l}/{r.relation}.jsonl' for l, r in empty)}"
         )
+    # the model code (torch, transformers: seconds to import) once the folder has been read
+    from tqdm import tqdm
+
+    from mluke.cloze_runs import run_cloze
+    from mluke.knowbert.word_model import open_probe_model
+    from probes.bias import language_bias
+
+    bundle = open_probe_model(model, knowledge=knowledge, device=device, dtype=dtype)
+    if bundle.tokenizer.entity_vocab is None and mode in ("entity", "both"):
+        notes.append(f"{_name(model, bundle)} has no entity vocabulary: evaluated in word mode")
+        mode, use_subject_entity = "word", False
+    mode = mode or ("word" if bundle.tokenizer.entity_vocab is None else "entity")
+    p_at_1: dict[str, dict[str, float]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    bias = []
+    sets: dict[str, dict[str, dict[str, float]]] = {}
     for lang, rel in tqdm(work, desc="mLAMA", unit="relation", disable=not progress):
         result = run_cloze(
             rel.template,

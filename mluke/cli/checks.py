@@ -58,7 +58,10 @@ def between(flag: str, value: float | None, low: float, high: float) -> None:
 
 
 def device(value: str | None, dtype: str | None = None) -> None:
-    """``--device`` and ``--dtype``: a known device that exists here, a known precision."""
+    """``--device`` and ``--dtype``: a known device that exists here, a known precision (torch is imported only
+    when one of them is given: the default needs no check)."""
+    if value is None and dtype is None:
+        return
     from mluke.devices import DTYPES, resolve_device
 
     if value is not None:
@@ -145,3 +148,12 @@ def output_path(path: str | Path | None, overwrite: bool, what: str = "") -> Non
     ``overwrite``) or cannot be written (:func:`kb.files.check_output`)."""
     if path is not None and str(path) != "-":
         check_output(path, overwrite=overwrite, what=what)
+
+
+def kb_overrides(kb: list[str] | None) -> dict[str, str | None]:
+    """``--kb NAME=DB`` (repeatable) by name; the KnowBert code, slow to import, only when some are given."""
+    if not kb:
+        return {}
+    from mluke.knowbert.kb_sources import parse_kb_overrides
+
+    return parse_kb_overrides(kb)

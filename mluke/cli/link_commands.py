@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kb.files import split_list
+from kb.files import check_text_source, split_list
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, print_table, records_table, write_outputs, wrote
 from mluke.cli.params import (
@@ -94,6 +94,7 @@ def link(
     checks.at_least("--limit", limit, 0)
     checks.between("--nil-threshold", nil_threshold, 0, 1)
     checks.device(device, dtype)
+    check_text_source(source, pipe_hint="mluke link -")
     outputs = check_outputs(overwrite, jsonl)
     options = LinkOptions(
         method=method,  # type: ignore[arg-type]  # checked above
@@ -102,11 +103,10 @@ def link(
         candidates=candidates,
         knowledge_base=knowledge_base,
     )
-    from mluke.knowbert.kb_sources import parse_kb_overrides
+    kbs = checks.kb_overrides(kb)
     from mluke.link_files import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally
 
-    kbs = parse_kb_overrides(kb or [])
     stream = iter_link_file(
         source, lang, db=db, model=model, options=options, progress=progress, device=device, dtype=dtype, kbs=kbs
     )

@@ -107,6 +107,7 @@ def probe(
     checks.choice("--decoding", decoding, ["independent", "left-to-right", "confidence"])
     checks.between("--threshold", threshold, 0, 1)
     checks.at_least("--limit", limit, 0)
+    checks.input_path("--templates", templates)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
     options = ProbeOptions(  # checks --top-k, --max-pieces and --beam; the choices are checked above
@@ -122,9 +123,8 @@ def probe(
         knowledge=knowledge,
     )
     from mluke.cloze import probe as run
-    from mluke.knowbert.kb_sources import parse_kb_overrides
 
-    kbs = parse_kb_overrides(kb or [])
+    kbs = checks.kb_overrides(kb)
     result = run(
         template,
         lang,
@@ -224,6 +224,7 @@ def eval_mlama(
 ) -> None:
     """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias;
     with several --model, one table of models (rows) by languages (columns)."""
+    checks.input_path("FOLDER", folder)
     if mode is not None:
         checks.choice("--mode", mode, ["entity", "word"])
     checks.between("--threshold", threshold, 0, 1)

@@ -158,9 +158,7 @@ def finetune(
     checks.input_file("--train", train)
     checks.input_file("--dev", dev)
     checks.output_path(output, overwrite)
-    from mluke.knowbert.kb_sources import parse_kb_overrides
-
-    kbs = parse_kb_overrides(kb or [])
+    kbs = checks.kb_overrides(kb)
     if kbs and features != "knowbert":
         raise OptionError("--kb gives a KnowBert model's knowledge bases their kbs: only with --features knowbert")
     from mluke.finetuning import FineTuneConfig
