@@ -114,18 +114,19 @@ def hidden_size(model: str | None) -> int | None:
         return None
 
 
-def input_path(name: str, path: str | Path | None) -> None:
+def input_path(name: str, path: str | Path | None, kind: str = "file or folder", expected: str = "") -> None:
     """An error naming the argument or option unless ``path`` (when given; ``-`` is standard input) exists:
-    a missing input is refused before anything slow is imported or loaded."""
+    a missing input is refused before anything slow is imported or loaded (``kind``, ``expected``: what
+    the message says it should have been)."""
     if path is None or str(path) == "-":
         return
     if not Path(path).exists():
-        raise InputFormatError(f"{name} {path}: no such file or folder")
+        raise InputFormatError(f"{name} {path}: no such {kind}" + (f" (expected {expected})" if expected else ""))
 
 
 def input_file(name: str, path: str | Path | None) -> None:
     """:func:`input_path`, and ``path`` must be a file, not a folder."""
-    input_path(name, path)
+    input_path(name, path, "file")
     if path is not None and str(path) != "-" and Path(path).is_dir():
         raise InputFormatError(f"{name} {path}: is a folder; expected a file")
 

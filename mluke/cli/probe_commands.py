@@ -224,7 +224,7 @@ def eval_mlama(
 ) -> None:
     """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias;
     with several --model, one table of models (rows) by languages (columns)."""
-    checks.input_path("FOLDER", folder)
+    checks.input_path("FOLDER", folder, "folder", "the mLAMA data folder")
     if mode is not None:
         checks.choice("--mode", mode, ["entity", "word"])
     checks.between("--threshold", threshold, 0, 1)

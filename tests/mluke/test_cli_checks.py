@@ -190,8 +190,8 @@ REFUSED_WITHOUT_TORCH = [
     (["link", "{missing}", "--lang", "en"], "error: {missing}: no such file"),
     (["probe", "[X] is the capital of", "--lang", "en"], "error: template: [Y] missing in '[X] is the capital of'"),
     (["probe", "[X] likes [Y]."], "error: the template '[X] likes [Y].' matches no relation template"),
-    (["eval-mlama", "{missing}"], "error: FOLDER {missing}: no such file or folder"),
-    (["finetune", "ner", "--train", "{missing}", "--dev", "{missing}", "-o", "{out}"], "error: --train {missing}: no"),
+    (["eval-mlama", "{missing}"], "error: FOLDER {missing}: no such folder (expected the mLAMA data folder)"),
+    (["finetune", "ner", "--train", "{missing}", "--dev", "{text}", "-o", "{out}"], "error: --train {missing}: no"),
     (["kb", "vocab", "{missing}", "-o", "{out}"], "error: {missing}"),
     (["link", "{text}", "--jsonl", "{blocked}/o.jsonl"], "error: cannot write {blocked}/o.jsonl: {blocked} is a"),
 ]
@@ -199,7 +199,7 @@ REFUSED_WITHOUT_TORCH = [
 
 @pytest.mark.parametrize(
     "args, message", REFUSED_WITHOUT_TORCH, ids=[" ".join(a[:2]) for a, _ in REFUSED_WITHOUT_TORCH]
-)  # noqa: E501
+)
 def test_cheap_refusals_come_before_torch_is_imported(tmp_path, embedded_db_path, args, message):
     """A missing input, an output that cannot be written, a bad template: refused in a new process without
     importing torch or transformers (seconds of CPU), one line, exit status 1."""
