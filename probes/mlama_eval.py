@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kb.errors import InputFormatError
 from kb.files import string_list
-from probes.mlama import read_mlama
+from probes.mlama import MlamaRelation, read_mlama
 
 if TYPE_CHECKING:
     from kb.jsontypes import JsonObject
@@ -190,7 +190,8 @@ def eval_mlama(
     check_threshold(threshold)  # before loading anything
     langs, relations = string_list(langs, "langs") or [], string_list(relations, "relations")
     notes: list[str] = []
-    work, empty = [], []
+    work: list[tuple[str, MlamaRelation]] = []
+    empty: list[tuple[str, MlamaRelation]] = []
     for lang in langs:
         for rel in read_mlama(path, lang, relations):
             (work if rel.subjects else empty).append((lang, rel))
