@@ -164,3 +164,13 @@ def test_a_read_only_folder_is_refused(tmp_path):
             files.check_output(ro / "out.json")
     finally:
         ro.chmod(0o755)
+
+
+def test_a_failed_database_build_raises_its_own_error_not_the_clean_up_one(tmp_path, monkeypatch):
+    def unremovable(path, missing_ok=False):
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    with pytest.raises(KeyError, match="the first error"), kb.EntityDB.create(tmp_path / "kb.sqlite") as w:
+        w.add_languages(["en"])
+        monkeypatch.setattr(Path, "unlink", unremovable)  # the folder turned read-only during the build
+        raise KeyError("the first error")
