@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 #: The cache folder of the whole session, set before any fixture runs (see pytest_configure).
 SESSION_HOME: Path | None = None
-#: Where the cache would go if a test dropped $MLUKE_HOME ($XDG_CACHE_HOME/mluke): must stay empty.
+#: $XDG_CACHE_HOME during the tests: mluke's fallback cache, SENTINEL / "mluke", must stay empty.
 SENTINEL: Path | None = None
 
 
@@ -37,6 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     os.environ.setdefault("HF_HOME", str(cache / "huggingface"))  # where they were before the sentinel
     os.environ.setdefault("TORCH_HOME", str(cache / "torch"))
+    os.environ.setdefault("MPLCONFIGDIR", str(cache / "matplotlib"))  # its font cache, not rebuilt per session
     os.environ["XDG_CACHE_HOME"] = str(SENTINEL)
     os.environ["MLUKE_HOME"] = str(SESSION_HOME)
 
@@ -45,7 +46,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run if anything was written where the user's cache would be."""
     if SENTINEL is None:
         return
-    leaked = sorted(str(p.relative_to(SENTINEL)) for p in SENTINEL.rglob("*"))
+    leaked = sorted(str(p.relative_to(SENTINEL)) for p in (SENTINEL / "mluke").rglob("*"))
     if leaked:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
