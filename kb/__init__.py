@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the names of _MOVED below, visible to IDEs and type checker
         KbFormatError as KbFormatError,
         NotFoundError as NotFoundError,
         OptionError as OptionError,
+        OutputError as OutputError,
         OutputExistsError as OutputExistsError,
         SchemaVersionError as SchemaVersionError,
         TemplateError as TemplateError,

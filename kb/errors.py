@@ -24,6 +24,7 @@ __all__ = [
     "MlukeError",
     "NotFoundError",
     "OptionError",
+    "OutputError",
     "OutputExistsError",
     "SchemaVersionError",
     "TemplateError",
@@ -102,6 +103,11 @@ class NotFoundError(MlukeError, LookupError):
 
 class OutputExistsError(MlukeError, FileExistsError):
     """Refusing to overwrite a file the user already has."""
+
+
+class OutputError(MlukeError, OSError):
+    """An output cannot be written where it was asked for (a read-only folder, no permission, a full disk, a
+    path under a regular file); the message names the path."""
 
 
 class OptionError(MlukeError, ValueError):

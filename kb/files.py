@@ -5,6 +5,10 @@ Outputs (databases, vocabularies, checkpoints, corpora, result files):
 - missing parent folders are created;
 - a file or folder the user already has is never replaced unless ``overwrite``
   (CLI: ``--overwrite``), and the error says so;
+- a destination that cannot be written (a read-only folder, no permission, a
+  path under a regular file) is refused when it is checked, before any work, as
+  an :class:`~kb.errors.OutputError` naming it; an ``OSError`` while writing
+  (a full disk) becomes the same error, and cleaning up never hides it;
 - content goes to a temporary name next to the target and is renamed into place
   only when complete, so an interrupted write never leaves a file that looks
   finished.
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import glob
 import json
 import os
@@ -24,20 +29,87 @@ import shutil
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
-from kb.errors import InputFormatError, OutputExistsError, flag
+from kb.errors import InputFormatError, MlukeError, OutputError, OutputExistsError, flag
 
 
 def check_output(path: str | os.PathLike[str], *, overwrite: bool = False, what: str = "") -> Path:
-    """``path``, after refusing an existing one (unless ``overwrite``) and creating its parent folders."""
+    """``path``, after refusing an existing one (unless ``overwrite``), creating its parent folders and
+    checking that a file can be written there (:func:`check_writable`)."""
     path = Path(path)
     if (path.exists() or path.is_symlink()) and not overwrite:
         raise OutputExistsError(
             f"{path}{what} already exists; pass {{overwrite}} to replace it", options={"overwrite": flag("overwrite")}
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
+    check_writable(path)
     return path
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """``path``, after making sure the file or folder can be written: its parent folders are created and a
+    file is created and removed next to it (under its temporary name, :func:`temporary_name`). Asking the
+    file system is the one test that holds for every cause (a read-only mount, permissions, root, a parent
+    that is a regular file).
+
+    Raises:
+        OutputError: naming ``path`` and the reason, before any work.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):  # a parent folder is a regular file
+            raise OutputError(f"cannot write {path}: {_file_in_the_way(path)} is a file, not a folder") from None
+        raise output_error(path, exc) from None
+    probe = temporary_name(path)
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # a leftover of this process id: the folder takes files
+        return path
+    except OSError as exc:
+        raise output_error(path, exc) from None
+    os.close(fd)
+    discard(probe)
+    return path
+
+
+def _file_in_the_way(path: Path) -> Path:
+    """The nearest ancestor of ``path`` that exists and is not a folder."""
+    for parent in path.parents:
+        if parent.exists():
+            return parent
+    return path.parent
+
+
+#: Errors of a destination, as opposed to a bug: turned into :class:`OutputError` naming the destination.
+_OUTPUT_ERRNOS = frozenset(
+    {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.ENOTDIR, errno.EISDIR}
+)
+
+
+def output_error(path: Path, exc: OSError) -> OutputError:
+    """An :class:`OutputError` saying why ``path`` cannot be written (``exc``: what the file system said)."""
+    reason = exc.strerror or str(exc)
+    hint = {
+        errno.EROFS: "; choose a folder on a writable disk",
+        errno.EACCES: "; choose a folder you can write to",
+        errno.EPERM: "; choose a folder you can write to",
+        errno.ENOSPC: "; free some space or choose another disk",
+        errno.EDQUOT: "; free some space or choose another disk",
+    }.get(exc.errno or 0, "")
+    return OutputError(f"cannot write {path}: {reason}{hint}")
+
+
+def is_output_error(exc: BaseException, *paths: Path) -> bool:
+    """Whether ``exc`` is the file system refusing to write one of ``paths`` (or a file inside one): a
+    read-only folder, no permission, a full disk; not a bug (an ``OSError`` about another file)."""
+    if not isinstance(exc, OSError) or isinstance(exc, MlukeError) or exc.errno not in _OUTPUT_ERRNOS:
+        return False
+    if exc.filename is None:  # write() and flush() errors (a full disk) name no file
+        return True
+    name = os.fsdecode(exc.filename)
+    return any(name == str(p) or name.startswith(str(p) + os.sep) for p in paths)
 
 
 def temporary_name(path: Path, tag: str = "partial") -> Path:
@@ -54,6 +126,13 @@ def remove_temporaries(path: Path) -> None:
         tag, _, pid = tmp.name[len(prefix) :].rpartition("-")
         if tag in ("partial", "old") and pid.isdigit():
             remove(tmp)
+
+
+def discard(path: Path) -> None:
+    """:func:`remove`, for cleaning up after another error: an error of its own (a read-only folder) is
+    ignored, so it never hides the one being handled."""
+    with contextlib.suppress(OSError):
+        remove(path)
 
 
 def remove(path: Path) -> None:
@@ -101,16 +180,19 @@ def publish(tmp: Path, path: Path, *, overwrite: bool = False) -> None:
 def atomic_path(path: str | os.PathLike[str], *, overwrite: bool = False, what: str = "") -> Iterator[Path]:
     """Yield a temporary path to write a file or folder into; it becomes ``path`` when the block ends cleanly.
 
-    On an exception the temporary one is removed and ``path`` is left as it was.
+    On an exception the temporary one is removed and ``path`` is left as it was; an ``OSError`` of the
+    destination (a read-only folder, a full disk) becomes an :class:`OutputError` naming ``path``.
     """
     path = check_output(path, overwrite=overwrite, what=what)
     tmp = temporary_name(path)
-    remove(tmp)
+    discard(tmp)
     try:
         yield tmp
         replace(tmp, path)
-    except BaseException:
-        remove(tmp)
+    except BaseException as exc:
+        discard(tmp)
+        if is_output_error(exc, path, tmp):
+            raise output_error(path, cast(OSError, exc)) from exc
         raise
 
 
@@ -179,6 +261,18 @@ def split_list(value: str | None) -> list[str] | None:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def string_list(value: str | Iterable[str] | None, name: str) -> list[str] | None:
+    """A list-valued parameter as a list: one string is one item (``subjects="Tokyo"`` is ``["Tokyo"]``, never
+    its letters); ``None`` stays ``None``. Items that are not strings are a ``TypeError`` naming ``name``."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else list(value)
+    bad = [item for item in items if not isinstance(item, str)]
+    if bad:
+        raise TypeError(f"{name}: expected a string or a list of strings, got {bad[0]!r} in it")
+    return items
+
+
 def _looks_like_text(source: str) -> bool:
     """A missing "file" such as "Paris is the capital of France." is text given where a path belongs."""
     if "\n" in source:
@@ -236,14 +330,34 @@ def iter_lines(source: str | os.PathLike[str], *, pipe_hint: str | None = None) 
     if str(source) == "-":
         stream: Any = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else (line.encode("utf-8") for line in sys.stdin)
         return _decoded_lines(stream, "standard input", None)
+    check_text_source(source, pipe_hint=pipe_hint)
+    path = Path(source)
+    f = _open_input(path, TEXT_FILE)
+    return _decoded_lines(f, str(path), f)
+
+
+TEXT_FILE = "a text file with one text per line"
+
+
+def check_text_source(source: str | os.PathLike[str], *, pipe_hint: str | None = None) -> None:
+    """Refuse, without reading it, a text source :func:`iter_lines` would refuse: a missing file (text given
+    where a path belongs: how to pipe it in), a folder, a file that cannot be opened. ``-`` passes.
+
+    Cheap (no model code), so a command can call it before importing anything slow."""
+    if str(source) == "-":
+        return
     if pipe_hint and not Path(source).exists() and _looks_like_text(str(source)):
         raise InputFormatError(
             f"{str(source)!r} is not a file: this command reads a file with one text "
             f"per line; to give text directly, pipe it in: echo {str(source)!r} | {pipe_hint}"
         )
     path = Path(source)
-    f = _open_input(path, "a text file with one text per line")
-    return _decoded_lines(f, str(path), f)
+    if not path.exists():
+        raise InputFormatError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputFormatError(f"{path}: is a folder; expected {TEXT_FILE}")
+    if not os.access(path, os.R_OK):
+        raise InputFormatError(f"{path}: unreadable (permission denied)")
 
 
 def _decoded_lines(raw: Iterable[bytes], name: str, owned: IO[bytes] | None) -> Iterator[str]:

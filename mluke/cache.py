@@ -2,11 +2,13 @@
 
 The cache holds the embedded knowledge base, the mention indexes built for the
 databases linked against (``mentions-*.sqlite``, one per database file and
-options), the demo models and their work folders (an interrupted training
-resumes from there), lock files, and what killed writes left under temporary
-names. :func:`cache_entries` says what each entry is and whether it is still
-used; :func:`clean_cache` removes the unused ones, never a work folder another
-process is training in.
+options), the entity vocabularies imported from checkpoints' ``entity_vocab.json``
+(``entity-vocab/``; a full mLUKE vocabulary is about 1.2M entities), the demo
+models and their work folders (an interrupted training resumes from there),
+lock files, and what killed writes left under temporary names.
+:func:`cache_entries` says what each entry is and whether it is still used;
+:func:`clean_cache` removes the unused ones, never a work folder another
+process is training in, nor a file mluke did not write.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kb.cache import cache_dir, mention_index_orphaned
 from kb.files import remove
 from kb.sources.embedded import embedded_path
 from mluke.demo import DEMO_VERSION
+from mluke.entity_vocab import VOCAB_FOLDER
 
 #: status of an entry that :func:`clean_cache` removes by default
 UNUSED = ("orphaned", "old version", "leftover")
@@ -28,7 +31,8 @@ UNUSED = ("orphaned", "old version", "leftover")
 @dataclass(frozen=True)
 class CacheEntry:
     """One file or folder of the cache: ``kind`` (what it is), ``status`` ('in use', 'resumable',
-    'training', 'orphaned', 'old version', 'leftover' or 'lock') and ``why`` (the reason, for the unused)."""
+    'training', 'orphaned', 'old version', 'leftover', 'lock', or 'left alone' for what mluke did not
+    write, which is never removed) and ``why`` (the reason, for the unused)."""
 
     path: Path
     kind: str
@@ -96,6 +100,15 @@ def _describe(path: Path) -> CacheEntry:
     if name.startswith("mentions-") and name.endswith(".sqlite"):
         why = mention_index_orphaned(path)
         return CacheEntry(path, "mention index", "orphaned" if why else "in use", size, why)
+    if name == VOCAB_FOLDER and path.is_dir() and not path.is_symlink():
+        count = sum(1 for p in path.iterdir() if p.suffix == ".sqlite")
+        return CacheEntry(
+            path,
+            f"entity vocabularies imported from checkpoints ({count})",
+            "in use",
+            size,
+            "each is imported again from its checkpoint's entity_vocab.json when next loaded",
+        )
     demo = _DEMO.match(name)
     if demo:
         preset, version, suffix = demo.group(1), int(demo.group(2)), demo.group(3)
@@ -117,7 +130,7 @@ def _describe(path: Path) -> CacheEntry:
         if not (path / "demo.json").is_file():
             return CacheEntry(path, f"demo model ({preset})", "leftover", size, "no demo.json: not a finished model")
         return CacheEntry(path, f"demo model ({preset})", "in use", size)
-    return CacheEntry(path, "other", "in use", size, "not written by mluke; left alone")
+    return CacheEntry(path, "other", "left alone", size, "not written by mluke; never removed")
 
 
 def _alive(pid: int) -> bool:

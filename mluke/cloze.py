@@ -59,17 +59,16 @@ from kb.db import EntityDB
 from kb.db.relations import describe, match_relation, no_match_error
 from kb.db.templates import read_templates
 from kb.errors import MlukeError, Option, option
+from kb.files import string_list
 from kb.languages import check_language
 from kb.renamed import renamed_keyword
-from mluke.checkpoint import Mluke
-from mluke.cloze_runs import resolve_mode, run_cloze, run_open
-from mluke.knowbert.word_model import open_probe_model
 from mluke.options import ProbeOptions, merge_options
 from mluke.results import ProbeResult
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
+    from mluke.checkpoint import Mluke
     from mluke.devices import Device, DType
     from mluke.options import ProbeKeywords
 
@@ -79,8 +78,8 @@ def probe(
     template: str,
     lang: str = "en",
     *,
-    subjects: Sequence[str] | None = None,
-    candidates: Sequence[str] | None = None,
+    subjects: str | Sequence[str] | None = None,
+    candidates: str | Sequence[str] | None = None,
     relation: str | None = None,
     templates: Mapping[tuple[str, str], str] | str | os.PathLike[str] | None = None,
     model: Mluke | str | os.PathLike[str] | None = None,
@@ -100,10 +99,10 @@ def probe(
     Args:
         template: exactly one [X] and one [Y], in any order and script.
         lang: the language of the prompts and labels.
-        subjects: labels in ``lang``, entity keys, or free text in no kb (asked with words only);
-            default: every subject with facts under the relation.
-        candidates: labels or keys; default: the relation's objects in the kb, else the whole entity
-            vocabulary (open vocabulary).
+        subjects: labels in ``lang``, entity keys, or free text in no kb (asked with words only); one string is
+            one subject; default: every subject with facts under the relation.
+        candidates: labels or keys (one string: one candidate); default: the relation's objects in the kb,
+            else the whole entity vocabulary (open vocabulary).
         relation: a Wikidata property id, when the template is not one of the kb's.
         templates: more templates for this call, ``{(pid, lang): text}`` or mLAMA's
             ``templates.jsonl`` files (a file or folder).
@@ -129,6 +128,7 @@ def probe(
         TypeError: ``options`` and a keyword that differs from it.
     """
     options = merge_options(ProbeOptions, options, keywords, "probe")
+    subjects, candidates = string_list(subjects, "subjects"), string_list(candidates, "candidates")
     threshold = options.threshold
     db = open_db(os.fspath(db) if isinstance(db, os.PathLike) else db)
     check_language(lang, db.languages)
@@ -150,6 +150,10 @@ def probe(
     else:
         cand_keys = sorted({f.object for f in db.facts(property=pid)}) if pid else []
     gold = {k: set(db.objects(k, pid)) for k, _ in subj if k is not None and pid}
+    # the model code (torch, transformers: seconds to import) only once the arguments are known to be good
+    from mluke.cloze_runs import resolve_mode, run_cloze, run_open
+    from mluke.knowbert.word_model import open_probe_model
+
     bundle = open_probe_model(model, db=db, knowledge=options.knowledge, device=device, dtype=dtype, kbs=kbs)
     if getattr(bundle.tokenizer, "reads_language", False):  # a loaded KnowBert bundle: prompts' spans from this kb
         cast(Any, bundle.tokenizer).prepare(db=db, kbs=kbs, knowledge=options.knowledge)

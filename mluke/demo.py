@@ -42,7 +42,7 @@ from kb import open_db
 from kb.cache import cache_dir
 from kb.db import EntityDB
 from kb.errors import OutputExistsError, flag
-from kb.files import atomic_path, remove, remove_temporaries
+from kb.files import atomic_path, discard, remove, remove_temporaries
 from kb.vocab import EntityVocab
 from mluke.demo_data import DEMO_RELATIONS, DemoData, DemoPreset, demo_documents, resolve_preset, training_seed
 from mluke.demo_tokenizer import TOKENIZER_RECORD, check_cached_tokenizer, pruned_xlmr_tokenizer
@@ -181,7 +181,7 @@ def _train_locked(out_dir: Path, p: DemoPreset, db: EntityDB | None, progress: b
         try:
             _prepare(work, data, db, p, progress)
         except BaseException:  # nothing to resume from before plan.json: leave no half-prepared folder behind
-            remove(work)
+            discard(work)
             raise
         (work / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     steps = max(2, int(p.epochs * len(docs) / p.batch_size))

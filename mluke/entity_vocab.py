@@ -18,6 +18,8 @@ from kb.files import atomic_path
 from kb.vocab import EntityVocab
 
 SQLITE_FILE = "entity_vocab.sqlite"
+#: The cache folder (:func:`kb.cache.cache_dir`) where imported JSON vocabularies are kept as SQLite.
+VOCAB_FOLDER = "entity-vocab"
 HF_FILE = "entity_vocab.json"
 JSONL_FILE = "entity_vocab.jsonl"
 
@@ -47,7 +49,7 @@ def load_entity_vocab(directory: str | Path, *, default_lang: str | None = None)
         source = directory / name
         if source.is_file():
             lang = f"-{default_lang}" if default_lang and name == HF_FILE else ""
-            target = cache_dir() / "entity-vocab" / f"{_digest(source)}{lang}.sqlite"
+            target = cache_dir() / VOCAB_FOLDER / f"{_digest(source)}{lang}.sqlite"
             if not target.is_file():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if lang:

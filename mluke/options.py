@@ -10,6 +10,7 @@ before anything slow is imported).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict, TypeVar
@@ -52,8 +53,9 @@ class LinkOptions:
             (``None``: the model's first).
 
     Raises:
-        OptionError: an unknown method, a NIL threshold outside [0, 1], a size below 1, or a knowledge base with
-            a method other than "knowbert".
+        OptionError: an unknown method, a NIL threshold outside [0, 1], a prior weight that is negative or not
+            finite (nan, inf), a size that is not a whole number of at least 1, or a knowledge base with a method
+            other than "knowbert".
     """
 
     method: Method = "combined"
@@ -75,10 +77,14 @@ class LinkOptions:
                 options={"knowledge_base": option("knowledge_base", self.knowledge_base)},
             )
         check_nil_threshold(self.nil_threshold)
-        if min(self.chunk_texts, self.chunk_chars, self.segment_windows, self.window_chars, self.batch_size) < 1:
+        if not _is_number(self.prior_weight) or not (math.isfinite(self.prior_weight) and self.prior_weight >= 0):
             raise OptionError(
-                "chunk_texts, chunk_chars, segment_windows, window_chars and batch_size must be at least 1"
+                "{prior_weight}: expected a finite number of at least 0 (the weight of log p(entity | mention); "
+                "0 leaves the model alone)",
+                options={"prior_weight": option("prior_weight", self.prior_weight)},
             )
+        for name in ("window_chars", "batch_size", "chunk_texts", "chunk_chars", "segment_windows"):
+            check_count(name, getattr(self, name))
 
 
 #: The names of :class:`LinkOptions`'s fields.
@@ -120,7 +126,9 @@ class ProbeOptions:
             bare encoder, to compare P@1 with and without the layer.
 
     Raises:
-        MlukeError: an unknown mode or normalisation, a ``top_k`` below 1, a threshold outside (0, 1].
+        MlukeError: an unknown mode or normalisation, a threshold outside (0, 1] (nan included);
+            :class:`OptionError`: a ``top_k`` outside 1 to :data:`MAX_TOP_K`, a ``max_pieces`` above
+            :data:`MAX_PIECES`, a ``beam`` above :data:`MAX_BEAM`, a size that is not a whole number of at least 1.
     """
 
     mode: Mode | None = None
@@ -138,8 +146,10 @@ class ProbeOptions:
     def __post_init__(self) -> None:
         if self.mode is not None and self.mode not in ("entity", "word", "both"):
             raise MlukeError("{mode}: expected 'entity', 'word' or 'both'", options={"mode": option("mode", self.mode)})
-        if not isinstance(self.top_k, int) or self.top_k < 1:
-            raise MlukeError("{top_k}: expected a positive number", options={"top_k": option("top_k", self.top_k)})
+        check_count("top_k", self.top_k, MAX_TOP_K, "predictions kept per subject")
+        check_count("batch_size", self.batch_size)
+        check_count("max_pieces", self.max_pieces, MAX_PIECES, "word pieces of an open-vocabulary answer")
+        check_count("beam", self.beam, MAX_BEAM, "partial answers kept per step")
         check_normalize(self.normalize)
         check_threshold(self.threshold)
 
@@ -186,6 +196,27 @@ def merge_options(kind: type[O], options: O | None, keywords: Mapping[str, Any],
             f"pass one of them (dataclasses.replace(options, ...) makes a changed copy)"
         )
     return options
+
+
+#: The largest ``top_k``: more predictions per subject than any vocabulary has words or entities mean nothing.
+MAX_TOP_K = 100_000
+#: The longest open-vocabulary word answer, in word pieces, and the widest beam.
+MAX_PIECES = 64
+MAX_BEAM = 1_000
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_count(name: str, value: object, high: int | None = None, what: str = "") -> None:
+    """An :class:`OptionError` naming the option ``name`` unless ``value`` is a whole number from 1 to ``high``."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= (high or value):
+        return
+    expected = f"a whole number from 1 to {high:,}" if high else "a whole number of at least 1"
+    raise OptionError(
+        f"{{{name}}}: expected {expected}" + (f" ({what})" if what else ""), options={name: option(name, value)}
+    )
 
 
 def check_nil_threshold(value: float | None) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from kb.errors import OptionError, option
+from kb.errors import OptionError, TextInputError, option
 from mluke.encoding import encode_with_spans
 from mluke.finetuning.inputs import Row, batches, collate
 
@@ -42,6 +42,8 @@ def _check(
         raise OptionError(
             f"{features}: expected one of {', '.join(FEATURES)}", options={"features": option("features", features)}
         )
+    if isinstance(texts, str):
+        raise TextInputError("texts: expected a list of texts, got one string (pass [text], with [spans])")
     if len(spans) != len(texts):
         raise OptionError(f"{len(texts)} texts but {len(spans)} span lists")
     if entities is not None and [len(e) for e in entities] != [len(s) for s in spans]:

@@ -25,18 +25,80 @@ command of the same name does.
   the prior?), and :func:`ordinary_text_docs`, cities beside an unrelated country or none.
 """
 
-from probes.bias import bias_by_language, language_bias
-from probes.cwr import CwrReport, ParallelSpan, evaluate_cwr, read_mlqa_spans, read_parallel_jsonl
-from probes.demo_eval import DemoReport, eval_demo
-from probes.linking_calibration import calibrate
-from probes.linking_calibration_data import free_wording_docs, ordinary_text_docs
-from probes.linking_eval import LinkingReport, eval_link, evaluate_linking
-from probes.mewsli import GoldMention, LinkDoc, LinkingSet, read_mewsli
-from probes.mlama import read_mlama
-from probes.mlama_eval import MlamaComparison, MlamaReport, compare_mlama, eval_mlama
-from probes.modularity import modularity, modularity_by_language
-from probes.parallel import parallel_spans
-from probes.retrieval import SpanIndex, build_index
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type checkers and mkdocstrings
+    from probes.bias import bias_by_language as bias_by_language, language_bias as language_bias
+    from probes.cwr import (
+        CwrReport as CwrReport,
+        ParallelSpan as ParallelSpan,
+        evaluate_cwr as evaluate_cwr,
+        read_mlqa_spans as read_mlqa_spans,
+        read_parallel_jsonl as read_parallel_jsonl,
+    )
+    from probes.demo_eval import DemoReport as DemoReport, eval_demo as eval_demo
+    from probes.linking_calibration import calibrate as calibrate
+    from probes.linking_calibration_data import (
+        free_wording_docs as free_wording_docs,
+        ordinary_text_docs as ordinary_text_docs,
+    )
+    from probes.linking_eval import (
+        LinkingReport as LinkingReport,
+        eval_link as eval_link,
+        evaluate_linking as evaluate_linking,
+    )
+    from probes.mewsli import (
+        GoldMention as GoldMention,
+        LinkDoc as LinkDoc,
+        LinkingSet as LinkingSet,
+        read_mewsli as read_mewsli,
+    )
+    from probes.mlama import read_mlama as read_mlama
+    from probes.mlama_eval import (
+        MlamaComparison as MlamaComparison,
+        MlamaReport as MlamaReport,
+        compare_mlama as compare_mlama,
+        eval_mlama as eval_mlama,
+    )
+    from probes.modularity import modularity as modularity, modularity_by_language as modularity_by_language
+    from probes.parallel import parallel_spans as parallel_spans
+    from probes.retrieval import SpanIndex as SpanIndex, build_index as build_index
+
+#: Where each public name lives: imported on first use, so that ``import probes`` (and the command line's
+#: checks) do not pay for torch and transformers before they are needed.
+_LAZY = {
+    "bias_by_language": "probes.bias",
+    "language_bias": "probes.bias",
+    "CwrReport": "probes.cwr",
+    "ParallelSpan": "probes.cwr",
+    "evaluate_cwr": "probes.cwr",
+    "read_mlqa_spans": "probes.cwr",
+    "read_parallel_jsonl": "probes.cwr",
+    "DemoReport": "probes.demo_eval",
+    "eval_demo": "probes.demo_eval",
+    "calibrate": "probes.linking_calibration",
+    "free_wording_docs": "probes.linking_calibration_data",
+    "ordinary_text_docs": "probes.linking_calibration_data",
+    "LinkingReport": "probes.linking_eval",
+    "eval_link": "probes.linking_eval",
+    "evaluate_linking": "probes.linking_eval",
+    "GoldMention": "probes.mewsli",
+    "LinkDoc": "probes.mewsli",
+    "LinkingSet": "probes.mewsli",
+    "read_mewsli": "probes.mewsli",
+    "read_mlama": "probes.mlama",
+    "MlamaComparison": "probes.mlama_eval",
+    "MlamaReport": "probes.mlama_eval",
+    "compare_mlama": "probes.mlama_eval",
+    "eval_mlama": "probes.mlama_eval",
+    "modularity": "probes.modularity",
+    "modularity_by_language": "probes.modularity",
+    "parallel_spans": "probes.parallel",
+    "SpanIndex": "probes.retrieval",
+    "build_index": "probes.retrieval",
+}
 
 __all__ = [
     "CwrReport",
@@ -69,3 +131,11 @@ __all__ = [
     "read_mlqa_spans",
     "read_parallel_jsonl",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'probes' has no attribute {name!r}")

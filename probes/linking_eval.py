@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kb.db import chunked
 from kb.errors import InputFormatError, MlukeError, OptionError, option
-from kb.files import json_text, write_json
+from kb.files import json_text, string_list, write_json
 from kb.renamed import renamed_keyword
 from mluke.options import LinkOptions, check_methods
 
@@ -213,8 +213,8 @@ class LinkingReport:
 def eval_link(
     folder: str | os.PathLike[str],
     *,
-    langs: Sequence[str] | None = None,
-    methods: Sequence[str] = ("prior", "model", "combined", "global"),
+    langs: str | Sequence[str] | None = None,
+    methods: str | Sequence[str] = ("prior", "model", "combined", "global"),
     model: Mluke | str | os.PathLike[str] | None = None,
     db: EntityDB | str | os.PathLike[str] | None = None,
     end_to_end: bool = True,
@@ -230,8 +230,8 @@ def eval_link(
 
     Args:
         folder: the Mewsli-9 ``dataset`` folder, or one language folder.
-        langs: some languages only (default: every language folder found).
-        methods: the linking methods to compare.
+        langs: some languages only (one string: one language; default: every language folder found).
+        methods: the linking methods to compare (one string: one method).
         model: a loaded bundle, checkpoint folder or hub name; default: the demo model.
         db: an :class:`kb.EntityDB` or its path; default: the embedded kb (``kb=``: deprecated).
         end_to_end: also score the linker's own mentions (precision, recall, F1).
@@ -255,7 +255,7 @@ def eval_link(
             "method 'knowbert' needs {knowbert_model} (the folder 'mluke knowbert train' writes: RUN/model)",
             options={"knowbert_model": option("knowbert_model", "RUN/model")},
         )
-    data = read_mewsli(os.fspath(folder), langs)
+    data = read_mewsli(os.fspath(folder), string_list(langs, "langs"))
     if not data.docs:
         raise InputFormatError(f"{folder}: no usable documents ({sum(data.skipped.values())} records skipped)")
     languages = list(data.languages)

@@ -6,11 +6,14 @@ scored by precision, recall and F1 as well. :func:`compare_mlama` puts several m
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from probes.mlama import read_mlama
+from kb.errors import InputFormatError
+from kb.files import string_list
+from probes.mlama import MlamaRelation, read_mlama
 
 if TYPE_CHECKING:
     from kb.jsontypes import JsonObject
@@ -137,11 +140,11 @@ class MlamaComparison:
 def eval_mlama(
     path: str | Path,
     model: ModelSource = None,
-    langs: list[str] | tuple[str, ...] = ("en",),
+    langs: str | list[str] | tuple[str, ...] = ("en",),
     *,
     mode: Mode | None = None,
     use_subject_entity: bool = False,
-    relations: list[str] | None = None,
+    relations: str | list[str] | None = None,
     exclude_subject: bool = True,
     batch_size: int = 64,
     progress: bool = True,
@@ -179,18 +182,40 @@ def eval_mlama(
 
     Raises:
         MlukeError: a bad threshold (before any model is loaded), or an unreadable mLAMA folder.
+        InputFormatError: nothing to evaluate (no relation of ``langs`` with a facts file that holds facts);
+            relations whose facts file is empty are left out, and a note says so.
     """
+    from mluke.options import check_threshold
+
+    check_threshold(threshold)  # before loading anything
+    langs, relations = string_list(langs, "langs") or [], string_list(relations, "relations")
+    notes: list[str] = []
+    work: list[tuple[str, MlamaRelation]] = []
+    empty: list[tuple[str, MlamaRelation]] = []
+    for lang in langs:
+        for rel in read_mlama(path, lang, relations):
+            (work if rel.subjects else empty).append((lang, rel))
+    if not work:
+        raise InputFormatError(
+            f"{path}: nothing to evaluate in {', '.join(langs) or 'no language'}: "
+            + (
+                f"the facts files of {', '.join(f'{l}/{r.relation}' for l, r in empty)} hold no facts"
+                if empty
+                else "no relation with a facts file" + (f" among {', '.join(relations)}" if relations else "")
+            )
+        )
+    if empty:
+        notes.append(
+            f"left out (their facts files hold no facts): {', '.join(f'{l}/{r.relation}.jsonl' for l, r in empty)}"
+        )
+    # the model code (torch, transformers: seconds to import) once the folder has been read
     from tqdm import tqdm
 
     from mluke.cloze_runs import run_cloze
     from mluke.knowbert.word_model import open_probe_model
-    from mluke.options import check_threshold
-
-    check_threshold(threshold)  # before loading anything
     from probes.bias import language_bias
 
     bundle = open_probe_model(model, knowledge=knowledge, device=device, dtype=dtype)
-    notes = []
     if bundle.tokenizer.entity_vocab is None and mode in ("entity", "both"):
         notes.append(f"{_name(model, bundle)} has no entity vocabulary: evaluated in word mode")
         mode, use_subject_entity = "word", False
@@ -199,7 +224,6 @@ def eval_mlama(
     counts: dict[str, dict[str, int]] = {}
     bias = []
     sets: dict[str, dict[str, dict[str, float]]] = {}
-    work = [(lang, rel) for lang in langs for rel in read_mlama(path, lang, relations)]
     for lang, rel in tqdm(work, desc="mLAMA", unit="relation", disable=not progress):
         result = run_cloze(
             rel.template,
@@ -239,7 +263,7 @@ def eval_mlama(
 
 
 def compare_mlama(
-    path: str | Path, models: list[Any], langs: list[str] | tuple[str, ...] = ("en",), **options: Any
+    path: str | Path, models: list[Any], langs: str | list[str] | tuple[str, ...] = ("en",), **options: Any
 ) -> MlamaComparison:
     """:func:`eval_mlama` for each model in turn (one model in memory at a time), side by side: what
     ``mluke eval-mlama DIR --model A --model B`` prints.
@@ -253,6 +277,8 @@ def compare_mlama(
     Returns:
         The :class:`MlamaComparison`.
     """
+    if isinstance(models, (str, os.PathLike)):
+        models = [models]  # one model, not the letters of its name
     return MlamaComparison([eval_mlama(path, m, langs, **options) for m in models])
 
 

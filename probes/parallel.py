@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from kb.db import EntityDB
 from kb.errors import OptionError
+from kb.files import string_list
 from kb.languages import MLUKE_LANGUAGES
 from probes.cwr import ParallelSpan
 from probes.transfer.miniature.patterns import SLOT_KINDS, render
@@ -25,9 +26,11 @@ from probes.transfer.miniature.sampling import PATTERNS, RELATIONS, KbWorld
 
 
 def parallel_spans(
-    db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, *, size: int = 200, seed: int = 0
+    db: EntityDB, languages: str | Iterable[str] = MLUKE_LANGUAGES, *, size: int = 200, seed: int = 0
 ) -> list[ParallelSpan]:
-    """``size`` parallel sentences (fewer when the kb has fewer usable facts) in every language, as span records."""
+    """``size`` parallel sentences (fewer when the kb has fewer usable facts) in every language, as span records
+    (``languages``: one string is one language)."""
+    languages = string_list(languages, "languages") or []
     langs = list(dict.fromkeys(languages))
     unknown = [lang for lang in langs if lang not in PATTERNS]
     if unknown or not langs:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,10 +19,59 @@ if TYPE_CHECKING:
     from click.testing import Result
 
 
+#: The cache folder of the whole session, set before any fixture runs (see pytest_configure).
+SESSION_HOME: Path | None = None
+#: $XDG_CACHE_HOME during the tests: mluke's fallback cache, SENTINEL / "mluke", must stay empty.
+SENTINEL: Path | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Never touch the user's cache (``$MLUKE_HOME`` or ``~/.cache/mluke``): before any fixture, module- and
+    session-scoped ones included, ``$MLUKE_HOME`` points at a folder of this session, and the fallback
+    (``$XDG_CACHE_HOME/mluke``, used when a test removes ``$MLUKE_HOME``) at a sentinel folder that
+    :func:`pytest_sessionfinish` checks stayed empty. Other tools' caches keep their folders."""
+    global SESSION_HOME, SENTINEL
+    root = Path(tempfile.mkdtemp(prefix="mluke-tests-"))
+    SESSION_HOME, SENTINEL = root / "mluke-home", root / "user-cache-sentinel"
+    SESSION_HOME.mkdir()
+    SENTINEL.mkdir()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    os.environ.setdefault("HF_HOME", str(cache / "huggingface"))  # where they were before the sentinel
+    os.environ.setdefault("TORCH_HOME", str(cache / "torch"))
+    os.environ.setdefault("MPLCONFIGDIR", str(cache / "matplotlib"))  # its font cache, not rebuilt per session
+    os.environ["XDG_CACHE_HOME"] = str(SENTINEL)
+    os.environ["MLUKE_HOME"] = str(SESSION_HOME)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if anything was written where the user's cache would be."""
+    if SENTINEL is None:
+        return
+    leaked = sorted(str(p.relative_to(SENTINEL)) for p in (SENTINEL / "mluke").rglob("*"))
+    if leaked:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = (
+            "the tests wrote into the user's cache folder (a test or fixture ran without $MLUKE_HOME): "
+            + ", ".join(leaked[:10])
+        )
+        if reporter is not None:
+            reporter.write_line(f"ERROR: {message}", red=True)
+        else:
+            print(f"ERROR: {message}", file=sys.stderr)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if SESSION_HOME is not None:
+        shutil.rmtree(SESSION_HOME.parent, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never touch the user's ~/.cache/mluke; share one cache across the session."""
-    monkeypatch.setenv("MLUKE_HOME", str(tmp_path_factory.getbasetemp() / "mluke-home"))
+def _isolated_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with the session's cache folder (a test that changes $MLUKE_HOME changes it for
+    itself only); one cache is shared across the session."""
+    assert SESSION_HOME is not None
+    monkeypatch.setenv("MLUKE_HOME", str(SESSION_HOME))
 
 
 @pytest.fixture(scope="session")

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from kb.errors import InputFormatError, SchemaVersionError
-from kb.files import check_output, publish, temporary_name
+from kb.files import check_output, discard, publish, temporary_name
 
 if TYPE_CHECKING:
     from kb.jsontypes import JsonObject, JsonValue
@@ -178,7 +178,7 @@ def atomic_build(
         publish(tmp, path, overwrite=overwrite)
     except BaseException:
         conn.close()
-        tmp.unlink(missing_ok=True)
+        discard(tmp)  # never hides the error being raised
         raise
 
 

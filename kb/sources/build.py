@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kb.errors import Option, OptionError, OutputExistsError, flag
+from kb.files import string_list
 
 if TYPE_CHECKING:
     from kb.sources.assembly import BuildReport
@@ -45,8 +46,8 @@ def build(
     embedded: bool = False,
     wikidata: str | os.PathLike[str] | None = None,
     wikipedia: Iterable[str | os.PathLike[str]] = (),
-    languages: Iterable[str] | None = None,
-    properties: Iterable[str] | None = None,
+    languages: str | Iterable[str] | None = None,
+    properties: str | Iterable[str] | None = None,
     all_items: bool = False,
     corpus: str | os.PathLike[str] | None = None,
     keep_corpus: bool = True,
@@ -71,6 +72,7 @@ def build(
     from kb.sources.wikidata import MLAMA_PROPERTIES
 
     wikipedia = list(wikipedia)
+    languages, properties = string_list(languages, "languages"), string_list(properties, "properties")
     langs = tuple(languages) if languages else MLUKE_LANGUAGES
     if embedded and (wikidata or wikipedia):
         raise OptionError(

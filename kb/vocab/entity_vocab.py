@@ -207,11 +207,34 @@ class EntityVocab(SqliteStore):
 
         Returns:
             The vocabulary.
+
+        Raises:
+            OptionError: a vocabulary that would be empty: ``min_languages`` above the number of languages
+                counted, or no entity with titles in that many (the message says which value to pass).
         """
         langs = check_languages(languages if languages is not None else db.languages, db.languages)
         if size < 1 or min_languages < 1:
-            raise ValueError(f"size and min_languages must be positive, got {size} and {min_languages}")
+            raise OptionError(f"size and min_languages must be positive, got {size} and {min_languages}")
+        fix = {
+            "min_languages": option("min_languages", min_languages),
+            "fewer": option("min_languages", max(1, min(len(langs), min_languages - 1))),
+        }
+        counted = f"{len(langs)} language{'s' if len(langs) != 1 else ''} ({', '.join(langs)})"
+        if min_languages > len(langs):
+            raise OptionError(
+                f"{{min_languages}}: counting the {counted} of {db.path}, no entity can have a title in "
+                f"{min_languages}, so the vocabulary would be empty; pass {{fewer}}",
+                options=fix,
+            )
         ranked = db.vocab_ranking(langs, min_languages, size)
+        if not ranked and min_languages == 1:
+            raise OptionError(f"{db.path} has no entity with a title in {counted}: the vocabulary would be empty")
+        if not ranked:
+            raise OptionError(
+                f"{{min_languages}}: counting the {counted} of {db.path}, no entity has a title in "
+                f"{min_languages}, so the vocabulary would be empty; pass {{fewer}}",
+                options=fix,
+            )
         first = len(storage.SPECIAL_ENTITIES)
         ids = {key: first + i for i, (key, _) in enumerate(ranked)}
         names: dict[int, list[tuple[str, str]]] = {}

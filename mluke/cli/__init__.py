@@ -10,6 +10,8 @@ outside it imports it, except ``python -m mluke``.
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from typing import Annotated
 
@@ -93,3 +95,23 @@ def main() -> None:
     except MlukeError as exc:
         typer.echo(f"error: {exc.for_cli()}", err=True)
         sys.exit(1)
+    except OSError as exc:  # a file the library did not check first: one line naming it, not a traceback
+        if exc.filename is None or exc.errno not in _FILE_ERRNOS:
+            raise
+        typer.echo(f"error: {os.fsdecode(exc.filename)}: {exc.strerror or exc}", err=True)
+        sys.exit(1)
+
+
+#: File errors that are the user's situation, not a bug: a read-only folder, no permission, a full disk, ...
+_FILE_ERRNOS = frozenset(
+    {
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOSPC,
+        errno.EDQUOT,
+        errno.EFBIG,
+        errno.ENOTDIR,
+        errno.EISDIR,
+    }
+)

@@ -322,6 +322,7 @@ def parallel_spans(
 ) -> None:
     """Write parallel sentences stating kb facts in every language, with their entity spans, as the
     parallel-spans JSONL that `mluke eval-cwr`, `mluke modularity` and `mluke index build` read."""
+    checks.output_path(output, overwrite)
     from kb import open_db
     from kb.languages import MLUKE_LANGUAGES
     from probes.cwr import write_parallel_jsonl

@@ -49,7 +49,8 @@ def clean(
         typer.Option(
             "--all",
             help=(
-                "Also remove what is in use (the embedded kb, the demo models, mention indexes, resumable "
+                "Also remove what is in use (the embedded kb, the demo models, mention indexes, imported entity "
+                "vocabularies, resumable "
                 "trainings); each is rebuilt when next needed."
             ),
         ),

@@ -9,10 +9,12 @@ names the option as the user typed it (``--lang xx``), with the accepted values.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from kb.errors import OptionError
+from kb.errors import InputFormatError, OptionError
+from kb.files import check_output, check_writable
 from mluke.options import METHODS
 
 # The accepted values of options, kept here so that checking them imports no model code (transformers takes
@@ -38,9 +40,9 @@ def choices(flag: str, values: Iterable[str], allowed: Sequence[str]) -> list[st
 
 
 def positive(flag: str, value: float | None) -> None:
-    """An error unless ``value`` (when given) is above zero."""
-    if value is not None and not value > 0:
-        raise OptionError(f"{flag} {value}: expected a number above 0")
+    """An error unless ``value`` (when given) is a finite number above zero (not nan, not inf)."""
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise OptionError(f"{flag} {value}: expected a finite number above 0")
 
 
 def at_least(flag: str, value: int | None, low: int) -> None:
@@ -56,7 +58,10 @@ def between(flag: str, value: float | None, low: float, high: float) -> None:
 
 
 def device(value: str | None, dtype: str | None = None) -> None:
-    """``--device`` and ``--dtype``: a known device that exists here, a known precision."""
+    """``--device`` and ``--dtype``: a known device that exists here, a known precision (torch is imported only
+    when one of them is given: the default needs no check)."""
+    if value is None and dtype is None:
+        return
     from mluke.devices import DTYPES, resolve_device
 
     if value is not None:
@@ -107,3 +112,49 @@ def hidden_size(model: str | None) -> int | None:
         return int(json.loads(config.read_text(encoding="utf-8"))["hidden_size"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def input_path(name: str, path: str | Path | None, kind: str = "file or folder", expected: str = "") -> None:
+    """An error naming the argument or option unless ``path`` (when given; ``-`` is standard input) exists:
+    a missing input is refused before anything slow is imported or loaded (``kind``, ``expected``: what
+    the message says it should have been)."""
+    if path is None or str(path) == "-":
+        return
+    if not Path(path).exists():
+        raise InputFormatError(f"{name} {path}: no such {kind}" + (f" (expected {expected})" if expected else ""))
+
+
+def input_file(name: str, path: str | Path | None) -> None:
+    """:func:`input_path`, and ``path`` must be a file, not a folder."""
+    input_path(name, path, "file")
+    if path is not None and str(path) != "-" and Path(path).is_dir():
+        raise InputFormatError(f"{name} {path}: is a folder; expected a file")
+
+
+def config_file(path: Path | None) -> None:
+    """``--config``: an existing file (its content is read by the trainer)."""
+    input_file("--config", path)
+
+
+def demo_output(output: Path, overwrite: bool) -> None:
+    """``--output`` of ``--preset``: a finished demo model there is used as it is; otherwise the folder must
+    be one the training can write (checked before the trainer is imported)."""
+    if (output / "demo.json").is_file() and not overwrite:
+        return
+    check_writable(output)
+
+
+def output_path(path: str | Path | None, overwrite: bool, what: str = "") -> None:
+    """An output file or folder (when given; ``-`` is standard output): refused if it exists (unless
+    ``overwrite``) or cannot be written (:func:`kb.files.check_output`)."""
+    if path is not None and str(path) != "-":
+        check_output(path, overwrite=overwrite, what=what)
+
+
+def kb_overrides(kb: list[str] | None) -> dict[str, str | None]:
+    """``--kb NAME=DB`` (repeatable) by name; the KnowBert code, slow to import, only when some are given."""
+    if not kb:
+        return {}
+    from mluke.knowbert.kb_sources import parse_kb_overrides
+
+    return parse_kb_overrides(kb)

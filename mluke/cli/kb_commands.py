@@ -16,6 +16,7 @@ import typer
 
 import kb
 from kb.files import split_list, write_csv, write_json
+from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, print_table
 from mluke.cli.params import OverwriteOption
 
@@ -113,6 +114,8 @@ def build(
     Examples: mluke kb build --embedded            (then: mluke kb info embedded)
               mluke kb build --wikidata latest-all.json.bz2 --wikipedia jawiki-latest-pages-articles.xml.bz2 -o kb.sqlite
     """  # noqa: E501 (a command line to copy)
+    checks.at_least("--workers", workers, 1)
+    checks.at_least("--min-city-population", min_city_population, 0)
     report = kb.build(
         output,
         embedded=embedded,
@@ -258,6 +261,7 @@ def vocab(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
 ) -> None:
     """Build the multilingual entity vocabulary (ids for the model's entity embeddings) from a database."""
+    checks.output_path(output, overwrite)
     with kb.open_db(db) as d:
         v = kb.EntityVocab.build(
             d, output, size=size, min_languages=min_languages, languages=_langs(languages), overwrite=overwrite
@@ -291,6 +295,8 @@ def vocab_import(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
 ) -> None:
     """Import an existing entity vocabulary (ids kept as in the file) into the fast look-up format."""
+    checks.input_file("SOURCE", source)
+    checks.output_path(output, overwrite)
     v = kb.EntityVocab.import_file(
         source, output, layout=layout, db=kb.open_db(db) if db else None, default_lang=default_lang, overwrite=overwrite
     )
@@ -310,6 +316,8 @@ def vocab_export(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace the output file if it exists.")] = False,
 ) -> None:
     """Export a vocabulary as the Hugging Face entity_vocab.json or the luke jsonl layout."""
+    checks.input_file("VOCAB", vocab_path)
+    checks.output_path(output, overwrite)
     with kb.EntityVocab(vocab_path) as v:
         v.export(output, layout=layout, overwrite=overwrite)
     typer.echo(f"wrote {output}")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kb.files import split_list
+from kb.files import check_writable, split_list
 from mluke.cli import checks
 from mluke.cli.params import DbOption, DeviceOption, ProgressOption
 
@@ -116,7 +116,13 @@ def train(
     checks.choice("--stage", stage, ["1", "2", "both"])
     checks.at_least("--max-steps", max_steps, 1)
     checks.at_least("--log-every", log_every, 1)
+    checks.positive("--learning-rate", learning_rate)
+    checks.at_least("--batch-size", batch_size, 1)
+    checks.at_least("--save-every", save_every, 1)
+    checks.at_least("--stage1-steps", stage1_steps, 0)
+    checks.at_least("--stage2-steps", stage2_steps, 0)
     checks.device(device)
+    check_writable(output)  # the run folder, before anything is imported or loaded
     from mluke.knowbert.run import knowledge_base_sources, train_knowbert
 
     done = train_knowbert(

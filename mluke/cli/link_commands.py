@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kb.files import split_list
+from kb.files import check_text_source, split_list
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, print_table, records_table, write_outputs, wrote
 from mluke.cli.params import (
@@ -94,6 +94,7 @@ def link(
     checks.at_least("--limit", limit, 0)
     checks.between("--nil-threshold", nil_threshold, 0, 1)
     checks.device(device, dtype)
+    check_text_source(source, pipe_hint="mluke link -")
     outputs = check_outputs(overwrite, jsonl)
     options = LinkOptions(
         method=method,  # type: ignore[arg-type]  # checked above
@@ -102,16 +103,20 @@ def link(
         candidates=candidates,
         knowledge_base=knowledge_base,
     )
-    from mluke.knowbert.kb_sources import parse_kb_overrides
+    kbs = checks.kb_overrides(kb)
     from mluke.link_files import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally
 
-    kbs = parse_kb_overrides(kb or [])
     stream = iter_link_file(
         source, lang, db=db, model=model, options=options, progress=progress, device=device, dtype=dtype, kbs=kbs
     )
     if jsonl:  # each line written as soon as it is linked
-        tally = write_linked(stream, jsonl, overwrite=overwrite)
+        tally = LinkTally()
+        try:
+            write_linked(stream, jsonl, overwrite=overwrite, tally=tally)
+        except KeyboardInterrupt:
+            _say_interrupted(tally, source, jsonl)
+            raise
         if jsonl == "-":
             return
         counts = tally.summary()
@@ -122,8 +127,12 @@ def link(
     tally = LinkTally(
         keep=limit, runner_ups=3 if candidates else 0
     )  # counts, and the rows of the first --limit mentions
-    for item in stream:
-        tally.add(item)
+    try:
+        for item in stream:
+            tally.add(item)
+    except KeyboardInterrupt:
+        _say_interrupted(tally, source, None)
+        raise
     columns = [c.format(lang=lang) for c in MENTION_COLUMNS] + (["runner-ups (name prior)"] if candidates else [])
     print_table(None, columns, tally.rows)
     _say_if_nothing_found(tally, source, lang)
@@ -131,6 +140,20 @@ def link(
         typer.echo(
             f"... and {tally.mentions - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)"
         )
+
+
+def _say_interrupted(tally: Any, source: str, jsonl: str | None) -> None:
+    """What Ctrl-C kept: the lines on standard output, or nothing (a --jsonl file is written only when
+    complete, so no half file is left), and how to get the rest."""
+    done = f"interrupted after linking {tally.texts:,} line{'s' if tally.texts != 1 else ''}"
+    if jsonl == "-":
+        kept = f"{done}; they were written to standard output"
+    elif jsonl:
+        kept = f"{done}; nothing was written to {jsonl} (it is written only when complete, so no half file is left)"
+    else:
+        kept = f"{done} ({tally.mentions:,} mentions); nothing was printed"
+    rest = "standard input" if source == "-" else source
+    typer.echo(f"\n{kept}; run the command again to link all of {rest}", err=True)
 
 
 def _say_if_nothing_found(tally: Any, source: str, lang: str) -> None:

@@ -105,14 +105,12 @@ def probe(
         checks.choice("--mode", mode, ["entity", "word", "both"])
     checks.choice("--normalize", normalize, ["candidates", "vocabulary"])
     checks.choice("--decoding", decoding, ["independent", "left-to-right", "confidence"])
-    checks.at_least("--top-k", top_k, 1)
-    checks.at_least("--max-pieces", max_pieces, 1)
-    checks.at_least("--beam", beam, 1)
     checks.between("--threshold", threshold, 0, 1)
     checks.at_least("--limit", limit, 0)
+    checks.input_path("--templates", templates)
     checks.device(device, dtype)
     outputs = check_outputs(overwrite, json_out, csv_out)
-    options = ProbeOptions(  # the values are checked above
+    options = ProbeOptions(  # checks --top-k, --max-pieces and --beam; the choices are checked above
         mode=mode,  # type: ignore[arg-type]
         use_subject_entity=subject_entity,
         top_k=top_k,
@@ -125,9 +123,8 @@ def probe(
         knowledge=knowledge,
     )
     from mluke.cloze import probe as run
-    from mluke.knowbert.kb_sources import parse_kb_overrides
 
-    kbs = parse_kb_overrides(kb or [])
+    kbs = checks.kb_overrides(kb)
     result = run(
         template,
         lang,
@@ -227,6 +224,7 @@ def eval_mlama(
 ) -> None:
     """Evaluate a model on mLAMA 1.1: P@1 per relation, macro-averaged per language, and language bias;
     with several --model, one table of models (rows) by languages (columns)."""
+    checks.input_path("FOLDER", folder, "folder", "the mLAMA data folder")
     if mode is not None:
         checks.choice("--mode", mode, ["entity", "word"])
     checks.between("--threshold", threshold, 0, 1)

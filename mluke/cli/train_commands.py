@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from kb.errors import MlukeError
-from kb.files import split_list
+from kb.files import check_output, split_list
 from mluke.cli import checks
 from mluke.cli.output import print_table
 
@@ -62,6 +62,9 @@ def pretrain(
     """
     checks.preset(preset)
     checks.at_least("--max-steps", max_steps, 1)
+    checks.config_file(config)
+    if preset is not None and output is not None:
+        checks.demo_output(output, overwrite)
     from mluke.pretraining import TrainConfig, pretrain as run
 
     if print_config:
@@ -106,6 +109,10 @@ def corpus(
     """Build the pretraining corpus (sentences, word pieces, entity links packed into sequences)
     from the page texts of a dump build, e.g. mluke corpus kb.corpus --tokenizer xlmr/ --vocab vocab.sqlite -o corpus"""
     checks.choice("--unknown-links", unknown_links, ["drop", "unk"])
+    checks.input_path("PAGES", pages)
+    checks.input_path("--tokenizer", tokenizer)
+    checks.input_path("--vocab", vocab)
+    check_output(output, overwrite=overwrite)
     from mluke.pretraining import build_wiki_corpus
 
     meta = build_wiki_corpus(

@@ -155,9 +155,10 @@ def finetune(
     checks.at_least("--doc-stride", doc_stride, 1)
     checks.device(device)
     _check_format(task, fmt)
-    from mluke.knowbert.kb_sources import parse_kb_overrides
-
-    kbs = parse_kb_overrides(kb or [])
+    checks.input_file("--train", train)
+    checks.input_file("--dev", dev)
+    checks.output_path(output, overwrite)
+    kbs = checks.kb_overrides(kb)
     if kbs and features != "knowbert":
         raise OptionError("--kb gives a KnowBert model's knowledge bases their kbs: only with --features knowbert")
     from mluke.finetuning import FineTuneConfig

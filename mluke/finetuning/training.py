@@ -126,6 +126,7 @@ class FineTuner:
         self.best: tuple[float, int] | None = None  # (dev score, epoch)
         self.rng_state = None
         self.resumed = False  #: continued an interrupted run (:meth:`train` says so)
+        self.saved_step = 0  #: the step of the checkpoint in ``work`` (a rerun continues from it)
         self._start(identity, restart)
 
     def _start(self, identity: dict[str, Any], restart: bool) -> None:
@@ -167,6 +168,12 @@ class FineTuner:
         }
         with atomic_path(self.work / "state.pt", overwrite=True) as tmp:
             torch.save(state, tmp)
+        self.saved_step = self.step
+
+    @property
+    def step(self) -> int:
+        """Steps done, over all epochs."""
+        return self.epoch * self.steps_per_epoch + self.step_in_epoch
 
     def _load(self) -> None:
         state = torch.load(self.work / "state.pt", weights_only=True, map_location=model_device(self.model))
@@ -176,6 +183,7 @@ class FineTuner:
         self.rng_state = state["rng"]
         self.epoch, self.step_in_epoch = state["epoch"], state["step_in_epoch"]
         self.history, self.best = state["history"], state["best"]
+        self.saved_step = self.step
 
     def _order(self, epoch: int) -> list[int]:
         order = list(range(len(self.rows)))
@@ -210,14 +218,31 @@ class FineTuner:
                 mininterval=0.5,
                 dynamic_ncols=True,
             )
-            with bar:
-                while self.epoch < self.config.epochs:
-                    self._epoch(bar, on_step)
+            try:
+                with bar:
+                    while self.epoch < self.config.epochs:
+                        self._epoch(bar, on_step)
+            except KeyboardInterrupt:
+                print(f"\n{self.interrupted_note()}", file=sys.stderr, flush=True)
+                raise
         if (self.work / "best.pt").is_file():
             self.model.load_state_dict(
                 torch.load(self.work / "best.pt", weights_only=True, map_location=model_device(self.model))
             )
         return self.history
+
+    def interrupted_note(self) -> str:
+        """What an interruption (Ctrl-C) keeps, and how to continue: printed when :meth:`train` is interrupted."""
+        if not self.saved_step:
+            return (
+                f"Interrupted at step {self.step:,} of {self.total:,}, before the first checkpoint (every "
+                f"{self.config.save_every:,} steps and at each epoch's end); the next run starts from the beginning."
+            )
+        return (
+            f"Interrupted at step {self.step:,} of {self.total:,}; the checkpoint of step {self.saved_step:,} is kept "
+            f"in {self.work} and the next run with the same data and settings resumes from it (--restart, "
+            "restart=True in Python, starts over)."
+        )
 
     def _epoch(self, bar: Any, on_step: Callable[[int], None] | None) -> None:
         self.model.train()

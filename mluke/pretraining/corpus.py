@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from kb.errors import OptionError, option
-from kb.files import check_output, remove, replace, temporary_name
+from kb.files import check_output, discard, remove, replace, temporary_name
 from kb.vocab import EntityVocab
 from mluke.encoding import encode_with_spans
 from mluke.pretraining.corpus_reader import ARRAYS, FORMAT, FORMAT_VERSION
@@ -172,7 +172,7 @@ class CorpusWriter:
         for files in self._files.values():
             for f in files.values():
                 f.close()
-        remove(self.tmp)
+        discard(self.tmp)  # never hides the error that aborted the write
 
 
 def _file_hash(path: Path) -> str:

@@ -86,3 +86,19 @@ def test_comma_lists_and_option_spellings():
     assert str(err) == "x; pass restart=True or relation='P..'"
     assert err.for_cli() == "x; pass --restart or --relation P.."
     assert kb.KbFormatError is kb.InputFormatError
+
+
+def test_one_string_is_one_item_of_a_list_parameter(embedded_db):
+    from kb.files import string_list
+    from mluke import span_vectors
+    from mluke.errors import TextInputError
+    from probes import parallel_spans
+
+    assert string_list("Tokyo", "subjects") == ["Tokyo"] and string_list(("a", "b"), "x") == ["a", "b"]
+    assert string_list(None, "x") is None
+    with pytest.raises(TypeError, match="langs: expected a string or a list of strings, got 3"):
+        string_list(["en", 3], "langs")
+    assert {item.lang for item in parallel_spans(embedded_db, "ja", size=3)} == {"ja"}
+    # checked before any model is opened: the model named here does not exist
+    with pytest.raises(TextInputError, match="texts: expected a list of texts, got one string"):
+        span_vectors("no-such-model", "Tokyo is big.", [[(0, 5)]])  # type: ignore[arg-type]

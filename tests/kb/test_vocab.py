@@ -176,3 +176,31 @@ def test_empty_hf_object(tmp_path):
     path = tmp_path / "v.json"
     path.write_text("{ }")
     assert len(EntityVocab.import_hf(path, tmp_path / "v.sqlite")) == 0
+
+
+def test_an_empty_vocabulary_is_refused_with_the_fix(tmp_path, tiny_db, cli):
+    out = tmp_path / "v.sqlite"
+    with pytest.raises(kb.OptionError) as e:
+        EntityVocab.build(tiny_db, out, languages=["en", "ja"])
+    assert str(e.value) == (
+        f"min_languages=3: counting the 2 languages (en, ja) of {tiny_db.path}, no entity can have a title in 3, "
+        "so the vocabulary would be empty; pass min_languages=2"
+    )
+    with kb.EntityDB.create(tmp_path / "apart.sqlite", provenance={"builder": "tests"}) as w:
+        w.add_languages(["en", "ja"])
+        w.add_entity("Q1", "city")
+        w.add_title("en", "Alpha", "Q1")
+        w.add_entity("Q2", "city")
+        w.add_title("ja", "ベータ", "Q2")
+    with (
+        kb.EntityDB(tmp_path / "apart.sqlite") as apart,
+        pytest.raises(
+            kb.OptionError,
+            match=r"min_languages=2: counting the 2 languages .*, no entity has a title in 2, .*; pass min_languages=1",
+        ),
+    ):
+        EntityVocab.build(apart, out, min_languages=2)
+    res = cli("kb", "vocab", tiny_db.path, "-o", out, "--languages", "en,ja")
+    assert isinstance(res.exception, kb.OptionError) and not out.exists()
+    assert res.exception.for_cli().startswith("--min-languages 3: counting the 2 languages (en, ja)")
+    assert res.exception.for_cli().endswith("; pass --min-languages 2")

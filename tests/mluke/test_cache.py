@@ -58,7 +58,7 @@ def test_info_and_clean_tell_used_from_unused(tmp_path, monkeypatch, embedded_db
     assert status[f"tiny-model-v{DEMO_VERSION}.work"][0] == "resumable"
     assert status[f"demo-model-v{DEMO_VERSION}.partial-999999999"][0] == "leftover"
     assert status["demo-model-v3"][0] == "old version"
-    assert status["notes.txt"][0] == "in use"
+    assert status["notes.txt"] == ("left alone", "not written by mluke; never removed")
 
     res = runner.invoke(app, ["cache", "info"])
     assert res.exit_code == 0, res.output
@@ -101,3 +101,33 @@ def test_kb_build_embedded_keeps_the_cached_kb_and_its_indexes(tmp_path, monkeyp
     assert kb.EntityDB(embedded_path()).languages == ("en", "ja")
     assert not index.path.exists()  # the replaced kb's index went with it, no orphan left
     assert not [p for p in home.glob("mentions-*.sqlite") if mention_index_orphaned(p)]
+
+
+def test_imported_entity_vocabularies_are_recognised_and_cleaned(tmp_path, monkeypatch):
+    import json
+
+    from mluke.entity_vocab import VOCAB_FOLDER, load_entity_vocab
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("MLUKE_HOME", str(home))
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    vocab = {"[PAD]": 0, "[UNK]": 1, "[MASK]": 2, "[MASK2]": 3, "en:Tokyo": 4, "ja:東京": 4}
+    (checkpoint / "entity_vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    loaded = load_entity_vocab(checkpoint)
+    assert loaded is not None and loaded.path.parent == home / VOCAB_FOLDER
+    loaded.close()
+    (home / "notes.txt").write_text("mine")
+
+    [entry] = [e for e in cache_entries() if e.path.name == VOCAB_FOLDER]
+    assert (entry.kind, entry.status) == ("entity vocabularies imported from checkpoints (1)", "in use")
+    assert "entity_vocab.json" in entry.why and entry.size > 0
+    res = runner.invoke(app, ["cache", "info"])
+    assert "entity vocabularies imported from checkpoints (1)" in res.output and "not written by mluke" in res.output
+    assert not [line for line in res.output.splitlines() if "entity-vocab" in line and "not written" in line]
+
+    assert clean_cache() == [] and (home / VOCAB_FOLDER).is_dir()  # in use: kept by a plain clean
+    res = runner.invoke(app, ["cache", "clean", "--all"])
+    assert res.exit_code == 0 and f"removed {VOCAB_FOLDER}" in res.output, res.output
+    assert sorted(p.name for p in home.iterdir()) == ["notes.txt"]
+    assert load_entity_vocab(checkpoint) is not None  # imported again when next needed

@@ -96,6 +96,20 @@ BAD = [
     (["link", "{text}", "--method", "best"], "--method best"),
     (["link", "{text}", "--nil-threshold", "2"], "--nil-threshold 2.0: expected a number from 0 to 1"),
     (["eval-link", "{spans}", "--nil-threshold", "-0.5"], "--nil-threshold -0.5"),
+    (["link", "{text}", "--prior-weight", "nan"], "--prior-weight nan: expected a finite number of at least 0"),
+    (["link", "{text}", "--prior-weight", "inf"], "--prior-weight inf: expected a finite number"),
+    (["link", "{text}", "--prior-weight", "-3"], "--prior-weight -3.0: expected a finite number of at least 0"),
+    (["link", "{text}", "--nil-threshold", "nan"], "--nil-threshold nan: expected a number from 0 to 1"),
+    (["probe", "[X] is the capital of [Y]", "--top-k", "99999999999"], "--top-k 99999999999: expected a whole"),
+    (["probe", "[X] is the capital of [Y]", "--max-pieces", "0"], "--max-pieces 0: expected a whole number"),
+    (["probe", "[X] is the capital of [Y]", "--beam", "5000"], "--beam 5000: expected a whole number from 1"),
+    (["probe", "[X] is the capital of [Y]", "--threshold", "nan"], "--threshold nan: expected a number"),
+    (["finetune", "ner", "--train", "t", "--dev", "d", "-o", "o", "--learning-rate", "nan"], "--learning-rate nan"),
+    (["finetune", "ner", "--train", "t", "--dev", "d", "-o", "o", "--learning-rate", "inf"], "--learning-rate inf"),
+    (["knowbert", "train", "-o", "{out}", "--learning-rate", "0"], "--learning-rate 0.0: expected a finite number"),
+    (["knowbert", "train", "-o", "{out}", "--batch-size", "0"], "--batch-size 0: expected at least 1"),
+    (["kb", "build", "--embedded", "--workers", "0"], "--workers 0: expected at least 1"),
+    (["kb", "build", "--embedded", "--min-city-population", "-1"], "--min-city-population -1: expected at least 0"),
     (["probe", "[X] is the capital of [Y]", "--lang", "xx"], "--lang xx"),
     (["probe", "[X] is the capital of [Y]", "--mode", "entities"], "--mode entities"),
     (["probe", "[X] is the capital of [Y]", "--top-k", "0"], "--top-k 0"),
@@ -170,3 +184,42 @@ def test_refusals_on_a_fresh_cache_take_seconds_in_a_new_process(tmp_path):
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
         assert took < 30, f"{args}: {took:.1f} s"
     assert not home.exists() or not list(home.iterdir())
+
+
+REFUSED_WITHOUT_TORCH = [
+    (["link", "{missing}", "--lang", "en"], "error: {missing}: no such file"),
+    (["probe", "[X] is the capital of", "--lang", "en"], "error: template: [Y] missing in '[X] is the capital of'"),
+    (["probe", "[X] likes [Y]."], "error: the template '[X] likes [Y].' matches no relation template"),
+    (["eval-mlama", "{missing}"], "error: FOLDER {missing}: no such folder (expected the mLAMA data folder)"),
+    (["finetune", "ner", "--train", "{missing}", "--dev", "{text}", "-o", "{out}"], "error: --train {missing}: no"),
+    (["kb", "vocab", "{missing}", "-o", "{out}"], "error: {missing}"),
+    (["link", "{text}", "--jsonl", "{blocked}/o.jsonl"], "error: cannot write {blocked}/o.jsonl: {blocked} is a"),
+]
+
+
+@pytest.mark.parametrize(
+    "args, message", REFUSED_WITHOUT_TORCH, ids=[" ".join(a[:2]) for a, _ in REFUSED_WITHOUT_TORCH]
+)
+def test_cheap_refusals_come_before_torch_is_imported(tmp_path, embedded_db_path, args, message):
+    """A missing input, an output that cannot be written, a bad template: refused in a new process without
+    importing torch or transformers (seconds of CPU), one line, exit status 1."""
+    home = tmp_path / "home"
+    home.mkdir()
+    from kb.sources.embedded import embedded_path
+
+    env = {"MLUKE_HOME": str(home), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    subprocess.run(["cp", str(embedded_db_path), str(home / embedded_path().name)], check=True)
+    (tmp_path / "text.txt").write_text("Tokyo is the capital of Japan.\n", encoding="utf-8")
+    (tmp_path / "blocked").write_text("a file, not a folder\n")
+    paths = {"missing": tmp_path / "missing.txt", "out": tmp_path / "out", "text": tmp_path / "text.txt"}
+    paths["blocked"] = tmp_path / "blocked"
+    argv = [a.format(**paths) for a in args]
+    code = (
+        "import sys\nfrom mluke.cli import main\nsys.argv = ['mluke', *sys.argv[1:]]\n"
+        "try:\n    main()\nfinally:\n"
+        "    print('heavy:', sorted(m for m in ('torch', 'transformers') if m in sys.modules), file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and lines[0].startswith(message.format(**paths)), proc.stderr
+    assert lines[1:] == ["heavy: []"], proc.stderr

@@ -168,6 +168,26 @@ def test_an_interrupted_run_resumes_to_the_same_weights(bundle, tmp_path, capsys
     assert "(changed: --epochs was 2)" in err.value.for_cli() and "--restart" in err.value.for_cli()
 
 
+def test_ctrl_c_says_which_checkpoint_is_kept_and_that_a_rerun_resumes(bundle, tmp_path, capsys):
+    def ctrl_c_at(step):
+        def on_step(done):
+            if done == step:
+                raise KeyboardInterrupt
+
+        return on_step
+
+    with pytest.raises(KeyboardInterrupt):
+        _train(bundle, tmp_path / "early", on_step=ctrl_c_at(1))
+    assert "Interrupted at step 1 of " in capsys.readouterr().err  # before any checkpoint: says so
+    with pytest.raises(KeyboardInterrupt):
+        _train(bundle, tmp_path / "run", on_step=ctrl_c_at(5))  # checkpoints every 2 steps
+    err = capsys.readouterr().err
+    assert "Interrupted at step 5 of " in err and f"the checkpoint of step 4 is kept in {tmp_path / 'run'}" in err
+    assert "the next run with the same data and settings resumes from it" in err
+    _train(bundle, tmp_path / "run")
+    assert f"Resuming the interrupted fine-tuning run in {tmp_path / 'run'} at step 4 of" in capsys.readouterr().err
+
+
 def test_checkpoints_keep_weights_labels_and_predictions(bundle, tmp_path):
     model, _ = _train(bundle, tmp_path / "work", features="word", epochs=1)
     out = save_transfer(model, bundle.tokenizer, tmp_path / "ner-w")

@@ -3,6 +3,7 @@ grow with the input, and no output file at the final path when a run fails or is
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -191,8 +192,15 @@ def test_interrupted_process_leaves_no_output(tiny_demo, embedded_db_path, tmp_p
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     proc.stdin.close()
-    assert proc.wait(60) != 0
+    assert proc.wait(60) == 130
     assert not out.exists() and _leftovers(tmp_path) == []
+    err = proc.stderr.read().decode()
+    assert re.search(
+        rf"interrupted after linking [\d,]+ lines?; nothing was written to {re.escape(str(out))} \(it is written "
+        r"only when complete, so no half file is left\); run the command again to link all of standard input",
+        err,
+    ), err
+    assert "Traceback" not in err
 
 
 def test_iter_lines_reads_lines_as_splitlines_does(tmp_path):

@@ -2,6 +2,7 @@
 of the entity database still working (with a DeprecationWarning) for each public function family."""
 
 import dataclasses
+import math
 import typing
 
 import pytest
@@ -21,11 +22,11 @@ def test_options_are_checked_when_made():
         LinkOptions(method="best")  # type: ignore[arg-type]
     with pytest.raises(kb.OptionError, match=r"nil_threshold=1.5: expected a confidence between 0 and 1"):
         LinkOptions(nil_threshold=1.5)
-    with pytest.raises(kb.OptionError, match="must be at least 1"):
+    with pytest.raises(kb.OptionError, match="batch_size=0: expected a whole number of at least 1"):
         LinkOptions(batch_size=0)
     with pytest.raises(kb.MlukeError, match=r"mode='words': expected 'entity', 'word' or 'both'"):
         ProbeOptions(mode="words")  # type: ignore[arg-type]
-    with pytest.raises(kb.MlukeError, match=r"top_k=0: expected a positive number"):
+    with pytest.raises(kb.MlukeError, match=r"top_k=0: expected a whole number from 1 to 100,000"):
         ProbeOptions(top_k=0)
     with pytest.raises(kb.MlukeError, match=r"normalize='all': expected 'candidates' or 'vocabulary'"):
         ProbeOptions(normalize="all")  # type: ignore[arg-type]
@@ -33,6 +34,29 @@ def test_options_are_checked_when_made():
         ProbeOptions(threshold=0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         LinkOptions().method = "prior"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "kind, field, value, message",
+    [
+        (LinkOptions, "prior_weight", math.nan, "prior_weight=nan: expected a finite number of at least 0"),
+        (LinkOptions, "prior_weight", math.inf, "prior_weight=inf: expected a finite number"),
+        (LinkOptions, "prior_weight", -3.0, "prior_weight=-3.0: expected a finite number of at least 0"),
+        (LinkOptions, "prior_weight", "1", "prior_weight='1': expected a finite number"),
+        (LinkOptions, "nil_threshold", math.nan, "nil_threshold=nan: expected a confidence between 0 and 1"),
+        (LinkOptions, "window_chars", 2.5, "window_chars=2.5: expected a whole number of at least 1"),
+        (LinkOptions, "chunk_texts", True, "chunk_texts=True: expected a whole number"),
+        (ProbeOptions, "top_k", 99_999_999_999, "top_k=99999999999: expected a whole number from 1 to 100,000"),
+        (ProbeOptions, "top_k", 2.0, "top_k=2.0: expected a whole number"),
+        (ProbeOptions, "batch_size", 0, "batch_size=0: expected a whole number of at least 1"),
+        (ProbeOptions, "max_pieces", 1000, "max_pieces=1000: expected a whole number from 1 to 64"),
+        (ProbeOptions, "beam", 0, "beam=0: expected a whole number from 1 to 1,000"),
+        (ProbeOptions, "threshold", math.nan, r"threshold=nan: expected a probability in \(0, 1\]"),
+    ],
+)
+def test_numbers_that_cannot_mean_anything_are_refused(kind, field, value, message):
+    with pytest.raises(kb.OptionError if kind is LinkOptions or field != "threshold" else kb.MlukeError, match=message):
+        kind(**{field: value})
 
 
 def test_keyword_lists_are_the_fields():

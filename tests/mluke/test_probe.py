@@ -198,6 +198,22 @@ def test_y_before_x_and_free_templates(bundle, embedded_db):
     assert free.relation is None and free.metrics["with_gold"] == 0 and len(free.rows) == 2
 
 
+def test_one_string_is_one_subject_or_candidate(bundle, embedded_db):
+    r = probe(
+        "The capital of [X] is [Y].",
+        lang="en",
+        subjects="Japan",
+        candidates=["Tokyo", "Paris"],
+        model=bundle,
+        db=embedded_db,
+    )
+    assert [row.label for row in r.rows] == ["Japan"]
+    one = probe("The capital of [X] is [Y].", subjects=["Japan"], candidates="Tokyo", model=bundle, db=embedded_db)
+    assert [[p.label for p in row.predictions] for row in one.rows] == [["Tokyo"]]
+    with pytest.raises(TypeError, match=r"subjects: expected a string or a list of strings, got 17"):
+        probe("The capital of [X] is [Y].", subjects=["Japan", 17], model=bundle, db=embedded_db)
+
+
 def test_outputs(bundle, embedded_db, tmp_path):
     r = probe("The capital of [X] is [Y].", lang="en", subjects=["Japan", "France"], model=bundle, db=embedded_db)
     df = r.to_pandas()
@@ -216,7 +232,7 @@ def test_outputs(bundle, embedded_db, tmp_path):
         ({"template": "The capital of [X] is [Y].", "mode": "words"}, "mode='words'"),
         ({"template": "The capital of [X] is [Y].", "normalize": "all"}, "normalize='all'"),
         ({"template": "The capital of [X] is [Y].", "candidates": ["Atlantis"]}, "candidate 'Atlantis'"),
-        ({"template": "The capital of [X] is [Y].", "top_k": 0}, "top_k=0: expected a positive number"),
+        ({"template": "The capital of [X] is [Y].", "top_k": 0}, "top_k=0: expected a whole number from 1 to 100,000"),
         ({"template": "The capital of [X] is [Y].", "relation": "capital"}, "relation 'capital': expected a Wikidata"),
         # a free-text subject is asked with decoded words now; a wrong decoding method is the error
         (

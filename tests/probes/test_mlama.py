@@ -53,6 +53,22 @@ def test_eval_mlama_cli(eval_mlama_cli, mlama_dir, tiny_demo, tmp_path):
     assert (tmp_path / "r.csv").read_text().splitlines()[0] == "lang,relation,subjects,P@1"
 
 
+def test_eval_mlama_leaves_out_an_empty_relation_file_and_says_so(eval_mlama_cli, mlama_dir, tiny_demo):
+    (mlama_dir / "mlama1.1" / "en" / "P36.jsonl").write_text("")
+    res = eval_mlama_cli(model=tiny_demo, langs="en")
+    assert res.exit_code == 0, res.output
+    assert "note: left out (their facts files hold no facts): en/P36.jsonl" in res.output
+    assert "│ P47 " in res.output and "│ P36 " not in res.output
+    res = eval_mlama_cli(model=tiny_demo, langs="en", relations="P36")
+    assert isinstance(res.exception, kb.InputFormatError)
+    assert str(res.exception) == f"{mlama_dir}: nothing to evaluate in en: the facts files of en/P36 hold no facts"
+
+
+def test_eval_mlama_takes_one_language_and_relation_as_strings(mlama_dir, tiny_demo):
+    report = eval_mlama(mlama_dir, tiny_demo, "en", relations="P36", progress=False)
+    assert list(report.p_at_1) == ["en"] and list(report.p_at_1["en"]) == ["P36"]
+
+
 def _row(subject, gold, top):
     return SubjectResult(
         subject,
