@@ -90,10 +90,16 @@ class PlaceContext:
                 out.append((j, i))
         return out
 
-    def narrow(self, text: str, mentions: Sequence[Mention], lang: str) -> list[Mention]:
+    def narrow(
+        self, text: str, mentions: Sequence[Mention], lang: str, windows: Sequence[tuple[int, int]] = ()
+    ) -> list[Mention]:
         """``mentions`` (of ``text``) with the candidates of each place written with its region
         or country narrowed to those it picks, and the region's or country's to those that contain them; then
-        those of the same sentence that a mention with a single candidate settles (module docs)."""
+        those of the same sentence that a mention with a single candidate settles (module docs).
+
+        ``windows``: the linker's windows of ``text`` (start, end); a sentence counts only within the window
+        a mention starts in, so a long text linked a few windows at a time narrows the same way as at once.
+        """
         out = list(mentions)
         paired: set[int] = set()
         for p, c in self.pairs(text, out, lang):
@@ -108,12 +114,14 @@ class PlaceContext:
             out[p] = place._replace(candidates=_renormalised(inside))
             out[c] = container._replace(candidates=_renormalised([x for x in container.candidates if x.key in holding]))
             paired.update((p, c))
-        return self._by_sentence(text, out, paired)
+        return self._by_sentence(text, out, paired, [a for a, _ in windows])
 
-    def _by_sentence(self, text: str, mentions: list[Mention], paired: set[int]) -> list[Mention]:
-        """Narrow the mentions not in a pair by the single-candidate mentions of their sentence."""
+    def _by_sentence(
+        self, text: str, mentions: list[Mention], paired: set[int], window_starts: list[int]
+    ) -> list[Mention]:
+        """Narrow the mentions not in a pair by the single-candidate mentions of their sentence (and window)."""
         breaks = [m.end() for m in _SENTENCE_BREAK.finditer(text)]
-        sentence = [bisect_right(breaks, m.start) for m in mentions]
+        sentence = [(bisect_right(window_starts, m.start), bisect_right(breaks, m.start)) for m in mentions]
         sure = [i for i, m in enumerate(mentions) if len(m.candidates) == 1]
         out = list(mentions)
         for i, m in enumerate(mentions):
