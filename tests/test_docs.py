@@ -1,7 +1,10 @@
 """The documentation's references into the test suite stay true: every test named in "When things go wrong"
 (docs/troubleshooting.md, ``path.py::test_name``, then ``::other_test`` for the same file) exists."""
 
+import importlib.util
 import re
+import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 
@@ -94,3 +97,61 @@ def test_the_anchor_checker_finds_a_missing_anchor(tmp_path: Path) -> None:
         "[x](a.md#cloze-scoring-issue-4) [y](a.md#cloze-scoring-issue-4_1) [z](a.md#nope) [w](c.md)", "utf-8"
     )
     assert _broken_links(page) == ["a.md#nope", "c.md"]
+
+
+def _code_map():
+    """``scripts/docs/code_map.py`` imported by path (``scripts/`` is a folder of scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location("code_map", ROOT / "scripts" / "docs" / "code_map.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_code_map_of_the_contributing_page_matches_the_docstrings() -> None:
+    """What ``.ci/run`` checks: docs/contributing.md's map is the one the docstrings give (no imports: fast)."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "docs" / "code_map.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, f"stale code map; run `python scripts/docs/code_map.py`:\n{run.stdout}{run.stderr}"
+    assert "code_map.py --check" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_the_code_map_walks_any_package_tree_and_says_what_is_stale(tmp_path: Path, capsys) -> None:
+    code_map = _code_map()
+    for name, doc in [
+        ("kb/__init__.py", "kb: the knowledge side. More text."),
+        ("kb/names.py", "Names, e.g. titles. Second sentence."),
+        ("mluke/__init__.py", "mluke: the model side."),
+        ("mluke/deep/__init__.py", "A sub-package moved in later."),
+        ("mluke/deep/part.py", "Uses :class:`kb.Names` and ``a|b`` for p(e|m)."),
+        ("probes/__init__.py", "probes: evaluations."),
+        ("probes/plain.py", ""),
+    ]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f'"""{doc}"""\n' if doc else "x = 1\n", encoding="utf-8")
+    (tmp_path / "kb" / "data").mkdir()  # not a package: left out
+    page = tmp_path / "docs" / "contributing.md"
+    page.parent.mkdir()
+    page.write_text("# Contributing\n\nintro\n\n<!-- code-map -->\nold map\n<!-- /code-map -->\n\nafter\n", "utf-8")
+
+    assert code_map.main(["--root", str(tmp_path), "--check"]) == 1
+    assert "-old map" in capsys.readouterr().out
+    assert code_map.main(["--root", str(tmp_path)]) == 0
+    assert code_map.main(["--root", str(tmp_path), "--check"]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# Contributing\n\nintro\n\n<!-- code-map -->\n") and text.endswith(
+        "<!-- /code-map -->\n\nafter\n"
+    )
+    assert "### `mluke.deep`\n\nA sub-package moved in later." in text
+    assert "| `mluke.deep.part` | Uses `kb.Names` and `a|b` for p(e\\|m). |" in text
+    assert "| `kb.names` | Names, e.g. titles. |" in text
+    assert "| `probes.plain` | (no docstring) |" in text
+    assert "kb.data" not in text
+
+    (tmp_path / "mluke" / "deep" / "new.py").write_text('"""A module added later."""\n', encoding="utf-8")
+    assert code_map.main(["--root", str(tmp_path), "--check"]) == 1
+    assert "+| `mluke.deep.new` | A module added later. |" in capsys.readouterr().out
