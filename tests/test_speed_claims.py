@@ -2,9 +2,11 @@
 
 A ratio such as ``12.3x`` or ``0.85-0.91x`` next to a word of speed (faster, slower, speed, throughput, time,
 per second, baseline, runs, ...) is a speed claim; each of its numbers must appear in the ratio column of the
-table under RESULTS' "Like-for-like" heading, where every baseline does the same work the same way (same inputs,
-batching, threads, precision; outputs checked equal). Ratios that are not speed claims are listed in
-:data:`NOT_SPEED` with the reason.
+table under RESULTS' "Headline speed figures" heading, where every baseline does the same work the same way
+(same inputs, batching, threads, precision; outputs checked equal). That table holds the same ratios as the full
+one of the like-for-like page (docs/benchmarks/like-for-like.md). The benchmark pages under docs/benchmarks/ are
+the measurements themselves (every run, labelled), not claims, so they are not scanned. Ratios that are not
+speed claims are listed in :data:`NOT_SPEED` with the reason.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-#: the heading of RESULTS' like-for-like table and the header of its ratio column
-TABLE_HEADING = "## Like-for-like"
+#: the topic page with the full like-for-like table
+LIKE_FOR_LIKE = ROOT / "docs" / "benchmarks" / "like-for-like.md"
+#: the heading of RESULTS' headline table, that of the like-for-like page's table, and the header of their ratio column
+TABLE_HEADING = "## Headline speed figures"
+PAGE_HEADING = "## Like-for-like"
 RATIO_COLUMN = "like-for-like ratio"
 
 #: a ratio: a number (or a range of two) written right against ``x`` or ``×`` ("4.x", "768 x 256" are not)
@@ -47,13 +52,13 @@ def quoted_ratios(text: str) -> list[tuple[str, list[str], str]]:
     return found
 
 
-def like_for_like_ratios(results: str) -> set[str]:
-    """The ratios (numbers, as written) of the ratio column of RESULTS' like-for-like table."""
+def like_for_like_ratios(results: str, heading: str = TABLE_HEADING) -> set[str]:
+    """The ratios (numbers, as written) of the ratio column of the first table under ``heading``."""
     lines = results.splitlines()
     try:
-        start = next(i for i, line in enumerate(lines) if line.startswith(TABLE_HEADING))
+        start = next(i for i, line in enumerate(lines) if line.startswith(heading))
     except StopIteration:
-        raise AssertionError(f"{RESULTS}: no heading starting with {TABLE_HEADING!r}") from None
+        raise AssertionError(f"{RESULTS}: no heading starting with {heading!r}") from None
     header = next(i for i in range(start, len(lines)) if lines[i].startswith("|"))
     columns = [c.strip().strip("*").lower() for c in lines[header].strip().strip("|").split("|")]
     matching = [i for i, c in enumerate(columns) if RATIO_COLUMN in c]
@@ -71,7 +76,9 @@ def like_for_like_ratios(results: str) -> set[str]:
 
 
 def quoted_pages() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    """README and the docs pages, less the benchmark pages (the measurements, with every run, not claims)."""
+    docs = (p for p in sorted((ROOT / "docs").rglob("*.md")) if "benchmarks" not in p.relative_to(ROOT / "docs").parts)
+    return [ROOT / "README.md", *docs]
 
 
 def unsupported_claims(text: str, page: str, table: set[str]) -> list[str]:
@@ -90,6 +97,19 @@ def test_every_quoted_speed_ratio_is_in_the_like_for_like_table() -> None:
         page = path.relative_to(ROOT).as_posix()
         bad += unsupported_claims(path.read_text(encoding="utf-8"), page, table)
     assert not bad, "speed ratios not in RESULTS' like-for-like table:\n" + "\n".join(bad)
+
+
+def test_the_headline_table_holds_the_like_for_like_pages_ratios() -> None:
+    """RESULTS' headline table and the like-for-like page's full table give the same ratios."""
+    headline = like_for_like_ratios(RESULTS.read_text(encoding="utf-8"))
+    page = like_for_like_ratios(LIKE_FOR_LIKE.read_text(encoding="utf-8"), PAGE_HEADING)
+    assert headline == page, f"only in RESULTS: {sorted(headline - page)}; only on the page: {sorted(page - headline)}"
+
+
+def test_the_benchmark_pages_are_not_scanned_but_the_guides_are() -> None:
+    pages = {p.relative_to(ROOT).as_posix() for p in quoted_pages()}
+    assert "docs/guides/probing.md" in pages and "README.md" in pages
+    assert not any(p.startswith("docs/benchmarks/") for p in pages)
 
 
 def test_the_allow_list_names_ratios_that_are_still_quoted() -> None:
@@ -128,7 +148,7 @@ def test_the_table_is_found_by_its_heading() -> None:
             "| a | ratio |",
             "|---|---|",
             "| x | 9.9x |",
-            "## Like-for-like (issue 27)",
+            "## Headline speed figures",
             "",
             "| work | ours | **like-for-like ratio** (rounds) | as run by default |",
             "|---|---|---:|---|",
