@@ -14,7 +14,8 @@ Each case names one mention of its sentence and what must happen to it:
 :func:`gold_key`. :data:`TEST` (166 cases in en, de, fr, es, ja, zh, ru, :mod:`probes.news_linking_heldout`)
 was written before the second round of tuning and is scored once at its end; :data:`DEV` is what tuning looks
 at: a few tuning sentences and the first held-out set (161 cases), which was scored after the first round and so
-no longer measures anything held out.
+no longer measures anything held out. :data:`THIRD_TEST` (178 cases, :mod:`probes.news_linking_heldout3`) was
+written before the third round of tuning, when the second set had been looked at, and is scored once at its end.
 :func:`score_news` links the sentences and judges each case, :func:`news_summary` counts the right ones.
 """
 
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from kb.db import EntityDB
 from probes.news_linking_heldout import HELD_OUT
+from probes.news_linking_heldout3 import HELD_OUT_3
 
 if TYPE_CHECKING:
     from mluke.linker import Linker
@@ -339,6 +341,8 @@ def _flatten(table: dict[str, dict[Kind, list[tuple[str, ...]]]]) -> list[NewsCa
 
 #: The held-out set (see the module docs).
 TEST: list[NewsCase] = _flatten(HELD_OUT)
+#: The third held-out set (:mod:`probes.news_linking_heldout3`), written before the third round of tuning.
+THIRD_TEST: list[NewsCase] = _flatten(HELD_OUT_3)
 #: The first held-out set (161 cases), tuning data since it was scored.
 FIRST_TEST: list[NewsCase] = _flatten(_FIRST_TEST)
 #: The tuning set: the tuning sentences and the first held-out set.

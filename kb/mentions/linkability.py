@@ -17,7 +17,8 @@ lowercase, cased script   0.02    ``LOWERCASE`` - every name of every candidate 
                                   *reading*, *turkey* is almost never the entity
 inside a longer word      0.05    ``INSIDE_WORD`` - unspaced scripts: the match continues a katakana
                                   word (トルコライス) or, with the next characters, makes a common word
-                                  (ローマ字 "romaji", in ``wordfreq``); place suffixes (市, 県, 州 ...)
+                                  (ローマ字 "romaji", in ``wordfreq``), or a demonym or language suffix
+                                  follows (美国人, 日本语); place suffixes (市, 県, 州 ...)
                                   do not count, nor a continuation that is itself a word of two
                                   characters or more reaching as far (中国 + 外交部长)
 after an article          0.02    ``AFTER_ARTICLE`` - an article or other determiner just before it
@@ -25,10 +26,19 @@ after an article          0.02    ``AFTER_ARTICLE`` - an article or other determ
                                   a country or continent (which take one: *la* France, *die* Schweiz)
 part of a longer name     0.1     ``LONGER_NAME`` - a capitalised word the kb does not know is glued
                                   to it (*Paris* Hilton, Michael *Jordan*, *Chad* Smith: a word that
-                                  opens the sentence counts unless it is a function word, "In Paris");
+                                  opens the sentence counts when it reads as a first name, not as a
+                                  function word, "In Paris": frequent in the other languages' word
+                                  lists, or a first name of ``nomquamgender``'s name data, Whitney,
+                                  Сергей);
                                   in Japanese a katakana word joined by ・ (チャド・スミス) or an
                                   honorific after it (松本さん), in Chinese a common surname just
                                   before it at a clause start (王长春)
+sentence start, verb       0.1     ``LONGER_NAME`` - a word opening the sentence right before an article
+                                  ("Split the dough"): a verb, not a name
+sentence start, foreign   0.1     ``LONGER_NAME`` - a place abroad (no official language of its country
+                                  is the text's) whose name opening the sentence is much more frequent
+                                  in the text's language than the place is famous
+                                  (:data:`FOREIGN_WORD_GAP`: *Nice* work ... in English)
 sentence start, common    0.5     ``SENTENCE_START_COMMON`` - capitalised only because a sentence
                                   starts there, and the word is common (Zipf frequency >= 5.0 in
                                   ``wordfreq``: *Reading*, *Nice*): case says nothing; unless the
@@ -44,6 +54,8 @@ no case                   0.9     ``NO_CASE`` - scripts without case (Han, kana,
                                   ``COMMON_NO_CASE`` (0.5) when the word is common (Zipf >= 5.0)
 ========================  ======  ===================================================================
 
+First names come from ``nomquamgender`` (MIT; its name data, about 720,000 names with the number of people
+counted with each, is read as a file: the package's own code, which needs pandas, is not imported).
 Word frequencies come from ``wordfreq`` (Apache-2.0 code, CC BY-SA 4.0 data,
 ~60 MB installed), which has 21 of the 24 mLUKE languages: for sw, te and th
 there is no frequency evidence and only case (none in te and th) counts. The
@@ -119,6 +131,22 @@ _ARTICLE_BEFORE = re.compile(r"(?:^|[^\w'’])(\w+)(?: |['’])$")
 _LATIN_PEERS = ("de", "en", "es", "fi", "fr", "id", "it", "nl", "pl", "pt", "sv", "tr")
 #: Median Zipf frequency over :data:`_LATIN_PEERS` from which a word that opens a sentence is a first name.
 NAME_ZIPF = 4.0
+#: People counted with a first name in ``nomquamgender``'s name data from which the word is a first name
+#: (Whitney 108,587, Abraham 120,374, Sergey 11,196; the most frequent function words there stay below 6,000:
+#: "del" 5,517, "les" 4,579, "general" 4,066).
+FIRST_NAME_COUNT = 10_000
+#: A foreign place's name opening a sentence is a common word of the language when its own Zipf frequency
+#: exceeds the place's fame (:meth:`LinkEstimator.fame`) by this much (Nice in English: 5.4 against 3.9).
+FOREIGN_WORD_GAP = 1.0
+#: Han characters after a place name that make a demonym or a language of it (美国人, 日本语), not the place.
+_DERIVING_SUFFIXES = set("人語语話话")
+#: Cyrillic letters in Latin letters, for looking up first names (Сергей -> sergey).
+_CYRILLIC = {
+    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "yo", "ж": "zh", "з": "z", "и": "i",
+    "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r", "с": "s", "т": "t",
+    "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y", "ь": "",
+    "э": "e", "ю": "yu", "я": "ya", "і": "i", "ї": "yi", "є": "ye", "ґ": "g", "ў": "u",
+}  # fmt: skip
 
 
 class Estimate(NamedTuple):
@@ -138,6 +166,38 @@ def _frequencies(lang: str) -> dict[str, float] | None:
     if lang not in wordfreq.available_languages("small"):
         return None
     return wordfreq.get_frequency_dict(lang, "small")
+
+
+@functools.cache
+def _first_names() -> frozenset[str]:
+    """The first names of ``nomquamgender``'s name data counted for at least :data:`FIRST_NAME_COUNT` people
+    (ASCII, lowercase); empty where the package is not installed."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("nomquamgender")  # finds the package without running its pandas import
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    path = Path(next(iter(spec.submodule_search_locations))) / "name_data.json"
+    if not path.is_file():
+        return frozenset()
+    data = json.loads(path.read_bytes())
+    return frozenset(name for name, row in data.items() if row[1] >= FIRST_NAME_COUNT)
+
+
+def _ascii_name(word: str) -> str:
+    """``word`` lowercase in ASCII letters as ``nomquamgender`` keys names: accents dropped, Cyrillic
+    transliterated (Joaquín -> joaquin, Сергей -> sergey)."""
+    lower = word.lower()
+    spelled = "".join(_CYRILLIC.get(c, c) for c in lower)
+    return "".join(c for c in unicodedata.normalize("NFKD", spelled) if not unicodedata.combining(c))
+
+
+def is_first_name(word: str) -> bool:
+    """Whether ``word`` is a first name counted for many people (:data:`FIRST_NAME_COUNT`) in
+    ``nomquamgender``'s name data."""
+    return _ascii_name(word) in _first_names()
 
 
 def zipf(word: str, lang: str) -> float | None:
@@ -180,6 +240,7 @@ class LinkEstimator:
         self._fame = functools.lru_cache(maxsize=1 << 16)(self._median_name_zipf)
         self._kind = functools.lru_cache(maxsize=1 << 16)(self._entity_kind)
         self._names = functools.lru_cache(maxsize=1 << 16)(self._names_in)
+        self._home = functools.lru_cache(maxsize=1 << 16)(self._home_languages)
 
     def _entity_kind(self, key: str) -> str | None:
         entity = self.db.get(key)
@@ -270,11 +331,44 @@ class LinkEstimator:
         if self._in_longer_name(text, mention, lang, starts, ends):
             return Estimate(LONGER_NAME, "part of a longer name")
         if is_sentence_start(text, mention.start):
+            if self._before_article(text, mention, lang):
+                return Estimate(LONGER_NAME, "sentence start, before an article")
+            if self._foreign_common_word(mention, lang):
+                return Estimate(LONGER_NAME, "sentence start, common word for a place abroad")
             found = self._by_frequency(surface, lang, CAPITALISED, SENTENCE_START_COMMON, "sentence start")
             if found.value == SENTENCE_START_COMMON and self._famous_as_written(mention, lang):
                 return Estimate(CAPITALISED, "sentence start, famous name")
             return found
         return Estimate(CAPITALISED, "capitalised")
+
+    def _before_article(self, text: str, m: Mention, lang: str) -> bool:
+        """An article right after a sentence-opening mention ("Split the dough"), none of whose candidates is a
+        country or continent."""
+        articles = ARTICLES.get(lang)
+        after = _WORD_AFTER.match(text, m.end)
+        if not articles or after is None or after.group(1) not in articles:
+            return False
+        return not any(self._kind(c.key) in ("country", "continent") for c in m.candidates)
+
+    def _home_languages(self, key: str) -> frozenset[str]:
+        """The official languages (P37) of ``key``'s countries (P17), or of ``key`` itself (a country)."""
+        countries = self.db.objects(key, "P17") or [key]
+        return frozenset(o.split(":", 1)[1] for c in countries for o in self.db.objects(c, "P37") if ":" in o)
+
+    def _foreign_common_word(self, m: Mention, lang: str) -> bool:
+        """The mention's every candidate is a place abroad (none of its countries has ``lang`` as an official
+        language) and the word is more frequent in ``lang`` than the place's fame explains
+        (:data:`FOREIGN_WORD_GAP`): the language uses it for something else (Nice in English; not Lyon in
+        French, nor Hamburg in German, where home places are talked about more than abroad)."""
+        own = zipf(m.surface, lang)
+        if own is None or not _common(m.surface, lang) or not m.candidates:
+            return False
+        for c in m.candidates:
+            if self._kind(c.key) in ("country", "continent") or lang in self._home(c.key):
+                return False
+            if own - self.fame(c.key, lang) < FOREIGN_WORD_GAP:
+                return False
+        return True
 
     def _after_article(self, text: str, m: Mention, lang: str) -> bool:
         """An article just before the mention, none of whose candidates is a country or continent."""
@@ -304,6 +398,8 @@ class LinkEstimator:
             return True
         if not after or after in _PLACE_SUFFIXES or not (_HAN.match(after) or _KATAKANA.match(after)):
             return False
+        if after in _DERIVING_SUFFIXES:
+            return not _word_starts(text, m.end, lang, 2)
         for k in range(1, 4):
             piece = text[m.end : m.end + k]
             if len(piece) < k or not all(_HAN.match(c) or _KATAKANA.match(c) for c in piece):
@@ -356,7 +452,8 @@ def _common(word: str, lang: str) -> bool:
 
 def _name_like(word: str, lang: str) -> bool:
     """Whether ``word``, opening a sentence, reads as a first name rather than a function word: not among the
-    most frequent words of ``lang`` (:data:`FUNCTION_ZIPF`) and, for the Latin script, frequent in the other
+    most frequent words of ``lang`` (:data:`FUNCTION_ZIPF`) and a first name of ``nomquamgender``'s data
+    (:func:`is_first_name`: Whitney, Joaquin, Сергей) or, for the Latin script, frequent in the other
     languages' lists too (:data:`NAME_ZIPF`: Michael, Victoria, Jack; not Near, Today, Yesterday); in other
     scripts, not a common word (Zipf < 5.0)."""
     own = zipf(word, lang)
@@ -364,6 +461,8 @@ def _name_like(word: str, lang: str) -> bool:
         return False
     if own >= FUNCTION_ZIPF:
         return False
+    if is_first_name(word):
+        return True
     if word.isascii() or lang in _LATIN_PEERS:
         peers = sorted(zipf(word, p) or 0.0 for p in _LATIN_PEERS if p != lang)
         return peers[len(peers) // 2] >= NAME_ZIPF

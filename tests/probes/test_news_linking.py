@@ -5,7 +5,16 @@ import pytest
 from kb.mentions.linkability import LONGER_NAME
 from mluke.linker import Linker
 from mluke.results import LinkedMention
-from probes.news_linking_data import DEV, KINDS, TEST, NewsCase, gold_key, news_summary, score_news
+from probes.news_linking_data import (
+    DEV,
+    KINDS,
+    TEST,
+    THIRD_TEST,
+    NewsCase,
+    gold_key,
+    news_summary,
+    score_news,
+)
 
 
 def test_the_held_out_set_is_big_enough_and_apart_from_dev(embedded_db):
@@ -14,6 +23,18 @@ def test_the_held_out_set_is_big_enough_and_apart_from_dev(embedded_db):
     assert {c.kind for c in TEST} == set(KINDS)
     assert not {c.text for c in TEST} & {c.text for c in DEV}
     for case in TEST + DEV:
+        a, b = case.span()
+        assert case.text[a:b] == case.surface
+        assert (gold_key(embedded_db, case) is None) == (case.kind == "unlinked")
+
+
+def test_the_third_held_out_set_is_big_enough_and_apart_from_the_others(embedded_db):
+    assert len(THIRD_TEST) >= 160 and sum(c.kind == "unlinked" for c in THIRD_TEST) >= 55
+    assert {(c.lang, c.kind) for c in THIRD_TEST} == {
+        (lang, kind) for lang in ("en", "de", "fr", "es", "ja", "zh", "ru") for kind in KINDS
+    }
+    assert not {c.text for c in THIRD_TEST} & {c.text for c in TEST + DEV}
+    for case in THIRD_TEST:
         a, b = case.span()
         assert case.text[a:b] == case.surface
         assert (gold_key(embedded_db, case) is None) == (case.kind == "unlinked")

@@ -15,6 +15,7 @@ from kb.mentions.linkability import (
     NO_CASE,
     SENTENCE_START_COMMON,
     LinkEstimator,
+    is_first_name,
     is_sentence_start,
     zipf,
 )
@@ -53,7 +54,7 @@ def test_each_rule(index, embedded_db):
     assert lp("In Paris we met.")[0][1].value == CAPITALISED  # a sentence-initial word before it does not count
     assert lp("Reading is a town.")[0][1] == (SENTENCE_START_COMMON, "sentence start, common word")
     assert lp("“Chad is a country,” she said.")[0][1] == (CAPITALISED, "sentence start")  # not a common word
-    assert lp("We left. Nice was sunny.")[0][1].value == SENTENCE_START_COMMON
+    assert lp("We left. Reading was sunny.")[0][1].value == SENTENCE_START_COMMON
     assert lp("ローマ字で書く。", "ja")[0][1] == (INSIDE_WORD, "inside a longer word")
     assert lp("東京都に住む。", "ja")[0][1].value == NO_CASE  # a place suffix is not another word
     assert lp("ローマへ行く。", "ja")[0][1] == (NO_CASE, "no case")
@@ -150,3 +151,34 @@ def test_fame_reads_other_languages(embedded_db):
     [london] = [m.key for m in embedded_db.lookup("en", "London") if embedded_db.titles(m.key)["en"] == "London"]
     [reading] = [m.key for m in embedded_db.lookup("en", "Reading")]
     assert est.fame(london, "en") >= FAMOUS_ZIPF > est.fame(reading, "en")
+
+
+def test_first_names_from_name_data():
+    """A first name the other languages' word lists do not know well enough still reads as one, in Latin and
+    Cyrillic letters; function words that open a sentence do not."""
+    assert is_first_name("Whitney") and is_first_name("Joaquín") and is_first_name("Сергей")
+    assert not any(is_first_name(w) for w in ("The", "In", "Near", "Yesterday", "Heute", "Les", "Del", "В"))
+
+
+def test_third_round_news_rules(index, embedded_db):
+    """First names from name data glue to a place, a sentence-opening verb before an article, a place abroad
+    whose name is a common word of the text's language, and demonym and language suffixes in Chinese."""
+    est = LinkEstimator(embedded_db)
+
+    def lp(text, lang="en"):
+        found = index.detect(text, lang)
+        spans = [(m.start, m.end) for m in found]
+        return {m.surface: est.estimate(text, m, lang, spans) for m in found}
+
+    assert lp("Abraham Lincoln gave a speech.")["Lincoln"] == (LONGER_NAME, "part of a longer name")
+    assert lp("Joaquin Phoenix won.", "es")["Phoenix"].value == LONGER_NAME
+    assert lp("In Lincoln we met.")["Lincoln"].value == CAPITALISED  # a function word is no first name
+    assert lp("Reading the report took an hour.")["Reading"] == (LONGER_NAME, "sentence start, before an article")
+    assert lp("Reading is a town.")["Reading"].value == SENTENCE_START_COMMON  # no article after it
+    assert lp("Nice work, everyone.")["Nice"] == (LONGER_NAME, "sentence start, common word for a place abroad")
+    assert lp("Nice work, everyone.", "fr")["Nice"].value == CAPITALISED  # at home in French: the city
+    assert lp("Hamburg hat einen großen Hafen.", "de")["Hamburg"].value >= SENTENCE_START_COMMON  # home
+    assert lp("Lyon accueille le festival.", "fr")["Lyon"].value >= SENTENCE_START_COMMON
+    assert lp("他是美国人。", "zh")["美国"] == (INSIDE_WORD, "inside a longer word")
+    assert lp("他会说日本语。", "zh")["日本"].value == INSIDE_WORD
+    assert lp("美国人口增加了。", "zh")["美国"].value == NO_CASE  # 人口 "population" is a word of its own
