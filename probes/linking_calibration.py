@@ -162,7 +162,9 @@ class NilScores:
     right_ambiguous_kept: float | None
 
     def row(self) -> list[Any]:
-        pct = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
+        def pct(v: float | None) -> str:
+            return "-" if v is None else f"{100 * v:.1f}"
+
         return [
             self.mentions,
             self.should_be_nil,
