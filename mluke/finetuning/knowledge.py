@@ -31,7 +31,7 @@ import copy
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from kb.errors import OptionError
 from kb.mentions.candidates import MAX_CANDIDATES
@@ -41,10 +41,12 @@ from mluke.finetuning.record import RecordRow
 
 if TYPE_CHECKING:
     from mluke.checkpoint import Mluke
+    from mluke.finetuning.models import TransferModel
     from mluke.knowbert.candidates import KbSpans, Window
     from mluke.knowbert.model import KnowBertModel
     from mluke.knowbert.pieces import TextCandidates
     from mluke.opening import ModelSource
+    from mluke.tokenizer import MlukeTokenizer
 
 AnyRow = TypeVar("AnyRow", bound=Row)
 
@@ -112,7 +114,7 @@ def knowbert_encoder(pretrained: KnowBertModel) -> KnowBertModel:
     return encoder.train()
 
 
-def text_candidates(model: Any, tokenizer: Any) -> TextCandidates:
+def text_candidates(model: TransferModel, tokenizer: MlukeTokenizer) -> TextCandidates:
     """The span finder of a knowbert-features :class:`~mluke.finetuning.TransferModel` (its knowledge bases', each
     on its kb's mention index: :func:`mluke.knowbert.pieces.kb_text_candidates`), from its kb settings (built once
     per model)."""
@@ -122,14 +124,17 @@ def text_candidates(model: Any, tokenizer: Any) -> TextCandidates:
         from mluke.knowbert.pieces import kb_text_candidates
 
         kb = kb_settings(**model.settings.get(KNOWBERT, {}))
-        dbs = open_kb_dbs(kb_dbs(model.luke, kb["db"], kb.get("kbs")))
+        encoder = cast("KnowBertModel", model.luke)  # knowbert features: the encoder is a KnowBertModel
+        dbs = open_kb_dbs(kb_dbs(encoder, kb["db"], kb.get("kbs")))
         sizes = {"max_candidates": kb["max_candidates"], "max_span_words": kb["max_span_words"]}
-        found = kb_text_candidates(tokenizer, model.luke, dbs, **sizes)
+        found = kb_text_candidates(tokenizer, encoder, dbs, **sizes)
         model.__dict__["_text_candidates"] = found
     return found
 
 
-def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[AnyRow], lang: str | None = None) -> list[AnyRow]:
+def attach_knowledge(
+    model: TransferModel, tokenizer: MlukeTokenizer, rows: Sequence[AnyRow], lang: str | None = None
+) -> list[AnyRow]:
     """``rows`` with their spans and candidates attached (in place) when ``model`` has knowbert features; other
     models' rows are returned as they are.
 
@@ -147,7 +152,7 @@ def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[AnyRow], lang: s
     if model.features != KNOWBERT:
         return list(rows)
     spans = text_candidates(model, tokenizer)
-    by_text: dict[tuple[str, str, tuple[int, ...]], Any] = {}  # NER's several rows of one sentence: one look-up
+    by_text: dict[tuple[str, str, tuple[int, ...]], Window] = {}  # NER's several rows of one sentence: one look-up
     for row in rows:
         row_lang = _language(row.text, row.lang or lang)
         if isinstance(row, (QaRow, RecordRow)):
