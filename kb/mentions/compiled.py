@@ -373,7 +373,10 @@ def detect_together(
 
 
 def _scan(
-    automaton: Any, codes: str, pos: int, accept: Callable[[int, int, int], tuple[int, int] | None]
+    automaton: Any,  # a daachorse automaton: the C extension ships no type information
+    codes: str,
+    pos: int,
+    accept: Callable[[int, int, int], tuple[int, int] | None],
 ) -> Iterator[tuple[tuple[int, int], int]]:
     """Leftmost-longest matches from ``pos`` that ``accept`` allows; a refused match gives way to
     the longest accepted match starting at the same place, else the scan moves one unit on."""
