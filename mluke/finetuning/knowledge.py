@@ -31,7 +31,7 @@ import copy
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kb.errors import OptionError
 from kb.mentions.candidates import MAX_CANDIDATES
@@ -41,7 +41,6 @@ from mluke.finetuning.record import RecordRow
 
 if TYPE_CHECKING:
     from mluke.checkpoint import Mluke
-    from mluke.finetuning.models import TransferModel
     from mluke.knowbert.candidates import KbSpans, Window
     from mluke.knowbert.model import KnowBertModel
     from mluke.knowbert.pieces import TextCandidates
@@ -114,7 +113,7 @@ def knowbert_encoder(pretrained: KnowBertModel) -> KnowBertModel:
     return encoder.train()
 
 
-def text_candidates(model: TransferModel, tokenizer: MlukeTokenizer) -> TextCandidates:
+def text_candidates(model: Any, tokenizer: MlukeTokenizer) -> TextCandidates:  # model: see attach_knowledge
     """The span finder of a knowbert-features :class:`~mluke.finetuning.TransferModel` (its knowledge bases', each
     on its kb's mention index: :func:`mluke.knowbert.pieces.kb_text_candidates`), from its kb settings (built once
     per model)."""
@@ -124,22 +123,22 @@ def text_candidates(model: TransferModel, tokenizer: MlukeTokenizer) -> TextCand
         from mluke.knowbert.pieces import kb_text_candidates
 
         kb = kb_settings(**model.settings.get(KNOWBERT, {}))
-        encoder = cast("KnowBertModel", model.luke)  # knowbert features: the encoder is a KnowBertModel
-        dbs = open_kb_dbs(kb_dbs(encoder, kb["db"], kb.get("kbs")))
+        dbs = open_kb_dbs(kb_dbs(model.luke, kb["db"], kb.get("kbs")))
         sizes = {"max_candidates": kb["max_candidates"], "max_span_words": kb["max_span_words"]}
-        found = kb_text_candidates(tokenizer, encoder, dbs, **sizes)
+        found = kb_text_candidates(tokenizer, model.luke, dbs, **sizes)
         model.__dict__["_text_candidates"] = found
     return found
 
 
 def attach_knowledge(
-    model: TransferModel, tokenizer: MlukeTokenizer, rows: Sequence[AnyRow], lang: str | None = None
+    model: Any, tokenizer: MlukeTokenizer, rows: Sequence[AnyRow], lang: str | None = None
 ) -> list[AnyRow]:
     """``rows`` with their spans and candidates attached (in place) when ``model`` has knowbert features; other
     models' rows are returned as they are.
 
     Args:
-        model: the fine-tuning model (:class:`~mluke.finetuning.TransferModel`).
+        model: the fine-tuning model (:class:`~mluke.finetuning.TransferModel`; typed ``Any`` because
+            :mod:`mluke.finetuning.models` imports this module).
         tokenizer: its tokenizer.
         rows: rows of :mod:`mluke.finetuning.inputs` (their text, language and ``piece_chars``) or pair rows
             (:class:`~mluke.finetuning.qa.QaRow`: the question and the passage window;
