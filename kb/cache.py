@@ -7,7 +7,6 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 
 def cache_dir() -> Path:
@@ -48,9 +47,9 @@ def mention_index_orphaned(index: Path) -> str:
     return ""
 
 
-def _databases(provenance: Any) -> list[tuple[str, Any]]:
+def _databases(provenance: object) -> list[tuple[str, object]]:
     """(database path, its 'created' stamp) of every database named in an index's provenance."""
-    found = []
+    found: list[tuple[str, object]] = []
     if isinstance(provenance, dict):
         if isinstance(provenance.get("database"), str):
             found.append((provenance["database"], provenance.get("database_created")))
@@ -63,7 +62,7 @@ def _databases(provenance: Any) -> list[tuple[str, Any]]:
     return found
 
 
-def _meta(path: Path, key: str) -> Any:
+def _meta(path: Path, key: str) -> object:
     """The ``meta`` value ``key`` of an mluke SQLite file (JSON-decoded when it is JSON), None if unreadable."""
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)

@@ -21,7 +21,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import torch
 
@@ -44,7 +44,7 @@ from mluke.model import MlukeForMaskedLM
 from mluke.tokenizer import MlukeTokenizer
 
 if TYPE_CHECKING:
-    pass
+    from transformers import LukeConfig
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _EAA_RE = re.compile(r"^(luke\.encoder\.layer\.\d+\.attention\.self\.)(w2e|e2w|e2e)_query\.(weight|bias)$")
@@ -103,7 +103,7 @@ def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     raise InputFormatError(f"{directory}: no {' or '.join(WEIGHT_FILES)} (expected an mLUKE checkpoint folder)")
 
 
-def read_config(directory: Path) -> Any:
+def read_config(directory: Path) -> LukeConfig:
     from transformers import LukeConfig
 
     path = directory / "config.json"
@@ -189,7 +189,8 @@ def _finish(model: MlukeForMaskedLM, directory: Path, dtype: torch.dtype | None)
         raise CheckpointError(f"{directory}: no value for {', '.join(meta[:8])}")
     if dtype is not None:
         model = model.to(dtype)  # type: ignore[arg-type]  # transformers types .to as @wraps(nn.Module.to)
-    return cast(MlukeForMaskedLM, model.eval())
+    cast(torch.nn.Module, model).eval()  # the same call, through nn.Module's annotated signature
+    return model
 
 
 @renamed_keyword("kb", "db")

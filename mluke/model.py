@@ -10,7 +10,7 @@ Fixes over ``transformers.LukeForMaskedLM`` (5.x):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import cast
 
 import torch
@@ -221,7 +221,7 @@ def _check_entity_inputs(inputs: Mapping[str, object]) -> None:
 def _last_layer_entity_rows(layer: LukeLayer, words: Tensor, ents: Tensor, additive_mask: Tensor) -> Tensor:
     """A ``LukeLayer``'s output for the entity rows only (the word rows are only keys and values)."""
     att = layer.attention.self
-    split = att.transpose_for_scores
+    split: Callable[[Tensor], Tensor] = att.transpose_for_scores
     both = torch.cat([words, ents], dim=1)
     keys, values = split(att.key(both)), split(att.value(both))
     n = words.shape[1]

@@ -75,7 +75,10 @@ class ProbeResult:
         those without true objects included (see :mod:`mluke.object_sets`)."""
         ranked = [r.rank for r in self.rows if r.gold]
         n = len(ranked)
-        hits = lambda k: sum(1 for r in ranked if r is not None and r <= k) / n if n else None  # noqa: E731
+
+        def hits(k: int) -> float | None:
+            return sum(1 for r in ranked if r is not None and r <= k) / n if n else None
+
         mrr = sum(1.0 / r for r in ranked if r is not None) / n if n else None
         out: dict[str, float | int | None] = {
             "subjects": len(self.rows),

@@ -16,7 +16,7 @@ pieces centred on each span.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import numpy as np
 import torch
@@ -27,8 +27,13 @@ from mluke.encoding import encode_with_spans
 from mluke.finetuning.inputs import Row, batches, collate
 
 if TYPE_CHECKING:
+    from kb.vocab import EntityVocab
     from mluke.devices import Device, DType
     from mluke.opening import ModelSource
+    from mluke.tokenizer import MlukeTokenizer
+
+#: A span's entity: its key (QID), a vocabulary id, or None ([MASK]).
+EntityRef: TypeAlias = "str | int | None"
 
 SpanFeatures = Literal["word", "entity", "entity-token"]
 FEATURES = ("word", "entity", "entity-token")
@@ -36,7 +41,7 @@ Span = tuple[int, int]
 
 
 def _check(
-    texts: Sequence[str], spans: Sequence[Sequence[Span]], entities: Sequence[Sequence[Any]] | None, features: str
+    texts: Sequence[str], spans: Sequence[Sequence[Span]], entities: Sequence[Sequence[EntityRef]] | None, features: str
 ) -> None:
     if features not in FEATURES:
         raise OptionError(
@@ -54,20 +59,20 @@ def _check(
                 raise OptionError(f"text {i}: span ({s}, {e}) is empty or outside the text (length {len(text)})")
 
 
-def _entity_id(vocab: Any, ref: Any) -> int:
+def _entity_id(vocab: EntityVocab, ref: EntityRef) -> int:
     """A vocabulary id for a span's entity: an int as is, a key looked up; unknown or None -> [MASK]."""
     if isinstance(ref, int):
         return ref
     found = vocab.id_of_key(ref) if isinstance(ref, str) else None
-    return cast(int, vocab.mask_id if found is None else found)
+    return vocab.mask_id if found is None else found
 
 
 def _rows(
-    tokenizer: Any,
-    vocab: Any,
+    tokenizer: MlukeTokenizer,
+    vocab: EntityVocab | None,
     texts: Sequence[str],
     spans: Sequence[Sequence[Span]],
-    entities: Sequence[Sequence[Any]] | None,
+    entities: Sequence[Sequence[EntityRef]] | None,
     max_length: int,
 ) -> list[Row]:
     """Model rows; ``row.items`` holds the global span number of each slot."""
@@ -110,7 +115,7 @@ def span_vectors(
     spans: Sequence[Sequence[Span]],
     *,
     features: SpanFeatures = "word",
-    entities: Sequence[Sequence[Any]] | None = None,
+    entities: Sequence[Sequence[EntityRef]] | None = None,
     layer: int = -1,
     normalize: bool = False,
     batch_size: int = 32,

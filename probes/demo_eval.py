@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
     from kb.jsontypes import JsonObject
     from mluke.devices import DType
+    from probes.linking_eval import LinkingReport
+    from probes.mewsli import LinkDoc
 
 MODES: tuple[tuple[str, Mode, bool], ...] = (
     ("word", "word", False),
@@ -198,7 +200,7 @@ class DemoReport:
     (:func:`evaluate_demo_linking`); what ``mluke eval-demo`` prints."""
 
     probing: dict[str, Any]
-    linking: Any  # probes.linking_eval.LinkingReport
+    linking: LinkingReport
 
     def to_dict(self) -> JsonObject:
         return {**self.probing, "linking": self.linking.to_dict()}
@@ -230,7 +232,7 @@ def eval_demo(
     )
 
 
-def demo_linking_docs(model_dir: str | Path) -> list[Any]:
+def demo_linking_docs(model_dir: str | Path) -> list[LinkDoc]:
     """The demo's linking test set as :class:`probes.linking_eval.LinkDoc` objects (gold: city and country)."""
     from probes.mewsli import GoldMention, LinkDoc
 
@@ -252,7 +254,7 @@ def evaluate_demo_linking(
     db: EntityDB | str | os.PathLike[str] | None = None,
     methods: tuple[str, ...] = ("prior", "model", "combined", "global"),
     progress: bool = True,
-) -> Any:
+) -> LinkingReport:
     """Accuracy of each linking method on the demo's linking test set, per language (gold mentions given).
 
     Returns a :class:`probes.linking_eval.LinkingReport`; its ``ambiguous``

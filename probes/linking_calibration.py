@@ -18,7 +18,7 @@ import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kb import open_db
 from kb.db import EntityDB
@@ -27,7 +27,9 @@ from probes.linking_calibration_data import FREE_TEMPLATES
 
 if TYPE_CHECKING:
     from kb.mentions import Mention
+    from mluke.confidence import Calibration
     from mluke.linker import Linker
+    from probes.mewsli import LinkDoc
 
 #: Hand-written sentences: (language, text, surfaces that must stay unlinked, surfaces that must link).
 COMMON_WORD_SENTENCES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -78,7 +80,7 @@ class Instance:
 
 
 def nil_instances(
-    linker: Any, docs: Sequence[Any], methods: Sequence[str] = ("combined", "prior"), *, removed: bool = True
+    linker: Linker, docs: Sequence[LinkDoc], methods: Sequence[str] = ("combined", "prior"), *, removed: bool = True
 ) -> list[Instance]:
     """Gold mentions of ``docs`` (truth: their entity) and, with ``removed``, each ambiguous gold mention
     again with its entity missing from the kb (truth: NIL).
@@ -88,16 +90,16 @@ def nil_instances(
     model's normaliser and best entity over the vocabulary; the text's other mentions stay, as they would.
     Only mentions left with a candidate count."""
     out: list[Instance] = []
-    by_lang: dict[str, list[Any]] = {}
+    by_lang: dict[str, list[LinkDoc]] = {}
     for d in docs:
         by_lang.setdefault(d.lang, []).append(d)
     for lang, part in sorted(by_lang.items()):
         found = [linker.index.mentions_at(d.text, [(g.start, g.end) for g in d.mentions], lang) for d in part]
         texts = [d.text for d in part]
         # (texts, mentions, truths, which mention of each text counts (None: all), missing keys per text)
-        variants: list[tuple[list[str], list[list[Mention]], list[list[str | None]], list[int | None], Any]] = [
-            (texts, found, [[g.key for g in d.mentions] for d in part], [None] * len(part), None)
-        ]
+        variants: list[
+            tuple[list[str], list[list[Mention]], list[list[str | None]], list[int | None], list[set[str]] | None]
+        ] = [(texts, found, [[g.key for g in d.mentions] for d in part], [None] * len(part), None)]
         if removed:
             rt: list[str] = []
             rm: list[list[Mention]] = []
@@ -117,11 +119,11 @@ def nil_instances(
                     missing.append({g.key})
             variants.append((rt, rm, truths, which, missing))
         for method in methods:
-            for vt, mentions, truths, counted, missing in variants:
+            for vt, mentions, truths, counted, gone in variants:
                 if not vt:
                     continue
                 options = LinkOptions(method=method)  # type: ignore[arg-type]
-                feats = linker.mention_features(vt, mentions, lang, options, missing=missing)
+                feats = linker.mention_features(vt, mentions, lang, options, missing=gone)
                 for ms, fs, ts, only in zip(mentions, feats, truths, counted):
                     for k, (m, (top, lp, x), gold) in enumerate(zip(ms, fs, ts)):
                         if top is not None and (only is None or k == only):
@@ -161,8 +163,10 @@ class NilScores:
     accuracy: float
     right_ambiguous_kept: float | None
 
-    def row(self) -> list[Any]:
-        pct = lambda v: "-" if v is None else f"{100 * v:.1f}"  # noqa: E731
+    def row(self) -> list[int | str]:
+        def pct(v: float | None) -> str:
+            return "-" if v is None else f"{100 * v:.1f}"
+
         return [
             self.mentions,
             self.should_be_nil,
@@ -174,7 +178,7 @@ class NilScores:
         ]
 
 
-def nil_scores(instances: Sequence[Instance], calibration: Any, threshold: float | None = None) -> NilScores:
+def nil_scores(instances: Sequence[Instance], calibration: Calibration, threshold: float | None = None) -> NilScores:
     """Score the NIL decisions ``calibration`` makes on ``instances`` at ``threshold`` (default: its own)."""
     t = calibration.threshold if threshold is None else threshold
     tp = pred = should = right = amb = amb_kept = 0
@@ -203,7 +207,7 @@ def nil_scores(instances: Sequence[Instance], calibration: Any, threshold: float
 class CalibrationReport:
     """:func:`calibrate`'s result: the fitted calibration and its scores on each evaluation set."""
 
-    calibration: Any
+    calibration: Calibration
     scores: dict[str, NilScores] = field(default_factory=dict)
     common_words: dict[str, int] = field(default_factory=dict)
 
@@ -212,7 +216,7 @@ class CalibrationReport:
 SetInstances = dict[str, tuple[list[Instance], list[Instance]]]
 
 
-def calibration_instances(linker: Any, model_dir: str | Path, db: EntityDB | None = None) -> SetInstances:
+def calibration_instances(linker: Linker, model_dir: str | Path, db: EntityDB | None = None) -> SetInstances:
     """The decisions of every calibration set, split into halves by (city, language) pair: the fit half with
     methods combined and prior, the held-out half with combined (what :func:`calibrate` fits and scores)."""
     from probes.linking_calibration_data import calibration_sets, split_halves
@@ -289,7 +293,7 @@ def calibrate(
     return report
 
 
-def score_calibration(calibration: Any, instances: SetInstances, linker: Any) -> CalibrationReport:
+def score_calibration(calibration: Calibration, instances: SetInstances, linker: Linker) -> CalibrationReport:
     """``calibration``'s NIL scores on each held-out half of ``instances`` and its hand-written sentences."""
     report = CalibrationReport(calibration)
     for name, (_, held) in instances.items():
@@ -338,7 +342,7 @@ def _linking_languages(model_dir: str | Path) -> set[str]:
     return {d.lang for d in demo_linking_docs(model_dir)}
 
 
-def common_word_outcomes(linker: Any, calibration: Any = None) -> dict[str, int]:
+def common_word_outcomes(linker: Linker, calibration: Calibration | None = None) -> dict[str, int]:
     """Link :data:`COMMON_WORD_SENTENCES`: how many common words stayed unlinked and how many places linked."""
     counts = {"common words": 0, "common words unlinked": 0, "places": 0, "places linked": 0}
     before = linker.calibration

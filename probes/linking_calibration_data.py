@@ -31,10 +31,13 @@ import re
 import zlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kb import open_db
 from kb.db import EntityDB
+
+if TYPE_CHECKING:
+    from probes.mewsli import LinkDoc
 
 #: Held-out wording: ``{city}`` and ``{country}`` in sentences unlike the kb's relation templates.
 FREE_TEMPLATES: dict[str, tuple[str, ...]] = {
@@ -103,7 +106,7 @@ FREE_TEMPLATES: dict[str, tuple[str, ...]] = {
 
 def free_wording_docs(
     model_dir: str | Path, db: EntityDB | None = None, *, languages: Iterable[str] | None = None
-) -> list[Any]:
+) -> list[LinkDoc]:
     """The (city, language) pairs of the demo's linking set written with :data:`FREE_TEMPLATES` (all three
     templates each), as :class:`probes.mewsli.LinkDoc` objects with both gold mentions; deterministic."""
     from probes.demo_eval import demo_linking_docs
@@ -244,11 +247,11 @@ def pair_half(city: str, lang: str) -> int:
     return zlib.crc32(f"{lang}:{city}".encode()) % 2
 
 
-def split_halves(docs: Iterable[Any], countries: Iterable[str]) -> tuple[list[Any], list[Any]]:
+def split_halves(docs: Iterable[LinkDoc], countries: Iterable[str]) -> tuple[list[LinkDoc], list[LinkDoc]]:
     """``docs`` (:class:`probes.mewsli.LinkDoc` objects) as (fit half, held-out half) by :func:`pair_half` of their
     city (the first gold mention that is not one of ``countries``; else the first)."""
     known = set(countries)
-    halves: tuple[list[Any], list[Any]] = ([], [])
+    halves: tuple[list[LinkDoc], list[LinkDoc]] = ([], [])
     for d in docs:
         city = next((g.key for g in d.mentions if g.key not in known), d.mentions[0].key)
         halves[pair_half(city, d.lang)].append(d)
@@ -270,7 +273,7 @@ def ordinary_text_docs(
     unambiguous_per_language: int = 15,
     seed: int = 0,
     languages: Iterable[str] | None = None,
-) -> dict[str, list[Any]]:
+) -> dict[str, list[LinkDoc]]:
     """The ``unrelated country`` and ``no country`` sets (module docs) as :class:`probes.mewsli.LinkDoc` objects,
     every template of :data:`UNRELATED_COUNTRY_TEMPLATES` / :data:`NO_COUNTRY_TEMPLATES` for each (city,
     language) pair: the linking set's pairs and ``unambiguous_per_language`` demo cities per language whose
@@ -284,7 +287,7 @@ def ordinary_text_docs(
     countries = sorted(k for k in db.keys(kind="country") if k in demo)
     demo_cities = sorted(k for k in db.keys(kind="city") if k in demo)
     linked = {(d.mentions[0].key, d.lang) for d in demo_linking_docs(model_dir) if len(d.mentions) == 2}
-    out: dict[str, list[Any]] = {"unrelated country": [], "no country": []}
+    out: dict[str, list[LinkDoc]] = {"unrelated country": [], "no country": []}
     for lang in wanted:
         city_names = db.labels(demo_cities, lang)
         country_names = db.labels(countries, lang)
@@ -323,7 +326,7 @@ def _related_countries(db: EntityDB, lang: str, city: str, name: str) -> set[str
     return keys | {f.object for k in keys for f in db.facts(subject=k)}
 
 
-def calibration_sets(model_dir: str | Path, db: EntityDB | None = None, *, seed: int = 0) -> dict[str, list[Any]]:
+def calibration_sets(model_dir: str | Path, db: EntityDB | None = None, *, seed: int = 0) -> dict[str, list[LinkDoc]]:
     """All of :data:`SETS` for the demo model in ``model_dir`` (module docs), before the split into halves."""
     from probes.demo_eval import demo_linking_docs
 
@@ -335,7 +338,7 @@ def calibration_sets(model_dir: str | Path, db: EntityDB | None = None, *, seed:
     }
 
 
-def set_sizes(docs: Sequence[Any], countries: Iterable[str]) -> dict[str, int]:
+def set_sizes(docs: Sequence[LinkDoc], countries: Iterable[str]) -> dict[str, int]:
     """Composition of one set: sentences, (city, language) pairs, languages, sentences naming a country."""
     known = set(countries)
     pairs = {(next((g.key for g in d.mentions if g.key not in known), d.mentions[0].key), d.lang) for d in docs}

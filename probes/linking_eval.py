@@ -366,7 +366,9 @@ def evaluate_linking(
                     found = linkers[method].link([d.text for d in part], lang, options=options)
                     for doc, predicted in zip(part, found):
                         got = Counter((m.start, m.end, m.key) for m in predicted if not m.nil)
-                        want = Counter((m.start, m.end, m.key) for m in doc.mentions)
+                        want: Counter[tuple[int, int, str | None]] = Counter(
+                            (m.start, m.end, m.key) for m in doc.mentions
+                        )
                         c["detected"] += sum(got.values())
                         c["true_positives"] += sum((got & want).values())
                     bar.update(len(part))

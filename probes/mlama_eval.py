@@ -7,6 +7,7 @@ scored by precision, recall and F1 as well. :func:`compare_mlama` puts several m
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -17,6 +18,7 @@ from probes.mlama import MlamaRelation, read_mlama
 
 if TYPE_CHECKING:
     from kb.jsontypes import JsonObject
+    from mluke.checkpoint import Mluke
     from mluke.devices import Device, DType
     from mluke.opening import ModelSource
     from mluke.options import Mode
@@ -263,7 +265,7 @@ def eval_mlama(
 
 
 def compare_mlama(
-    path: str | Path, models: list[Any], langs: str | list[str] | tuple[str, ...] = ("en",), **options: Any
+    path: str | Path, models: Sequence[ModelSource], langs: str | list[str] | tuple[str, ...] = ("en",), **options: Any
 ) -> MlamaComparison:
     """:func:`eval_mlama` for each model in turn (one model in memory at a time), side by side: what
     ``mluke eval-mlama DIR --model A --model B`` prints.
@@ -282,7 +284,7 @@ def compare_mlama(
     return MlamaComparison([eval_mlama(path, m, langs, **options) for m in models])
 
 
-def _name(model: Any, bundle: Any) -> str:
+def _name(model: ModelSource, bundle: Mluke) -> str:
     """How a report names its model: the folder or hub name given, else the loaded one's folder."""
     if model is None:
         return "demo"

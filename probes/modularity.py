@@ -15,7 +15,7 @@ mix as a random graph would.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,8 +24,11 @@ from kb.errors import OptionError
 from probes.retrieval import faiss_module, normalized
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from mluke.devices import Device, DType
     from mluke.opening import ModelSource
+    from probes.cwr import ParallelSpan
 
 
 def knn_edges(vectors: np.ndarray, k: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -56,7 +59,7 @@ def knn_edges(vectors: np.ndarray, k: int = 3) -> tuple[np.ndarray, np.ndarray, 
     return lo[unique], hi[unique], sims[unique]
 
 
-def modularity(vectors: np.ndarray, communities: Sequence[Any], *, k: int = 3, weighted: bool = True) -> float:
+def modularity(vectors: np.ndarray, communities: Sequence[Hashable], *, k: int = 3, weighted: bool = True) -> float:
     """Newman modularity of the ``communities`` partition (one label per vector, e.g. its language) of the
     k-NN graph of ``vectors``."""
     labels = np.asarray(communities)
@@ -77,7 +80,7 @@ def modularity(vectors: np.ndarray, communities: Sequence[Any], *, k: int = 3, w
 
 def modularity_by_language(
     model: ModelSource,
-    items: Sequence[Any],
+    items: Sequence[ParallelSpan],
     *,
     base: str = "en",
     langs: Sequence[str] | None = None,
@@ -88,7 +91,7 @@ def modularity_by_language(
     batch_size: int = 32,
     device: Device = None,
     dtype: DType = None,
-) -> Any:
+) -> pd.DataFrame:
     """Modularity of ``base`` + one other language, for each other language and feature kind: a DataFrame with
     columns ``lang``, ``spans`` and one ``<features>`` column each.
 
@@ -97,7 +100,7 @@ def modularity_by_language(
     [MASK] by default (as a fine-tuned relation model's [HEAD]/[TAIL] tokens, which know no entity), the kb
     entity with ``entity_keys=True``.
     """
-    import pandas as pd
+    import pandas
 
     from mluke.opening import open_model
     from probes.cwr import by_language, language_vectors
@@ -124,4 +127,5 @@ def modularity_by_language(
         for f in features:
             row[f] = modularity(np.concatenate([vectors[f][base], vectors[f][lang]]), labels, k=k)
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame: pd.DataFrame = pandas.DataFrame(rows)  # pandas-stubs types DataFrame(list of rows) as Any
+    return frame

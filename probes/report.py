@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from kb.files import json_text, write_csv, write_json
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from kb.jsontypes import JsonObject
 
 
@@ -42,7 +44,7 @@ class TableReport:
         columns, rows = self.table()
         write_csv(columns, rows, path, overwrite=overwrite)
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """One row per entry of ``rows``."""
         import pandas as pd
 

@@ -37,7 +37,7 @@ KINDS = ("flat", "hnsw", "ivfpq")
 INDEX_FILE, META_FILE, ITEMS_FILE = "index.faiss", "meta.json", "items.jsonl"
 
 
-def faiss_module() -> Any:
+def faiss_module() -> Any:  # faiss ships no type information
     """The ``faiss`` module; a clear error when it is missing or when two faiss wheels are installed at once
     (``faiss-cpu`` and ``faiss-gpu*`` both ship the ``faiss`` package and overwrite each other's files)."""
     installed = sorted(d for d in ("faiss-cpu", "faiss-gpu", "faiss-gpu-cu11", "faiss-gpu-cu12") if _installed(d))
@@ -84,9 +84,9 @@ def normalized(vectors: np.ndarray) -> np.ndarray:
 class SpanIndex:
     """A FAISS index with its metadata (``meta``) and one record per vector (``items``)."""
 
-    index: Any
-    meta: dict[str, Any]
-    items: list[dict[str, Any]] = field(default_factory=list)
+    index: Any  # a faiss index: faiss ships no type information
+    meta: dict[str, Any]  # JSON
+    items: list[dict[str, Any]] = field(default_factory=list)  # JSON records
 
     def __len__(self) -> int:
         return int(self.index.ntotal)

@@ -39,7 +39,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from kb.errors import InputFormatError, SchemaVersionError
 from kb.files import check_output, discard, publish, temporary_name
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from kb.jsontypes import JsonObject, JsonValue
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+T = TypeVar("T")
 #: Seconds a connection waits for a lock held by another one before failing with "database is locked".
 BUSY_TIMEOUT = 60.0
 
@@ -197,7 +198,7 @@ def attach(conn: sqlite3.Connection, path: str | os.PathLike[str] | None, alias:
     conn.execute("BEGIN")
 
 
-def chunked(items: list[Any], size: int = 500) -> Iterator[list[Any]]:
+def chunked(items: list[T], size: int = 500) -> Iterator[list[T]]:
     """Split a list into pieces of at most ``size`` (e.g. for SQL ``IN (...)`` under SQLite's parameter limit)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -217,7 +218,7 @@ class SqliteStore:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Any:  # not Self: callers read JSON fields of the subclasses unnarrowed
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -121,7 +121,9 @@ _new_mention = tuple.__new__  # Mention(...) without the Python-level __new__ of
 class CompiledLanguage:
     """The loaded data of one language: the automaton, the unit codes and zero-copy views of the arrays."""
 
-    def __init__(self, read: Any, entity_key: Any, sources: Sequence[str], max_chars: int) -> None:
+    def __init__(
+        self, read: Callable[[str], bytes], entity_key: Callable[[int], str], sources: Sequence[str], max_chars: int
+    ) -> None:
         # One blob at a time, so that peak memory holds the serialised automaton only while it is decoded.
         self.automaton = daachorse.CharwiseDoubleArrayAhoCorasick.deserialize(read("automaton"))
         units = read("units").decode("utf-8")
@@ -187,7 +189,14 @@ class LanguageBuilder:
         self.arrays["offsets"].append(0)
         self.max_chars = 0
 
-    def add(self, key: str, candidates: Sequence[Candidate], lp: float | None, entity_id: Any, source_id: Any) -> None:
+    def add(
+        self,
+        key: str,
+        candidates: Sequence[Candidate],
+        lp: float | None,
+        entity_id: Callable[[str], int],
+        source_id: Callable[[str], int],
+    ) -> None:
         if fold(key) != key:
             raise InputFormatError(
                 f"surface key {key!r} is not folded: sources must list kb.mentions.surfaces.surface_key() forms"
@@ -363,7 +372,12 @@ def detect_together(
         out[which[k]] = mentions[lo:hi]
 
 
-def _scan(automaton: Any, codes: str, pos: int, accept: Any) -> Iterator[tuple[tuple[int, int], int]]:
+def _scan(
+    automaton: Any,  # a daachorse automaton: the C extension ships no type information
+    codes: str,
+    pos: int,
+    accept: Callable[[int, int, int], tuple[int, int] | None],
+) -> Iterator[tuple[tuple[int, int], int]]:
     """Leftmost-longest matches from ``pos`` that ``accept`` allows; a refused match gives way to
     the longest accepted match starting at the same place, else the scan moves one unit on."""
     while pos < len(codes):

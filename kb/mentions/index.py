@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from math import isnan
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -218,7 +218,7 @@ class MentionIndex(CandidateGenerator):
             self._conn.close()
             self._conn = None
 
-    def _reader(self, lang: str) -> Any:
+    def _reader(self, lang: str) -> Callable[[str], bytes]:
         """``read(name) -> bytes`` for the blobs of ``lang`` (from memory or from the file)."""
         if lang in self._pending:
             return self._pending[lang].__getitem__

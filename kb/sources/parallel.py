@@ -12,7 +12,11 @@ import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+    from multiprocessing.pool import AsyncResult
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -26,7 +30,7 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _context() -> Any:
+def _context() -> BaseContext:
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
@@ -46,7 +50,7 @@ def ordered_map(
         return
     ahead = ahead or 2 * workers
     pool = _context().Pool(workers)
-    pending: deque[Any] = deque()
+    pending: deque[AsyncResult[R]] = deque()
     try:
         for task in tasks:
             pending.append(pool.apply_async(fn, task))

@@ -55,7 +55,7 @@ class AddReport:
         return "; ".join(parts)
 
 
-def _client(base_url: str) -> Any:
+def _client(base_url: str) -> Any:  # a wikidata.client.Client: the wikidata package ships no type information
     try:
         from wikidata.client import Client
     except ImportError:

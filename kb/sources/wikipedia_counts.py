@@ -28,7 +28,7 @@ from kb.sources.wiki_links import NO_SPACE_LANGUAGES
 
 
 @lru_cache(maxsize=1)
-def _automaton(staging: str, part: int) -> Any:
+def _automaton(staging: str, part: int) -> Any:  # an ahocorasick.Automaton (a C extension without types)
     import ahocorasick
 
     auto = ahocorasick.Automaton()

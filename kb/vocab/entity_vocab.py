@@ -5,7 +5,7 @@ export one (the writing is :mod:`kb.vocab.storage`'s, the other tools' layouts :
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
     from kb.db.database import EntityDB
+    from kb.jsontypes import JsonObject, JsonValue
     from kb.vocab.interchange import HfImportKeywords, ImportKeywords
 
 
@@ -248,7 +249,7 @@ class EntityVocab(SqliteStore):
             for key, count in ranked:
                 yield ids[key], key, None, count, names.get(ids[key], ())
 
-        provenance = {
+        provenance: JsonObject = {
             "builder": "kb.EntityVocab.build",
             "database": str(db.path),
             "size": size,
@@ -281,7 +282,11 @@ class EntityVocab(SqliteStore):
             for i, key in enumerate(keys, start=len(storage.SPECIAL_ENTITIES)):
                 yield i, key, None, 0, tuple(sorted(db.titles(key).items()))
 
-        provenance = {"builder": "kb.EntityVocab.for_entities", "database": str(db.path), "entities": len(keys)}
+        provenance: JsonObject = {
+            "builder": "kb.EntityVocab.for_entities",
+            "database": str(db.path),
+            "entities": len(keys),
+        }
         storage.write_entries(path, rows(), overwrite=overwrite, provenance=provenance)
         return cls(path)
 
@@ -291,7 +296,7 @@ class EntityVocab(SqliteStore):
         entries: Iterable[storage.VocabEntry],
         path: str | os.PathLike[str],
         *,
-        provenance: dict[str, object] | None = None,
+        provenance: Mapping[str, JsonValue] | None = None,
         overwrite: bool = False,
     ) -> EntityVocab:
         """A vocabulary of exactly ``entries``, ids as given: for vocabularies made without an entity database
@@ -311,8 +316,8 @@ class EntityVocab(SqliteStore):
             InputFormatError: an id or a (language, title) appears twice, or a special entity has two ids.
         """
         rows = ((e.id, e.key, e.special, e.count, e.names) for e in entries)
-        provenance = {"builder": "kb.EntityVocab.from_entries", **(provenance or {})}
-        storage.write_entries(path, rows, overwrite=overwrite, provenance=provenance)
+        recorded: JsonObject = {"builder": "kb.EntityVocab.from_entries", **(provenance or {})}
+        storage.write_entries(path, rows, overwrite=overwrite, provenance=recorded)
         return cls(path)
 
     @classmethod

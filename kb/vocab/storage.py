@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kb.db.sqlite import atomic_build
 from kb.errors import InputFormatError
 
 if TYPE_CHECKING:
     from kb.db.database import EntityDB
+    from kb.jsontypes import JsonValue
 
 FORMAT = "mluke-entity-vocab"
 FORMAT_VERSION = 1
@@ -60,7 +61,7 @@ def write_entries(
     entries: Iterable[tuple[int, str | None, str | None, int, Iterable[tuple[str, str]]]],
     *,
     overwrite: bool,
-    provenance: dict[str, Any],
+    provenance: Mapping[str, JsonValue],
     db: EntityDB | None = None,
 ) -> None:
     """Write ``(id, key, special, count, names)`` rows atomically; reject duplicate names or ids.
@@ -94,12 +95,12 @@ def write_entries(
 
 
 def flush(
-    conn: Any,
+    conn: sqlite3.Connection,
     ins_entry: str,
     batch_e: list[tuple[object, ...]],
     ins_name: str,
     batch_n: list[tuple[object, ...]],
-    path: Any,
+    path: str | os.PathLike[str],
 ) -> None:
     try:
         conn.executemany(ins_entry, batch_e)
@@ -111,7 +112,10 @@ def flush(
 
 
 def insert_pairs(
-    conn: Any, entries: list[tuple[int, str | None]], names: list[tuple[str, str, int]], path: Any
+    conn: sqlite3.Connection,
+    entries: list[tuple[int, str | None]],
+    names: list[tuple[str, str, int]],
+    path: str | os.PathLike[str],
 ) -> None:
     """Write streamed ``(id, special)`` entries and ``(lang, title, id)`` names, then clear the batches."""
     conn.executemany(
@@ -127,7 +131,7 @@ def insert_pairs(
     names.clear()
 
 
-def attach_keys(conn: Any, db: EntityDB) -> None:
+def attach_keys(conn: sqlite3.Connection, db: EntityDB) -> None:
     """Give each id the entity key its first resolvable title has in ``db``."""
     keys: list[tuple[str, int]] = []
     done: set[int] = set()
@@ -141,7 +145,7 @@ def attach_keys(conn: Any, db: EntityDB) -> None:
     conn.executemany("UPDATE entries SET key = ? WHERE id = ?", keys)
 
 
-def create_indexes(conn: Any, path: Any) -> None:
+def create_indexes(conn: sqlite3.Connection, path: str | os.PathLike[str]) -> None:
     try:
         for statement in filter(str.strip, INDEXES.split(";")):
             conn.execute(statement)

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from mluke.encoding import encode_with_spans, insert_markers
+
+if TYPE_CHECKING:
+    from mluke.knowbert.candidates import Window
+    from mluke.tokenizer import MlukeTokenizer
 
 #: Languages whose words are written without spaces between them (characters are words in PAN-X).
 NO_SPACE = frozenset({"ja", "zh", "th"})
@@ -56,10 +60,12 @@ class Row:
     text: str = ""
     lang: str | None = None
     piece_chars: list[Span] = field(default_factory=list)
-    knowledge: Any = None  #: the row's spans and candidates (a :class:`mluke.knowbert.Window`), when attached
+    knowledge: Window | None = None  #: the row's spans and candidates (a :class:`mluke.knowbert.Window`), when attached
 
 
-def _with_specials(tokenizer: Any, ids: list[int], spans: list[Span], max_length: int) -> tuple[list[int], list[Span]]:
+def _with_specials(
+    tokenizer: MlukeTokenizer, ids: list[int], spans: list[Span], max_length: int
+) -> tuple[list[int], list[Span]]:
     """``<s> ids </s>`` cut to ``max_length``; spans shifted by one, those cut off left out (as ``(-1, -1)``)."""
     limit = max_length - 2
     kept = [(s + 1, e + 1) if e <= limit else (-1, -1) for s, e in spans]
@@ -72,7 +78,7 @@ def _row_offsets(offsets: Sequence[Span], max_length: int) -> list[Span]:
 
 
 def ner_rows(
-    tokenizer: Any,
+    tokenizer: MlukeTokenizer,
     sentences: Sequence[Sequence[str]],
     langs: Sequence[str | None],
     *,
@@ -127,7 +133,7 @@ def ner_rows(
 
 
 def relation_rows(
-    tokenizer: Any,
+    tokenizer: MlukeTokenizer,
     texts: Sequence[str],
     pairs: Sequence[tuple[Span, Span]],
     *,
@@ -175,7 +181,7 @@ def relation_rows(
 
 
 def typing_rows(
-    tokenizer: Any,
+    tokenizer: MlukeTokenizer,
     texts: Sequence[str],
     spans: Sequence[Span],
     *,
@@ -256,7 +262,7 @@ def collate(rows: Sequence[Row], *, pad_id: int, max_mention_length: int = 30) -
     if any(row.knowledge is not None for row in rows):  # knowbert features: the rows' spans and candidates
         from mluke.knowbert.pieces import knowledge_inputs
 
-        batch |= knowledge_inputs([row.knowledge for row in rows], pad_id)
+        batch |= knowledge_inputs([cast("Window", row.knowledge) for row in rows], pad_id)  # attached to all rows
     return batch
 
 

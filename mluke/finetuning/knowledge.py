@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from mluke.knowbert.model import KnowBertModel
     from mluke.knowbert.pieces import TextCandidates
     from mluke.opening import ModelSource
+    from mluke.tokenizer import MlukeTokenizer
 
 AnyRow = TypeVar("AnyRow", bound=Row)
 
@@ -112,7 +113,7 @@ def knowbert_encoder(pretrained: KnowBertModel) -> KnowBertModel:
     return encoder.train()
 
 
-def text_candidates(model: Any, tokenizer: Any) -> TextCandidates:
+def text_candidates(model: Any, tokenizer: MlukeTokenizer) -> TextCandidates:  # model: see attach_knowledge
     """The span finder of a knowbert-features :class:`~mluke.finetuning.TransferModel` (its knowledge bases', each
     on its kb's mention index: :func:`mluke.knowbert.pieces.kb_text_candidates`), from its kb settings (built once
     per model)."""
@@ -129,12 +130,15 @@ def text_candidates(model: Any, tokenizer: Any) -> TextCandidates:
     return found
 
 
-def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[AnyRow], lang: str | None = None) -> list[AnyRow]:
+def attach_knowledge(
+    model: Any, tokenizer: MlukeTokenizer, rows: Sequence[AnyRow], lang: str | None = None
+) -> list[AnyRow]:
     """``rows`` with their spans and candidates attached (in place) when ``model`` has knowbert features; other
     models' rows are returned as they are.
 
     Args:
-        model: the fine-tuning model (:class:`~mluke.finetuning.TransferModel`).
+        model: the fine-tuning model (:class:`~mluke.finetuning.TransferModel`; typed ``Any`` because
+            :mod:`mluke.finetuning.models` imports this module).
         tokenizer: its tokenizer.
         rows: rows of :mod:`mluke.finetuning.inputs` (their text, language and ``piece_chars``) or pair rows
             (:class:`~mluke.finetuning.qa.QaRow`: the question and the passage window;
@@ -147,7 +151,7 @@ def attach_knowledge(model: Any, tokenizer: Any, rows: Sequence[AnyRow], lang: s
     if model.features != KNOWBERT:
         return list(rows)
     spans = text_candidates(model, tokenizer)
-    by_text: dict[tuple[str, str, tuple[int, ...]], Any] = {}  # NER's several rows of one sentence: one look-up
+    by_text: dict[tuple[str, str, tuple[int, ...]], Window] = {}  # NER's several rows of one sentence: one look-up
     for row in rows:
         row_lang = _language(row.text, row.lang or lang)
         if isinstance(row, (QaRow, RecordRow)):

@@ -135,7 +135,8 @@ class TransferModel(nn.Module):
                 return self.word_states(batch)
             inputs = {k: batch[k] for k in ("input_ids", "attention_mask")}
             inputs |= {k: batch[k] for k in ("entity_ids", "entity_position_ids", "entity_attention_mask")}
-            return self.luke(**inputs).last_hidden_state
+            states: Tensor = self.luke(**inputs).last_hidden_state
+            return states
         if self.features == "entity":
             states = encode_entity_rows(
                 self.luke,
@@ -167,11 +168,14 @@ class TransferModel(nn.Module):
             from mluke.knowbert.pieces import candidates_from_inputs
 
             candidates = candidates_from_inputs(batch, cast(Any, self.luke).names)
-            return self.luke(batch["input_ids"], batch["attention_mask"], candidates).hidden_states
-        return self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+            knowing: Tensor = self.luke(batch["input_ids"], batch["attention_mask"], candidates).hidden_states
+            return knowing
+        output = self.luke(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        words: Tensor = output.last_hidden_state
+        return words
 
     def forward(self, batch: dict[str, Tensor]) -> Tensor:
-        scores = self.classifier(self.dropout(self.features_of(batch)))
+        scores: Tensor = self.classifier(self.dropout(self.features_of(batch)))
         return scores[..., 0] if self.task == "record" else scores
 
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
@@ -179,7 +183,7 @@ class TransferModel(nn.Module):
         the start and end losses, padding excluded); binary cross-entropy over every type (typing: ``labels``
         holds each example's 0/1 per type) or over the mention slots (ReCoRD: 0/1 per slot after the placeholder's,
         -100 where nothing is scored)."""
-        logits = self(batch)
+        logits: Tensor = self(batch)
         if self.task == "typing":
             return nn.functional.binary_cross_entropy_with_logits(
                 logits, batch["labels"][:, : logits.shape[-1]].to(logits.dtype)

@@ -4,7 +4,7 @@ answers."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -13,6 +13,9 @@ from mluke.finetuning.inputs import Row, Span, batches, collate, ner_rows, relat
 from mluke.finetuning.knowledge import attach_knowledge
 from mluke.finetuning.models import TransferModel
 from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, best_mentions, record_rows
+
+if TYPE_CHECKING:
+    from mluke.tokenizer import MlukeTokenizer
 
 
 def decode_spans(scored: Sequence[tuple[int, int, int, float]]) -> list[tuple[int, int, int]]:
@@ -36,7 +39,7 @@ def decode_spans(scored: Sequence[tuple[int, int, int, float]]) -> list[tuple[in
 @torch.inference_mode()
 def predict_spans(
     model: TransferModel,
-    tokenizer: Any,
+    tokenizer: MlukeTokenizer,
     sentences: Sequence[Sequence[str]],
     langs: Sequence[str | None],
     *,
@@ -82,7 +85,7 @@ def predict_spans(
 @torch.inference_mode()
 def predict_relations(
     model: TransferModel,
-    tokenizer: Any,
+    tokenizer: MlukeTokenizer,
     texts: Sequence[str],
     pairs: Sequence[tuple[Span, Span]],
     *,
@@ -112,7 +115,7 @@ def predict_relations(
 @torch.inference_mode()
 def predict_types(
     model: TransferModel,
-    tokenizer: Any,
+    tokenizer: MlukeTokenizer,
     texts: Sequence[str],
     spans: Sequence[Span],
     *,
@@ -144,7 +147,7 @@ def predict_types(
 
 @torch.inference_mode()
 def predict_record(
-    model: TransferModel, tokenizer: Any, items: Sequence[ClozeQuery], *, batch_size: int = 16
+    model: TransferModel, tokenizer: MlukeTokenizer, items: Sequence[ClozeQuery], *, batch_size: int = 16
 ) -> tuple[list[Span | None], dict[str, int]]:
     """The answer mention of each ReCoRD query: the passage mention scored best against the placeholder.
 
@@ -167,7 +170,9 @@ def predict_record(
     return [items[n].mentions[m] if m is not None else None for n, m in enumerate(chosen)], inputs.counts()
 
 
-def _row_scores(model: TransferModel, tokenizer: Any, rows: Sequence[Row], batch_size: int) -> list[torch.Tensor]:
+def _row_scores(
+    model: TransferModel, tokenizer: MlukeTokenizer, rows: Sequence[Row], batch_size: int
+) -> list[torch.Tensor]:
     """The model's (float, CPU) scores of each row, in row order; batches hold rows of similar length."""
     by_size = sorted(range(len(rows)), key=lambda i: -len(rows[i].ids))  # less padding
     out: dict[int, torch.Tensor] = {}

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
 from kb.errors import OptionError
 from mluke.encoding import encode_with_spans
 from mluke.finetuning.inputs import Row, Span
+
+if TYPE_CHECKING:
+    from mluke.tokenizer import MlukeTokenizer
 
 #: Input sizes of ReCoRD rows (LUKE fine-tuned ReCoRD with 512 pieces).
 RECORD_DEFAULTS = {"max_length": 512, "max_query_length": 90, "max_entities": 128}
@@ -78,7 +81,7 @@ class ClozeQuery:
 
 
 def record_rows(
-    tokenizer: Any,
+    tokenizer: MlukeTokenizer,
     items: Sequence[ClozeQuery],
     *,
     max_length: int = 512,

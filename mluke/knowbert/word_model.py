@@ -35,7 +35,9 @@ from mluke.word_models import WordModel
 if TYPE_CHECKING:
     from kb.db import EntityDB
     from mluke.checkpoint import Mluke
+    from mluke.devices import Device, DType
     from mluke.knowbert.model import KnowBertModel
+    from mluke.opening import ModelSource
     from mluke.tokenizer import MlukeTokenizer
 
 
@@ -172,12 +174,12 @@ def open_knowbert_words(
 
 
 def open_probe_model(
-    model: Any,
+    model: ModelSource,
     *,
     db: EntityDB | str | os.PathLike[str] | None = None,
     knowledge: bool = True,
-    device: Any = None,
-    dtype: Any = None,
+    device: Device = None,
+    dtype: DType = None,
     kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
 ) -> Mluke:
     """The model of a word/entity probe: a KnowBert folder through :func:`open_knowbert_words` (placed on

@@ -329,7 +329,7 @@ class Trainer:
 
         directory = Path(directory) if directory is not None else self.out / "model"
         if self.rank == 0:
-            self.model.eval()
+            cast(torch.nn.Module, self.model).eval()  # the same call, through nn.Module's annotated signature
             save((self.model.cpu(), self.tokenizer, self.tokenizer.entity_vocab), directory, overwrite=overwrite)
             self.model.to(self.device)  # type: ignore[arg-type]  # transformers types .to as @wraps(nn.Module.to)
         return directory

@@ -234,4 +234,5 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     Returns:
         The manifest's content.
     """
-    return json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
+    manifest: dict[str, Any] = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
+    return manifest

@@ -35,6 +35,8 @@ from probes.transfer.runs.qa import MLQA_LANGUAGES
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
+    from kb.db import EntityDB
+
 TRAIN_PATTERNS, TEST_PATTERNS = (0, 1), (2,)
 TRAIN_QUESTION, TEST_QUESTION = 0, 1
 #: Languages whose sentences follow each other without a space.
@@ -191,7 +193,7 @@ class QaKeywords(TypedDict, total=False):
 
 
 def generate_qa(
-    db: Any, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[QaKeywords]
+    db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[QaKeywords]
 ) -> dict[str, dict[str, list[QaExample]]]:
     """The miniature QA sets (see the module docs).
 
@@ -210,7 +212,7 @@ def generate_qa(
     return _generate(db, languages, QaSettings(**options))
 
 
-def _generate(db: Any, languages: Iterable[str], settings: QaSettings) -> dict[str, dict[str, list[QaExample]]]:
+def _generate(db: EntityDB, languages: Iterable[str], settings: QaSettings) -> dict[str, dict[str, list[QaExample]]]:
     langs = tuple(dict.fromkeys(languages))
     missing = [lang for lang in langs if lang not in load_questions()["questions"] or lang not in PATTERNS]
     if missing or "en" not in langs:
@@ -233,7 +235,7 @@ Draw = tuple[list[tuple[Fact, int]], int]  # (fact, pattern index) per sentence,
 
 
 def passage_draws(
-    db: Any, world: KbWorld, langs: tuple[str, ...], settings: QaSettings, task: str
+    db: EntityDB, world: KbWorld, langs: tuple[str, ...], settings: QaSettings, task: str
 ) -> dict[str, tuple[tuple[str, ...], list[Draw]]]:
     """The passages of each split, drawn once and rendered in every language of the split: train and dev are English,
     leave out 30% of the entities of each kind (:func:`~probes.transfer.miniature.sampling.heldout_entities`) and
@@ -276,7 +278,7 @@ def passage_draws(
 
 
 def write_qa_miniature(
-    db: Any,
+    db: EntityDB,
     folder: str | Path,
     languages: Iterable[str] = MLUKE_LANGUAGES,
     *,

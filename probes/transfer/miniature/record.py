@@ -19,7 +19,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kb.errors import OptionError
 from kb.files import atomic_path, write_json
@@ -32,6 +32,7 @@ from probes.transfer.readers.record import PLACEHOLDER, RecordExample, write_rec
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
+    from kb.db import EntityDB
     from probes.transfer.miniature.qa import QaKeywords
 
 
@@ -62,7 +63,7 @@ def _example(ident: str, lang: str, draw: Draw, query_pattern: int, names: dict[
 
 
 def write_record_miniature(
-    db: Any,
+    db: EntityDB,
     folder: str | Path,
     *,
     settings: QaSettings | None = None,
@@ -98,7 +99,7 @@ def write_record_miniature(
 
 
 def generate_record(
-    db: Any, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[QaKeywords]
+    db: EntityDB, languages: Iterable[str] = MLUKE_LANGUAGES, **options: Unpack[QaKeywords]
 ) -> dict[str, dict[str, list[RecordExample]]]:
     """The miniature ReCoRD sets (see the module docs).
 

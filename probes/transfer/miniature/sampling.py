@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kb.db import EntityDB
 from kb.errors import OptionError
@@ -21,6 +21,9 @@ from probes.transfer.miniature.patterns import (
     load_patterns,
     load_typing_patterns,
 )
+
+#: What a pattern draw returns: a tuple whose first item (an example) has a ``text``.
+Drawn = TypeVar("Drawn", bound=tuple[Any, ...])
 
 #: Entity types of the NER sets, one per kb entity kind.
 NER_TYPES = ("CITY", "CONTINENT", "COUNTRY", "CURRENCY", "LANGUAGE")
@@ -338,7 +341,9 @@ def split_rng(seed: int, task: str, lang: str, split: str) -> random.Random:
     return random.Random(f"{seed}/{task}/{lang}/{split}")
 
 
-def draw_fresh(draw: Callable[[], Any], seen: set[str], what: str, *, repeats: int = 30, tries: int = 1000) -> Any:
+def draw_fresh(
+    draw: Callable[[], Drawn | None], seen: set[str], what: str, *, repeats: int = 30, tries: int = 1000
+) -> Drawn:
     """The first result of ``draw()`` whose text is not in ``seen`` (after ``repeats`` repeats, a repeat will do).
 
     Args:

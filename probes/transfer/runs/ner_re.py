@@ -26,7 +26,7 @@ from mluke.finetuning import (
 )
 from mluke.finetuning.inputs import Row, ner_rows, relation_rows, typing_rows
 from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
-from mluke.finetuning.models import Features
+from mluke.finetuning.models import Features, TransferModel
 from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.ner_re import ner_scores, re_scores
@@ -40,6 +40,7 @@ from probes.transfer.readers.typing import TypingExample, read_typing
 if TYPE_CHECKING:
     from mluke.devices import Device, DType
     from mluke.opening import ModelSource
+    from mluke.tokenizer import MlukeTokenizer
 
 Task = Literal["ner", "re", "typing"]
 
@@ -109,16 +110,16 @@ def file_identity(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def resumable_run(
-    net: Any,
-    rows: Sequence[Any],
+    net: TransferModel,
+    rows: Sequence[Row],
     *,
-    tokenizer: Any,
+    tokenizer: MlukeTokenizer,
     output: Path,
     files: tuple[str | os.PathLike[str], str | os.PathLike[str]],
     identity: dict[str, Any],
     config: FineTuneConfig,
     restart: bool,
-    evaluate: Callable[[Any], float],
+    evaluate: Callable[[TransferModel], float],
 ) -> FineTuner:
     """The :class:`~mluke.finetuning.FineTuner` of a run that writes ``output``: its work folder is
     ``output.work`` and what the run is, ``identity`` with the train and dev files' (:func:`file_identity`), so that
@@ -153,7 +154,7 @@ def resumable_run(
 
 def save_run(
     tuner: FineTuner,
-    tokenizer: Any,
+    tokenizer: MlukeTokenizer,
     output: Path,
     *,
     overwrite: bool,
@@ -183,8 +184,8 @@ def save_run(
 
 def score(
     task: str,
-    model: Any,
-    tokenizer: Any,
+    model: TransferModel,
+    tokenizer: MlukeTokenizer,
     data: Sequence[Any],
     *,
     lang: str | None = None,

@@ -20,8 +20,8 @@ from kb.renamed import renamed_keyword
 from mluke.devices import place
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
 from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
-from mluke.finetuning.models import Features
-from mluke.finetuning.qa import LinkedName, collate_qa, predict_answers, qa_rows
+from mluke.finetuning.models import Features, TransferModel
+from mluke.finetuning.qa import LinkedName, QaRow, collate_qa, predict_answers, qa_rows
 from mluke.opening import open_model
 from probes.transfer.metrics.qa import Scorer, check_scorer, qa_scores
 from probes.transfer.readers.qa import QaExample, mlqa_path, read_mlqa, read_squad
@@ -29,8 +29,10 @@ from probes.transfer.runs.qa_linking import Link, LinkSource, cached_links
 from probes.transfer.runs.qa_reports import QaFineTuneReport, QaReport
 
 if TYPE_CHECKING:
+    from kb.mentions import MentionIndex
     from mluke.devices import Device, DType
     from mluke.opening import ModelSource
+    from mluke.tokenizer import MlukeTokenizer
 
 #: MLQA's languages, the G-XLT matrix's rows and columns.
 MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")
@@ -48,8 +50,8 @@ class QaInputs:
     """Everything needed to turn examples into rows: the tokenizer (with the entity vocabulary that gives
     linked entities their ids), the mention index, and the input settings (``QA_DEFAULTS``)."""
 
-    tokenizer: Any
-    index: Any
+    tokenizer: MlukeTokenizer
+    index: MentionIndex
     settings: dict[str, int]
 
     def names(self, links: Sequence[Link]) -> list[LinkedName]:
@@ -70,7 +72,7 @@ class QaInputs:
         features: str,
         *,
         answers: bool = False,
-    ) -> list[Any]:
+    ) -> list[QaRow]:
         s = self.settings
         return qa_rows(
             self.tokenizer,
@@ -89,7 +91,7 @@ class QaInputs:
         )
 
 
-def _index(db: EntityDB | str | Path | None, langs: Sequence[str]) -> Any:
+def _index(db: EntityDB | str | Path | None, langs: Sequence[str]) -> MentionIndex:
     from kb import open_db
     from kb.mentions import MentionIndex
 
@@ -99,7 +101,7 @@ def _index(db: EntityDB | str | Path | None, langs: Sequence[str]) -> Any:
 
 
 def answer_dataset(
-    model: Any,
+    model: TransferModel,
     inputs: QaInputs,
     examples: Sequence[QaExample],
     links: dict[str, dict[str, list[Link]]],
@@ -210,7 +212,7 @@ def finetune_qa(
     }
     work = output.with_name(output.name + ".work")
 
-    def dev_f1(m: Any) -> float:
+    def dev_f1(m: TransferModel) -> float:
         return cast(float, answer_dataset(m, inputs, dev_data.examples, dev_links, lang=lang)[0]["f1"])
 
     tuner = FineTuner(

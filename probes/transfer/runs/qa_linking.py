@@ -21,12 +21,15 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from kb.cache import cache_dir
 from kb.errors import OptionError
 from kb.files import write_json
 from probes.transfer.readers.qa import QaExample
+
+if TYPE_CHECKING:
+    from kb.mentions import MentionIndex
 
 #: ``(start, end, entity key)`` in characters of a text.
 Link = tuple[int, int, str]
@@ -35,7 +38,7 @@ CACHE_VERSION = 1
 
 
 def link_texts(
-    index: Any, texts: Sequence[str], lang: str, *, allowed: Sequence[frozenset[str] | None] | None = None
+    index: MentionIndex, texts: Sequence[str], lang: str, *, allowed: Sequence[frozenset[str] | None] | None = None
 ) -> list[list[Link]]:
     """The linked names of each text.
 
@@ -65,7 +68,7 @@ def link_texts(
 
 def link_examples(
     examples: Sequence[QaExample],
-    index: Any,
+    index: MentionIndex,
     *,
     lang: str,
     question_lang: str | None = None,
@@ -98,7 +101,7 @@ def link_examples(
     return {e.id: {"question": q, "context": c} for e, q, c in zip(examples, questions, contexts)}
 
 
-def _identity(path: str | os.PathLike[str]) -> list[Any]:
+def _identity(path: str | os.PathLike[str]) -> list[str | int]:
     p = Path(path).resolve()
     st = p.stat()
     return [str(p), st.st_size, st.st_mtime_ns]
@@ -107,7 +110,7 @@ def _identity(path: str | os.PathLike[str]) -> list[Any]:
 def cached_links(
     path: str | os.PathLike[str],
     examples: Sequence[QaExample],
-    index: Any,
+    index: MentionIndex,
     *,
     lang: str,
     question_lang: str | None = None,

@@ -27,6 +27,9 @@ from probes.transfer.runs.ner_re import EvaluateKeywords, FineTuneReport, RunKey
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
+    from mluke.finetuning.models import TransferModel
+    from mluke.tokenizer import MlukeTokenizer
+
 
 def cloze_queries(examples: Sequence[RecordExample], lang: str | None = None) -> list[ClozeQuery]:
     """The model inputs of ``examples``: query, placeholder, passage, mentions, their gold labels
@@ -53,7 +56,12 @@ def gold_labels(example: RecordExample) -> list[int]:
 
 
 def score_record(
-    model: Any, tokenizer: Any, examples: Sequence[RecordExample], *, batch_size: int = 16, lang: str | None = None
+    model: TransferModel,
+    tokenizer: MlukeTokenizer,
+    examples: Sequence[RecordExample],
+    *,
+    batch_size: int = 16,
+    lang: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The model's ReCoRD scores on ``examples`` and its answer to each query.
 
