@@ -69,6 +69,7 @@ OUTPUTS = _outputs_module()
 
 
 def _record() -> dict[str, Any]:
+    assert OUTPUTS.RECORD.is_file(), "docs/outputs.json is missing: run scripts/docs/outputs.py"
     return cast(dict[str, Any], json.loads(OUTPUTS.RECORD.read_text(encoding="utf-8")))
 
 

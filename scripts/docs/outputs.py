@@ -2,7 +2,8 @@
 
 The README and the pages under ``docs/`` show what commands and snippets print with the embedded
 knowledge base and the demo model. Those outputs live between markers, on their own lines around a
-block or inline around a number in prose::
+block (with blank lines between, so Markdown reads the block as Markdown) or inline around a number
+in prose::
 
     <!-- output: NAME -->
     ...generated text...
@@ -79,7 +80,7 @@ def _command(line: str) -> str:
     mluke = Path(sys.executable).with_name("mluke")
     env = {**os.environ, "COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"}
     done = subprocess.run([str(mluke), *shlex.split(line)], capture_output=True, text=True, env=env, check=False)
-    return f"\n```text\n$ mluke {line}\n{_shown(done.stderr + done.stdout)}\n```\n"
+    return f"\n\n```text\n$ mluke {line}\n{_shown(done.stderr + done.stdout)}\n```\n\n"
 
 
 def _snippet(code: str) -> str:
@@ -88,7 +89,7 @@ def _snippet(code: str) -> str:
     with contextlib.redirect_stdout(printed):
         exec(compile(code, "<docs snippet>", "exec"), {"__name__": "__docs__"})
     comments = "\n".join(f"# {line}" for line in _shown(printed.getvalue()).splitlines())
-    return f"\n```python\n{code.strip()}\n{comments}\n```\n"
+    return f"\n\n```python\n{code.strip()}\n{comments}\n```\n\n"
 
 
 @functools.cache
@@ -164,8 +165,9 @@ def demo_steps(message: str) -> Callable[[], str]:
     def make() -> str:
         from mluke.demo import DEMO_VERSION, demo_model
 
-        steps = json.loads((demo_model(progress=False) / "demo.json").read_text("utf-8"))["training"]["steps"]
-        return "`" + message.format(step=1431, steps=steps, version=DEMO_VERSION) + "`"
+        steps = json.loads((demo_model(progress=False) / "demo.json").read_text("utf-8"))["steps"]
+        step = steps * 43 // 100  # an interruption a little before half way
+        return "`" + message.format(step=step, steps=steps, version=DEMO_VERSION) + "`"
 
     return make
 
@@ -260,6 +262,10 @@ def regenerate(check: bool) -> int:
             if not check:
                 path.write_text(new, encoding="utf-8")
     record = {**provenance(), "outputs": {name: digest(body) for name, body in sorted(outputs.items())}}
+    if RECORD.is_file():  # the date says when the outputs last changed, not when the script last ran
+        before = json.loads(RECORD.read_text(encoding="utf-8"))
+        if {**before, "date": record["date"]} == record:
+            record["date"] = before["date"]
     if not check:
         RECORD.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(("differ: " if check else "rewritten: ") + (", ".join(changed) or "none"), file=sys.stderr)
