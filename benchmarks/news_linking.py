@@ -1,7 +1,7 @@
 """How the linker treats news-style text: famous names at a sentence start, "City, Region/Country", and place
 names inside common words and person names (:mod:`probes.news_linking_data`).
 
-    python benchmarks/news_linking.py [--model MODEL_DIR] [--set test|dev] [--method combined] [--json out.json]
+    python benchmarks/news_linking.py [--model MODEL_DIR] [--set test|dev|first] [--method combined] [--json out.json]
     python benchmarks/news_linking.py --smoke
 
 Links every sentence of the set with the embedded kb and the model (default: the cached demo model, trained
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from probes.news_linking_data import DEV, KINDS, TEST, NewsCase, news_summary, score_news
+from probes.news_linking_data import DEV, FIRST_TEST, KINDS, TEST, NewsCase, news_summary, score_news
 
 
 def _smallest(cases: list[NewsCase]) -> list[NewsCase]:
@@ -73,12 +73,17 @@ def _print(report: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="model folder (default: the cached demo model)")
-    parser.add_argument("--set", choices=["test", "dev"], default="test")
+    parser.add_argument(
+        "--set",
+        choices=["test", "dev", "first"],
+        default="test",
+        help="test: the held-out set; dev: the tuning set; first: the first held-out set (now part of dev)",
+    )
     parser.add_argument("--method", default="combined")
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument("--smoke", action="store_true", help="tiny model, one case per kind and language, temp dir")
     args = parser.parse_args()
-    cases = TEST if args.set == "test" else DEV
+    cases = {"test": TEST, "dev": DEV, "first": FIRST_TEST}[args.set]
     if args.smoke:
         with tempfile.TemporaryDirectory(prefix="news-linking-") as tmp:
             os.environ["MLUKE_HOME"] = tmp

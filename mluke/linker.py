@@ -306,7 +306,16 @@ class Linker(ConfidenceMixin):
         their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`), the model's scores
         of each (none for ``method="prior"``) and their kb support (:mod:`mluke.link_coherence`)."""
         mentions = [
-            self.estimator.fill(texts[t], self.places.narrow(texts[t], found, lang), lang)
+            self.estimator.fill(
+                texts[t],
+                self.places.narrow(
+                    texts[t],
+                    found,
+                    lang,
+                    windows[t] if windows is not None else cut_windows(texts[t], options.window_chars),
+                ),
+                lang,
+            )
             for t, found in enumerate(mentions)
         ]
         support = self._support(texts, mentions, options, windows)

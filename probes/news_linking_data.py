@@ -11,8 +11,10 @@ Each case names one mention of its sentence and what must happen to it:
   "Die Essen in Essen ...", パリパリ): it must stay unlinked (NIL or not detected).
 
 ``gold`` is the entity's English title in the embedded kb ("London (Canada)"), resolved to a key by
-:func:`gold_key`. :data:`TEST` (161 cases in en, de, fr, es, ja, zh, ru) was written before the linker was
-tuned for news text and is scored once; :data:`DEV` (other sentences) is what tuning looked at.
+:func:`gold_key`. :data:`TEST` (166 cases in en, de, fr, es, ja, zh, ru, :mod:`probes.news_linking_heldout`)
+was written before the second round of tuning and is scored once at its end; :data:`DEV` is what tuning looks
+at: a few tuning sentences and the first held-out set (161 cases), which was scored after the first round and so
+no longer measures anything held out.
 :func:`score_news` links the sentences and judges each case, :func:`news_summary` counts the right ones.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from kb.db import EntityDB
+from probes.news_linking_heldout import HELD_OUT
 
 if TYPE_CHECKING:
     from mluke.linker import Linker
@@ -60,7 +63,8 @@ def _cases(lang: str, kind: Kind, rows: list[tuple[str, ...]]) -> list[NewsCase]
     return out
 
 
-_TEST: dict[str, dict[Kind, list[tuple[str, ...]]]] = {
+#: The first held-out set: scored after the first round of tuning, tuning data since.
+_FIRST_TEST: dict[str, dict[Kind, list[tuple[str, ...]]]] = {
     "en": {
         "start": [
             ("London is the capital of the United Kingdom.", "London", "London"),
@@ -334,9 +338,11 @@ def _flatten(table: dict[str, dict[Kind, list[tuple[str, ...]]]]) -> list[NewsCa
 
 
 #: The held-out set (see the module docs).
-TEST: list[NewsCase] = _flatten(_TEST)
-#: The tuning set.
-DEV: list[NewsCase] = _flatten(_DEV)
+TEST: list[NewsCase] = _flatten(HELD_OUT)
+#: The first held-out set (161 cases), tuning data since it was scored.
+FIRST_TEST: list[NewsCase] = _flatten(_FIRST_TEST)
+#: The tuning set: the tuning sentences and the first held-out set.
+DEV: list[NewsCase] = _flatten(_DEV) + FIRST_TEST
 
 
 def gold_key(db: EntityDB, case: NewsCase) -> str | None:

@@ -319,7 +319,8 @@ class LinkEstimator:
 
         A preceding word that starts a sentence counts only when it looks like a first name (Michael Jordan;
         :func:`_name_like`), not a function word ("In Paris"); in German (where every noun is capitalised) a
-        common word does not count.
+        common word does not count, unless before the mention it reads as a first name in the other languages'
+        lists too (Jack London; not Stadt, Präsident, Heute).
         """
         after = _WORD_AFTER.match(text, m.end)
         if (
@@ -337,7 +338,7 @@ class LinkEstimator:
                 _capital_word(word)
                 and (not is_sentence_start(text, start) or _name_like(word, lang))
                 and (m.start - 1) not in ends
-                and not (lang == "de" and _common(word, lang))
+                and not (lang == "de" and _common(word, lang) and not _name_like(word, lang))
             ):
                 return True
         return False

@@ -299,7 +299,7 @@ def test_relation_messages_say_what_the_kb_has(bundle, embedded_db):
         and "P1376 (capital of)" in message
         and "P740 (location of formation), no facts" in message
     )
-    assert "43 relations (7 with facts here)" in message
+    assert "43 relations (8 with facts here)" in message  # P131 (located in) has facts since the kb names regions
     assert "relation='P..'" in message and "--relation P.." in err.value.for_cli()
     with pytest.raises(mluke.MlukeError, match="relation P999 is unknown to this kb"):
         probe("[X] was founded in [Y]", lang="ja", relation="P999", model=bundle, db=embedded_db)

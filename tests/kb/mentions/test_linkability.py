@@ -136,6 +136,9 @@ def test_news_rules(index, embedded_db):
     first, second = (est.estimate("Die Essen in Essen waren gut.", m, "de") for m in found)
     assert first == (AFTER_ARTICLE, "after an article") and second.value == CAPITALISED  # the meals; the city
     assert lp("Die Schweiz liegt in Europa.", "de")["Schweiz"].value == CAPITALISED  # a country takes one
+    # German capitalises every noun: a common word before a place glues only when it reads as a first name
+    assert lp("Jack London schrieb über Alaska.", "de")["London"].value == LONGER_NAME
+    assert lp("Die Stadt Essen wächst.", "de")["Essen"].value == CAPITALISED
     assert lp("チャド・スミスがドラムを叩いた。", "ja")["チャド"].value == LONGER_NAME
     assert lp("松本さんは会社員です。", "ja")["松本"].value == LONGER_NAME
     assert lp("王长春是一名医生。", "zh")["长春"].value == LONGER_NAME

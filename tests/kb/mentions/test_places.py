@@ -52,3 +52,24 @@ def test_pairs_read_the_gap(embedded_db, index):
     ctx = PlaceContext(embedded_db)
     text = "Valencia, en Espagne. Valencia, Nous Espagne."
     assert ctx.pairs(text, index.detect(text, "fr"), "fr") == [(0, 1)]  # "Nous" is no short lowercase word
+
+
+@pytest.mark.parametrize(
+    "text,surface,title,left",
+    [
+        # a city narrowed by a region named further off in its sentence
+        ("The team will return to London for an exhibition game in England.", "London", "London", 1),
+        # a region kept because it contains a place of the same sentence
+        ("The governor of Georgia spoke in Atlanta, United States.", "Georgia", "Georgia (United States)", 1),
+        # a country named beside another is no container of it: both Georgias stay, the country first
+        ("Georgia and the United States signed a deal.", "Georgia", "Georgia", 2),
+        # another sentence does not count
+        ("Atlanta is hot. The governor of Georgia resigned.", "Georgia", "Georgia", 2),
+        # a city several candidates could be settles nothing
+        ("We visited Cambridge, London and Paris.", "London", "London", 2),
+    ],
+)
+def test_the_sentence_settles_what_a_single_candidate_leaves_no_doubt_about(
+    embedded_db, index, text, surface, title, left
+):
+    assert _top(embedded_db, index, text, "en", surface) == (title, left)
