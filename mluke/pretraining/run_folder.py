@@ -1,6 +1,7 @@
 """The run folder of a training run, shared by our trainers (pretraining, KnowBert): finished checkpoints
 ``checkpoints/step-N`` (written under a temporary name and renamed), the pruning of old ones, the removal of
-what killed runs left half written, torch's random-number states and the cutting of the step log on resume."""
+what killed runs left half written, torch's random-number states, the cutting of the step log on resume
+and the note an interrupted run prints (fine-tuning's too)."""
 
 from __future__ import annotations
 
