@@ -196,7 +196,7 @@ enc = tokenizer("The capital of Japan is <mask>.", entity_spans=[(24, 30)])   # 
 words, entities = model.encode(**enc)                  # encoder only: (1, n_words, hidden), (1, 1, hidden)
 candidates = torch.tensor(entity_vocab.get_ids([("en", "Tokyo"), ("en", "Seoul"), ("en", "Beijing")]))
 scores = model.entity_scores(entities[:, 0], candidates)   # log p(candidate), normaliser over all entities
-print(words.shape, entities.shape, scores.exp().round(decimals=3).tolist())
+print(words.shape, entities.shape, [round(p, 3) for p in scores.exp()[0].tolist()])
 """
 
 #: Every marked output: its name and how to make it.
