@@ -50,7 +50,7 @@ class DemoPreset:
     #: seed of the random start, the masking and the batch order (None: ``seed``): another value trains the same
     #: documents from another start, as another machine's arithmetic would (the test suite's MLUKE_TEST_DEMO_SEED)
     init_seed: int | None = None
-    minutes: float = 6.0  #: training time on 2 CPU cores, told to the user before training starts
+    minutes: float = 8.0  #: training time on 2 idle CPU cores (longer when other work shares them), told to the user
     #: Training sentences per document: 1 = one fact per document; n > 1 = the training sentences about
     #: one country in one language (its facts and its cities' P17 sentences) shuffled and cut into
     #: documents of 1 to n sentences, so a city's country is also named in other sentences, before or after

@@ -49,7 +49,7 @@ def link(
         typer.Option(
             help=(
                 "Mentions whose confidence (0 to 1) is below this are NIL (default: the calibrated threshold, see "
-                "the README)."
+                "docs/guides/linking.md#confidence-and-nil)."
             )
         ),
     ] = None,

@@ -28,7 +28,7 @@ def pretrain(
         typer.Option(
             help=(
                 "Train the embedded demo model end to end, no download needed: 'demo' (the one the library uses, "
-                "about 6 minutes) or 'tiny' (a seconds-long miniature, for tests)."
+                "about 8 minutes on 2 idle cores) or 'tiny' (a seconds-long miniature, for tests)."
             )
         ),
     ] = None,

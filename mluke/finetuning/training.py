@@ -24,11 +24,13 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from kb.errors import InputFormatError, Option, OptionError, flag
+from kb.errors import InputFormatError, Option, OptionError, flag, option
 from kb.files import atomic_path, atomic_text
 from mluke.devices import model_device, to_device
 from mluke.finetuning.inputs import Row, batches, collate
 from mluke.finetuning.models import TransferModel
+from mluke.options import check_count
+from mluke.pretraining.run_folder import interrupted_note
 
 
 @dataclass
@@ -46,13 +48,27 @@ class FineTuneConfig:
     max_span_pieces: int = 16  #: NER: longest span, in word pieces
     max_entities: int = 128  #: NER with entity features: span [MASK]s per pass
 
+    def __post_init__(self) -> None:
+        self.check()
+
     def check(self) -> FineTuneConfig:
-        for name in ("learning_rate", "batch_size", "epochs", "save_every", "max_span_pieces", "max_entities"):
-            if getattr(self, name) <= 0:
-                raise OptionError(f"{name}={getattr(self, name)}: expected a positive number")
-        if not 0 <= self.warmup < 1 or not 0 <= self.dropout < 1:
-            raise OptionError(f"warmup={self.warmup}, dropout={self.dropout}: expected values in [0, 1)")
+        """Itself, or an :class:`OptionError` (a ``ValueError``) naming the first meaningless setting: a learning
+        rate that is not a finite number above 0, a negative or infinite weight decay, a warmup or dropout outside
+        [0, 1), a count (batch size, epochs, ...) that is not a whole number of at least 1."""
+        _check_number("learning_rate", self.learning_rate, "a finite number above 0", lambda v: 0 < v < math.inf)
+        _check_number("weight_decay", self.weight_decay, "a finite number of at least 0", lambda v: 0 <= v < math.inf)
+        for name in ("warmup", "dropout"):
+            _check_number(name, getattr(self, name), "a number from 0 to 1 (1 excluded)", lambda v: 0 <= v < 1)
+        for name in ("batch_size", "epochs", "save_every", "max_span_pieces", "max_entities"):
+            check_count(name, getattr(self, name))
         return self
+
+
+def _check_number(name: str, value: object, expected: str, ok: Callable[[float], bool]) -> None:
+    """An :class:`OptionError` naming the setting ``name`` unless ``value`` is a number (not a bool) that ``ok``
+    accepts (nan fails every comparison, so a range check refuses it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not ok(value):
+        raise OptionError(f"{{{name}}}: expected {expected}", options={name: option(name, value)})
 
 
 def _optimizer(model: TransferModel, config: FineTuneConfig) -> torch.optim.AdamW:
@@ -233,15 +249,14 @@ class FineTuner:
 
     def interrupted_note(self) -> str:
         """What an interruption (Ctrl-C) keeps, and how to continue: printed when :meth:`train` is interrupted."""
-        if not self.saved_step:
-            return (
-                f"Interrupted at step {self.step:,} of {self.total:,}, before the first checkpoint (every "
-                f"{self.config.save_every:,} steps and at each epoch's end); the next run starts from the beginning."
-            )
-        return (
-            f"Interrupted at step {self.step:,} of {self.total:,}; the checkpoint of step {self.saved_step:,} is kept "
-            f"in {self.work} and the next run with the same data and settings resumes from it (--restart, "
-            "restart=True in Python, starts over)."
+        return interrupted_note(
+            self.step,
+            self.total,
+            kept=self.saved_step,
+            folder=self.work,
+            saved=f"every {self.config.save_every:,} steps and at each epoch's end",
+            resume="the next run with the same data and settings resumes from it (--restart, restart=True in "
+            "Python, starts over)",
         )
 
     def _epoch(self, bar: Any, on_step: Callable[[int], None] | None) -> None:

@@ -43,6 +43,7 @@ not equal. One process: the model runs on ``device`` (:mod:`mluke.devices`).
 from __future__ import annotations
 
 import json
+import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -394,11 +395,28 @@ class KnowBertTrainer:
                     self.save_checkpoint()
                 if on_step is not None:
                     on_step(self.step)
+        except KeyboardInterrupt:
+            if self.rank == 0:
+                bar.close()
+                print(f"\n{self.interrupted_note()}", file=sys.stderr, flush=True)
+            raise
         finally:
             bar.close()
             if log is not None:
                 log.close()
         return self.out
+
+    def interrupted_note(self) -> str:
+        """What an interruption (Ctrl-C) keeps, and how to continue: printed when :meth:`train` is interrupted."""
+        kept = run_folder.finished_checkpoints(self.out)
+        return run_folder.interrupted_note(
+            self.step,
+            self.total_steps,
+            kept=int(kept[-1].name[5:]) if kept else 0,
+            folder=kept[-1] if kept else self.out,
+            saved=f"every {self.config.save_every:,} steps",
+            resume="the next run with the same options resumes from it",
+        )
 
     def export(self, directory: str | Path | None = None) -> Path:
         """Save the model (:meth:`KnowBertModel.save_pretrained`) with its tokenizer in ``tokenizer/`` (rank 0;

@@ -1,6 +1,7 @@
 """The run folder of a training run, shared by our trainers (pretraining, KnowBert): finished checkpoints
 ``checkpoints/step-N`` (written under a temporary name and renamed), the pruning of old ones, the removal of
-what killed runs left half written, torch's random-number states and the cutting of the step log on resume."""
+what killed runs left half written, torch's random-number states, the cutting of the step log on resume
+and the note an interrupted run prints (fine-tuning's too)."""
 
 from __future__ import annotations
 
@@ -68,3 +69,13 @@ def cut_log(path: Path, step: int) -> None:
         keep.append(line)
     with atomic_text(path, overwrite=True) as f:
         f.write("".join(keep))
+
+
+def interrupted_note(step: int, total: int, *, kept: int, folder: Path, saved: str, resume: str) -> str:
+    """What an interrupted training run (Ctrl-C) keeps and how to continue it, for the message our trainers
+    (pretraining, KnowBert, fine-tuning) print before they end: ``kept`` is the step of the checkpoint left in
+    ``folder`` (0: none yet), ``saved`` says when checkpoints are written, ``resume`` how a rerun continues."""
+    done = f"Interrupted at step {step:,} of {total:,}"
+    if not kept:
+        return f"{done}, before the first checkpoint ({saved}); the next run starts from the beginning."
+    return f"{done}; the checkpoint of step {kept:,} is kept in {folder} and {resume}."

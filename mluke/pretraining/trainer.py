@@ -27,6 +27,7 @@ removes what killed runs left half written.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -46,6 +47,7 @@ from mluke.pretraining.init import init_from_xlmr
 from mluke.pretraining.run_folder import (
     cut_log,
     finished_checkpoints,
+    interrupted_note,
     prune_checkpoints,
     remove_leftovers,
     restore_rng_states,
@@ -323,6 +325,20 @@ class Trainer:
                 log.close()
         return self.out
 
+    def interrupted_note(self) -> str:
+        """What an interruption (Ctrl-C) keeps (:meth:`train` writes a checkpoint as it stops), and how to continue:
+        :func:`pretrain` prints it."""
+        kept = self.checkpoints()
+        return interrupted_note(
+            self.step,
+            self.config.total_steps,
+            kept=int(kept[-1].name[5:]) if kept else 0,
+            folder=kept[-1] if kept else self.out,
+            saved=f"every {self.config.run.save_every:,} steps and when stopped",
+            resume="the next run with the same configuration resumes from it (--no-resume, resume=False in "
+            "Python, starts over)",
+        )
+
     def export(self, directory: str | Path | None = None, *, overwrite: bool = True) -> Path:
         """Save the model in the studio-ousia layout that :func:`mluke.load` reads (rank 0)."""
         from mluke.checkpoint import save
@@ -378,7 +394,12 @@ def pretrain(
     trainer = Trainer(config, progress=progress)
     if resume:
         trainer.resume()
-    trainer.train(max_steps)
+    try:
+        trainer.train(max_steps)
+    except KeyboardInterrupt:  # (the demo's training, on the same trainer, says it in its own words)
+        if trainer.rank == 0:
+            print(f"\n{trainer.interrupted_note()}", file=sys.stderr, flush=True)
+        raise
     if trainer.step >= config.total_steps:
         return trainer.export()
     return trainer.out

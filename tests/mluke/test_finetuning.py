@@ -1,5 +1,6 @@
 """Fine-tuning heads, the training loop, checkpoints and decoding (mluke.finetuning)."""
 
+import dataclasses
 import shutil
 
 import pytest
@@ -186,6 +187,33 @@ def test_ctrl_c_says_which_checkpoint_is_kept_and_that_a_rerun_resumes(bundle, t
     assert "the next run with the same data and settings resumes from it" in err
     _train(bundle, tmp_path / "run")
     assert f"Resuming the interrupted fine-tuning run in {tmp_path / 'run'} at step 4 of" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("learning_rate", float("nan"), "expected a finite number above 0"),
+        ("learning_rate", float("inf"), "expected a finite number above 0"),
+        ("learning_rate", 0, "expected a finite number above 0"),
+        ("learning_rate", -1e-5, "expected a finite number above 0"),
+        ("weight_decay", float("nan"), "expected a finite number of at least 0"),
+        ("warmup", 1.0, "expected a number from 0 to 1"),
+        ("warmup", -0.1, "expected a number from 0 to 1"),
+        ("dropout", float("nan"), "expected a number from 0 to 1"),
+        ("epochs", 0, "expected a whole number of at least 1"),
+        ("epochs", 2.5, "expected a whole number of at least 1"),
+        ("batch_size", -4, "expected a whole number of at least 1"),
+        ("save_every", 0, "expected a whole number of at least 1"),
+    ],
+)
+def test_a_meaningless_setting_is_refused_where_the_config_is_made(field, value, expected):
+    """A ValueError that names the field, in Python's spelling and, for the command line, as its flag."""
+    with pytest.raises(ValueError, match=rf"^{field}={value!r}: {expected}") as err:
+        FineTuneConfig(**{field: value})
+    assert isinstance(err.value, mluke.MlukeError)
+    assert err.value.for_cli().startswith(f"--{field.replace('_', '-')} {value}: {expected}")
+    with pytest.raises(ValueError, match=rf"^{field}="):  # a copy with a changed field is checked too
+        dataclasses.replace(FineTuneConfig(), **{field: value})
 
 
 def test_checkpoints_keep_weights_labels_and_predictions(bundle, tmp_path):

@@ -517,3 +517,34 @@ def test_tensorboard_is_an_optional_extra_checked_before_training(corpus_dir, xl
         trainer = Trainer(config, progress=False)
         trainer.train(max_steps=1)
         assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_ctrl_c_in_pretrain_keeps_a_checkpoint_says_so_and_the_rerun_resumes(
+    corpus_dir, xlmr_dir, tmp_path, monkeypatch, cli
+):
+    """Ctrl-C at step 3 of 4 of `mluke pretrain --config`: a checkpoint of step 3, a message that names it and
+    says how to continue, exit code 130 (the shell's for Ctrl-C, no traceback); the rerun finishes from there."""
+    toml = tmp_path / "run.toml"
+    toml.write_text(_config(corpus_dir, xlmr_dir, tmp_path / "run").to_toml())
+    step, interrupted, done = Trainer.train_step, [], []
+
+    def ctrl_c_at_3(self):
+        if self.step == 3 and not interrupted:
+            interrupted.append(self.step)
+            raise KeyboardInterrupt
+        done.append(self.step)
+        return step(self)
+
+    monkeypatch.setattr(Trainer, "train_step", ctrl_c_at_3)
+    result = cli("pretrain", config=toml, no_progress=True)
+    kept = tmp_path / "run" / "checkpoints" / "step-00000003"
+    assert result.exit_code == 130, result.output
+    assert (
+        f"Interrupted at step 3 of 4; the checkpoint of step 3 is kept in {kept} and the next run with the same "
+        "configuration resumes from it (--no-resume, resume=False in Python, starts over)."
+    ) in result.output
+    assert kept.is_dir() and not (tmp_path / "run" / "model").exists()
+    done.clear()
+    again = cli("pretrain", config=toml, no_progress=True)
+    assert again.exit_code == 0 and again.stdout.strip() == f"done: {tmp_path / 'run' / 'model'}", again.output
+    assert done == [3]  # the rerun did the last step alone

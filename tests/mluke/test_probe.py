@@ -349,7 +349,7 @@ def test_first_demo_training_says_so_and_hides_transformers_bars(tmp_path, embed
     with pytest.raises(Stop):
         mluke.demo.train_demo(tmp_path / "demo", preset="demo", db=embedded_db, progress=True)
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith("Training the demo model once (about 6 minutes") and str(tmp_path / "demo") in err[0]
+    assert err[0].startswith("Training the demo model once (about 8 minutes") and str(tmp_path / "demo") in err[0]
     assert not (tmp_path / "demo").exists()
     before = hf_logging.is_progress_bar_enabled()
     with mluke.demo.transformers_bars(False):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -62,6 +63,41 @@ def test_train_both_stages_then_stop_and_continue(train: Cli, tmp_path: Path) ->
     second = train(output=tmp_path / "b")
     assert second.exit_code == 0, second.output
     assert same_files(tmp_path / "b" / "model", model_dir)
+
+
+def test_ctrl_c_says_which_checkpoint_is_kept_and_exits_130(
+    train: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C before the first checkpoint says the next run starts over; after one, names it and says the next run
+    resumes from it; both end with exit code 130 (the shell's for Ctrl-C), no traceback."""
+    from mluke.knowbert.training import KnowBertTrainer
+
+    step = KnowBertTrainer.train_step
+    stop_at: list[int] = []
+
+    def ctrl_c(self: KnowBertTrainer) -> dict[str, Any]:
+        if self.step == stop_at[-1]:
+            raise KeyboardInterrupt
+        return step(self)
+
+    monkeypatch.setattr(KnowBertTrainer, "train_step", ctrl_c)
+    out = tmp_path / "run"
+    stop_at.append(1)
+    early = train(output=out, save_every=2)
+    assert early.exit_code == 130, early.output
+    assert (
+        "Interrupted at step 1 of 4, before the first checkpoint (every 2 steps); the next run starts from the "
+        "beginning." in early.output
+    )
+    stop_at.append(3)
+    later = train(output=out, save_every=2)
+    assert later.exit_code == 130, later.output
+    kept = out / "checkpoints" / "step-00000002"
+    assert (
+        f"Interrupted at step 3 of 4; the checkpoint of step 2 is kept in {kept} and the next run with the same "
+        "options resumes from it." in later.output
+    )
+    assert kept.is_dir() and "Traceback" not in later.output
 
 
 def same_files(a: Path, b: Path) -> bool:
