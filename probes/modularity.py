@@ -24,7 +24,7 @@ from kb.errors import OptionError
 from probes.retrieval import faiss_module, normalized
 
 if TYPE_CHECKING:
-    from mluke.devices import Device, DType
+    from mluke.models.devices import Device, DType
     from mluke.opening import ModelSource
 
 

@@ -26,7 +26,7 @@ from kb.db import EntityDB
 from probes.news_linking_heldout import HELD_OUT
 
 if TYPE_CHECKING:
-    from mluke.linker import Linker
+    from mluke.linking.linker import Linker
 
 Kind = Literal["start", "place", "unlinked"]
 KINDS: tuple[Kind, ...] = ("start", "place", "unlinked")

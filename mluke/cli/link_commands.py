@@ -1,4 +1,4 @@
-"""``mluke link`` and ``mluke eval-link``: thin wrappers over :func:`mluke.link_files.iter_link_file` (a
+"""``mluke link`` and ``mluke eval-link``: thin wrappers over :func:`mluke.linking.files.iter_link_file` (a
 stream: memory does not grow with the input) and :func:`probes.eval_link`."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def link(
         knowledge_base=knowledge_base,
     )
     kbs = checks.kb_overrides(kb)
-    from mluke.link_files import iter_link_file, write_linked
+    from mluke.linking.files import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally
 
     stream = iter_link_file(

@@ -18,7 +18,7 @@ OverwriteOption = Annotated[
 ]
 
 
-#: ``--device`` / ``--dtype`` of every command that runs a model (see :mod:`mluke.devices`).
+#: ``--device`` / ``--dtype`` of every command that runs a model (see :mod:`mluke.models.devices`).
 DeviceOption = Annotated[
     str | None,
     typer.Option(

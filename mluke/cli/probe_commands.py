@@ -122,7 +122,7 @@ def probe(
         beam=beam,
         knowledge=knowledge,
     )
-    from mluke.cloze import probe as run
+    from mluke.probing.probe import probe as run
 
     kbs = checks.kb_overrides(kb)
     result = run(

@@ -8,11 +8,11 @@ from typing import Any
 
 import torch
 
-from mluke.devices import model_device, to_device
 from mluke.finetuning.inputs import Row, Span, batches, collate, ner_rows, relation_rows, typing_rows
 from mluke.finetuning.knowledge import attach_knowledge
 from mluke.finetuning.models import TransferModel
 from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, best_mentions, record_rows
+from mluke.models.devices import model_device, to_device
 
 
 def decode_spans(scored: Sequence[tuple[int, int, int, float]]) -> list[tuple[int, int, int]]:

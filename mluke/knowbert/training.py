@@ -37,7 +37,7 @@ Each rank's mean losses are weighted by its share of the global numbers of super
 so the update is the one-process update of the whole batch; logged losses are global. Rank 0 alone writes
 checkpoints, the log and the exported model; a run resumes with any number of processes. With dropout, ranks
 draw their masks from their own generator: runs with different numbers of processes are then equivalent,
-not equal. One process: the model runs on ``device`` (:mod:`mluke.devices`).
+not equal. One process: the model runs on ``device`` (:mod:`mluke.models.devices`).
 """
 
 from __future__ import annotations
@@ -56,11 +56,11 @@ import torch.distributed as dist
 
 from kb.errors import MlukeError
 from kb.files import atomic_path
-from mluke.devices import resolve_device
 from mluke.knowbert.batch import IGNORE
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
 from mluke.knowbert.parallel import wrap_losses
 from mluke.knowbert.windows import KbSpans, Window, collate_knowledge, mlm_labels
+from mluke.models.devices import resolve_device
 from mluke.pretraining import run_folder
 from mluke.pretraining.config import StageConfig
 from mluke.pretraining.sampler import LanguageSampler
@@ -68,7 +68,7 @@ from mluke.pretraining.schedule import dist_info, lr_factor, stage_at
 
 if TYPE_CHECKING:
     from mluke.knowbert.model import KnowBertModel
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
 STATE_FILE = "trainer_state.json"
 WEIGHTS_FILE = "state.pt"

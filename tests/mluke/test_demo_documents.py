@@ -3,7 +3,7 @@ document, built from training (fact, language) pairs only."""
 
 import dataclasses
 
-from mluke.demo_data import PRESETS, demo_documents
+from mluke.demo.data import PRESETS, demo_documents
 
 #: The tiny preset (one fact per document) with the demo's multi-fact documents.
 GROUPED = dataclasses.replace(PRESETS["tiny"], facts_per_document=3)

@@ -23,7 +23,7 @@ a small randomly initialised XLM-R-shaped ``XLMRobertaForMaskedLM``, then the
 usual two stages. The result is cached in ``$MLUKE_HOME/demo-model-v<N>``.
 
 This module trains and caches (torch and transformers are imported only when training); the presets and
-documents are in :mod:`mluke.demo_data`, the tokenizer in :mod:`mluke.demo_tokenizer`.
+documents are in :mod:`mluke.demo.data`, the tokenizer in :mod:`mluke.demo.tokenizer`.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from kb.db import EntityDB
 from kb.errors import OutputExistsError, flag
 from kb.files import atomic_path, discard, remove, remove_temporaries
 from kb.vocab import EntityVocab
-from mluke.demo_data import DEMO_RELATIONS, DemoData, DemoPreset, demo_documents, resolve_preset, training_seed
-from mluke.demo_tokenizer import TOKENIZER_RECORD, check_cached_tokenizer, pruned_xlmr_tokenizer
+from mluke.demo.data import DEMO_RELATIONS, DemoData, DemoPreset, demo_documents, resolve_preset, training_seed
+from mluke.demo.tokenizer import TOKENIZER_RECORD, check_cached_tokenizer, pruned_xlmr_tokenizer
 
 try:
     import fcntl
@@ -263,8 +263,8 @@ def _prepare(work: Path, data: DemoData, db: EntityDB, p: DemoPreset, progress: 
     """Write the tokenizer, entity vocabulary, corpus and random initial model into ``work``."""
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.pretraining.corpus import build_corpus
-    from mluke.tokenizer import MlukeTokenizer
 
     docs, heldout = data.docs, data.heldout
     tok_dir = work / "tokenizer"

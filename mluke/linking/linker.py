@@ -1,4 +1,4 @@
-"""The :class:`Linker`: a model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking`)."""
+"""The :class:`Linker`: a model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking.link`)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ from kb.mentions import Mention, MentionIndex
 from kb.mentions.linkability import LinkEstimator
 from kb.mentions.places import PlaceContext
 from kb.renamed import renamed_keyword
-from mluke.checkpoint import Mluke
-from mluke.confidence import DEFAULT_CALIBRATION, Calibration
-from mluke.heap import trim_heap
-from mluke.link_coherence import KbCoherence, Support
-from mluke.link_confidence import ConfidenceMixin, text_list
-from mluke.link_scoring import ModelScores, WindowScorer, cut_windows, iter_windows, rank_candidates, restricted
+from mluke.linking.calibration import DEFAULT_CALIBRATION, Calibration
+from mluke.linking.coherence import KbCoherence, Support
+from mluke.linking.confidence import ConfidenceMixin, text_list
+from mluke.linking.heap import trim_heap
+from mluke.linking.scoring import ModelScores, WindowScorer, cut_windows, iter_windows, rank_candidates, restricted
+from mluke.models.checkpoint import Mluke
 from mluke.opening import open_model
 from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedMention
@@ -33,15 +33,15 @@ from mluke.results import LinkedMention
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
-    from mluke.devices import Device, DType
+    from mluke.models.devices import Device, DType
     from mluke.options import LinkKeywords
 
-#: Segments of a long text between two returns of freed memory to the system (:func:`mluke.heap.trim_heap`).
+#: Segments of a long text between two returns of freed memory to the system (:func:`mluke.linking.heap.trim_heap`).
 TRIM_EVERY = 4
 
 
 class Linker(ConfidenceMixin):
-    """A model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking`).
+    """A model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking.link`).
 
     Args:
         model: a loaded :func:`mluke.load` bundle, or a checkpoint folder or hub name; default: the
@@ -49,9 +49,9 @@ class Linker(ConfidenceMixin):
         db: an :class:`kb.EntityDB` or the path of one; default: the embedded kb (``kb=``: deprecated).
         index: a :class:`kb.mentions.MentionIndex` to detect mentions with; default: one over ``db``.
         languages: the languages the default index covers (default: all of the kb's).
-        device: where the model runs (``"auto"``, ``"cuda"``, ...; see :mod:`mluke.devices`).
+        device: where the model runs (``"auto"``, ``"cuda"``, ...; see :mod:`mluke.models.devices`).
         dtype: the precision it runs in (``"bf16"``, ...).
-        calibration: maps a mention's scores to a confidence (:mod:`mluke.confidence`).
+        calibration: maps a mention's scores to a confidence (:mod:`mluke.linking.calibration`).
 
     Raises:
         MlukeError: a model without an entity vocabulary (when linking), a missing kb, a bad checkpoint.
@@ -73,7 +73,8 @@ class Linker(ConfidenceMixin):
         self.bundle = open_model(model, device=device, dtype=dtype)
         self.scorer = WindowScorer(self.bundle)
         self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
-        #: Maps a mention's scores to the probability that its top candidate is right (:mod:`mluke.confidence`).
+        #: Maps a mention's scores to the probability that its top candidate is right
+        #: (:mod:`mluke.linking.calibration`).
         self.calibration = calibration if calibration is not None else DEFAULT_CALIBRATION
         self.estimator = LinkEstimator(self.db)
         self.coherence = KbCoherence(self.db)
@@ -177,7 +178,7 @@ class Linker(ConfidenceMixin):
         characters); their mentions come as lists. A text longer than ``chunk_chars`` is linked on its
         own, ``segment_windows`` windows at a time, and its mentions come as an iterator that links it as
         it is read (once; it holds one segment's mentions at a time). The results are those of
-        :meth:`link` on the same texts (up to the last bits of float32 scores, see :mod:`mluke.linking`).
+        :meth:`link` on the same texts (up to the last bits of float32 scores, see :mod:`mluke.linking.link`).
 
         Args:
             texts: any iterable of texts, read as the stream is consumed.
@@ -284,7 +285,7 @@ class Linker(ConfidenceMixin):
     ) -> list[list[LinkedMention]]:
         """Score and decide the detected (or given) ``mentions`` of ``texts``; ``windows``: each text's
         windows to encode (default: all of it, cut every ``window_chars`` characters)."""
-        if options.method == "knowbert":  # a KnowBertLinker (mluke.link_knowbert) overrides this method
+        if options.method == "knowbert":  # a KnowBertLinker (mluke.linking.knowbert) overrides this method
             raise MlukeError("method 'knowbert' needs a KnowBert model folder ('mluke knowbert train' makes one)")
         mentions, scores, support = self._scored(texts, mentions, lang, options, progress, windows)
         return [
@@ -304,7 +305,7 @@ class Linker(ConfidenceMixin):
     ) -> tuple[list[list[Mention]], dict[tuple[int, int], ModelScores], dict[tuple[int, int], Support]]:
         """The mentions, places written with their region or country narrowed (:mod:`kb.mentions.places`), with
         their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`), the model's scores
-        of each (none for ``method="prior"``) and their kb support (:mod:`mluke.link_coherence`)."""
+        of each (none for ``method="prior"``) and their kb support (:mod:`mluke.linking.coherence`)."""
         mentions = [
             self.estimator.fill(
                 texts[t],
@@ -342,7 +343,7 @@ class Linker(ConfidenceMixin):
         options: LinkOptions,
         windows: list[list[tuple[int, int]]] | None,
     ) -> dict[tuple[int, int], Support]:
-        """kb coherence (:mod:`mluke.link_coherence`) of each mention among the mentions of its window (the
+        """kb coherence (:mod:`mluke.linking.coherence`) of each mention among the mentions of its window (the
         one its start is in): the context the model reads, and the same whether a text is linked at once or
         streamed in segments."""
         out: dict[tuple[int, int], Support] = {}

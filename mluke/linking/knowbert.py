@@ -59,14 +59,14 @@ from mluke.knowbert.candidates import (
 from mluke.knowbert.kb_sources import kb_db, open_kb_dbs, unrecorded_kb
 from mluke.knowbert.layer import NULL_CHOICE
 from mluke.knowbert.model import CONFIG_FILE, KnowBertModel
-from mluke.linker import Linker
+from mluke.linking.linker import Linker
 from mluke.options import LinkOptions
 from mluke.results import LinkedMention
 
 if TYPE_CHECKING:
-    from mluke.checkpoint import Mluke
-    from mluke.devices import Device, DType
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.checkpoint import Mluke
+    from mluke.models.devices import Device, DType
+    from mluke.models.tokenizer import MlukeTokenizer
 
 #: The sub-folder of a KnowBert model folder that holds its tokenizer (as ``mluke knowbert train`` exports it).
 TOKENIZER_DIR = "tokenizer"
@@ -85,7 +85,7 @@ def not_a_knowbert_model(folder: str | None) -> CheckpointError:
 
 def load_knowbert(folder: str | os.PathLike[str]) -> tuple[KnowBertModel, MlukeTokenizer]:
     """A saved KnowBert model and its tokenizer (``folder/tokenizer``), or a clear error for another folder."""
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
     path = Path(folder)
     if not (path / CONFIG_FILE).is_file():
@@ -155,7 +155,7 @@ class KnowBertLinker(Linker):
         max_span_words: int = 5,
         knowledge_base: str | None = None,
     ) -> None:
-        from mluke.devices import place
+        from mluke.models.devices import place
 
         if isinstance(model, KnowBertModel):
             if tokenizer is None:

@@ -61,7 +61,7 @@ def decode(
     """The ``top_k`` answers of 1..``max_pieces`` pieces for each subject, best first (see module docs).
 
     ``model``: ``encode(**inputs)`` and ``word_scores(states)`` (an mLUKE model or a
-    :class:`mluke.word_models.WordModel`); ``tokenizer``: ``tokenizer(texts)``, ``mask_id``,
+    :class:`mluke.models.word_models.WordModel`); ``tokenizer``: ``tokenizer(texts)``, ``mask_id``,
     ``decode(ids)`` or ``hf.decode``. ``exclude``: piece ids never filled in (special tokens).
     """
     if method not in METHODS:

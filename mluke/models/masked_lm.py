@@ -19,8 +19,8 @@ from transformers import LukeConfig, LukeForMaskedLM
 from transformers.activations import gelu
 from transformers.models.luke.modeling_luke import LukeLayer, LukeModel
 
-from mluke.compat import tied_weights_keys
-from mluke.devices import to_device
+from mluke.models.compat import tied_weights_keys
+from mluke.models.devices import to_device
 
 #: Vocabulary rows per step of the full normaliser. On the 2-core development machine, for a
 #: 1.2M x 256 entity table, 8K rows were 10-14% faster than 32K at 64-128 prompts per call
