@@ -54,3 +54,12 @@ KnowBertKbOption = Annotated[
 ModelOption = Annotated[
     str | None, typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")
 ]
+
+#: ``--knowledge/--no-knowledge``: a KnowBert model's knowledge layer on or off (P@1 with and without it)
+KnowledgeOption = Annotated[
+    bool,
+    typer.Option(
+        "--knowledge/--no-knowledge",
+        help="KnowBert --model: its knowledge layer over the prompts' kb mentions, or the bare encoder.",
+    ),
+]

@@ -13,7 +13,8 @@ from kb.errors import MlukeError, OptionError, flag, option
 from kb.files import write_json
 from mluke.knowbert.candidates import CandidateSelector, MultiSelector
 from mluke.knowbert.kb_sources import recorded_db
-from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
+from mluke.knowbert.train_config import KnowBertTrainConfig
+from mluke.knowbert.training import KnowBertTrainer
 
 if TYPE_CHECKING:
     from kb.db import EntityDB

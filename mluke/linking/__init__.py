@@ -3,10 +3,10 @@
 - ``link``: :func:`link`, texts in, :class:`mluke.LinkedMention` lists out; ``files``: files and streams
   (:func:`link_file`, :func:`iter_link_file`, :func:`write_linked`);
 - ``linker``: the :class:`Linker` (a model, a kb and a mention index, ready for many texts), with its
-  windows (``windows``), the model's scores of candidates (``scoring``), the confidence of a mention
+  streams (``streams``), the model's scores of candidates (``scoring``), the confidence of a mention
   (``confidence``, ``calibration``: :class:`Calibration`; ``coherence``: kb support from the rest of the text);
 - ``knowbert``: :class:`KnowBertLinker`, a KnowBert model's integrated linker (``method="knowbert"``), and
-  ``knowbert_model``, what it reads from the KnowBert folder;
+  ``knowbert_folder``, what it reads from a KnowBert model folder;
 - ``heap``: returning freed memory to the operating system during long streams.
 
 Names are imported on first use (torch and transformers are slow to import).

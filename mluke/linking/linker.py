@@ -6,7 +6,6 @@ import functools
 import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
 from typing import TYPE_CHECKING, Any, cast, overload
 
 from tqdm import tqdm
@@ -14,7 +13,7 @@ from tqdm import tqdm
 from kb import open_db
 from kb.db import EntityDB
 from kb.entities import qualified_names
-from kb.errors import MlukeError, TextInputError
+from kb.errors import MlukeError
 from kb.languages import check_language
 from kb.mentions import Mention, MentionIndex
 from kb.mentions.linkability import LinkEstimator
@@ -23,8 +22,8 @@ from kb.renamed import renamed_keyword
 from mluke.linking.calibration import DEFAULT_CALIBRATION, Calibration
 from mluke.linking.coherence import KbCoherence, Support
 from mluke.linking.confidence import ConfidenceMixin, text_list
-from mluke.linking.heap import trim_heap
-from mluke.linking.scoring import ModelScores, WindowScorer, cut_windows, iter_windows, rank_candidates, restricted
+from mluke.linking.scoring import ModelScores, WindowScorer, cut_windows, rank_candidates, restricted
+from mluke.linking.streams import StreamMixin, ignore_progress
 from mluke.models.checkpoint import Mluke
 from mluke.opening import open_model
 from mluke.options import LinkOptions, merge_options
@@ -36,11 +35,8 @@ if TYPE_CHECKING:
     from mluke.models.devices import Device, DType
     from mluke.options import LinkKeywords
 
-#: Segments of a long text between two returns of freed memory to the system (:func:`mluke.linking.heap.trim_heap`).
-TRIM_EVERY = 4
 
-
-class Linker(ConfidenceMixin):
+class Linker(StreamMixin, ConfidenceMixin):
     """A model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking.link`).
 
     Args:
@@ -197,56 +193,7 @@ class Linker(ConfidenceMixin):
         """
         check_language(lang, self.db.languages)
         options = merge_options(LinkOptions, options, keywords, "Linker.link_iter")
-        return self._stream(iter(texts), lang, options, advance or _ignore)
-
-    def _stream(
-        self, texts: Iterator[str], lang: str, options: LinkOptions, advance: Callable[[int], object]
-    ) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
-        chunk: list[str] = []
-        size = 0
-        for row, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TextInputError(
-                    f"link() takes a text (str) or a list of texts; item {row} is {type(text).__name__}"
-                )
-            long = len(text) > options.chunk_chars
-            if chunk and (long or len(chunk) == options.chunk_texts or size + len(text) > options.chunk_chars):
-                yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, options))
-                advance(size)
-                chunk, size = [], 0
-            if long:
-                yield text, self._segments(text, lang, options, advance)
-            else:
-                chunk.append(text)
-                size += len(text)
-        if chunk:
-            yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, options))
-            advance(size)
-
-    def _segments(
-        self, text: str, lang: str, options: LinkOptions, advance: Callable[[int], object]
-    ) -> Iterator[LinkedMention]:
-        """The linked mentions of one long text, ``options.segment_windows`` windows at a time.
-
-        The windows are those :meth:`link` cuts and the mentions those it detects
-        (in order, chunk by chunk); a segment takes the mentions that start in it,
-        and one that runs past its end runs past its last window too, so it keeps
-        its prior only either way.
-        """
-        found = self.index.iter_detect(text, lang)
-        pending = next(found, None)
-        windows = iter_windows(text, options.window_chars)
-        done = segments = 0
-        while group := list(islice(windows, options.segment_windows)):
-            end, part = group[-1][1], []
-            while pending is not None and pending.start < end:
-                part.append(pending)
-                pending = next(found, None)
-            yield from self._resolve([text], [part], lang, options, windows=[group])[0]
-            advance(end - done)
-            done, segments = end, segments + 1
-            if segments % TRIM_EVERY == 0:
-                trim_heap()
+        return self._stream(iter(texts), lang, options, advance or ignore_progress)
 
     def link_mentions(
         self,
@@ -401,7 +348,3 @@ class Linker(ConfidenceMixin):
             nil,
             rows if options.candidates else None,
         )
-
-
-def _ignore(_: int) -> None:
-    pass

@@ -152,4 +152,5 @@ def _mask_logps(
 def _text(tokenizer: Any, pieces: Sequence[int]) -> str:
     """The text the pieces spell (word-start markers and WordPiece joins resolved by the tokenizer)."""
     hf = getattr(tokenizer, "hf", None)
-    return (hf.decode(list(pieces)) if hf is not None else tokenizer.decode(list(pieces))).strip()
+    text: str = hf.decode(list(pieces)) if hf is not None else tokenizer.decode(list(pieces))
+    return text.strip()

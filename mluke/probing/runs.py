@@ -300,7 +300,7 @@ def _entity_vocab(scorer: ClozeScorer) -> EntityVocab:
             f"{f', and {source} has none' if source else ''}; use {{mode}}",
             options={"mode": option("mode", "word")},
         )
-    return scorer.vocab
+    return cast(EntityVocab, scorer.vocab)  # the tokenizer's, untyped in the scorer
 
 
 def resolve_mode(mode: Mode | None, bundle: Mluke) -> Mode:
