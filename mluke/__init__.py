@@ -29,8 +29,8 @@ from kb.errors import MlukeError
 if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type checkers and mkdocstrings
     from mluke.linking.files import link_file as link_file
     from mluke.linking.knowbert import KnowBertLinker as KnowBertLinker
-    from mluke.linking.link import link as link
     from mluke.linking.linker import Linker as Linker
+    from mluke.linking.texts import link as link
     from mluke.models.checkpoint import Mluke as Mluke, load as load, save as save
     from mluke.models.luke import LukeTokenizer as LukeTokenizer
     from mluke.models.masked_lm import MlukeForMaskedLM as MlukeForMaskedLM
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type ch
     from mluke.opening import open_model as open_model
     from mluke.options import LinkOptions as LinkOptions, ProbeOptions as ProbeOptions
     from mluke.pretraining import pretrain as pretrain
-    from mluke.probing.probe import probe as probe
+    from mluke.probing.cloze import probe as probe
     from mluke.results import LinkedMention as LinkedMention, LinkedTexts as LinkedTexts, ProbeResult as ProbeResult
     from mluke.spans import span_vectors as span_vectors
 
@@ -52,10 +52,10 @@ _LAZY = {
     "MlukeTokenizer": "mluke.models.tokenizer",
     "LukeTokenizer": "mluke.models.luke",
     "MlukeForMaskedLM": "mluke.models.masked_lm",
-    "probe": "mluke.probing.probe",
+    "probe": "mluke.probing.cloze",
     "ProbeOptions": "mluke.options",
     "ProbeResult": "mluke.results",
-    "link": "mluke.linking.link",
+    "link": "mluke.linking.texts",
     "link_file": "mluke.linking.files",
     "Linker": "mluke.linking.linker",
     "KnowBertLinker": "mluke.linking.knowbert",

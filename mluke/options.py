@@ -18,7 +18,7 @@ from typing import Any, Literal, TypedDict, TypeVar
 from kb.errors import MlukeError, OptionError, option
 
 Method = Literal["combined", "prior", "model", "global", "knowbert"]
-#: The linking methods (see :mod:`mluke.linking.link`; "knowbert": :mod:`mluke.linking.knowbert`).
+#: The linking methods (see :mod:`mluke.linking.texts`; "knowbert": :mod:`mluke.linking.knowbert`).
 METHODS: tuple[Method, ...] = ("combined", "prior", "model", "global", "knowbert")
 Mode = Literal["entity", "word", "both"]
 Normalize = Literal["candidates", "vocabulary"]
@@ -108,7 +108,7 @@ class LinkKeywords(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class ProbeOptions:
-    """How :func:`mluke.probe` asks and answers (checked when made; see :mod:`mluke.probing.probe`).
+    """How :func:`mluke.probe` asks and answers (checked when made; see :mod:`mluke.probing.cloze`).
 
     Args:
         mode: "entity", "word" or "both"; ``None``: entity mode for an mLUKE checkpoint, else word mode.

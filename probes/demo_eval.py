@@ -79,7 +79,7 @@ def evaluate_demo(
     from mluke.demo.model import demo_model
     from mluke.knowbert.word_model import open_probe_model
     from mluke.options import ProbeOptions
-    from mluke.probing.probe import probe
+    from mluke.probing.cloze import probe
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     info = json.loads((model_dir / "demo.json").read_text(encoding="utf-8"))

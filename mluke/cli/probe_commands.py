@@ -119,7 +119,7 @@ def probe(
         beam=beam,
         knowledge=knowledge,
     )
-    from mluke.probing.probe import probe as run
+    from mluke.probing.cloze import probe as run
 
     kbs = checks.kb_overrides(kb)
     result = run(

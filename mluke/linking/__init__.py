@@ -1,6 +1,6 @@
-"""Entity linking: what :func:`mluke.link` runs (the method is described in :mod:`mluke.linking.link`).
+"""Entity linking: what :func:`mluke.link` runs (the method is described in :mod:`mluke.linking.texts`).
 
-- ``link``: :func:`link`, texts in, :class:`mluke.LinkedMention` lists out; ``files``: files and streams
+- ``texts``: :func:`link`, texts in, :class:`mluke.LinkedMention` lists out; ``files``: files and streams
   (:func:`link_file`, :func:`iter_link_file`, :func:`write_linked`);
 - ``linker``: the :class:`Linker` (a model, a kb and a mention index, ready for many texts), with its
   streams (``streams``), the model's scores of candidates (``scoring``), the confidence of a mention
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
         write_linked as write_linked,
     )
     from mluke.linking.knowbert import KnowBertLinker as KnowBertLinker
-    from mluke.linking.link import link as link
     from mluke.linking.linker import Linker as Linker
+    from mluke.linking.texts import link as link
 
 _LAZY = {
     "Calibration": "mluke.linking.calibration",
@@ -34,7 +34,7 @@ _LAZY = {
     "link_file": "mluke.linking.files",
     "write_linked": "mluke.linking.files",
     "KnowBertLinker": "mluke.linking.knowbert",
-    "link": "mluke.linking.link",
+    "link": "mluke.linking.texts",
     "Linker": "mluke.linking.linker",
 }
 

@@ -1,4 +1,4 @@
-"""The :class:`Linker`: a model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking.link`)."""
+"""The :class:`Linker`: a model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking.texts`)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 class Linker(StreamMixin, ConfidenceMixin):
-    """A model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking.link`).
+    """A model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking.texts`).
 
     Args:
         model: a loaded :func:`mluke.load` bundle, or a checkpoint folder or hub name; default: the
@@ -174,7 +174,7 @@ class Linker(StreamMixin, ConfidenceMixin):
         characters); their mentions come as lists. A text longer than ``chunk_chars`` is linked on its
         own, ``segment_windows`` windows at a time, and its mentions come as an iterator that links it as
         it is read (once; it holds one segment's mentions at a time). The results are those of
-        :meth:`link` on the same texts (up to the last bits of float32 scores, see :mod:`mluke.linking.link`).
+        :meth:`link` on the same texts (up to the last bits of float32 scores, see :mod:`mluke.linking.texts`).
 
         Args:
             texts: any iterable of texts, read as the stream is consumed.

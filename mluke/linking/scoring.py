@@ -1,5 +1,5 @@
 """How the model scores a mention's candidates for :class:`mluke.Linker`: texts cut into windows, every
-mention an entity [MASK], the MEP head restricted to the candidates (see :mod:`mluke.linking.link`), and the
+mention an entity [MASK], the MEP head restricted to the candidates (see :mod:`mluke.linking.texts`), and the
 ranking of candidates by model and prior that every linking method shares."""
 
 from __future__ import annotations

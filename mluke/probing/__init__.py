@@ -1,6 +1,6 @@
 """Cloze probing: what :func:`mluke.probe` runs.
 
-- ``probe``: :func:`probe`, templates and options in, a :class:`mluke.ProbeResult` out;
+- ``cloze``: :func:`probe`, templates and options in, a :class:`mluke.ProbeResult` out;
 - ``runs``: its scoring cores, :func:`run_cloze` (candidates ranked) and :func:`run_open` (open vocabulary);
 - ``scoring``: batched MEP and word-mask scores of candidates; ``decoding``: open-vocabulary answers of
   several pieces (:func:`decode`).
@@ -14,13 +14,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mluke.probing.cloze import probe as probe
     from mluke.probing.decoding import decode as decode
-    from mluke.probing.probe import probe as probe
     from mluke.probing.runs import run_cloze as run_cloze, run_open as run_open
 
 _LAZY = {
     "decode": "mluke.probing.decoding",
-    "probe": "mluke.probing.probe",
+    "probe": "mluke.probing.cloze",
     "run_cloze": "mluke.probing.runs",
     "run_open": "mluke.probing.runs",
 }

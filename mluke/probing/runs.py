@@ -1,6 +1,6 @@
 """The scoring cores of :func:`mluke.probe`: :func:`run_cloze` (typed querying: candidates ranked) and
 :func:`run_open` (open vocabulary: the model's own best answers), and what they share. Usable without a
-kb (e.g. for mLAMA files); see :mod:`mluke.probing.probe` for the modes and scores."""
+kb (e.g. for mLAMA files); see :mod:`mluke.probing.cloze` for the modes and scores."""
 
 from __future__ import annotations
 

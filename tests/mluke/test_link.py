@@ -114,11 +114,11 @@ def test_link_cli(demo_cli, tmp_path):
 
 
 def test_public_api_names_are_functions_after_submodule_imports():
-    import mluke.linking.link
-    import mluke.probing.probe
+    import mluke.linking.texts
+    import mluke.probing.cloze
 
-    assert callable(mluke.probe) and mluke.probe.__module__ == "mluke.probing.probe"
-    assert callable(mluke.link) and mluke.link.__module__ == "mluke.linking.link"
+    assert callable(mluke.probe) and mluke.probe.__module__ == "mluke.probing.cloze"
+    assert callable(mluke.link) and mluke.link.__module__ == "mluke.linking.texts"
 
 
 def test_global_mode_feeds_resolved_entities_back(linker, tiny_demo, monkeypatch):

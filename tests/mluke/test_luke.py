@@ -215,7 +215,7 @@ def test_encoder_only_folder_needs_a_head_only_where_one_is_used(tmp_path):
 
 
 def test_probing_an_encoder_only_folder_fails_clearly(tmp_path):
-    from mluke.probing.probe import probe
+    from mluke.probing.cloze import probe
 
     folder = tmp_path / "encoder"
     write_luke(folder, eaa=False, encoder_only=True)

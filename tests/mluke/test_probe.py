@@ -8,7 +8,7 @@ import transformers
 import mluke
 from kb.db.templates import parse_template
 from mluke.demo.tokenizer import TOKENIZER_RECORD
-from mluke.probing.probe import probe
+from mluke.probing.cloze import probe
 
 pytestmark = pytest.mark.learned  # asserts the tiny demo's answers: held by construction, rerun by CI at 1 thread
 

@@ -15,7 +15,7 @@ from kb.db.templates import parse_template
 from kb.errors import MlukeError
 from mluke.errors import CheckpointError
 from mluke.models.compat import TRANSFORMERS_MAJOR
-from mluke.probing.probe import probe
+from mluke.probing.cloze import probe
 from mluke.probing.runs import run_cloze
 from tests.mluke.bpe_fixtures import write_byte_level_bpe
 

@@ -90,7 +90,7 @@ def probe(
     kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
     **keywords: Unpack[ProbeKeywords],
 ) -> ProbeResult:
-    """Ask the model for the object of each subject of a cloze template (see :mod:`mluke.probing.probe`).
+    """Ask the model for the object of each subject of a cloze template (see :mod:`mluke.probing.cloze`).
 
     The relation is matched through the kb's templates unless given: exactly in any language, else the
     closest template of ``lang`` or English (the notes say which relation was assumed). An English
