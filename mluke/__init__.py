@@ -16,8 +16,10 @@ Public API (torch and transformers are imported only when first used):
 - :func:`pretrain` — pretraining from XLM-R (see :mod:`mluke.pretraining`);
 - :class:`MlukeError` — base of every error mluke raises on purpose; all of them in :mod:`mluke.errors`.
 
-The knowledge side lives in the sibling package :mod:`kb`; evaluations and analyses in :mod:`probes`;
-the ``mluke`` command line in :mod:`mluke.cli`, the outermost layer.
+Sub-packages, by job: :mod:`mluke.models` (checkpoints, tokenizers, the model classes), :mod:`mluke.probing`,
+:mod:`mluke.linking`, :mod:`mluke.demo` (the embedded demo model), :mod:`mluke.pretraining`,
+:mod:`mluke.finetuning`, :mod:`mluke.knowbert`. The knowledge side lives in the sibling package :mod:`kb`;
+evaluations and analyses in :mod:`probes`; the ``mluke`` command line in :mod:`mluke.cli`, the outermost layer.
 """
 
 from __future__ import annotations

@@ -351,3 +351,33 @@ def test_mluke_rooms_stack_without_a_cycle_on_few_floors():
     assert cycle is None, "rooms import each other in a cycle: " + " -> ".join(cycle or [])
     floors = _floors(graph)
     assert len(floors) <= MAX_FLOORS, f"{len(floors)} floors: " + " -> ".join(floors)
+
+
+def test_the_commands_of_probes_join_the_mluke_command_through_entry_points():
+    """pyproject.toml declares each command of ``probes.cli`` in the group ``mluke.commands`` under its own name;
+    the installed metadata has them (``pip install -e .`` after a change), and ``mluke`` lists each right after
+    the command it names, so that ``mluke --help`` reads as if the command line held them itself."""
+    import importlib
+    from importlib.metadata import entry_points
+
+    import typer.main
+
+    from mluke.cli import OWN_COMMANDS, app
+    from mluke.cli.registry import GROUP, Command, ordered
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"][GROUP]
+    commands = []
+    for name, target in declared.items():
+        module, _, attribute = target.partition(":")
+        assert _inside(module, "probes.cli"), target
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, Command) and command.name == name
+        commands.append(command)
+    assert {p.name: p.value for p in entry_points(group=GROUP)} == declared, "run `pip install -e .` again"
+    listed = ordered(OWN_COMMANDS, commands)
+    assert all(c.after in [d.name for d in listed[:i]] for i, c in enumerate(listed) if c in commands)
+    assert set(typer.main.get_command(app).commands) == {c.name for c in listed}
