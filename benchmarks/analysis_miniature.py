@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import kb
 import mluke
 from kb.languages import MLUKE_LANGUAGES
-from mluke.demo_data import DEMO_RELATIONS
+from mluke.demo.data import DEMO_RELATIONS
 from probes.bias import bias_by_language
 from probes.cwr import evaluate_cwr, linked_entities
 from probes.modularity import modularity_by_language

@@ -53,7 +53,7 @@ def make_checkpoint(folder: Path, smoke: bool = False) -> None:
     from transformers import LukeConfig
 
     from kb.vocab import SPECIAL_ENTITIES, EntityVocab, VocabEntry
-    from mluke.model import MlukeForMaskedLM
+    from mluke.models.masked_lm import MlukeForMaskedLM
 
     size = SMOKE_CHECKPOINT if smoke else BASE_CHECKPOINT
     folder.mkdir(parents=True, exist_ok=True)
@@ -148,14 +148,14 @@ def smoke_folder() -> Path:
 
 def smoke_demo() -> Path:
     """The ``tiny`` demo model (trained into ``$MLUKE_HOME`` on first use, in seconds): the model of smoke runs."""
-    from mluke.demo import train_demo
+    from mluke.demo.model import train_demo
 
     return train_demo(preset="tiny", progress=False)
 
 
 def demo_folder(smoke: bool, progress: bool = True) -> Path:
     """The demo model's folder: the ``tiny`` one in a smoke run, else the real demo (trained on first use)."""
-    from mluke.demo import demo_model
+    from mluke.demo.model import demo_model
 
     return smoke_demo() if smoke else demo_model(progress=progress)
 

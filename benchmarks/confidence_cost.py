@@ -21,7 +21,7 @@ import time
 import torch
 from common import add_smoke, bench_threads, make_checkpoint, smoke_folder
 
-from mluke.model import candidate_scores_and_best, chunked_logsumexp
+from mluke.models.masked_lm import candidate_scores_and_best, chunked_logsumexp
 
 
 def main() -> None:

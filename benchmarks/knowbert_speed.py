@@ -141,9 +141,9 @@ def main() -> None:
     import torch
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
-    from mluke import xlmr
     from mluke.knowbert import CandidateSelector, EntityTable, KnowBertModel, collate
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models import xlmr
+    from mluke.models.tokenizer import MlukeTokenizer
 
     ap = script_parser(
         __doc__, batch=4, words=60, spans=12, repeats=15, entities=1_200_000, small=10_000, surfaces=40_000

@@ -48,7 +48,7 @@ def measure(method: str, model: str | None, n_texts: int) -> dict:
     import torch
 
     from kb.sources.embedded import default_db
-    from mluke.linker import Linker
+    from mluke.linking.linker import Linker
 
     torch.set_num_threads(bench_threads())
     db = default_db()

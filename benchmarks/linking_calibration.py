@@ -4,8 +4,8 @@
 
 MODEL_DIR: a demo model folder (default: the cached demo, trained on first use). Prints the sizes of the
 calibration sets (:mod:`probes.linking_calibration_data`: template, free wording, unrelated country, no
-country; fit and held-out halves by (city, language) pair), the :class:`mluke.confidence.Calibration` fitted
-with and without the kb-coherence features :data:`mluke.confidence.KB_FEATURES`, and the shipped
+country; fit and held-out halves by (city, language) pair), the :class:`mluke.linking.calibration.Calibration` fitted
+with and without the kb-coherence features :data:`mluke.linking.calibration.KB_FEATURES`, and the shipped
 ``DEFAULT_CALIBRATION`` / ``KB_COHERENCE_CALIBRATION``: NIL precision / recall / accuracy and right ambiguous
 links kept at each one's threshold on every held-out half, the hand-written common-word sentences, and which
 fit the default rule (:func:`probes.linking_calibration.choose_default`) picks. Then the accuracy of each
@@ -25,8 +25,8 @@ from typing import Any
 from common import add_smoke, demo_folder, smoke_folder
 
 from kb import open_db
-from mluke.confidence import DEFAULT_CALIBRATION, FEATURES, KB_COHERENCE_CALIBRATION, KB_FEATURES
-from mluke.linker import Linker
+from mluke.linking.calibration import DEFAULT_CALIBRATION, FEATURES, KB_COHERENCE_CALIBRATION, KB_FEATURES
+from mluke.linking.linker import Linker
 from probes.demo_eval import demo_linking_docs
 from probes.linking_calibration import (
     COMMON_WORD_SENTENCES,

@@ -153,7 +153,7 @@ def baseline_inputs(batch: dict) -> dict:
 def load_method(method: str, work: Path):
     """(forward(batch) -> logits, model, tokenizer, features) of an inference or fine-tuning method."""
     from mluke.finetuning import load_transfer
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
     if "transformers" in method:
         ref = baseline(work / "ner-e")
@@ -297,7 +297,7 @@ def profile(work: Path, n_sentences: int) -> None:
     import torch
 
     from mluke.finetuning.inputs import collate
-    from mluke.model import _last_layer_entity_rows
+    from mluke.models.masked_lm import _last_layer_entity_rows
 
     torch.set_num_threads(bench_threads())
     _, ours, tok, _ = load_method("ours-E", work)

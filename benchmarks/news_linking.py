@@ -46,7 +46,7 @@ def _smallest(cases: list[NewsCase]) -> list[NewsCase]:
 def run(model: str | None, cases: list[NewsCase], method: str) -> dict[str, Any]:
     """Score ``cases`` with ``model`` (``None``: the cached demo model); the summary and the wrong cases."""
     from kb import default_db
-    from mluke.linker import Linker
+    from mluke.linking.linker import Linker
 
     started = time.perf_counter()
     linker = Linker(model, default_db(), languages=sorted({c.lang for c in cases}))
@@ -99,7 +99,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="news-linking-") as tmp:
             os.environ["MLUKE_HOME"] = tmp
             from kb import default_db
-            from mluke.demo import train_demo
+            from mluke.demo.model import train_demo
 
             smoke = [c for c in _smallest(cases) if c.lang in ("en", "ja", "de", "fr")]
             model = train_demo(Path(tmp) / "tiny", preset="tiny", db=default_db(), progress=False)

@@ -63,7 +63,7 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
     subjects = [f"Company {i}" for i in range(n_prompts)]
     info: dict = {}
     if method == "ours":
-        from mluke.scoring import ClozeScorer
+        from mluke.probing.scoring import ClozeScorer
 
         bundle = mluke.load(folder)
         tok, special = bundle.tokenizer, sorted(bundle.entity_vocab.special_ids.values())
@@ -75,7 +75,7 @@ def measure(method: str, folder: Path, n_prompts: int) -> dict:
     else:  # transformers: full forward (word + entity logits), or (careful) the encoder and the entity head only
         from transformers import LukeForMaskedLM
 
-        from mluke.tokenizer import MlukeTokenizer
+        from mluke.models.tokenizer import MlukeTokenizer
 
         tok = MlukeTokenizer.from_pretrained(folder)  # what mluke.load gives as the tokenizer, without our model
         special = sorted(tok.entity_vocab.special_ids.values())

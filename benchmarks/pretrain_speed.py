@@ -27,7 +27,7 @@ from common import add_smoke, bench_threads, smoke_folder, xlmr_shape
 
 def make_pages(db, n_pages: int, seed: int = 0):
     """Pages of 2-5 templated sentences with both mentions linked, in the 24 languages."""
-    from mluke.demo_data import DEMO_RELATIONS
+    from mluke.demo.data import DEMO_RELATIONS
     from mluke.pretraining.corpus import Document
 
     rng = random.Random(seed)
@@ -67,10 +67,10 @@ def main() -> None:
     from transformers import LukeForMaskedLM, XLMRobertaConfig, XLMRobertaForMaskedLM
 
     import kb
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.pretraining import TrainConfig, Trainer, build_corpus
     from mluke.pretraining.batching import collate
     from mluke.pretraining.config import StageConfig
-    from mluke.tokenizer import MlukeTokenizer
 
     torch.set_num_threads(bench_threads())
     shutil.rmtree(args.work, ignore_errors=True)

@@ -56,7 +56,7 @@ def measure(method: str, folder: Path, n_facts: int) -> dict:
 
     import mluke
     from kb.db.templates import parse_template
-    from mluke.cloze_runs import run_cloze
+    from mluke.probing.runs import run_cloze
 
     torch.set_num_threads(bench_threads())
     bf16 = method.endswith("-bf16")

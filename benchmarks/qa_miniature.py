@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> dict:
     from common import finetune_config, log_run
 
     import kb
-    from mluke.demo import demo_model
+    from mluke.demo.model import demo_model
     from probes.transfer.miniature.qa import write_qa_miniature
     from probes.transfer.runs.qa import evaluate_qa, finetune_qa
 

@@ -190,7 +190,7 @@ def measure(method: str, work: Path, n: int) -> dict:
     from mluke.finetuning.qa import collate_qa, predict_answers
 
     torch.set_num_threads(bench_threads())
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
     folder = work / "qa-speed" / "qa-e"
     if method == "ours":

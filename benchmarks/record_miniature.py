@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> dict:
     from common import finetune_config, log_run
 
     import kb
-    from mluke.demo import demo_model
+    from mluke.demo.model import demo_model
     from probes.transfer.miniature.qa import QaSettings
     from probes.transfer.miniature.record import write_record_miniature
     from probes.transfer.runs.record import evaluate_record, finetune_record

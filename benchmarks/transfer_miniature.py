@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> dict:
 
     import kb
     from kb.files import write_json
-    from mluke.demo import demo_model
+    from mluke.demo.model import demo_model
     from probes.transfer import evaluate, finetune
     from probes.transfer.miniature import write_miniature
 
@@ -106,7 +106,7 @@ def knowbert_model(args: argparse.Namespace, seed: int) -> Path:
 def re_subsets(args: argparse.Namespace, data: Path) -> dict:
     """Subset scores (see :mod:`probes.transfer.metrics.re_subsets`) of every fine-tuned RE model of the run."""
     import kb
-    from mluke.demo import demo_model
+    from mluke.demo.model import demo_model
     from mluke.finetuning import load_transfer, predict_relations
     from probes.transfer.metrics.re_subsets import kb_facts_as_relations, subset_scores, tag_examples
     from probes.transfer.miniature import generate_re, heldout_entities

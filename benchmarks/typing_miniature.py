@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> dict:
 
     import kb
     from kb.files import write_json
-    from mluke.demo import demo_model
+    from mluke.demo.model import demo_model
     from probes.transfer import evaluate, finetune
     from probes.transfer.miniature.typing import write_typing_miniature
 

@@ -1,4 +1,4 @@
-"""Typed querying with a plain masked LM (word mode): ``mluke.cloze_runs.run_cloze`` against the mLAMA
+"""Typed querying with a plain masked LM (word mode): ``mluke.probing.runs.run_cloze`` against the mLAMA
 reference approach, at the XLM-R-base shape (12 layers, hidden 768, 250,002 word pieces, random
 weights, the real XLM-R tokenizer), same prompts, same candidates, same batch size, fp32, 2 threads.
 
@@ -85,7 +85,7 @@ def reference(hf, tok, subjects: list[str], cands: list[str], batch: int) -> tor
 
 def ours(bundle, subjects: list[str], cands: list[str], batch: int) -> torch.Tensor:
     from kb.db.templates import parse_template
-    from mluke.cloze_runs import run_cloze
+    from mluke.probing.runs import run_cloze
 
     r = run_cloze(
         parse_template(TEMPLATE),
@@ -117,8 +117,8 @@ def main() -> None:
         args.out = smoke_folder() / "word_probe_speed.json"
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM, XLMRobertaTokenizer
 
-    from mluke.checkpoint import Mluke
-    from mluke.word_models import WordModel, WordTokenizer
+    from mluke.models.checkpoint import Mluke
+    from mluke.models.word_models import WordModel, WordTokenizer
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

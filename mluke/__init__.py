@@ -16,8 +16,10 @@ Public API (torch and transformers are imported only when first used):
 - :func:`pretrain` — pretraining from XLM-R (see :mod:`mluke.pretraining`);
 - :class:`MlukeError` — base of every error mluke raises on purpose; all of them in :mod:`mluke.errors`.
 
-The knowledge side lives in the sibling package :mod:`kb`; evaluations and analyses in :mod:`probes`;
-the ``mluke`` command line in :mod:`mluke.cli`, the outermost layer.
+Sub-packages, by job: :mod:`mluke.models` (checkpoints, tokenizers, the model classes), :mod:`mluke.probing`,
+:mod:`mluke.linking`, :mod:`mluke.demo` (the embedded demo model), :mod:`mluke.pretraining`,
+:mod:`mluke.finetuning`, :mod:`mluke.knowbert`. The knowledge side lives in the sibling package :mod:`kb`;
+evaluations and analyses in :mod:`probes`; the ``mluke`` command line in :mod:`mluke.cli`, the outermost layer.
 """
 
 from __future__ import annotations
@@ -27,38 +29,38 @@ from typing import TYPE_CHECKING, Any
 from kb.errors import MlukeError
 
 if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type checkers and mkdocstrings
-    from mluke.checkpoint import Mluke as Mluke, load as load, save as save
-    from mluke.cloze import probe as probe
-    from mluke.link_files import link_file as link_file
-    from mluke.link_knowbert import KnowBertLinker as KnowBertLinker
-    from mluke.linker import Linker as Linker
-    from mluke.linking import link as link
-    from mluke.luke import LukeTokenizer as LukeTokenizer
-    from mluke.model import MlukeForMaskedLM as MlukeForMaskedLM
+    from mluke.linking.files import link_file as link_file
+    from mluke.linking.knowbert import KnowBertLinker as KnowBertLinker
+    from mluke.linking.linker import Linker as Linker
+    from mluke.linking.texts import link as link
+    from mluke.models.checkpoint import Mluke as Mluke, load as load, save as save
+    from mluke.models.luke import LukeTokenizer as LukeTokenizer
+    from mluke.models.masked_lm import MlukeForMaskedLM as MlukeForMaskedLM
+    from mluke.models.tokenizer import MlukeTokenizer as MlukeTokenizer
     from mluke.opening import open_model as open_model
     from mluke.options import LinkOptions as LinkOptions, ProbeOptions as ProbeOptions
     from mluke.pretraining import pretrain as pretrain
+    from mluke.probing.cloze import probe as probe
     from mluke.results import LinkedMention as LinkedMention, LinkedTexts as LinkedTexts, ProbeResult as ProbeResult
     from mluke.spans import span_vectors as span_vectors
-    from mluke.tokenizer import MlukeTokenizer as MlukeTokenizer
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "load": "mluke.checkpoint",
-    "save": "mluke.checkpoint",
+    "load": "mluke.models.checkpoint",
+    "save": "mluke.models.checkpoint",
     "open_model": "mluke.opening",
-    "Mluke": "mluke.checkpoint",
-    "MlukeTokenizer": "mluke.tokenizer",
-    "LukeTokenizer": "mluke.luke",
-    "MlukeForMaskedLM": "mluke.model",
-    "probe": "mluke.cloze",
+    "Mluke": "mluke.models.checkpoint",
+    "MlukeTokenizer": "mluke.models.tokenizer",
+    "LukeTokenizer": "mluke.models.luke",
+    "MlukeForMaskedLM": "mluke.models.masked_lm",
+    "probe": "mluke.probing.cloze",
     "ProbeOptions": "mluke.options",
     "ProbeResult": "mluke.results",
-    "link": "mluke.linking",
-    "link_file": "mluke.link_files",
-    "Linker": "mluke.linker",
-    "KnowBertLinker": "mluke.link_knowbert",
+    "link": "mluke.linking.texts",
+    "link_file": "mluke.linking.files",
+    "Linker": "mluke.linking.linker",
+    "KnowBertLinker": "mluke.linking.knowbert",
     "LinkOptions": "mluke.options",
     "LinkedMention": "mluke.results",
     "LinkedTexts": "mluke.results",

@@ -21,8 +21,8 @@ from pathlib import Path
 from kb.cache import cache_dir, mention_index_orphaned
 from kb.files import remove
 from kb.sources.embedded import embedded_path
-from mluke.demo import DEMO_VERSION
-from mluke.entity_vocab import VOCAB_FOLDER
+from mluke.demo.model import DEMO_VERSION
+from mluke.models.entity_vocab import VOCAB_FOLDER
 
 #: status of an entry that :func:`clean_cache` removes by default
 UNUSED = ("orphaned", "old version", "leftover")
@@ -59,7 +59,7 @@ def clean_cache(
             if dry_run:
                 removed.append(entry)
             elif entry.path.name.endswith(".work"):
-                from mluke.demo import try_demo_lock
+                from mluke.demo.model import try_demo_lock
 
                 with try_demo_lock(entry.path.with_name(entry.path.name[: -len(".work")])) as held:
                     if held:  # else a training started meanwhile: its folder is kept
@@ -144,8 +144,8 @@ def _alive(pid: int) -> bool:
 
 
 def _locked(lock_file: Path) -> bool:
-    """True if a process holds the lock of ``lock_file`` (see :func:`mluke.demo.demo_lock`)."""
-    from mluke.demo import try_demo_lock
+    """True if a process holds the lock of ``lock_file`` (see :func:`mluke.demo.model.demo_lock`)."""
+    from mluke.demo.model import try_demo_lock
 
     if not lock_file.exists():  # no process ever took it (and looking does not create it)
         return False

@@ -5,11 +5,6 @@ from __future__ import annotations
 
 from kb import errors
 from kb.errors import *  # noqa: F403 (the error classes: kb.errors.__all__, re-exported here)
-from kb.errors import MlukeError
-
-
-class CheckpointError(MlukeError):
-    """A checkpoint's weights do not match the model its config describes."""
-
+from mluke.models.errors import CheckpointError
 
 __all__ = ["CheckpointError", *errors.__all__]

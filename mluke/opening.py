@@ -1,7 +1,7 @@
 """Which model a ``model=`` argument means: the given bundle, a checkpoint folder or hub name, or the
 embedded demo model (``None``), trained on first use.
 
-This sits above both :mod:`mluke.checkpoint` (reading and writing checkpoints) and :mod:`mluke.demo` (which
+This sits above both :mod:`mluke.models.checkpoint` (reading and writing checkpoints) and :mod:`mluke.demo.model` (which
 trains with :mod:`mluke.pretraining`, which writes checkpoints), so that loading a checkpoint never reaches
 the demo's training: the import graph stays acyclic.
 """
@@ -12,11 +12,11 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from mluke.checkpoint import Mluke, load, resolve
 from mluke.errors import CheckpointError
+from mluke.models.checkpoint import Mluke, load, resolve
 
 if TYPE_CHECKING:
-    from mluke.devices import Device, DType
+    from mluke.models.devices import Device, DType
 
 #: What a ``model=`` argument takes: a loaded bundle or its ``(model, tokenizer, entity_vocab)`` tuple, a
 #: checkpoint folder or hub name, or ``None`` for the embedded demo model.
@@ -35,12 +35,12 @@ def open_model(
     Args:
         model: ``None`` for the embedded demo model (trained on first use, then cached); a loaded
             ``(model, tokenizer, entity_vocab)`` bundle, used as it is; a folder or hub name, loaded with
-            :func:`mluke.checkpoint.load`.
-        device: where to move the model (see :mod:`mluke.devices`; ``None``: as it is), in place for a
+            :func:`mluke.models.checkpoint.load`.
+        device: where to move the model (see :mod:`mluke.models.devices`; ``None``: as it is), in place for a
             bundle that was passed in.
         dtype: what to cast the model to (``None``: as it is).
         word_models: load a folder or hub name that is not an mLUKE checkpoint but any other masked LM
-            (BERT, XLM-R, ...; see :mod:`mluke.word_models`) as a word-only model (``entity_vocab``
+            (BERT, XLM-R, ...; see :mod:`mluke.models.word_models`) as a word-only model (``entity_vocab``
             ``None``), for word-mode probing; without it such a folder is refused.
 
     Returns:
@@ -49,10 +49,10 @@ def open_model(
     Raises:
         CheckpointError: a folder that is not an mLUKE checkpoint (without ``word_models``) or is broken.
     """
-    from mluke.devices import place
+    from mluke.models.devices import place
 
     if model is None:
-        from mluke.demo import demo_model
+        from mluke.demo.model import demo_model
 
         bundle = load(demo_model())
     elif isinstance(model, (Mluke, tuple)):
@@ -65,7 +65,7 @@ def open_model(
 
 def _load_any(name_or_dir: str | os.PathLike[str], word_models: bool) -> Mluke:
     """:func:`load` for mLUKE checkpoints; other masked LMs as word models when ``word_models``."""
-    from mluke.word_models import load_word_model, model_kind
+    from mluke.models.word_models import load_word_model, model_kind
 
     directory = resolve(name_or_dir)
     if model_kind(directory) == "mluke":

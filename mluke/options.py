@@ -18,7 +18,7 @@ from typing import Any, Literal, TypedDict, TypeVar
 from kb.errors import MlukeError, OptionError, option
 
 Method = Literal["combined", "prior", "model", "global", "knowbert"]
-#: The linking methods (see :mod:`mluke.linking`; "knowbert": :mod:`mluke.link_knowbert`).
+#: The linking methods (see :mod:`mluke.linking.texts`; "knowbert": :mod:`mluke.linking.knowbert`).
 METHODS: tuple[Method, ...] = ("combined", "prior", "model", "global", "knowbert")
 Mode = Literal["entity", "word", "both"]
 Normalize = Literal["candidates", "vocabulary"]
@@ -39,7 +39,7 @@ class LinkOptions:
     Args:
         method: "combined" (model + prior), "prior", "model", "global" (combined, resolving
             mentions one at a time in order of confidence and feeding resolved entities back in), or
-            "knowbert" (a KnowBert model's integrated linker, :mod:`mluke.link_knowbert`).
+            "knowbert" (a KnowBert model's integrated linker, :mod:`mluke.linking.knowbert`).
         prior_weight: weight of ``log p(e|m)`` next to the model's log-probability ("combined", "global").
         nil_threshold: mentions whose confidence (0 to 1) is below it are NIL; ``None``: the calibration's
             ("knowbert": ``None`` leaves NIL to the integrated linker's NULL decision).
@@ -108,7 +108,7 @@ class LinkKeywords(TypedDict, total=False):
 
 @dataclass(frozen=True)
 class ProbeOptions:
-    """How :func:`mluke.probe` asks and answers (checked when made; see :mod:`mluke.cloze`).
+    """How :func:`mluke.probe` asks and answers (checked when made; see :mod:`mluke.probing.cloze`).
 
     Args:
         mode: "entity", "word" or "both"; ``None``: entity mode for an mLUKE checkpoint, else word mode.

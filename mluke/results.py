@@ -195,7 +195,7 @@ class LinkedMention:
     """One mention: character span, surface, the chosen entity (``None`` when NIL) and its scores.
 
     ``name`` and ``title`` are those of the top candidate, also when the mention is NIL (what it would
-    have been); ``confidence`` (in [0, 1], :mod:`mluke.confidence`) decides NIL; ``score`` is the
+    have been); ``confidence`` (in [0, 1], :mod:`mluke.linking.calibration`) decides NIL; ``score`` is the
     method's score of the top candidate (a log-probability), ``prior`` its p(e|m),
     ``link_probability`` the kb's anchor statistic or its estimate. ``candidates`` (when asked for):
     every candidate best first, with ``key``, ``name``, ``prior``, ``model`` and ``score``.
@@ -272,7 +272,7 @@ def mention_row(line: int, m: LinkedMention, runner_ups: int = 0) -> list[Any]:
 
 @dataclass
 class LinkedLine:
-    """One text of a stream (:func:`mluke.link_files.iter_link_file`): its line number (from 1), the text and
+    """One text of a stream (:func:`mluke.linking.files.iter_link_file`): its line number (from 1), the text and
     its mentions, a list or, for a long text, an iterator that links it as it is read (once)."""
 
     line: int

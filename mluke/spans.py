@@ -8,7 +8,7 @@ Three kinds (``features=``), as the mLUKE paper's analyses use them:
   words attend to the entities;
 - ``"entity-token"``: the output vector of the entity token placed over the span (same input as ``"entity"``).
 
-Texts are cut at span boundaries before tokenising (:func:`mluke.encoding.encode_with_spans`), so a span
+Texts are cut at span boundaries before tokenising (:func:`mluke.models.encoding.encode_with_spans`), so a span
 always covers whole pieces. A text longer than ``max_length`` pieces is read in windows of ``max_length``
 pieces centred on each span.
 """
@@ -23,14 +23,14 @@ import torch
 from tqdm.auto import tqdm
 
 from kb.errors import OptionError, TextInputError, option
-from mluke.encoding import encode_with_spans
 from mluke.finetuning.inputs import Row, batches, collate
+from mluke.models.encoding import encode_with_spans
 
 if TYPE_CHECKING:
     from kb.vocab import EntityVocab
-    from mluke.devices import Device, DType
+    from mluke.models.devices import Device, DType
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.opening import ModelSource
-    from mluke.tokenizer import MlukeTokenizer
 
 #: A span's entity: its key (QID), a vocabulary id, or None ([MASK]).
 EntityRef: TypeAlias = "str | int | None"
@@ -131,7 +131,7 @@ def span_vectors(
     span, an entity key (QID), a vocabulary id or ``None`` ([MASK]); used by the entity kinds only. ``layer``:
     0 is the embeddings, 1..L the layers, negative counts from the last (default: the last layer).
     ``normalize``: L2-normalise each vector (cosine similarity becomes an inner product). ``device`` /
-    ``dtype``: where and in which precision the model runs (:mod:`mluke.devices`); vectors are float32.
+    ``dtype``: where and in which precision the model runs (:mod:`mluke.models.devices`); vectors are float32.
     """
     from mluke.opening import open_model
 

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
     from kb.db import EntityDB
-    from mluke.checkpoint import Mluke
-    from mluke.devices import Device, DType
+    from mluke.models.checkpoint import Mluke
+    from mluke.models.devices import Device, DType
 
 Span = tuple[int, int]
 EntitySource = Literal["linked", "mask", "gold"]
@@ -208,7 +208,7 @@ def linked_entities(
 ) -> list[list[tuple[int, int, str]]]:
     """Per record, the ``(start, end, key)`` mentions that :class:`mluke.Linker` finds and links in its text
     (NIL mentions left out): the entities the library would give mLUKE-E without being told the answer."""
-    from mluke.linker import Linker
+    from mluke.linking.linker import Linker
 
     by_lang: dict[str, list[int]] = {}
     for n, item in enumerate(items):

@@ -1,6 +1,6 @@
 """Cross-lingual knowledge transfer in the demo model: held-out vs training (fact, language) pairs.
 
-The demo model (``mluke.demo``) saw each (relation, subject) in a few languages
+The demo model (``mluke.demo.model``) saw each (relation, subject) in a few languages
 and never in its held-out language. Probing it there in word mode, entity [Y]
 mode and entity [X]&[Y] mode, beside the random and most-common-answer
 baselines, is a miniature of the mLUKE paper's claim that entity-based prompts
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from kb.jsontypes import JsonObject
-    from mluke.devices import DType
+    from mluke.models.devices import DType
     from probes.linking_eval import LinkingReport
     from probes.mewsli import LinkDoc
 
@@ -78,10 +78,10 @@ def evaluate_demo(
     from tqdm import tqdm
 
     import mluke
-    from mluke.cloze import probe
-    from mluke.demo import demo_model
+    from mluke.demo.model import demo_model
     from mluke.knowbert.word_model import open_probe_model
     from mluke.options import ProbeOptions
+    from mluke.probing.cloze import probe
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)
     info = json.loads((model_dir / "demo.json").read_text(encoding="utf-8"))
@@ -260,8 +260,8 @@ def evaluate_demo_linking(
     Returns a :class:`probes.linking_eval.LinkingReport`; its ``ambiguous``
     columns are the cities (the mentions with two or more candidates).
     """
-    from mluke.demo import demo_model
-    from mluke.linker import Linker
+    from mluke.demo.model import demo_model
+    from mluke.linking.linker import Linker
     from probes.linking_eval import evaluate_linking
 
     model_dir = Path(model_dir) if model_dir is not None else demo_model(progress=progress)

@@ -4,7 +4,7 @@
   entity) and the same mentions with their entity removed from the kb - from every
   mention's candidates and from the model's normaliser and best entity - (what
   linking sees when the kb lacks the entity: they should be NIL);
-- :func:`calibrate`: fits :class:`mluke.confidence.Calibration` on the fit half of every set of
+- :func:`calibrate`: fits :class:`mluke.linking.calibration.Calibration` on the fit half of every set of
   :data:`probes.linking_calibration_data.SETS` (the demo's linking set, its free wording, ordinary text with an
   unrelated country or none; split by (city, language) pair) and reports NIL precision / recall, accuracy and
   the right ambiguous links kept at the fitted default threshold on each held-out half, and on
@@ -27,8 +27,8 @@ from probes.linking_calibration_data import FREE_TEMPLATES
 
 if TYPE_CHECKING:
     from kb.mentions import Mention
-    from mluke.confidence import Calibration
-    from mluke.linker import Linker
+    from mluke.linking.calibration import Calibration
+    from mluke.linking.linker import Linker
     from probes.mewsli import LinkDoc
 
 #: Hand-written sentences: (language, text, surfaces that must stay unlinked, surfaces that must link).
@@ -67,7 +67,7 @@ COMMON_WORD_SENTENCES: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], 
 
 @dataclass
 class Instance:
-    """One mention to decide: its features (:func:`mluke.confidence.features`), link probability, the
+    """One mention to decide: its features (:func:`mluke.linking.calibration.features`), link probability, the
     linker's top candidate and the truth (the entity, or ``None`` when the mention should be NIL)."""
 
     lang: str
@@ -244,12 +244,12 @@ def calibrate(
     The threshold is the one (on a 0.05 grid) with the best accuracy on the fitting half among those
     that keep at least ``min_kept`` of the right links of ambiguous mentions; of equally accurate ones, the
     highest (it leaves more low-confidence mentions, such as common words, unlinked at no cost on the fit).
-    ``drop``: names of :data:`mluke.confidence.FEATURES` to fit without (their weights are 0; e.g.
-    :data:`mluke.confidence.KB_FEATURES` for a confidence without kb coherence). ``instances``: the
+    ``drop``: names of :data:`mluke.linking.calibration.FEATURES` to fit without (their weights are 0; e.g.
+    :data:`mluke.linking.calibration.KB_FEATURES` for a confidence without kb coherence). ``instances``: the
     decisions of :func:`calibration_instances`, when already computed with ``linker``.
     """
-    from mluke.confidence import FEATURES, Calibration, fit_logistic
-    from mluke.linker import Linker
+    from mluke.linking.calibration import FEATURES, Calibration, fit_logistic
+    from mluke.linking.linker import Linker
 
     unknown = set(drop) - set(FEATURES)
     if unknown:

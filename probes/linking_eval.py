@@ -17,7 +17,7 @@ The ``"all"`` rows are micro averages over every mention of every language.
 
 Linkers of different models compare in one report: ``evaluate_linking(docs, {"knowbert": KnowBertLinker(...),
 "combined": linker, "global": linker})`` scores each method with its own linker (a KnowBert model's
-integrated linker, :mod:`mluke.link_knowbert`, next to the mLUKE methods); :func:`eval_link` does it with
+integrated linker, :mod:`mluke.linking.knowbert`, next to the mLUKE methods); :func:`eval_link` does it with
 ``knowbert_model=``.
 """
 
@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 
     from kb.db import EntityDB
     from kb.jsontypes import JsonObject
-    from mluke.checkpoint import Mluke
-    from mluke.linker import Linker
+    from mluke.linking.linker import Linker
+    from mluke.models.checkpoint import Mluke
 from probes.mewsli import LinkDoc, LinkingSet, read_mewsli
 
 METRIC_COLUMNS = (
@@ -247,7 +247,7 @@ def eval_link(
         InputFormatError: a folder with no usable document (counting what was skipped).
         OptionError: an unknown method, or "knowbert" without ``knowbert_model``.
     """
-    from mluke.link_knowbert import open_linker
+    from mluke.linking.knowbert import open_linker
 
     methods = check_methods(methods, "methods")
     if "knowbert" in methods and knowbert_model is None:

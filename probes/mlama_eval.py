@@ -18,8 +18,8 @@ from probes.mlama import MlamaRelation, read_mlama
 
 if TYPE_CHECKING:
     from kb.jsontypes import JsonObject
-    from mluke.checkpoint import Mluke
-    from mluke.devices import Device, DType
+    from mluke.models.checkpoint import Mluke
+    from mluke.models.devices import Device, DType
     from mluke.opening import ModelSource
     from mluke.options import Mode
 
@@ -161,7 +161,7 @@ def eval_mlama(
         path: the mLAMA 1.1 folder (or its parent).
         model: the demo model when None; an mLUKE checkpoint or any Hugging Face masked LM (folder or hub name).
         langs: the languages to evaluate.
-        mode: the cloze mode (see :func:`mluke.cloze_runs.run_cloze`); default entity mode for mLUKE and word mode
+        mode: the cloze mode (see :func:`mluke.probing.runs.run_cloze`); default entity mode for mLUKE and word mode
             for other models. Entity modes asked of a model without an entity vocabulary fall back to word
             mode, and the report's mode and notes say so.
         use_subject_entity: also give the subject as an entity token.
@@ -213,8 +213,8 @@ def eval_mlama(
     # the model code (torch, transformers: seconds to import) once the folder has been read
     from tqdm import tqdm
 
-    from mluke.cloze_runs import run_cloze
     from mluke.knowbert.word_model import open_probe_model
+    from mluke.probing.runs import run_cloze
     from probes.bias import language_bias
 
     bundle = open_probe_model(model, knowledge=knowledge, device=device, dtype=dtype)

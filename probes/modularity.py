@@ -26,7 +26,7 @@ from probes.retrieval import faiss_module, normalized
 if TYPE_CHECKING:
     import pandas as pd
 
-    from mluke.devices import Device, DType
+    from mluke.models.devices import Device, DType
     from mluke.opening import ModelSource
     from probes.cwr import ParallelSpan
 

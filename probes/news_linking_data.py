@@ -28,7 +28,7 @@ from probes.news_linking_heldout import HELD_OUT
 from probes.news_linking_heldout3 import HELD_OUT_3
 
 if TYPE_CHECKING:
-    from mluke.linker import Linker
+    from mluke.linking.linker import Linker
 
 Kind = Literal["start", "place", "unlinked"]
 KINDS: tuple[Kind, ...] = ("start", "place", "unlinked")

@@ -4,7 +4,7 @@ The public API is found, not listed: every package of the three whose ``__init__
 ``__all__`` (the packages the API reference documents, see ``scripts/docs/gen_api.py``), and every module
 that defines a name of those ``__all__`` lists. Names are followed from the ``__init__`` through its imports
 (``from x import name``, under ``if TYPE_CHECKING:`` too, ``from x import *``, lazy tables such as
-``_LAZY = {"probe": "mluke.cloze"}``) to the module whose body defines them. Only ``ast`` is used: nothing is
+``_LAZY = {"probe": "mluke.probing.cloze"}``) to the module whose body defines them. Only ``ast`` is used: nothing is
 imported, so the set follows a module when it moves and the check needs neither torch nor transformers.
 
 Usage::
@@ -170,6 +170,14 @@ class Project:
             return names
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self._strings(module, node.left) + self._strings(module, node.right)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("list", "tuple")
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            return self._strings(module, node.args[0])  # ``list(_LAZY)``
         if isinstance(node, ast.Name) and node.id in module.dict_keys:
             return list(module.dict_keys[node.id])  # ``*_LAZY``: the keys of a module-level dict
         if isinstance(node, ast.Attribute) and node.attr == "__all__" and isinstance(node.value, ast.Name):

@@ -100,8 +100,8 @@ def tiny_demo(tmp_path_factory: pytest.TempPathFactory, embedded_db: kb.EntityDB
     Its weights depend on the machine's arithmetic (thread count, CPU kernels), so no test may rely on what exactly it
     learned (see :func:`arithmetic_seed`).
     """
-    from mluke.demo import train_demo
-    from mluke.demo_data import resolve_preset
+    from mluke.demo.data import resolve_preset
+    from mluke.demo.model import train_demo
 
     preset = resolve_preset("tiny")
     if (seed := arithmetic_seed()) is not None:

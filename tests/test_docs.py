@@ -214,7 +214,7 @@ def test_every_marked_output_is_the_generated_one() -> None:
 
 def test_outputs_were_generated_with_the_current_demo_and_kb() -> None:
     from kb.sources.embedded import EMBEDDED_VERSION
-    from mluke.demo import DEMO_VERSION
+    from mluke.demo.model import DEMO_VERSION
 
     record = _record()
     stale = "the docs' outputs are from another {}: rerun scripts/docs/outputs.py"

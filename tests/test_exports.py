@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _parts(package: str, table: str) -> tuple[dict[str, str], dict[str, str], ast.Module]:
     """(the lazy table, the TYPE_CHECKING imports name -> module, the module's tree)."""
     tree = ast.parse((ROOT / package / "__init__.py").read_text(encoding="utf-8"))
-    lazy = dict(getattr(importlib.import_module(package), table))
+    lazy = dict(getattr(importlib.import_module(package.replace("/", ".")), table))
     checked: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
@@ -91,3 +91,21 @@ def test_an_export_that_nothing_defines_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setattr(check, "PACKAGES", ("kb",))
     with pytest.raises(check.ResolveError, match="gone"):
         check.public_modules()
+
+
+SUBPACKAGES = ["mluke.models", "mluke.probing", "mluke.linking", "mluke.demo"]
+
+
+@pytest.mark.parametrize("package", SUBPACKAGES)
+def test_subpackage_lazy_tables_agree_and_shadow_no_module(package):
+    """A sub-package's lazy exports are imported under TYPE_CHECKING too and listed in ``__all__``, and none
+    is named like one of its modules (after ``import package.name`` the module would replace the export)."""
+    lazy, checked, _ = _parts(package.replace(".", "/"), "_LAZY")
+    assert lazy and checked == lazy
+    module = importlib.import_module(package)
+    assert module.__all__ == list(lazy)
+    assert module.__doc__
+    submodules = {p.stem for p in (ROOT / package.replace(".", "/")).glob("*.py")}
+    assert not set(lazy) & submodules
+    for name, defining in lazy.items():
+        assert getattr(module, name) is getattr(importlib.import_module(defining), name)

@@ -2,6 +2,7 @@
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,17 +67,20 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-#: Who may import what, outermost layer first: a module matching the first prefix may not import any
-#: module matching one of the others. The CLI (``mluke.cli``) is the outermost layer, the only one that
-#: uses all three packages; nothing but ``python -m mluke`` imports it.
+#: Who may import what: a module inside the first prefix, unless it is inside one of the exceptions (the third),
+#: may not import any module inside one of the forbidden prefixes (the second). The command line (``mluke.cli``)
+#: is the outermost layer of ``mluke`` and imports ``kb`` and ``mluke`` only: the commands that run ``probes``
+#: live in ``probes.cli`` (the one part of ``probes`` that uses ``mluke.cli``) and reach the ``mluke`` command
+#: through entry points. Nothing of ``mluke`` but ``python -m mluke`` imports the command line.
 RULES = [
-    ("kb", ("mluke", "probes", "torch", "transformers")),
-    ("kb.db", ("kb.mentions", "kb.sources", "kb.vocab", "kb.entities")),
-    ("kb.mentions", ("kb.sources", "kb.vocab", "kb.entities")),
-    ("kb.sources", ("kb.mentions", "kb.entities")),
-    ("kb.vocab", ("kb.mentions", "kb.sources", "kb.entities")),
-    ("mluke", ("probes", "mluke.cli")),
-    ("probes", ("mluke.cli",)),
+    ("kb", ("mluke", "probes", "torch", "transformers"), ()),
+    ("kb.db", ("kb.mentions", "kb.sources", "kb.vocab", "kb.entities"), ()),
+    ("kb.mentions", ("kb.sources", "kb.vocab", "kb.entities"), ()),
+    ("kb.sources", ("kb.mentions", "kb.entities"), ()),
+    ("kb.vocab", ("kb.mentions", "kb.sources", "kb.entities"), ()),
+    ("mluke", ("probes",), ()),
+    ("mluke", ("mluke.cli",), ("mluke.cli", "mluke.__main__")),
+    ("probes", ("mluke.cli",), ("probes.cli",)),
 ]
 SOURCES = sorted(p for package in ("kb", "mluke", "probes") for p in (ROOT / package).rglob("*.py"))
 
@@ -85,13 +89,13 @@ def _inside(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
-@pytest.mark.parametrize("layer, forbidden", RULES, ids=[r[0] for r in RULES])
-def test_data_flows_one_way(layer, forbidden):
+@pytest.mark.parametrize("layer, forbidden, exceptions", RULES, ids=[f"{r[0]}-not-{'-'.join(r[1])}" for r in RULES])
+def test_data_flows_one_way(layer, forbidden, exceptions):
     broken = []
     for path in SOURCES:
         module = _module(path)
-        if not _inside(module, layer) or _inside(module, "mluke.cli") or module == "mluke.__main__":
-            continue  # the outermost layer
+        if not _inside(module, layer) or any(_inside(module, e) for e in exceptions):
+            continue
         broken += [
             f"{module} imports {name}" for name in sorted(_imports(path)) if any(_inside(name, f) for f in forbidden)
         ]
@@ -213,3 +217,167 @@ def test_no_import_cycle():
     graph = {module: _imported_modules(path) for module, path in MODULES.items()}
     cycle = _a_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_uses(path: Path) -> set[str]:
+    """The private names of other kb/mluke/probes modules that ``path`` imports (``from m import _x``, or a
+    private module) or reads from an imported module (``m._x``)."""
+    me = _module(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules: dict[str, str] = {}  # local name -> the kb/mluke/probes module it is bound to
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module in MODULES:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                if submodule in MODULES:
+                    modules[alias.asname or alias.name] = submodule
+                if _is_private(alias.name) and node.module != me:
+                    found.add(submodule)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULES:  # `import a.b` binds a; `import a.b as c` binds c to a.b
+                    modules[alias.asname or alias.name.split(".")[0]] = (
+                        alias.name if alias.asname else alias.name.split(".")[0]
+                    )
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and _is_private(node.attr)):
+            continue
+        chain, value = [], node.value
+        while isinstance(value, ast.Attribute):
+            chain.append(value.attr)
+            value = value.value
+        if isinstance(value, ast.Name) and value.id in modules:
+            target = ".".join([modules[value.id], *reversed(chain)])
+            if target in MODULES and target != me:
+                found.add(f"{target}.{node.attr}")
+    return found
+
+
+def test_private_uses_are_found(tmp_path, monkeypatch):
+    source = tmp_path / "example.py"
+    source.write_text(
+        "import mluke.models.masked_lm\nfrom kb import files\nfrom kb.files import _x, y\n"
+        "def f():\n    return mluke.models.masked_lm._y, files._z, files.public\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(sys.modules[__name__], "_module", lambda path: "example")
+    assert _private_uses(source) == {"kb.files._x", "mluke.models.masked_lm._y", "kb.files._z"}
+
+
+def test_no_private_name_crosses_a_module():
+    """A private name used by another module of kb, mluke or probes is a missing public function (tests may
+    still reach private names)."""
+    crossing = sorted(f"{module} uses {name}" for module, path in MODULES.items() for name in _private_uses(path))
+    assert not crossing, "\n".join(crossing)
+
+
+#: The most lines a module of ``mluke`` may have: beyond it, a module holds more than one job.
+MAX_LINES = 400
+
+
+def test_no_mluke_module_is_too_long():
+    long = {
+        m: n
+        for m, p in MODULES.items()
+        if _inside(m, "mluke") and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines (split them by job): {long}"
+
+
+def _room(module: str) -> str | None:
+    """The direct child of ``mluke`` (a sub-package or a module) that ``module`` lies in, None outside mluke
+    or for the package itself."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "mluke" and len(parts) > 1 else None
+
+
+def _rooms() -> dict[str, set[str]]:
+    """The rooms of mluke and, for each, the other rooms its modules import (at any depth of the code)."""
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        room = _room(module)
+        if room is not None:
+            graph.setdefault(room, set()).update(
+                r for m in _imported_modules(path) if (r := _room(m)) not in (None, room)
+            )
+    return graph
+
+
+def _floors(graph: dict[str, set[str]]) -> list[str]:
+    """The longest path of an acyclic graph, from its top."""
+    longest: dict[str, list[str]] = {}
+    for node in _topological(graph):
+        below = max((longest[n] for n in graph[node]), key=len, default=[])
+        longest[node] = [node, *below]
+    return max(longest.values(), key=len, default=[])
+
+
+def _topological(graph: dict[str, set[str]]) -> list[str]:
+    """The nodes, each after every node it points to."""
+    done: list[str] = []
+    seen: set[str] = set()
+
+    def visit(node: str) -> None:
+        if node not in seen:
+            seen.add(node)
+            for following in sorted(graph[node]):
+                visit(following)
+            done.append(node)
+
+    for node in sorted(graph):
+        visit(node)
+    return done
+
+
+#: The most rooms on one chain of imports through mluke, the command line and ``python -m mluke`` included.
+MAX_FLOORS = 8
+
+
+def test_floors_of_a_graph():
+    assert _floors({"a": {"b", "c"}, "b": {"c"}, "c": set(), "d": set()}) == ["a", "b", "c"]
+
+
+def test_mluke_rooms_stack_without_a_cycle_on_few_floors():
+    """Each direct child of mluke (a sub-package such as ``mluke.linking`` or a module such as ``mluke.options``)
+    is a room; rooms import each other without a cycle, and the longest chain of imports crosses at most
+    :data:`MAX_FLOORS` rooms, so that a reader finds each room's place."""
+    graph = _rooms()
+    cycle = _a_cycle(graph)
+    assert cycle is None, "rooms import each other in a cycle: " + " -> ".join(cycle or [])
+    floors = _floors(graph)
+    assert len(floors) <= MAX_FLOORS, f"{len(floors)} floors: " + " -> ".join(floors)
+
+
+def test_the_commands_of_probes_join_the_mluke_command_through_entry_points():
+    """pyproject.toml declares each command of ``probes.cli`` in the group ``mluke.commands`` under its own name;
+    the installed metadata has them (``pip install -e .`` after a change), and ``mluke`` lists each right after
+    the command it names, so that ``mluke --help`` reads as if the command line held them itself."""
+    import importlib
+    from importlib.metadata import entry_points
+
+    import typer.main
+
+    from mluke.cli import OWN_COMMANDS, app
+    from mluke.cli.registry import GROUP, Command, ordered
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"][GROUP]
+    commands = []
+    for name, target in declared.items():
+        module, _, attribute = target.partition(":")
+        assert _inside(module, "probes.cli"), target
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, Command) and command.name == name
+        commands.append(command)
+    assert {p.name: p.value for p in entry_points(group=GROUP)} == declared, "run `pip install -e .` again"
+    listed = ordered(OWN_COMMANDS, commands)
+    assert all(c.after in [d.name for d in listed[:i]] for i, c in enumerate(listed) if c in commands)
+    assert set(typer.main.get_command(app).commands) == {c.name for c in listed}

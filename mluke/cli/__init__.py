@@ -4,8 +4,10 @@ Subcommands are thin wrappers: each parses its arguments, calls one documented
 function of ``kb``, ``mluke`` or ``probes``, prints the result as a table (or
 writes it with ``--json``/``--csv``/``--jsonl``) and turns a
 :class:`kb.errors.MlukeError` into one line naming the command line's flags.
-This sub-package is the only place that imports all three packages; nothing
-outside it imports it, except ``python -m mluke``.
+This sub-package imports ``kb`` and ``mluke`` only: the commands that run
+``probes`` live in :mod:`probes.cli` and are added through the entry points of
+the group ``mluke.commands`` (:mod:`mluke.cli.registry`). Nothing else in
+``mluke`` imports it, except ``python -m mluke``.
 """
 
 from __future__ import annotations
@@ -18,16 +20,8 @@ from typing import Annotated
 import typer
 
 from kb.errors import MlukeError
-from mluke.cli import (
-    analysis_commands,
-    cache_commands,
-    kb_commands,
-    knowbert_commands,
-    link_commands,
-    probe_commands,
-    train_commands,
-    transfer_commands,
-)
+from mluke.cli import cache_commands, kb_commands, knowbert_commands, link_commands, probe_commands, train_commands
+from mluke.cli.registry import Command, discovered, ordered, register
 
 app = typer.Typer(
     help="mluke: multilingual knowledge probing and entity linking with mLUKE.",
@@ -57,34 +51,18 @@ def _root(
     """mluke: multilingual knowledge probing and entity linking with mLUKE."""
 
 
-app.add_typer(kb_commands.app, name="kb", short_help="Build, inspect and query entity databases and vocabularies.")
-app.add_typer(cache_commands.app, name="cache", short_help="Show and clean the cache folder ($MLUKE_HOME).")
-app.command("pretrain", short_help="Pretrain mLUKE from XLM-R, or train the demo model.")(train_commands.pretrain)
-app.command("probe", short_help="Ask the model which object each subject has (cloze probing).")(probe_commands.probe)
-app.command("eval-mlama", short_help="Evaluate a model on mLAMA 1.1 (P@1, language bias).")(probe_commands.eval_mlama)
-app.command("eval-demo", short_help="Probe and link with the demo model on its held-out facts.")(
-    probe_commands.eval_demo
-)
-app.command("link", short_help="Link entity mentions in texts to the kb's entities.")(link_commands.link)
-app.command("eval-link", short_help="Evaluate entity linking on Mewsli-9.")(link_commands.eval_link)
-app.command("corpus", short_help="Build the pretraining corpus from a dump build's page texts.")(train_commands.corpus)
-app.command("finetune", short_help="Fine-tune mLUKE for NER, relation extraction, entity typing or QA.")(
-    transfer_commands.finetune
-)
-app.command("evaluate", short_help="Evaluate a fine-tuned model zero-shot in other languages.")(
-    transfer_commands.evaluate
-)
-app.add_typer(
-    knowbert_commands.app, name="knowbert", short_help="Train a KnowBert knowledge layer (entity linker inside)."
-)
-app.add_typer(analysis_commands.app, name="index", short_help="Build and search a FAISS index of span vectors.")
-app.command("eval-cwr", short_help="Contextual word retrieval across languages (MRR).")(analysis_commands.eval_cwr)
-app.command("modularity", short_help="Modularity of span features, communities = languages.")(
-    analysis_commands.modularity
-)
-app.command("parallel-spans", short_help="Write parallel sentences with entity spans from kb facts.")(
-    analysis_commands.parallel_spans
-)
+#: The command line's own commands, in the order of ``mluke --help``; those of other packages (entry points of
+#: the group ``mluke.commands``) are listed among them, each after the one it names.
+OWN_COMMANDS = [
+    Command("kb", "Build, inspect and query entity databases and vocabularies.", kb_commands.app),
+    Command("cache", "Show and clean the cache folder ($MLUKE_HOME).", cache_commands.app),
+    Command("pretrain", "Pretrain mLUKE from XLM-R, or train the demo model.", train_commands.pretrain),
+    Command("probe", "Ask the model which object each subject has (cloze probing).", probe_commands.probe),
+    Command("link", "Link entity mentions in texts to the kb's entities.", link_commands.link),
+    Command("corpus", "Build the pretraining corpus from a dump build's page texts.", train_commands.corpus),
+    Command("knowbert", "Train a KnowBert knowledge layer (entity linker inside).", knowbert_commands.app),
+]
+register(app, ordered(OWN_COMMANDS, discovered()))
 
 
 def main() -> None:

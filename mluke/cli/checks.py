@@ -19,8 +19,8 @@ from mluke.options import METHODS
 
 # The accepted values of options, kept here so that checking them imports no model code (transformers takes
 # seconds to import); tests/mluke/test_cli_checks.py checks each against the library's own constant.
-PRESETS = ("demo", "tiny")  #: mluke.demo_data.PRESETS
-DEMO_HIDDEN_SIZE = 128  #: mluke.demo_data.PRESETS["demo"].hidden_size
+PRESETS = ("demo", "tiny")  #: mluke.demo.data.PRESETS
+DEMO_HIDDEN_SIZE = 128  #: mluke.demo.data.PRESETS["demo"].hidden_size
 LINK_METHODS = METHODS  # mluke.options imports no model code
 SPAN_FEATURES = ("word", "entity", "entity-token")  #: mluke.spans.FEATURES
 INDEX_KINDS = ("flat", "hnsw", "ivfpq")  #: probes.retrieval.KINDS
@@ -62,7 +62,7 @@ def device(value: str | None, dtype: str | None = None) -> None:
     when one of them is given: the default needs no check)."""
     if value is None and dtype is None:
         return
-    from mluke.devices import DTYPES, resolve_device
+    from mluke.models.devices import DTYPES, resolve_device
 
     if value is not None:
         try:

@@ -18,7 +18,7 @@ OverwriteOption = Annotated[
 ]
 
 
-#: ``--device`` / ``--dtype`` of every command that runs a model (see :mod:`mluke.devices`).
+#: ``--device`` / ``--dtype`` of every command that runs a model (see :mod:`mluke.models.devices`).
 DeviceOption = Annotated[
     str | None,
     typer.Option(
@@ -53,4 +53,13 @@ KnowBertKbOption = Annotated[
 #: ``--model`` of the commands whose default is the embedded demo model.
 ModelOption = Annotated[
     str | None, typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")
+]
+
+#: ``--knowledge/--no-knowledge``: a KnowBert model's knowledge layer on or off (P@1 with and without it)
+KnowledgeOption = Annotated[
+    bool,
+    typer.Option(
+        "--knowledge/--no-knowledge",
+        help="KnowBert --model: its knowledge layer over the prompts' kb mentions, or the bare encoder.",
+    ),
 ]

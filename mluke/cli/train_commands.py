@@ -1,5 +1,5 @@
 """``mluke pretrain`` and ``mluke corpus``: thin wrappers over :func:`mluke.pretraining.pretrain` (or
-:func:`mluke.demo.train_demo` for ``--preset``) and :func:`mluke.pretraining.build_wiki_corpus`."""
+:func:`mluke.demo.model.train_demo` for ``--preset``) and :func:`mluke.pretraining.build_wiki_corpus`."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def pretrain(
         typer.echo(TrainConfig().to_toml())
         return
     if preset is not None:
-        from mluke.demo import train_demo
+        from mluke.demo.model import train_demo
 
         typer.echo(f"demo model ready: {train_demo(output, preset=preset, progress=progress, overwrite=overwrite)}")
         return

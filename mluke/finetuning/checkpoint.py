@@ -17,8 +17,8 @@ from transformers import LukeConfig, LukeModel
 from kb.errors import InputFormatError
 from kb.files import atomic_path
 from mluke.finetuning.models import TransferModel
-from mluke.luke import tokenizer_class
-from mluke.tokenizer import MlukeTokenizer
+from mluke.models.luke import tokenizer_class
+from mluke.models.tokenizer import MlukeTokenizer
 
 FORMAT_VERSION = 1
 
@@ -75,7 +75,7 @@ def save_transfer(
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         tokenizer.save_pretrained(tmp)
         if model.task == "qa" and model.features == "entity" and tokenizer.entity_vocab is not None:
-            from mluke.entity_vocab import save_entity_vocab
+            from mluke.models.entity_vocab import save_entity_vocab
 
             save_entity_vocab(tokenizer.entity_vocab, tmp)  # rows of the model's entity table, for linking at test time
     return directory

@@ -1,7 +1,7 @@
 """Model inputs for fine-tuning and inference: span enumeration for NER, marked pairs for relation
 extraction, one mention per row for entity typing, and the padded tensors of a batch.
 
-Texts are cut at every span boundary before tokenising (:func:`mluke.encoding.encode_with_spans`), as
+Texts are cut at every span boundary before tokenising (:func:`mluke.models.encoding.encode_with_spans`), as
 the pretraining corpus was, so a word (or a mention) always covers whole pieces. Positions below are
 piece positions in the model input, ``<s>`` included.
 """
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from mluke.encoding import encode_with_spans, insert_markers
+from mluke.models.encoding import encode_with_spans, insert_markers
 
 if TYPE_CHECKING:
     from mluke.knowbert.candidates import Window
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
 #: Languages whose words are written without spaces between them (characters are words in PAN-X).
 NO_SPACE = frozenset({"ja", "zh", "th"})

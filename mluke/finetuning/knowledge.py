@@ -40,12 +40,12 @@ from mluke.finetuning.qa import QaRow
 from mluke.finetuning.record import RecordRow
 
 if TYPE_CHECKING:
-    from mluke.checkpoint import Mluke
     from mluke.knowbert.candidates import KbSpans, Window
     from mluke.knowbert.model import KnowBertModel
     from mluke.knowbert.pieces import TextCandidates
+    from mluke.models.checkpoint import Mluke
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.opening import ModelSource
-    from mluke.tokenizer import MlukeTokenizer
 
 AnyRow = TypeVar("AnyRow", bound=Row)
 
@@ -90,9 +90,9 @@ def open_knowbert_bundle(model: ModelSource | str | os.PathLike[str]) -> Mluke:
     Raises:
         OptionError: ``model`` is not a KnowBert folder.
     """
-    from mluke.checkpoint import Mluke
     from mluke.knowbert.run import open_knowbert
     from mluke.knowbert.word_model import is_knowbert_folder
+    from mluke.models.checkpoint import Mluke
 
     if not isinstance(model, (str, os.PathLike)) or not is_knowbert_folder(model):
         raise OptionError(

@@ -34,7 +34,7 @@ from torch import Tensor, nn
 from transformers import LukeConfig, LukeModel
 
 from kb.errors import OptionError, option
-from mluke.model import encode_entity_rows
+from mluke.models.masked_lm import encode_entity_rows
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this

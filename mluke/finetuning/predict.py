@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from mluke.devices import model_device, to_device
 from mluke.finetuning.inputs import Row, Span, batches, collate, ner_rows, relation_rows, typing_rows
 from mluke.finetuning.knowledge import attach_knowledge
 from mluke.finetuning.models import TransferModel
 from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, best_mentions, record_rows
+from mluke.models.devices import model_device, to_device
 
 if TYPE_CHECKING:
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
 
 def decode_spans(scored: Sequence[tuple[int, int, int, float]]) -> list[tuple[int, int, int]]:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import torch
 
 from kb.errors import OptionError
-from mluke.encoding import encode_with_spans
 from mluke.finetuning.inputs import Row, collate
+from mluke.models.encoding import encode_with_spans
 
 #: ``(start, end, entity id)`` in characters of a question or passage.
 LinkedName = tuple[int, int, int]

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING
 import torch
 
 from kb.errors import OptionError
-from mluke.encoding import encode_with_spans
 from mluke.finetuning.inputs import Row, Span
+from mluke.models.encoding import encode_with_spans
 
 if TYPE_CHECKING:
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
 #: Input sizes of ReCoRD rows (LUKE fine-tuned ReCoRD with 512 pieces).
 RECORD_DEFAULTS = {"max_length": 512, "max_query_length": 90, "max_entities": 128}

@@ -26,9 +26,9 @@ from tqdm import tqdm
 
 from kb.errors import InputFormatError, Option, OptionError, flag, option
 from kb.files import atomic_path, atomic_text
-from mluke.devices import model_device, to_device
 from mluke.finetuning.inputs import Row, batches, collate
 from mluke.finetuning.models import TransferModel
+from mluke.models.devices import model_device, to_device
 from mluke.options import check_count
 from mluke.pretraining.run_folder import interrupted_note
 

@@ -34,7 +34,8 @@ from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window
 from mluke.knowbert.model import DEFAULT_KB, KnowBertModel, KnowBertOutput
 from mluke.knowbert.pieces import TextCandidates
 from mluke.knowbert.run import KnowledgeBaseSource
-from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
+from mluke.knowbert.train_config import KnowBertTrainConfig
+from mluke.knowbert.training import KnowBertTrainer
 from mluke.knowbert.word_model import open_knowbert_words
 
 __all__ = [

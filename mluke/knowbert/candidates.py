@@ -4,7 +4,7 @@ p(e|m), aligned to the encoder's word pieces, with the gold entity of each hyper
 Spans are the mentions our mention index detects (:meth:`kb.mentions.MentionIndex.detect`: the longest
 non-overlapping kb names, at most ``max_span_words`` words; in unspaced scripts a name counts as one word, see
 :func:`span_words`) and, for a corpus document, its hyperlinks (candidates from the index for the anchor's
-text). The text is cut at every span boundary before it is tokenized (:func:`mluke.encoding.encode_with_spans`,
+text). The text is cut at every span boundary before it is tokenized (:func:`mluke.models.encoding.encode_with_spans`,
 as mLUKE's tokenizer and pretraining corpus do), so a span covers whole word pieces in every script, ja/zh
 included. A document longer than the encoder's input is read in consecutive windows, cut between word pieces
 that no span straddles where possible.
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, cast
 
 from kb.mentions.candidates import MAX_CANDIDATES
 from kb.mentions.surfaces import surface_key
-from mluke.encoding import encode_with_spans
 from mluke.knowbert.batch import IGNORE
 from mluke.knowbert.windows import NULL, KbSpans, Window, collate, collate_knowledge, mlm_labels
+from mluke.models.encoding import encode_with_spans
 
 __all__ = [
     "NULL",
@@ -55,8 +55,8 @@ __all__ = [
 if TYPE_CHECKING:
     from kb.mentions import Mention, MentionIndex
     from kb.mentions.linkability import LinkEstimator
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.pretraining.corpus import Document
-    from mluke.tokenizer import MlukeTokenizer
 
 #: Smallest prior whose log is taken (a prior of 0 would give -inf).
 PRIOR_FLOOR = 1e-6

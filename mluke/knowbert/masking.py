@@ -30,7 +30,7 @@ from mluke.knowbert.windows import KbSpans, Window
 from mluke.pretraining.batching import Vocabulary
 
 if TYPE_CHECKING:
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from mluke.knowbert.config import KnowBertConfig
 from mluke.knowbert.entities import EntityTable
 from mluke.knowbert.layer import KnowledgeLayer, LinkDecision
 from mluke.knowbert.saving import CONFIG_FILE, DEFAULT_KB, ENTITIES_FILE, WEIGHTS_FILE, load_knowbert, save_knowbert
-from mluke.model import _head_loss
+from mluke.models.masked_lm import head_loss
 
 if TYPE_CHECKING:
     from mluke.opening import ModelSource
@@ -78,7 +78,7 @@ class KnowBertModel(nn.Module):
         Args:
             encoder: the masked LM: an :class:`mluke.MlukeForMaskedLM`, a transformers ``XLMRobertaForMaskedLM``
                 (or any masked LM with ``base_model.encoder.layer`` and an ``lm_head``), or a
-                :class:`mluke.word_models.WordModel` wrapping one.
+                :class:`mluke.models.word_models.WordModel` wrapping one.
             entities: the frozen entity vectors the layer links to: one table (one knowledge base named
                 :data:`DEFAULT_KB`), or a table per knowledge base name, in the order the model keeps them (names:
                 letters, digits, ``_`` and ``-``).
@@ -225,7 +225,7 @@ class KnowBertModel(nn.Module):
             hidden, scores.get(self.names[0]), kb_scores={n: scores[n] for n in self.names if n in scores}
         )
         if labels is not None:
-            out.mlm_loss = _head_loss(cast(nn.Module, self.encoder.lm_head), hidden, labels.to(device))
+            out.mlm_loss = head_loss(cast(nn.Module, self.encoder.lm_head), hidden, labels.to(device))
         for name in self.names:
             gold = given[name].gold if name in given else None
             if gold is not None:

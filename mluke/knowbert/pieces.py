@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from kb.mentions import MentionIndex
     from mluke.knowbert.entities import EntityTable
     from mluke.knowbert.model import KnowBertModel
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
 Span = tuple[int, int]
 

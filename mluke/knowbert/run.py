@@ -13,18 +13,19 @@ from kb.errors import MlukeError, OptionError, flag, option
 from kb.files import write_json
 from mluke.knowbert.candidates import CandidateSelector, MultiSelector
 from mluke.knowbert.kb_sources import recorded_db
-from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
+from mluke.knowbert.train_config import KnowBertTrainConfig
+from mluke.knowbert.training import KnowBertTrainer
 
 if TYPE_CHECKING:
     from kb.db import EntityDB
     from mluke.knowbert.entities import EntityTable
     from mluke.knowbert.model import KnowBertModel
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.opening import ModelSource
     from mluke.pretraining.corpus import Document
-    from mluke.tokenizer import MlukeTokenizer
 
 Stage = Literal["1", "2", "both"]
-#: ``documents=`` value that means the demo world's training documents (:func:`mluke.demo_data.demo_documents`).
+#: ``documents=`` value that means the demo world's training documents (:func:`mluke.demo.data.demo_documents`).
 DEMO_DOCUMENTS = "demo"
 
 
@@ -85,7 +86,7 @@ def load_documents(
     """Documents from ``"demo"`` (the demo world's, from ``db``), a page-text corpus folder of a dump build
     (:func:`mluke.pretraining.corpus.documents_from_wiki_corpus`), or documents as they are."""
     if isinstance(source, str) and source == DEMO_DOCUMENTS:
-        from mluke.demo_data import demo_documents, resolve_preset
+        from mluke.demo.data import demo_documents, resolve_preset
 
         docs = demo_documents(db, resolve_preset("demo")).docs
     elif isinstance(source, (str, os.PathLike)):
@@ -111,8 +112,8 @@ def open_knowbert(
     knowledge layers on an encoder (mLUKE or XLM-R; ``entities``: a safetensors table, default the checkpoint's own
     entity table; or ``knowledge_bases``: one layer per knowledge base, each with its table and position)."""
     from mluke.knowbert.model import CONFIG_FILE, KnowBertModel
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.opening import open_model
-    from mluke.tokenizer import MlukeTokenizer
 
     if isinstance(model, (str, os.PathLike)) and (Path(model) / CONFIG_FILE).is_file():
         if entities is not None or any(kb.entities is not None for kb in knowledge_bases or ()):

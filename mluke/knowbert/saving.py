@@ -212,7 +212,7 @@ def _build_encoder(meta: dict[str, Any], where: Path) -> nn.Module:
     if meta.get("encoder_class") == "mluke":
         from transformers import LukeConfig
 
-        from mluke.model import MlukeForMaskedLM
+        from mluke.models.masked_lm import MlukeForMaskedLM
 
         return MlukeForMaskedLM(LukeConfig(**cfg))
     from transformers import AutoConfig, AutoModelForMaskedLM

@@ -2,13 +2,13 @@
 layer on (spans and candidates of each prompt from the kb) or off (the bare encoder, bit for bit), so that P@1 with
 and without the layer can be compared on the same probes.
 
-:func:`open_knowbert_words` gives the two objects :class:`mluke.scoring.ClozeScorer` uses in word mode:
+:func:`open_knowbert_words` gives the two objects :class:`mluke.probing.scoring.ClozeScorer` uses in word mode:
 
 - :class:`KnowBertWordTokenizer`: the folder's mLUKE tokenizer; called with a prompt's language it adds the
   prompt's spans and candidates (``kb_*`` tensors, :mod:`mluke.knowbert.pieces`) to the encoding, the [Y] masks
   getting the [MASK] entity (no candidate can leak the answer);
-- :class:`KnowBertWordModel`: :class:`mluke.word_models.WordModel` whose ``encode`` runs the knowledge layer when the
-  encoding holds candidates.
+- :class:`KnowBertWordModel`: :class:`mluke.models.word_models.WordModel` whose ``encode`` runs the knowledge
+  layer when the encoding holds candidates.
 
 In a model with several knowledge bases every one gets the prompt's spans from its own kb (the first's: the probe's
 ``db``; the others': ``kbs=`` or what the model records, :func:`mluke.knowbert.kb_dbs`) and its layer runs.
@@ -28,17 +28,17 @@ import torch
 from torch import Tensor
 
 from kb.errors import MlukeError
-from mluke.encoding import encode_with_spans
 from mluke.knowbert.pieces import TextCandidates, candidates_from_inputs, knowledge_inputs, masked_runs
-from mluke.word_models import WordModel
+from mluke.models.encoding import encode_with_spans
+from mluke.models.word_models import WordModel
 
 if TYPE_CHECKING:
     from kb.db import EntityDB
-    from mluke.checkpoint import Mluke
-    from mluke.devices import Device, DType
     from mluke.knowbert.model import KnowBertModel
+    from mluke.models.checkpoint import Mluke
+    from mluke.models.devices import Device, DType
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.opening import ModelSource
-    from mluke.tokenizer import MlukeTokenizer
 
 
 class KnowBertWordTokenizer:
@@ -49,7 +49,7 @@ class KnowBertWordTokenizer:
     """
 
     entity_vocab = None
-    #: :class:`mluke.scoring.ClozeScorer` passes the prompts' language to tokenizers that say they read it
+    #: :class:`mluke.probing.scoring.ClozeScorer` passes the prompts' language to tokenizers that say they read it
     reads_language = True
 
     def __init__(
@@ -164,8 +164,8 @@ def open_knowbert_words(
     train`` exports) as a word-mode model bundle (module docs); ``db``: the kb whose mention index gives the
     prompts' spans for the first knowledge base (default: the recorded kb, else the embedded kb); ``kbs``: the
     other knowledge bases' by name (default: the recorded ones); ``knowledge``: run the knowledge layers."""
-    from mluke.checkpoint import Mluke
     from mluke.knowbert.run import open_knowbert
+    from mluke.models.checkpoint import Mluke
 
     model, tokenizer = open_knowbert(Path(directory))
     words = KnowBertWordTokenizer(tokenizer, model)
@@ -188,7 +188,7 @@ def open_probe_model(
     from mluke.opening import open_model
 
     if isinstance(model, (str, os.PathLike)) and is_knowbert_folder(model):
-        from mluke.devices import place
+        from mluke.models.devices import place
 
         bundle = open_knowbert_words(model, db=db, knowledge=knowledge, kbs=kbs)
         place(bundle.model, device, dtype)

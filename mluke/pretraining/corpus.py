@@ -38,9 +38,9 @@ import numpy as np
 from kb.errors import OptionError, option
 from kb.files import check_output, discard, remove, replace, temporary_name
 from kb.vocab import EntityVocab
-from mluke.encoding import encode_with_spans
+from mluke.models.encoding import encode_with_spans
+from mluke.models.tokenizer import MlukeTokenizer
 from mluke.pretraining.corpus_reader import ARRAYS, FORMAT, FORMAT_VERSION
-from mluke.tokenizer import MlukeTokenizer
 
 
 @dataclass

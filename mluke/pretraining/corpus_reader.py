@@ -13,7 +13,7 @@ import numpy as np
 from kb.errors import InputFormatError
 from kb.files import is_plain_name
 from kb.vocab import EntityVocab
-from mluke.tokenizer import MlukeTokenizer
+from mluke.models.tokenizer import MlukeTokenizer
 
 FORMAT = "mluke-pretraining-corpus"
 FORMAT_VERSION = 1

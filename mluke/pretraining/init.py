@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 from transformers import LukeConfig
 
-from mluke.model import MlukeForMaskedLM
+from mluke.models.masked_lm import MlukeForMaskedLM
 
 #: Parameters mLUKE adds to XLM-R: the only ones stage 1 trains.
 NEW_PARAMETERS = re.compile(r"^(luke\.entity_embeddings\.|entity_predictions\.|.*\.(w2e|e2w|e2e)_query\.)")

@@ -39,7 +39,7 @@ import torch.distributed as dist
 
 from kb.errors import MlukeError
 from kb.files import atomic_path
-from mluke.model import MlukeForMaskedLM
+from mluke.models.masked_lm import MlukeForMaskedLM
 from mluke.pretraining.batching import Vocabulary, collate, mask_example
 from mluke.pretraining.config import TrainConfig
 from mluke.pretraining.corpus_reader import Corpus
@@ -341,7 +341,7 @@ class Trainer:
 
     def export(self, directory: str | Path | None = None, *, overwrite: bool = True) -> Path:
         """Save the model in the studio-ousia layout that :func:`mluke.load` reads (rank 0)."""
-        from mluke.checkpoint import save
+        from mluke.models.checkpoint import save
 
         directory = Path(directory) if directory is not None else self.out / "model"
         if self.rank == 0:

@@ -3,7 +3,7 @@
 Each page shows the package's docstring and then every name of its ``__all__``, rendered by mkdocstrings
 from the docstrings. Packages are found by walking the source tree and names are located with griffe
 (static analysis, nothing is imported), so moving or renaming a module needs no edit here or in the
-pages: a name exported lazily (``_LAZY = {"probe": "mluke.cloze"}``, resolved by ``__getattr__``) is
+pages: a name exported lazily (``_LAZY = {"probe": "mluke.probing.cloze"}``, resolved by ``__getattr__``) is
 documented where it is defined. Modules that no ``__all__`` names stay out of the reference.
 """
 

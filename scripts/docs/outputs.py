@@ -146,7 +146,7 @@ def demo_vocabulary() -> str:
 
     import kb
     import mluke
-    from mluke.demo import demo_model
+    from mluke.demo.model import demo_model
 
     _, _, vocab = mluke.load(demo_model(progress=False))
     db = kb.default_db()
@@ -163,7 +163,7 @@ def demo_steps(message: str) -> Callable[[], str]:
     """Troubleshooting page: the demo training's own interruption and resumption messages."""
 
     def make() -> str:
-        from mluke.demo import DEMO_VERSION, demo_model
+        from mluke.demo.model import DEMO_VERSION, demo_model
 
         steps = json.loads((demo_model(progress=False) / "demo.json").read_text("utf-8"))["steps"]
         step = steps * 43 // 100  # an interruption a little before half way
@@ -189,7 +189,7 @@ for m in index.detect("Ich wohne in Valencia, nicht in London.", "de"):
 
 MODELS = """
 import mluke, torch
-from mluke.demo import demo_model
+from mluke.demo.model import demo_model
 
 model, tokenizer, entity_vocab = mluke.load(demo_model())   # or "studio-ousia/mluke-base", or a folder
 enc = tokenizer("The capital of Japan is <mask>.", entity_spans=[(24, 30)])   # entity [MASK] over <mask>
@@ -231,7 +231,7 @@ def provenance() -> dict[str, Any]:
     import transformers
 
     from kb.sources.embedded import EMBEDDED_VERSION
-    from mluke.demo import DEMO_VERSION
+    from mluke.demo.model import DEMO_VERSION
 
     return {
         "demo_version": DEMO_VERSION,

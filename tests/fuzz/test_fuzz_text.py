@@ -3,7 +3,7 @@
 1. :func:`kb.sources.wikitext.parse_wikitext` on random mixtures of real markup: never raises,
    every link span lies inside the plain text on its (stripped) anchor text; on documents
    built from known pieces, the links and the text are exactly those of the pieces.
-2. :class:`mluke.tokenizer.MlukeTokenizer` on random texts and spans: each entity covers
+2. :class:`mluke.models.tokenizer.MlukeTokenizer` on random texts and spans: each entity covers
    exactly the pieces whose characters lie inside its span.
 3. :meth:`kb.mentions.index.MentionIndex.detect_batch` equals :meth:`detect` one text at a
    time in all 24 languages, on random mixtures of the kb's own names and noise.
@@ -280,7 +280,7 @@ def _tokenizer_folder(folder, word_files: dict[str, object]):
     import json
     import shutil
 
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
     folder.mkdir(parents=True, exist_ok=True)
     for name, source in word_files.items():

@@ -12,7 +12,7 @@ from kb.mentions.index import MentionIndex
 from kb.sources.embedded import embedded_path
 from mluke.cache import cache_entries, clean_cache
 from mluke.cli import app
-from mluke.demo import DEMO_VERSION, demo_lock
+from mluke.demo.model import DEMO_VERSION, demo_lock
 
 runner = CliRunner()
 
@@ -106,7 +106,7 @@ def test_kb_build_embedded_keeps_the_cached_kb_and_its_indexes(tmp_path, monkeyp
 def test_imported_entity_vocabularies_are_recognised_and_cleaned(tmp_path, monkeypatch):
     import json
 
-    from mluke.entity_vocab import VOCAB_FOLDER, load_entity_vocab
+    from mluke.models.entity_vocab import VOCAB_FOLDER, load_entity_vocab
 
     home = tmp_path / "home"
     monkeypatch.setenv("MLUKE_HOME", str(home))

@@ -6,9 +6,9 @@ from transformers import LukeForMaskedLM
 
 import mluke
 from kb import KbFormatError, OutputExistsError
-from mluke.checkpoint import CheckpointError, load_model, read_state_dict
-from mluke.compat import TRANSFORMERS_MAJOR
-from mluke.model import MlukeForMaskedLM, chunked_logsumexp
+from mluke.models.checkpoint import CheckpointError, load_model, read_state_dict
+from mluke.models.compat import TRANSFORMERS_MAJOR
+from mluke.models.masked_lm import MlukeForMaskedLM, chunked_logsumexp
 from tests.mluke.conftest import write_tiny_checkpoint
 
 TEXT = "The capital of Japan is <mask>."

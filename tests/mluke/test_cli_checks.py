@@ -22,7 +22,7 @@ runner = CliRunner()
 
 
 def test_the_checks_accept_what_the_library_accepts():
-    from mluke.demo_data import PRESETS
+    from mluke.demo.data import PRESETS
     from mluke.options import METHODS
     from mluke.spans import FEATURES
     from probes.retrieval import KINDS

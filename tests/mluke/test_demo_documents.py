@@ -3,7 +3,7 @@ document, built from training (fact, language) pairs only."""
 
 import dataclasses
 
-from mluke.demo_data import PRESETS, demo_documents
+from mluke.demo.data import PRESETS, demo_documents
 
 #: The tiny preset (one fact per document) with the demo's multi-fact documents.
 GROUPED = dataclasses.replace(PRESETS["tiny"], facts_per_document=3)
@@ -63,3 +63,20 @@ def test_documents_are_deterministic(embedded_db):
     b = demo_documents(embedded_db, GROUPED)
     assert PRESETS["demo"].facts_per_document > 1 and PRESETS["tiny"].facts_per_document == 1
     assert [(d.lang, d.text, d.links, d.title) for d in a.docs] == [(d.lang, d.text, d.links, d.title) for d in b.docs]
+
+
+def test_the_training_plan_ignores_the_time_estimate(tmp_path):
+    """A partial demo run resumes after a release rewords how long training takes (``minutes`` is only told to
+    the user), but not after a setting that changes the model."""
+    import dataclasses
+
+    from mluke.demo.data import resolve_preset
+    from mluke.demo.model import training_plan
+
+    preset = resolve_preset("tiny")
+    plan = training_plan(preset, tmp_path / "kb.sqlite")
+    assert training_plan(dataclasses.replace(preset, minutes=preset.minutes + 5), tmp_path / "kb.sqlite") == plan
+    assert (
+        training_plan(dataclasses.replace(preset, init_seed=(preset.init_seed or 0) + 1), tmp_path / "kb.sqlite")
+        != plan
+    )

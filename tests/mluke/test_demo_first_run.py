@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 from kb.sources.embedded import embedded_path
-from mluke.demo import DEMO_VERSION
+from mluke.demo.model import DEMO_VERSION
 from tests import jobs
 from tests.conftest import arithmetic_seed
 
@@ -75,7 +75,7 @@ def test_interrupted_training_resumes_from_its_checkpoint_and_says_so(
 ):
     """Ctrl-C at step 7 of 22 keeps the checkpoint; the next call continues from step 7 and ends with the
     same model as a run never interrupted."""
-    import mluke.demo
+    import mluke.demo.model
     from mluke.pretraining.trainer import Trainer
 
     step = Trainer.train_step
@@ -90,13 +90,13 @@ def test_interrupted_training_resumes_from_its_checkpoint_and_says_so(
     monkeypatch.setattr(Trainer, "train_step", ctrl_c_at_7)
     out = tmp_path / "tiny"
     with pytest.raises(KeyboardInterrupt):
-        mluke.demo.train_demo(out, preset="tiny", db=embedded_db, progress=False)
+        mluke.demo.model.train_demo(out, preset="tiny", db=embedded_db, progress=False)
     err = capsys.readouterr().err
     assert "Interrupted at step 7 of 22; the checkpoint is kept in" in err and "the next run resumes from it" in err
     work = tmp_path / "tiny.work"
     assert (work / "run" / "checkpoints" / "step-00000007").is_dir() and not out.exists()
 
-    assert mluke.demo.train_demo(out, preset="tiny", db=embedded_db, progress=False) == out
+    assert mluke.demo.model.train_demo(out, preset="tiny", db=embedded_db, progress=False) == out
     err = capsys.readouterr().err
     assert "Resuming the demo model's training at step 7 of 22" in err
     assert not work.exists() and (out / "demo.json").is_file()

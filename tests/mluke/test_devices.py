@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import mluke
-from mluke.devices import place, resolve_device, resolve_dtype
+from mluke.models.devices import place, resolve_device, resolve_dtype
 
 
 def test_device_and_dtype_names():
@@ -26,8 +26,8 @@ def test_device_and_dtype_names():
 def test_inputs_follow_the_model(tiny_demo, monkeypatch):
     """The encoders move the tokenizer's CPU tensors to the model's device: the device they are asked to
     move to is the model's (a pretend "meta" GPU here), and the move itself puts every tensor there."""
-    import mluke.model as model_module
-    from mluke.devices import to_device
+    import mluke.models.masked_lm as model_module
+    from mluke.models.devices import to_device
 
     model, tok, _ = mluke.load(tiny_demo)
     enc = tok(["Tokyo is the capital of Japan."], entity_spans=[[(0, 5)]])

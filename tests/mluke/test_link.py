@@ -5,9 +5,9 @@ import math
 import pytest
 
 import mluke
-from mluke.confidence import Calibration
-from mluke.link_scoring import cut_windows
-from mluke.linker import Linker
+from mluke.linking.calibration import Calibration
+from mluke.linking.linker import Linker
+from mluke.linking.scoring import cut_windows
 from probes.linking_calibration import COMMON_WORD_SENTENCES
 
 pytestmark = pytest.mark.learned  # asserts the tiny demo's links: held by construction, rerun by CI at 1 thread
@@ -114,11 +114,11 @@ def test_link_cli(demo_cli, tmp_path):
 
 
 def test_public_api_names_are_functions_after_submodule_imports():
-    import mluke.cloze
-    import mluke.linking
+    import mluke.linking.texts
+    import mluke.probing.cloze
 
-    assert callable(mluke.probe) and mluke.probe.__module__ == "mluke.cloze"
-    assert callable(mluke.link) and mluke.link.__module__ == "mluke.linking"
+    assert callable(mluke.probe) and mluke.probe.__module__ == "mluke.probing.cloze"
+    assert callable(mluke.link) and mluke.link.__module__ == "mluke.linking.texts"
 
 
 def test_global_mode_feeds_resolved_entities_back(linker, tiny_demo, monkeypatch):

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from mluke.confidence import (
+from mluke.linking.calibration import (
     DEFAULT_CALIBRATION,
     FEATURES,
     KB_COHERENCE_CALIBRATION,
@@ -15,9 +15,9 @@ from mluke.confidence import (
     Calibration,
     features,
 )
-from mluke.link_coherence import KbCoherence
-from mluke.linker import Linker
-from mluke.model import chunked_logsumexp, chunked_logsumexp_max
+from mluke.linking.coherence import KbCoherence
+from mluke.linking.linker import Linker
+from mluke.models.masked_lm import chunked_logsumexp, chunked_logsumexp_max
 from probes.linking_calibration import nil_instances, without_entity
 from probes.mewsli import GoldMention, LinkDoc
 

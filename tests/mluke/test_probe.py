@@ -7,15 +7,15 @@ import transformers
 
 import mluke
 from kb.db.templates import parse_template
-from mluke.cloze import probe
-from mluke.demo_tokenizer import TOKENIZER_RECORD
+from mluke.demo.tokenizer import TOKENIZER_RECORD
+from mluke.probing.cloze import probe
 
 pytestmark = pytest.mark.learned  # asserts the tiny demo's answers: held by construction, rerun by CI at 1 thread
 
 
 @pytest.fixture(scope="session")
 def tiny_demo(tmp_path_factory, embedded_db):
-    from mluke.demo import train_demo
+    from mluke.demo.model import train_demo
 
     return train_demo(tmp_path_factory.mktemp("demo") / "tiny", preset="tiny", db=embedded_db, progress=False)
 
@@ -85,11 +85,11 @@ def test_entity_scores_are_mep_log_probabilities(bundle, embedded_db):
 
 
 def test_candidate_scores_skip_the_full_normaliser_unless_word_scores_join(bundle, embedded_db, monkeypatch):
-    import mluke.model
+    import mluke.models.masked_lm
 
     calls = []
-    real = mluke.model.chunked_logsumexp
-    monkeypatch.setattr(mluke.model, "chunked_logsumexp", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = mluke.models.masked_lm.chunked_logsumexp
+    monkeypatch.setattr(mluke.models.masked_lm, "chunked_logsumexp", lambda *a, **k: calls.append(1) or real(*a, **k))
     facts = _in_vocab_capitals(bundle[2], embedded_db, 6)
     subjects = [f.subject for f in facts[:3]]
     kwargs = {
@@ -337,7 +337,7 @@ def test_first_demo_training_says_so_and_hides_transformers_bars(tmp_path, embed
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
     from transformers.utils import logging as hf_logging
 
-    import mluke.demo
+    import mluke.demo.model
 
     class Stop(Exception):
         pass
@@ -345,14 +345,14 @@ def test_first_demo_training_says_so_and_hides_transformers_bars(tmp_path, embed
     def stop(*args, **kwargs):
         raise Stop
 
-    monkeypatch.setattr(mluke.demo, "demo_documents", stop)
+    monkeypatch.setattr(mluke.demo.model, "demo_documents", stop)
     with pytest.raises(Stop):
-        mluke.demo.train_demo(tmp_path / "demo", preset="demo", db=embedded_db, progress=True)
+        mluke.demo.model.train_demo(tmp_path / "demo", preset="demo", db=embedded_db, progress=True)
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("Training the demo model once (about 8 minutes") and str(tmp_path / "demo") in err[0]
     assert not (tmp_path / "demo").exists()
     before = hf_logging.is_progress_bar_enabled()
-    with mluke.demo.transformers_bars(False):
+    with mluke.demo.model.transformers_bars(False):
         tiny = XLMRobertaConfig(
             vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8
         )
@@ -369,9 +369,11 @@ def _in_vocab_subject(bundle, db, lang="ja"):
 
 
 def test_the_headline_call_says_what_to_do(embedded_db, monkeypatch):
-    import mluke.demo
+    import mluke.demo.model
 
-    monkeypatch.setattr(mluke.demo, "train_demo", lambda *a, **k: pytest.fail("the model is not needed to say this"))
+    monkeypatch.setattr(
+        mluke.demo.model, "train_demo", lambda *a, **k: pytest.fail("the model is not needed to say this")
+    )
     with pytest.raises(mluke.MlukeError) as err:
         mluke.probe("[X] was founded in [Y]", lang="ja", db=embedded_db)
     message = str(err.value)

@@ -9,9 +9,9 @@ from tokenizers import Tokenizer
 
 import kb
 from mluke import MlukeError
-from mluke.encoding import EntityTruncationWarning
-from mluke.tokenizer import MlukeTokenizer
-from mluke.xlmr import from_sentencepiece, load_word_tokenizer
+from mluke.models.encoding import EntityTruncationWarning
+from mluke.models.tokenizer import MlukeTokenizer
+from mluke.models.xlmr import from_sentencepiece, load_word_tokenizer
 
 # "Tokyo is the capital of Japan" in the 24 mLUKE languages, with emoji and characters outside the BMP.
 SENTENCES = {
@@ -277,7 +277,7 @@ def test_added_tokens_must_match(tiny_checkpoint, tmp_path):
 
 
 def test_save_and_reload_gives_the_same_encoding(tiny_checkpoint, tmp_path):
-    from mluke.entity_vocab import save_entity_vocab
+    from mluke.models.entity_vocab import save_entity_vocab
 
     tok = MlukeTokenizer.from_pretrained(tiny_checkpoint)
     tok.save_pretrained(tmp_path)

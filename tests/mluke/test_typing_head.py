@@ -126,7 +126,7 @@ def test_logits_equal_transformers_luke_for_entity_classification(eaa):
 
 def test_typing_on_an_english_luke_checkpoint(tmp_path):
     """An English LUKE folder (BPE tokenizer, entity-aware attention, encoder only) fine-tunes and reloads."""
-    from mluke.luke import LukeTokenizer
+    from mluke.models.luke import LukeTokenizer
     from tests.mluke.test_luke import write_luke
 
     write_luke(tmp_path / "luke", eaa=True, encoder_only=True)

@@ -13,10 +13,10 @@ import torch
 import mluke
 from kb.db.templates import parse_template
 from kb.errors import MlukeError
-from mluke.cloze import probe
-from mluke.cloze_runs import run_cloze
-from mluke.compat import TRANSFORMERS_MAJOR
 from mluke.errors import CheckpointError
+from mluke.models.compat import TRANSFORMERS_MAJOR
+from mluke.probing.cloze import probe
+from mluke.probing.runs import run_cloze
 from tests.mluke.bpe_fixtures import write_byte_level_bpe
 
 WORDS = [
@@ -259,7 +259,7 @@ def _greedy(folder: Path, text: str, n: int, order: str) -> tuple[list[int], flo
 
 @pytest.mark.parametrize("method,order", [("left-to-right", "left"), ("confidence", "confidence")])
 def test_decoding_with_beam_one_is_greedy_filling(bert_dir, method, order):
-    from mluke.decoding import decode
+    from mluke.probing.decoding import decode
 
     bundle = mluke.open_model(bert_dir, word_models=True)
     tok = bundle.tokenizer
@@ -277,7 +277,7 @@ def test_decoding_with_beam_one_is_greedy_filling(bert_dir, method, order):
 def test_left_to_right_beam_search_is_exact_with_a_beam_as_wide_as_the_vocabulary(bert_dir):
     from transformers import AutoModelForMaskedLM
 
-    from mluke.decoding import decode
+    from mluke.probing.decoding import decode
 
     bundle = mluke.open_model(bert_dir, word_models=True)
     tok, hf = bundle.tokenizer, AutoModelForMaskedLM.from_pretrained(bert_dir).eval()

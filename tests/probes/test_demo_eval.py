@@ -4,7 +4,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mluke.cli import app
-from mluke.demo_data import PRESETS, ambiguous_cities, demo_documents
+from mluke.demo.data import PRESETS, ambiguous_cities, demo_documents
 from probes.demo_eval import demo_linking_docs, evaluate_demo_linking
 
 pytestmark = pytest.mark.learned  # asserts the tiny demo's evaluation: held by construction, rerun by CI at 1 thread
@@ -78,7 +78,7 @@ def test_demo_probing_of_a_knowbert_folder_with_the_layer_on_and_off(tiny_demo, 
     import torch
 
     from mluke.knowbert import KnowBertModel
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
     from probes.demo_eval import evaluate_demo, to_markdown
 
     torch.manual_seed(0)

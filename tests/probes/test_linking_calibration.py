@@ -3,7 +3,7 @@ that picks the shipped default."""
 
 import pytest
 
-from mluke.confidence import FEATURES, KB_FEATURES, Calibration
+from mluke.linking.calibration import FEATURES, KB_FEATURES, Calibration
 from probes.linking_calibration import (
     CalibrationReport,
     NilScores,
@@ -18,7 +18,7 @@ from probes.linking_calibration_data import SETS
 
 @pytest.fixture(scope="module")
 def linker(tiny_demo, embedded_db):
-    from mluke.linker import Linker
+    from mluke.linking.linker import Linker
 
     return Linker(
         tiny_demo, embedded_db, languages=["de", "en", "es", "fr", "id", "it", "ja", "nl", "pt", "sv", "vi", "zh"]

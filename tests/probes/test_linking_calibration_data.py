@@ -3,7 +3,7 @@ that is not theirs, and NIL instances with the country named, with another one a
 
 import pytest
 
-from mluke.confidence import FEATURES
+from mluke.linking.calibration import FEATURES
 from probes import linking_calibration_data as data
 from probes.linking_calibration import nil_instances
 
@@ -68,7 +68,7 @@ def test_every_set_splits_by_pair_and_no_pair_is_in_both_halves(sets, countries)
 
 @pytest.fixture(scope="module")
 def linker(tiny_demo, embedded_db, sets):
-    from mluke.linker import Linker
+    from mluke.linking.linker import Linker
 
     langs = sorted({d.lang for docs in sets.values() for d in docs})
     return Linker(tiny_demo, embedded_db, languages=langs)

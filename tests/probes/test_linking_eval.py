@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 import kb
 from mluke.cli import app
-from mluke.linker import Linker
+from mluke.linking.linker import Linker
 from probes import GoldMention, LinkDoc, LinkingReport, eval_link, evaluate_linking, read_mewsli
 from probes.linking_eval import METRIC_COLUMNS, LinkingSet
 from tests.probes.conftest import FRANCE, JAPAN, PARIS, TOKYO

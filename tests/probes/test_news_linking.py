@@ -3,7 +3,7 @@
 import pytest
 
 from kb.mentions.linkability import LONGER_NAME
-from mluke.linker import Linker
+from mluke.linking.linker import Linker
 from mluke.results import LinkedMention
 from probes.news_linking_data import (
     DEV,

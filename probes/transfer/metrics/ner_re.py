@@ -12,15 +12,18 @@ from probes.transfer.readers.ner_tags import spans_to_tags
 from probes.transfer.readers.relations import relation_type
 
 
-def _f1(precision: float, recall: float) -> float:
+def f1_of(precision: float, recall: float) -> float:
+    """The harmonic mean of ``precision`` and ``recall`` (0 when both are 0)."""
     return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
-def _ratio(num: int, den: int) -> float:
+def ratio(num: int, den: int) -> float:
+    """``num / den``, 0 when ``den`` is 0."""
     return num / den if den else 0.0
 
 
-def _check_lengths(gold: Sequence[object], predicted: Sequence[object], what: str) -> None:
+def check_lengths(gold: Sequence[object], predicted: Sequence[object], what: str) -> None:
+    """Refuses gold and predicted ``what`` (sentences, labels, examples) that do not pair up one to one."""
     if len(gold) != len(predicted):
         raise OptionError(f"{len(gold)} gold {what} but {len(predicted)} predictions; they must pair up one to one")
 
@@ -47,7 +50,7 @@ def ner_scores(gold: Sequence[NerSentence], predicted: Sequence[Sequence[tuple[i
     from seqeval.metrics import classification_report
     from seqeval.scheme import IOB2
 
-    _check_lengths(gold, predicted, "sentences")
+    check_lengths(gold, predicted, "sentences")
     y_true = [spans_to_tags(len(s.words), s.spans) for s in gold]
     y_pred = [spans_to_tags(len(s.words), p) for s, p in zip(gold, predicted)]
     if not any(t != "O" for tags in (*y_true, *y_pred) for t in tags):
@@ -119,7 +122,7 @@ def relation_scores(
     Raises:
         OptionError: lists of different lengths, or what ``type_of`` raises.
     """
-    _check_lengths(gold_labels, predicted_labels, "labels")
+    check_lengths(gold_labels, predicted_labels, "labels")
     tp: Counter[str] = Counter()
     fp: Counter[str] = Counter()
     fn: Counter[str] = Counter()
@@ -136,11 +139,11 @@ def relation_scores(
     types = sorted(set(tp) | set(fp) | set(fn))
     per_type = {}
     for t in types:
-        precision, recall = _ratio(tp[t], tp[t] + fp[t]), _ratio(tp[t], tp[t] + fn[t])
+        precision, recall = ratio(tp[t], tp[t] + fp[t]), ratio(tp[t], tp[t] + fn[t])
         per_type[t] = {
             "precision": precision,
             "recall": recall,
-            "f1": _f1(precision, recall),
+            "f1": f1_of(precision, recall),
             "support": tp[t] + fn[t],
             "predicted": tp[t] + fp[t],
             "correct": tp[t],
@@ -148,8 +151,8 @@ def relation_scores(
     all_tp, all_fp, all_fn = sum(tp.values()), sum(fp.values()), sum(fn.values())
     return {
         "macro_f1": sum(s["f1"] for s in per_type.values()) / len(types) if types else 0.0,
-        "micro_f1": _f1(_ratio(all_tp, all_tp + all_fp), _ratio(all_tp, all_tp + all_fn)),
-        "accuracy": _ratio(sum(g == p for g, p in zip(gold_labels, predicted_labels)), len(gold_labels)),
+        "micro_f1": f1_of(ratio(all_tp, all_tp + all_fp), ratio(all_tp, all_tp + all_fn)),
+        "accuracy": ratio(sum(g == p for g, p in zip(gold_labels, predicted_labels)), len(gold_labels)),
         "per_type": per_type,
         "types": types,
     }

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kb.errors import OptionError
-from probes.transfer.metrics.ner_re import _f1, relation_scores
+from probes.transfer.metrics.ner_re import f1_of, relation_scores
 from probes.transfer.readers.relations import NO_RELATION
 
 
@@ -47,7 +47,7 @@ def tacred_scores(gold_labels: Sequence[str], predicted_labels: Sequence[str]) -
     return {
         "precision": precision,
         "recall": recall,
-        "f1": _f1(precision, recall),
+        "f1": f1_of(precision, recall),
         "correct": correct,
         "predicted": predicted,
         "gold": gold,

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from probes.transfer.metrics.ner_re import _check_lengths, _f1, _ratio
+from probes.transfer.metrics.ner_re import check_lengths, f1_of, ratio
 
 
 def typing_scores(gold: Sequence[Collection[str]], predicted: Sequence[Collection[str]]) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def typing_scores(gold: Sequence[Collection[str]], predicted: Sequence[Collectio
     Raises:
         OptionError: lists of different lengths.
     """
-    _check_lengths(gold, predicted, "examples")
+    check_lengths(gold, predicted, "examples")
     tp: Counter[str] = Counter()
     n_pred: Counter[str] = Counter()
     n_gold: Counter[str] = Counter()
@@ -41,21 +41,21 @@ def typing_scores(gold: Sequence[Collection[str]], predicted: Sequence[Collectio
         n_gold.update(g_set)
         exact += g_set == p_set
     correct, pred_total, gold_total = sum(tp.values()), sum(n_pred.values()), sum(n_gold.values())
-    precision, recall = _ratio(correct, pred_total), _ratio(correct, gold_total)
+    precision, recall = ratio(correct, pred_total), ratio(correct, gold_total)
     per_type = {}
     for t in sorted(set(n_pred) | set(n_gold)):
-        t_precision, t_recall = _ratio(tp[t], n_pred[t]), _ratio(tp[t], n_gold[t])
+        t_precision, t_recall = ratio(tp[t], n_pred[t]), ratio(tp[t], n_gold[t])
         per_type[t] = {
             "precision": t_precision,
             "recall": t_recall,
-            "f1": _f1(t_precision, t_recall),
+            "f1": f1_of(t_precision, t_recall),
             "support": n_gold[t],
         }
     return {
         "precision": precision,
         "recall": recall,
-        "f1": _f1(precision, recall),
-        "accuracy": _ratio(exact, len(gold)),
+        "f1": f1_of(precision, recall),
+        "accuracy": ratio(exact, len(gold)),
         "correct": correct,
         "predicted": pred_total,
         "gold": gold_total,

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 from kb.errors import OptionError, option
 from kb.files import check_output
-from mluke.devices import place
 from mluke.finetuning import (
     FineTuneConfig,
     FineTuner,
@@ -27,6 +26,7 @@ from mluke.finetuning import (
 from mluke.finetuning.inputs import Row, ner_rows, relation_rows, typing_rows
 from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.models import Features, TransferModel
+from mluke.models.devices import place
 from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.ner_re import ner_scores, re_scores
@@ -38,9 +38,9 @@ from probes.transfer.readers.tacred import read_tacred
 from probes.transfer.readers.typing import TypingExample, read_typing
 
 if TYPE_CHECKING:
-    from mluke.devices import Device, DType
+    from mluke.models.devices import Device, DType
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.opening import ModelSource
-    from mluke.tokenizer import MlukeTokenizer
 
 Task = Literal["ner", "re", "typing"]
 
@@ -452,7 +452,7 @@ def evaluate(
         tests: the test file of each language (``{"de": "de/test.txt", ...}`` or pairs).
         batch_size: examples per forward pass.
         progress: show a progress bar.
-        device: where the model runs (:mod:`mluke.devices`).
+        device: where the model runs (:mod:`mluke.models.devices`).
         dtype: the precision it runs in.
         fmt: relations: the layout of the test files, ``"kbp37"`` or ``"tacred"`` (default: the one the model was
             fine-tuned on); TACRED files are scored by :func:`~probes.transfer.metrics.tacred.tacred_scores`.

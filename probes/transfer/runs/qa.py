@@ -17,11 +17,11 @@ from kb.db import EntityDB
 from kb.errors import OptionError
 from kb.files import check_output
 from kb.renamed import renamed_keyword
-from mluke.devices import place
 from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model, save_transfer
 from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.models import Features, TransferModel
 from mluke.finetuning.qa import LinkedName, QaRow, collate_qa, predict_answers, qa_rows
+from mluke.models.devices import place
 from mluke.opening import open_model
 from probes.transfer.metrics.qa import Scorer, check_scorer, qa_scores
 from probes.transfer.readers.qa import QaExample, mlqa_path, read_mlqa, read_squad
@@ -30,9 +30,9 @@ from probes.transfer.runs.qa_reports import QaFineTuneReport, QaReport
 
 if TYPE_CHECKING:
     from kb.mentions import MentionIndex
-    from mluke.devices import Device, DType
+    from mluke.models.devices import Device, DType
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.opening import ModelSource
-    from mluke.tokenizer import MlukeTokenizer
 
 #: MLQA's languages, the G-XLT matrix's rows and columns.
 MLQA_LANGUAGES = ("en", "es", "de", "ar", "hi", "vi", "zh")

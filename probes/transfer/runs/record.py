@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from kb.errors import OptionError
 from kb.files import check_output
-from mluke.devices import place
 from mluke.finetuning import FineTuneConfig, load_transfer, new_model, predict_record
 from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, record_rows
+from mluke.models.devices import place
 from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.record import record_scores
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
     from mluke.finetuning.models import TransferModel
-    from mluke.tokenizer import MlukeTokenizer
+    from mluke.models.tokenizer import MlukeTokenizer
 
 
 def cloze_queries(examples: Sequence[RecordExample], lang: str | None = None) -> list[ClozeQuery]:

@@ -18,8 +18,8 @@ from mluke.finetuning.knowledge import attach_knowledge, kb_settings, open_knowb
 from mluke.finetuning.models import TransferModel
 from mluke.finetuning.qa import QaRow, collate_qa, predict_answers, qa_rows
 from mluke.knowbert import EntityTable, KnowBertModel
+from mluke.models.tokenizer import MlukeTokenizer
 from mluke.opening import Mluke
-from mluke.tokenizer import MlukeTokenizer
 from probes.transfer.readers.qa import QaExample, write_squad
 from tests.conftest import write_tiny_db
 from tests.mluke.conftest import assert_same_weights, interrupt_at, toy_fine_tune

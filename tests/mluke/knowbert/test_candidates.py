@@ -12,8 +12,8 @@ import kb
 from kb.mentions import MentionIndex
 from mluke.knowbert.batch import IGNORE
 from mluke.knowbert.candidates import NULL, CandidateSelector, collate, span_words
+from mluke.models.tokenizer import MlukeTokenizer
 from mluke.pretraining.corpus import Document
-from mluke.tokenizer import MlukeTokenizer
 from tests.conftest import write_tiny_db
 
 #: the tiny kb's entities as rows of a made-up entity table (0: padding, 1: [MASK])

@@ -21,7 +21,7 @@ from kb.errors import MlukeError
 from mluke.knowbert import EntityTable, KnowBertConfig, KnowBertModel
 from mluke.knowbert.candidates import Window
 from mluke.knowbert.run import train_knowbert
-from mluke.tokenizer import MlukeTokenizer
+from mluke.models.tokenizer import MlukeTokenizer
 from tests.jobs import torchrun
 from tests.mluke.knowbert.test_candidates import kb_index, tok  # noqa: F401  (fixtures)
 from tests.mluke.knowbert.test_training import trainer, windows  # noqa: F401  (windows: a fixture)

@@ -17,11 +17,11 @@ from kb.errors import MlukeError
 from kb.mentions import MentionIndex
 from mluke.errors import CheckpointError
 from mluke.knowbert.candidates import CandidateSelector
-from mluke.link_knowbert import KnowBertLinker, _resolve_overlaps
+from mluke.linking.knowbert import KnowBertLinker, _resolve_overlaps
+from mluke.models.tokenizer import MlukeTokenizer
 from mluke.options import LinkOptions
 from mluke.pretraining.corpus import Document
 from mluke.results import LinkedMention
-from mluke.tokenizer import MlukeTokenizer
 from tests.conftest import Cli, write_tiny_db
 from tests.mluke.knowbert.test_training import new_model, trainer
 

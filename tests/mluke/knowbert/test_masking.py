@@ -9,8 +9,8 @@ import pytest
 from mluke.knowbert.batch import IGNORE
 from mluke.knowbert.candidates import CandidateSelector, Window
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary, mask_window, masking_units
+from mluke.models.tokenizer import MlukeTokenizer
 from mluke.pretraining.corpus import Document
-from mluke.tokenizer import MlukeTokenizer
 from tests.mluke.knowbert.test_candidates import kb_index, selector, tok  # noqa: F401  (fixtures)
 
 MASK_ROW = 1

@@ -24,7 +24,7 @@ def tiny_encoder(kind: str, layers: int = 2, seed: int = 0) -> nn.Module:
     """A random masked LM of the tiny test shape (hidden 32): transformers' XLM-R or our mLUKE class."""
     from transformers import LukeConfig, XLMRobertaConfig, XLMRobertaForMaskedLM
 
-    from mluke.model import MlukeForMaskedLM
+    from mluke.models.masked_lm import MlukeForMaskedLM
 
     torch.manual_seed(seed)
     shape = {**TINY_SHAPE, "num_hidden_layers": layers}

@@ -17,7 +17,7 @@ from mluke.knowbert.candidates import CandidateSelector, Window, collate, collat
 from mluke.knowbert.masking import MaskingOptions, MaskVocabulary
 from mluke.knowbert.run import KnowledgeBaseSource, knowledge_base_sources
 from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
-from mluke.tokenizer import MlukeTokenizer
+from mluke.models.tokenizer import MlukeTokenizer
 from tests.conftest import Cli
 from tests.mluke.knowbert.test_candidates import kb_index, tok  # noqa: F401  (fixtures)
 from tests.mluke.knowbert.test_training import DEFAULTS, DOCS, KEYS, LAYER, params

@@ -16,8 +16,8 @@ from mluke.knowbert import EntityTable, KnowBertConfig, KnowBertModel
 from mluke.knowbert.batch import IGNORE
 from mluke.knowbert.candidates import CandidateSelector, Window, collate
 from mluke.knowbert.training import KnowBertTrainConfig, KnowBertTrainer
+from mluke.models.tokenizer import MlukeTokenizer
 from mluke.pretraining.corpus import Document
-from mluke.tokenizer import MlukeTokenizer
 from tests.mluke.knowbert.test_candidates import kb_index, tok  # noqa: F401  (fixtures)
 
 KEYS = ["Q17", "Q1490", "Q1748", "Q35", "Q5287"]

@@ -15,7 +15,7 @@ import mluke
 from mluke.knowbert import EntityTable, KnowBertModel
 from mluke.knowbert.pieces import candidates_from_inputs, piece_span
 from mluke.knowbert.word_model import open_knowbert_words
-from mluke.tokenizer import MlukeTokenizer
+from mluke.models.tokenizer import MlukeTokenizer
 from tests.conftest import write_tiny_db
 from tests.mluke.knowbert.test_training import KEYS, LAYER
 
@@ -113,8 +113,8 @@ def test_cli_probe_with_and_without_the_knowledge_layer(cli, knowbert_dir: Path,
 
 def test_open_vocabulary_answers_need_the_layer_off(knowbert_dir: Path, tiny_db_path: Path) -> None:
     from kb.db.templates import parse_template
-    from mluke.cloze_runs import run_open
     from mluke.options import ProbeOptions
+    from mluke.probing.runs import run_open
 
     bundle = open_knowbert_words(knowbert_dir, db=tiny_db_path)
     template, subjects = parse_template("[X] was founded in [Y]."), [(None, "Acme")]

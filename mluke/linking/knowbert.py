@@ -36,7 +36,6 @@ import functools
 import math
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -45,7 +44,6 @@ from kb.db import EntityDB
 from kb.errors import MlukeError, OptionError, option
 from kb.mentions import Mention, MentionIndex
 from kb.mentions.linkability import LinkEstimator
-from mluke.errors import CheckpointError
 from mluke.knowbert.batch import IGNORE
 from mluke.knowbert.candidates import (
     CandidateSelector,
@@ -58,44 +56,16 @@ from mluke.knowbert.candidates import (
 )
 from mluke.knowbert.kb_sources import kb_db, open_kb_dbs, unrecorded_kb
 from mluke.knowbert.layer import NULL_CHOICE
-from mluke.knowbert.model import CONFIG_FILE, KnowBertModel
-from mluke.linker import Linker
+from mluke.knowbert.model import KnowBertModel
+from mluke.linking.knowbert_folder import load_knowbert, not_a_knowbert_model
+from mluke.linking.linker import Linker
 from mluke.options import LinkOptions
 from mluke.results import LinkedMention
 
 if TYPE_CHECKING:
-    from mluke.checkpoint import Mluke
-    from mluke.devices import Device, DType
-    from mluke.tokenizer import MlukeTokenizer
-
-#: The sub-folder of a KnowBert model folder that holds its tokenizer (as ``mluke knowbert train`` exports it).
-TOKENIZER_DIR = "tokenizer"
-
-
-def not_a_knowbert_model(folder: str | None) -> CheckpointError:
-    """The error for ``method="knowbert"`` with a model that is no KnowBert folder (``None``: a loaded mLUKE
-    bundle), saying how to make one."""
-    what = f"{folder}: not a KnowBert model (no {CONFIG_FILE})" if folder else "an mLUKE model, not a KnowBert one"
-    return CheckpointError(
-        f"{what}; method 'knowbert' links with the folder 'mluke knowbert train' writes (RUN/model): make one "
-        f"from an mLUKE checkpoint with 'mluke knowbert train --model {folder or 'CHECKPOINT'} -o RUN', then "
-        "link with '--method knowbert --model RUN/model'"
-    )
-
-
-def load_knowbert(folder: str | os.PathLike[str]) -> tuple[KnowBertModel, MlukeTokenizer]:
-    """A saved KnowBert model and its tokenizer (``folder/tokenizer``), or a clear error for another folder."""
-    from mluke.tokenizer import MlukeTokenizer
-
-    path = Path(folder)
-    if not (path / CONFIG_FILE).is_file():
-        raise not_a_knowbert_model(os.fspath(folder))
-    if not (path / TOKENIZER_DIR).is_dir():
-        raise CheckpointError(
-            f"{path}: a KnowBert model without its tokenizer folder {TOKENIZER_DIR}/ "
-            "('mluke knowbert train' exports both; KnowBertModel.save_pretrained writes the model only)"
-        )
-    return KnowBertModel.from_pretrained(path), MlukeTokenizer.from_pretrained(path / TOKENIZER_DIR)
+    from mluke.models.checkpoint import Mluke
+    from mluke.models.devices import Device, DType
+    from mluke.models.tokenizer import MlukeTokenizer
 
 
 class _GivenSpans(CandidateSelector):
@@ -155,7 +125,7 @@ class KnowBertLinker(Linker):
         max_span_words: int = 5,
         knowledge_base: str | None = None,
     ) -> None:
-        from mluke.devices import place
+        from mluke.models.devices import place
 
         if isinstance(model, KnowBertModel):
             if tokenizer is None:

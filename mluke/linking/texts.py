@@ -15,21 +15,21 @@
    entity [MASK]s; at each step the most confident one (softmax of the combined
    scores over its candidates) is resolved and its entity becomes an input
    entity for the remaining ones, one forward pass per step.
-3. Every mention gets a confidence in [0, 1] (:mod:`mluke.confidence`): its link
+3. Every mention gets a confidence in [0, 1] (:mod:`mluke.linking.calibration`): its link
    probability (the kb's anchor statistic, or the estimate of
    :mod:`kb.mentions.linkability` where the kb has none) times the calibrated
    probability that its top candidate is right. A mention whose confidence is
    below ``nil_threshold`` (default: the calibration's, 0.5 or as fitted), or that
    has no candidate, is NIL, even with a single candidate.
    ``method="knowbert"`` lets a KnowBert model's integrated linker decide instead, NULL included
-   (:mod:`mluke.link_knowbert`).
+   (:mod:`mluke.linking.knowbert`).
 4. Entities are shown by a qualified name (:func:`kb.entities.qualified_names`):
    "Cambridge (United Kingdom)" vs "Cambridge (Canada)".
 
 Long texts are cut into windows of about ``window_chars`` characters at spaces
 or sentence ends; every window is encoded once with all its mentions.
 
-Streams (:meth:`Linker.link_iter`, :func:`mluke.link_files.iter_link_file`, what ``mluke link``
+Streams (:meth:`Linker.link_iter`, :func:`mluke.linking.files.iter_link_file`, what ``mluke link``
 runs) link a few hundred texts at a time and hand each text's mentions on as soon
 as they are decided, so memory stays flat however long the input: a text longer
 than ``chunk_chars`` is linked in segments of ``segment_windows`` windows (its
@@ -39,8 +39,8 @@ results (scores may differ in the last bits of float32: a batch pads its windows
 to its longest, and other batches hold other windows).
 
 Where things are: the options (:class:`mluke.LinkOptions`) in :mod:`mluke.options`, the
-:class:`mluke.Linker` in :mod:`mluke.linker`, the model's scoring and the ranking of candidates in
-:mod:`mluke.link_scoring`, files and streams in :mod:`mluke.link_files`.
+:class:`mluke.Linker` in :mod:`mluke.linking.linker`, the model's scoring and the ranking of candidates in
+:mod:`mluke.linking.scoring`, files and streams in :mod:`mluke.linking.files`.
 """
 
 from __future__ import annotations
@@ -51,14 +51,14 @@ from typing import TYPE_CHECKING
 
 from kb.db import EntityDB
 from kb.renamed import renamed_keyword
-from mluke.checkpoint import Mluke
+from mluke.models.checkpoint import Mluke
 from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedMention
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
-    from mluke.devices import Device, DType
+    from mluke.models.devices import Device, DType
     from mluke.options import LinkKeywords
 
 
@@ -86,12 +86,12 @@ def link(
         db: an :class:`kb.EntityDB` or the path of one; default: the embedded kb (``kb=``: deprecated).
         model: a loaded :func:`mluke.load` bundle, or a checkpoint folder or hub name; default: the
             embedded demo model, like :func:`mluke.probe`; for ``method="knowbert"``, a KnowBert model
-            folder (``mluke knowbert train``'s ``RUN/model``, :mod:`mluke.link_knowbert`).
+            folder (``mluke knowbert train``'s ``RUN/model``, :mod:`mluke.linking.knowbert`).
         options: how to link (:class:`mluke.LinkOptions`: ``method`` "combined", "prior", "model",
             "global" or "knowbert", ``prior_weight``, ``nil_threshold``, ``candidates``, ...); or give its
             fields as keywords (``method="prior"``).
         spans: link these character spans instead of detecting mentions (one list per text).
-        device: where the model runs (:mod:`mluke.devices`).
+        device: where the model runs (:mod:`mluke.models.devices`).
         dtype: the precision it runs in.
         kbs: ``method="knowbert"``: the kb of knowledge bases by name (:func:`mluke.knowbert.kb_dbs`).
         **keywords: the fields of :class:`mluke.LinkOptions`, when ``options`` is not given.
@@ -106,7 +106,7 @@ def link(
         TextInputError: something else than a text or a list of texts.
         TypeError: ``options`` and a keyword that differs from it.
     """
-    from mluke.link_knowbert import open_linker
+    from mluke.linking.knowbert import open_linker
 
     options = merge_options(LinkOptions, options, keywords, "link")
     linker = open_linker(model, db, options, languages=[lang], device=device, dtype=dtype, kbs=kbs)

@@ -1,5 +1,5 @@
 """The confidence side of :class:`mluke.Linker`: the calibration features of a scored mention
-(:func:`mluke.confidence.features`) and the confidence they give, for linking and for fitting a calibration."""
+(:func:`mluke.linking.calibration.features`) and the confidence they give, for linking and for fitting a calibration."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from kb.errors import TextInputError
 from kb.mentions import Mention
-from mluke.confidence import Calibration, features
-from mluke.link_coherence import Support
-from mluke.link_scoring import ModelScores, rank_candidates, restricted
+from mluke.linking.calibration import Calibration, features
+from mluke.linking.coherence import Support
+from mluke.linking.scoring import ModelScores, rank_candidates, restricted
 from mluke.options import LinkOptions
 
 if TYPE_CHECKING:
-    from mluke.checkpoint import Mluke
+    from mluke.models.checkpoint import Mluke
 
 
 class ConfidenceMixin:
@@ -50,7 +50,7 @@ class ConfidenceMixin:
                 normaliser and best entity over the vocabulary (the caller leaves them out of the candidates).
 
         Returns:
-            Per mention: (top candidate, link probability, :func:`mluke.confidence.features`).
+            Per mention: (top candidate, link probability, :func:`mluke.linking.calibration.features`).
         """
         options = options or LinkOptions()
         method = options.method
@@ -78,7 +78,7 @@ class ConfidenceMixin:
         return out
 
     def _features(self, rows: list[dict[str, Any]], scores: ModelScores | None, support: Support) -> list[float]:
-        """:func:`mluke.confidence.features` of a mention whose candidates ``rows`` are ranked best first."""
+        """:func:`mluke.linking.calibration.features` of a mention whose candidates ``rows`` are ranked best first."""
         top = rows[0]["key"]
         full = scores.full.get(top) if scores is not None else None
         vocab = self.bundle.entity_vocab
@@ -88,7 +88,8 @@ class ConfidenceMixin:
     def _confidence(
         self, m: Mention, rows: list[dict[str, Any]], model_scores: ModelScores | None, support: Support
     ) -> float:
-        """Link probability x calibrated probability that the top of ``rows`` is right (:mod:`mluke.confidence`)."""
+        """Link probability x calibrated probability that the top of ``rows`` is right
+        (:mod:`mluke.linking.calibration`)."""
         if not rows:
             return 0.0
         lp = 1.0 if m.link_probability is None else m.link_probability

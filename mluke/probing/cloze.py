@@ -23,12 +23,12 @@ Modes:
   the mean log-probability of its pieces at n ``<mask>`` positions; one forward
   pass per subject and candidate length. Open vocabulary: answers of 1..``max_pieces`` word pieces
   decoded as X-FACTR does (``decoding``: independent, left-to-right or confidence-order filling, with
-  a ``beam``), ranked across lengths by their mean piece log-probability (:mod:`mluke.decoding`).
+  a ``beam``), ranked across lengths by their mean piece log-probability (:mod:`mluke.probing.decoding`).
 - ``mode="both"``: both rankings (``result.modes``).
 - ``mode=None`` (default): entity mode for an mLUKE checkpoint, word mode for any other masked LM.
 
 Models: an mLUKE checkpoint (all modes), or any Hugging Face masked LM (BERT, mBERT, XLM-R,
-RoBERTa, DistilBERT, English LUKE, ...; folder or hub name, see :mod:`mluke.word_models`) in word mode.
+RoBERTa, DistilBERT, English LUKE, ...; folder or hub name, see :mod:`mluke.models.word_models`) in word mode.
 
 Object sets (``threshold``): instead of the ``top_k``, every candidate whose probability (``exp`` of
 its score, see below) is at least ``threshold`` is the answer, possibly none; the result's metrics
@@ -68,8 +68,8 @@ from mluke.results import ProbeResult
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
-    from mluke.checkpoint import Mluke
-    from mluke.devices import Device, DType
+    from mluke.models.checkpoint import Mluke
+    from mluke.models.devices import Device, DType
     from mluke.options import ProbeKeywords
 
 
@@ -90,7 +90,7 @@ def probe(
     kbs: Mapping[str, EntityDB | str | os.PathLike[str] | None] | None = None,
     **keywords: Unpack[ProbeKeywords],
 ) -> ProbeResult:
-    """Ask the model for the object of each subject of a cloze template (see :mod:`mluke.cloze`).
+    """Ask the model for the object of each subject of a cloze template (see :mod:`mluke.probing.cloze`).
 
     The relation is matched through the kb's templates unless given: exactly in any language, else the
     closest template of ``lang`` or English (the notes say which relation was assumed). An English
@@ -111,7 +111,7 @@ def probe(
         db: an :class:`kb.EntityDB` or its path; default: the embedded kb (``kb=``: deprecated).
         options: how to ask and answer (:class:`mluke.ProbeOptions`: ``mode``, ``top_k``,
             ``threshold``, ...); or give its fields as keywords (``top_k=3``).
-        device: where the model runs (``"auto"``: a GPU when there is one; see :mod:`mluke.devices`);
+        device: where the model runs (``"auto"``: a GPU when there is one; see :mod:`mluke.models.devices`);
             default: as the model is.
         dtype: the precision it runs in (``"bf16"``, ...).
         kbs: a KnowBert model's knowledge bases' kbs by name (``db`` is the first one's; default: what the model
@@ -151,8 +151,8 @@ def probe(
         cand_keys = sorted({f.object for f in db.facts(property=pid)}) if pid else []
     gold = {k: set(db.objects(k, pid)) for k, _ in subj if k is not None and pid}
     # the model code (torch, transformers: seconds to import) only once the arguments are known to be good
-    from mluke.cloze_runs import resolve_mode, run_cloze, run_open
     from mluke.knowbert.word_model import open_probe_model
+    from mluke.probing.runs import resolve_mode, run_cloze, run_open
 
     bundle = open_probe_model(model, db=db, knowledge=options.knowledge, device=device, dtype=dtype, kbs=kbs)
     if getattr(bundle.tokenizer, "reads_language", False):  # a loaded KnowBert bundle: prompts' spans from this kb

@@ -2,14 +2,14 @@
 DistilBERT, English LUKE, ...), for comparing mLUKE with the baselines of the mLUKE paper.
 
 :func:`load_word_model` reads a folder with ``AutoModelForMaskedLM`` and ``AutoTokenizer`` and wraps
-them in the two small interfaces that :class:`mluke.scoring.ClozeScorer` uses in word mode:
+them in the two small interfaces that :class:`mluke.probing.scoring.ClozeScorer` uses in word mode:
 
 - :class:`WordModel`: ``encode(**inputs)`` (last-layer word states, no head) and
   ``word_scores(states, candidates)`` (the masked-LM head at the given positions only);
 - :class:`WordTokenizer`: ``tokenizer(texts)``, ``encode_words(labels)``, ``mask_id`` / ``mask_token``.
 
 The model kind comes from ``config.json`` (:func:`model_kind`): an mLUKE checkpoint (LukeConfig with an
-entity vocabulary and the XLM-R word tokenizer) is loaded by :func:`mluke.checkpoint.load`; anything
+entity vocabulary and the XLM-R word tokenizer) is loaded by :func:`mluke.models.checkpoint.load`; anything
 else is a word model. A model without masked-LM head weights is refused (transformers would fill the
 head with random weights and say nothing).
 """
@@ -26,9 +26,9 @@ from torch import Tensor, nn
 
 from kb.errors import InputFormatError
 from kb.files import read_json_file
-from mluke.compat import dtype_kwargs
-from mluke.devices import to_device
-from mluke.errors import CheckpointError
+from mluke.models.compat import dtype_kwargs
+from mluke.models.devices import to_device
+from mluke.models.errors import CheckpointError
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -56,7 +56,7 @@ def model_kind(directory: Path) -> Kind:
 
 
 class WordTokenizer:
-    """A Hugging Face tokenizer with the calls :class:`mluke.scoring.ClozeScorer` makes in word mode."""
+    """A Hugging Face tokenizer with the calls :class:`mluke.probing.scoring.ClozeScorer` makes in word mode."""
 
     entity_vocab = None  #: word models have no entity vocabulary (entity modes are refused)
 

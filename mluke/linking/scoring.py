@@ -1,5 +1,5 @@
 """How the model scores a mention's candidates for :class:`mluke.Linker`: texts cut into windows, every
-mention an entity [MASK], the MEP head restricted to the candidates (see :mod:`mluke.linking`), and the
+mention an entity [MASK], the MEP head restricted to the candidates (see :mod:`mluke.linking.texts`), and the
 ranking of candidates by model and prior that every linking method shares."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from kb.db import chunked
 from kb.errors import MlukeError
 from kb.mentions import Candidate, Mention
-from mluke.checkpoint import Mluke
+from mluke.models.checkpoint import Mluke
 from mluke.options import LinkOptions, Method
 
 

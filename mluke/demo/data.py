@@ -1,4 +1,4 @@
-"""What the demo model (:mod:`mluke.demo`) learns and is evaluated on: the presets of its run and its
+"""What the demo model (:mod:`mluke.demo.model`) learns and is evaluated on: the presets of its run and its
 documents, built from the embedded knowledge base's facts about countries, continents, capitals, official
 languages, currencies and ambiguous city names, with the held-out (fact, language) pairs and the linking
 test set."""

@@ -24,9 +24,9 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
 from kb.errors import InputFormatError
 from kb.vocab import EntityVocab
-from mluke import xlmr
-from mluke.errors import CheckpointError
-from mluke.tokenizer import EntityRef, MlukeTokenizer, config_limits
+from mluke.models import xlmr
+from mluke.models.errors import CheckpointError
+from mluke.models.tokenizer import EntityRef, MlukeTokenizer, config_limits
 
 VOCAB_FILE = "vocab.json"
 MERGES_FILE = "merges.txt"
@@ -149,7 +149,7 @@ class LukeTokenizer(MlukeTokenizer):
         Returns:
             The tokenizer.
         """
-        from mluke.entity_vocab import load_entity_vocab
+        from mluke.models.entity_vocab import load_entity_vocab
 
         directory = Path(directory)
         words = load_bpe_word_tokenizer(directory)
@@ -160,7 +160,7 @@ class LukeTokenizer(MlukeTokenizer):
     def _save_word_files(self, directory: Path) -> None:
         """Write the English LUKE word files: ``vocab.json``, ``merges.txt``, ``added_tokens.json`` and
         ``special_tokens_map.json`` (:meth:`save_pretrained` adds ``tokenizer_config.json``; the entity
-        vocabulary: see :func:`mluke.entity_vocab.save_entity_vocab`)."""
+        vocabulary: see :func:`mluke.models.entity_vocab.save_entity_vocab`)."""
         self.words.model.save(str(directory))
         xlmr.write_json(directory / xlmr.ADDED_TOKENS_FILE, {xlmr.ENT: self.ent_id, xlmr.ENT2: self.ent2_id})
         mask = self.words.get_added_tokens_decoder()[self.mask_id]

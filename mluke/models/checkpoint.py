@@ -30,9 +30,9 @@ from kb.errors import InputFormatError, MlukeError
 from kb.files import atomic_path, read_json_file
 from kb.renamed import renamed_keyword
 from kb.vocab import EntityVocab
-from mluke.entity_vocab import save_entity_vocab
-from mluke.errors import CheckpointError
-from mluke.luke import (
+from mluke.models.entity_vocab import save_entity_vocab
+from mluke.models.errors import CheckpointError
+from mluke.models.luke import (
     drop_heads,
     encoder_state,
     english_titles,
@@ -40,8 +40,8 @@ from mluke.luke import (
     is_encoder_only_model,
     tokenizer_class,
 )
-from mluke.model import MlukeForMaskedLM
-from mluke.tokenizer import MlukeTokenizer
+from mluke.models.masked_lm import MlukeForMaskedLM
+from mluke.models.tokenizer import MlukeTokenizer
 
 if TYPE_CHECKING:
     from transformers import LukeConfig
@@ -170,7 +170,7 @@ def load_model(directory: str | os.PathLike[str], *, dtype: torch.dtype | None =
         model = MlukeForMaskedLM(config)
     expected = {k: v.shape for k, v in model.state_dict().items()}
     encoder_only = is_encoder_only(state)
-    if encoder_only:  # a bare LukeModel (English LUKE): the heads stay absent, see mluke.luke
+    if encoder_only:  # a bare LukeModel (English LUKE): the heads stay absent, see mluke.models.luke
         state, expected = encoder_state(state), {k: v for k, v in expected.items() if k.startswith("luke.")}
     state = _reconcile(state, expected, bool(config.use_entity_aware_attention), directory)
     model.load_state_dict(state, strict=False, assign=True)

@@ -1,4 +1,4 @@
-"""The :class:`Linker`: a model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking`)."""
+"""The :class:`Linker`: a model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking.texts`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import functools
 import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
 from typing import TYPE_CHECKING, Any, cast, overload
 
 from tqdm import tqdm
@@ -14,18 +13,18 @@ from tqdm import tqdm
 from kb import open_db
 from kb.db import EntityDB
 from kb.entities import qualified_names
-from kb.errors import MlukeError, TextInputError
+from kb.errors import MlukeError
 from kb.languages import check_language
 from kb.mentions import Mention, MentionIndex
 from kb.mentions.linkability import LinkEstimator
 from kb.mentions.places import PlaceContext
 from kb.renamed import renamed_keyword
-from mluke.checkpoint import Mluke
-from mluke.confidence import DEFAULT_CALIBRATION, Calibration
-from mluke.heap import trim_heap
-from mluke.link_coherence import KbCoherence, Support
-from mluke.link_confidence import ConfidenceMixin, text_list
-from mluke.link_scoring import ModelScores, WindowScorer, cut_windows, iter_windows, rank_candidates, restricted
+from mluke.linking.calibration import DEFAULT_CALIBRATION, Calibration
+from mluke.linking.coherence import KbCoherence, Support
+from mluke.linking.confidence import ConfidenceMixin, text_list
+from mluke.linking.scoring import ModelScores, WindowScorer, cut_windows, rank_candidates, restricted
+from mluke.linking.streams import StreamMixin, ignore_progress
+from mluke.models.checkpoint import Mluke
 from mluke.opening import open_model
 from mluke.options import LinkOptions, merge_options
 from mluke.results import LinkedMention
@@ -33,15 +32,12 @@ from mluke.results import LinkedMention
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
-    from mluke.devices import Device, DType
+    from mluke.models.devices import Device, DType
     from mluke.options import LinkKeywords
 
-#: Segments of a long text between two returns of freed memory to the system (:func:`mluke.heap.trim_heap`).
-TRIM_EVERY = 4
 
-
-class Linker(ConfidenceMixin):
-    """A model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking`).
+class Linker(StreamMixin, ConfidenceMixin):
+    """A model, a kb and a mention index, ready to link many texts (see :mod:`mluke.linking.texts`).
 
     Args:
         model: a loaded :func:`mluke.load` bundle, or a checkpoint folder or hub name; default: the
@@ -49,9 +45,9 @@ class Linker(ConfidenceMixin):
         db: an :class:`kb.EntityDB` or the path of one; default: the embedded kb (``kb=``: deprecated).
         index: a :class:`kb.mentions.MentionIndex` to detect mentions with; default: one over ``db``.
         languages: the languages the default index covers (default: all of the kb's).
-        device: where the model runs (``"auto"``, ``"cuda"``, ...; see :mod:`mluke.devices`).
+        device: where the model runs (``"auto"``, ``"cuda"``, ...; see :mod:`mluke.models.devices`).
         dtype: the precision it runs in (``"bf16"``, ...).
-        calibration: maps a mention's scores to a confidence (:mod:`mluke.confidence`).
+        calibration: maps a mention's scores to a confidence (:mod:`mluke.linking.calibration`).
 
     Raises:
         MlukeError: a model without an entity vocabulary (when linking), a missing kb, a bad checkpoint.
@@ -73,7 +69,8 @@ class Linker(ConfidenceMixin):
         self.bundle = open_model(model, device=device, dtype=dtype)
         self.scorer = WindowScorer(self.bundle)
         self.index = index if index is not None else MentionIndex.for_db(self.db, languages=languages)
-        #: Maps a mention's scores to the probability that its top candidate is right (:mod:`mluke.confidence`).
+        #: Maps a mention's scores to the probability that its top candidate is right
+        #: (:mod:`mluke.linking.calibration`).
         self.calibration = calibration if calibration is not None else DEFAULT_CALIBRATION
         self.estimator = LinkEstimator(self.db)
         self.coherence = KbCoherence(self.db)
@@ -177,7 +174,7 @@ class Linker(ConfidenceMixin):
         characters); their mentions come as lists. A text longer than ``chunk_chars`` is linked on its
         own, ``segment_windows`` windows at a time, and its mentions come as an iterator that links it as
         it is read (once; it holds one segment's mentions at a time). The results are those of
-        :meth:`link` on the same texts (up to the last bits of float32 scores, see :mod:`mluke.linking`).
+        :meth:`link` on the same texts (up to the last bits of float32 scores, see :mod:`mluke.linking.texts`).
 
         Args:
             texts: any iterable of texts, read as the stream is consumed.
@@ -196,56 +193,7 @@ class Linker(ConfidenceMixin):
         """
         check_language(lang, self.db.languages)
         options = merge_options(LinkOptions, options, keywords, "Linker.link_iter")
-        return self._stream(iter(texts), lang, options, advance or _ignore)
-
-    def _stream(
-        self, texts: Iterator[str], lang: str, options: LinkOptions, advance: Callable[[int], object]
-    ) -> Iterator[tuple[str, Iterable[LinkedMention]]]:
-        chunk: list[str] = []
-        size = 0
-        for row, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TextInputError(
-                    f"link() takes a text (str) or a list of texts; item {row} is {type(text).__name__}"
-                )
-            long = len(text) > options.chunk_chars
-            if chunk and (long or len(chunk) == options.chunk_texts or size + len(text) > options.chunk_chars):
-                yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, options))
-                advance(size)
-                chunk, size = [], 0
-            if long:
-                yield text, self._segments(text, lang, options, advance)
-            else:
-                chunk.append(text)
-                size += len(text)
-        if chunk:
-            yield from zip(chunk, self._resolve(chunk, self.index.detect_batch(chunk, lang), lang, options))
-            advance(size)
-
-    def _segments(
-        self, text: str, lang: str, options: LinkOptions, advance: Callable[[int], object]
-    ) -> Iterator[LinkedMention]:
-        """The linked mentions of one long text, ``options.segment_windows`` windows at a time.
-
-        The windows are those :meth:`link` cuts and the mentions those it detects
-        (in order, chunk by chunk); a segment takes the mentions that start in it,
-        and one that runs past its end runs past its last window too, so it keeps
-        its prior only either way.
-        """
-        found = self.index.iter_detect(text, lang)
-        pending = next(found, None)
-        windows = iter_windows(text, options.window_chars)
-        done = segments = 0
-        while group := list(islice(windows, options.segment_windows)):
-            end, part = group[-1][1], []
-            while pending is not None and pending.start < end:
-                part.append(pending)
-                pending = next(found, None)
-            yield from self._resolve([text], [part], lang, options, windows=[group])[0]
-            advance(end - done)
-            done, segments = end, segments + 1
-            if segments % TRIM_EVERY == 0:
-                trim_heap()
+        return self._stream(iter(texts), lang, options, advance or ignore_progress)
 
     def link_mentions(
         self,
@@ -284,7 +232,7 @@ class Linker(ConfidenceMixin):
     ) -> list[list[LinkedMention]]:
         """Score and decide the detected (or given) ``mentions`` of ``texts``; ``windows``: each text's
         windows to encode (default: all of it, cut every ``window_chars`` characters)."""
-        if options.method == "knowbert":  # a KnowBertLinker (mluke.link_knowbert) overrides this method
+        if options.method == "knowbert":  # a KnowBertLinker (mluke.linking.knowbert) overrides this method
             raise MlukeError("method 'knowbert' needs a KnowBert model folder ('mluke knowbert train' makes one)")
         mentions, scores, support = self._scored(texts, mentions, lang, options, progress, windows)
         return [
@@ -304,7 +252,7 @@ class Linker(ConfidenceMixin):
     ) -> tuple[list[list[Mention]], dict[tuple[int, int], ModelScores], dict[tuple[int, int], Support]]:
         """The mentions, places written with their region or country narrowed (:mod:`kb.mentions.places`), with
         their link probabilities filled in (:class:`kb.mentions.linkability.LinkEstimator`), the model's scores
-        of each (none for ``method="prior"``) and their kb support (:mod:`mluke.link_coherence`)."""
+        of each (none for ``method="prior"``) and their kb support (:mod:`mluke.linking.coherence`)."""
         mentions = [
             self.estimator.fill(
                 texts[t],
@@ -342,7 +290,7 @@ class Linker(ConfidenceMixin):
         options: LinkOptions,
         windows: list[list[tuple[int, int]]] | None,
     ) -> dict[tuple[int, int], Support]:
-        """kb coherence (:mod:`mluke.link_coherence`) of each mention among the mentions of its window (the
+        """kb coherence (:mod:`mluke.linking.coherence`) of each mention among the mentions of its window (the
         one its start is in): the context the model reads, and the same whether a text is linked at once or
         streamed in segments."""
         out: dict[tuple[int, int], Support] = {}
@@ -400,7 +348,3 @@ class Linker(ConfidenceMixin):
             nil,
             rows if options.candidates else None,
         )
-
-
-def _ignore(_: int) -> None:
-    pass

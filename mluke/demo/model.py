@@ -23,7 +23,7 @@ a small randomly initialised XLM-R-shaped ``XLMRobertaForMaskedLM``, then the
 usual two stages. The result is cached in ``$MLUKE_HOME/demo-model-v<N>``.
 
 This module trains and caches (torch and transformers are imported only when training); the presets and
-documents are in :mod:`mluke.demo_data`, the tokenizer in :mod:`mluke.demo_tokenizer`.
+documents are in :mod:`mluke.demo.data`, the tokenizer in :mod:`mluke.demo.tokenizer`.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from kb.db import EntityDB
 from kb.errors import OutputExistsError, flag
 from kb.files import atomic_path, discard, remove, remove_temporaries
 from kb.vocab import EntityVocab
-from mluke.demo_data import DEMO_RELATIONS, DemoData, DemoPreset, demo_documents, resolve_preset, training_seed
-from mluke.demo_tokenizer import TOKENIZER_RECORD, check_cached_tokenizer, pruned_xlmr_tokenizer
+from mluke.demo.data import DEMO_RELATIONS, DemoData, DemoPreset, demo_documents, resolve_preset, training_seed
+from mluke.demo.tokenizer import TOKENIZER_RECORD, check_cached_tokenizer, pruned_xlmr_tokenizer
 
 try:
     import fcntl
@@ -157,12 +157,7 @@ def _train_locked(out_dir: Path, p: DemoPreset, db: EntityDB | None, progress: b
     started = time.perf_counter()
     db = open_db(db)
     work = out_dir.with_name(out_dir.name + ".work")
-    plan = {
-        "demo_version": DEMO_VERSION,
-        "preset": p.__dict__ | {"languages": list(p.languages)},
-        "db": str(db.path),
-        "tokenizer": TOKENIZER_RECORD,
-    }
+    plan = training_plan(p, db.path)
     prepared = _prepared(work, plan)
     remove_temporaries(out_dir)  # what an export killed half way left (no other process writes it: we hold the lock)
     if progress and prepared is None:
@@ -250,6 +245,18 @@ def _train_locked(out_dir: Path, p: DemoPreset, db: EntityDB | None, progress: b
     return out_dir
 
 
+def training_plan(preset: DemoPreset, db_path: Path) -> dict[str, Any]:
+    """What a partial run must share with this one to be resumed: the demo version, the preset's settings (not
+    ``minutes``, an estimate told to the user, so rewording it keeps a partial run), the kb and the tokenizer."""
+    settings = {k: v for k, v in preset.__dict__.items() if k != "minutes"}
+    return {
+        "demo_version": DEMO_VERSION,
+        "preset": settings | {"languages": list(preset.languages)},
+        "db": str(db_path),
+        "tokenizer": TOKENIZER_RECORD,
+    }
+
+
 def _prepared(work: Path, plan: dict[str, Any]) -> dict[str, Any] | None:
     """The plan of an earlier run's work folder if it finished preparing under the same settings, else None."""
     try:
@@ -263,8 +270,8 @@ def _prepare(work: Path, data: DemoData, db: EntityDB, p: DemoPreset, progress: 
     """Write the tokenizer, entity vocabulary, corpus and random initial model into ``work``."""
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
+    from mluke.models.tokenizer import MlukeTokenizer
     from mluke.pretraining.corpus import build_corpus
-    from mluke.tokenizer import MlukeTokenizer
 
     docs, heldout = data.docs, data.heldout
     tok_dir = work / "tokenizer"
@@ -304,12 +311,18 @@ def transformers_bars(enabled: bool) -> Iterator[None]:
     for the block, restoring the previous setting afterwards."""
     from transformers.utils import logging as hf_logging
 
+    def turn(on: bool) -> None:
+        if on:
+            hf_logging.enable_progress_bar()
+        else:
+            hf_logging.disable_progress_bar()
+
     before = hf_logging.is_progress_bar_enabled()
-    (hf_logging.enable_progress_bar if enabled else hf_logging.disable_progress_bar)()
+    turn(enabled)
     try:
         yield
     finally:
-        (hf_logging.enable_progress_bar if before else hf_logging.disable_progress_bar)()
+        turn(before)
 
 
 def demo_path(preset: str = "demo") -> Path:

@@ -1,4 +1,4 @@
-"""kb coherence of a linked mention, for its confidence (:mod:`mluke.confidence`): does the rest of the text
+"""kb coherence of a linked mention, for its confidence (:mod:`mluke.linking.calibration`): does the rest of the text
 name a country that contradicts the chosen city?
 
 A candidate *conflicts* with its text when it has a country in the kb (P17) that no other mention of the

@@ -19,8 +19,8 @@ from transformers import LukeConfig, LukeForMaskedLM
 from transformers.activations import gelu
 from transformers.models.luke.modeling_luke import LukeLayer, LukeModel
 
-from mluke.compat import tied_weights_keys
-from mluke.devices import to_device
+from mluke.models.compat import tied_weights_keys
+from mluke.models.devices import to_device
 
 #: Vocabulary rows per step of the full normaliser. On the 2-core development machine, for a
 #: 1.2M x 256 entity table, 8K rows were 10-14% faster than 32K at 64-128 prompts per call
@@ -175,11 +175,11 @@ class MlukeForMaskedLM(LukeForMaskedLM):
 
     def mlm_loss(self, word_hidden: Tensor, labels: Tensor) -> Tensor:
         """Cross-entropy of the word head computed at labelled positions only (labels -100 elsewhere)."""
-        return _head_loss(self.lm_head, word_hidden, labels)
+        return head_loss(self.lm_head, word_hidden, labels)
 
     def mep_loss(self, entity_hidden: Tensor, labels: Tensor) -> Tensor:
         """Cross-entropy of the entity head at labelled entity positions only."""
-        return _head_loss(self.entity_predictions, entity_hidden, labels)
+        return head_loss(self.entity_predictions, entity_hidden, labels)
 
 
 def encode_entity_rows(luke: LukeModel, **inputs: Tensor) -> Tensor:
@@ -241,7 +241,9 @@ def _last_layer_entity_rows(layer: LukeLayer, words: Tensor, ents: Tensor, addit
     return cast(Tensor, layer.output(layer.intermediate(attended), attended))
 
 
-def _head_loss(head: nn.Module, hidden: Tensor, labels: Tensor) -> Tensor:
+def head_loss(head: nn.Module, hidden: Tensor, labels: Tensor) -> Tensor:
+    """Cross-entropy of a prediction ``head`` over the positions of ``hidden`` whose label is not -100
+    (a zero that keeps the graph when there is none); the masked-LM losses of mLUKE and KnowBert."""
     keep = labels != -100
     if not keep.any():
         return hidden.sum() * 0.0

@@ -1,4 +1,4 @@
-"""The encoded batch: what :class:`mluke.tokenizer.MlukeTokenizer` returns and how it is assembled from
+"""The encoded batch: what :class:`mluke.models.tokenizer.MlukeTokenizer` returns and how it is assembled from
 tokenized texts (truncation of words and entities, ``<s>``/``</s>``, padding, the fine-tuning formats); the
 checks of the texts, spans and task the tokenizer is given; and the cutting of texts at span boundaries
 (:func:`encode_with_spans`, :func:`insert_markers`), which the span vectors, fine-tuning inputs and the

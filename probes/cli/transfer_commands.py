@@ -14,6 +14,7 @@ from kb.errors import OptionError
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, output_option, print_table, show_report, wrote
 from mluke.cli.params import DeviceOption, DtypeOption, KnowBertKbOption, OverwriteOption, ProgressOption
+from mluke.cli.registry import Command
 
 if TYPE_CHECKING:
     from probes.transfer import FineTuneReport, QaFineTuneReport
@@ -383,3 +384,9 @@ def _check_qa_sets(
     checks.choice("--link-source", link_source, ["anchors", "english"])
     if mlqa is not None and xquad is None and langs:
         checks.languages("--langs", langs, checks.MLQA_LANGUAGES, "MLQA")
+
+
+FINETUNE = Command(
+    "finetune", "Fine-tune mLUKE for NER, relation extraction, entity typing or QA.", finetune, after="corpus"
+)
+EVALUATE = Command("evaluate", "Evaluate a fine-tuned model zero-shot in other languages.", evaluate, after="finetune")

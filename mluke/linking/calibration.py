@@ -14,7 +14,7 @@ entity is right.
   between the top candidate and the model's best entity over the whole
   vocabulary (``vocab_gap``: 0 when the model would pick the candidate among all
   entities; very negative when it expects an entity the candidates do not hold),
-  and kb coherence (:mod:`mluke.link_coherence`: whether the top candidate's
+  and kb coherence (:mod:`mluke.linking.coherence`: whether the top candidate's
   country contradicts a country the text names and nothing else in it accounts for).
 
 A mention is NIL when its confidence is below the threshold (default:
@@ -59,10 +59,10 @@ def features(
     conflict: float = 0.0,
 ) -> list[float]:
     """The calibration features of a mention whose candidates ``rows`` are ranked best first (the
-    ``score``/``prior`` dicts of :func:`mluke.link_scoring.rank_candidates`); ``full_logp``: the top candidate's MEP
+    ``score``/``prior`` dicts of :func:`mluke.linking.scoring.rank_candidates`); ``full_logp``: the top candidate's MEP
     log-probability over the whole entity vocabulary of ``vocab_size`` entities (``None``: not scored);
     ``best_logp``: the best log-probability of any entity under the same normaliser; ``conflict``: 1.0 if the
-    top candidate's country contradicts the text (:class:`mluke.link_coherence.KbCoherence`)."""
+    top candidate's country contradicts the text (:class:`mluke.linking.coherence.KbCoherence`)."""
     top = rows[0]["score"]
     log_posterior = -math.log(sum(math.exp(r["score"] - top) for r in rows))
     log_prior = math.log(max(rows[0]["prior"], 1e-6))

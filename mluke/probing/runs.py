@@ -1,6 +1,6 @@
 """The scoring cores of :func:`mluke.probe`: :func:`run_cloze` (typed querying: candidates ranked) and
 :func:`run_open` (open vocabulary: the model's own best answers), and what they share. Usable without a
-kb (e.g. for mLAMA files); see :mod:`mluke.cloze` for the modes and scores."""
+kb (e.g. for mLAMA files); see :mod:`mluke.probing.cloze` for the modes and scores."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import torch
 from kb.db import Template
 from kb.errors import MlukeError, Option, OptionError, option
 from kb.vocab import EntityVocab, VocabEntry
-from mluke.checkpoint import Mluke
-from mluke.decoding import decode
+from mluke.models.checkpoint import Mluke
+from mluke.models.tokenizer import MlukeTokenizer
 from mluke.opening import open_model
 from mluke.options import Mode, ProbeOptions, merge_options
+from mluke.probing.decoding import decode
+from mluke.probing.scoring import ClozeScorer, over_candidates
 from mluke.results import Prediction, ProbeResult, SubjectResult
-from mluke.scoring import ClozeScorer, over_candidates
-from mluke.tokenizer import MlukeTokenizer
 
 if TYPE_CHECKING:
     import os
@@ -167,7 +167,7 @@ def run_open(
 ) -> ProbeResult:
     """Open-vocabulary answers for ``subjects`` of a template: the ``top_k`` entities of the model's whole
     entity vocabulary (entity mode), with their log-probabilities over it, or the best words of
-    1..``max_pieces`` pieces (word mode, :func:`mluke.decoding.decode`), with their mean piece
+    1..``max_pieces`` pieces (word mode, :func:`mluke.probing.decoding.decode`), with their mean piece
     log-probability. ``labels(keys)`` names entity keys in ``lang`` (else the vocabulary's title is
     shown); a word answer is correct when it is a gold object's label (ignoring case). A gold answer
     counts when it is among the ``top_k``; its rank beyond them is not computed."""
@@ -300,7 +300,7 @@ def _entity_vocab(scorer: ClozeScorer) -> EntityVocab:
             f"{f', and {source} has none' if source else ''}; use {{mode}}",
             options={"mode": option("mode", "word")},
         )
-    return scorer.vocab
+    return cast(EntityVocab, scorer.vocab)  # the tokenizer's, untyped in the scorer
 
 
 def resolve_mode(mode: Mode | None, bundle: Mluke) -> Mode:

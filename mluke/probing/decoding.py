@@ -61,7 +61,7 @@ def decode(
     """The ``top_k`` answers of 1..``max_pieces`` pieces for each subject, best first (see module docs).
 
     ``model``: ``encode(**inputs)`` and ``word_scores(states)`` (an mLUKE model or a
-    :class:`mluke.word_models.WordModel`); ``tokenizer``: ``tokenizer(texts)``, ``mask_id``,
+    :class:`mluke.models.word_models.WordModel`); ``tokenizer``: ``tokenizer(texts)``, ``mask_id``,
     ``decode(ids)`` or ``hf.decode``. ``exclude``: piece ids never filled in (special tokens).
     """
     if method not in METHODS:
@@ -152,4 +152,5 @@ def _mask_logps(
 def _text(tokenizer: Any, pieces: Sequence[int]) -> str:
     """The text the pieces spell (word-start markers and WordPiece joins resolved by the tokenizer)."""
     hf = getattr(tokenizer, "hf", None)
-    return (hf.decode(list(pieces)) if hf is not None else tokenizer.decode(list(pieces))).strip()
+    text: str = hf.decode(list(pieces)) if hf is not None else tokenizer.decode(list(pieces))
+    return text.strip()

@@ -25,8 +25,8 @@ from kb.db import EntityDB
 from kb.errors import MlukeError
 from kb.renamed import renamed_keyword
 from kb.vocab import MASK, MASK2, PAD, SPECIAL_ENTITIES, UNK, EntityVocab
-from mluke import xlmr
-from mluke.encoding import (
+from mluke.models import xlmr
+from mluke.models.encoding import (
     Example,
     MlukeEncoding,
     Span,
@@ -144,7 +144,7 @@ class MlukeTokenizer:
         Returns:
             The tokenizer.
         """
-        from mluke.entity_vocab import load_entity_vocab
+        from mluke.models.entity_vocab import load_entity_vocab
 
         directory = Path(directory)
         words = xlmr.load_word_tokenizer(directory)
@@ -153,9 +153,9 @@ class MlukeTokenizer:
         return cls(words, entity_vocab, source_dir=directory, **config_limits(directory, kwargs))
 
     def save_pretrained(self, directory: str | Path) -> None:
-        """Write the hub layout: the word tokenizer's files (:func:`mluke.xlmr.save_word_tokenizer`; a subclass
+        """Write the hub layout: the word tokenizer's files (:func:`mluke.models.xlmr.save_word_tokenizer`; a subclass
         writes its own) and ``tokenizer_config.json`` (``tokenizer_class``: :attr:`HUB_CLASS`;
-        the entity vocabulary: see :func:`mluke.entity_vocab.save_entity_vocab`).
+        the entity vocabulary: see :func:`mluke.models.entity_vocab.save_entity_vocab`).
 
         Args:
             directory: the folder (created if needed).
@@ -293,7 +293,7 @@ class MlukeTokenizer:
             entity_spans_pair: the spans of the pair texts.
             entities_pair: the entities of the pair texts.
             lang: the language of entities given as bare titles.
-            task: the input format of the original fine-tuning code (see :mod:`mluke.encoding`).
+            task: the input format of the original fine-tuning code (see :mod:`mluke.models.encoding`).
             padding: ``True``/``"longest"``: to the longest text; ``"max_length"``: words to ``max_length``
                 and entities to ``max_entity_length``.
             truncation: cut pieces beyond ``max_length`` (pairs: transformers' ``longest_first``, on the

@@ -13,13 +13,14 @@ from kb.files import split_list
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, print_table, show_report, write_outputs, wrote
 from mluke.cli.params import DbOption, DeviceOption, DtypeOption, ModelOption, OverwriteOption, ProgressOption
+from mluke.cli.registry import Command
 
 if TYPE_CHECKING:
     from probes.retrieval import IndexKind
 
 app = typer.Typer(
     help="Build a FAISS index over span vectors and search it by cosine.", no_args_is_help=True, rich_markup_mode=None
-)  # plain help (see mluke.cli.app)
+)  # plain help (as mluke.cli.app)
 
 SpansArg = Annotated[
     Path,
@@ -334,3 +335,13 @@ def parallel_spans(
         f"wrote {len(items):,} spans ({len({i.id for i in items}) // 2:,} sentences x "
         f"{len({i.lang for i in items})} languages) to {output}"
     )
+
+
+INDEX = Command("index", "Build and search a FAISS index of span vectors.", app, after="knowbert")
+EVAL_CWR = Command("eval-cwr", "Contextual word retrieval across languages (MRR).", eval_cwr, after="evaluate")
+MODULARITY = Command(
+    "modularity", "Modularity of span features, communities = languages.", modularity, after="eval-cwr"
+)
+PARALLEL_SPANS = Command(
+    "parallel-spans", "Write parallel sentences with entity spans from kb facts.", parallel_spans, after="modularity"
+)

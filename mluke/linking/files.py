@@ -12,15 +12,15 @@ from tqdm import tqdm
 from kb.db import EntityDB
 from kb.files import iter_lines, output
 from kb.renamed import renamed_keyword
-from mluke.checkpoint import Mluke
-from mluke.linker import Linker
+from mluke.linking.linker import Linker
+from mluke.models.checkpoint import Mluke
 from mluke.options import LINK_FIELDS, LinkKeywords, LinkOptions, merge_options
 from mluke.results import LinkedLine, LinkedMention, LinkedTexts, LinkTally
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack is Python 3.11+; only type checkers read this
 
-    from mluke.devices import Device, DType
+    from mluke.models.devices import Device, DType
 
 
 @renamed_keyword("kb", "db")
@@ -53,7 +53,7 @@ def iter_link_file(
             a KnowBert model folder).
         options: how to link (:class:`mluke.LinkOptions`); or give its fields as keywords.
         progress: a progress bar over the characters linked (after a second).
-        device: where the model runs (:mod:`mluke.devices`).
+        device: where the model runs (:mod:`mluke.models.devices`).
         dtype: the precision it runs in.
         linker: a :class:`mluke.Linker` to use instead of building one from ``model`` and ``db``.
         kbs: ``method="knowbert"``: the kb of knowledge bases by name (:func:`mluke.knowbert.kb_dbs`).
@@ -74,7 +74,7 @@ def iter_link_file(
         total = sum(map(len, lines))  # checks every line's bytes now
         lines = iter_lines(source)
     if linker is None:
-        from mluke.link_knowbert import open_linker
+        from mluke.linking.knowbert import open_linker
 
         linker = open_linker(model, db, options, languages=[lang], device=device, dtype=dtype, kbs=kbs)
     bar = tqdm(
