@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from kb.errors import MlukeError
 from kb.files import atomic_text, remove, temporary_name
 
 
@@ -79,3 +80,15 @@ def interrupted_note(step: int, total: int, *, kept: int, folder: Path, saved: s
     if not kept:
         return f"{done}, before the first checkpoint ({saved}); the next run starts from the beginning."
     return f"{done}; the checkpoint of step {kept:,} is kept in {folder} and {resume}."
+
+
+def require_tensorboard() -> None:
+    """``run.tensorboard = true`` writes TensorBoard logs through ``torch.utils.tensorboard``, which needs the
+    optional ``tensorboard`` package: say so before training starts rather than at the first log step."""
+    import importlib.util
+
+    if importlib.util.find_spec("tensorboard") is None:
+        raise MlukeError(
+            "run.tensorboard = true needs the 'tensorboard' package: pip install 'mluke[tensorboard]' "
+            "(or set run.tensorboard = false; the log is in log.jsonl either way)"
+        )

@@ -50,6 +50,7 @@ from mluke.pretraining.run_folder import (
     interrupted_note,
     prune_checkpoints,
     remove_leftovers,
+    require_tensorboard,
     restore_rng_states,
     rng_states,
 )
@@ -370,18 +371,6 @@ class _LossModule(torch.nn.Module):
         mlm = ce(self.model.lm_head(words[keep]).float(), labels[keep], reduction="sum")
         mep = ce(self.model.entity_predictions(ents[ekeep]).float(), ent_labels[ekeep], reduction="sum")
         return mlm, mep
-
-
-def require_tensorboard() -> None:
-    """``run.tensorboard = true`` writes TensorBoard logs through ``torch.utils.tensorboard``, which needs the
-    optional ``tensorboard`` package: say so before training starts rather than at the first log step."""
-    import importlib.util
-
-    if importlib.util.find_spec("tensorboard") is None:
-        raise MlukeError(
-            "run.tensorboard = true needs the 'tensorboard' package: pip install 'mluke[tensorboard]' "
-            "(or set run.tensorboard = false; the log is in log.jsonl either way)"
-        )
 
 
 def pretrain(

@@ -189,7 +189,7 @@ for m in index.detect("Ich wohne in Valencia, nicht in London.", "de"):
 
 MODELS = """
 import mluke, torch
-from mluke.demo.model import demo_model
+from mluke.demo import demo_model
 
 model, tokenizer, entity_vocab = mluke.load(demo_model())   # or "studio-ousia/mluke-base", or a folder
 enc = tokenizer("The capital of Japan is <mask>.", entity_spans=[(24, 30)])   # entity [MASK] over <mask>
