@@ -10,8 +10,9 @@ Names are imported on first use (torch and transformers are slow to import).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kb.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from mluke.probing.cloze import probe as probe
@@ -28,7 +29,4 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
