@@ -348,7 +348,7 @@ class LinkEstimator:
         after = _WORD_AFTER.match(text, m.end)
         if not articles or after is None or after.group(1) not in articles:
             return False
-        return not any(self._kind(c.key) in ("country", "continent") for c in m.candidates)
+        return not self._names_a_country(m)
 
     def _home_languages(self, key: str) -> frozenset[str]:
         """The official languages (P37) of ``key``'s countries (P17), or of ``key`` itself (a country)."""
@@ -364,11 +364,18 @@ class LinkEstimator:
         if own is None or not _common(m.surface, lang) or not m.candidates:
             return False
         for c in m.candidates:
-            if self._kind(c.key) in ("country", "continent") or lang in self._home(c.key):
+            if self._is_country(c.key) or lang in self._home(c.key):
                 return False
             if own - self.fame(c.key, lang) < FOREIGN_WORD_GAP:
                 return False
         return True
+
+    def _is_country(self, key: str) -> bool:
+        """A country or continent: names that take an article (*la* France) and are no common word."""
+        return self._kind(key) in ("country", "continent")
+
+    def _names_a_country(self, m: Mention) -> bool:
+        return any(self._is_country(c.key) for c in m.candidates)
 
     def _after_article(self, text: str, m: Mention, lang: str) -> bool:
         """An article just before the mention, none of whose candidates is a country or continent."""
@@ -378,7 +385,7 @@ class LinkEstimator:
         before = _ARTICLE_BEFORE.search(text[max(0, m.start - 32) : m.start])
         if before is None or before.group(1).lower() not in articles:
             return False
-        return not any(self._kind(c.key) in ("country", "continent") for c in m.candidates)
+        return not self._names_a_country(m)
 
     @staticmethod
     def _by_frequency(surface: str, lang: str, rare: float, common: float, reason: str) -> Estimate:
