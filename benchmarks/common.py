@@ -43,10 +43,11 @@ BASE_CHECKPOINT = {"hidden": 768, "layers": 12, "heads": 12, "intermediate": 307
 SMOKE_CHECKPOINT = {"hidden": 32, "layers": 2, "heads": 2, "intermediate": 64, "entities": 2_001, "dims": 16}
 
 
-def make_checkpoint(folder: Path, smoke: bool = False) -> None:
+def make_checkpoint(folder: Path, smoke: bool = False, device: str = "cpu") -> None:
     """A random checkpoint in the studio-ousia layout (``model.safetensors``, ``config.json``, the XLM-R
     ``tokenizer.json``, ``added_tokens.json``) with our ``entity_vocab.sqlite`` ("Q4" ... named "Entity 4" ...),
-    at the mluke-base shape (:data:`BASE_CHECKPOINT`) or, for a smoke run, :data:`SMOKE_CHECKPOINT`."""
+    at the mluke-base shape (:data:`BASE_CHECKPOINT`) or, for a smoke run, :data:`SMOKE_CHECKPOINT`; the random
+    start is drawn on ``device`` (a GPU draws the 1.1B numbers in a fraction of the CPU's time)."""
     import semantra_multilingual
     import torch
     from safetensors.torch import save_file
@@ -66,8 +67,10 @@ def make_checkpoint(folder: Path, smoke: bool = False) -> None:
         **shape,
     )
     torch.manual_seed(0)
-    model = MlukeForMaskedLM(config)
-    state = {k: v.contiguous().clone() for k, v in model.state_dict().items()}
+    with torch.device(device):
+        model = MlukeForMaskedLM(config)
+    state = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items()}
+    del model
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
     cfg = config.to_dict()
     cfg["architectures"] = ["LukeForMaskedLM"]

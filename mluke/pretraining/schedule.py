@@ -14,7 +14,8 @@ from mluke.pretraining.init import is_new_parameter
 
 
 def dist_info(device: str = "auto") -> tuple[int, int, torch.device]:
-    """(rank, world size, this process's device); starts the process group under torchrun.
+    """(rank, world size, this process's device); starts the process group under torchrun, whatever the world
+    size (so one process under torchrun runs NCCL and DistributedDataParallel as a multi-GPU run does).
 
     ``device``: ``"auto"`` (GPU ``LOCAL_RANK`` when CUDA is available, else the CPU), ``"cpu"`` or ``"cuda"``.
     """
@@ -27,9 +28,14 @@ def dist_info(device: str = "auto") -> tuple[int, int, torch.device]:
     where = torch.device("cuda", local) if use_cuda else torch.device("cpu")
     if use_cuda:
         torch.cuda.set_device(where)
-    if world > 1 and not dist.is_initialized():
+    if (world > 1 or under_torchrun()) and not dist.is_initialized():
         dist.init_process_group("nccl" if use_cuda else "gloo")
     return rank, world, where
+
+
+def under_torchrun() -> bool:
+    """Whether this process was started by torchrun (torch.distributed.elastic sets ``TORCHELASTIC_RUN_ID``)."""
+    return "TORCHELASTIC_RUN_ID" in os.environ
 
 
 def stage_at(stages: list[StageConfig], step: int) -> tuple[int, StageConfig, int]:

@@ -66,6 +66,8 @@ class Trainer:
     def __init__(self, config: TrainConfig, *, model: MlukeForMaskedLM | None = None, progress: bool = True) -> None:
         self.config = config
         self.rank, self.world, self.device = dist_info(config.run.device)
+        #: a process group runs (torchrun, even with one process): DDP and the collectives are on
+        self.distributed = dist.is_initialized()
         self.out = Path(config.run.output)
         self.progress = progress and self.rank == 0
         self.corpus = Corpus(config.data.corpus)
@@ -119,7 +121,7 @@ class Trainer:
             self.scheduler.last_epoch = step_in_stage - 1
             self.scheduler.step()
         self.ddp = _LossModule(self.model)
-        if self.world > 1:
+        if self.distributed:
             from torch.nn.parallel import DistributedDataParallel
 
             self.ddp = DistributedDataParallel(
@@ -170,6 +172,7 @@ class Trainer:
                         "sampler": self.sampler.state_dict(),
                         "config": self.config.to_dict(),
                         "world_size": self.world,
+                        "backend": dist.get_backend() if self.distributed else None,
                     },
                     indent=1,
                 )
@@ -240,9 +243,9 @@ class Trainer:
         sums = torch.zeros(2, dtype=torch.float64, device=self.device)
         for i, batch in enumerate(micro):
             batch = {k: v.to(self.device) for k, v in batch.items()}
-            sync = i == len(micro) - 1 or self.world == 1
-            ddp: Any = self.ddp  # DistributedDataParallel whenever world > 1
-            ctx = ddp.no_sync() if (self.world > 1 and not sync) else nullcontext()
+            sync = i == len(micro) - 1 or not self.distributed
+            ddp: Any = self.ddp  # DistributedDataParallel whenever a process group runs
+            ctx = ddp.no_sync() if (self.distributed and not sync) else nullcontext()
             with ctx:
                 with torch.autocast(self.device.type, dtype=self.autocast_dtype, enabled=self.autocast):
                     mlm, mep = self._losses(batch)
@@ -277,7 +280,7 @@ class Trainer:
         """The sums over all processes of ``values``, as floats; the one place collectives run, always with a
         tensor on the model's device (NCCL refuses CPU tensors)."""
         tensor = torch.as_tensor(values, dtype=torch.float64).to(self.device)
-        if self.world > 1:
+        if self.distributed:
             dist.all_reduce(tensor)
         return [float(v) for v in tensor.tolist()]
 

@@ -319,13 +319,13 @@ def test_accumulation_equals_a_bigger_micro_batch(corpus_dir, xlmr_dir, tmp_path
     assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
 
 
-def _torchrun(config: TrainConfig, toml: Path) -> tuple[dict, dict[str, torch.Tensor]]:
-    """Run ``config`` in two processes under torchrun; returns the last checkpoint's trainer state and
+def _torchrun(config: TrainConfig, toml: Path, processes: int = 2) -> tuple[dict, dict[str, torch.Tensor]]:
+    """Run ``config`` in ``processes`` processes under torchrun; returns the last checkpoint's trainer state and
     parameters."""
     from safetensors.torch import load_file
 
     toml.write_text(config.to_toml())
-    torchrun(["pretrain", "--config", str(toml), "--no-progress"])
+    torchrun(["pretrain", "--config", str(toml), "--no-progress"], processes=processes)
     last = sorted((Path(config.run.output) / "checkpoints").glob("step-*"))[-1]
     return json.loads((last / "trainer_state.json").read_text()), load_file(str(last / "model.safetensors"))
 
@@ -341,6 +341,22 @@ def test_two_processes_with_torchrun_equal_one_process(corpus_dir, xlmr_dir, tmp
     assert state["world_size"] == 2 and state["step"] == 3
     a = _params(one.model)
     assert max(float((a[k] - two[k]).abs().max()) for k in two) < 1e-5
+
+
+def test_one_process_under_torchrun_runs_the_process_group(corpus_dir, xlmr_dir, tmp_path):
+    """torchrun with one process starts the process group (NCCL on a GPU, gloo here) and wraps the model in
+    DistributedDataParallel, as a multi-GPU run does, so one GPU checks those paths; the result equals one plain
+    process."""
+    single = _config(corpus_dir, xlmr_dir, tmp_path / "one", batch=8, micro=4, steps=(1, 1))
+    one = Trainer(single, progress=False)
+    assert not one.distributed
+    one.train()
+    state, run = _torchrun(
+        _config(corpus_dir, xlmr_dir, tmp_path / "run", batch=8, micro=4, steps=(1, 1)), tmp_path / "run.toml", 1
+    )
+    assert state["world_size"] == 1 and state["backend"] == "gloo" and state["step"] == 2
+    a = _params(one.model)
+    assert max(float((a[k] - run[k]).abs().max()) for k in run) < 1e-5
 
 
 def test_every_collective_gets_a_tensor_on_the_model_device(corpus_dir, xlmr_dir, tmp_path, monkeypatch):
