@@ -21,7 +21,6 @@ EMOJI_TEXTS = {
 
 def make_app(model: Path, db: Path, **limits: Any) -> Any:
     """The app over ``model`` and ``db`` with these :class:`mluke.serve.config.Limits` (the others default)."""
-    from mluke import Linker
     from mluke.serve import Limits, ServeConfig, create_app
 
     config = ServeConfig(model=str(model), db=str(db), limits=Limits(**limits))

@@ -11,10 +11,10 @@ import time
 import pytest
 
 pytest.importorskip("fastapi")
-import httpx  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
+import httpx
+from fastapi.testclient import TestClient
 
-from tests.mluke.serve_fixtures import EMOJI_TEXTS, gather, make_app, running_server  # noqa: E402
+from tests.mluke.serve_fixtures import EMOJI_TEXTS, gather, make_app, running_server
 
 JAPAN = "geonames:1861060"
 
@@ -47,7 +47,7 @@ def test_link_gives_offsets_in_characters_and_utf16_names_and_provenance(client)
         served = body["served_by"]
         assert served["kb"].endswith(".sqlite") and served["kb_built"] and served["model_fingerprint"]
         assert r.headers["x-mluke-kb"] == served["kb"]
-    japan = [m for m in client.post("/link", json={"text": EMOJI_TEXTS["en"]}).json()["results"][0]["mentions"]]
+    japan = list(client.post("/link", json={"text": EMOJI_TEXTS["en"]}).json()["results"][0]["mentions"])
     assert any(m["surface"] == "Japan" and m["kind"] == "country" for m in japan)
 
 
@@ -203,7 +203,6 @@ def test_info_health_and_the_schema(client):
 
 def test_a_token_is_asked_and_compared(tiny_demo, embedded_db_path):
     from mluke.serve import Limits, ServeConfig, create_app
-
     from tests.mluke.serve_fixtures import shared_linker
 
     config = ServeConfig(model=str(tiny_demo), db=str(embedded_db_path), token="s3cret", limits=Limits())
