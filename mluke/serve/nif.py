@@ -66,10 +66,10 @@ def read_nif(data: str | bytes) -> list[NifDocument]:
             raise InputFormatError(f"NIF: the context {context} has no nif:isString")
         docs[str(context)] = NifDocument(str(context), str(text))
     for phrase in set(graph.subjects(nif.referenceContext, None)):
-        context = graph.value(phrase, nif.referenceContext)
-        doc = docs.get(str(context))
+        target = graph.value(phrase, nif.referenceContext)
+        doc = docs.get(str(target))
         if doc is None:
-            raise InputFormatError(f"NIF: the phrase {phrase} refers to {context}, which is no nif:Context here")
+            raise InputFormatError(f"NIF: the phrase {phrase} refers to {target}, which is no nif:Context here")
         try:
             start = int(str(graph.value(phrase, nif.beginIndex)))
             end = int(str(graph.value(phrase, nif.endIndex)))

@@ -28,7 +28,7 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
-    drain_s: float = 30.0,
+    drain_s: int = 30,
     say: Callable[[str], object] = lambda line: print(line, file=sys.stderr),
 ) -> None:
     """Load the model and the kb, then answer requests on ``host:port`` until SIGTERM or Ctrl-C.

@@ -10,7 +10,7 @@ import math
 import os
 from collections.abc import Hashable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kb.db import EntityDB
 from kb.entities import qualified_names
@@ -63,7 +63,7 @@ class Service:
     def __init__(self, config: ServeConfig, linker: Linker | None = None) -> None:
         self.config = config
         self.limits = config.limits
-        self.linker = linker if linker is not None else Linker(config.model, config.db, device=config.device)  # type: ignore[arg-type]
+        self.linker = linker if linker is not None else Linker(config.model, config.db, device=config.device)
         self.db: EntityDB = self.linker.db
         self.languages = tuple(self.db.languages)
         self.served_by = self._identity()
@@ -131,7 +131,7 @@ class Service:
 
     # -- linking ---------------------------------------------------------------------------------
     def _link_batch(self, key: Hashable, texts: list[str], items: list[Any]) -> Sequence[Any]:
-        lang, options, given = key  # type: ignore[misc]
+        lang, options, given = cast("tuple[str, LinkOptions, bool]", key)
         spans = [[(a, a + n) for a, n in s] for s in items] if given else None
         return self.linker.link(texts, lang, options=options, spans=spans)
 

@@ -291,3 +291,18 @@ def test_shutdown_lets_the_request_in_flight_finish(tiny_demo, embedded_db_path)
         busy.result()
     assert result["response"].status_code == 200
     assert result["response"].json()["results"][0]["mentions"]
+
+
+def test_linked_texts_export_to_displacy_manual_format():
+    from mluke.results import LinkedMention, LinkedTexts
+
+    linked = LinkedMention(0, 5, "Tokyo", "Q1490", "Tokyo", "Tokyo", 0.9, -0.1, 1.0, 0.9, False)
+    nil = LinkedMention(9, 14, "Xyzzy", None, None, None, 0.1, -3.0, 0.5, 0.2, True, [{"key": "geonames:1"}])
+    texts = LinkedTexts(["Tokyo is Xyzzy"], [[linked, nil]], "en", "combined")
+    [doc] = texts.to_displacy()
+    assert doc["text"] == "Tokyo is Xyzzy" and doc["title"] is None
+    assert doc["ents"] == [
+        {"start": 0, "end": 5, "label": "ENT", "kb_id": "Q1490", "kb_url": "https://www.wikidata.org/wiki/Q1490"},
+        {"start": 9, "end": 14, "label": "NIL", "kb_id": "geonames:1", "kb_url": "#"},
+    ]
+    assert [e["label"] for e in texts.to_displacy(nil=False)[0]["ents"]] == ["ENT"]
