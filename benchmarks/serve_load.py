@@ -3,11 +3,11 @@
 For each mode (``--batching`` and ``--no-batching``, in that order, each its own ``python -m mluke serve``
 process on 127.0.0.1 with the same model, kb and thread count) the script sends ``POST /link`` requests of one
 short English sentence each (the kb's capitals and countries, ``candidates=0``) from 1, 8 and 32 concurrent
-clients (asyncio + httpx in this process), ``--requests`` per level after ``--warmup`` unmeasured ones, and
-records requests/s and the p50 / p99 latency. The answers of the two modes are compared (the mentions' spans and
-keys of every text must be equal). Then, on the batching server, it records the server's RSS (VmRSS from /proc)
-after ``--rss-early`` requests and after ``--rss-late`` requests (8 clients): flat memory means no growth per
-request. The 1-minute load average before and after is recorded: this machine is shared.
+clients (asyncio in this process, one keep-alive connection each), ``--requests`` per level after ``--warmup``
+unmeasured ones, and records requests/s and the p50 / p99 latency. The answers of the two modes are compared
+(the mentions' spans and keys of every text must be equal). Then, on the batching server, it records the
+server's RSS (VmRSS from /proc) after ``--rss-early`` requests and after ``--rss-late`` requests (8 clients):
+flat memory means no growth per request. The 1-minute load average before and after is recorded: this machine is shared.
 
     python benchmarks/serve_load.py [--requests 400] [--rss-early 100] [--rss-late 10000] [--model DIR]
                                     [--out benchmarks/results/serve_load.json] [--smoke]
@@ -85,27 +85,61 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def load(url: str, clients: int, requests: int, start: int = 0) -> tuple[list[float], dict[int, list]]:
-    """``requests`` POST /link from ``clients`` concurrent clients: the latencies and each text's answer."""
-    import httpx
+class Connection:
+    """One keep-alive HTTP/1.1 connection to the server, as lean as a client can be (the load generator shares
+    the machine with the server: httpx's own cost per request would be part of the figures)."""
 
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: dict) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        data = json.dumps(body).encode()
+        head = f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+        self.writer.write(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
+        await self.writer.drain()
+        status = int((await self.reader.readline()).split()[1])
+        length = 0
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        return status, await self.reader.readexactly(length)
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            await self.writer.wait_closed()
+
+
+async def load(url: str, clients: int, requests: int, start: int = 0) -> tuple[list[float], dict[int, list]]:
+    """``requests`` POST /link from ``clients`` concurrent clients (one connection each): the latencies and each
+    text's answer."""
+    host, port = url.removeprefix("http://").split(":")
     latencies: list[float] = []
     answers: dict[int, list] = {}
     counter = iter(range(start, start + requests))
 
-    async def client(http: httpx.AsyncClient) -> None:
-        for i in counter:
-            text = SENTENCES[i % len(SENTENCES)]
-            t0 = time.perf_counter()
-            r = await http.post(f"{url}/link", json={"text": text, "lang": "en"})
-            latencies.append(time.perf_counter() - t0)
-            if r.status_code != 200:
-                raise SystemExit(f"request {i}: {r.status_code} {r.text[:300]}")
-            answers[i % len(SENTENCES)] = [(m["start"], m["end"], m["key"]) for m in r.json()["results"][0]["mentions"]]
+    async def client() -> None:
+        connection = Connection(host, int(port))
+        try:
+            for i in counter:
+                text = SENTENCES[i % len(SENTENCES)]
+                t0 = time.perf_counter()
+                status, body = await connection.post("/link", {"text": text, "lang": "en"})
+                latencies.append(time.perf_counter() - t0)
+                if status != 200:
+                    raise SystemExit(f"request {i}: {status} {body[:300]!r}")
+                mentions = json.loads(body)["results"][0]["mentions"]
+                answers[i % len(SENTENCES)] = [(m["start"], m["end"], m["key"]) for m in mentions]
+        finally:
+            await connection.close()
 
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(limits=limits, timeout=300) as http:
-        await asyncio.gather(*(client(http) for _ in range(clients)))
+    await asyncio.gather(*(client() for _ in range(clients)))
     return latencies, answers
 
 

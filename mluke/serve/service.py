@@ -20,7 +20,7 @@ from mluke.options import LinkOptions
 from mluke.results import LinkedMention
 from mluke.serve.batching import Batcher
 from mluke.serve.config import ServeConfig
-from mluke.serve.offsets import Utf16
+from mluke.serve.offsets import Utf16, lone_surrogate
 
 #: Files whose bytes identify a model (their hash is its fingerprint); the first MiB of the weights is read.
 _IDENTITY_FILES = ("config.json", "entity_vocab.json", "model.safetensors", "pytorch_model.bin")
@@ -105,8 +105,6 @@ class Service:
 
     def check_texts(self, texts: list[str], field: str = "texts", *, empty_ok: bool = False) -> list[str]:
         """The texts if the service takes them: not too many, not too long, not empty, valid Unicode."""
-        from mluke.serve.offsets import lone_surrogate
-
         if not texts:
             raise RequestError(field, "expected at least one text")
         if len(texts) > self.limits.max_texts:
