@@ -1,7 +1,8 @@
 """Throughput and latency of ``mluke serve`` under concurrent clients, batching on against off, and its memory.
 
-For each mode (``--batching`` and ``--no-batching``, in that order, each its own ``python -m mluke serve``
-process on 127.0.0.1 with the same model, kb and thread count) the script sends ``POST /link`` requests of one
+Two ``python -m mluke serve`` processes run side by side on 127.0.0.1 (``--batching`` and ``--no-batching``,
+the same model, kb and thread count); for each level, in ``--repeats`` interleaved rounds (best round kept,
+every round's ratio recorded), the script sends to each in turn ``POST /link`` requests of one
 short English sentence each (the kb's capitals and countries, ``candidates=0``) from 1, 8 and 32 concurrent
 clients (asyncio in this process, one keep-alive connection each), ``--requests`` per level after ``--warmup``
 unmeasured ones, and records requests/s and the p50 / p99 latency. The answers of the two modes are compared
@@ -9,7 +10,7 @@ unmeasured ones, and records requests/s and the p50 / p99 latency. The answers o
 server's RSS (VmRSS from /proc) after ``--rss-early`` requests and after ``--rss-late`` requests (8 clients):
 flat memory means no growth per request. The 1-minute load average before and after is recorded: this machine is shared.
 
-    python benchmarks/serve_load.py [--requests 400] [--rss-early 100] [--rss-late 10000] [--model DIR]
+    python benchmarks/serve_load.py [--requests 400] [--repeats 2] [--rss-early 100] [--rss-late 10000] [--model DIR]
                                     [--out benchmarks/results/serve_load.json] [--smoke]
 
 ``--smoke``: the tiny demo model, 12 requests per level, RSS after 10 and 40 requests, nothing written.
@@ -160,38 +161,41 @@ def measure(url: str, clients: int, requests: int, warmup: int) -> tuple[dict, d
 
 
 def main() -> None:
-    ap = script_parser(__doc__, requests=400, warmup=16, rss_early=100, rss_late=10_000)
+    ap = script_parser(__doc__, requests=400, warmup=16, rss_early=100, rss_late=10_000, repeats=2)
     add_smoke(ap)
     ap.add_argument("--model", type=Path, default=None, help="checkpoint folder (default: the demo model)")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "serve_load.json")
     args = ap.parse_args()
     if args.smoke:
-        args.requests, args.warmup, args.rss_early, args.rss_late = 12, 2, 10, 40
+        args.requests, args.warmup, args.rss_early, args.rss_late, args.repeats = 12, 2, 10, 40, 1
     model = args.model or demo_folder(args.smoke, progress=True)
     threads = bench_threads()
     load_before = os.getloadavg()[0]
     results: dict = {"modes": {}, "threads": threads, "model": str(model)}
     answers: dict[str, dict[int, list]] = {}
-    for batching in (True, False):
-        mode = "batching" if batching else "no-batching"
-        proc, url = start_server(model, batching, threads)
-        try:
-            rows = []
+    modes = {"batching": True, "no-batching": False}
+    servers = {mode: start_server(model, batching, threads) for mode, batching in modes.items()}
+    try:
+        rounds: dict[str, dict[int, list[dict]]] = {m: {c: [] for c in LEVELS} for m in modes}
+        for _ in range(args.repeats):  # interleaved: both modes see the same machine load
             for clients in LEVELS:
-                row, seen = measure(url, clients, args.requests, args.warmup)
-                answers.setdefault(mode, {}).update(seen)
-                rows.append(row)
-                print(json.dumps({"mode": mode, **row}), flush=True)
-            results["modes"][mode] = rows
-            if batching:
-                asyncio.run(load(url, 8, args.rss_early))
-                early = rss_mb(proc.pid)
-                asyncio.run(load(url, 8, args.rss_late - args.rss_early, start=args.rss_early))
-                late = rss_mb(proc.pid)
-                rss = {f"after_{args.rss_early}": round(early, 1), f"after_{args.rss_late}": round(late, 1)}
-                results["rss_mb"] = rss
-                print(json.dumps({"rss_mb": results["rss_mb"]}), flush=True)
-        finally:
+                for mode, (_, url) in servers.items():
+                    row, seen = measure(url, clients, args.requests, args.warmup)
+                    answers.setdefault(mode, {}).update(seen)
+                    rounds[mode][clients].append(row)
+                    print(json.dumps({"mode": mode, **row}), flush=True)
+        best = {m: [max(rounds[m][c], key=lambda r: r["requests_per_s"]) for c in LEVELS] for m in modes}
+        results["modes"] = best
+        results["rounds"] = rounds
+        proc, url = servers["batching"]
+        asyncio.run(load(url, 8, args.rss_early))
+        early = rss_mb(proc.pid)
+        asyncio.run(load(url, 8, args.rss_late - args.rss_early, start=args.rss_early))
+        late = rss_mb(proc.pid)
+        results["rss_mb"] = {f"after_{args.rss_early}": round(early, 1), f"after_{args.rss_late}": round(late, 1)}
+        print(json.dumps({"rss_mb": results["rss_mb"]}), flush=True)
+    finally:
+        for proc, _ in servers.values():
             proc.terminate()
             proc.wait(timeout=60)
     if answers["batching"] != answers["no-batching"]:
@@ -200,6 +204,13 @@ def main() -> None:
     on, off = results["modes"]["batching"], results["modes"]["no-batching"]
     results["speedup"] = {
         str(a["clients"]): round(a["requests_per_s"] / b["requests_per_s"], 2) for a, b in zip(on, off)
+    }
+    results["speedup_per_round"] = {
+        str(c): [
+            round(a["requests_per_s"] / b["requests_per_s"], 2)
+            for a, b in zip(rounds["batching"][c], rounds["no-batching"][c])
+        ]
+        for c in LEVELS
     }
     results["load_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
     results["machine"] = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"

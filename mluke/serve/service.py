@@ -75,6 +75,7 @@ class Service:
             batching=self.limits.batching,
         )
         self._kind = functools.lru_cache(maxsize=1 << 14)(self._entity_kind)
+        self._label = functools.lru_cache(maxsize=1 << 16)(self._entity_label)
 
     def _identity(self) -> dict[str, Any]:
         from mluke import __version__
@@ -163,7 +164,7 @@ class Service:
             "surface": m.surface,
             "key": m.key,
             "qid": qid(m.key),
-            "label": self.db.label(m.key, lang, ("en",)) if m.key else None,
+            "label": self._label(m.key, lang) if m.key else None,
             "name": m.name,
             "title": m.title,
             "kind": self.kind(top) if top else None,
@@ -190,6 +191,9 @@ class Service:
     def kind(self, key: str) -> str | None:
         """The kb's kind of the entity ``key`` (country, city, ...; ``None``: none or no such entity), cached."""
         return self._kind(key)
+
+    def _entity_label(self, key: str, lang: str) -> str | None:
+        return self.db.label(key, lang, ("en",))
 
     def _entity_kind(self, key: str) -> str | None:
         entity = self.db.get(key)
