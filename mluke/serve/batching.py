@@ -3,7 +3,8 @@
 Every piece of work that touches the model or the kb runs on one worker thread, in order (torch runs one
 forward pass at a time anyway, and the kb's objects are then used from one thread only). Link requests with the
 same key (language and options) that wait together are merged into one batch of at most ``batch_texts`` texts;
-the first request of an idle service waits ``gather_ms`` for others to join it. While a batch runs, the next
+when the last batch held several requests, the first request to an idle service waits ``gather_ms`` for the
+others of its round to join it (a lone client is never held back). While a batch runs, the next
 requests queue up and form the next batch, so throughput grows with the number of concurrent clients. The queue
 is bounded (:class:`Busy` when full) and a request that gives up (a timeout, a closed connection) is dropped
 from the queue if it has not started.
@@ -47,7 +48,7 @@ class Batcher:
         run_batch: links a batch (``key, texts, items -> one result per text``).
         batch_texts: the most texts in one batch.
         queue_texts: the most texts waiting at once (a call counts as one).
-        gather_ms: how long the first request of an idle service waits for others.
+        gather_ms: how long the first request of an idle service waits for others (after a batch of several).
         batching: ``False``: one request per model call.
     """
 
@@ -67,6 +68,7 @@ class Batcher:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._busy = False
+        self._last_size = 0  #: link requests in the last batch
 
     @property
     def queued(self) -> int:
@@ -159,8 +161,10 @@ class Batcher:
             self._wake.clear()
             if not self._pending:
                 continue
-            if self.batching and self.gather_s > 0 and self._pending[0].key is not None:
-                await asyncio.sleep(self.gather_s)  # an idle service: let requests that arrive together join
+            if self.batching and self.gather_s > 0 and self._pending[0].key is not None and self._last_size > 1:
+                # requests came together last time: let the others of this round join (a lone client's
+                # requests are not held back)
+                await asyncio.sleep(self.gather_s)
             while self._pending:
                 jobs = [j for j in self._take() if not j.future.done()]
                 if not jobs:
@@ -188,6 +192,7 @@ class Batcher:
                     job.future.set_exception(exc)
             return
         self.batched_requests += len(jobs)
+        self._last_size = len(jobs)
         start = 0
         for job in jobs:
             _settle(job.future, list(results[start : start + len(job.texts)]))

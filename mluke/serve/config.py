@@ -27,7 +27,8 @@ class Limits:
         max_subjects: the most subjects of one ``/probe`` request.
         queue_texts: texts waiting for the model at once; beyond it a request is refused with 503.
         batch_texts: the most texts the model links in one call (requests that arrive together are batched).
-        gather_ms: how long the first request of an idle service waits for others to join its batch.
+        gather_ms: how long the first request of an idle service waits for others to join its batch (when the
+            last batch held several requests: a lone client is not held back).
         batching: ``False`` links each request on its own (for comparison; the queue still applies).
         timeout_s: a request still waiting or running after this many seconds is answered 504.
         retry_after_s: the ``Retry-After`` header of a 503.
