@@ -38,8 +38,8 @@ def _link(page, lang: str, text: str) -> list[dict]:
     page.select_option("#lang", lang)
     page.fill("#text", text)
     page.click("#link-btn")
-    page.wait_for_function(
-        "document.querySelectorAll('#linked .m').length > 0 || document.querySelector('#link-error').textContent"
+    page.wait_for_function(  # a function, not a string: the page's policy forbids eval
+        "() => document.querySelectorAll('#linked .m').length > 0 || document.querySelector('#link-error').textContent"
     )
     return page.eval_on_selector_all(
         "#linked .m", "els => els.map(e => ({text: e.textContent, kind: e.dataset.kind, dir: e.parentElement.dir}))"
@@ -84,7 +84,7 @@ def test_an_empty_text_shows_the_error(browser, page_url):
     page.goto(page_url + "/")
     page.fill("#text", "")
     page.click("#link-btn")
-    page.wait_for_function("document.querySelector('#link-error').textContent.length > 0")
+    page.wait_for_function("() => document.querySelector('#link-error').textContent.length > 0")
     assert "empty text" in page.text_content("#link-error")
     page.close()
 
@@ -97,7 +97,7 @@ def test_the_second_tab_asks_a_cloze_question(browser, page_url):
     assert page.get_attribute("#tab-ask", "aria-selected") == "true"
     page.click("#ask-btn")
     page.wait_for_function(
-        "document.querySelectorAll('#answers li').length > 0 || document.querySelector('#ask-error').textContent"
+        "() => document.querySelectorAll('#answers li').length > 0 || document.querySelector('#ask-error').textContent"
     )
     assert page.locator("#answers li").count() >= 1, page.text_content("#ask-error")
     page.close()
