@@ -282,10 +282,13 @@ def test_shutdown_lets_the_request_in_flight_finish(tiny_demo, embedded_db_path)
         def slow_request():
             result["response"] = httpx.post(f"{url}/link", json={"text": "Tokyo is in Japan."}, timeout=30)
 
-        busy = service.batcher.executor.submit(time.sleep, 0.5)  # the model's thread, busy for a while
+        busy = service.batcher.executor.submit(time.sleep, 3)  # the model's thread, busy for a while
         thread = threading.Thread(target=slow_request)
         thread.start()
-        time.sleep(0.1)
+        deadline = time.monotonic() + 3
+        while service.batcher.batches == 0 and time.monotonic() < deadline:  # the request is in, waiting
+            time.sleep(0.01)
+        assert service.batcher.batches == 1 and not busy.done()
         server.should_exit = True  # as SIGTERM does
         thread.join(30)
         busy.result()
