@@ -249,6 +249,27 @@ class LinkedTexts:
         """Write :meth:`records` as JSON lines to ``path`` (``-``: standard output)."""
         write_jsonl(self.records(), path, overwrite=overwrite)
 
+    def to_displacy(self, *, nil: bool = True) -> list[JsonObject]:
+        """The texts in displaCy's manual format, one dict per text, for ``spacy.displacy.render(docs,
+        style="ent", manual=True)``: ``{"text", "ents": [{"start", "end", "label", "kb_id", "kb_url"}], "title"}``.
+
+        ``label`` is ``"ENT"`` for a linked mention and ``"NIL"`` for a NIL one (left out with ``nil=False``);
+        ``kb_id`` the entity key (the top candidate's for NIL), ``kb_url`` its Wikidata page for a QID, else
+        ``"#"`` (displaCy's placeholder)."""
+        docs: list[JsonObject] = []
+        for text, found in zip(self.texts, self.mentions):
+            ents = []
+            for m in found:
+                if m.nil and not nil:
+                    continue
+                key = m.key or (m.candidates[0]["key"] if m.candidates else "")
+                url = f"https://www.wikidata.org/wiki/{key}" if key[:1] == "Q" and key[1:].isdigit() else "#"
+                ents.append(
+                    {"start": m.start, "end": m.end, "label": "NIL" if m.nil else "ENT", "kb_id": key, "kb_url": url}
+                )
+            docs.append({"text": text, "ents": ents, "title": None})
+        return docs
+
 
 #: The columns of :func:`mention_row` (``{lang}``: the texts' language); with candidates, a last column
 #: "runner-ups".

@@ -20,7 +20,15 @@ from typing import Annotated
 import typer
 
 from kb.errors import MlukeError
-from mluke.cli import cache_commands, kb_commands, knowbert_commands, link_commands, probe_commands, train_commands
+from mluke.cli import (
+    cache_commands,
+    kb_commands,
+    knowbert_commands,
+    link_commands,
+    probe_commands,
+    serve_commands,
+    train_commands,
+)
 from mluke.cli.registry import Command, discovered, ordered, register
 
 app = typer.Typer(
@@ -59,6 +67,7 @@ OWN_COMMANDS = [
     Command("pretrain", "Pretrain mLUKE from XLM-R, or train the demo model.", train_commands.pretrain),
     Command("probe", "Ask the model which object each subject has (cloze probing).", probe_commands.probe),
     Command("link", "Link entity mentions in texts to the kb's entities.", link_commands.link),
+    Command("serve", "Serve linking and probing over HTTP (JSON, NIF, a page).", serve_commands.serve),
     Command("corpus", "Build the pretraining corpus from a dump build's page texts.", train_commands.corpus),
     Command("knowbert", "Train a KnowBert knowledge layer (entity linker inside).", knowbert_commands.app),
 ]
