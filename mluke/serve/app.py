@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from kb.errors import MlukeError
-from mluke import Linker  # the public API, as any client of the library
+from mluke.linking.linker import Linker
 from mluke.serve import schemas as s
 from mluke.serve.batching import Busy
 from mluke.serve.config import ServeConfig

@@ -15,7 +15,7 @@ from typing import Any, cast
 from kb.db import EntityDB
 from kb.entities import qualified_names
 from kb.errors import MlukeError, NotFoundError
-from mluke import Linker  # the public API, as any client of the library
+from mluke.linking.linker import Linker
 from mluke.options import LinkOptions
 from mluke.results import LinkedMention
 from mluke.serve.batching import Batcher
@@ -275,7 +275,7 @@ class Service:
 
     def probe(self, request: dict[str, Any]) -> dict[str, Any]:
         """A cloze question (:func:`mluke.probe`) with the served model and kb."""
-        from mluke import probe
+        from mluke.probing.cloze import probe
 
         wanted = request.get("model")
         if wanted not in (None, self.served_by["model"], os.path.basename(self.served_by["model"])):
