@@ -4,7 +4,8 @@ gzip level.
 1. Generates one Wikidata dump (``--items`` items) and one English dump of the largest ``--sizes`` pages
    (``benchmarks/dump_generate.py``; links point at the items' sitelink titles), cuts the smaller dumps from its
    first pages, and runs ``kb.build_from_dumps`` on each size in a fresh process (``--workers``, 2 by default),
-   timing each phase from the build's ``on_stage`` calls: ``wikidata`` (the Wikidata stage, the same for every
+   timing each phase from the build's ``on_stage`` calls (CPU: the process, its finished workers and, from
+   ``/proc``, its running ones): ``wikidata`` (the Wikidata stage, the same for every
    size), ``read`` (XML to staged rows and raw text), ``resolve`` (links to entities, the surface table),
    ``count`` (Aho-Corasick counting of every surface in every page, and the corpus parts), ``assemble`` (the
    final database, indexes, statistics). Per phase: wall seconds, CPU seconds of the process and its finished
@@ -37,9 +38,26 @@ import json, resource, sys, time
 from pathlib import Path
 import kb
 
+import os
+TICK = os.sysconf("SC_CLK_TCK")
+
+def live_children():
+    # CPU seconds of the worker processes still running (a pool may outlive a stage: getrusage counts a child
+    # only once it has been waited for)
+    total, me = 0.0, str(os.getpid())
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == me:
+                total += (int(fields[11]) + int(fields[12])) / TICK
+    return total
+
 def cpu():
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + live_children()
 
 wd, xml, out, workers = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 marks = [("start", time.perf_counter(), cpu())]

@@ -26,9 +26,9 @@ from kb.sources.parallel import ordered_map
 from kb.sources.staging import Stage
 from kb.sources.wiki_links import NO_SPACE_LANGUAGES
 
-#: gzip level of the final corpus's members: level 6 took ~15% of a build's CPU time; see
-#: docs/benchmarks/full-scale.md for the levels measured against each other (time and size)
-CORPUS_GZIP_LEVEL = 6
+#: gzip level of the final corpus's members: 3 compresses 3.6x faster than 6 (level 6 was ~15% of a build's CPU)
+#: for a corpus 6% larger; level 1 is 2x faster again but 17% larger (docs/benchmarks/full-scale.md)
+CORPUS_GZIP_LEVEL = 3
 
 
 @lru_cache(maxsize=1)
