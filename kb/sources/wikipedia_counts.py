@@ -26,6 +26,10 @@ from kb.sources.parallel import ordered_map
 from kb.sources.staging import Stage
 from kb.sources.wiki_links import NO_SPACE_LANGUAGES
 
+#: gzip level of the final corpus's members: 3 compresses 3.6x faster than 6 (level 6 was ~15% of a build's CPU)
+#: for a corpus 6% larger; level 1 is 2x faster again but 17% larger (docs/benchmarks/full-scale.md)
+CORPUS_GZIP_LEVEL = 3
+
 
 @lru_cache(maxsize=1)
 def _automaton(staging: str, part: int) -> Any:  # an ahocorasick.Automaton (a C extension without types)
@@ -124,7 +128,7 @@ def count_pages(raw: str, start: int, size: int, staging: str, lang: str, part: 
                 orjson.dumps({"id": p["id"], "title": p["title"], "entity": entity, "text": text, "links": links})
             )
             out.append(b"\n")
-    member = gzip.compress(b"".join(out), compresslevel=6, mtime=0) if out else b""
+    member = gzip.compress(b"".join(out), compresslevel=CORPUS_GZIP_LEVEL, mtime=0) if out else b""
     return CountResult(member, sorted(link_docs.items()), sorted(text_docs.items()), len(pages))
 
 
