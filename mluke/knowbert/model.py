@@ -10,6 +10,11 @@ return types differ), and a knowledge base without candidates in a call is not t
 candidates the output is the bare encoder's, bit for bit. Two knowledge bases after the same layer run in the
 model's order. Only word inputs are used; mLUKE's entity-token input is not (the two ways of using entities are
 separate).
+
+An entity table is held once: the knowledge layer's buffer is the table's tensor, and a table that is an mLUKE
+encoder's own entity embedding (:meth:`EntityTable.from_checkpoint`, which does not copy it) is that parameter
+(:attr:`KnowBertModel.table_parameters`; frozen, never trained). ``to``, ``half`` and the like convert it once and
+keep it shared, and :meth:`KnowBertModel.save_pretrained` writes it once (in the table's file).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import functools
 import operator
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -31,7 +36,15 @@ from mluke.knowbert.batch import SpanCandidates
 from mluke.knowbert.config import KnowBertConfig
 from mluke.knowbert.entities import EntityTable
 from mluke.knowbert.layer import KnowledgeLayer, LinkDecision
-from mluke.knowbert.saving import CONFIG_FILE, DEFAULT_KB, ENTITIES_FILE, WEIGHTS_FILE, load_knowbert, save_knowbert
+from mluke.knowbert.saving import (
+    CONFIG_FILE,
+    DEFAULT_KB,
+    ENTITIES_FILE,
+    WEIGHTS_FILE,
+    load_knowbert,
+    memory_key,
+    save_knowbert,
+)
 from mluke.models.masked_lm import head_loss
 
 if TYPE_CHECKING:
@@ -129,6 +142,60 @@ class KnowBertModel(nn.Module):
         self.source: Path | None = None
         #: the order the layers run in: by depth, then in the model's order
         self.run_order: list[str] = sorted(self.names, key=lambda n: (self.kar_layers[n], self.names.index(n)))
+        #: the knowledge bases whose table is an encoder parameter (the same memory), with that parameter's name
+        self.table_parameters: dict[str, str] = {}
+        self.share_tables()
+
+    def share_tables(self) -> dict[str, str]:
+        """Find the tables that are an encoder parameter (the same memory: an mLUKE checkpoint's own entity
+        embedding, :meth:`EntityTable.from_checkpoint`), freeze those parameters (a table is never trained) and
+        record them in :attr:`table_parameters`, which this returns. Called when the model is built or loaded."""
+        params = {memory_key(p): n for n, p in self.encoder.named_parameters() if not p.is_meta}
+        self.table_parameters = {}
+        for name, table in self.tables.items():
+            found = params.get(memory_key(table.vectors))
+            if found is not None:
+                self.table_parameters[name] = found
+                self.encoder.get_parameter(found).requires_grad_(False)
+        return self.table_parameters
+
+    def table_tensors(self) -> list[Tensor]:
+        """Every tensor that holds an entity table: the tables', the layers' buffers and the encoder parameters
+        that are tables (e.g. for a ``copy.deepcopy`` memo that shares them instead of copying them)."""
+        layers = self.knowledge_layers().values()
+        return [
+            *(t.vectors for t in self.tables.values()),
+            *(layer.entity_vectors for layer in layers),
+            *(self.encoder.get_parameter(p) for p in self.table_parameters.values()),
+        ]
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> KnowBertModel:
+        """``nn.Module._apply`` (``to``, ``half``, ``cuda`` ...), converting each entity table once: a layer's
+        buffer and its table stay one tensor, and a table that is an encoder parameter stays that parameter."""
+        if not recurse:
+            return cast("KnowBertModel", super()._apply(fn, recurse))
+        layers = self.knowledge_layers()
+        held = {name: layer._buffers["entity_vectors"] for name, layer in layers.items()}
+        for layer in layers.values():
+            layer._buffers["entity_vectors"] = None  # converted below, once per table
+        converted = False
+        try:
+            super()._apply(fn, recurse)
+            converted = True
+        finally:
+            done: dict[int, Tensor] = {}
+            for name, layer in layers.items():
+                old = cast(Tensor, held[name])
+                if not converted:
+                    new = old
+                elif name in self.table_parameters:
+                    new = self.encoder.get_parameter(self.table_parameters[name]).detach()
+                else:
+                    new = done[id(old)] if id(old) in done else fn(old)
+                done[id(old)] = new
+                layer._buffers["entity_vectors"] = new
+                self.tables[name].vectors = new
+        return self
 
     # -- the parts ----------------------------------------------------------------------------------
     @property
@@ -168,9 +235,11 @@ class KnowBertModel(nn.Module):
         return [p for p in self.encoder.parameters() if id(p) not in seen]
 
     def freeze_encoder(self, frozen: bool = True) -> None:
-        """Stop (``frozen``) or resume training the encoder: stage 1 trains the linkers alone."""
+        """Stop (``frozen``) or resume training the encoder: stage 1 trains the linkers alone. The encoder
+        parameters that are entity tables (:attr:`table_parameters`) stay frozen."""
+        tables = {id(self.encoder.get_parameter(p)) for p in self.table_parameters.values()}
         for p in self.encoder.parameters():
-            p.requires_grad_(not frozen)
+            p.requires_grad_(not frozen and id(p) not in tables)
 
     # -- running ---------------------------------------------------------------------------------
     def forward(
@@ -303,13 +372,23 @@ class KnowBertModel(nn.Module):
         """
         parts = load_knowbert(directory)
         model = cls(parts.encoder, parts.tables, parts.configs)
-        result = model.load_state_dict(parts.state, strict=False)
+        # the file's tensors take the place of the encoder's (on the meta device) and of the new layers' weights
+        result = model.load_state_dict(parts.state, strict=False, assign=True)
         missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
         if missing or unexpected:
             raise CheckpointError(
                 f"{Path(directory) / WEIGHTS_FILE}: the weights do not match {CONFIG_FILE}: missing "
                 f"{', '.join(missing[:6]) or 'none'}; unexpected {', '.join(unexpected[:6]) or 'none'}"
             )
+        for alias, source in parts.aliases.items():  # tied weights: one parameter again, not two over one tensor
+            owner, _, attr = alias.rpartition(".")
+            module = model.get_submodule(owner)
+            if attr in module._parameters:
+                setattr(module, attr, model.get_parameter(source))
+        left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+        if left:
+            raise CheckpointError(f"{Path(directory) / WEIGHTS_FILE}: no value for {', '.join(left[:6])}")
+        model.share_tables()
         model.kb_dbs, model.source = parts.dbs, Path(directory)
         return model.eval()
 
