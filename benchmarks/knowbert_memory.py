@@ -185,7 +185,7 @@ def main() -> None:
     print("|---|---|---|---:|---:|---:|---|")
     for r in runs:
         added = r.get("from_encoder_adds_mb", r.get("from_pretrained_adds_mb"))
-        files = ", ".join(f"{k} {v / 2**20:,.0f}" for k, v in r.get("files", {}).items())
+        files = ", ".join(f"{k} {v / 2**20:,.1f}" for k, v in r.get("files", {}).items())
         print(
             f"| {r['code']} | {r['step']} | {r.get('folder_of', '')} | {added:,.0f} | {added / table_mb:.2f} | "
             f"{r['peak_rss_mb']:,.0f} | {files} |"

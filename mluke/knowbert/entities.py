@@ -176,10 +176,10 @@ class EntityTable:
 
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the table in the layout :meth:`from_safetensors` reads (through a temporary name)."""
-        from safetensors.torch import save_file
+        from mluke.models.weight_files import write_safetensors
 
         path = Path(path)
         with atomic_path(path, overwrite=overwrite) as tmp:
             meta = {"format": FORMAT, KEYS: json.dumps(self.keys, ensure_ascii=False)}
-            save_file({VECTORS: self.vectors.detach().contiguous().cpu()}, str(tmp), metadata=meta)
+            write_safetensors(tmp, {VECTORS: self.vectors}, meta)  # from the table's memory, no bytes copy
         return path

@@ -94,7 +94,7 @@ def save_knowbert(
     """Write a model's parts (its encoder, tables and settings by knowledge base in order, its ``state_dict``, the
     kb of the knowledge bases in ``dbs``) into ``directory`` (module docs), under a temporary name renamed when
     complete."""
-    from safetensors.torch import save_file
+    from mluke.models.weight_files import write_safetensors
 
     directory = Path(directory)
     empty = directory.is_dir() and not any(directory.iterdir())
@@ -125,7 +125,7 @@ def save_knowbert(
         tmp.mkdir()
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         file_meta = {"format": "pt", "aliases": json.dumps(aliases), "tables": json.dumps(in_tables)}
-        save_file(kept, str(tmp / WEIGHTS_FILE), metadata=file_meta)
+        write_safetensors(tmp / WEIGHTS_FILE, kept, file_meta)
         for name in names:
             tables[name].save(tmp / files[name])
     return directory
@@ -259,10 +259,10 @@ def weights_on_meta() -> Iterator[None]:
     their buffers (position ids and other non-persistent ones, which no file holds) are built as usual."""
     register = nn.Module.register_parameter
 
-    def on_meta(module: nn.Module, name: str, param: nn.Parameter | None) -> None:
-        register(module, name, param)
+    def on_meta(self: nn.Module, name: str, param: nn.Parameter | None) -> None:
+        register(self, name, param)
         if param is not None and not param.is_meta:
-            module._parameters[name] = nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+            self._parameters[name] = nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
 
     nn.Module.register_parameter = on_meta  # type: ignore[method-assign]
     try:
