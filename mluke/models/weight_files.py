@@ -8,8 +8,9 @@ duplicate with its source through the mapping makes its pages resident until the
 compares a stored tensor with one in memory by reading the file a block at a time (``read``: the page cache is
 never mapped into the process), and :func:`tensor_offsets` gives where each tensor's bytes are.
 
-Writing: ``safetensors.torch.save_file`` turns every tensor into a ``bytes`` copy before writing it (1.2 GB more
-for mluke-base's entity table); :func:`write_safetensors` writes the same layout straight from each tensor's memory.
+Writing: ``safetensors.torch.save_file`` of older releases (0.4, the floor of our dependency, among them) turns every
+tensor into a ``bytes`` copy before writing it (1.2 GB more for mluke-base's entity table); :func:`write_safetensors`
+writes the same layout straight from each tensor's memory, whatever the installed version.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def write_safetensors(
         f.write(raw)
         for tensor in data:
             if tensor.numel():
-                f.write(memoryview(tensor.reshape(-1).view(torch.uint8).numpy()))
+                f.write(tensor.reshape(-1).view(torch.uint8).numpy().data)
 
 
 def tensor_offsets(path: str | os.PathLike[str]) -> dict[str, tuple[int, int]]:
