@@ -105,7 +105,9 @@ def open_knowbert_bundle(model: ModelSource | str | os.PathLike[str]) -> Mluke:
 
 def knowbert_encoder(pretrained: KnowBertModel) -> KnowBertModel:
     """A trainable copy of ``pretrained`` that shares its (frozen) entity tables instead of copying them."""
-    memo = {id(t): t for t in pretrained.table_tensors()}  # every knowledge base's table
+    from mluke.knowbert.shared_tables import table_tensors
+
+    memo = {id(t): t for t in table_tensors(pretrained)}  # every knowledge base's table
     encoder = copy.deepcopy(pretrained, memo)
     encoder.freeze_encoder(False)
     return encoder.train()

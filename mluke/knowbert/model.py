@@ -11,10 +11,7 @@ candidates the output is the bare encoder's, bit for bit. Two knowledge bases af
 model's order. Only word inputs are used; mLUKE's entity-token input is not (the two ways of using entities are
 separate).
 
-An entity table is held once: the knowledge layer's buffer is the table's tensor, and a table that is an mLUKE
-encoder's own entity embedding (:meth:`EntityTable.from_checkpoint`, which does not copy it) is that parameter
-(:attr:`KnowBertModel.table_parameters`; frozen, never trained). ``to``, ``half`` and the like convert it once and
-keep it shared, and :meth:`KnowBertModel.save_pretrained` writes it once (in the table's file).
+An entity table is held once and saved once: see :mod:`mluke.knowbert.shared_tables`.
 """
 
 from __future__ import annotations
@@ -41,10 +38,11 @@ from mluke.knowbert.saving import (
     DEFAULT_KB,
     ENTITIES_FILE,
     WEIGHTS_FILE,
+    assign_weights,
     load_knowbert,
-    memory_key,
     save_knowbert,
 )
+from mluke.knowbert.shared_tables import convert_once, table_parameters
 from mluke.models.masked_lm import head_loss
 
 if TYPE_CHECKING:
@@ -147,54 +145,19 @@ class KnowBertModel(nn.Module):
         self.share_tables()
 
     def share_tables(self) -> dict[str, str]:
-        """Find the tables that are an encoder parameter (the same memory: an mLUKE checkpoint's own entity
-        embedding, :meth:`EntityTable.from_checkpoint`), freeze those parameters (a table is never trained) and
-        record them in :attr:`table_parameters`, which this returns. Called when the model is built or loaded."""
-        params = {memory_key(p): n for n, p in self.encoder.named_parameters() if not p.is_meta}
-        self.table_parameters = {}
-        for name, table in self.tables.items():
-            found = params.get(memory_key(table.vectors))
-            if found is not None:
-                self.table_parameters[name] = found
-                self.encoder.get_parameter(found).requires_grad_(False)
+        """Find the tables that are an encoder parameter, freeze those parameters and record them in
+        :attr:`table_parameters`, which this returns (:mod:`mluke.knowbert.shared_tables`; built or loaded)."""
+        self.table_parameters = table_parameters(self.encoder, self.tables)
         return self.table_parameters
-
-    def table_tensors(self) -> list[Tensor]:
-        """Every tensor that holds an entity table: the tables', the layers' buffers and the encoder parameters
-        that are tables (e.g. for a ``copy.deepcopy`` memo that shares them instead of copying them)."""
-        layers = self.knowledge_layers().values()
-        return [
-            *(t.vectors for t in self.tables.values()),
-            *(layer.entity_vectors for layer in layers),
-            *(self.encoder.get_parameter(p) for p in self.table_parameters.values()),
-        ]
 
     def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> KnowBertModel:
         """``nn.Module._apply`` (``to``, ``half``, ``cuda`` ...), converting each entity table once: a layer's
         buffer and its table stay one tensor, and a table that is an encoder parameter stays that parameter."""
         if not recurse:
             return cast("KnowBertModel", super()._apply(fn, recurse))
-        layers = self.knowledge_layers()
-        held = {name: layer._buffers["entity_vectors"] for name, layer in layers.items()}
-        for layer in layers.values():
-            layer._buffers["entity_vectors"] = None  # converted below, once per table
-        converted = False
-        try:
-            super()._apply(fn, recurse)
-            converted = True
-        finally:
-            done: dict[int, Tensor] = {}
-            for name, layer in layers.items():
-                old = cast(Tensor, held[name])
-                if not converted:
-                    new = old
-                elif name in self.table_parameters:
-                    new = self.encoder.get_parameter(self.table_parameters[name]).detach()
-                else:
-                    new = done[id(old)] if id(old) in done else fn(old)
-                done[id(old)] = new
-                layer._buffers["entity_vectors"] = new
-                self.tables[name].vectors = new
+        params = {n: self.encoder.get_parameter(p) for n, p in self.table_parameters.items()}
+        apply = functools.partial(super()._apply, fn, recurse)
+        convert_once(apply, fn, self.knowledge_layers(), self.tables, params)
         return self
 
     # -- the parts ----------------------------------------------------------------------------------
@@ -363,8 +326,8 @@ class KnowBertModel(nn.Module):
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike[str]) -> KnowBertModel:
-        """A model written by :meth:`save_pretrained` (format version 2, or 1 from before several knowledge
-        bases), strictly checked, in eval mode.
+        """A model written by :meth:`save_pretrained` (format version 3, or 1 and 2 from before), strictly checked,
+        in eval mode (the files' tensors assigned, not copied: :mod:`mluke.knowbert.saving`).
 
         Raises:
             InputFormatError: a missing or malformed file, named.
@@ -372,22 +335,7 @@ class KnowBertModel(nn.Module):
         """
         parts = load_knowbert(directory)
         model = cls(parts.encoder, parts.tables, parts.configs)
-        # the file's tensors take the place of the encoder's (on the meta device) and of the new layers' weights
-        result = model.load_state_dict(parts.state, strict=False, assign=True)
-        missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
-        if missing or unexpected:
-            raise CheckpointError(
-                f"{Path(directory) / WEIGHTS_FILE}: the weights do not match {CONFIG_FILE}: missing "
-                f"{', '.join(missing[:6]) or 'none'}; unexpected {', '.join(unexpected[:6]) or 'none'}"
-            )
-        for alias, source in parts.aliases.items():  # tied weights: one parameter again, not two over one tensor
-            owner, _, attr = alias.rpartition(".")
-            module = model.get_submodule(owner)
-            if attr in module._parameters:
-                setattr(module, attr, model.get_parameter(source))
-        left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
-        if left:
-            raise CheckpointError(f"{Path(directory) / WEIGHTS_FILE}: no value for {', '.join(left[:6])}")
+        assign_weights(model, parts, Path(directory) / WEIGHTS_FILE)
         model.share_tables()
         model.kb_dbs, model.source = parts.dbs, Path(directory)
         return model.eval()

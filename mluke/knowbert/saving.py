@@ -173,6 +173,29 @@ def load_knowbert(directory: str | os.PathLike[str]) -> SavedParts:
     return SavedParts(encoder, tables, configs, state, dbs, aliases)
 
 
+def assign_weights(model: nn.Module, parts: SavedParts, where: Path) -> None:
+    """Put the folder's tensors in ``model`` in place of its own (its encoder's on the ``meta`` device), tie the
+    aliased weights again (one parameter, not two over one tensor), strictly: a missing, unexpected or unset weight
+    is a :class:`~mluke.errors.CheckpointError` naming ``where``."""
+    from mluke.errors import CheckpointError
+
+    result = model.load_state_dict(parts.state, strict=False, assign=True)
+    missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{where}: the weights do not match {CONFIG_FILE}: missing "
+            f"{', '.join(missing[:6]) or 'none'}; unexpected {', '.join(unexpected[:6]) or 'none'}"
+        )
+    for alias, source in parts.aliases.items():
+        owner, _, attr = alias.rpartition(".")
+        module = model.get_submodule(owner)
+        if attr in module._parameters:
+            setattr(module, attr, model.get_parameter(source))
+    left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if left:
+        raise CheckpointError(f"{where}: no value for {', '.join(left[:6])}")
+
+
 def _share_equal_tables(state: dict[str, Tensor], tables: dict[str, EntityTable], path: Path) -> None:
     """In a folder written before version 3: a weight of ``path`` with the bytes of a table (an mLUKE encoder's
     entity embedding, saved beside the table that is its copy) becomes that table's tensor (compared from the file
