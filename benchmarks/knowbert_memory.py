@@ -207,7 +207,7 @@ def check_equal(work: Path) -> None:
     """Every load's hidden states are the same (the same seeds build the same weights in every code)."""
     import torch
 
-    found = {p.name: torch.load(p) for p in sorted(work.glob("hidden-*.pt"))}
+    found = {p.name: torch.load(p, weights_only=True) for p in sorted(work.glob("hidden-*.pt"))}
     first = next(iter(found.values()))
     unequal = [name for name, h in found.items() if not torch.equal(h, first)]
     if unequal:
