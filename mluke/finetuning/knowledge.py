@@ -105,9 +105,9 @@ def open_knowbert_bundle(model: ModelSource | str | os.PathLike[str]) -> Mluke:
 
 def knowbert_encoder(pretrained: KnowBertModel) -> KnowBertModel:
     """A trainable copy of ``pretrained`` that shares its (frozen) entity tables instead of copying them."""
-    shared = [t.vectors for t in pretrained.tables.values()]
-    shared += [layer.entity_vectors for layer in pretrained.knowledge_layers().values()]
-    memo = {id(t): t for t in shared}  # every knowledge base's table
+    from mluke.knowbert.shared_tables import table_tensors
+
+    memo = {id(t): t for t in table_tensors(pretrained)}  # every knowledge base's table
     encoder = copy.deepcopy(pretrained, memo)
     encoder.freeze_encoder(False)
     return encoder.train()

@@ -143,7 +143,8 @@ class EntityTable:
         """The entity embedding table of an mLUKE checkpoint (a loaded bundle, a folder or a hub name), its rows
         keyed by the entity vocabulary: the entity's key (QID) where the vocabulary has one, else the special
         name (``[PAD]``, ``[MASK]``, ...), else ``lang:title`` of its English title (else of its first title),
-        else ``#id``.
+        else ``#id``. The vectors are the checkpoint's entity embedding itself, not a copy, where it is a float32
+        CPU tensor whose ``[PAD]`` is row 0 (mluke-base's order; a lite checkpoint's 4 rows are reordered).
 
         Raises:
             CheckpointError: a model without an entity vocabulary, or a vocabulary of another size.
@@ -156,7 +157,9 @@ class EntityTable:
         luke = getattr(bundle.model, "luke", None)
         if vocab is None or luke is None:
             raise CheckpointError("EntityTable.from_checkpoint needs an mLUKE checkpoint with an entity vocabulary")
-        weight = luke.entity_embeddings.entity_embeddings.weight.detach().float().cpu().clone()
+        # the checkpoint's own tensor (no copy for a float32 model on the CPU): a KnowBert model on this encoder
+        # then holds the table once, shared with the encoder's (unused) entity embedding
+        weight = luke.entity_embeddings.entity_embeddings.weight.detach().float().cpu()
         if len(vocab) != weight.shape[0]:
             raise CheckpointError(
                 f"the entity vocabulary has {len(vocab)} ids but the entity embedding has {weight.shape[0]} rows"
@@ -173,10 +176,10 @@ class EntityTable:
 
     def save(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """Write the table in the layout :meth:`from_safetensors` reads (through a temporary name)."""
-        from safetensors.torch import save_file
+        from mluke.models.weight_files import write_safetensors
 
         path = Path(path)
         with atomic_path(path, overwrite=overwrite) as tmp:
             meta = {"format": FORMAT, KEYS: json.dumps(self.keys, ensure_ascii=False)}
-            save_file({VECTORS: self.vectors.detach().contiguous().cpu()}, str(tmp), metadata=meta)
+            write_safetensors(tmp, {VECTORS: self.vectors}, meta)  # from the table's memory, no bytes copy
         return path

@@ -16,7 +16,7 @@ In the order of the paper's Figure 1, for word vectors ``H`` [B, T, hidden] and 
 7. ``H' = LayerNorm(H + W2 H'_proj + b2)`` (Eq. 7), ``W2`` initialised as the pseudo-inverse of ``W1``.
 
 Dropout sits where BERT's layers have it. The entity table is a buffer: it is never trained and never in
-:meth:`KnowledgeLayer.parameters`.
+:meth:`KnowledgeLayer.parameters`, and it is the table's own tensor, not a copy (1.2 GB for mLUKE's 1.2M x 256).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class KnowledgeLayer(nn.Module):
         self.config = config
         self.num_entities = len(entities)
         d, eps = entities.dim, config.layer_norm_eps
-        self.register_buffer("entity_vectors", entities.vectors.detach().clone(), persistent=False)
+        self.register_buffer("entity_vectors", entities.vectors, persistent=False)  # shared, not copied
         self.to_entity = nn.Linear(hidden_size, d)  # W1 (Eq. 1)
         self.span_logit = nn.Linear(d, 1)  # self-attentive span pooling
         self.span_norm = nn.LayerNorm(d, eps=eps)

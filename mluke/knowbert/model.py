@@ -10,6 +10,8 @@ return types differ), and a knowledge base without candidates in a call is not t
 candidates the output is the bare encoder's, bit for bit. Two knowledge bases after the same layer run in the
 model's order. Only word inputs are used; mLUKE's entity-token input is not (the two ways of using entities are
 separate).
+
+An entity table is held once and saved once: see :mod:`mluke.knowbert.shared_tables`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import functools
 import operator
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -31,7 +33,16 @@ from mluke.knowbert.batch import SpanCandidates
 from mluke.knowbert.config import KnowBertConfig
 from mluke.knowbert.entities import EntityTable
 from mluke.knowbert.layer import KnowledgeLayer, LinkDecision
-from mluke.knowbert.saving import CONFIG_FILE, DEFAULT_KB, ENTITIES_FILE, WEIGHTS_FILE, load_knowbert, save_knowbert
+from mluke.knowbert.saving import (
+    CONFIG_FILE,
+    DEFAULT_KB,
+    ENTITIES_FILE,
+    WEIGHTS_FILE,
+    assign_weights,
+    load_knowbert,
+    save_knowbert,
+)
+from mluke.knowbert.shared_tables import convert_once, table_parameters
 from mluke.models.masked_lm import head_loss
 
 if TYPE_CHECKING:
@@ -129,6 +140,25 @@ class KnowBertModel(nn.Module):
         self.source: Path | None = None
         #: the order the layers run in: by depth, then in the model's order
         self.run_order: list[str] = sorted(self.names, key=lambda n: (self.kar_layers[n], self.names.index(n)))
+        #: the knowledge bases whose table is an encoder parameter (the same memory), with that parameter's name
+        self.table_parameters: dict[str, str] = {}
+        self.share_tables()
+
+    def share_tables(self) -> dict[str, str]:
+        """Find the tables that are an encoder parameter, freeze those parameters and record them in
+        :attr:`table_parameters`, which this returns (:mod:`mluke.knowbert.shared_tables`; built or loaded)."""
+        self.table_parameters = table_parameters(self.encoder, self.tables)
+        return self.table_parameters
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> KnowBertModel:
+        """``nn.Module._apply`` (``to``, ``half``, ``cuda`` ...), converting each entity table once: a layer's
+        buffer and its table stay one tensor, and a table that is an encoder parameter stays that parameter."""
+        if not recurse:
+            return cast("KnowBertModel", super()._apply(fn, recurse))
+        params = {n: self.encoder.get_parameter(p) for n, p in self.table_parameters.items()}
+        apply = functools.partial(super()._apply, fn, recurse)
+        convert_once(apply, fn, self.knowledge_layers(), self.tables, params)
+        return self
 
     # -- the parts ----------------------------------------------------------------------------------
     @property
@@ -168,9 +198,11 @@ class KnowBertModel(nn.Module):
         return [p for p in self.encoder.parameters() if id(p) not in seen]
 
     def freeze_encoder(self, frozen: bool = True) -> None:
-        """Stop (``frozen``) or resume training the encoder: stage 1 trains the linkers alone."""
+        """Stop (``frozen``) or resume training the encoder: stage 1 trains the linkers alone. The encoder
+        parameters that are entity tables (:attr:`table_parameters`) stay frozen."""
+        tables = {id(self.encoder.get_parameter(p)) for p in self.table_parameters.values()}
         for p in self.encoder.parameters():
-            p.requires_grad_(not frozen)
+            p.requires_grad_(not frozen and id(p) not in tables)
 
     # -- running ---------------------------------------------------------------------------------
     def forward(
@@ -294,8 +326,8 @@ class KnowBertModel(nn.Module):
 
     @classmethod
     def from_pretrained(cls, directory: str | os.PathLike[str]) -> KnowBertModel:
-        """A model written by :meth:`save_pretrained` (format version 2, or 1 from before several knowledge
-        bases), strictly checked, in eval mode.
+        """A model written by :meth:`save_pretrained` (format version 3, or 1 and 2 from before), strictly checked,
+        in eval mode (the files' tensors assigned, not copied: :mod:`mluke.knowbert.saving`).
 
         Raises:
             InputFormatError: a missing or malformed file, named.
@@ -303,13 +335,8 @@ class KnowBertModel(nn.Module):
         """
         parts = load_knowbert(directory)
         model = cls(parts.encoder, parts.tables, parts.configs)
-        result = model.load_state_dict(parts.state, strict=False)
-        missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
-        if missing or unexpected:
-            raise CheckpointError(
-                f"{Path(directory) / WEIGHTS_FILE}: the weights do not match {CONFIG_FILE}: missing "
-                f"{', '.join(missing[:6]) or 'none'}; unexpected {', '.join(unexpected[:6]) or 'none'}"
-            )
+        assign_weights(model, parts, Path(directory) / WEIGHTS_FILE)
+        model.share_tables()
         model.kb_dbs, model.source = parts.dbs, Path(directory)
         return model.eval()
 

@@ -1,4 +1,4 @@
-"""Saving and loading a :class:`~mluke.knowbert.KnowBertModel` folder (one load/save pair, format versions 1 and 2).
+"""Saving and loading a :class:`~mluke.knowbert.KnowBertModel` folder (one load/save pair, format versions 1 to 3).
 
 A folder holds:
 
@@ -9,22 +9,35 @@ A folder holds:
   absolute path, ``null`` for the embedded kb). Files without ``"db"`` (written before it was recorded) still load:
   the users of the model then take the kb from the caller (:func:`mluke.knowbert.kb_dbs`);
 - ``model.safetensors``: the encoder's and the knowledge layers' weights (the first knowledge base's layer under
-  ``kar.``, the others under ``extra_kars.NAME.``);
+  ``kar.``, the others under ``extra_kars.NAME.``), each tensor once: a tied weight (the word decoder of the
+  masked-LM head is the word embedding) is listed in the metadata ``aliases`` (key -> the key it repeats), and an
+  encoder weight that is a knowledge base's entity table (an mLUKE encoder's entity embedding, when the model uses
+  the checkpoint's own table) is not in the file at all but in the metadata ``tables`` (key -> knowledge base name):
+  it is read from that knowledge base's table file;
 - ``entities.safetensors``: the first knowledge base's entity table; ``entities-NAME.safetensors``: the others'.
 
-Version 1 (written before several knowledge bases) has one knowledge base: its settings under ``"knowbert"`` and
-its table in ``entities.safetensors``; it loads as one knowledge base named :data:`DEFAULT_KB`. Its weights are laid
-out as version 2's one-knowledge-base model's.
+Loading builds the encoder without initialising its weights (they are on the ``meta`` device until the file's are
+put in their place) and puts the file's tensors in the model as they are (``load_state_dict(assign=True)``): the
+tensors are views of the mapped files (:mod:`safetensors`), so the weights are in memory once, read when used.
+
+Version 2 wrote an mLUKE encoder's entity embedding in ``model.safetensors`` even when it was the table too (the
+table twice on disk); such a folder still loads, and an encoder weight equal byte for byte to a table (compared
+from the file, a block at a time) becomes that table's tensor, so in memory the table is held once. Version 1
+(written before several knowledge bases) has one knowledge base: its settings under ``"knowbert"`` and its table
+in ``entities.safetensors``; it loads as one knowledge base named :data:`DEFAULT_KB`. Its weights are laid out as
+version 2's one-knowledge-base model's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+import torch
 from torch import Tensor, nn
 
 from kb.errors import InputFormatError
@@ -35,14 +48,14 @@ from mluke.knowbert.entities import EntityTable
 CONFIG_FILE = "knowbert.json"
 WEIGHTS_FILE = "model.safetensors"
 ENTITIES_FILE = "entities.safetensors"
-FORMAT, FORMAT_VERSION = "mluke-knowbert", 2
+FORMAT, FORMAT_VERSION = "mluke-knowbert", 3
 #: the versions :func:`load_knowbert` reads
-READABLE_VERSIONS = (1, 2)
+READABLE_VERSIONS = (1, 2, 3)
 #: the name of a model's knowledge base when none is given (and of a version-1 folder's)
 DEFAULT_KB = "kb"
 _DROPPED_CONFIG_KEYS = ("architectures", "transformers_version", "_name_or_path", "dtype", "torch_dtype")
 _COMMON_KEYS = {"format", "version", "encoder_class", "encoder_config", "attn_implementation"}
-_KEYS = {1: _COMMON_KEYS | {"knowbert"}, 2: _COMMON_KEYS | {"knowledge_bases"}}
+_KEYS = {1: _COMMON_KEYS | {"knowbert"}, 2: _COMMON_KEYS | {"knowledge_bases"}, 3: _COMMON_KEYS | {"knowledge_bases"}}
 _ENTRY_KEYS = {"name", "config", "entities", "db"}
 #: a knowledge base whose kb the file does not record (``None`` means the embedded kb)
 _UNRECORDED = object()
@@ -54,8 +67,9 @@ def entities_file(name: str, first: bool) -> str:
 
 
 class SavedParts(NamedTuple):
-    """What a model folder holds: the encoder (freshly initialised), each knowledge base's table and settings in the
-    model's order, and the weights (tied tensors restored)."""
+    """What a model folder holds: the encoder (its weights on the ``meta`` device, to be assigned from ``state``),
+    each knowledge base's table and settings in the model's order, and the weights (tied tensors and tables
+    restored)."""
 
     encoder: nn.Module
     tables: dict[str, EntityTable]
@@ -63,6 +77,8 @@ class SavedParts(NamedTuple):
     state: dict[str, Tensor]
     #: the recorded kb of each knowledge base that has one (a path, ``None``: the embedded kb), by name
     dbs: dict[str, str | None]
+    #: the tied weights: key -> the key whose tensor it is (the same parameter once loaded)
+    aliases: dict[str, str]
 
 
 def save_knowbert(
@@ -78,7 +94,7 @@ def save_knowbert(
     """Write a model's parts (its encoder, tables and settings by knowledge base in order, its ``state_dict``, the
     kb of the knowledge bases in ``dbs``) into ``directory`` (module docs), under a temporary name renamed when
     complete."""
-    from safetensors.torch import save_file
+    from mluke.models.weight_files import write_safetensors
 
     directory = Path(directory)
     empty = directory.is_dir() and not any(directory.iterdir())
@@ -86,6 +102,10 @@ def save_knowbert(
     for key in _DROPPED_CONFIG_KEYS:
         encoder_config.pop(key, None)
     kept, aliases = _without_aliases(state)
+    idents = {memory_key(table.vectors): name for name, table in tables.items()}
+    in_tables = {key: idents[memory_key(state[key])] for key in kept if memory_key(state[key]) in idents}
+    for key in in_tables:
+        del kept[key]
     names = list(tables)
     files = {name: entities_file(name, i == 0) for i, name in enumerate(names)}
     meta = {
@@ -104,7 +124,8 @@ def save_knowbert(
     with atomic_path(directory, overwrite=overwrite or empty) as tmp:
         tmp.mkdir()
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        save_file(kept, str(tmp / WEIGHTS_FILE), metadata={"format": "pt", "aliases": json.dumps(aliases)})
+        file_meta = {"format": "pt", "aliases": json.dumps(aliases), "tables": json.dumps(in_tables)}
+        write_safetensors(tmp / WEIGHTS_FILE, kept, file_meta)
         for name in names:
             tables[name].save(tmp / files[name])
     return directory
@@ -134,14 +155,65 @@ def load_knowbert(directory: str | os.PathLike[str]) -> SavedParts:
     path = directory / WEIGHTS_FILE
     try:
         with safe_open(str(path), framework="pt") as f:
-            aliases = json.loads((f.metadata() or {}).get("aliases", "{}"))
+            file_meta = f.metadata() or {}
+            aliases = json.loads(file_meta.get("aliases", "{}"))
+            in_tables = json.loads(file_meta.get("tables", "{}"))
             state = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118  (a safe_open handle is not iterable)
     except Exception as exc:
         raise InputFormatError(f"{path}: cannot read the weights ({type(exc).__name__}: {exc})") from None
+    for key, name in in_tables.items():
+        if name not in tables:
+            raise InputFormatError(f"{path}: {key} is the table of {name!r}, which {CONFIG_FILE} does not list")
+        state[key] = tables[name].vectors
+    if meta["version"] < 3:
+        _share_equal_tables(state, tables, path)
     for alias, source in aliases.items():
         if source in state:
             state[alias] = state[source]
-    return SavedParts(encoder, tables, configs, state, dbs)
+    return SavedParts(encoder, tables, configs, state, dbs, aliases)
+
+
+def assign_weights(model: nn.Module, parts: SavedParts, where: Path) -> None:
+    """Put the folder's tensors in ``model`` in place of its own (its encoder's on the ``meta`` device), tie the
+    aliased weights again (one parameter, not two over one tensor), strictly: a missing, unexpected or unset weight
+    is a :class:`~mluke.errors.CheckpointError` naming ``where``."""
+    from mluke.errors import CheckpointError
+
+    result = model.load_state_dict(parts.state, strict=False, assign=True)
+    missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{where}: the weights do not match {CONFIG_FILE}: missing "
+            f"{', '.join(missing[:6]) or 'none'}; unexpected {', '.join(unexpected[:6]) or 'none'}"
+        )
+    for alias, source in parts.aliases.items():
+        owner, _, attr = alias.rpartition(".")
+        module = model.get_submodule(owner)
+        if attr in module._parameters:
+            setattr(module, attr, model.get_parameter(source))
+    left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if left:
+        raise CheckpointError(f"{where}: no value for {', '.join(left[:6])}")
+
+
+def _share_equal_tables(state: dict[str, Tensor], tables: dict[str, EntityTable], path: Path) -> None:
+    """In a folder written before version 3: a weight of ``path`` with the bytes of a table (an mLUKE encoder's
+    entity embedding, saved beside the table that is its copy) becomes that table's tensor (compared from the file
+    a block at a time: the file's copy never becomes resident)."""
+    from mluke.models.weight_files import same_bytes
+
+    for key, value in state.items():
+        for table in tables.values():
+            vectors = table.vectors
+            if value.shape == vectors.shape and value.dtype == vectors.dtype and same_bytes(path, key, vectors):
+                state[key] = vectors
+                break
+
+
+def memory_key(tensor: Tensor) -> tuple[int, int, tuple[int, ...], tuple[int, ...], torch.dtype, torch.device]:
+    """What makes two tensors the same memory: storage, offset, shape, strides, type and device."""
+    storage, offset = tensor.untyped_storage().data_ptr(), int(tensor.storage_offset())
+    return storage, offset, tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tensor.device
 
 
 def _knowledge_bases(meta: dict[str, Any], where: Path) -> list[tuple[str, KnowBertConfig, str, object]]:
@@ -175,9 +247,9 @@ def _without_aliases(state: dict[str, Tensor]) -> tuple[dict[str, Tensor], dict[
     each dropped one repeats (safetensors refuses shared memory)."""
     kept: dict[str, Tensor] = {}
     aliases: dict[str, str] = {}
-    by_storage: dict[tuple[int, int, tuple[int, ...]], str] = {}
+    by_storage: dict[tuple[object, ...], str] = {}
     for key, value in state.items():
-        ident = (value.untyped_storage().data_ptr(), int(value.storage_offset()), tuple(value.shape))
+        ident = memory_key(value)
         if ident in by_storage:
             aliases[key] = by_storage[ident]
             continue
@@ -204,8 +276,32 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
+@contextlib.contextmanager
+def weights_on_meta() -> Iterator[None]:
+    """Modules built inside get their parameters on the ``meta`` device (no memory, no initialisation), while
+    their buffers (position ids and other non-persistent ones, which no file holds) are built as usual."""
+    register = nn.Module.register_parameter
+
+    def on_meta(self: nn.Module, name: str, param: nn.Parameter | None) -> None:
+        register(self, name, param)
+        if param is not None and not param.is_meta:
+            self._parameters[name] = nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+
+    nn.Module.register_parameter = on_meta  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        nn.Module.register_parameter = register  # type: ignore[method-assign]
+
+
 def _build_encoder(meta: dict[str, Any], where: Path) -> nn.Module:
-    """A freshly initialised encoder of the saved architecture (its weights are loaded after)."""
+    """An encoder of the saved architecture with its weights on the ``meta`` device (:func:`weights_on_meta`),
+    for the file's to be assigned."""
+    with weights_on_meta():
+        return _new_encoder(meta, where)
+
+
+def _new_encoder(meta: dict[str, Any], where: Path) -> nn.Module:
     cfg = dict(meta.get("encoder_config") or {})
     if not cfg:
         raise InputFormatError(f"{where}: no 'encoder_config'")

@@ -167,7 +167,7 @@ def test_two_knowledge_bases_save_and_load(kind, tmp_path: Path):
         "model.safetensors",
     ]
     meta = json.loads((folder / "knowbert.json").read_text())
-    assert meta["version"] == 2 and [kb["name"] for kb in meta["knowledge_bases"]] == ["wiki", "geo"]
+    assert meta["version"] == 3 and [kb["name"] for kb in meta["knowledge_bases"]] == ["wiki", "geo"]
     loaded = KnowBertModel.from_pretrained(folder)
     assert loaded.names == model.names and loaded.configs == model.configs and loaded.kar_layers == model.kar_layers
     assert loaded.tables["geo"].keys == model.tables["geo"].keys
