@@ -62,15 +62,30 @@ def device(value: str | None, dtype: str | None = None) -> None:
     when one of them is given: the default needs no check)."""
     if value is None and dtype is None:
         return
-    from mluke.models.devices import DTYPES, resolve_device
+    from mluke.models.devices import DTYPES, INT8_ON_GPU, int8_device, resolve_device, wants_int8
 
+    if wants_int8(dtype):
+        where = int8_device(value)
+        if where is not None and where.type != "cpu":
+            raise OptionError(f"--device {value} --dtype {dtype}: {INT8_ON_GPU}")
     if value is not None:
         try:
             resolve_device(value)
         except OptionError as exc:
             raise OptionError(f"--{exc!s}") from None
     if dtype is not None and dtype.lower() not in DTYPES:
-        raise OptionError(f"--dtype {dtype}: expected one of fp32, bf16, fp16 (or {', '.join(sorted(DTYPES))})")
+        raise OptionError(f"--dtype {dtype}: expected one of fp32, bf16, fp16, int8 (or {', '.join(sorted(DTYPES))})")
+
+
+def training_dtype(command: str, dtype: str | None) -> None:
+    """Refuse ``--dtype`` on a training command: training runs in float32 (bf16 autocast on GPUs where the run
+    asks for it); ``--dtype`` sets the precision in which the inference commands run a model."""
+    if dtype is not None:
+        raise OptionError(
+            f"--dtype {dtype}: {command} trains in float32 (with bf16 autocast on a GPU for pretraining: run.bf16 "
+            "in --config); --dtype (fp32, bf16, fp16, int8) is for running a trained model: mluke link, probe, "
+            "eval-mlama, evaluate and the analysis commands"
+        )
 
 
 def db_languages(db: str | Path | None) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ import typer
 
 from kb.files import check_writable, split_list
 from mluke.cli import checks
-from mluke.cli.params import DbOption, DeviceOption, ProgressOption
+from mluke.cli.params import DbOption, DeviceOption, ProgressOption, TrainDtypeOption
 
 app = typer.Typer(
     help="KnowBert: a knowledge layer with an integrated entity linker inside an mLUKE or XLM-R encoder.",
@@ -92,6 +92,7 @@ def train(
     save_every: Annotated[int, typer.Option(help="Write a checkpoint every N steps.")] = 100,
     log_every: Annotated[int, typer.Option(help="Write the losses to OUTPUT/log.jsonl every N steps.")] = 10,
     device: DeviceOption = None,
+    dtype: TrainDtypeOption = None,
     resume: Annotated[
         bool,
         typer.Option("--resume/--no-resume", help="Continue from the newest checkpoint in OUTPUT (the default)."),
@@ -113,6 +114,7 @@ def train(
 
     torchrun --nproc_per_node 4 -m mluke knowbert train -o runs/kb --batch-size 32 --device auto
     """
+    checks.training_dtype("mluke knowbert train", dtype)
     checks.choice("--stage", stage, ["1", "2", "both"])
     checks.at_least("--max-steps", max_steps, 1)
     checks.at_least("--log-every", log_every, 1)

@@ -31,8 +31,13 @@ DtypeOption = Annotated[
     typer.Option(
         "--dtype",
         help="Precision of the model: 'fp32' (default), 'bf16' (about half the memory; faster on GPUs and CPUs "
-        "with bf16 instructions) or 'fp16' (GPUs).",
+        "with bf16 instructions), 'fp16' (GPUs) or 'int8' (the CPU only: the encoder's linear layers quantized to "
+        "int8; faster on the CPU, answers close to fp32's; see docs/guides/devices.md#int8-on-the-cpu).",
     ),
+]
+#: ``--dtype`` of the training commands, hidden: refused with what to use instead (:func:`checks.training_dtype`).
+TrainDtypeOption = Annotated[
+    str | None, typer.Option("--dtype", hidden=True, help="Not for training: see the inference commands.")
 ]
 
 #: ``--progress/--no-progress`` of every command that shows a progress bar.

@@ -12,6 +12,7 @@ from kb.errors import MlukeError
 from kb.files import check_output, split_list
 from mluke.cli import checks
 from mluke.cli.output import print_table
+from mluke.cli.params import TrainDtypeOption
 
 
 def pretrain(
@@ -44,6 +45,7 @@ def pretrain(
     max_steps: Annotated[
         int | None, typer.Option(help="Stop after this many more steps (the run can be resumed later).")
     ] = None,
+    dtype: TrainDtypeOption = None,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
     print_config: Annotated[
         bool, typer.Option("--print-config", help="Print the default (paper) configuration as TOML and exit.")
@@ -60,6 +62,7 @@ def pretrain(
     Several processes or GPUs: start the same command under torchrun, e.g.
     torchrun --nproc_per_node 8 -m mluke pretrain --config run.toml
     """
+    checks.training_dtype("mluke pretrain", dtype)
     checks.preset(preset)
     checks.at_least("--max-steps", max_steps, 1)
     checks.config_file(config)

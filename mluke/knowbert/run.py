@@ -112,6 +112,7 @@ def open_knowbert(
     knowledge layers on an encoder (mLUKE or XLM-R; ``entities``: a safetensors table, default the checkpoint's own
     entity table; or ``knowledge_bases``: one layer per knowledge base, each with its table and position)."""
     from mluke.knowbert.model import CONFIG_FILE, KnowBertModel
+    from mluke.models.devices import check_trainable
     from mluke.models.tokenizer import MlukeTokenizer
     from mluke.opening import open_model
 
@@ -126,6 +127,7 @@ def open_knowbert(
             )
         return loaded, MlukeTokenizer.from_pretrained(Path(model) / "tokenizer")
     bundle = open_model(model, word_models=True)
+    check_trainable(bundle.model, "KnowBert training")
     tokenizer = bundle.tokenizer
     if not isinstance(tokenizer, MlukeTokenizer):
         raise MlukeError(f"KnowBert training needs an mLUKE/XLM-R tokenizer; {model} has a {type(tokenizer).__name__}")

@@ -13,7 +13,14 @@ import typer
 from kb.errors import OptionError
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, output_option, print_table, show_report, wrote
-from mluke.cli.params import DeviceOption, DtypeOption, KnowBertKbOption, OverwriteOption, ProgressOption
+from mluke.cli.params import (
+    DeviceOption,
+    DtypeOption,
+    KnowBertKbOption,
+    OverwriteOption,
+    ProgressOption,
+    TrainDtypeOption,
+)
 from mluke.cli.registry import Command
 
 if TYPE_CHECKING:
@@ -127,6 +134,7 @@ def finetune(
     db: KbOption = None,
     kb: KnowBertKbOption = None,
     device: DeviceOption = None,
+    dtype: TrainDtypeOption = None,
     restart: Annotated[
         bool, typer.Option("--restart", help="Start over instead of continuing an interrupted run.")
     ] = False,
@@ -145,6 +153,7 @@ def finetune(
 
     Dev scores are computed after every epoch; an interrupted run continues when the command is run again.
     """
+    checks.training_dtype("mluke finetune", dtype)
     checks.choice("TASK", task, TASKS)
     checks.choice("--features", features, ["entity", "word", "knowbert"])
     checks.at_least("--epochs", epochs, 1)

@@ -15,7 +15,7 @@ def test_device_and_dtype_names():
     assert resolve_dtype("bf16") is resolve_dtype("bfloat16") is torch.bfloat16
     assert resolve_dtype("fp32") is torch.float32 and resolve_dtype(None) is None
     with pytest.raises(mluke.MlukeError, match="expected one of"):
-        resolve_dtype("int8")
+        resolve_dtype("int4")
     with pytest.raises(mluke.MlukeError, match="expected 'auto'"):
         resolve_device("gpu-please")
     if not torch.cuda.is_available():

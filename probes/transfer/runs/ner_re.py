@@ -26,7 +26,7 @@ from mluke.finetuning import (
 from mluke.finetuning.inputs import Row, ner_rows, relation_rows, typing_rows
 from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.models import Features, TransferModel
-from mluke.models.devices import place
+from mluke.models.devices import check_trainable, place
 from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.ner_re import ner_scores, re_scores
@@ -335,6 +335,7 @@ def finetune(
         seen = sorted(set(train_data.labels) | set(dev_data.labels))
         labels = (["no_relation"] if "no_relation" in seen else []) + [l for l in seen if l != "no_relation"]
     bundle = open_knowbert_bundle(model) if features == KNOWBERT else open_model(model)
+    check_trainable(bundle.model, "fine-tuning")
     settings: dict[str, Any] = {
         "seed": config.seed,
         "max_span_pieces": config.max_span_pieces,

@@ -21,7 +21,7 @@ from mluke.finetuning import FineTuneConfig, FineTuner, load_transfer, new_model
 from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.models import Features, TransferModel
 from mluke.finetuning.qa import LinkedName, QaRow, collate_qa, predict_answers, qa_rows
-from mluke.models.devices import place
+from mluke.models.devices import check_trainable, place
 from mluke.opening import open_model
 from probes.transfer.metrics.qa import Scorer, check_scorer, qa_scores
 from probes.transfer.readers.qa import QaExample, mlqa_path, read_mlqa, read_squad
@@ -190,6 +190,7 @@ def finetune_qa(
     output = check_output(output, overwrite=overwrite)
     train_data, dev_data = read_squad(train, lang=lang), read_squad(dev, lang=lang)
     bundle = open_knowbert_bundle(model) if features == KNOWBERT else open_model(model)
+    check_trainable(bundle.model, "fine-tuning")
     inputs = QaInputs(bundle.tokenizer, _index(db, [lang]), qa_settings)
     train_links = cached_links(train, train_data.examples, inputs.index, lang=lang)
     dev_links = cached_links(dev, dev_data.examples, inputs.index, lang=lang)

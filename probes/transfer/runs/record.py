@@ -17,7 +17,7 @@ from kb.files import check_output
 from mluke.finetuning import FineTuneConfig, load_transfer, new_model, predict_record
 from mluke.finetuning.knowledge import KNOWBERT, attach_knowledge, kb_settings, open_knowbert_bundle
 from mluke.finetuning.record import RECORD_DEFAULTS, ClozeQuery, record_rows
-from mluke.models.devices import place
+from mluke.models.devices import check_trainable, place
 from mluke.opening import open_model
 from probes.report import TableReport
 from probes.transfer.metrics.record import record_scores
@@ -141,6 +141,7 @@ def finetune_record(
                 "give their language (lang=, --lang)"
             )
     bundle = open_knowbert_bundle(model) if features == KNOWBERT else open_model(model)
+    check_trainable(bundle.model, "fine-tuning")
     tok = bundle.tokenizer
     model_settings: dict[str, Any] = {"seed": config.seed, **sizes}
     if features == KNOWBERT:
