@@ -1,15 +1,20 @@
 """Linking a corpus with worker processes: documents/s and memory of 1 and 2 workers, side by side.
 
-Each run is ``mluke.linking.corpus.link_corpus(CORPUS, OUT, workers=N, threads=1)`` in a fresh process (the
-same code as ``mluke link CORPUS --jsonl OUT --workers N``); the runs are interleaved (1, 2, 1, 2, ...). The
+Each run is ``mluke.linking.corpus.link_corpus(CORPUS, OUT, workers=N, threads=1, chunk_texts=C)`` in a fresh
+process (the same code as ``mluke link CORPUS --jsonl OUT --workers N``); the runs are interleaved (1, 2, 1, 2,
+...); a chunk (``--chunk-texts`` documents) is what one worker links at a time, the same in every run. The
 linker is built once per run, before the workers are forked; documents/s counts the linking only (the
 documents over the seconds from the first chunk sent to the last line written), start-up is reported apart.
 While a run goes, this process samples the memory of its process tree every 0.2 s from
 ``/proc/PID/smaps_rollup``: the peak of the sum of PSS (a page shared by k processes counts 1/k in each, so
-the sum counts the shared weights once: the memory the run really takes) and the peak of the sum of RSS (a
-shared page counts in every process that maps it: what ``top`` adds up). The outputs of every run must be
-byte-identical (checked). The 1-minute load average before and after each run is recorded: on a shared
-machine other jobs take cores away from the workers.
+the sum counts the shared weights once; but a process of another job that maps the same checkpoint file takes
+its share too, so PSS then undercounts), the peak of the sum of RSS (a shared page counts in every process
+that maps it: what ``top`` adds up), and the peak of the tree's own memory: the private pages of every process
+(USS) plus the shared pages of the first one once (the workers' shared pages are the pages they inherited
+from it), which other jobs do not change. The outputs of every run must be byte-identical (checked). CPU
+seconds per document (of the run's process and its workers, while linking) say what a document costs whatever
+share of the cores the scheduler gives the run. The 1-minute load average before and after each run is
+recorded: on a shared machine other jobs take cores away from the workers.
 
 Model and kb:
 
@@ -18,8 +23,8 @@ Model and kb:
   (``--entities`` entities whose keys are drawn from Q4..Q1200000, so the checkpoint knows them; made-up
   names, one in ten shared by two entities) and a JSONL corpus of ``--docs`` documents of ~300 words
   (``{"id", "text"}``; about one mention every 20 words);
-- ``--demo``: the trained demo model and embedded kb (``$MLUKE_HOME``), on documents of ~300 words made of the
-  embedded kb's facts through its relation templates;
+- ``--demo``: the trained demo model and embedded kb (``$MLUKE_HOME``, or ``--model`` and ``--db``), on
+  documents of ~300 words made of the embedded kb's facts through its relation templates;
 - ``--smoke``: the tiny demo model, 12 short documents, one round (a check that the script runs).
 
     python benchmarks/link_corpus.py [--docs 120] [--entities 50000] [--model DIR] [--demo] [--workers 1,2]
@@ -265,17 +270,19 @@ def make_demo_corpus(path: Path, docs: int, words: int = 300, seed: int = 1) -> 
             f.write(json.dumps({"id": f"doc-{d}", "text": " ".join(parts)}) + "\n")
 
 
-def measure(corpus: str, out: str, model: str, db: str | None, workers: int) -> dict:
+def measure(corpus: str, out: str, model: str, db: str | None, workers: int, chunk_texts: int) -> dict:
     """One run in this process (the child): link the corpus; start-up and linking seconds, documents/s."""
     started = time.perf_counter()
     from mluke.linking.corpus import link_corpus
     from mluke.linking.knowbert import open_linker
     from mluke.options import LinkOptions
 
-    options = LinkOptions()
+    options = LinkOptions(chunk_texts=chunk_texts)
     linker = open_linker(model, db, options, languages=["en"])
     loaded = time.perf_counter() - started
+    cpu_before = _cpu_seconds()
     run = link_corpus(corpus, out, "en", workers=workers, threads=1, linker=linker, options=options, progress=False)
+    cpu = _cpu_seconds() - cpu_before
     return {
         "workers": workers,
         "threads": 1,
@@ -284,7 +291,17 @@ def measure(corpus: str, out: str, model: str, db: str | None, workers: int) -> 
         "startup_s": round(loaded, 2),
         "linking_s": round(run.seconds, 2),
         "docs_per_s": round(run.docs_per_second, 3),
+        "cpu_s": round(cpu, 1),
+        "cpu_s_per_doc": round(cpu / max(1, run.documents), 3),
     }
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of its finished (joined) workers."""
+    import resource
+
+    own, done = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + done.ru_utime + done.ru_stime
 
 
 def tree(pid: int) -> list[int]:
@@ -301,19 +318,21 @@ def tree(pid: int) -> list[int]:
     return out
 
 
-def memory_kb(pid: int) -> tuple[int, int]:
-    """(PSS, RSS) of a process in kB, from ``/proc/PID/smaps_rollup``; (0, 0) once it is gone."""
+def memory_kb(pid: int) -> tuple[int, int, int]:
+    """(PSS, RSS, USS) of a process in kB, from ``/proc/PID/smaps_rollup``; zeros once it is gone. USS: its
+    private pages (``Private_Clean`` + ``Private_Dirty``), which no other process maps."""
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
-        return 0, 0
+        return 0, 0, 0
     values = {line.split(":")[0]: int(line.split()[1]) for line in text.splitlines()[1:] if line.endswith("kB")}
-    return values.get("Pss", 0), values.get("Rss", 0)
+    uss = values.get("Private_Clean", 0) + values.get("Private_Dirty", 0)
+    return values.get("Pss", 0), values.get("Rss", 0), uss
 
 
 def run_child(args: list[str]) -> dict:
     """Run ``--measure`` in a child process, sampling its tree's memory; its figures with the peaks."""
-    peak = {"pss_mb": 0.0, "rss_mb": 0.0, "processes": 0}
+    peak = {"pss_mb": 0.0, "rss_mb": 0.0, "uss_mb": 0.0, "tree_mb": 0.0, "processes": 0}
     load_before = os.getloadavg()[0]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     done = threading.Event()
@@ -321,10 +340,14 @@ def run_child(args: list[str]) -> dict:
     def sample() -> None:
         while not done.is_set():
             pids = tree(proc.pid)
-            pss, rss = (sum(v) for v in zip(*(memory_kb(p) for p in pids)))
+            figures = [memory_kb(p) for p in pids]
+            pss, rss, uss = (sum(v) for v in zip(*figures))
+            own = uss + figures[0][1] - figures[0][2]  # private pages of all, the shared ones of the root once
             if pss / 1024 > peak["pss_mb"]:
                 peak["pss_mb"], peak["processes"] = round(pss / 1024, 1), len(pids)
             peak["rss_mb"] = max(peak["rss_mb"], round(rss / 1024, 1))
+            peak["uss_mb"] = max(peak["uss_mb"], round(uss / 1024, 1))
+            peak["tree_mb"] = max(peak["tree_mb"], round(own / 1024, 1))
             done.wait(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -342,15 +365,19 @@ def main() -> None:
     ap = benchmark_parser(__doc__, Path(__file__).parent / "work")
     ap.add_argument("--docs", type=int, default=120, help="documents in the corpus")
     ap.add_argument("--entities", type=int, default=50_000, help="entities in the generated kb")
-    ap.add_argument("--model", type=Path, default=BASE_MODEL, help="mLUKE checkpoint (default: the base-shaped one)")
+    ap.add_argument("--model", type=Path, help=f"mLUKE checkpoint (default: {BASE_MODEL}; --demo: the demo model)")
+    ap.add_argument("--db", type=Path, help="kb (default: one generated here; --demo: the embedded kb)")
     ap.add_argument("--demo", action="store_true", help="the trained demo model and embedded kb instead")
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts to compare")
     ap.add_argument("--out", type=Path, help="write the figures to this JSON file")
-    ap.add_argument("--measure-args", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--chunk-texts", type=int, default=4, help="documents per chunk, the unit a worker links (same for every run)"
+    )
+    ap.add_argument("--measure-args", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure_args:
-        corpus, out, model, db, workers = args.measure_args
-        print(json.dumps(measure(corpus, out, model, None if db == "-" else db, int(workers))))
+        corpus, out, model, db, workers, chunk_texts = args.measure_args
+        print(json.dumps(measure(corpus, out, model, None if db == "-" else db, int(workers), int(chunk_texts))))
         return
     work = args.work / "link-corpus"
     if args.smoke:
@@ -364,16 +391,17 @@ def main() -> None:
     elif args.demo:
         from mluke.demo.model import demo_model
 
-        model = str(demo_model())
+        model = str(args.model or demo_model())
+        db = str(args.db) if args.db else "-"
         if not corpus.exists():
             make_demo_corpus(corpus, args.docs)
     else:
-        model = str(args.model)
+        model = str(args.model or BASE_MODEL)
         kb_path = work / f"kb-{args.entities}.sqlite"
         names_path = work / f"kb-{args.entities}.names.json"
         if not kb_path.exists():
             names_path.write_text(json.dumps(make_kb(kb_path, args.entities)))
-        db = str(kb_path)
+        db = str(args.db or kb_path)
         if not corpus.exists():
             make_corpus(corpus, json.loads(names_path.read_text()), args.docs)
     counts = [int(w) for w in args.workers.split(",")]
@@ -383,7 +411,18 @@ def main() -> None:
         for round_ in range(args.repeats):
             for workers in counts:
                 dest = Path(tmp) / f"out-{workers}-{round_}.jsonl"
-                cmd = [sys.executable, __file__, "--measure-args", str(corpus), str(dest), model, db, str(workers)]
+                chunks = str(args.chunk_texts)
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--measure-args",
+                    str(corpus),
+                    str(dest),
+                    model,
+                    db,
+                    str(workers),
+                    chunks,
+                ]
                 row = run_child(cmd)
                 rows.append({**row, "round": round_})
                 print(json.dumps(row), flush=True)
@@ -394,14 +433,21 @@ def main() -> None:
     best = {w: max((r for r in rows if r["workers"] == w), key=lambda r: r["docs_per_s"]) for w in counts}
     low = {w: min((r for r in rows if r["workers"] == w), key=lambda r: r["pss_mb"]) for w in counts}
     base = counts[0]
-    print(f"\ncorpus {corpus.name}: {args.docs} documents; model {model}; outputs identical: yes")
-    print("workers  docs/s  speed-up  peak PSS sum MB  ratio  peak RSS sum MB  ratio  load before/after")
+    print(
+        f"\ncorpus {corpus.name}: {args.docs} documents, {args.chunk_texts} a chunk; model {model}; "
+        "outputs identical: yes"
+    )
+    print(
+        "workers  docs/s  speed-up  CPU s/doc  PSS sum MB  ratio  RSS sum MB  ratio  own MB  ratio  load before/after"
+    )
     for w in counts:
         b, m = best[w], low[w]
         print(
             f"{w:>7}  {b['docs_per_s']:>6.2f}  {b['docs_per_s'] / best[base]['docs_per_s']:>7.2f}x"
-            f"  {m['pss_mb']:>15.0f}  {m['pss_mb'] / low[base]['pss_mb']:>4.2f}x"
-            f"  {m['rss_mb']:>15.0f}  {m['rss_mb'] / low[base]['rss_mb']:>4.2f}x"
+            f"  {b['cpu_s_per_doc']:>9.2f}"
+            f"  {m['pss_mb']:>10.0f}  {m['pss_mb'] / low[base]['pss_mb']:>4.2f}x"
+            f"  {m['rss_mb']:>10.0f}  {m['rss_mb'] / low[base]['rss_mb']:>4.2f}x"
+            f"  {m['tree_mb']:>6.0f}  {m['tree_mb'] / low[base]['tree_mb']:>4.2f}x"
             f"  {b['load_before']:.1f}/{b['load_after']:.1f}"
         )
     print("ReFinED (published, roberta-base, another CPU and model): 231 AIDA documents in 29.7 s = 7.8 docs/s")
