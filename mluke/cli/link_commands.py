@@ -181,7 +181,7 @@ def link(
 
 
 def _is_jsonl(source: str) -> bool:
-    from mluke.linking.corpus import corpus_format
+    from mluke.linking.documents import corpus_format
 
     return corpus_format(source) == "jsonl"
 

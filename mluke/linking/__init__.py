@@ -3,7 +3,8 @@
 - ``texts``: :func:`link`, texts in, :class:`mluke.LinkedMention` lists out; ``files``: files and streams
   (:func:`link_file`, :func:`iter_link_file`, :func:`write_linked`); ``corpus``: :func:`link_corpus`, a text or JSONL
   corpus into a JSONL file, in order, resumable, with ``workers`` processes forked from one loaded linker
-  (``workers``: the processes, sharing its weights);
+  (``documents``: reading the corpus and cutting it into chunks; ``resume``: the partial output and its sidecar;
+  ``workers``: the processes, sharing its weights);
 - ``linker``: the :class:`Linker` (a model, a kb and a mention index, ready for many texts), with its
   streams (``streams``), the model's scores of candidates (``scoring``), the confidence of a mention
   (``confidence``, ``calibration``: :class:`Calibration`; ``coherence``: kb support from the rest of the text);

@@ -20,23 +20,22 @@ flight, and the lines are written in order.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
 from kb.db import EntityDB
-from kb.errors import InputFormatError, OptionError, OutputExistsError, flag
-from kb.files import check_output, check_text_source, iter_lines, output, publish, remove
+from kb.errors import OptionError
+from kb.files import check_output, output, publish, remove
 from kb.renamed import renamed_keyword
+from mluke.linking.documents import Chunk, InputFormat, corpus_format, iter_chunks, iter_documents
 from mluke.linking.linker import Linker
+from mluke.linking.resume import identity, resume, sidecar_path
 from mluke.linking.workers import WorkerPool, set_threads
 from mluke.models.checkpoint import Mluke
 from mluke.options import LinkOptions, merge_options
@@ -47,40 +46,6 @@ if TYPE_CHECKING:
 
     from mluke.models.devices import Device, DType
     from mluke.options import LinkKeywords
-
-#: What a corpus file holds: ``"text"`` (one text per line), ``"jsonl"`` (one JSON document per line), or
-#: ``"auto"``: JSONL when its first non-blank line is a JSON object with a ``"text"`` string, else text.
-InputFormat = Literal["auto", "text", "jsonl"]
-
-#: Format of the sidecar ``OUT.partial.json``; a sidecar of another format is not resumed.
-PROGRESS_FORMAT = "mluke-link-progress"
-PROGRESS_VERSION = 1
-
-#: Bytes of the input hashed into its identity (with its path, size and modification time).
-HEAD_BYTES = 1 << 20
-
-JSONL_FILE = 'a JSONL corpus: one JSON object per line, {"id": ..., "text": "...", "lang": "en"} (id and lang optional)'
-
-
-@dataclass(frozen=True)
-class Document:
-    """One document of a corpus: its number in the output's ``line`` field (the text's number in a text file, the
-    line number in a JSONL file), its text and language, and the JSON members its output line adds (``id``,
-    ``lang``: ``'"id": 7, '``)."""
-
-    line: int
-    text: str
-    lang: str
-    members: str = ""
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """Documents linked together: those from the ``start``-th (0-based) on, all in one language."""
-
-    start: int
-    lang: str
-    documents: list[Document]
 
 
 @dataclass
@@ -111,98 +76,6 @@ class CorpusRun:
         """Documents linked in this run per second of linking."""
         done = self.documents - self.resumed
         return done / self.seconds if self.seconds > 0 else 0.0
-
-
-def corpus_format(source: str | os.PathLike[str]) -> Literal["text", "jsonl"]:
-    """``"jsonl"`` when the first non-blank line of the file ``source`` is a JSON object with a ``"text"`` string,
-    else ``"text"`` (a text file whose first line is such an object is read as text with ``input_format="text"``)."""
-    check_text_source(source)
-    with open(source, "rb") as f:
-        for raw in f:
-            if raw.strip():
-                try:
-                    first = json.loads(raw)
-                except (ValueError, UnicodeDecodeError):
-                    return "text"
-                return "jsonl" if isinstance(first, dict) and isinstance(first.get("text"), str) else "text"
-    return "text"
-
-
-def iter_documents(
-    source: str | os.PathLike[str], lang: str, *, input_format: InputFormat = "auto"
-) -> Iterator[Document]:
-    """The documents of a corpus file, read one at a time (memory does not grow with the file).
-
-    Args:
-        source: a text file (one text per line, as :func:`kb.files.iter_lines` reads it; ``-``: standard input)
-            or a JSONL file (one ``{"id": ..., "text": ..., "lang": ...}`` a line; blank lines are skipped).
-        lang: the language of the documents that do not name theirs.
-        input_format: ``"text"``, ``"jsonl"`` or ``"auto"`` (:func:`corpus_format`).
-
-    Raises:
-        InputFormatError: a missing file, bytes that are not UTF-8, or a JSONL line that is not an object with a
-            ``"text"`` string (naming the file and line).
-    """
-    if input_format == "auto":
-        input_format = "text" if str(source) == "-" else corpus_format(source)
-    if input_format == "text":
-        for number, text in enumerate(iter_lines(source, pipe_hint="mluke link -"), 1):
-            yield Document(number, text, lang)
-        return
-    if input_format != "jsonl":
-        raise OptionError(f"input_format: expected 'auto', 'text' or 'jsonl', got {input_format!r}")
-    check_text_source(source)
-    with open(source, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            if raw.strip():
-                yield _document(raw, number, lang, str(source))
-
-
-def _document(raw: bytes, number: int, lang: str, name: str) -> Document:
-    try:
-        data = json.loads(raw)
-    except UnicodeDecodeError:
-        raise InputFormatError(f"{name}, line {number}: bytes that are not UTF-8; expected {JSONL_FILE}") from None
-    except ValueError as exc:
-        raise InputFormatError(f"{name}, line {number}: not JSON ({exc}); expected {JSONL_FILE}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("text"), str):
-        raise InputFormatError(f'{name}, line {number}: no "text" string; expected {JSONL_FILE}')
-    members = ""
-    if "id" in data:
-        members += f'"id": {json.dumps(data["id"], ensure_ascii=False)}, '
-    own = data.get("lang")
-    if own is not None:
-        if not isinstance(own, str):
-            raise InputFormatError(f'{name}, line {number}: "lang" must be a language code such as "en", got {own!r}')
-        members += f'"lang": {json.dumps(own, ensure_ascii=False)}, '
-    return Document(number, data["text"], own or lang, members)
-
-
-def iter_chunks(documents: Iterable[Document], options: LinkOptions) -> Iterator[Chunk]:
-    """The chunks :meth:`mluke.Linker.link_iter` would link ``documents`` in (its rule: at most
-    ``options.chunk_texts`` texts and ``options.chunk_chars`` characters, a longer text alone), a change of
-    language also ending one. They depend on the documents only, from the first one on."""
-    docs: list[Document] = []
-    size = start = 0
-    for k, doc in enumerate(documents):
-        long = len(doc.text) > options.chunk_chars
-        if docs and (
-            long
-            or len(docs) == options.chunk_texts
-            or size + len(doc.text) > options.chunk_chars
-            or doc.lang != docs[0].lang
-        ):
-            yield Chunk(start, docs[0].lang, docs)
-            docs, size = [], 0
-        if long:
-            yield Chunk(k, doc.lang, [doc])
-            continue
-        if not docs:
-            start = k
-        docs.append(doc)
-        size += len(doc.text)
-    if docs:
-        yield Chunk(start, docs[0].lang, docs)
 
 
 def link_chunk(job: tuple[Linker, LinkOptions], chunk: Chunk) -> Linked:
@@ -296,8 +169,8 @@ def link_corpus(
     resumable = str(source) != "-" and str(dest) != "-"
     partial, kept = Path(os.devnull), 0
     if resumable:
-        sidecar = _identity(source, lang, input_format, options, model, db, linker)
-        partial, kept = _resume(Path(dest), sidecar, overwrite, source, lang, input_format, options)
+        sidecar = identity(source, lang, input_format, options, model, db, linker)
+        partial, kept = resume(Path(dest), sidecar, overwrite, source, lang, input_format, options)
     elif str(dest) != "-":
         check_output(dest, overwrite=overwrite)
     run.resumed = run.documents = kept
@@ -333,7 +206,7 @@ def link_corpus(
             bar.update(len(done.lines))
     if resumable:
         publish(partial, Path(dest), overwrite=True)  # ``dest`` was refused at the start unless ``overwrite``
-        remove(_sidecar_path(Path(dest)))
+        remove(sidecar_path(Path(dest)))
     return run
 
 
@@ -363,112 +236,3 @@ def _scan(source: str | os.PathLike[str], lang: str, input_format: str) -> tuple
         langs.add(doc.lang)
         total += 1
     return sorted(langs), total
-
-
-def _sidecar_path(dest: Path) -> Path:
-    return dest.with_name(dest.name + ".partial.json")
-
-
-def _partial_path(dest: Path) -> Path:
-    return dest.with_name(dest.name + ".partial")
-
-
-def _identity(
-    source: str | os.PathLike[str],
-    lang: str,
-    input_format: str,
-    options: LinkOptions,
-    model: Any,
-    db: Any,
-    linker: Linker | None,
-) -> dict[str, Any]:
-    """What the sidecar records: the input's identity and the settings that change the output."""
-    path = Path(source).resolve()
-    stat = path.stat()
-    with path.open("rb") as f:
-        head = hashlib.sha256(f.read(HEAD_BYTES)).hexdigest()
-    if linker is not None:
-        model, db = linker.bundle, linker.db
-    return {
-        "format": PROGRESS_FORMAT,
-        "format_version": PROGRESS_VERSION,
-        "input": {"path": str(path), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "head_sha256": head},
-        "input_format": input_format,
-        "lang": lang,
-        "options": dataclasses.asdict(options),
-        "model": _name(model),
-        "db": _name(db),
-    }
-
-
-def _name(thing: Any) -> Any:
-    """A model or kb as the sidecar names it: a path with its size and modification time, a name, or a type."""
-    if thing is None:
-        return "default"
-    path = getattr(thing, "path", thing)
-    if isinstance(path, (str, os.PathLike)):
-        p = Path(path)
-        if p.exists():
-            stat = p.stat()
-            return {"path": str(p.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-        return str(path)
-    return type(thing).__name__
-
-
-def _resume(
-    dest: Path,
-    sidecar: dict[str, Any],
-    overwrite: bool,
-    source: str | os.PathLike[str],
-    lang: str,
-    input_format: str,
-    options: LinkOptions,
-) -> tuple[Path, int]:
-    """The partial file to append to and the documents it keeps: an interrupted run's, cut back to the start of
-    the chunk its last complete line belongs to, when the sidecar matches; else a new one."""
-    check_output(dest, overwrite=overwrite)
-    partial, meta = _partial_path(dest), _sidecar_path(dest)
-    found: Any = None
-    if meta.exists():
-        try:
-            found = json.loads(meta.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            found = None
-    if found == sidecar and partial.exists():
-        lines = _complete_lines(partial)
-        start = 0
-        for chunk in iter_chunks(iter_documents(source, lang, input_format=input_format), options):  # type: ignore[arg-type]
-            if chunk.start + len(chunk.documents) > lines:
-                break
-            start = chunk.start + len(chunk.documents)
-        _truncate_lines(partial, start)
-        return partial, start
-    if (partial.exists() or meta.exists()) and not overwrite:
-        why = "another input or other settings" if found is not None else "an unknown input"
-        raise OutputExistsError(
-            f"{partial} holds the progress of an interrupted run with {why} (see {meta}); run with the same input "
-            "and settings to resume it, or pass {overwrite} to start again",
-            options={"overwrite": flag("overwrite")},
-        )
-    remove(partial)
-    meta.write_text(json.dumps(sidecar, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    partial.touch()
-    return partial, 0
-
-
-def _complete_lines(path: Path) -> int:
-    """The lines of ``path`` that end in a newline (a torn last one does not count)."""
-    count = 0
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            count += block.count(b"\n")
-    return count
-
-
-def _truncate_lines(path: Path, keep: int) -> None:
-    """Cut ``path`` after its first ``keep`` lines."""
-    offset = 0
-    with path.open("rb") as f:
-        for _ in range(keep):
-            offset += len(f.readline())
-    os.truncate(path, offset)

@@ -13,9 +13,11 @@ import time
 import pytest
 
 from kb.errors import InputFormatError, OutputExistsError
-from mluke.linking.corpus import corpus_format, iter_chunks, iter_documents, link_corpus
+from mluke.linking.corpus import link_corpus
+from mluke.linking.documents import Document, corpus_format, iter_chunks, iter_documents
 from mluke.linking.files import iter_link_file, write_linked
 from mluke.linking.linker import Linker
+from mluke.linking.resume import identity, resume
 from mluke.options import LinkOptions
 
 #: Small chunks, so that a short corpus makes many of them (and a run can be stopped between two).
@@ -93,8 +95,6 @@ def test_bad_jsonl_line_is_named(tmp_path):
 
 
 def test_chunks_follow_the_streams_rule(texts):
-    from mluke.linking.corpus import Document
-
     options = LinkOptions(**SMALL)
     chunks = list(iter_chunks([Document(k + 1, t, "en") for k, t in enumerate(texts)], options))
     assert sum(len(c.documents) for c in chunks) == len(texts)
@@ -132,11 +132,9 @@ def test_resume_after_a_torn_write_and_refusal_of_another_input(linker, corpus, 
 
 def _leave_progress(linker, corpus, dest):
     """The sidecar of a run over ``corpus`` and an empty partial file: a run stopped before its first chunk."""
-    from mluke.linking import corpus as module
-
     options = LinkOptions(**SMALL)
-    sidecar = module._identity(corpus, "en", "text", options, None, None, linker)
-    module._resume(dest, sidecar, False, corpus, "en", "text", options)
+    sidecar = identity(corpus, "en", "text", options, None, None, linker)
+    resume(dest, sidecar, False, corpus, "en", "text", options)
 
 
 SCRIPT = textwrap.dedent(
