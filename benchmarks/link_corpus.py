@@ -250,11 +250,13 @@ def make_corpus(path: Path, names: list[str], docs: int, words: int = 300, seed:
             f.write(json.dumps({"id": f"doc-{d}", "text": text}) + "\n")
 
 
-def make_demo_corpus(path: Path, docs: int, words: int = 300, seed: int = 1) -> None:
-    """``docs`` JSONL documents of ~``words`` words of the embedded kb's facts (labels through templates)."""
+def make_demo_corpus(path: Path, docs: int, words: int = 300, seed: int = 1, db_path: Path | None = None) -> None:
+    """``docs`` JSONL documents of ~``words`` words of a kb's facts (labels through templates; default: the
+    embedded kb)."""
+    from kb.db import EntityDB
     from kb.sources.embedded import default_db
 
-    db = default_db()
+    db = EntityDB(db_path) if db_path else default_db()
     rng = random.Random(seed)
     relations = ("P17", "P36", "P30", "P37", "P38", "P47")
     facts = [f for pid in relations for f in db.facts(property=pid)]
@@ -394,7 +396,7 @@ def main() -> None:
         model = str(args.model or demo_model())
         db = str(args.db) if args.db else "-"
         if not corpus.exists():
-            make_demo_corpus(corpus, args.docs)
+            make_demo_corpus(corpus, args.docs, db_path=args.db)
     else:
         model = str(args.model or BASE_MODEL)
         kb_path = work / f"kb-{args.entities}.sqlite"

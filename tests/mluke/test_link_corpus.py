@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from kb.errors import InputFormatError, OutputExistsError
+from kb.errors import InputFormatError, OptionError, OutputExistsError
 from mluke.linking.corpus import link_corpus
 from mluke.linking.documents import Document, corpus_format, iter_chunks, iter_documents
 from mluke.linking.files import iter_link_file, write_linked
@@ -178,4 +178,4 @@ def test_cli_workers_and_refusals(demo_cli, corpus, tmp_path):
     assert result.exit_code == 0, result.output
     assert "2 workers x 1 thread" in result.output
     result = demo_cli("link", corpus, workers=2)
-    assert result.exit_code != 0 and "--jsonl" in result.output
+    assert isinstance(result.exception, OptionError) and "--jsonl OUT" in str(result.exception)
