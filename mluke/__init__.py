@@ -3,7 +3,8 @@
 Public API (torch and transformers are imported only when first used):
 
 - :func:`probe` -> :class:`ProbeResult` — cloze probing with entity or word masks;
-- :func:`link` -> :class:`LinkedMention` lists, :func:`link_file` -> :class:`LinkedTexts`,
+- :func:`link` -> :class:`LinkedMention` lists, :func:`link_file` -> :class:`LinkedTexts`, :func:`link_corpus`
+  (a corpus file into a JSONL file, in order, resumable, with worker processes),
   :class:`Linker` — entity linking with kb candidates and the model; :class:`KnowBertLinker` — the same
   with a KnowBert model's integrated linker (``method="knowbert"``);
 - :class:`ProbeOptions` / :class:`LinkOptions` — the options of probing and linking, as objects;
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from kb.errors import MlukeError
 
 if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type checkers and mkdocstrings
+    from mluke.linking.corpus import link_corpus as link_corpus
     from mluke.linking.files import link_file as link_file
     from mluke.linking.knowbert import KnowBertLinker as KnowBertLinker
     from mluke.linking.linker import Linker as Linker
@@ -59,6 +61,7 @@ _LAZY = {
     "ProbeResult": "mluke.results",
     "link": "mluke.linking.texts",
     "link_file": "mluke.linking.files",
+    "link_corpus": "mluke.linking.corpus",
     "Linker": "mluke.linking.linker",
     "KnowBertLinker": "mluke.linking.knowbert",
     "LinkOptions": "mluke.options",

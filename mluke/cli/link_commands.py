@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kb.errors import OptionError
 from kb.files import check_text_source
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, print_table, wrote
@@ -22,7 +23,13 @@ from mluke.options import LinkOptions
 
 
 def link(
-    source: Annotated[str, typer.Argument(help="Text file with one text per line, or '-' for standard input.")],
+    source: Annotated[
+        str,
+        typer.Argument(
+            help='Text file with one text per line, a JSONL corpus (one {"id", "text", "lang"} object per line), '
+            "or '-' for standard input."
+        ),
+    ],
     lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the texts, e.g. ja.")] = "en",
     model: ModelOption = None,
     db: DbOption = None,
@@ -82,6 +89,24 @@ def link(
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="Show a progress bar on long inputs.")
     ] = True,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Link a corpus with this many processes sharing the model's weights, writing --jsonl FILE in input "
+            "order as it goes; resumable: after an interruption, the same command goes on where it stopped "
+            "(default: 1 process, as a JSONL corpus is linked).",
+        ),
+    ] = None,
+    threads: Annotated[
+        int, typer.Option(help="With --workers or a JSONL corpus: torch threads per worker process.")
+    ] = 1,
+    input_format: Annotated[
+        str,
+        typer.Option(
+            help="'text' (one text per line), 'jsonl' (one JSON document per line), or 'auto': jsonl when the first "
+            'line is a JSON object with a "text" string.'
+        ),
+    ] = "auto",
     device: DeviceOption = None,
     dtype: DtypeOption = None,
     overwrite: OverwriteOption = False,
@@ -102,6 +127,21 @@ def link(
         knowledge_base=knowledge_base,
     )
     kbs = checks.kb_overrides(kb)
+    checks.choice("--input-format", input_format, ["auto", "text", "jsonl"])
+    jsonl_input = input_format == "jsonl" or (input_format == "auto" and source != "-" and _is_jsonl(source))
+    if workers is not None or jsonl_input:
+        checks.at_least("--workers", workers or 1, 1)
+        checks.at_least("--threads", threads, 1)
+        if not jsonl:
+            raise OptionError(
+                "a corpus (--workers, or a JSONL input) is linked into a JSONL file: give --jsonl OUT (or --jsonl -)"
+            )
+        _link_corpus(
+            source, jsonl, lang, workers or 1, threads, input_format, db, model, options, kbs, progress, overwrite
+        )
+        if jsonl != "-":
+            wrote(outputs)
+        return
     from mluke.linking.files import iter_link_file, write_linked
     from mluke.results import MENTION_COLUMNS, LinkTally
 
@@ -138,6 +178,68 @@ def link(
         typer.echo(
             f"... and {tally.mentions - limit:,} more mentions (--limit N prints more; --jsonl FILE writes them all)"
         )
+
+
+def _is_jsonl(source: str) -> bool:
+    from mluke.linking.documents import corpus_format
+
+    return corpus_format(source) == "jsonl"
+
+
+def _link_corpus(
+    source: str,
+    jsonl: str,
+    lang: str,
+    workers: int,
+    threads: int,
+    input_format: str,
+    db: Any,
+    model: Any,
+    options: LinkOptions,
+    kbs: Any,
+    progress: bool,
+    overwrite: bool,
+) -> None:
+    """``mluke link CORPUS --jsonl OUT --workers N``: :func:`mluke.linking.corpus.link_corpus`; counts as a table."""
+    from mluke.linking.corpus import CorpusRun, link_corpus
+    from mluke.results import LinkTally
+
+    run = CorpusRun(LinkTally())
+    try:
+        link_corpus(
+            source,
+            jsonl,
+            lang,
+            workers=workers,
+            threads=threads,
+            input_format=input_format,  # type: ignore[arg-type]  # checked above
+            db=db,
+            model=model,
+            options=options,
+            kbs=kbs,
+            progress=progress,
+            overwrite=overwrite,
+            run=run,
+        )
+    except KeyboardInterrupt:
+        done = f"interrupted after linking {run.documents:,} document{'s' if run.documents != 1 else ''}"
+        if jsonl == "-":
+            kept = f"{done}; they were written to standard output; run the command again to link all of {source}"
+        elif source == "-":
+            kept = f"{done}; nothing was written to {jsonl} (it is written only when complete); run it again"
+        else:
+            kept = (
+                f"{done}; they are kept in {jsonl}.partial ({jsonl} is written only when complete); "
+                "run the same command again to go on from there"
+            )
+        typer.echo(f"\n{kept}", err=True)
+        raise
+    if jsonl == "-":
+        return
+    counts = {**run.tally.summary(), "resumed": run.resumed, "docs/s": round(run.docs_per_second, 2)}
+    how = f"{workers} worker{'s' if workers != 1 else ''} x {threads} thread{'s' if threads != 1 else ''}"
+    title = f"linked {source} ({lang}, {options.method}, {how})"
+    print_table(title, list(counts), [list(counts.values())])
 
 
 def _say_interrupted(tally: Any, source: str, jsonl: str | None) -> None:

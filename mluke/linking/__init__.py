@@ -1,7 +1,10 @@
 """Entity linking: what :func:`mluke.link` runs (the method is described in :mod:`mluke.linking.texts`).
 
 - ``texts``: :func:`link`, texts in, :class:`mluke.LinkedMention` lists out; ``files``: files and streams
-  (:func:`link_file`, :func:`iter_link_file`, :func:`write_linked`);
+  (:func:`link_file`, :func:`iter_link_file`, :func:`write_linked`); ``corpus``: :func:`link_corpus`, a text or JSONL
+  corpus into a JSONL file, in order, resumable, with ``workers`` processes forked from one loaded linker
+  (``documents``: reading the corpus and cutting it into chunks; ``resume``: the partial output and its sidecar;
+  ``workers``: the processes, sharing its weights);
 - ``linker``: the :class:`Linker` (a model, a kb and a mention index, ready for many texts), with its
   streams (``streams``), the model's scores of candidates (``scoring``), the confidence of a mention
   (``confidence``, ``calibration``: :class:`Calibration`; ``coherence``: kb support from the rest of the text);
@@ -20,6 +23,7 @@ from kb.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from mluke.linking.calibration import Calibration as Calibration
+    from mluke.linking.corpus import link_corpus as link_corpus
     from mluke.linking.files import (
         iter_link_file as iter_link_file,
         link_file as link_file,
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "Calibration": "mluke.linking.calibration",
+    "link_corpus": "mluke.linking.corpus",
     "iter_link_file": "mluke.linking.files",
     "link_file": "mluke.linking.files",
     "write_linked": "mluke.linking.files",
