@@ -198,3 +198,28 @@ def test_losses_at_masked_positions_equal_full_forward(tiny_checkpoint):
         model.encode(input_ids=inputs["input_ids"], entity_ids=inputs["entity_ids"])
     with pytest.raises(ValueError, match="entity_position_ids"):
         model(input_ids=inputs["input_ids"], entity_ids=inputs["entity_ids"])
+
+
+def test_word_embeddings_padded_to_a_multiple_load_and_fewer_rows_do_not(tiny_checkpoint, tmp_path):
+    # resize_token_embeddings(pad_to_multiple_of=...) writes more word rows (and vocab_size) than tokenizer ids
+    model, tok, _ = mluke.load(tiny_checkpoint)
+    folder = tmp_path / "padded"
+    shutil.copytree(tiny_checkpoint, folder)
+    (folder / "pytorch_model.bin").unlink()
+    padded = LukeForMaskedLM.from_pretrained(tiny_checkpoint)
+    padded.resize_token_embeddings(tok.vocab_size, pad_to_multiple_of=64)
+    rows = padded.config.vocab_size
+    assert rows % 64 == 0 and rows > tok.vocab_size
+    padded.save_pretrained(folder)
+    again, again_tok, _ = mluke.load(folder)
+    assert again.config.vocab_size == rows and again_tok.vocab_size == tok.vocab_size
+    inputs = _inputs(tok)
+    with torch.no_grad():
+        want, got = model(**inputs), again(**inputs)
+    assert got.logits.shape[-1] == rows
+    assert (got.logits[..., : tok.vocab_size] - want.logits).abs().max() <= 1e-5
+    shrunk = LukeForMaskedLM.from_pretrained(tiny_checkpoint)
+    shrunk.resize_token_embeddings(tok.vocab_size - 1)
+    shrunk.save_pretrained(folder)
+    with pytest.raises(CheckpointError, match="more than the .* of config.json's vocab_size"):
+        mluke.load(folder)
