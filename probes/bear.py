@@ -81,14 +81,16 @@ def read_bear(folder: str | os.PathLike[str], *, template_index: int = 0) -> lis
 
 
 def word_ids(text: str, offsets: Sequence[tuple[int, int]]) -> list[int | None]:
-    """Per piece, the index of the whitespace-separated word its first character is in (None: special pieces,
-    whose offsets are (0, 0))."""
+    """Per piece, the index of the whitespace-separated word its first non-space character is in (None: special
+    pieces, whose offsets are (0, 0))."""
     starts = [m.start() for m in re.finditer(r"\S+", text)]
     out: list[int | None] = []
     for a, b in offsets:
         if a == b:
             out.append(None)
             continue
+        while a < b - 1 and text[a].isspace():  # a piece's offsets may take in the space before its word
+            a += 1
         k = 0
         while k + 1 < len(starts) and starts[k + 1] <= a:
             k += 1
