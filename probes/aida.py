@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from kb.errors import InputFormatError, OptionError
 from probes.reading import ReadSet, Skips, read_data_lines
@@ -116,7 +116,8 @@ class _Builder:
     """Collects one document's text and mentions as its lines are read."""
 
     def __init__(self, doc_id: str) -> None:
-        self.id, self.parts, self.length = doc_id, [], 0
+        self.id, self.length = doc_id, 0
+        self.parts: list[str] = []
         self.mentions: list[AidaMention] = []
         self.open: list[Any] | None = None  # [start, end, surface, title, url, wikipedia_id, mid]
         self.line_start = True
@@ -362,8 +363,13 @@ def eval_aida(
     if linker is None:
         import mluke
 
-        def linker(texts: list[str], spans: list[list[tuple[int, int]]] | None) -> Sequence[Sequence[Any]]:
-            return mluke.link(texts, "en", db=database, model=model, spans=spans, **link_options)  # type: ignore[return-value]
+        def link_with_mluke(texts: list[str], spans: list[list[tuple[int, int]]] | None) -> Sequence[Sequence[Any]]:
+            return cast(
+                "Sequence[Sequence[Any]]",
+                mluke.link(texts, "en", db=database, model=model, spans=spans, **link_options),
+            )
+
+        linker = link_with_mluke
 
     texts = [d.text for d in documents]
     found = linker(texts, None)

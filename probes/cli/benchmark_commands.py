@@ -27,8 +27,8 @@ def eval_lmkbc(
 ) -> None:
     """Score LM-KBC predictions (object sets as QIDs, empty allowed) by the challenge's rules: macro and micro
     precision, recall and F1 per relation and over all subject-relation pairs."""
-    checks.input_path("GOLD", gold, "file")
-    checks.input_path("PREDICTIONS", predictions, "file")
+    checks.input_file("GOLD", gold)
+    checks.input_file("PREDICTIONS", predictions)
     outputs = check_outputs(overwrite, json_out, csv_out)
     from probes.lmkbc import eval_lmkbc as run
 
@@ -51,7 +51,7 @@ def eval_aida(
 ) -> None:
     """Link AIDA-CoNLL's documents and score them as GERBIL does (strong match): A2KB micro and macro precision,
     recall and F1 over (span, entity) pairs, then D2KB in-kb accuracy with the gold mentions given."""
-    checks.input_path("FILE", file, "file")
+    checks.input_file("FILE", file)
     checks.choice("--split", split, ["train", "testa", "testb"])
     checks.choice("--method", method, list(checks.METHODS))
     checks.at_least("--limit", limit, 0)
@@ -82,7 +82,7 @@ def eval_xfactr(
 ) -> None:
     """Probe X-FACTR's facts with multi-piece decoding and score them by its rule: exact match against the
     object's label or aliases, accuracy per relation, macro over relations per language."""
-    checks.input_path("FOLDER", folder, "folder")
+    checks.input_path("FOLDER", folder, "folder", "X-FACTR's repository or its data/ folder")
     checks.choice("--decoding", decoding, ["independent", "left-to-right", "confidence"])
     checks.at_least("--max-pieces", max_pieces, 1)
     checks.at_least("--beam", beam, 1)
@@ -120,7 +120,7 @@ def eval_bear(
 ) -> None:
     """Score BEAR's multiple-choice statements by pseudo-log-likelihood (lm-pub-quiz's within_word_l2r): the
     best statement's answer is the prediction; accuracy per relation and overall."""
-    checks.input_path("FOLDER", folder, "folder")
+    checks.input_path("FOLDER", folder, "folder", "a BEAR dataset folder")
     checks.at_least("--template-index", template_index, 0)
     checks.at_least("--limit", limit, 0)
     outputs = check_outputs(overwrite, json_out, csv_out)
