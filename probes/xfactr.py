@@ -85,7 +85,7 @@ def read_table(path: Path) -> dict[str, list[str]]:
     """QID -> the other columns of a tab-separated file (aliases, gender); {} for a missing file."""
     if not path.is_file():
         return {}
-    out = {}
+    out: dict[str, list[str]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         qid, *rest = line.split("\t")
         if qid:
