@@ -170,7 +170,8 @@ def read_xfactr(
             s_names, o_names = names.get(s, {}), names.get(o, {})
             subject = s_names.get(lang) or s_names.get("en") or fact.get("sub_label", "")
             obj = o_names.get(lang) or o_names.get("en") or fact.get("obj_label", "")
-            gender = _gender((genders.get(s) or [None])[0])
+            marks = genders.get(s)
+            gender = _gender(marks[0] if marks else None)
             rel.facts.append(XfactrFact(s, subject, o, obj, tuple(aliases.get(o, [])), gender))
         out.append(rel)
     return out
