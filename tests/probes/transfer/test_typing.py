@@ -189,7 +189,8 @@ def test_finetune_then_evaluate_typing(tiny_demo, tmp_path):
     row = result.rows[0]
     assert row["examples"] == 12 and set(row) >= {"precision", "recall", "f1", "accuracy", "per_type"}
     columns, rows = result.table()
-    assert columns == ["lang", "examples", "precision", "recall", "f1", "accuracy"] and rows[-1][0] == "average"
+    assert columns == ["lang", "examples", "precision", "recall", "f1", "macro_f1", "accuracy"]
+    assert rows[-1][0] == "average"
     every = finetune(
         "typing", train, train, output=tmp_path / "all", model=tiny_demo, config=FAST, progress=False, all_labels=True
     )
