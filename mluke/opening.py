@@ -1,5 +1,5 @@
 """Which model a ``model=`` argument means: the given bundle, a checkpoint folder or hub name, or the
-embedded demo model (``None``), trained on first use.
+embedded demo model (``None`` or the name ``"demo"``), trained on first use.
 
 This sits above both :mod:`mluke.models.checkpoint` (reading and writing checkpoints) and :mod:`mluke.demo.model` (which
 trains with :mod:`mluke.pretraining`, which writes checkpoints), so that loading a checkpoint never reaches
@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from mluke.errors import CheckpointError
 from mluke.models.checkpoint import Mluke, load, resolve
 
 if TYPE_CHECKING:
     from mluke.models.devices import Device, DType
+
+#: The name of the embedded demo model, as ``model=`` and ``--model`` take it (so that it can stand beside other
+#: models: ``eval-mlama --model demo --model FacebookAI/xlm-roberta-base``); a folder named ``demo`` is ``./demo``.
+DEMO = "demo"
+
+
+def is_demo(model: object) -> bool:
+    """Whether a ``model=`` argument names the embedded demo model (``None`` or ``"demo"``)."""
+    return model is None or (isinstance(model, str) and model == DEMO)
+
 
 #: What a ``model=`` argument takes: a loaded bundle or its ``(model, tokenizer, entity_vocab)`` tuple, a
 #: checkpoint folder or hub name, or ``None`` for the embedded demo model.
@@ -33,7 +43,7 @@ def open_model(
     """The given model, or the default one. Every call that takes ``model=`` goes through this.
 
     Args:
-        model: ``None`` for the embedded demo model (trained on first use, then cached); a loaded
+        model: ``None`` or ``"demo"`` for the embedded demo model (trained on first use, then cached); a loaded
             ``(model, tokenizer, entity_vocab)`` bundle, used as it is; a folder or hub name, loaded with
             :func:`mluke.models.checkpoint.load`.
         device: where to move the model (see :mod:`mluke.models.devices`; ``None``: as it is), in place for a
@@ -51,14 +61,14 @@ def open_model(
     """
     from mluke.models.devices import place
 
-    if model is None:
+    if is_demo(model):
         from mluke.demo.model import demo_model
 
         bundle = load(demo_model())
     elif isinstance(model, (Mluke, tuple)):
         bundle = Mluke(*model)
     else:
-        bundle = _load_any(model, word_models)
+        bundle = _load_any(cast("str | os.PathLike[str]", model), word_models)
     place(bundle.model, device, dtype)
     return bundle
 

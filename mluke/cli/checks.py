@@ -117,8 +117,8 @@ def preset(value: str | None) -> None:
 
 def hidden_size(model: str | None) -> int | None:
     """The model's vector size, read from its config.json without loading it (the demo model's when
-    ``model`` is None); None when it cannot be known yet (a hub name)."""
-    if model is None:
+    ``model`` is None or ``"demo"``); None when it cannot be known yet (a hub name)."""
+    if model is None or model == "demo":  #: mluke.opening.DEMO
         return DEMO_HIDDEN_SIZE
     config = Path(model) / "config.json"
     if not config.is_file():

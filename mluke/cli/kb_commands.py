@@ -138,16 +138,42 @@ def build(
 @app.command("add", short_help="Add or refresh entities from the live Wikidata API.")
 def add(
     db: Annotated[Path, typer.Argument(help="Entity database (.sqlite) to update in place.")],
-    ids: Annotated[list[str], typer.Argument(help="Wikidata ids to add or refresh: items (Q17) or properties (P36).")],
+    ids: Annotated[
+        list[str] | None, typer.Argument(help="Wikidata ids to add or refresh: items (Q17) or properties (P36).")
+    ] = None,
     base_url: Annotated[
         str, typer.Option("--base-url", help="Wikidata server to ask (its /wiki/Special:EntityData/<id>.json).")
     ] = kb.sources.wikidata_api.WIKIDATA_URL,
+    relation: Annotated[
+        str | None,
+        typer.Option(help="Instead of ids: fetch this relation's facts (P740) from the Wikidata query service."),
+    ] = None,
+    limit: Annotated[int, typer.Option(help="With --relation: the most facts fetched.")] = 2000,
+    langs: Annotated[
+        str, typer.Option("--langs", help="With --relation: languages of the labels and titles, e.g. ja,en.")
+    ] = "en",
+    endpoint: Annotated[
+        str, typer.Option(help="With --relation: the SPARQL endpoint to ask.")
+    ] = "https://query.wikidata.org/sparql",
 ) -> None:
     """Add or refresh a few entities from the live Wikidata API (sitelinks, labels, aliases, claims), in one
-    transaction.
+    transaction; or, with --relation, a relation's facts with their entities' labels and titles (a bounded
+    number, from the Wikidata query service; the database is created when missing).
 
-    Example: mluke kb add kb.sqlite Q17 Q1490
+    Examples: mluke kb add kb.sqlite Q17 Q1490; mluke kb add kb.sqlite --relation P740 --limit 2000 --langs ja,en
     """
+    if relation is not None:
+        if ids:
+            raise typer.BadParameter("give either ids or --relation, not both")
+        from kb.sources.wikidata_sparql import add_relation
+
+        done = add_relation(db, relation, limit=limit, langs=_langs(langs) or ("en",), endpoint=endpoint)
+        typer.echo(f"updated {db}: {done.summary()}")
+        for note in done.notes:
+            typer.echo(f"note: {note}")
+        return
+    if not ids:
+        raise typer.BadParameter("give Wikidata ids (Q17 P36 ...) or --relation P740")
     report = kb.add_entities(db, ids, base_url=base_url)
     typer.echo(f"updated {db}: {report.summary()}")
 

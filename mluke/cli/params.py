@@ -57,7 +57,7 @@ KnowBertKbOption = Annotated[
 
 #: ``--model`` of the commands whose default is the embedded demo model.
 ModelOption = Annotated[
-    str | None, typer.Option(help="Checkpoint folder or hub name (default: the embedded demo model).")
+    str | None, typer.Option(help="Checkpoint folder or hub name, or 'demo' (the default): the embedded demo model.")
 ]
 
 #: ``--knowledge/--no-knowledge``: a KnowBert model's knowledge layer on or off (P@1 with and without it)

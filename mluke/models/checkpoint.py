@@ -235,17 +235,19 @@ def load(name_or_dir: str | os.PathLike[str], *, dtype: torch.dtype | None = Non
 
     Raises:
         InputFormatError: no such folder or hub name, a missing or unreadable config or weights file.
-        CheckpointError: weights that do not match the config, or a tokenizer or entity vocabulary of
-            another size.
+        CheckpointError: weights that do not match the config, a word tokenizer with more ids than the model
+            has rows (more rows, as padded embeddings have, load), or an entity vocabulary of another size.
     """
     directory = resolve(name_or_dir)
     model = load_model(directory, dtype=dtype)
     tokenizer = tokenizer_class(directory).from_pretrained(directory, db=db)
     vocab = tokenizer.entity_vocab
-    if tokenizer.vocab_size != model.config.vocab_size:
+    # More word rows than tokenizer ids is allowed: resize_token_embeddings(pad_to_multiple_of=...) pads the
+    # embeddings (and config.json's vocab_size) to a multiple of 8 or 64; rows no piece reaches are never read.
+    if tokenizer.vocab_size > model.config.vocab_size:
         raise CheckpointError(
-            f"{directory}: the word tokenizer has {tokenizer.vocab_size} ids, config.json says "
-            f"{model.config.vocab_size}"
+            f"{directory}: the word tokenizer has {tokenizer.vocab_size} ids, more than the "
+            f"{model.config.vocab_size} of config.json's vocab_size (a model may have more word rows, not fewer)"
         )
     if vocab is not None and len(vocab) != model.config.entity_vocab_size:
         raise CheckpointError(

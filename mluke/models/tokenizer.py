@@ -47,6 +47,9 @@ EntityRef = int | str | tuple[str, str] | None
 
 MAX_LENGTH = 512
 MAX_ENTITY_LENGTH = 128
+# The entity count of the tasks whose entities are fixed ([MASK], [MASK2]): transformers' LUKE and mLUKE
+# tokenizers set max_entity_length to these for the task, whatever the configured value.
+TASK_ENTITY_LENGTH = {"entity_classification": 1, "entity_pair_classification": 2}
 MAX_MENTION_LENGTH = 30
 _KEY_RE = re.compile(r"^(Q[1-9][0-9]*|[a-z][a-z0-9_.-]*:[^\s:]\S*)$")
 
@@ -299,7 +302,9 @@ class MlukeTokenizer:
             truncation: cut pieces beyond ``max_length`` (pairs: transformers' ``longest_first``, on the
                 words and on the entities); otherwise a text too long is an error.
             max_length: the most word pieces (default: the tokenizer's).
-            max_entity_length: the most entities (default: the tokenizer's).
+            max_entity_length: the most entities (default: the tokenizer's; 1 for ``entity_classification`` and
+                2 for ``entity_pair_classification``, as transformers sets them, so ``padding="max_length"``
+                pads the entity arrays to 1 and 2).
             return_token_type_ids: add ``token_type_ids`` and ``entity_token_type_ids``, all zeros (XLM-R has
                 no segment embeddings).
             return_tensors: ``"pt"`` for torch tensors, None for lists.
@@ -320,7 +325,7 @@ class MlukeTokenizer:
                 )
             text_pair, entity_spans = cast("str | Sequence[str]", entity_spans), None
         max_length = max_length or self.max_length
-        max_entity_length = max_entity_length or self.max_entity_length
+        max_entity_length = max_entity_length or TASK_ENTITY_LENGTH.get(task or "", self.max_entity_length)
         spans_b = batchify(entity_spans, single, len(texts), "entity_spans")
         ents_b = batchify(entities, single, len(texts), "entities")
         examples = self._examples(texts, spans_b, ents_b, lang, task)

@@ -240,7 +240,7 @@ def _subjects(db: EntityDB, items: list[str], lang: str, notes: list[str]) -> li
 
 def _nothing_to_ask(db: EntityDB, pid: str, template: str, model: Mluke | str | os.PathLike[str] | None) -> str:
     """The one sentence for a recognised relation the kb has no subjects for: what to do instead."""
-    if model is None:
+    if model is None or model == "demo":  # mluke.opening.is_demo
         model_name = "the embedded demo model"
     elif isinstance(model, (str, Path)):
         model_name = f"the model {model}"

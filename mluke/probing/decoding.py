@@ -74,6 +74,9 @@ def decode(
             raise MlukeError(f"{{{name}}}: expected a positive number", options={name: option(name, value)})
     mask_token = getattr(tokenizer, "mask_token", "<mask>")
     drop = torch.tensor(sorted(set(exclude)), dtype=torch.long)
+    # an mLUKE tokenizer's ids end below the model's word rows when the embeddings were padded to a multiple
+    # (resize_token_embeddings(pad_to_multiple_of=...)): the rows past them spell nothing and are never answers
+    n_words = tokenizer.vocab_size if hasattr(tokenizer, "entity_ids") else None
     found: list[dict[str, Answer]] = [{} for _ in subjects]
     for n in range(1, max_pieces + 1):
         enc = tokenizer([template.fill(s, mask_token * n) for s in subjects])
@@ -84,7 +87,7 @@ def decode(
         beams = [[_Hyp([-1] * n, 0.0)] for _ in subjects]
         for _ in range(1 if method == "independent" else n):
             flat = [(i, h) for i, hs in enumerate(beams) for h in hs]
-            logps = _mask_logps(model, ids, attention, where, flat, drop, batch_size)
+            logps = _mask_logps(model, ids, attention, where, flat, drop, batch_size, n_words)
             new: list[list[_Hyp]] = [[] for _ in subjects]
             for (i, h), logp in zip(flat, logps):  # logp: (n, vocab) at this answer's masks
                 new[i] += _extend(h, logp, method, beam)
@@ -128,9 +131,10 @@ def _mask_logps(
     flat: list[tuple[int, _Hyp]],
     drop: torch.Tensor,
     batch_size: int,
+    n_words: int | None = None,
 ) -> list[torch.Tensor]:
     """(n, vocab) log-probabilities at the n masks of each partial answer, filled pieces put in place;
-    ``batch_size`` answers per forward pass."""
+    ``batch_size`` answers per forward pass; ids from ``n_words`` on (padded rows) are never filled in."""
     out: list[torch.Tensor] = []
     for start in range(0, len(flat), batch_size):
         part = flat[start : start + batch_size]
@@ -145,6 +149,8 @@ def _mask_logps(
         logp = model.word_scores(states.reshape(-1, states.shape[-1])).float().cpu()
         if len(drop):
             logp[:, drop] = float("-inf")
+        if n_words is not None:
+            logp[:, n_words:] = float("-inf")
         out += list(logp.view(len(part), positions.shape[1], -1))
     return out
 

@@ -30,8 +30,8 @@ def eval_mlama(
         list[str] | None,
         typer.Option(
             help=(
-                "mLUKE checkpoint, KnowBert folder or any Hugging Face masked LM, as a folder or hub name (default: "
-                "the embedded demo model); repeat to compare models side by side."
+                "mLUKE checkpoint, KnowBert folder or any Hugging Face masked LM, as a folder or hub name, or 'demo' "
+                "(the default): the embedded demo model; repeat to compare models side by side."
             )
         ),
     ] = None,

@@ -198,3 +198,39 @@ def test_losses_at_masked_positions_equal_full_forward(tiny_checkpoint):
         model.encode(input_ids=inputs["input_ids"], entity_ids=inputs["entity_ids"])
     with pytest.raises(ValueError, match="entity_position_ids"):
         model(input_ids=inputs["input_ids"], entity_ids=inputs["entity_ids"])
+
+
+def _resized(folder, rows: int, pad_to_multiple_of: int | None = None) -> LukeForMaskedLM:
+    """The checkpoint's model with its word rows resized as ``resize_token_embeddings`` does, written the way
+    transformers 4.x writes it (decoder tied to the word embeddings, the output bias resized with them)."""
+    model = LukeForMaskedLM.from_pretrained(folder)
+    model.lm_head.decoder.weight = model.luke.embeddings.word_embeddings.weight  # mLUKE ties them
+    model.resize_token_embeddings(rows, pad_to_multiple_of=pad_to_multiple_of)
+    words = model.config.vocab_size
+    model.lm_head.decoder.weight = torch.nn.Parameter(model.luke.embeddings.word_embeddings.weight.detach().clone())
+    old = model.lm_head.bias.detach()
+    bias = torch.nn.Parameter(torch.cat([old, torch.zeros(max(words - len(old), 0))])[:words])
+    model.lm_head.bias = model.lm_head.decoder.bias = bias
+    return model
+
+
+def test_word_embeddings_padded_to_a_multiple_load_and_fewer_rows_do_not(tiny_checkpoint, tmp_path):
+    # resize_token_embeddings(pad_to_multiple_of=...) writes more word rows (and vocab_size) than tokenizer ids
+    model, tok, _ = mluke.load(tiny_checkpoint)
+    folder = tmp_path / "padded"
+    shutil.copytree(tiny_checkpoint, folder)
+    (folder / "pytorch_model.bin").unlink()
+    padded = _resized(tiny_checkpoint, tok.vocab_size, pad_to_multiple_of=64)
+    rows = padded.config.vocab_size
+    assert rows % 64 == 0 and rows > tok.vocab_size
+    padded.save_pretrained(folder)
+    again, again_tok, _ = mluke.load(folder)
+    assert again.config.vocab_size == rows and again_tok.vocab_size == tok.vocab_size
+    inputs = _inputs(tok)
+    with torch.no_grad():
+        want, got = model(**inputs), again(**inputs)
+    assert got.logits.shape[-1] == rows
+    assert (got.logits[..., : tok.vocab_size] - want.logits).abs().max() <= 1e-4
+    _resized(tiny_checkpoint, tok.vocab_size - 1).save_pretrained(folder)
+    with pytest.raises(CheckpointError, match="more than the .* of config.json's vocab_size"):
+        mluke.load(folder)

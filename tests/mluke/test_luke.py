@@ -79,6 +79,7 @@ TEXTS = [
     ("Tokyo is the capital of <mask>.", [(24, 30)]),
     ("a  <mask>  b\tand\nTokyo.", [(3, 9), (17, 22)]),
     ("東京 is Tokyo.", [(0, 2), (6, 11)]),
+    ("Hello\n<s>\nTokyo </s> x", [(10, 15)]),  # whitespace before a written special token: as transformers
 ]
 
 

@@ -366,6 +366,23 @@ def test_padding_max_length_pads_entity_arrays_to_max_entity_length(xlmr_tok, hf
 
 
 @pytest.mark.parametrize(
+    "task, spans", [("entity_classification", [(0, 5)]), ("entity_pair_classification", [(0, 5), (24, 29)])]
+)
+def test_padding_max_length_of_the_entity_tasks_pads_entities_to_1_and_2(xlmr_tok, hf_mluke, task, spans):
+    # transformers sets max_entity_length to 1 / 2 for these tasks whatever the tokenizer's (32 or 128)
+    from transformers import MLukeTokenizer as HfMLukeTokenizer
+
+    text = "Tokyo is the capital of Japan."
+    theirs = HfMLukeTokenizer.from_pretrained(hf_mluke.name_or_path, task=task)
+    want = theirs(text, entity_spans=spans, padding="max_length", max_length=20)
+    got = xlmr_tok(text, entity_spans=spans, task=task, padding="max_length", max_length=20, return_tensors=None)
+    _same_as_hf(got, want)
+    assert len(got["entity_ids"][0]) == len(spans) == len(want["entity_ids"])
+    wider = xlmr_tok(text, entity_spans=spans, task=task, padding="max_length", max_entity_length=4)
+    assert wider["entity_ids"].shape == (1, 4)  # an explicit max_entity_length still wins, as in transformers
+
+
+@pytest.mark.parametrize(
     "text, special",
     [
         ("Capital to <unk>, such", "<unk>"),

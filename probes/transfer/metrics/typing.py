@@ -1,5 +1,6 @@
 """Entity typing scores: loose micro precision, recall and F1 (Ling and Weld, 2012), as LUKE (Table 1) and
-KnowBert (Table 7) report them on Open Entity, following ERNIE's (Zhang et al., 2019) evaluation code."""
+KnowBert (Table 7) report them on Open Entity, following ERNIE's (Zhang et al., 2019) evaluation code; and the
+loose macro scores that Open Entity's own scorer (uwnlp/open_type) prints."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def typing_scores(gold: Sequence[Collection[str]], predicted: Sequence[Collectio
         predicted: the predicted types of each example.
 
     Returns:
-        ``precision``, ``recall``, ``f1`` (loose micro), ``accuracy`` (share of examples whose predicted set
+        ``precision``, ``recall``, ``f1`` (loose micro), ``macro_precision``, ``macro_recall``, ``macro_f1``
+        (loose macro, :func:`loose_macro`), ``accuracy`` (share of examples whose predicted set
         equals the gold set: strict accuracy), ``correct``, ``predicted``, ``gold`` (the label counts), and
         ``per_type``: {type: {precision, recall, f1, support}} for each type in gold or predictions.
 
@@ -51,13 +53,39 @@ def typing_scores(gold: Sequence[Collection[str]], predicted: Sequence[Collectio
             "f1": f1_of(t_precision, t_recall),
             "support": n_gold[t],
         }
+    macro_p, macro_r = loose_macro(gold, predicted)
     return {
         "precision": precision,
         "recall": recall,
         "f1": f1_of(precision, recall),
+        "macro_precision": macro_p,
+        "macro_recall": macro_r,
+        "macro_f1": f1_of(macro_p, macro_r),
         "accuracy": ratio(exact, len(gold)),
         "correct": correct,
         "predicted": pred_total,
         "gold": gold_total,
         "per_type": per_type,
     }
+
+
+def loose_macro(gold: Sequence[Collection[str]], predicted: Sequence[Collection[str]]) -> tuple[float, float]:
+    """Loose macro precision and recall, as Open Entity's scorer computes them: precision is the mean over the
+    examples with a non-empty prediction of |predicted ∩ gold| / |predicted|, recall the mean over the examples
+    with gold types of |predicted ∩ gold| / |gold| (each 0.0 when no example counts); F1 is their harmonic mean.
+
+    Raises:
+        OptionError: lists of different lengths.
+    """
+    check_lengths(gold, predicted, "examples")
+    p_sum = r_sum = 0.0
+    n_p = n_r = 0
+    for g, p in zip(gold, predicted):
+        g_set, p_set = set(g), set(p)
+        if p_set:
+            n_p += 1
+            p_sum += len(g_set & p_set) / len(p_set)
+        if g_set:
+            n_r += 1
+            r_sum += len(g_set & p_set) / len(g_set)
+    return (p_sum / n_p if n_p else 0.0), (r_sum / n_r if n_r else 0.0)

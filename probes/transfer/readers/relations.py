@@ -12,6 +12,10 @@ The label is ``no_relation`` or ``type(e1,e2)`` / ``type(e2,e1)``, the direction
 saying which marked entity is the subject. A ``Comment:`` line (SemEval-2010)
 after the label is ignored; ``\\r\\n`` line ends are read like ``\\n``.
 
+An entity marked with nothing inside (``<e1> </e1>``, one sentence of RELX's test sets) is kept with an
+empty span (``start == end``) where its markers stand, as RELX's and LUKE's readers keep it: the markers still
+go into the model's input and the example is scored.
+
 Bad blocks (no ``id<TAB>`` sentence line, a marker missing, repeated or closed
 before it is opened, overlapping entities, a bad label line) are counted and
 skipped, never fatal. A missing file or one without any example is a
@@ -43,7 +47,8 @@ class ReExample:
     """One sentence without markers, the character spans of the marked entities and the label as in the file.
 
     ``head`` is the span of ``<e1>`` and ``tail`` of ``<e2>``: the label's direction,
-    not the order in the sentence, says which one is the subject.
+    not the order in the sentence, says which one is the subject. A span is empty (``start == end``) where
+    the file marks nothing (``<e1> </e1>``).
     """
 
     id: str
@@ -197,11 +202,12 @@ def _unmark(sentence: str) -> tuple[str, tuple[int, int], tuple[int, int]]:
             start += 1
         while end > start and raw[end - 1].isspace():
             end -= 1
-        if start == end:
-            raise _BadBlock("empty entity", f"e{n}")
+        if start == end:  # `<e1> </e1>`: kept as an empty span where the markers stand, as RELX and LUKE read it
+            spans.append((offsets[start], offsets[start]))
+            continue
         spans.append((offsets[start], offsets[end - 1] + 1))
     (h0, h1), (t0, t1) = spans
-    if h0 < t1 and t0 < h1:
+    if h0 < h1 and t0 < t1 and h0 < t1 and t0 < h1:
         raise _BadBlock("entities overlap", f"{text[h0:h1]!r} and {text[t0:t1]!r}")
     return text, spans[0], spans[1]
 

@@ -6,9 +6,15 @@ JSON lines::
     {"sent": "Paris is the capital of France .", "start": 0, "end": 5, "labels": ["location", "place", "city"]}
 
 ``start`` and ``end`` are character offsets into ``sent`` (``sent[start:end]`` is the mention); an ``id`` field
-is kept when present (else the record's position, from 0). By default only the nine general types of the
-LUKE and KnowBert papers are kept (:data:`GENERAL_TYPES`; other labels dropped and counted, an example left
-with none is kept with an empty label set); ``all_labels=True`` keeps every label.
+is kept when present (else the record's position, from 0). Records of the original release (uwnlp/open_type)
+are read too, as LUKE's current reader reads them::
+
+    {"annot_id": "...", "mention_span": "Paris", "left_context_token": [], "right_context_token": ["is", ...],
+     "y_str": ["location", "place", "city"]}
+
+the sentence being the context tokens and the mention joined by single spaces. By default only the nine
+general types of the LUKE and KnowBert papers are kept (:data:`GENERAL_TYPES`; other labels dropped and
+counted, an example left with none is kept with an empty label set); ``all_labels=True`` keeps every label.
 
 Bad records (not JSON, a JSON line that is not UTF-8, not an object, a missing or mistyped field, a span outside
 the sentence or empty, labels that are not a list of strings) are counted and skipped, never fatal, each named
@@ -72,10 +78,36 @@ class TypingDataset(ReadSet[TypingExample]):
         return self._described(head, self.examples_skipped)
 
 
+#: The fields of Open Entity's original release (uwnlp/open_type's crowd data): tokens around the mention.
+RELEASE_FIELDS = ("mention_span", "left_context_token", "right_context_token", "y_str")
+
+
+def _release_record(record: dict[str, Any]) -> dict[str, Any]:
+    """A record of the original release in LUKE's layout: the sentence is the left context, the mention and the
+    right context joined by single spaces (as LUKE's reader does), the labels are ``y_str``; raises
+    :class:`BadRecord`."""
+    missing = [k for k in RELEASE_FIELDS if k not in record]
+    if missing:
+        raise BadRecord("missing field", ", ".join(missing))
+    left, mention, right = record["left_context_token"], record["mention_span"], record["right_context_token"]
+    if not all(isinstance(t, list) and all(isinstance(x, str) for x in t) for t in (left, right)):
+        raise BadRecord("left/right_context_token are not lists of strings")
+    if not isinstance(mention, str):
+        raise BadRecord("mention_span is not a string")
+    before = " ".join(left)
+    start = len(before) + (1 if before else 0)
+    sent = " ".join([*left, mention, *right])
+    ident = record.get("annot_id", record.get("id"))
+    out = {"sent": sent, "start": start, "end": start + len(mention), "labels": record["y_str"]}
+    return out if ident is None else {**out, "id": ident}
+
+
 def _example(record: Any, index: int, lang: str | None) -> TypingExample:
     """The example of one record, all its labels kept; raises :class:`BadRecord`."""
     if not isinstance(record, dict):
         raise BadRecord("not a JSON object", type(record).__name__)
+    if "sent" not in record and "y_str" in record:
+        record = _release_record(record)
     missing = [k for k in ("sent", "start", "end", "labels") if k not in record]
     if missing:
         raise BadRecord("missing field", ", ".join(missing))

@@ -400,7 +400,7 @@ def finetune(
 _KEPT = {
     "ner": ["precision", "recall", "f1"],
     "re": ["macro_f1", "micro_f1", "accuracy"],
-    "typing": ["precision", "recall", "f1", "accuracy"],
+    "typing": ["precision", "recall", "f1", "macro_f1", "accuracy"],
     "tacred": ["precision", "recall", "f1", "macro_f1", "accuracy"],
 }
 

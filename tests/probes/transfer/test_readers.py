@@ -379,13 +379,14 @@ def test_re_bad_blocks_are_counted_with_their_line(tmp_path):
         '7\t" <e1> A <e2> B </e2> </e1> . "\nno_relation\n\n'  # 19: nested
         '8\t" <e1> A </e1> met <e2> B </e2> . "\nper:title\n\n'  # 23: no direction
         '9\t" <e1> A </e1> met <e2> B </e2> . "\nOther\n\n'  # 26: not a label
-        '10\t" <e1> </e1> met <e2> B </e2> . "\nno_relation\n\n'  # 28: empty entity
+        '10\t" <e1> </e1> met <e2> B </e2> . "\nno_relation\n\n'  # 28: empty entity: kept, as RELX reads it
         '11\t" <e1> A </e1> met <e2> B </e2> . "\n\n'  # 31: no label
         '12\t" <e1> C </e1> saw <e2> D </e2> . "\nper:spouse(e2,e1)\n'
     )  # 34: good
     path = write(tmp_path, "bad.txt", text)
     ds = read_re(path)
-    assert [(e.id, e.head_text, e.tail_text) for e in ds] == [("1", "A", "B"), ("12", "C", "D")]
+    assert [(e.id, e.head_text, e.tail_text) for e in ds] == [("1", "A", "B"), ("10", "", "B"), ("12", "C", "D")]
+    assert ds.examples[1].text == "met B ." and ds.examples[1].head == (0, 0) and ds.examples[1].tail == (4, 5)
     assert ds.skipped == {
         "no id<TAB>sentence line": 1,
         "missing marker": 1,
@@ -393,11 +394,10 @@ def test_re_bad_blocks_are_counted_with_their_line(tmp_path):
         "unbalanced markers": 2,
         "entities overlap": 1,
         "bad label": 2,
-        "empty entity": 1,
         "no label line": 1,
     }
     lines = [e.split(": ")[0].rsplit(":", 1)[1] for e in ds.examples_skipped]
-    assert lines == ["4", "7", "10", "13", "16", "19", "23", "26", "28", "31"]
+    assert lines == ["4", "7", "10", "13", "16", "19", "23", "26", "31"]
     assert f"{path}:23: bad label ('per:title')" in ds.examples_skipped
 
 
@@ -464,3 +464,19 @@ def test_write_kbp37_refuses_bad_examples(tmp_path):
     for example in bad:
         with pytest.raises(OptionError, match=f"cannot write example '{example.id}'"):
             write_kbp37([example], tmp_path / "x.txt")
+
+
+def test_relx_empty_entity_is_kept_and_encoded_between_its_markers(tmp_path, tiny_demo):
+    # RELX's test sets have one sentence whose <e1> marks nothing; RELX's and LUKE's readers keep it
+    from mluke import MlukeTokenizer
+    from mluke.finetuning.inputs import relation_rows
+
+    text = '1\t" Die <e1> </e1> Firma <e2> Siemens </e2> sitzt in München . "\norg:city_of_headquarters(e2,e1)\n\n'
+    ds = read_re(write(tmp_path, "relx.txt", text), lang="de")
+    (example,) = ds.examples
+    assert example.head == (3, 3) and example.head_text == "" and example.tail_text == "Siemens"  # after "Die"
+    tok = MlukeTokenizer.from_pretrained(tiny_demo)
+    (row,) = relation_rows(tok, [example.text], [(example.head, example.tail)], features="word")
+    (h0, _), (t0, _) = row.slots
+    assert row.ids[h0] == row.ids[h0 + 1] == tok.ent_id  # <ent><ent>: the empty mention between its markers
+    assert row.ids[t0] == tok.ent2_id

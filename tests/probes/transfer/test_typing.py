@@ -131,6 +131,49 @@ def test_loose_micro_scores_by_hand():
         typing_scores([["a"]], [])
 
 
+def test_loose_macro_scores_by_hand_as_open_entity_scorer_prints_them():
+    gold = [{"person"}, {"location", "place"}, {"organization", "group"}, set()]
+    predicted = [{"person", "group"}, {"location"}, set(), {"event"}]
+    scores = typing_scores(gold, predicted)
+    # precision over the 3 examples with a prediction: (1/2 + 1/1 + 0/1) / 3; recall over the 3 with gold types:
+    # (1/1 + 1/2 + 0/2) / 3
+    assert scores["macro_precision"] == pytest.approx(0.5) and scores["macro_recall"] == pytest.approx(0.5)
+    assert scores["macro_f1"] == pytest.approx(0.5) and scores["f1"] != scores["macro_f1"]
+    assert typing_scores([[]], [[]])["macro_f1"] == 0.0
+
+
+# Two lines of Open Entity's original release (uwnlp/open_type crowd data), in its field layout
+RELEASE = [
+    {
+        "annot_id": "NYT_ENG_19950101.0001_1",
+        "mention_span": "the city of Paris",
+        "left_context_token": ["He", "moved", "to"],
+        "right_context_token": ["in", "1990", "."],
+        "y_str": ["location", "city", "place"],
+    },
+    {
+        "annot_id": "WKP_2",
+        "mention_span": "Bob",
+        "left_context_token": [],
+        "right_context_token": ["said", "hello", "."],
+        "y_str": ["person", "man"],
+    },
+]
+
+
+def test_reads_the_original_release_layout(tmp_path):
+    data = read_typing(_lines_file(tmp_path / "test.json", RELEASE))
+    assert not data.skipped and len(data) == 2
+    first, second = data.examples
+    assert first.text == "He moved to the city of Paris in 1990 ." and first.mention == "the city of Paris"
+    assert first.id == "NYT_ENG_19950101.0001_1" and first.labels == ("location", "place")
+    assert second.text == "Bob said hello ." and second.span == (0, 3) and second.labels == ("person",)
+    broken = read_typing(
+        _lines_file(tmp_path / "broken.json", [{**RELEASE[0], "left_context_token": "He"}, RELEASE[1]])
+    )
+    assert len(broken) == 1 and broken.skipped == {"left/right_context_token are not lists of strings": 1}
+
+
 FAST = FineTuneConfig(learning_rate=3e-3, batch_size=4, epochs=2, warmup=0.0)
 
 
@@ -146,7 +189,8 @@ def test_finetune_then_evaluate_typing(tiny_demo, tmp_path):
     row = result.rows[0]
     assert row["examples"] == 12 and set(row) >= {"precision", "recall", "f1", "accuracy", "per_type"}
     columns, rows = result.table()
-    assert columns == ["lang", "examples", "precision", "recall", "f1", "accuracy"] and rows[-1][0] == "average"
+    assert columns == ["lang", "examples", "precision", "recall", "f1", "macro_f1", "accuracy"]
+    assert rows[-1][0] == "average"
     every = finetune(
         "typing", train, train, output=tmp_path / "all", model=tiny_demo, config=FAST, progress=False, all_labels=True
     )

@@ -1,0 +1,282 @@
+"""X-FACTR (Jiang et al., EMNLP 2020): its data layout, its templates' marks, and probing scored by its rule.
+
+The layout of the repository's ``data/`` folder (the ``mlamaf`` set)::
+
+    mTRExf/sub/P19.jsonl          facts: {"sub_uri": "Q..", "sub_label": .., "obj_uri": "Q..", "obj_label": ..}
+    mTRExf_unicode_escape.txt     names: QID<TAB>"label"@lang<TAB>"label"@lang ... (``\\uXXXX`` escapes)
+    mTRExf_gender.txt             QID<TAB>gender (optional)
+    alias/mTRExf/<lang>.txt       aliases: QID<TAB>alias<TAB>alias ...
+    TREx_prompts.csv              templates: pid,relation,en,zh,fr,... with [X] and [Y]
+
+A fact's subject and object are named in the asked language, else in English (as X-FACTR's probe does).
+
+Templates carry morphological marks. Resolved here: ``[X.Nom]``-style case marks (the placeholder is kept, the
+case dropped) and choices by the subject's or object's gender or number, ``[né;X-Gender=MASC|née;X-Gender=FEM]``
+(the gender from ``mTRExf_gender.txt``: ``female`` picks ``FEM``, ``male`` ``MASC``; unknown or other, the first
+choice; number is always singular). Article and preposition marks (``[DEF;X]``, ``[ARTDEF;Y]``, ``[PREPLOC;Y]``)
+need X-FACTR's per-language inflection tables and are dropped, which :attr:`XfactrReport.notes` says per
+language: the templates of English, Chinese, Japanese, Dutch and Korean have none.
+
+Scoring, X-FACTR's rule: a prediction (the best of 1..``max_pieces`` masks, decoded by
+:func:`mluke.probing.decoding.decode`, ``independent``, ``left-to-right`` or ``confidence``) is right when it
+equals the object's label or one of its aliases in the language exactly (surrounding spaces aside). Accuracy
+per relation, then the macro average over the relations of each language.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb.errors import InputFormatError
+
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+_CHOICE = re.compile(r"\[([^\[\]]*;[XY]-(?:Gender|Number)=[^\[\]]*)\]")
+_CASE = re.compile(r"\[([XY])\.[A-Za-z]+\]")
+_TAG = re.compile(r"\[[A-Za-z.\-]+;[XY](?:\.[A-Za-z]+)?\]\s*")
+
+
+@dataclass(frozen=True)
+class XfactrFact:
+    """One fact, named in the probed language: the subject, the object and the object's aliases there."""
+
+    subject_id: str
+    subject: str
+    object_id: str
+    object: str
+    aliases: tuple[str, ...] = ()
+    subject_gender: str | None = None
+
+
+@dataclass
+class XfactrRelation:
+    """One relation in one language: its template (marks as in the file) and its facts."""
+
+    pid: str
+    lang: str
+    template: str
+    facts: list[XfactrFact] = field(default_factory=list)
+
+
+def unescape(text: str) -> str:
+    """``\\uXXXX`` escapes decoded."""
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def read_names(path: Path) -> dict[str, dict[str, str]]:
+    """QID -> {lang: label} of ``mTRExf_unicode_escape.txt``."""
+    out: dict[str, dict[str, str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        qid, *labels = line.rstrip("\n").split("\t")
+        for item in labels:
+            label, at, lang = item.rpartition("@")
+            if at:
+                out.setdefault(qid, {})[lang] = unescape(label.strip('"'))
+    return out
+
+
+def read_table(path: Path) -> dict[str, list[str]]:
+    """QID -> the other columns of a tab-separated file (aliases, gender); {} for a missing file."""
+    if not path.is_file():
+        return {}
+    out: dict[str, list[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        qid, *rest = line.split("\t")
+        if qid:
+            out[qid] = [unescape(r) for r in rest if r]
+    return out
+
+
+def _gender(value: str | None) -> str | None:
+    v = (value or "").lower()
+    return "FEM" if v in ("female", "fem", "f") else "MASC" if v in ("male", "masc", "m") else None
+
+
+def render(template: str, genders: dict[str, str | None] | None = None) -> str:
+    """The template with its marks resolved (see the module docs): a plain ``[X] ... [Y]`` template."""
+    genders = genders or {}
+
+    def choose(match: re.Match[str]) -> str:
+        options = []
+        for option in match.group(1).split("|"):
+            word, _, cond = option.partition(";")
+            options.append((word, cond))
+        for word, cond in options:
+            who, _, feature = cond.partition("-")
+            name, _, value = feature.partition("=")
+            if name == "Gender" and genders.get(who) == value:
+                return word
+            if name == "Number" and value == "SG":
+                return word
+        return options[0][0]
+
+    text = _CHOICE.sub(choose, template)
+    text = _CASE.sub(lambda m: f"[{m.group(1)}]", text)
+    text = _TAG.sub("", text)
+    return re.sub(r"\s{2,}", " ", text).strip()
+
+
+def has_dropped_marks(template: str) -> bool:
+    """Whether rendering drops article or preposition marks (which X-FACTR inflects)."""
+    return bool(_TAG.search(_CASE.sub(lambda m: f"[{m.group(1)}]", _CHOICE.sub("", template))))
+
+
+def read_xfactr(
+    root: str | os.PathLike[str], lang: str, relations: Sequence[str] | None = None
+) -> list[XfactrRelation]:
+    """The relations of ``lang`` with a template, each with its facts (see the module docs).
+
+    Raises:
+        InputFormatError: a folder without the files of the layout, or no template for ``lang``.
+    """
+    root = Path(root)
+    data = root / "data" if (root / "data" / "TREx_prompts.csv").is_file() else root
+    prompts, names_file, facts_dir = (
+        data / "TREx_prompts.csv",
+        data / "mTRExf_unicode_escape.txt",
+        data / "mTRExf" / "sub",
+    )
+    for need in (prompts, names_file, facts_dir):
+        if not need.exists():
+            raise InputFormatError(
+                f"{need}: missing; expected X-FACTR's data folder (TREx_prompts.csv, mTRExf/sub/, ...)"
+            )
+    with prompts.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or lang not in rows[0]:
+        langs = ", ".join(k for k in (rows[0] if rows else {}) if k not in ("pid", "relation"))
+        raise InputFormatError(f"{prompts}: no templates for {lang!r} (it has {langs})")
+    names = read_names(names_file)
+    aliases = read_table(data / "alias" / "mTRExf" / f"{lang}.txt")
+    genders = read_table(data / "mTRExf_gender.txt")
+    out = []
+    for row in rows:
+        pid, template = row["pid"], (row.get(lang) or "").strip()
+        path = facts_dir / f"{pid}.jsonl"
+        if not template or not path.is_file() or (relations and pid not in relations):
+            continue
+        rel = XfactrRelation(pid, lang, template)
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            fact = json.loads(line)
+            s, o = fact["sub_uri"], fact["obj_uri"]
+            s_names, o_names = names.get(s, {}), names.get(o, {})
+            subject = s_names.get(lang) or s_names.get("en") or fact.get("sub_label", "")
+            obj = o_names.get(lang) or o_names.get("en") or fact.get("obj_label", "")
+            marks = genders.get(s)
+            gender = _gender(marks[0] if marks else None)
+            rel.facts.append(XfactrFact(s, subject, o, obj, tuple(aliases.get(o, [])), gender))
+        out.append(rel)
+    return out
+
+
+def is_correct(prediction: str, fact: XfactrFact) -> bool:
+    """X-FACTR's rule: the prediction equals the object's label or one of its aliases."""
+    p = prediction.strip()
+    return bool(p) and (p == fact.object.strip() or p in {a.strip() for a in fact.aliases})
+
+
+@dataclass
+class XfactrReport:
+    """Accuracy per (language, relation), the macro average per language, and notes."""
+
+    accuracy: dict[str, dict[str, float]] = field(default_factory=dict)
+    facts: dict[str, dict[str, int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def macro(self) -> dict[str, float]:
+        """Per language, the mean accuracy over its relations."""
+        return {lang: sum(r.values()) / len(r) for lang, r in self.accuracy.items() if r}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"macro": self.macro, "accuracy": self.accuracy, "facts": self.facts, "notes": self.notes}
+
+    def table(self) -> tuple[list[str], list[list[Any]]]:
+        rows: list[list[Any]] = []
+        for lang, rels in self.accuracy.items():
+            rows += [[lang, pid, self.facts[lang][pid], round(100 * acc, 2)] for pid, acc in rels.items()]
+            rows.append([lang, "macro", sum(self.facts[lang].values()), round(100 * self.macro[lang], 2)])
+        return ["lang", "relation", "facts", "accuracy"], rows
+
+
+def score_relation(facts: Sequence[XfactrFact], predictions: Sequence[str]) -> float:
+    """The share of facts whose prediction is right (:func:`is_correct`)."""
+    if len(facts) != len(predictions):
+        raise InputFormatError(f"{len(predictions)} predictions for {len(facts)} facts")
+    return sum(is_correct(p, f) for p, f in zip(predictions, facts)) / len(facts) if facts else 0.0
+
+
+def eval_xfactr(
+    root: str | os.PathLike[str],
+    model: Any = None,
+    langs: Sequence[str] = ("en",),
+    *,
+    relations: Sequence[str] | None = None,
+    method: str = "confidence",
+    max_pieces: int = 5,
+    beam: int = 5,
+    limit: int | None = None,
+    batch_size: int = 64,
+) -> XfactrReport:
+    """Probe each relation of each language and score it by X-FACTR's rule (what ``mluke eval-xfactr`` does).
+
+    Args:
+        root: X-FACTR's repository or its ``data/`` folder.
+        model: an mLUKE checkpoint, any masked LM, or a loaded bundle (default: the demo model).
+        langs: the languages.
+        relations: only these (default: all with a template and facts).
+        method: the decoding (``independent``, ``left-to-right``, ``confidence``).
+        max_pieces: the most masks an answer takes.
+        beam: the beam of the decoding.
+        limit: only the first facts of each relation.
+        batch_size: answers per forward pass.
+    """
+    from kb.db import Template
+    from mluke.opening import open_model
+    from mluke.probing.decoding import decode
+
+    bundle = open_model(model, word_models=True)
+    tok = bundle.tokenizer
+    specials = [getattr(tok, n, None) for n in ("bos_id", "pad_id", "eos_id", "unk_id", "mask_id", "ent_id", "ent2_id")]
+    report = XfactrReport()
+    for lang in langs:
+        report.accuracy[lang], report.facts[lang] = {}, {}
+        dropped = []
+        for rel in read_xfactr(root, lang, relations):
+            facts = rel.facts[:limit] if limit is not None else rel.facts
+            if not facts:
+                continue
+            if has_dropped_marks(rel.template):
+                dropped.append(rel.pid)
+            predictions = [""] * len(facts)
+            by_template: dict[str, list[int]] = {}
+            for i, fact in enumerate(facts):
+                by_template.setdefault(render(rel.template, {"X": fact.subject_gender}), []).append(i)
+            for text, rows in by_template.items():
+                answers = decode(
+                    bundle.model,
+                    tok,
+                    Template(text),
+                    [facts[i].subject for i in rows],
+                    max_pieces=max_pieces,
+                    method=method,  # type: ignore[arg-type]
+                    beam=beam,
+                    top_k=1,
+                    exclude=[i for i in specials if i is not None],
+                    batch_size=batch_size,
+                )
+                for i, found in zip(rows, answers):
+                    predictions[i] = found[0].text if found else ""
+            report.accuracy[lang][rel.pid] = score_relation(facts, predictions)
+            report.facts[lang][rel.pid] = len(facts)
+        if dropped:
+            report.notes.append(f"{lang}: article/preposition marks dropped in {', '.join(dropped)}")
+    return report

@@ -1,0 +1,104 @@
+"""X-FACTR: its data layout, its templates' marks and its exact-match-with-aliases rule."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from kb.errors import InputFormatError
+from probes.xfactr import XfactrFact, eval_xfactr, read_xfactr, render, score_relation
+
+PROMPTS = (
+    "pid,relation,en,fr,ru\n"
+    "P19,place of birth,[X] was born in [Y] .,[X] est [né;X-Gender=MASC|née;X-Gender=FEM] [PREPLOC;Y] [Y] .,"
+    "[X.Nom] [родился;X-Gender=MASC|родилась;X-Gender=FEM|родилось;X-Gender=NEUT] в [Y.Ess] .\n"
+    "P36,capital,The capital of [X] is [Y] .,La capitale [PREPDEF;X] [X] est [Y] .,Столица [X.Gen] — [Y.Nom] .\n"
+)
+
+
+def write_xfactr(root):
+    data = root / "data"
+    (data / "mTRExf" / "sub").mkdir(parents=True)
+    (data / "alias" / "mTRExf").mkdir(parents=True)
+    (data / "TREx_prompts.csv").write_text(PROMPTS, encoding="utf-8")
+    facts = {
+        "P19": [("Q7186", "Marie Curie", "Q270", "Warsaw"), ("Q937", "Albert Einstein", "Q3012", "Ulm")],
+        "P36": [("Q142", "France", "Q90", "Paris"), ("Q17", "Japan", "Q1490", "Tokyo")],
+    }
+    for pid, rows in facts.items():
+        lines = [
+            json.dumps(
+                {"uuid": f"u{i}", "predicate_id": pid, "sub_uri": s, "sub_label": sl, "obj_uri": o, "obj_label": ol}
+            )
+            for i, (s, sl, o, ol) in enumerate(rows)
+        ]
+        (data / "mTRExf" / "sub" / f"{pid}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    names = [
+        'Q7186\t"Marie Curie"@en\t"Marie Curie"@fr',
+        'Q270\t"Warsaw"@en\t"Varsovie"@fr',
+        'Q937\t"Albert Einstein"@en',
+        'Q3012\t"Ulm"@en',
+        'Q142\t"France"@en\t"France"@fr',
+        'Q90\t"Paris"@en\t"Paris"@fr',
+        'Q17\t"Japan"@en\t"Japon"@fr',
+        'Q1490\t"Tokyo"@en\t"T\\u014dky\\u014d"@fr',
+    ]
+    (data / "mTRExf_unicode_escape.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
+    (data / "mTRExf_gender.txt").write_text("Q7186\tfemale\nQ937\tmale\n", encoding="utf-8")
+    (data / "alias" / "mTRExf" / "en.txt").write_text("Q270\tWarszawa\nQ1490\tTokyo City\tTōkyō\n", encoding="utf-8")
+    return root
+
+
+def test_marks_of_real_templates():
+    fr = "[X] est [né;X-Gender=MASC|née;X-Gender=FEM] [PREPLOC;Y] [Y] ."
+    assert render(fr, {"X": "FEM"}) == "[X] est née [Y] ." and render(fr, {"X": "MASC"}) == "[X] est né [Y] ."
+    assert render(fr) == "[X] est né [Y] ."  # unknown gender: the first choice
+    ru = "[X.Nom] [родился;X-Gender=MASC|родилась;X-Gender=FEM|родилось;X-Gender=NEUT] в [Y.Ess] ."
+    assert render(ru, {"X": "FEM"}) == "[X] родилась в [Y] ."
+    assert render("[DEF;X] [X.Nom] [βρίσκεται;X-Number=SG|βρίσκονται;X-Number=PL] [PREPDEF;Y] [Y.Acc] .") == (
+        "[X] βρίσκεται [Y] ."
+    )
+
+
+def test_reads_facts_names_aliases_and_genders(tmp_path):
+    root = write_xfactr(tmp_path)
+    en = read_xfactr(root, "en")
+    assert [r.pid for r in en] == ["P19", "P36"]
+    curie = en[0].facts[0]
+    assert curie == XfactrFact("Q7186", "Marie Curie", "Q270", "Warsaw", ("Warszawa",), "FEM")
+    fr = read_xfactr(root / "data", "fr", relations=["P36"])
+    assert [(f.subject, f.object) for f in fr[0].facts] == [("France", "Paris"), ("Japon", "Tōkyō")]
+    assert read_xfactr(root, "ru")[0].facts[1].subject == "Albert Einstein"  # no Russian name: English
+    with pytest.raises(InputFormatError, match="no templates for 'ja'"):
+        read_xfactr(root, "ja")
+    with pytest.raises(InputFormatError, match="TREx_prompts.csv: missing"):
+        read_xfactr(tmp_path / "nowhere", "en")
+
+
+def test_exact_match_against_label_or_alias():
+    facts = [XfactrFact("Q1", "A", "Q1490", "Tokyo", ("Tokyo City",)), XfactrFact("Q2", "B", "Q90", "Paris")]
+    assert score_relation(facts, ["Tokyo City", " Paris "]) == 1.0
+    assert score_relation(facts, ["tokyo", "Paris France"]) == 0.0  # exact: neither case nor extra words
+    assert score_relation(facts, ["Tokyo", ""]) == 0.5
+
+
+def test_eval_decodes_per_rendered_template_and_averages_relations(tmp_path, monkeypatch):
+    root = write_xfactr(tmp_path)
+    asked = []
+
+    def decode(model, tok, template, subjects, **kw):
+        asked.append((template.text, list(subjects), kw["method"], kw["max_pieces"]))
+        right = {"Marie Curie": "Warszawa", "France": "Paris", "Japan": "Kyoto"}
+        return [[SimpleNamespace(text=right.get(s, "Berlin"))] for s in subjects]
+
+    monkeypatch.setattr("mluke.probing.decoding.decode", decode)
+    monkeypatch.setattr(
+        "mluke.opening.open_model", lambda model, word_models: SimpleNamespace(model=None, tokenizer=SimpleNamespace())
+    )
+    report = eval_xfactr(root, "any", ["en", "fr"], method="left-to-right", max_pieces=3)
+    assert report.accuracy["en"] == {"P19": 0.5, "P36": 0.5} and report.macro["en"] == 0.5
+    assert report.facts["en"] == {"P19": 2, "P36": 2}
+    fr_p19 = [a for a in asked if a[0].startswith("[X] est ")]
+    assert sorted(t for t, *_ in fr_p19) == ["[X] est né [Y] .", "[X] est née [Y] ."]  # one decoding per gender
+    assert all(m == "left-to-right" and n == 3 for *_, m, n in asked)
+    assert report.notes == ["fr: article/preposition marks dropped in P19, P36"]
