@@ -154,7 +154,7 @@ class KnowBertModel(nn.Module):
         """``nn.Module._apply`` (``to``, ``half``, ``cuda`` ...), converting each entity table once: a layer's
         buffer and its table stay one tensor, and a table that is an encoder parameter stays that parameter."""
         if not recurse:
-            return cast("KnowBertModel", super()._apply(fn, recurse))
+            return cast("KnowBertModel", super()._apply(fn, recurse))  # type: ignore[no-untyped-call,unused-ignore]  # torch leaves _apply unannotated
         params = {n: self.encoder.get_parameter(p) for n, p in self.table_parameters.items()}
         apply = functools.partial(super()._apply, fn, recurse)
         convert_once(apply, fn, self.knowledge_layers(), self.tables, params)
