@@ -6,11 +6,12 @@ normaliser over the whole entity table exact (float32) or from its int8 copy (th
 The model is a random mluke-base-shaped checkpoint (1,200,001 entities x 256, ``common.make_checkpoint``:
 entity keys Q4 ... named "Entity i"); the kb is generated here: ``--surfaces`` made-up names, each
 anchored to 3 entities of the checkpoint's vocabulary (keys spread over the whole table, priors 0.6/0.3/0.1),
-and ``--sentences`` sentences naming about two of them each. Each method runs in a fresh process, interleaved
-(``--repeats`` rounds); the linker is built and warmed up (one call, which also makes the int8 copy of the
-table: its time is reported) before the clock starts; medians. The int8 and exact runs' outputs are checked:
-the same top entity and NIL decision (at the calibration's threshold) for every mention, and the largest
-confidence difference.
+and ``--sentences`` sentences naming about two of them each. Each method runs in a fresh process,
+interleaved (``--repeats`` rounds), timed in wall and in CPU seconds of the process (on a shared machine
+the CPU seconds of a one-thread process are the steadier measure); the linker is built and warmed up (one
+call, which also makes the int8 copy of the table: its time is reported) before the clock starts; medians.
+The int8 and exact runs' outputs are checked: the same top entity and NIL decision (at the calibration's
+threshold) for every mention, and the largest confidence difference.
 
     BENCH_THREADS=1 python benchmarks/link_cost.py [MODEL_DIR] [--sentences 300] [--repeats 3]
 
@@ -143,15 +144,16 @@ def main() -> None:
         if any(r["linked"] != runs[method][0]["linked"] for r in runs[method]):
             raise SystemExit(f"{method}: outputs differ between rounds")
     med = {m: statistics.median(r["seconds"] for r in runs[m]) for m in METHODS}
+    cpu = {m: statistics.median(r["cpu_seconds"] for r in runs[m]) for m in METHODS}
     first = runs["encoder"][0]
     print(
         f"\n{args.sentences} sentences, {first['windows']} windows, {first['mentions']} mentions scored, "
         f"{checkpoint_entities(args.model):,} entities, {bench_threads()} thread(s), medians of {args.repeats}"
     )
-    print("| run | median s | x bare encoder |")
-    print("|---|---:|---:|")
+    print("| run | median wall s | x bare encoder | median CPU s | x bare encoder |")
+    print("|---|---:|---:|---:|---:|")
     for m in METHODS:
-        print(f"| {m} | {med[m]:.2f} | {med[m] / med['encoder']:.2f} |")
+        print(f"| {m} | {med[m]:.2f} | {med[m] / med['encoder']:.2f} | {cpu[m]:.2f} | {cpu[m] / cpu['encoder']:.2f} |")
     warm = statistics.median(r["warm_up_s"] for r in runs["link-int8"])
     print(
         f"warm-up call (2 texts; int8: includes making the int8 table): int8 {warm:.1f} s, exact "

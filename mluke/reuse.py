@@ -6,8 +6,8 @@ This is module-level state, which the library otherwise avoids; it is acceptable
 - bounded: at most :data:`MAX_BUILT` entries, least recently used first out (a model can be large);
 - keyed on content identity: the resolved model folder and its weight files' size and modification time
   (an object passed in: that object), the kb file's path, size and modification time (and its write-ahead
-  log's), the device, the dtype and every option that changes what is built, so a retrained model or a
-  rebuilt kb is never served stale;
+  log's; an open kb passed in: that object too), the device, the dtype and every option that changes what
+  is built, so a retrained model or a rebuilt kb is never served stale;
 - clearable: :func:`clear_cache` (``mluke.clear_cache()``) empties it, e.g. to free memory;
 - thread-safe: one lock guards the table, and a key being built is built once while other keys are served.
 
@@ -41,6 +41,11 @@ class BuiltCache:
     def __len__(self) -> int:
         return len(self._items)
 
+    def values(self) -> list[Any]:
+        """The kept objects, least recently used first."""
+        with self._lock:
+            return list(self._items.values())
+
     def _hit(self, key: Hashable) -> tuple[bool, Any]:
         with self._lock:
             if key in self._items:
@@ -52,13 +57,13 @@ class BuiltCache:
         """The object kept under ``key``, else ``build()`` kept under it (the oldest entry out past ``maxsize``)."""
         found, value = self._hit(key)
         if found:
-            return value  # type: ignore[no-any-return]
+            return value
         with self._lock:
             building = self._building.setdefault(key, threading.Lock())
         with building:  # one build per key; other keys are served meanwhile
             found, value = self._hit(key)
             if found:
-                return value  # type: ignore[no-any-return]
+                return value
             try:
                 made = build()
             finally:
@@ -120,14 +125,16 @@ def model_identity(model: Any) -> tuple[object, ...]:
 
 
 def db_identity(db: Any) -> tuple[object, ...]:
-    """What a ``db=`` argument means, as a key: the embedded kb (``None``) and paths by :func:`file_identity`,
-    an open kb by its file."""
+    """What a ``db=`` argument means, as a key: the embedded kb (``None``) and paths by :func:`file_identity`, an
+    open kb by the object and its file (a linker keeps the object it was given, which its owner may close)."""
     if db is None:
         from kb.sources.embedded import embedded_path
 
         return file_identity(embedded_path())
-    path = getattr(db, "path", db)
-    return file_identity(path) if isinstance(path, (str, os.PathLike)) else ("object", id(db))
+    if isinstance(db, (str, os.PathLike)):
+        return file_identity(db)
+    path = getattr(db, "path", None)
+    return ("object", id(db), file_identity(path) if isinstance(path, (str, os.PathLike)) else None)
 
 
 def dbs_identity(kbs: Mapping[str, Any] | None) -> tuple[object, ...] | None:

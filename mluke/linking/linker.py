@@ -86,11 +86,13 @@ class Linker(StreamMixin, ConfidenceMixin):
         #: qualified names of each group of candidates, and the title of each top candidate, by language
         self._name_cache: dict[tuple[tuple[str, ...], str], dict[str, str]] = {}
         self._title_cache: dict[tuple[str, str], str | None] = {}
+        #: qualified names of one mention's candidates (a :class:`KnowBertLinker` has its own)
+        self._names: Callable[[tuple[str, ...], str], dict[str, str]] = self._cached_names
 
     def _qualified(self, keys: tuple[str, ...], lang: str) -> dict[str, str]:
         return qualified_names(self.db, list(keys), lang)
 
-    def _names(self, keys: tuple[str, ...], lang: str) -> dict[str, str]:
+    def _cached_names(self, keys: tuple[str, ...], lang: str) -> dict[str, str]:
         """:func:`kb.entities.qualified_names` of one mention's candidates (cached; see :meth:`_prefetch`)."""
         found = self._name_cache.get((keys, lang))
         return found if found is not None else self._prefetch([keys], [], lang)[0][0]

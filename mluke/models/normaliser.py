@@ -42,7 +42,7 @@ LOG2E = 1.0 / math.log(2.0)
 #: Rows of the table per block: the unit that is recomputed in float32.
 BLOCK = 128
 #: Blocks recomputed in float32 per mention: those of the largest share of the normaliser.
-HEAVY_BLOCKS = 6
+HEAVY_BLOCKS = 8
 #: The smallest scale of a row (all-zero rows quantise to zeros, not to nan).
 TINY = 1e-30
 

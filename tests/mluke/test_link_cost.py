@@ -106,3 +106,62 @@ def test_coherence_prefetch_gives_the_same_support(embedded_db, tiny_demo):
     warm = KbCoherence(embedded_db)
     warm.prefetch([c.key for m in mentions for c in m.candidates])
     assert warm.support(mentions) == lazy and any(v for row in lazy for v in row.values())
+
+
+def test_built_cache_builds_each_key_once_and_keeps_the_latest():
+    import threading
+
+    from mluke.reuse import BuiltCache
+
+    cache, built = BuiltCache(maxsize=2), []
+
+    def build(key):
+        built.append(key)
+        return object()
+
+    first = cache.get("a", lambda: build("a"))
+    assert cache.get("a", lambda: build("a")) is first and built == ["a"]
+    cache.get("b", lambda: build("b"))
+    cache.get("a", lambda: build("a"))  # "a" is now the most recent: "b" goes first
+    cache.get("c", lambda: build("c"))
+    assert len(cache) == 2 and cache.get("a", lambda: build("a")) is first and built == ["a", "b", "c"]
+    threads = [threading.Thread(target=cache.get, args=("d", lambda: build("d"))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert built.count("d") == 1
+    cache.clear()
+    assert len(cache) == 0
+
+
+def test_link_and_probe_reuse_what_they_built(tiny_demo, embedded_db_path, tmp_path):
+    import os
+    import shutil
+
+    import mluke
+    from mluke.reuse import BUILT
+
+    db = tmp_path / "kb.sqlite"
+    shutil.copyfile(embedded_db_path, db)
+    mluke.clear_cache()
+    first = mluke.link("Paris is the capital of France.", "en", model=tiny_demo, db=db)
+    (linker,) = BUILT.values()
+    again = mluke.link("Paris is the capital of France.", "en", model=tiny_demo, db=db)
+    assert BUILT.values() == [linker] and again == first
+    mluke.link("Paris is the capital of France.", "en", model=tiny_demo, db=db, method="prior")  # not a build option
+    assert BUILT.values() == [linker]
+    stat = db.stat()
+    os.utime(db, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a rebuilt kb: a new linker
+    mluke.link("Paris is the capital of France.", "en", model=tiny_demo, db=db)
+    assert len(BUILT) == 2 and BUILT.values()[-1] is not linker
+    mluke.link("東京は日本の首都です。", "ja", model=tiny_demo, db=db)  # built for one language
+    assert len(BUILT) == 3
+    asked = {"lang": "en", "model": tiny_demo, "db": db, "subjects": ["Japan"]}
+    mluke.probe("The capital of [X] is [Y].", **asked)
+    mluke.probe("The capital of [X] is [Y].", **asked)
+    assert len(BUILT) == 4  # one model for both probes
+    mluke.probe("The capital of [X] is [Y].", **asked, device="cpu")
+    assert len(BUILT) == 4 and linker not in BUILT.values()  # bounded: the oldest went
+    mluke.clear_cache()
+    assert len(BUILT) == 0
