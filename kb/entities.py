@@ -111,28 +111,47 @@ def qualified_names(db: EntityDB, keys: list[str], lang: str) -> dict[str, str]:
     countries, continents and entities without any of these keep the plain name. Two keys that would
     still share a name get their key added: "Springfield (United States, Q...)".
     """
-    out: dict[str, str] = {}
-    for key in dict.fromkeys(keys):
-        entity = db.get(key)
+    return qualified_names_of_groups(db, [keys], lang)[0]
+
+
+def qualified_names_of_groups(db: EntityDB, groups: list[list[str]], lang: str) -> list[dict[str, str]]:
+    """:func:`qualified_names` of each group of keys (e.g. each mention's candidates: names tell apart the
+    keys of one group), the kb read for all groups at once: three statements per 500 keys, not three per key."""
+    keys = list(dict.fromkeys(k for group in groups for k in group))
+    entities = db.entities(keys)
+    placed = [k for k, e in entities.items() if e.kind not in ("country", "continent")]
+    facts = db.facts_of(placed, QUALIFIER_PROPERTIES)
+    first = {}  # key -> the object of its first qualifier property that has one
+    for key, found in facts.items():
+        for pid in QUALIFIER_PROPERTIES:
+            objects = [f.object for f in found if f.property == pid]
+            if objects:
+                first[key] = objects[0]
+                break
+    others = db.entities(list(first.values()))
+    plain: dict[str, str] = {}
+    for key in keys:
+        entity = entities.get(key)
         if entity is None:
-            out[key] = key
+            plain[key] = key
             continue
         base = entity.name(lang) or key
         title = entity.titles.get(lang)
         if title and title != base and title.startswith(base) and len(title) > len(base) + 2:
-            out[key] = title
+            plain[key] = title
             continue
         qualifier = None
-        if entity.kind not in ("country", "continent"):
-            for pid in QUALIFIER_PROPERTIES:
-                objects = [f.object for f in db.facts(subject=key, property=pid)]
-                if objects:
-                    other = db.get(objects[0])
-                    qualifier = (other.name(lang) if other else None) or objects[0]
-                    break
-            if qualifier is None and entity.kind:
-                qualifier = entity.kind
-        out[key] = f"{base} ({qualifier})" if qualifier else base
+        if key in first:
+            other = others.get(first[key])
+            qualifier = (other.name(lang) if other else None) or first[key]
+        elif entity.kind not in ("country", "continent") and entity.kind:
+            qualifier = entity.kind
+        plain[key] = f"{base} ({qualifier})" if qualifier else base
+    return [_told_apart({key: plain[key] for key in dict.fromkeys(group)}) for group in groups]
+
+
+def _told_apart(out: dict[str, str]) -> dict[str, str]:
+    """``out`` with the key added to names that two keys share."""
     seen: dict[str, list[str]] = {}
     for key, name in out.items():
         seen.setdefault(name, []).append(key)

@@ -14,6 +14,7 @@ Public API (torch and transformers are imported only when first used):
   for English LUKE (byte-level BPE, English titles);
 - :class:`MlukeForMaskedLM` — the model, with candidate-restricted scoring;
 - :func:`span_vectors` — contextual vectors of character spans (word or entity features, any layer);
+- :func:`clear_cache` — forget the linkers and models :func:`link` and :func:`probe` keep for their next call;
 - :func:`pretrain` — pretraining from XLM-R (see :mod:`mluke.pretraining`);
 - :class:`MlukeError` — base of every error mluke raises on purpose; all of them in :mod:`mluke.errors`.
 
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # what the lazy table below exports, visible to IDEs, type ch
     from mluke.pretraining import pretrain as pretrain
     from mluke.probing.cloze import probe as probe
     from mluke.results import LinkedMention as LinkedMention, LinkedTexts as LinkedTexts, ProbeResult as ProbeResult
+    from mluke.reuse import clear_cache as clear_cache
     from mluke.spans import span_vectors as span_vectors
 
 __version__ = "0.1.0"
@@ -69,6 +71,7 @@ _LAZY = {
     "LinkedTexts": "mluke.results",
     "pretrain": "mluke.pretraining",
     "span_vectors": "mluke.spans",
+    "clear_cache": "mluke.reuse",
 }
 
 __all__ = ["MlukeError", "__version__", *_LAZY]

@@ -16,6 +16,8 @@ import pytest
 import kb
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from click.testing import Result
 
 
@@ -72,6 +74,16 @@ def _isolated_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     itself only); one cache is shared across the session."""
     assert SESSION_HOME is not None
     monkeypatch.setenv("MLUKE_HOME", str(SESSION_HOME))
+
+
+@pytest.fixture(autouse=True)
+def _forget_built() -> Iterator[None]:
+    """``mluke.link`` and ``mluke.probe`` keep what they build for their next call (:mod:`mluke.reuse`): each test
+    starts without what earlier tests built (a test's own calls still reuse it)."""
+    yield
+    from mluke.reuse import clear_cache
+
+    clear_cache()
 
 
 @pytest.fixture(scope="session")

@@ -146,17 +146,7 @@ class EntityDB(SqliteStore):
         ).fetchall()
         if not rows or rows[0][0] != 0:
             raise NotFoundError(f"no entity {key!r} in {self.path}")
-        titles: dict[str, str] = {}
-        labels: dict[str, str] = {}
-        aliases: dict[str, list[str]] = {}
-        for part, lang, name, kind in rows[1:]:
-            if part == 1:
-                titles[lang] = name
-            elif kind == "label":
-                labels[lang] = name
-            else:
-                aliases.setdefault(lang, []).append(name)
-        return Entity(key, rows[0][1], titles, labels, {k: tuple(v) for k, v in aliases.items()})
+        return _entity(key, rows[0][1], [(key, *r) for r in rows[1:]])
 
     def get(self, key: str) -> Entity | None:
         """Like :meth:`entity` but returns ``None`` for an unknown key."""
@@ -164,6 +154,53 @@ class EntityDB(SqliteStore):
             return self.entity(key)
         except NotFoundError:
             return None
+
+    def entities(self, keys: list[str] | tuple[str, ...]) -> dict[str, Entity]:
+        """:meth:`entity` of many keys, one statement per 500 keys; unknown keys are left out."""
+        out: dict[str, Entity] = {}
+        for part in chunked(list(dict.fromkeys(keys))):
+            marks = ",".join("?" * len(part))
+            rows = self._conn.execute(
+                f"SELECT key, 0, kind, NULL, NULL FROM entities WHERE key IN ({marks}) "
+                f"UNION ALL SELECT entity, 1, lang, title, NULL FROM titles WHERE entity IN ({marks}) "
+                f"UNION ALL SELECT entity, 2, lang, name, kind FROM names WHERE entity IN ({marks}) "
+                "ORDER BY 1, 2, 3, 4",
+                (*part, *part, *part),
+            ).fetchall()
+            start = 0
+            for end in range(1, len(rows) + 1):
+                if end == len(rows) or rows[end][0] != rows[start][0]:
+                    if rows[start][1] == 0:
+                        out[rows[start][0]] = _entity(rows[start][0], rows[start][2], rows[start + 1 : end])
+                    start = end
+        return out
+
+    def kinds(self, keys: list[str] | tuple[str, ...]) -> dict[str, str | None]:
+        """The kind of each known key (``None``: none recorded), one statement per 500 keys."""
+        out: dict[str, str | None] = {}
+        for part in chunked(list(dict.fromkeys(keys))):
+            marks = ",".join("?" * len(part))
+            out.update(self._conn.execute(f"SELECT key, kind FROM entities WHERE key IN ({marks})", part))
+        return out
+
+    def facts_of(
+        self, subjects: list[str] | tuple[str, ...], properties: tuple[str, ...] | None = None
+    ) -> dict[str, list[Fact]]:
+        """:meth:`facts` of many subjects (of the given properties only, if any), one statement per 500
+        subjects: {subject: facts sorted by (property, object)}; every subject is a key, with no facts too."""
+        keys = list(dict.fromkeys(subjects))
+        out: dict[str, list[Fact]] = {k: [] for k in keys}
+        only = f" AND property IN ({','.join('?' * len(properties))})" if properties else ""
+        for part in chunked(keys):
+            marks = ",".join("?" * len(part))
+            rows = self._conn.execute(
+                f"SELECT subject, property, object FROM facts WHERE subject IN ({marks}){only} "
+                "ORDER BY property, subject, object",
+                (*part, *(properties or ())),
+            )
+            for r in rows:
+                out[r[0]].append(Fact(*r))
+        return out
 
     def titles(self, key: str) -> dict[str, str]:
         """Page titles of ``key`` in every language, ``{lang: title}``."""
@@ -405,3 +442,18 @@ class EntityDB(SqliteStore):
             return iter(self._conn.execute("SELECT lang, title, entity FROM titles"))
         marks = ",".join("?" * len(languages))
         return iter(self._conn.execute(f"SELECT lang, title, entity FROM titles WHERE lang IN ({marks})", languages))
+
+
+def _entity(key: str, kind: str | None, rows: list[Any]) -> Entity:
+    """An :class:`Entity` from its (key, part, lang, name, name kind) rows: part 1 titles, part 2 names, sorted."""
+    titles: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    aliases: dict[str, list[str]] = {}
+    for _, part, lang, name, name_kind in rows:
+        if part == 1:
+            titles[lang] = name
+        elif name_kind == "label":
+            labels[lang] = name
+        else:
+            aliases.setdefault(lang, []).append(name)
+    return Entity(key, kind, titles, labels, {k: tuple(v) for k, v in aliases.items()})

@@ -40,6 +40,22 @@ class KbCoherence:
             self._countries.clear()
             self._is_country.clear()
 
+    def prefetch(self, keys: list[str]) -> None:
+        """Read the facts and kinds of the uncached ``keys`` from the kb at once (two statements per 500 keys),
+        so that :meth:`support` of many texts asks nothing key by key."""
+        missing = [k for k in dict.fromkeys(keys) if k not in self._neighbours or k not in self._is_country]
+        if not missing:
+            return
+        if len(self._neighbours) + len(missing) > self.max_cached:
+            self._neighbours.clear()
+            self._countries.clear()
+            self._is_country.clear()
+        kinds = self.db.kinds(missing)
+        for key, facts in self.db.facts_of(missing).items():
+            self._neighbours[key] = frozenset(f.object for f in facts)
+            self._countries[key] = frozenset(f.object for f in facts if f.property == "P17")
+            self._is_country[key] = kinds.get(key) == "country"
+
     def neighbours(self, key: str) -> frozenset[str]:
         """The objects of ``key``'s facts in the kb."""
         found = self._neighbours.get(key)
@@ -59,8 +75,7 @@ class KbCoherence:
         """Whether the kb's entity ``key`` is of kind ``country``."""
         found = self._is_country.get(key)
         if found is None:
-            entity = self.db.get(key)
-            found = self._is_country[key] = entity is not None and entity.kind == "country"
+            found = self._is_country[key] = self.db.kinds([key]).get(key) == "country"
         return found
 
     def support(self, mentions: Sequence[Mention]) -> list[Support]:

@@ -18,6 +18,8 @@ from kb.db import chunked
 from kb.errors import MlukeError
 from kb.mentions import Candidate, Mention
 from mluke.models.checkpoint import Mluke
+from mluke.models.masked_lm import check_normaliser
+from mluke.models.normaliser import Normaliser
 from mluke.options import LinkOptions, Method
 
 
@@ -101,8 +103,10 @@ def top_probability(rows: list[dict[str, Any]]) -> float:
 class WindowScorer:
     """The model side of linking: candidate ids, windows, and the MEP scores of mentions in them."""
 
-    def __init__(self, bundle: Mluke) -> None:
+    def __init__(self, bundle: Mluke, normaliser: Normaliser = "int8") -> None:
         self.bundle = bundle
+        #: how the normaliser over the whole entity vocabulary is computed (:mod:`mluke.models.normaliser`)
+        self.normaliser = check_normaliser(normaliser)
 
     def candidate_ids(self, mentions: list[list[Mention]]) -> dict[tuple[int, int], list[tuple[str, int]]]:
         """(text, mention) -> [(key, entity vocabulary id)] of the candidates the model knows."""
@@ -169,7 +173,8 @@ class WindowScorer:
         confidence: a single candidate is certain among the candidates, not there),
         with the best log-probability of any entity (:attr:`ModelScores.best`).
         Both cost one pass over the entity table per batch (mentions x entities dot
-        products; see benchmarks/RESULTS.md for a 1.2M-entity table). ``exclude``: text ->
+        products; by default from an int8 copy of the table, :mod:`mluke.models.normaliser`;
+        see benchmarks/link_cost.py for a 1.2M-entity table). ``exclude``: text ->
         entity ids treated as missing from the kb, left out of the normaliser and the best.
         """
         model = self.bundle.model
@@ -193,7 +198,7 @@ class WindowScorer:
             drop = torch.full((len(where), max(1, max(map(len, rows)))), -1, dtype=torch.long)
             for n, r in enumerate(rows):
                 drop[n, : len(r)] = torch.tensor(r, dtype=torch.long)
-        full_t, best_t = model.entity_scores_and_best(states, cand, exclude=drop)
+        full_t, best_t = model.entity_scores_and_best(states, cand, exclude=drop, normaliser=self.normaliser)
         full, best = full_t.float().cpu(), best_t.float().cpu().tolist()
         lengths = torch.tensor([len(ids[key]) for _, _, key in where])
         full = full.masked_fill(torch.arange(width)[None, :] >= lengths[:, None], float("-inf"))

@@ -78,7 +78,10 @@ def link(
 ) -> list[LinkedMention] | list[list[LinkedMention]]:
     """Link the entity mentions of one text (or a list of texts) in ``lang`` to kb entities.
 
-    For many calls, build a :class:`mluke.Linker` once (``method="knowbert"``: a :class:`mluke.KnowBertLinker`).
+    The linker it builds (model, kb, mention index) is kept for the next call with the same model, kb file,
+    language, device, dtype and kind of linker (:mod:`mluke.reuse`: at most a few, a rebuilt kb or retrained
+    model is never served stale; ``mluke.clear_cache()`` forgets them), so a loop of small calls loads once.
+    To hold one explicitly, build a :class:`mluke.Linker` (``method="knowbert"``: a :class:`mluke.KnowBertLinker`).
 
     Args:
         texts: a text, or a list of texts.
@@ -107,7 +110,21 @@ def link(
         TypeError: ``options`` and a keyword that differs from it.
     """
     from mluke.linking.knowbert import open_linker
+    from mluke.reuse import BUILT, db_identity, dbs_identity, model_identity
 
     options = merge_options(LinkOptions, options, keywords, "link")
-    linker = open_linker(model, db, options, languages=[lang], device=device, dtype=dtype, kbs=kbs)
+    key = (
+        "link",
+        model_identity(model),
+        db_identity(db),
+        options.method == "knowbert",
+        options.knowledge_base,
+        lang,
+        str(device),
+        str(dtype),
+        dbs_identity(kbs),
+    )
+    linker = BUILT.get(
+        key, lambda: open_linker(model, db, options, languages=[lang], device=device, dtype=dtype, kbs=kbs)
+    )
     return linker.link(texts, lang, options=options, spans=spans)

@@ -19,8 +19,10 @@ from transformers import LukeConfig, LukeForMaskedLM
 from transformers.activations import gelu
 from transformers.models.luke.modeling_luke import LukeLayer, LukeModel
 
+from kb.errors import OptionError
 from mluke.models.compat import tied_weights_keys
 from mluke.models.devices import to_device
+from mluke.models.normaliser import NORMALISERS, Int8Rows, Normaliser, int8_logsumexp_max, quantize_rows, table_identity
 
 #: Vocabulary rows per step of the full normaliser. On the 2-core development machine, for a
 #: 1.2M x 256 entity table, 8K rows were 10-14% faster than 32K at 64-128 prompts per call
@@ -94,13 +96,29 @@ class MlukeForMaskedLM(LukeForMaskedLM):
         *,
         exclude: Tensor | None = None,
         chunk_size: int = DEFAULT_CHUNK,
+        normaliser: Normaliser = "exact",
     ) -> tuple[Tensor, Tensor]:
         """:meth:`entity_scores` (normalised) and the best entity's log-probability at each position, in the
         same pass over the entity table; ``exclude`` ((n, k) ids, -1 for none): entities left out of both
-        (what the model sees when the kb lacks them). The candidates' own rows must not be excluded."""
+        (what the model sees when the kb lacks them). The candidates' own rows must not be excluded.
+        ``normaliser``: "exact" (float32) or "int8" (:mod:`mluke.models.normaliser`: on a CPU, from an int8
+        copy of the entity table made on first use and kept with the model; "exact" on other devices)."""
         m = self.entity_features(entity_hidden)
-        table = self.entity_predictions.decoder.weight
-        return candidate_scores_and_best(m, table, self.entity_predictions.bias, candidates, exclude, chunk_size)
+        table, bias = self.entity_predictions.decoder.weight, self.entity_predictions.bias
+        rows = (
+            self.int8_entity_rows() if check_normaliser(normaliser) == "int8" and table.device.type == "cpu" else None
+        )
+        return candidate_scores_and_best(m, table, bias, candidates, exclude, chunk_size, rows)
+
+    def int8_entity_rows(self) -> Int8Rows:
+        """The entity table and bias quantised to int8 (:func:`mluke.models.normaliser.quantize_rows`), made on
+        first use and again when the table changes (training, ``load_state_dict``, ``.to``)."""
+        table, bias = self.entity_predictions.decoder.weight, self.entity_predictions.bias
+        cached: Int8Rows | None = self.__dict__.get("_int8_entity_rows")
+        if cached is None or cached.source != table_identity(table, bias):
+            cached = quantize_rows(table.detach(), bias.detach())
+            self.__dict__["_int8_entity_rows"] = cached  # not a buffer: never saved, rebuilt from the table
+        return cached
 
     def entity_topk(
         self,
@@ -267,13 +285,31 @@ def _candidate_scores(
 
 
 def candidate_scores_and_best(
-    features: Tensor, table: Tensor, bias: Tensor, candidates: Tensor, exclude: Tensor | None, chunk_size: int
+    features: Tensor,
+    table: Tensor,
+    bias: Tensor,
+    candidates: Tensor,
+    exclude: Tensor | None,
+    chunk_size: int,
+    rows: Int8Rows | None = None,
 ) -> tuple[Tensor, Tensor]:
     """(n, c) candidates' log-probabilities over the whole vocabulary, and (n,) the best log-probability of
-    any entity, both without the ``exclude`` ids of each row (:func:`chunked_logsumexp_max`); one pass."""
+    any entity, both without the ``exclude`` ids of each row (:func:`chunked_logsumexp_max`); one pass.
+    ``rows``: the int8 copy of ``table`` to take the normaliser from
+    (:func:`mluke.models.normaliser.int8_logsumexp_max`; the candidates' own logits stay float32)."""
     scores = _candidate_scores(features, table, bias, candidates, False, chunk_size)
-    total, best = chunked_logsumexp_max(features.float(), table, bias, chunk_size, exclude)
+    if rows is not None:
+        total, best = int8_logsumexp_max(features, rows, table, bias, chunk_size, exclude)
+    else:
+        total, best = chunked_logsumexp_max(features.float(), table, bias, chunk_size, exclude)
     return scores - total.unsqueeze(-1), best - total
+
+
+def check_normaliser(normaliser: str) -> Normaliser:
+    """``normaliser`` if it is one of :data:`mluke.models.normaliser.NORMALISERS`, else an ``OptionError``."""
+    if normaliser not in NORMALISERS:
+        raise OptionError(f"normaliser={normaliser!r}: expected one of {', '.join(map(repr, NORMALISERS))}")
+    return cast(Normaliser, normaliser)
 
 
 def chunked_logsumexp(features: Tensor, table: Tensor, bias: Tensor, chunk_size: int = DEFAULT_CHUNK) -> Tensor:

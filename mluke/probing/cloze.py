@@ -153,8 +153,20 @@ def probe(
     # the model code (torch, transformers: seconds to import) only once the arguments are known to be good
     from mluke.knowbert.word_model import open_probe_model
     from mluke.probing.runs import resolve_mode, run_cloze, run_open
+    from mluke.reuse import BUILT, db_identity, dbs_identity, model_identity
 
-    bundle = open_probe_model(model, db=db, knowledge=options.knowledge, device=device, dtype=dtype, kbs=kbs)
+    key = (
+        "probe",
+        model_identity(model),
+        db_identity(db),
+        options.knowledge,
+        str(device),
+        str(dtype),
+        dbs_identity(kbs),
+    )
+    bundle = BUILT.get(
+        key, lambda: open_probe_model(model, db=db, knowledge=options.knowledge, device=device, dtype=dtype, kbs=kbs)
+    )
     if getattr(bundle.tokenizer, "reads_language", False):  # a loaded KnowBert bundle: prompts' spans from this kb
         cast(Any, bundle.tokenizer).prepare(db=db, kbs=kbs, knowledge=options.knowledge)
     mode = resolve_mode(options.mode, bundle)
