@@ -21,7 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 #: Built objects kept at most (linkers and probing models together).
 MAX_BUILT = 4
@@ -57,13 +57,13 @@ class BuiltCache:
         """The object kept under ``key``, else ``build()`` kept under it (the oldest entry out past ``maxsize``)."""
         found, value = self._hit(key)
         if found:
-            return value
+            return cast("T", value)
         with self._lock:
             building = self._building.setdefault(key, threading.Lock())
         with building:  # one build per key; other keys are served meanwhile
             found, value = self._hit(key)
             if found:
-                return value
+                return cast("T", value)
             try:
                 made = build()
             finally:
