@@ -13,6 +13,7 @@ import argparse
 import atexit
 import itertools
 import json
+import random
 import resource
 import shutil
 import subprocess
@@ -327,3 +328,85 @@ def run_entry(report: Any, scores: Any, started: float, **keys: Any) -> dict[str
         "languages": scores.rows,
         "average": scores.average,
     }
+
+
+SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ra",
+    "ne",
+    "to",
+    "su",
+    "vi",
+    "da",
+    "re",
+    "po",
+    "la",
+    "ni",
+    "ko",
+    "te",
+    "ma",
+    "sa",
+    "ri",
+    "bo",
+    "ge",
+]
+
+
+def world_kb(path: Path, n_entities: int, seed: int = 0) -> list[str]:
+    """A kb over the entities Q4... of :func:`make_checkpoint`'s vocabulary: generated English names (some shared
+    by 2-3 entities), anchor counts and link statistics; returns the names."""
+    import kb
+
+    rng = random.Random(seed)
+    names: list[str] = []
+    with kb.EntityDB.create(path, provenance={"builder": "benchmarks/gpu_figures.py"}) as w:
+        w.add_languages(["en"])
+        for i in range(4, 4 + n_entities):
+            if names and rng.random() < 0.15:
+                name = rng.choice(names)
+            else:
+                name = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))).capitalize()
+                names.append(name)
+            key = f"Q{i}"
+            w.add_entity(key, "thing")
+            w.add_label(key, "en", name)
+            w.add_title("en", f"{name} ({i})", key)
+            w.add_anchor("en", name, key, rng.randint(1, 200))
+            w.add_entity_links(key, "en", rng.randint(1, 500))
+        for name in names:
+            w.add_surface("en", name, link_docs=8, text_docs=10)
+    return names
+
+
+def world_texts(names: list[str], n: int, seed: int = 0, words: int = 100, mentions: int = 6) -> list[str]:
+    """``n`` texts of about ``words`` words, ``mentions`` names of :func:`world_kb` each, among filler words."""
+    rng = random.Random(seed)
+    filler = [
+        "the",
+        "of",
+        "and",
+        "in",
+        "to",
+        "was",
+        "a",
+        "for",
+        "on",
+        "with",
+        "by",
+        "from",
+        "at",
+        "as",
+        "that",
+        "it",
+        "his",
+        "which",
+    ]
+    texts = []
+    for _ in range(n):
+        tokens = [rng.choice(filler) for _ in range(words - mentions)]
+        for _ in range(mentions):
+            tokens.insert(rng.randrange(len(tokens) + 1), rng.choice(names))
+        texts.append(" ".join(tokens).capitalize() + ".")
+    return texts

@@ -360,7 +360,7 @@ def write_corpus(db_path: Path, work: Path, docs: int, seed: int) -> dict:
 
     t0 = time.perf_counter()
     rng = random.Random(seed)
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
     (work / "corpus").mkdir(exist_ok=True)
     out = (work / "corpus.jsonl").open("w", encoding="utf-8")
     files = {lang: (work / "corpus" / f"{lang}.txt").open("w", encoding="utf-8") for lang in CORPUS_LANGS}

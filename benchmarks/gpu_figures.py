@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import platform
-import random
 import statistics
 import time
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from common import add_smoke, checkpoint_entities, make_checkpoint, smoke_folder
+from common import add_smoke, checkpoint_entities, make_checkpoint, smoke_folder, world_kb, world_texts
 
 PARTS = ("peak", "encoder", "probe", "link", "faiss")
 #: dense bf16 tensor-core peak of the cards this project is lent (vendor data sheets, SXM parts, no sparsity)
@@ -179,88 +178,6 @@ def probe(folder: Path, device: torch.device, smoke: bool) -> dict[str, Any]:
     return out
 
 
-SYLLABLES = [
-    "ka",
-    "lo",
-    "mi",
-    "ra",
-    "ne",
-    "to",
-    "su",
-    "vi",
-    "da",
-    "re",
-    "po",
-    "la",
-    "ni",
-    "ko",
-    "te",
-    "ma",
-    "sa",
-    "ri",
-    "bo",
-    "ge",
-]
-
-
-def world_kb(path: Path, n_entities: int, seed: int = 0) -> list[str]:
-    """A kb over the checkpoint's entities Q4...: generated English names (some shared by 2-3 entities), anchor
-    counts and link statistics; returns the names."""
-    import kb
-
-    rng = random.Random(seed)
-    names: list[str] = []
-    with kb.EntityDB.create(path, provenance={"builder": "benchmarks/gpu_figures.py"}) as w:
-        w.add_languages(["en"])
-        for i in range(4, 4 + n_entities):
-            if names and rng.random() < 0.15:
-                name = rng.choice(names)
-            else:
-                name = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))).capitalize()
-                names.append(name)
-            key = f"Q{i}"
-            w.add_entity(key, "thing")
-            w.add_label(key, "en", name)
-            w.add_title("en", f"{name} ({i})", key)
-            w.add_anchor("en", name, key, rng.randint(1, 200))
-            w.add_entity_links(key, "en", rng.randint(1, 500))
-        for name in names:
-            w.add_surface("en", name, link_docs=8, text_docs=10)
-    return names
-
-
-def make_texts(names: list[str], n: int, seed: int = 0) -> list[str]:
-    """``n`` texts of about 100 words, 6 names each, among generated filler words."""
-    rng = random.Random(seed)
-    filler = [
-        "the",
-        "of",
-        "and",
-        "in",
-        "to",
-        "was",
-        "a",
-        "for",
-        "on",
-        "with",
-        "by",
-        "from",
-        "at",
-        "as",
-        "that",
-        "it",
-        "his",
-        "which",
-    ]
-    texts = []
-    for _ in range(n):
-        words = [rng.choice(filler) for _ in range(94)]
-        for _ in range(6):
-            words.insert(rng.randrange(len(words)), rng.choice(names))
-        texts.append(" ".join(words).capitalize() + ".")
-    return texts
-
-
 def link(folder: Path, work: Path, device: torch.device, smoke: bool) -> dict[str, Any]:
     from mluke.linking.linker import Linker
 
@@ -270,7 +187,7 @@ def link(folder: Path, work: Path, device: torch.device, smoke: bool) -> dict[st
         db_path.unlink()
     t = time.perf_counter()
     names = world_kb(db_path, n_entities)
-    texts = make_texts(names, n_texts)
+    texts = world_texts(names, n_texts)
     out: dict[str, Any] = {"texts": n_texts, "kb_entities": n_entities, "kb_build_s": time.perf_counter() - t}
     keys = {}
     for dtype in (None, "bf16"):

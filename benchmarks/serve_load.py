@@ -11,7 +11,12 @@ server's RSS (VmRSS from /proc) after ``--rss-early`` requests and after ``--rss
 flat memory means no growth per request. The 1-minute load average before and after is recorded: this machine is shared.
 
     python benchmarks/serve_load.py [--requests 400] [--repeats 2] [--rss-early 100] [--rss-late 10000] [--model DIR]
-                                    [--out benchmarks/results/serve_load.json] [--smoke]
+                                    [--world N] [--out benchmarks/results/serve_load.json] [--smoke]
+
+``--world N`` (with a checkpoint of :func:`common.make_checkpoint`, e.g. the mluke-base shape): serve a kb of N
+generated entities over the checkpoint's own vocabulary (:func:`common.world_kb`: made-up names, some shared by 2-3
+entities) and send generated sentences of 12 words with 3 of its names, so that every request needs the model
+(with the embedded kb, no candidate is in such a checkpoint's vocabulary and the prior alone decides).
 
 ``--smoke``: the tiny demo model, 12 requests per level, RSS after 10 and 40 requests, nothing written.
 """
@@ -29,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import add_smoke, bench_threads, demo_folder, script_parser
+from common import add_smoke, bench_threads, demo_folder, script_parser, world_kb, world_texts
 
 HERE = Path(__file__).resolve().parent
 SENTENCES = [
@@ -55,7 +60,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(model: Path, batching: bool, threads: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    model: Path, batching: bool, threads: int, db: Path | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     """``python -m mluke serve`` on 127.0.0.1 (a free port), once its /health answers."""
     import httpx
 
@@ -63,6 +70,7 @@ def start_server(model: Path, batching: bool, threads: int) -> tuple[subprocess.
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     command = [sys.executable, "-m", "mluke", "serve", "--port", str(port), "--model", str(model)]
     command += ["--batching" if batching else "--no-batching", "--queue-texts", "4096"]
+    command += ["--db", str(db)] if db is not None else []
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 600
@@ -117,7 +125,9 @@ class Connection:
             await self.writer.wait_closed()
 
 
-async def load(url: str, clients: int, requests: int, start: int = 0) -> tuple[list[float], dict[int, list]]:
+async def load(
+    url: str, clients: int, requests: int, start: int = 0, texts: list[str] = SENTENCES
+) -> tuple[list[float], dict[int, list]]:
     """``requests`` POST /link from ``clients`` concurrent clients (one connection each): the latencies and each
     text's answer."""
     host, port = url.removeprefix("http://").split(":")
@@ -129,14 +139,14 @@ async def load(url: str, clients: int, requests: int, start: int = 0) -> tuple[l
         connection = Connection(host, int(port))
         try:
             for i in counter:
-                text = SENTENCES[i % len(SENTENCES)]
+                text = texts[i % len(texts)]
                 t0 = time.perf_counter()
                 status, body = await connection.post("/link", {"text": text, "lang": "en"})
                 latencies.append(time.perf_counter() - t0)
                 if status != 200:
                     raise SystemExit(f"request {i}: {status} {body[:300]!r}")
                 mentions = json.loads(body)["results"][0]["mentions"]
-                answers[i % len(SENTENCES)] = [(m["start"], m["end"], m["key"]) for m in mentions]
+                answers[i % len(texts)] = [(m["start"], m["end"], m["key"]) for m in mentions]
         finally:
             await connection.close()
 
@@ -144,10 +154,10 @@ async def load(url: str, clients: int, requests: int, start: int = 0) -> tuple[l
     return latencies, answers
 
 
-def measure(url: str, clients: int, requests: int, warmup: int) -> tuple[dict, dict[int, list]]:
-    asyncio.run(load(url, clients, warmup))
+def measure(url: str, clients: int, requests: int, warmup: int, texts: list[str]) -> tuple[dict, dict[int, list]]:
+    asyncio.run(load(url, clients, warmup, texts=texts))
     t0 = time.perf_counter()
-    latencies, answers = asyncio.run(load(url, clients, requests))
+    latencies, answers = asyncio.run(load(url, clients, requests, texts=texts))
     wall = time.perf_counter() - t0
     q = statistics.quantiles(latencies, n=100, method="inclusive")
     row = {
@@ -165,6 +175,7 @@ def main() -> None:
     add_smoke(ap)
     ap.add_argument("--model", type=Path, default=None, help="checkpoint folder (default: the demo model)")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "serve_load.json")
+    ap.add_argument("--world", type=int, default=0, help="serve a kb of this many generated entities (see above)")
     args = ap.parse_args()
     if args.smoke:
         args.requests, args.warmup, args.rss_early, args.rss_late, args.repeats = 12, 2, 10, 40, 1
@@ -172,15 +183,22 @@ def main() -> None:
     threads = bench_threads()
     load_before = os.getloadavg()[0]
     results: dict = {"modes": {}, "threads": threads, "model": str(model)}
+    db, texts = None, SENTENCES
+    if args.world:
+        import tempfile
+
+        db = Path(tempfile.mkdtemp(prefix="serve-world-")) / "world.sqlite"
+        texts = world_texts(world_kb(db, args.world), 64, words=12, mentions=3)
+        results["world"] = {"entities": args.world, "texts": len(texts), "words": 12, "mentions": 3}
     answers: dict[str, dict[int, list]] = {}
     modes = {"batching": True, "no-batching": False}
-    servers = {mode: start_server(model, batching, threads) for mode, batching in modes.items()}
+    servers = {mode: start_server(model, batching, threads, db) for mode, batching in modes.items()}
     try:
         rounds: dict[str, dict[int, list[dict]]] = {m: {c: [] for c in LEVELS} for m in modes}
         for _ in range(args.repeats):  # interleaved: both modes see the same machine load
             for clients in LEVELS:
                 for mode, (_, url) in servers.items():
-                    row, seen = measure(url, clients, args.requests, args.warmup)
+                    row, seen = measure(url, clients, args.requests, args.warmup, texts)
                     answers.setdefault(mode, {}).update(seen)
                     rounds[mode][clients].append(row)
                     print(json.dumps({"mode": mode, **row}), flush=True)
@@ -188,9 +206,9 @@ def main() -> None:
         results["modes"] = best
         results["rounds"] = rounds
         proc, url = servers["batching"]
-        asyncio.run(load(url, 8, args.rss_early))
+        asyncio.run(load(url, 8, args.rss_early, texts=texts))
         early = rss_mb(proc.pid)
-        asyncio.run(load(url, 8, args.rss_late - args.rss_early, start=args.rss_early))
+        asyncio.run(load(url, 8, args.rss_late - args.rss_early, start=args.rss_early, texts=texts))
         late = rss_mb(proc.pid)
         results["rss_mb"] = {f"after_{args.rss_early}": round(early, 1), f"after_{args.rss_late}": round(late, 1)}
         print(json.dumps({"rss_mb": results["rss_mb"]}), flush=True)

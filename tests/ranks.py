@@ -26,7 +26,7 @@ def first_collective_device(trainer: Any, monkeypatch: pytest.MonkeyPatch) -> li
 
     monkeypatch.setattr(dist, "all_reduce", all_reduce)
     trainer._enter_stage(0, 0)  # before pretending to have two processes (no DDP wrapper then)
-    trainer.world, trainer.device = 2, torch.device("meta")
+    trainer.world, trainer.distributed, trainer.device = 2, True, torch.device("meta")
     with pytest.raises(Reduced):
         trainer.train_step()
     return seen

@@ -30,9 +30,8 @@ DtypeOption = Annotated[
     str | None,
     typer.Option(
         "--dtype",
-        help="Precision of the model: 'fp32' (default), 'bf16' (about half the memory; faster on GPUs and CPUs "
-        "with bf16 instructions), 'fp16' (GPUs) or 'int8' (the CPU only: the encoder's linear layers quantized to "
-        "int8; faster on the CPU, answers close to fp32's; see docs/guides/devices.md#int8-on-the-cpu).",
+        help="Precision of the model: 'fp32' (default), 'bf16' (faster on GPUs and CPUs with bf16 instructions), "
+        "'fp16' (GPUs) or 'int8' (CPUs: docs/guides/devices.md#int8-on-the-cpu).",
     ),
 ]
 #: ``--dtype`` of the training commands, hidden: refused with what to use instead (:func:`checks.training_dtype`).
