@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -43,6 +44,10 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("MPLCONFIGDIR", str(cache / "matplotlib"))  # its font cache, not rebuilt per session
     os.environ["XDG_CACHE_HOME"] = str(SENTINEL)
     os.environ["MLUKE_HOME"] = str(SESSION_HOME)
+    # A background job of a non-interactive shell (`bash .ci/run &`) starts with SIGINT ignored, and the processes
+    # the tests start would inherit that: the tests that press Ctrl-C on a command need Python's default.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
