@@ -30,6 +30,9 @@ CHUNK_TEXTS = 256
 CHUNK_CHARS = 1 << 16
 #: Windows per segment of a long text.
 SEGMENT_WINDOWS = 64
+#: A corpus's chunks never straddle a multiple of this many lines, so a corpus cut into shards of this many
+#: lines (:mod:`mluke.distributed`) is linked in the same batches as the whole file, with the same output.
+SHARD_LINES = 10_000
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class LinkOptions:
         chunk_texts: streams link up to this many texts at a time ...
         chunk_chars: ... and this many characters; a longer text is linked alone, in segments.
         segment_windows: windows per segment of a long text in a stream.
+        shard_lines: a corpus's chunks never straddle a multiple of this many lines (``mluke link CORPUS`` and
+            :mod:`mluke.distributed` cut corpora alike, so they give the same output).
         knowledge_base: "knowbert" only: the knowledge base of a model with several whose linker decides
             (``None``: the model's first).
 
@@ -67,6 +72,7 @@ class LinkOptions:
     chunk_texts: int = CHUNK_TEXTS
     chunk_chars: int = CHUNK_CHARS
     segment_windows: int = SEGMENT_WINDOWS
+    shard_lines: int = SHARD_LINES
     knowledge_base: str | None = None
 
     def __post_init__(self) -> None:
@@ -83,7 +89,7 @@ class LinkOptions:
                 "0 leaves the model alone)",
                 options={"prior_weight": option("prior_weight", self.prior_weight)},
             )
-        for name in ("window_chars", "batch_size", "chunk_texts", "chunk_chars", "segment_windows"):
+        for name in ("window_chars", "batch_size", "chunk_texts", "chunk_chars", "segment_windows", "shard_lines"):
             check_count(name, getattr(self, name))
 
 
@@ -103,6 +109,7 @@ class LinkKeywords(TypedDict, total=False):
     chunk_texts: int
     chunk_chars: int
     segment_windows: int
+    shard_lines: int
     knowledge_base: str | None
 
 

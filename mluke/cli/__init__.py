@@ -22,6 +22,7 @@ import typer
 from kb.errors import MlukeError
 from mluke.cli import (
     cache_commands,
+    distributed_commands,
     kb_commands,
     knowbert_commands,
     link_commands,
@@ -68,6 +69,7 @@ OWN_COMMANDS = [
     Command("probe", "Ask the model which object each subject has (cloze probing).", probe_commands.probe),
     Command("link", "Link entity mentions in texts to the kb's entities.", link_commands.link),
     Command("serve", "Serve linking and probing over HTTP (JSON, NIF, a page).", serve_commands.serve),
+    Command("distributed", "Link datasets bigger than one machine on a Ray cluster.", distributed_commands.app),
     Command("corpus", "Build the pretraining corpus from a dump build's page texts.", train_commands.corpus),
     Command("knowbert", "Train a KnowBert knowledge layer (entity linker inside).", knowbert_commands.app),
 ]

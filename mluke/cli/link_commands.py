@@ -15,9 +15,13 @@ from mluke.cli.params import (
     DbOption,
     DeviceOption,
     DtypeOption,
+    CandidatesOption,
     KnowBertKbOption,
+    LinkMethodOption,
     ModelOption,
+    NilThresholdOption,
     OverwriteOption,
+    PriorWeightOption,
 )
 from mluke.options import LinkOptions
 
@@ -33,38 +37,10 @@ def link(
     lang: Annotated[str, typer.Option("--lang", "-l", help="Language of the texts, e.g. ja.")] = "en",
     model: ModelOption = None,
     db: DbOption = None,
-    method: Annotated[
-        str,
-        typer.Option(
-            help=(
-                "'combined' (model + prior), 'prior', 'model', 'global' (combined, resolving mentions one by one "
-                "and feeding each resolved entity back in as context), or 'knowbert' (the integrated linker of a "
-                "KnowBert model, with NULL; --model: the folder 'mluke knowbert train' writes, RUN/model)."
-            )
-        ),
-    ] = "combined",
-    prior_weight: Annotated[
-        float,
-        typer.Option(
-            help="Weight of log p(entity | mention) next to the model's log-probability in 'combined' and 'global'."
-        ),
-    ] = 1.0,
-    nil_threshold: Annotated[
-        float | None,
-        typer.Option(
-            help=(
-                "Mentions whose confidence (0 to 1) is below this are NIL (default: the calibrated threshold, see "
-                "docs/guides/linking.md#confidence-and-nil)."
-            )
-        ),
-    ] = None,
-    candidates: Annotated[
-        bool,
-        typer.Option(
-            "--candidates",
-            help="Show the runner-up candidates in the table and include every candidate's scores in the JSONL output.",
-        ),
-    ] = False,
+    method: LinkMethodOption = "combined",
+    prior_weight: PriorWeightOption = 1.0,
+    nil_threshold: NilThresholdOption = None,
+    candidates: CandidatesOption = False,
     jsonl: Annotated[
         str | None,
         typer.Option(

@@ -67,3 +67,40 @@ KnowledgeOption = Annotated[
         help="KnowBert --model: its knowledge layer over the prompts' kb mentions, or the bare encoder.",
     ),
 ]
+
+#: How ``mluke link`` and ``mluke distributed link`` decide: the method and its settings (:class:`mluke.LinkOptions`).
+LinkMethodOption = Annotated[
+    str,
+    typer.Option(
+        "--method",
+        help=(
+            "'combined' (model + prior), 'prior', 'model', 'global' (combined, resolving mentions one by one "
+            "and feeding each resolved entity back in as context), or 'knowbert' (the integrated linker of a "
+            "KnowBert model, with NULL; --model: the folder 'mluke knowbert train' writes, RUN/model)."
+        ),
+    ),
+]
+PriorWeightOption = Annotated[
+    float,
+    typer.Option(
+        "--prior-weight",
+        help="Weight of log p(entity | mention) next to the model's log-probability in 'combined' and 'global'.",
+    ),
+]
+NilThresholdOption = Annotated[
+    float | None,
+    typer.Option(
+        "--nil-threshold",
+        help=(
+            "Mentions whose confidence (0 to 1) is below this are NIL (default: the calibrated threshold, see "
+            "docs/guides/linking.md#confidence-and-nil)."
+        ),
+    ),
+]
+CandidatesOption = Annotated[
+    bool,
+    typer.Option(
+        "--candidates",
+        help="Show the runner-up candidates in the table and include every candidate's scores in the JSONL output.",
+    ),
+]

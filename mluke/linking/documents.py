@@ -25,12 +25,13 @@ JSONL_FILE = 'a JSONL corpus: one JSON object per line, {"id": ..., "text": "...
 class Document:
     """One document of a corpus: its number in the output's ``line`` field (the text's number in a text file, the
     line number in a JSONL file), its text and language, and the JSON members its output line adds (``id``,
-    ``lang``: ``'"id": 7, '``)."""
+    ``lang``: ``'"id": 7, '``), and its ``id`` as read (``None``: none given)."""
 
     line: int
     text: str
     lang: str
     members: str = ""
+    id: object = None
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,16 @@ def iter_documents(
     with open(source, "rb") as f:
         for number, raw in enumerate(f, 1):
             if raw.strip():
-                yield _document(raw, number, lang, str(source))
+                yield parse_document(raw, number, lang, str(source))
 
 
-def _document(raw: bytes, number: int, lang: str, name: str) -> Document:
+def parse_document(raw: bytes, number: int, lang: str, name: str) -> Document:
+    """The document of JSONL line ``number`` of the file ``name`` (:func:`iter_documents`'s rules).
+
+    Raises:
+        InputFormatError: the line is not UTF-8 JSON, not an object with a ``"text"`` string, or names a
+            language that is not a string (naming the file and line).
+    """
     try:
         data = json.loads(raw)
     except UnicodeDecodeError:
@@ -104,15 +111,18 @@ def _document(raw: bytes, number: int, lang: str, name: str) -> Document:
         if not isinstance(own, str):
             raise InputFormatError(f'{name}, line {number}: "lang" must be a language code such as "en", got {own!r}')
         members += f'"lang": {json.dumps(own, ensure_ascii=False)}, '
-    return Document(number, data["text"], own or lang, members)
+    return Document(number, data["text"], own or lang, members, data.get("id"))
 
 
 def iter_chunks(documents: Iterable[Document], options: LinkOptions) -> Iterator[Chunk]:
     """The chunks :meth:`mluke.Linker.link_iter` would link ``documents`` in (its rule: at most
     ``options.chunk_texts`` texts and ``options.chunk_chars`` characters, a longer text alone), a change of
-    language also ending one. They depend on the documents only, from the first one on."""
+    language also ending one, and so does a multiple of ``options.shard_lines`` lines (a document's ``line``),
+    so that a shard of those lines read alone (:mod:`mluke.distributed`) is cut into the same chunks. They
+    depend on the documents only, from the first one on."""
     docs: list[Document] = []
     size = start = 0
+    shard = options.shard_lines
     for k, doc in enumerate(documents):
         long = len(doc.text) > options.chunk_chars
         if docs and (
@@ -120,6 +130,7 @@ def iter_chunks(documents: Iterable[Document], options: LinkOptions) -> Iterator
             or len(docs) == options.chunk_texts
             or size + len(doc.text) > options.chunk_chars
             or doc.lang != docs[0].lang
+            or (doc.line - 1) // shard != (docs[0].line - 1) // shard
         ):
             yield Chunk(start, docs[0].lang, docs)
             docs, size = [], 0
