@@ -25,12 +25,13 @@ a bare span, which neither A2KB nor D2KB scores) and is left out.
 
 What GERBIL does, and what is scored here (:func:`probes.aida.score_aida`, strong annotation match):
 
-- **A2KB** (GERBIL: "for a given plain text, the annotator should find named entities and link them to a knowledge
-  base"): a predicted (span, entity) is right when a gold mention has the same character span and entity; micro
+- **A2KB** (GERBIL's end-to-end experiment: the system gets plain text, finds the mentions and links them): a
+  predicted (span, entity) is right when a gold mention has the same character span and entity; micro
   P/R/F1 over the summed counts, macro P/R/F1 the mean of each document's (a document with nothing gold and nothing
   predicted scoring 1/1/1, as GERBIL's calculator does).
-- **D2KB** (GERBIL: "the annotator gets a text with already marked named entities and should link them"): the gold
-  spans are given; in-kb accuracy over the gold mentions whose entity is in the kb, a NIL answer wrong.
+- **D2KB** (GERBIL's disambiguation experiment: the system gets the text with its mentions marked and links
+  them): the gold spans are given; in-kb accuracy over the gold mentions whose entity is in the kb, a NIL answer
+  wrong (GERBIL reports D2KB as P/R/F1 too; mluke gives the figure AIDA-CoNLL papers report).
 - **Entity identity**: GERBIL calls two meanings equal when their IRI sets intersect after expanding them with
   ``owl:sameAs`` (from the dataset, DBpedia and Wikipedia) and treats a URI as in the knowledge base when it lies
   in a namespace of its list of well-known KBs. Here the kb plays both parts: titles and QIDs map to kb keys
