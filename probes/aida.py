@@ -17,6 +17,10 @@ spans in it. Titles become entity keys (QIDs) through the kb's titles of ``en`` 
 :meth:`kb.EntityDB.resolve_title`); a kb without a title table cannot map them, and a gold title the kb lacks
 stays a gold link no system can get (its key is ``"title:<title>"``).
 
+The scoring and the two linking passes (:func:`score_aida`, :func:`link_and_score`) take any documents with a
+``text`` and ``mentions`` that have ``start`` and ``end`` (:class:`GoldDocument`): :mod:`probes.nif_eval` scores
+GERBIL's NIF corpora with them.
+
 Scores (:func:`score_aida`), as GERBIL computes them, strong annotation match, NIL handled the AIDA way:
 
 - **A2KB** (GERBIL's experiment type for end-to-end linking: the system finds the mentions and links them): a
@@ -37,7 +41,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from kb.errors import InputFormatError, OptionError
 from probes.reading import ReadSet, Skips, read_data_lines
@@ -208,6 +212,35 @@ def read_aida(path: str | os.PathLike[str]) -> AidaDataset:
 #: A prediction: (start, end, entity key), NIL predictions left out.
 Link = tuple[int, int, str]
 
+#: How a gold key starts when the kb lacks its entity (AIDA: ``"title:<title>"``; NIF: ``"iri:<IRI>"``): a gold
+#: link no linker can get.
+UNMAPPED_PREFIXES = ("title:", "iri:")
+
+
+class GoldSpan(Protocol):
+    """A gold mention as the scorer sees it: its character span."""
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+
+class GoldDocument(Protocol):
+    """A gold document as the scorer sees it: its text and its mentions, in the order of their keys."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def mentions(self) -> Sequence[GoldSpan]: ...
+
+
+def unmapped(key: str) -> bool:
+    """Whether a gold key names an entity the kb lacks (see :data:`UNMAPPED_PREFIXES`)."""
+    return key.startswith(UNMAPPED_PREFIXES)
+
 
 def gold_keys(documents: Sequence[AidaDocument], db: Any, lang: str = "en") -> list[list[str | None]]:
     """Each gold mention's entity key: the kb's key of its title (None for ``--NME--``; ``"title:<title>"`` when the
@@ -277,7 +310,7 @@ class AidaScores:
 
 
 def score_aida(
-    documents: Sequence[AidaDocument],
+    documents: Sequence[GoldDocument],
     keys: Sequence[Sequence[str | None]],
     predicted: Sequence[Iterable[Link]],
     disambiguated: Sequence[Sequence[str | None]] | None = None,
@@ -285,8 +318,8 @@ def score_aida(
     """Score predicted links against the gold mentions (see the module docs).
 
     Args:
-        documents: the gold documents.
-        keys: each gold mention's entity key (:func:`gold_keys`).
+        documents: the gold documents (AIDA's, or any :class:`GoldDocument`).
+        keys: each gold mention's entity key (:func:`gold_keys`; None: NIL; :func:`unmapped`: not in the kb).
         predicted: per document, the predicted (start, end, key) links (A2KB; NIL mentions left out).
         disambiguated: per document, the key predicted for each gold mention given as a span (D2KB; None: NIL).
     """
@@ -306,7 +339,7 @@ def score_aida(
     macro = [sum(x[i] for x in per_doc) / n if n else 0.0 for i in range(3)]
     counts = {"true_positives": tp_all, "false_positives": fp_all, "false_negatives": fn_all}
     counts["gold_nil"] = sum(1 for ks in keys for k in ks if k is None)
-    counts["gold_not_in_kb"] = sum(1 for ks in keys for k in ks if k is not None and k.startswith("title:"))
+    counts["gold_not_in_kb"] = sum(1 for ks in keys for k in ks if k is not None and unmapped(k))
     scores = AidaScores(
         {"precision": p, "recall": r, "f1": f},
         {"precision": macro[0], "recall": macro[1], "f1": macro[2]},
@@ -317,7 +350,7 @@ def score_aida(
         right = total = 0
         for gold_k, got in zip(keys, disambiguated):
             for k, g in zip(gold_k, got):
-                if k is not None and not k.startswith("title:"):
+                if k is not None and not unmapped(k):
                     total += 1
                     right += g == k
         scores.in_kb_accuracy = right / total if total else None
@@ -360,13 +393,41 @@ def eval_aida(
         raise InputFormatError(f"{path}: no document of split {split!r}")
     database = kb_package.open_db(db) if not hasattr(db, "resolve_title") else db
     keys = gold_keys(documents, database)
+    scores = link_and_score(documents, keys, "en", db=database, model=model, linker=linker, **link_options)
+    if data.skipped:
+        scores.notes.insert(0, f"{sum(data.skipped.values())} lines skipped: {', '.join(data.examples_skipped[:3])}")
+    return scores
+
+
+def link_and_score(
+    documents: Sequence[GoldDocument],
+    keys: Sequence[Sequence[str | None]],
+    lang: str,
+    *,
+    db: Any,
+    model: Any = None,
+    linker: Linker | None = None,
+    **link_options: Any,
+) -> AidaScores:
+    """Link the documents twice and score them with :func:`score_aida`: once end to end (A2KB), once with the gold
+    mentions given as spans (D2KB); a note counts the gold keys the kb lacks.
+
+    Args:
+        documents: the gold documents.
+        keys: each gold mention's key (None: NIL).
+        lang: the language of the texts.
+        db: the open kb the keys come from.
+        model: the linking model (default: the embedded demo model).
+        linker: link with this instead of :func:`mluke.link` (see :data:`Linker`).
+        **link_options: the fields of :class:`mluke.LinkOptions`.
+    """
     if linker is None:
         import mluke
 
         def link_with_mluke(texts: list[str], spans: list[list[tuple[int, int]]] | None) -> Sequence[Sequence[Any]]:
             return cast(
                 "Sequence[Sequence[Any]]",
-                mluke.link(texts, "en", db=database, model=model, spans=spans, **link_options),
+                mluke.link(texts, lang, db=db, model=model, spans=spans, **link_options),
             )
 
         linker = link_with_mluke
@@ -378,16 +439,12 @@ def eval_aida(
     given = linker(texts, gold_spans)
     disambiguated = [_by_span(d, ms) for d, ms in zip(documents, given)]
     scores = score_aida(documents, keys, predicted, disambiguated)
-    if data.skipped:
-        scores.notes.append(f"{sum(data.skipped.values())} lines skipped: {', '.join(data.examples_skipped[:3])}")
-    if scores.counts["gold_not_in_kb"]:
-        scores.notes.append(
-            f"{scores.counts['gold_not_in_kb']} gold titles are not in the kb: counted as gold links no linker can get"
-        )
+    if missing := scores.counts["gold_not_in_kb"]:
+        scores.notes.append(f"{missing} gold entities are not in the kb: counted as gold links no linker can get")
     return scores
 
 
-def _by_span(doc: AidaDocument, mentions: Sequence[Any]) -> list[str | None]:
+def _by_span(doc: GoldDocument, mentions: Sequence[Any]) -> list[str | None]:
     """The key linked at each gold mention's span (None: NIL or not returned)."""
     got = {(m.start, m.end): (None if m.nil else m.key) for m in mentions}
     return [got.get((m.start, m.end)) for m in doc.mentions]

@@ -55,6 +55,7 @@ def _cases(tmp: Path) -> dict[tuple[str, str], list[str]]:
         ("eval-mlama", "--csv"): ["eval-mlama", str(folder), "--model", nomodel],
         ("eval-demo", "--json"): ["eval-demo", "--model", nomodel],
         ("eval-aida", "--json"): ["eval-aida", str(text), "--model", nomodel],
+        ("eval-nif", "--json"): ["eval-nif", str(text), "--model", nomodel],
         ("eval-bear", "--json"): ["eval-bear", str(folder), "--model", nomodel],
         ("eval-bear", "--csv"): ["eval-bear", str(folder), "--model", nomodel],
         ("eval-xfactr", "--json"): ["eval-xfactr", str(folder), "--model", nomodel],

@@ -1,8 +1,9 @@
 """NIF 2.0 in Turtle, the format GERBIL talks: read documents and their phrases, write linked phrases back.
 
-Usable outside the service (evaluating a NIF corpus): :func:`read_nif` gives :class:`NifDocument` objects (the
-``nif:Context``'s text and its ``nif:Phrase`` mentions, with their ``itsrdf:taIdentRef`` when the file has one),
-:func:`write_nif` writes documents with the entities found for their phrases. Offsets are those of the file
+Usable outside the service (evaluating a NIF corpus, :mod:`probes.nif_eval`): :func:`read_nif` gives
+:class:`NifDocument` objects (each ``nif:Context``'s text and its ``nif:Phrase`` or ``nif:String`` mentions, with
+their ``itsrdf:taIdentRef`` IRIs and the ``owl:sameAs`` IRIs the file gives for those), :func:`write_nif` writes
+documents with the entities found for their phrases. Offsets are those of the file
 (``nif:beginIndex`` / ``nif:endIndex`` relative to the context's text, in characters). Parsing and writing go
 through rdflib.
 """
@@ -11,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from kb.errors import InputFormatError
+from kb.errors import InputFormatError, MlukeError
 
 NIF = "http://persistence.uni-leipzig.org/nlp2rdf/ontologies/nif-core#"
 ITSRDF = "http://www.w3.org/2005/11/its/rdf#"
+OWL = "http://www.w3.org/2002/07/owl#"
 #: Where an entity key that is a Wikidata QID points.
 WIKIDATA = "http://www.wikidata.org/entity/"
 #: GERBIL's IRI space for an entity outside the kb (a NIL mention).
@@ -30,8 +33,10 @@ class NifPhrase:
     start: int
     end: int
     surface: str
-    entity: str | None = None
+    entity: str | None = None  #: the first of ``entities`` when read from a file
     uri: str | None = None  #: the phrase's own IRI in the file it came from
+    entities: tuple[str, ...] = ()  #: every ``itsrdf:taIdentRef`` of the phrase in the file, sorted
+    same_as: tuple[str, ...] = ()  #: the IRIs the file says are ``owl:sameAs`` one of ``entities``, sorted
 
 
 @dataclass
@@ -43,50 +48,85 @@ class NifDocument:
     phrases: list[NifPhrase] = field(default_factory=list)
 
 
-def read_nif(data: str | bytes) -> list[NifDocument]:
+def read_nif(data: str | bytes, *, skipped: list[str] | None = None) -> list[NifDocument]:
     """The documents of a NIF 2.0 Turtle text, in order of their IRIs.
+
+    Args:
+        data: the Turtle text.
+        skipped: when given, a context or phrase that breaks the rules below is left out and a line saying why is
+            appended here, instead of raising.
 
     Raises:
         InputFormatError: not Turtle, a context without ``nif:isString``, a phrase whose offsets fall outside its
             context or whose ``nif:anchorOf`` differs from the text at its offsets.
+        MlukeError: rdflib is not installed.
     """
-    from rdflib import Graph, Literal, Namespace, URIRef
-    from rdflib.namespace import RDF
+    try:
+        from rdflib import Graph, Literal, Namespace, URIRef
+        from rdflib.namespace import RDF
+    except ImportError:
+        raise MlukeError("reading NIF needs the 'rdflib' package: pip install 'mluke[serve]'") from None
 
-    nif, its = Namespace(NIF), Namespace(ITSRDF)
+    nif, its, owl = Namespace(NIF), Namespace(ITSRDF), Namespace(OWL)
     graph = Graph()
     try:
         graph.parse(data=data, format="turtle")
     except Exception as exc:  # rdflib raises its parser's own exception types
         raise InputFormatError(f"NIF: not valid Turtle ({' '.join(str(exc).split())[:300]})") from None
+
+    def bad(message: str) -> None:
+        if skipped is None:
+            raise InputFormatError(f"NIF: {message}")
+        skipped.append(message)
+
+    def iris(nodes: Iterable[Any]) -> list[str]:
+        return sorted({str(n) for n in nodes if isinstance(n, URIRef)})
+
     docs: dict[str, NifDocument] = {}
     for context in graph.subjects(RDF.type, nif.Context):
         text = graph.value(context, nif.isString)
         if not isinstance(text, Literal):
-            raise InputFormatError(f"NIF: the context {context} has no nif:isString")
+            bad(f"the context {context} has no nif:isString")
+            continue
         docs[str(context)] = NifDocument(str(context), str(text))
-    for phrase in set(graph.subjects(nif.referenceContext, None)):
+    for phrase in sorted(set(graph.subjects(nif.referenceContext, None)), key=str):
+        if str(phrase) in docs:
+            continue  # a context that names itself as its reference context
         target = graph.value(phrase, nif.referenceContext)
         doc = docs.get(str(target))
         if doc is None:
-            raise InputFormatError(f"NIF: the phrase {phrase} refers to {target}, which is no nif:Context here")
+            bad(f"the phrase {phrase} refers to {target}, which is no nif:Context here")
+            continue
         try:
             start = int(str(graph.value(phrase, nif.beginIndex)))
             end = int(str(graph.value(phrase, nif.endIndex)))
         except ValueError:
-            raise InputFormatError(
-                f"NIF: the phrase {phrase} has no whole-number nif:beginIndex and nif:endIndex"
-            ) from None
+            bad(f"the phrase {phrase} has no whole-number nif:beginIndex and nif:endIndex")
+            continue
         if not 0 <= start < end <= len(doc.text):
-            raise InputFormatError(f"NIF: the phrase {phrase} ({start}, {end}) is outside its context's text")
+            bad(f"the phrase {phrase} ({start}, {end}) is outside its context's text")
+            continue
         anchor = graph.value(phrase, nif.anchorOf)
         surface = doc.text[start:end]
         if anchor is not None and str(anchor) != surface:
-            raise InputFormatError(
-                f"NIF: the phrase {phrase}: nif:anchorOf {str(anchor)!r} but the text has {surface!r}"
+            bad(f"the phrase {phrase}: nif:anchorOf {str(anchor)!r} but the text has {surface!r}")
+            continue
+        refs = iris(graph.objects(phrase, its.taIdentRef))
+        same: set[str] = set()
+        for ref in refs:
+            node = URIRef(ref)
+            same.update(iris(graph.objects(node, owl.sameAs)) + iris(graph.subjects(owl.sameAs, node)))
+        doc.phrases.append(
+            NifPhrase(
+                start,
+                end,
+                surface,
+                refs[0] if refs else None,
+                str(phrase),
+                tuple(refs),
+                tuple(sorted(same - set(refs))),
             )
-        ref = graph.value(phrase, its.taIdentRef)
-        doc.phrases.append(NifPhrase(start, end, surface, str(ref) if isinstance(ref, URIRef) else None, str(phrase)))
+        )
     for doc in docs.values():
         doc.phrases.sort(key=lambda p: (p.start, p.end))
     return [docs[k] for k in sorted(docs)]

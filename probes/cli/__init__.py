@@ -1,6 +1,6 @@
 """The ``mluke`` subcommands that run ``probes``' evaluations and analyses: ``eval-mlama``, ``eval-demo``,
-``eval-lmkbc``, ``eval-aida``, ``eval-xfactr``, ``eval-bear``, ``eval-link``, ``finetune``, ``evaluate``,
-``index``, ``eval-cwr``, ``modularity`` and ``parallel-spans``.
+``eval-lmkbc``, ``eval-aida``, ``eval-nif``, ``eval-xfactr``, ``eval-bear``, ``eval-link``, ``finetune``,
+``evaluate``, ``index``, ``eval-cwr``, ``modularity`` and ``parallel-spans``.
 
 Each module declares :class:`mluke.cli.registry.Command` objects that pyproject.toml names as entry points of
 the group ``mluke.commands``; :mod:`mluke.cli` finds them there and lists them among its own commands, so the

@@ -1,11 +1,13 @@
-"""``mluke eval-lmkbc``, ``eval-aida``, ``eval-xfactr`` and ``eval-bear``: thin wrappers over
-:func:`probes.lmkbc.eval_lmkbc`, :func:`probes.aida.eval_aida`, :func:`probes.xfactr.eval_xfactr` and
-:func:`probes.bear.eval_bear`, added to the ``mluke`` command line through the entry points of pyproject.toml."""
+"""``mluke eval-lmkbc``, ``eval-aida``, ``eval-nif``, ``eval-xfactr`` and ``eval-bear``: thin wrappers over
+:func:`probes.lmkbc.eval_lmkbc`, :func:`probes.aida.eval_aida`, :func:`probes.nif_eval.eval_nif`,
+:func:`probes.xfactr.eval_xfactr` and :func:`probes.bear.eval_bear`, added to the ``mluke`` command line through the
+entry points of pyproject.toml."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,6 +16,11 @@ from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, print_table, write_outputs, wrote
 from mluke.cli.params import DbOption, ModelOption, OverwriteOption
 from mluke.cli.registry import Command
+
+if TYPE_CHECKING:
+    from probes.aida import AidaScores
+
+MethodOption = Annotated[str, typer.Option(help="The linking method (see mluke link --help).")]
 
 
 def eval_lmkbc(
@@ -39,32 +46,82 @@ def eval_lmkbc(
     wrote(outputs)
 
 
+def _eval_linking(
+    file: Path,
+    method: str,
+    limit: int | None,
+    json_out: str | None,
+    overwrite: bool,
+    run: Callable[..., AidaScores],
+    title: Callable[[AidaScores], str],
+    **options: Any,
+) -> None:
+    """What ``eval-aida`` and ``eval-nif`` share: check the file and options, link and score with ``run``, then
+    write the JSON or print the table and its notes."""
+    checks.input_file("FILE", file)
+    checks.choice("--method", method, list(checks.METHODS))
+    checks.at_least("--limit", limit, 0)
+    outputs = check_outputs(overwrite, json_out)
+    scores = run(file, limit=limit, method=method, **options)
+    if write_outputs(json_out, None, overwrite=overwrite, data=scores.to_dict):
+        return
+    print_table(title(scores), *scores.table())
+    for note in scores.notes:
+        typer.echo(f"note: {note}")
+    wrote(outputs)
+
+
 def eval_aida(
     file: Annotated[Path, typer.Argument(help="The AIDA-YAGO2 TSV file (AIDA-YAGO2-dataset.tsv).")],
     split: Annotated[str, typer.Option(help="testb (the test set), testa (development) or train.")] = "testb",
     model: ModelOption = None,
     db: DbOption = None,
-    method: Annotated[str, typer.Option(help="The linking method (see mluke link --help).")] = "combined",
+    method: MethodOption = "combined",
     limit: Annotated[int | None, typer.Option(help="Only the first N documents of the split.")] = None,
     json_out: Annotated[str | None, json_option("the scores")] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
     """Link AIDA-CoNLL's documents and score them as GERBIL does (strong match): A2KB micro and macro precision,
     recall and F1 over (span, entity) pairs, then D2KB in-kb accuracy with the gold mentions given."""
-    checks.input_file("FILE", file)
     checks.choice("--split", split, ["train", "testa", "testb"])
-    checks.choice("--method", method, list(checks.METHODS))
-    checks.at_least("--limit", limit, 0)
-    outputs = check_outputs(overwrite, json_out)
     from probes.aida import eval_aida as run
 
-    scores = run(file, split=split, db=db, model=model, limit=limit, method=method)
-    if write_outputs(json_out, None, overwrite=overwrite, data=scores.to_dict):
-        return
-    print_table(f"AIDA-CoNLL {split}, {scores.documents} documents", *scores.table())
-    for note in scores.notes:
-        typer.echo(f"note: {note}")
-    wrote(outputs)
+    def title(scores: AidaScores) -> str:
+        return f"AIDA-CoNLL {split}, {scores.documents} documents"
+
+    _eval_linking(file, method, limit, json_out, overwrite, run, title, split=split, db=db, model=model)
+
+
+def eval_nif(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="A NIF 2.0 Turtle corpus as GERBIL's datasets ship (KORE50, N3-Reuters-128, N3-RSS-500, OKE): "
+            "nif:Context documents and their phrases with itsrdf:taIdentRef links."
+        ),
+    ],
+    lang: Annotated[str, typer.Option("--lang", "-l", help="The language of the corpus's texts, e.g. en.")] = "en",
+    model: ModelOption = None,
+    db: DbOption = None,
+    method: MethodOption = "combined",
+    limit: Annotated[int | None, typer.Option(help="Only the first N documents (in order of their IRIs).")] = None,
+    json_out: Annotated[str | None, json_option("the scores")] = None,
+    overwrite: OverwriteOption = False,
+) -> None:
+    """Link a NIF corpus's documents and score them as eval-aida does (GERBIL's strong match): A2KB micro and macro
+    precision, recall and F1 over (span, entity) pairs, then D2KB in-kb accuracy with the gold mentions given.
+
+    Gold links to DBpedia (any language), Wikipedia or Wikidata become kb entities through --db (titles follow
+    redirects); any other IRI, such as GERBIL's http://aksw.org/notInWiki/..., is an entity outside the kb (NIL):
+    not scored, like AIDA's --NME--. A gold entity the kb lacks counts as a link no linker can get."""
+    checks.input_file("FILE", file)
+    checks.languages("--lang", [lang], checks.db_languages(db), str(db or "the embedded kb"))
+    from probes.nif_eval import eval_nif as run
+
+    def title(scores: AidaScores) -> str:
+        return f"{file.name}, {scores.documents} documents"
+
+    _eval_linking(file, method, limit, json_out, overwrite, run, title, lang=lang, db=db, model=model)
 
 
 def eval_xfactr(
@@ -142,6 +199,9 @@ EVAL_XFACTR = Command(
 )
 EVAL_AIDA = Command(
     "eval-aida", "Link AIDA-CoNLL and score it as GERBIL does (A2KB, D2KB).", eval_aida, after="eval-link"
+)
+EVAL_NIF = Command(
+    "eval-nif", "Link a NIF corpus (KORE50, N3, OKE) and score it as eval-aida does.", eval_nif, after="eval-aida"
 )
 EVAL_LMKBC = Command(
     "eval-lmkbc", "Score LM-KBC predictions (QID sets) by the challenge's rules.", eval_lmkbc, after="eval-demo"
