@@ -30,7 +30,7 @@ app = typer.Typer(
 SourceArgument = Annotated[
     str,
     typer.Argument(
-        help="A JSONL file (one {\"id\", \"text\", \"lang\"} object per line), .jsonl.gz, Parquet (columns text, id, "
+        help='A JSONL file (one {"id", "text", "lang"} object per line), .jsonl.gz, Parquet (columns text, id, '
         "lang), or a folder of them; a path every worker reads (shared file system, or s3://... pyarrow reads)."
     ),
 ]
@@ -51,9 +51,7 @@ AddressOption = Annotated[
 ]
 RestartOption = Annotated[
     bool,
-    typer.Option(
-        "--overwrite", help="Replace another job's output in OUT (the same job's output is always resumed)."
-    ),
+    typer.Option("--overwrite", help="Replace another job's output in OUT (the same job's output is always resumed)."),
 ]
 
 

@@ -12,10 +12,10 @@ from kb.files import check_text_source
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, print_table, wrote
 from mluke.cli.params import (
+    CandidatesOption,
     DbOption,
     DeviceOption,
     DtypeOption,
-    CandidatesOption,
     KnowBertKbOption,
     LinkMethodOption,
     ModelOption,

@@ -15,12 +15,16 @@ from typing import TYPE_CHECKING
 from kb.lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from mluke.distributed.jobs import JobRun as JobRun
-    from mluke.distributed.jobs import link_dataset as link_dataset
-    from mluke.distributed.jobs import span_vectors_dataset as span_vectors_dataset
-    from mluke.distributed.reading import read_mentions as read_mentions
-    from mluke.distributed.reading import read_span_vectors as read_span_vectors
-    from mluke.distributed.reading import span_index as span_index
+    from mluke.distributed.jobs import (
+        JobRun as JobRun,
+        link_dataset as link_dataset,
+        span_vectors_dataset as span_vectors_dataset,
+    )
+    from mluke.distributed.reading import (
+        read_mentions as read_mentions,
+        read_span_vectors as read_span_vectors,
+        span_index as span_index,
+    )
     from mluke.distributed.work import SpanSettings as SpanSettings
 
 _LAZY = {

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -295,9 +296,9 @@ def _cluster(address: str | None, cpus: float) -> Iterator[Any]:
         yield ray
         return
     if address is None and not os.environ.get("RAY_ADDRESS"):
-        ray.init(num_cpus=max(1, int(round(cpus))), include_dashboard=False, logging_level="ERROR")
+        ray.init(num_cpus=max(1, round(cpus)), include_dashboard=False, logging_level=logging.ERROR)
     else:
-        ray.init(address=address, logging_level="ERROR")
+        ray.init(address=address, logging_level=logging.ERROR)
     try:
         yield ray
     finally:
@@ -372,11 +373,12 @@ def _result(ray: Any, ref: Any, shard: Shard) -> ShardDone:
 
     where = f"shard {shard.number} ({shard.file.path}, lines {shard.first_line}-{shard.stop_line or 'end'})"
     try:
-        return ray.get(ref)  # type: ignore[no-any-return]
+        done: ShardDone = ray.get(ref)
+        return done
     except RayTaskError as exc:
         cause = exc.cause if isinstance(exc.cause, Exception) else None
         if isinstance(cause, MlukeError):
-            raise cause
+            raise cause from None
         raise MlukeError(f"{where} failed: {cause or exc}") from cause
     except RayActorError as exc:
         raise MlukeError(f"{where}: its worker died {SHARD_RETRIES + 1} times running it ({exc})") from None

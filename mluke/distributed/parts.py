@@ -72,12 +72,11 @@ def prepare(dest: str | os.PathLike[str], manifest: Mapping[str, Any], *, overwr
             p.unlink()
         _clean_temporaries(out)
         (out / SUCCESS).unlink(missing_ok=True)
-    elif out.exists() and any(out.iterdir()):
-        if not overwrite or not out.is_dir():
-            raise OutputExistsError(
-                f"{out}: exists and is not the output folder of an mluke job; give a new or empty folder"
-                + ("" if not out.is_dir() else ", or overwrite=True / --overwrite to write into it anyway")
-            )
+    elif out.exists() and (not out.is_dir() or (any(out.iterdir()) and not overwrite)):
+        raise OutputExistsError(
+            f"{out}: exists and is not the output folder of an mluke job; give a new or empty folder"
+            + ("" if not out.is_dir() else ", or overwrite=True / --overwrite to write into it anyway")
+        )
     out.mkdir(parents=True, exist_ok=True)
     write_json(found, manifest)
     return set()

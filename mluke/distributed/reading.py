@@ -21,7 +21,8 @@ def read_mentions(dest: str | os.PathLike[str], columns: list[str] | None = None
     Raises:
         MlukeError: ``dest`` is not a finished job's output.
     """
-    return read_parts(dest, columns).to_pandas()
+    frame: pd.DataFrame = read_parts(dest, columns).to_pandas()
+    return frame
 
 
 def read_span_vectors(dest: str | os.PathLike[str]) -> tuple[pd.DataFrame, np.ndarray]:

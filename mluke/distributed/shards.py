@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Any, Literal, cast
 
 from kb.errors import InputFormatError
 from mluke.linking.documents import Document, parse_document
@@ -85,7 +85,7 @@ def _kind(name: str) -> FileKind | None:
     return None
 
 
-def _filesystem(source: str) -> tuple[object, str]:
+def _filesystem(source: str) -> tuple[Any, str]:
     """pyarrow's file system for ``source`` and the path within it."""
     from pyarrow import fs
 
@@ -105,7 +105,7 @@ def dataset_files(source: str | os.PathLike[str]) -> list[DataFile]:
 
     expected = "JSONL (.jsonl, .json, .ndjson), gzip-compressed JSONL (.jsonl.gz, .json.gz) or Parquet (.parquet)"
     system, path = _filesystem(str(source))
-    info = system.get_file_info(path)  # type: ignore[attr-defined]
+    info = system.get_file_info(path)
     if info.type == fs.FileType.NotFound:
         raise InputFormatError(f"{source}: no such file or folder; expected a dataset of {expected} files")
     if info.type == fs.FileType.File:
@@ -113,7 +113,7 @@ def dataset_files(source: str | os.PathLike[str]) -> list[DataFile]:
         if kind is None:
             raise InputFormatError(f"{source}: not a file this reads; expected {expected}")
         return [DataFile(str(source), Path(info.path).name, kind, info.size)]
-    found = system.get_file_info(fs.FileSelector(path, recursive=True))  # type: ignore[attr-defined]
+    found = system.get_file_info(fs.FileSelector(path, recursive=True))
     files = []
     prefix = "" if "://" not in str(source) else str(source).split("://", 1)[0] + "://"
     for item in sorted(found, key=lambda i: i.path):
@@ -130,7 +130,7 @@ def open_binary(path: str) -> IO[bytes]:
     """``path`` (a local path or a URI) opened for reading bytes, with seeking."""
     system, inner = _filesystem(path)
     try:
-        return system.open_input_file(inner)  # type: ignore[attr-defined, no-any-return]
+        return cast("IO[bytes]", system.open_input_file(inner))
     except OSError as exc:
         raise InputFormatError(f"{path}: unreadable ({exc})") from None
 
@@ -166,7 +166,7 @@ def line_starts(file: DataFile, shard_lines: int) -> list[tuple[int, int]]:
 
 def plan_shards(files: list[DataFile], starts: list[list[tuple[int, int]]]) -> list[Shard]:
     """The shards of ``files`` given each file's :func:`line_starts`, numbered in order."""
-    shards = []
+    shards: list[Shard] = []
     for file, file_starts in zip(files, starts):
         for k, (line, offset) in enumerate(file_starts):
             stop = file_starts[k + 1][0] if k + 1 < len(file_starts) else None
@@ -189,12 +189,12 @@ def read_shard(shard: Shard, lang: str, malformed: Malformed) -> Iterator[Docume
         return
     try:
         with open_binary(name) as raw:
-            stream: IO[bytes] = raw
+            stream: Any = raw
             if shard.file.kind == "jsonl.gz":
                 stream = gzip.GzipFile(fileobj=raw)
             else:
                 raw.seek(shard.offset)
-            for number, line in enumerate(io.BufferedReader(stream, 1 << 20), shard.first_line):  # type: ignore[arg-type]
+            for number, line in enumerate(io.BufferedReader(stream, 1 << 20), shard.first_line):
                 if shard.stop_line is not None and number >= shard.stop_line:
                     return
                 if line.strip():

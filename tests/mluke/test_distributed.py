@@ -96,7 +96,8 @@ def test_the_rows_follow_linked_mention():
 def test_shards_read_the_documents_of_the_whole_file(tmp_path, monkeypatch, block, lines, shard_lines):
     monkeypatch.setattr(shards_module, "_BLOCK", block)  # a shard's edge inside a read block, and across blocks
     path = tmp_path / "c.jsonl"
-    path.write_text("".join("\n" if i % 5 == 4 else json.dumps({"id": i, "text": "x" * i}) + "\n" for i in range(lines)))
+    docs = ("\n" if i % 5 == 4 else json.dumps({"id": i, "text": "x" * i}) + "\n" for i in range(lines))
+    path.write_text("".join(docs))
     files = dataset_files(path)
     shards = plan_shards(files, [line_starts(files[0], shard_lines)])
     assert len(shards) == max(1, -(-lines // shard_lines))
@@ -113,10 +114,17 @@ def test_parquet_and_gzip_read_as_jsonl(tmp_path):
     assert [f.name for f in files] == ["a.parquet", "b.jsonl.gz"]
     shards = plan_shards(files, [line_starts(f, 4) for f in files])
     assert [(s.file.name, s.first_line, s.stop_line) for s in shards] == [
-        ("a.parquet", 1, 5), ("a.parquet", 5, 9), ("a.parquet", 9, None), ("b.jsonl.gz", 1, None)
+        ("a.parquet", 1, 5),
+        ("a.parquet", 5, 9),
+        ("a.parquet", 9, None),
+        ("b.jsonl.gz", 1, None),
     ]
     read = [[(d.line, d.text, d.lang, d.id) for d in read_shard(s, "en", Malformed())] for s in shards]
-    assert sum(read[:3], []) == read[3] == [(i + 1, f"text {i}", "de" if i == 3 else "en", f"d{i}") for i in range(12)]
+    assert (
+        read[0] + read[1] + read[2]
+        == read[3]
+        == [(i + 1, f"text {i}", "de" if i == 3 else "en", f"d{i}") for i in range(12)]
+    )
 
 
 def test_bad_lines_are_counted_and_a_truncated_file_is_refused(tmp_path):
