@@ -34,7 +34,7 @@ from kb.errors import MlukeError, OptionError
 from mluke.distributed.parts import MANIFEST, SUCCESS, file_identity, part_path, prepare, write_json
 from mluke.distributed.shards import DataFile, Shard, dataset_files, line_starts, plan_shards
 from mluke.distributed.work import ShardDone, SpanSettings, link_shard, vectors_shard
-from mluke.linking.resume import _name as source_name
+from mluke.linking.resume import source_name
 from mluke.options import LinkOptions, merge_options
 
 if TYPE_CHECKING:

@@ -58,13 +58,13 @@ def identity(
         "input_format": input_format,
         "lang": lang,
         "options": dataclasses.asdict(options),
-        "model": _name(model),
-        "db": _name(db),
+        "model": source_name(model),
+        "db": source_name(db),
     }
 
 
-def _name(thing: Any) -> Any:
-    """A model or kb as the sidecar names it: a path with its size and modification time, a name, or a type."""
+def source_name(thing: Any) -> Any:
+    """A model or kb as a run's record names it: a path with its size and modification time, a name, or a type."""
     if thing is None:
         return "default"
     path = getattr(thing, "path", thing)
