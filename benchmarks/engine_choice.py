@@ -7,7 +7,8 @@ seed, one thread per worker) so that what differs between the runs is the engine
 workers (the machine's 2 cores):
 
 - Ray: ``ray.init(num_cpus=2, include_dashboard=False)``, two actors (``num_cpus=1``, ``max_restarts=2``,
-  ``max_task_retries=2``) each building the model in its constructor, shards handed out by an ``ActorPool``;
+  ``max_task_retries=2``) that build the model on their first shard of a job, shards handed out by an
+  ``ActorPool``;
 - Spark: ``local-cluster[2,1,1024]`` (two executor JVMs of one core, as on a cluster; ``local[2,4]``, one JVM
   with task retries, when ``--spark-master`` says so), ``spark.read.parquet`` of the shard folder,
   ``mapInPandas`` with the model cached per Python worker process, ``write.parquet``.
