@@ -32,7 +32,7 @@ CHUNK_CHARS = 1 << 16
 SEGMENT_WINDOWS = 64
 #: A corpus's chunks never straddle a multiple of this many lines, so a corpus cut into shards of this many
 #: lines (:mod:`mluke.distributed`) is linked in the same batches as the whole file, with the same output.
-SHARD_LINES = 10_000
+SHARD_LINES = 1_000
 
 
 @dataclass(frozen=True)

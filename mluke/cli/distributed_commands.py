@@ -20,6 +20,7 @@ from mluke.cli.params import (
     PriorWeightOption,
     ProgressOption,
 )
+from mluke.options import SHARD_LINES
 
 app = typer.Typer(
     help="Link a dataset bigger than one machine on a Ray cluster (pip install 'mluke[ray]'); docs/guides/"
@@ -66,7 +67,13 @@ def link(
     prior_weight: PriorWeightOption = 1.0,
     nil_threshold: NilThresholdOption = None,
     candidates: CandidatesOption = False,
-    shard_lines: Annotated[int, typer.Option(help="Lines per shard (one task, one Parquet part).")] = 10_000,
+    shard_lines: Annotated[
+        int,
+        typer.Option(
+            help="Lines per shard: one task, one Parquet part, what a dead worker's retry redoes (about 20 minutes "
+            "of a CPU worker at the mluke-base size; more for GPU workers)."
+        ),
+    ] = SHARD_LINES,
     workers: WorkersOption = 2,
     threads: ThreadsOption = 1,
     cpus_per_worker: CpusOption = 1,

@@ -117,14 +117,13 @@ def test_parquet_and_gzip_read_as_jsonl(tmp_path):
         ("a.parquet", 1, 5),
         ("a.parquet", 5, 9),
         ("a.parquet", 9, None),
-        ("b.jsonl.gz", 1, None),
+        ("b.jsonl.gz", 1, 5),
+        ("b.jsonl.gz", 5, 9),
+        ("b.jsonl.gz", 9, None),
     ]
     read = [[(d.line, d.text, d.lang, d.id) for d in read_shard(s, "en", Malformed())] for s in shards]
-    assert (
-        read[0] + read[1] + read[2]
-        == read[3]
-        == [(i + 1, f"text {i}", "de" if i == 3 else "en", f"d{i}") for i in range(12)]
-    )
+    expected = [(i + 1, f"text {i}", "de" if i == 3 else "en", f"d{i}") for i in range(12)]
+    assert read[0] + read[1] + read[2] == read[3] + read[4] + read[5] == expected
 
 
 def test_bad_lines_are_counted_and_a_truncated_file_is_refused(tmp_path):
@@ -136,7 +135,10 @@ def test_bad_lines_are_counted_and_a_truncated_file_is_refused(tmp_path):
     assert malformed.count == 2 and "c.jsonl, line 2" in malformed.examples[0]
     broken = tmp_path / "t.jsonl.gz"
     broken.write_bytes(gzip.compress(path.read_bytes() * 50)[:-30])
-    [shard] = plan_shards(dataset_files(broken), [[(1, 0)]])
+    [file] = dataset_files(broken)
+    with pytest.raises(InputFormatError, match="t.jsonl.gz: unreadable or truncated"):
+        line_starts(file, 10)
+    [shard] = plan_shards([file], [[(1, 0)]])
     with pytest.raises(InputFormatError, match="t.jsonl.gz: unreadable or truncated"):
         list(read_shard(shard, "en", Malformed()))
     (tmp_path / "empty").mkdir()
