@@ -272,6 +272,31 @@ def measure_plain(work: Path) -> dict[str, Any]:
     return {"job_s": wall, "peak_rss_mb": rss.peak / 2**20, "processes": rss.processes, "outputs": len(ids)}
 
 
+def run_job(name: str, job: Any, builds: Path, out: Path, work: Path, kill_after: float, r: dict[str, Any]) -> None:
+    """Run ``job()`` (a linking job of either engine) as variant ``name`` of :data:`JOBS` (``"kill"``: a worker
+    killed mid-job), and record its wall time, whether it completed with the right outputs, the model builds per
+    process and (the first job) the peak memory into ``r``."""
+    kill: dict[str, Any] = {}
+    stop = killer(builds, kill_after, kill) if name == "kill" else threading.Event()
+    with RssSampler() as rss:
+        t = time.perf_counter()
+        try:
+            job()
+            completed, error = True, None
+        except Exception as e:  # the job failing is a result here
+            completed, error = False, f"{type(e).__name__}: {str(e)[:300]}"
+        wall = time.perf_counter() - t
+        stop.set()
+    result = {"job_s": wall, "completed": completed, "error": error, **kill}
+    result.update(check(out, work / "reference.npz") if completed else {})
+    result["builds_per_process"] = builds_per_process(builds)
+    if name == "job":
+        result.update(peak_rss_mb=rss.peak / 2**20, processes=rss.processes)
+        r.update(result)
+    else:
+        r[name] = result
+
+
 def measure_ray(work: Path, tasks: int, kill_after: float) -> dict[str, Any]:
     """One round of (a)-(e) with Ray."""
     import pandas as pd
@@ -331,25 +356,15 @@ def measure_ray(work: Path, tasks: int, kill_after: float) -> dict[str, Any]:
         builds, out = work / f"builds-ray-{name}", work / f"out-ray-{name}"
         builds.mkdir()
         out.mkdir()
-        kill: dict[str, Any] = {}
-        stop = killer(builds, kill_after, kill) if name == "kill" else threading.Event()
-        with RssSampler() as rss:
-            t = time.perf_counter()
-            try:
-                list(ActorPool(actors).map_unordered(lambda a, s: a.link.remote(s, str(out), str(builds)), shards))
-                completed, error = True, None
-            except Exception as e:  # the job failing is a result here
-                completed, error = False, f"{type(e).__name__}: {str(e)[:300]}"
-            wall = time.perf_counter() - t
-            stop.set()
-        result = {"job_s": wall, "completed": completed, "error": error, **kill}
-        result.update(check(out, work / "reference.npz") if completed else {})
-        result["builds_per_process"] = builds_per_process(builds)
-        if name == "job":
-            result.update(peak_rss_mb=rss.peak / 2**20, processes=rss.processes)
-            r.update(result)
-        else:
-            r[name] = result
+        run_job(
+            name,
+            lambda: list(ActorPool(actors).map_unordered(lambda a, s: a.link.remote(s, str(out), str(builds)), shards)),
+            builds,
+            out,
+            work,
+            kill_after,
+            r,
+        )
     t = time.perf_counter()
     ray.shutdown()
     r["shutdown_s"] = time.perf_counter() - t
@@ -396,26 +411,16 @@ def measure_spark(work: Path, tasks: int, kill_after: float, master: str) -> dic
     for name in JOBS:
         builds, out = work / f"builds-spark-{name}", work / f"out-spark-{name}"
         builds.mkdir()
-        kill: dict[str, Any] = {}
-        stop = killer(builds, kill_after, kill) if name == "kill" else threading.Event()
         fn = functools.partial(module.spark_link, str(builds))
-        with RssSampler() as rss:
-            t = time.perf_counter()
-            try:
-                source.mapInPandas(fn, "id long, vec array<float>").write.parquet(str(out))
-                completed, error = True, None
-            except Exception as e:  # the job failing is a result here
-                completed, error = False, f"{type(e).__name__}: {str(e)[:300]}"
-            wall = time.perf_counter() - t
-            stop.set()
-        result = {"job_s": wall, "completed": completed, "error": error, **kill}
-        result.update(check(out, work / "reference.npz") if completed else {})
-        result["builds_per_process"] = builds_per_process(builds)
-        if name == "job":
-            result.update(peak_rss_mb=rss.peak / 2**20, processes=rss.processes)
-            r.update(result)
-        else:
-            r[name] = result
+        run_job(
+            name,
+            lambda: source.mapInPandas(fn, "id long, vec array<float>").write.parquet(str(out)),
+            builds,
+            out,
+            work,
+            kill_after,
+            r,
+        )
     t = time.perf_counter()
     spark.stop()
     r["shutdown_s"] = time.perf_counter() - t

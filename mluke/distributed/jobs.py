@@ -253,13 +253,13 @@ def _model_path(model: str | os.PathLike[str] | None, method: str) -> str:
     """A model every worker can load: the demo model's cached folder for ``None`` (trained here if absent)."""
     from mluke.opening import is_demo
 
-    if is_demo(model):
+    if model is None or is_demo(model):
         if method == "knowbert":
             raise OptionError("method 'knowbert' needs a KnowBert model folder (model=...)")
         from mluke.demo.model import demo_model
 
         return str(demo_model())
-    return str(model)
+    return _absolute(model)
 
 
 def _kb_path(db: str | os.PathLike[str] | None, method: str) -> str | None:
@@ -271,7 +271,12 @@ def _kb_path(db: str | os.PathLike[str] | None, method: str) -> str | None:
         from kb.sources.embedded import default_db
 
         return str(default_db().path)
-    return str(db)
+    return _absolute(db)
+
+
+def _absolute(path: str | os.PathLike[str]) -> str:
+    """A local path made absolute (workers may start in another folder); a hub name or URI as it is."""
+    return str(Path(path).resolve()) if Path(path).exists() else str(path)
 
 
 def _finished_job(links: str | os.PathLike[str]) -> dict[str, Any]:

@@ -114,7 +114,8 @@ def dataset_files(source: str | os.PathLike[str]) -> list[DataFile]:
         kind = _kind(info.path)
         if kind is None:
             raise InputFormatError(f"{source}: not a file this reads; expected {expected}")
-        return [DataFile(str(source), Path(info.path).name, kind, info.size)]
+        path = str(source) if "://" in str(source) else info.path  # absolute: workers may start elsewhere
+        return [DataFile(path, Path(info.path).name, kind, info.size)]
     found = system.get_file_info(fs.FileSelector(path, recursive=True))
     files = []
     prefix = "" if "://" not in str(source) else str(source).split("://", 1)[0] + "://"

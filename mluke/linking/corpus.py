@@ -15,7 +15,8 @@ Texts are cut into the chunks :meth:`mluke.Linker.link_iter` links together (``o
 not depend on the number of workers, so neither do the results: a chunk is linked as one batch, whoever links it.
 With ``workers > 1`` the linker is built once here and ``workers`` processes are forked from it
 (:mod:`mluke.linking.workers`), sharing its weights; the chunks go to them with at most two per worker in
-flight, and the lines are written in order.
+flight (a worker that is done gets the next chunk even while an earlier one is still being linked), and the
+lines are written in order.
 """
 
 from __future__ import annotations
@@ -122,8 +123,8 @@ def link_corpus(
     """Link a corpus file into a JSONL file, in order, with ``workers`` processes; resumable (see the module docs).
 
     Memory does not grow with the corpus: documents are read as they are linked, at most two chunks per worker
-    are in flight, and the output is written as it goes. The output does not depend on ``workers`` or
-    ``threads`` (the same chunks are linked as the same batches).
+    are in flight and 16 per worker wait to be written in order, and the output is written as it goes. The
+    output does not depend on ``workers`` or ``threads`` (the same chunks are linked as the same batches).
 
     Args:
         source: a text file with one text per line, or a JSONL corpus (:func:`iter_documents`); ``-``: standard

@@ -84,35 +84,40 @@ class WorkerPool(Generic[S, T, R]):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def map(self, tasks: Iterable[T], ahead: int | None = None) -> Iterator[R]:
-        """``fn(state, task)`` for each task, in order; at most ``ahead`` (default: 2 per worker) tasks are sent
-        and not yet given back, so memory does not grow with the number of tasks.
+    def map(self, tasks: Iterable[T], ahead: int | None = None, window: int | None = None) -> Iterator[R]:
+        """``fn(state, task)`` for each task, in order. At most ``ahead`` tasks (default: 2 per worker) are at the
+        workers at once, and at most ``window`` (default: 8 times ``ahead``) are sent and not yet given back, so
+        memory does not grow with the number of tasks; a worker done with a later task gets the next one while a
+        slow earlier one is still being computed (results wait, in order, in the window).
 
         Raises:
             WorkerError: a worker died; the exception of a task that raised, as it was raised.
         """
         ahead = ahead or 2 * len(self.processes)
+        window = max(window or 8 * ahead, ahead)
         done: dict[int, R] = {}
-        sent = given = 0
+        sent = received = given = 0
         source = iter(tasks)
         exhausted = False
         while True:
-            while not exhausted and sent - given < ahead:
+            while not exhausted and sent - received < ahead and sent - given < window:
                 task = next(source, _END)
                 if task is _END:
                     exhausted = True
                     break
                 self._tasks.put((sent, task))  # type: ignore[arg-type]  # not _END here
                 sent += 1
+            if given in done:
+                yield done.pop(given)
+                given += 1
+                continue
             if given == sent and exhausted:
                 return
-            while given not in done:
-                number, ok, value = self._next_result()
-                if not ok:
-                    raise value
-                done[number] = value
-            yield done.pop(given)
-            given += 1
+            number, ok, value = self._next_result()
+            received += 1
+            if not ok:
+                raise value
+            done[number] = value
 
     def _next_result(self) -> tuple[int, bool, Any]:
         while True:

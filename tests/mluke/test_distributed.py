@@ -179,19 +179,31 @@ def test_a_killed_worker_is_retried_without_duplicates(cluster, corpus, want, ti
     assert len(list((tmp_path / "out").glob("part-*.parquet"))) == run.shards == 8
 
 
-def test_a_stopped_job_resumes_and_another_job_is_refused(linked, want, corpus, tiny_demo, embedded_db_path, tmp_path):
+def test_a_stopped_job_resumes_and_another_job_is_refused(
+    cluster, want, corpus, tiny_demo, embedded_db_path, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # relative paths: the workers get absolute ones
+    shutil.copy(corpus, "corpus.jsonl")
     out = tmp_path / "out"
-    shutil.copytree(linked[0], out)
     job = {"model": tiny_demo, "db": embedded_db_path, "progress": False}
-    for n in (2, 5):  # a job stopped before these shards were written
-        part_path(out, n).unlink()
-    (out / SUCCESS).unlink()
+
+    def stop_after_three(done, seen=[]):  # noqa: B006  # counts across calls
+        seen.append(done.number)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt, match="shards written to out are kept; run the same job again"):
+        link_dataset("corpus.jsonl", "out", **job, on_shard=stop_after_three, **SMALL)
+    kept = len(list(out.glob("part-*.parquet")))
+    assert 3 <= kept < 8 and not (out / SUCCESS).exists()
     with pytest.raises(MlukeError, match="not a finished job"):
         read_parts(out)
-    run = link_dataset(corpus, out, **job, **SMALL)
-    assert (run.resumed, run.shards) == (6, 8) and read_parts(out).to_pylist() == want
+    run = link_dataset("corpus.jsonl", "out", **job, **SMALL)
+    assert (run.resumed, run.shards) == (kept, 8) and read_parts(out).to_pylist() == [
+        {**row, "source": "corpus.jsonl"} for row in want
+    ]
     with pytest.raises(OutputExistsError, match="another job .*options"):
-        link_dataset(corpus, out, **job, **{**SMALL, "chunk_texts": 3})
+        link_dataset("corpus.jsonl", "out", **job, **{**SMALL, "chunk_texts": 3})
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")
     with pytest.raises(OutputExistsError, match="not the output folder of an mluke job"):

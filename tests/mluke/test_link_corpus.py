@@ -179,3 +179,22 @@ def test_cli_workers_and_refusals(demo_cli, corpus, tmp_path):
     assert "2 workers x 1 thread" in result.output
     result = demo_cli("link", corpus, workers=2)
     assert isinstance(result.exception, OptionError) and "--jsonl OUT" in str(result.exception)
+
+
+def _sleep_and_report(state, seconds):
+    time.sleep(seconds)
+    return seconds, os.getpid(), time.monotonic()
+
+
+def test_a_slow_chunk_does_not_keep_the_other_worker_idle():
+    """While one worker links a slow chunk, the other goes on with the next ones; results still come in order."""
+    from mluke.linking.workers import WorkerPool
+
+    tasks = [2.0] + [0.05] * 12
+    with WorkerPool(_sleep_and_report, None, 2) as pool:
+        results = list(pool.map(tasks))
+    assert [r[0] for r in results] == tasks  # in task order
+    slow_pid, slow_end = results[0][1], results[0][2]
+    fast = results[1:]
+    assert {pid for _, pid, _ in fast} == {next(pid for _, pid, _ in fast if pid != slow_pid)}  # the other worker
+    assert max(end for _, _, end in fast) < slow_end  # all done before the slow one: never waited for it
