@@ -56,7 +56,7 @@ RestartOption = Annotated[
 ]
 
 
-@app.command("link")
+@app.command("link", short_help="Link a dataset into Parquet, one row per mention (as mluke link --jsonl).")
 def link(
     source: SourceArgument,
     out: OutArgument,
@@ -113,7 +113,7 @@ def link(
     _report(run, f"linked {source}")
 
 
-@app.command("spans")
+@app.command("spans", short_help="Vectors of the mentions a linking job found, for a FAISS index.")
 def spans(
     source: SourceArgument,
     links: Annotated[Path, typer.Argument(help="The output folder of 'mluke distributed link' over SOURCE.")],
