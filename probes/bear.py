@@ -11,7 +11,16 @@ and each answer of the relation's answer space (``answer_space`` as labels; lm-p
 and the answer of the best statement is the prediction. A masked LM's statement score is lm-pub-quiz's default
 pseudo-log-likelihood, ``within_word_l2r`` (Kauf and Ivanova, 2023): for each piece that is not a special token,
 that piece and the pieces of the same word to its right are masked, and the piece's log-probability counts;
-the statement's score is their sum. Words are the text's whitespace-separated runs.
+the statement's score is their sum.
+
+Any masked LM scores (an mLUKE checkpoint, or BERT, XLM-R, RoBERTa, DistilBERT, ... as
+:mod:`mluke.models.word_models` loads them), each through its own tokenizer. Which pieces form a word is what
+lm-pub-quiz takes: for another masked LM, the word ids of its fast tokenizer (its pre-tokenizer's words:
+whitespace runs for XLM-R's SentencePiece, whitespace and punctuation apart for BERT's WordPiece, GPT-2's
+pattern for byte-level BPE), and the pieces scored are those its special-tokens mask leaves (``[CLS]``/``<s>``
+and ``[SEP]``/``</s>`` are not scored); for an mLUKE checkpoint, whose tokenizer is XLM-R's, the text's
+whitespace-separated runs, the words XLM-R's pre-tokenizer gives. :func:`compare_bear` puts several models side
+by side.
 
 Reported: accuracy per relation (the table lm-pub-quiz prints per relation), the accuracy over all instances,
 and the mean of the relations' accuracies.
@@ -25,11 +34,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from kb.errors import InputFormatError
+from mluke.models.errors import CheckpointError
+
+if TYPE_CHECKING:
+    from mluke.models.word_models import WordTokenizer
+    from mluke.opening import ModelSource
+    from probes.comparison import Comparison
 
 
 @dataclass
@@ -98,19 +113,63 @@ def word_ids(text: str, offsets: Sequence[tuple[int, int]]) -> list[int | None]:
     return out
 
 
-def masked_requests(ids: Sequence[int], words: Sequence[int | None], mask_id: int) -> list[tuple[list[int], int]]:
-    """``within_word_l2r``: per scored piece, the input with it and the rest of its word masked, and its position."""
-    scored = [i for i, w in enumerate(words) if w is not None]
+def masked_requests(
+    ids: Sequence[int], words: Sequence[int | None], mask_id: int, scored: Sequence[bool] | None = None
+) -> list[tuple[list[int], int]]:
+    """``within_word_l2r``: per scored piece, the input with it and the scored pieces of its word that follow it
+    masked, and its position.
+
+    ``scored``: which pieces are scored (default: those with a word); a scored piece without a word is masked
+    alone, and the word's run ends at the first scored piece of another word, as in lm-pub-quiz."""
+    if scored is None:
+        scored = [w is not None for w in words]
+    positions = [i for i, s in enumerate(scored) if s]
     out = []
-    for k, i in enumerate(scored):
+    for k, i in enumerate(positions):
         row = list(ids)
         row[i] = mask_id
-        for j in scored[k + 1 :]:
-            if words[j] != words[i]:
-                break
-            row[j] = mask_id
+        if words[i] is not None:
+            for j in positions[k + 1 :]:
+                if words[j] != words[i]:
+                    break
+                row[j] = mask_id
         out.append((row, i))
     return out
+
+
+def _word_model_requests(tokenizer: WordTokenizer, texts: Sequence[str]) -> list[tuple[int, list[int], int, int]]:
+    """The masked inputs of each text for a word model (see the module docs): (text, input, position, label)."""
+    hf = tokenizer.hf
+    if not getattr(hf, "is_fast", False):
+        raise CheckpointError(
+            f"{tokenizer.source_dir}: a slow tokenizer ({type(hf).__name__}); BEAR's within_word_l2r takes the word "
+            "of each piece from a fast tokenizer (tokenizer.json), as lm-pub-quiz does"
+        )
+    enc = hf(list(texts), return_special_tokens_mask=True)
+    requests: list[tuple[int, list[int], int, int]] = []
+    for t, text in enumerate(texts):
+        ids = list(enc["input_ids"][t])
+        if len(ids) > tokenizer.max_length:
+            raise InputFormatError(
+                f"BEAR statement {text!r}: {len(ids)} pieces, more than the {tokenizer.max_length} positions "
+                f"of {tokenizer.source_dir}"
+            )
+        scored = [not special for special in enc["special_tokens_mask"][t]]
+        for row, i in masked_requests(ids, enc.word_ids(t), tokenizer.mask_id, scored):
+            requests.append((t, row, i, ids[i]))
+    return requests
+
+
+def _mluke_requests(tokenizer: Any, texts: Sequence[str]) -> list[tuple[int, list[int], int, int]]:
+    """The masked inputs of each text for an mLUKE tokenizer (words: whitespace runs): (text, input, position,
+    label)."""
+    enc = tokenizer(list(texts), return_tensors=None)
+    requests: list[tuple[int, list[int], int, int]] = []
+    for t, (text, ids, mask, offsets) in enumerate(zip(texts, enc["input_ids"], enc["attention_mask"], enc.offsets)):
+        n = sum(mask)
+        words = word_ids(text, offsets[:n])
+        requests += [(t, row, i, ids[i]) for row, i in masked_requests(ids[:n], words, tokenizer.mask_id)]
+    return requests
 
 
 @torch.inference_mode()
@@ -118,14 +177,19 @@ def statement_scores(model: Any, tokenizer: Any, texts: Sequence[str], *, batch_
     """The ``within_word_l2r`` pseudo-log-likelihood of each text (see the module docs).
 
     ``model``: ``encode(input_ids=, attention_mask=)`` and ``word_scores(states)`` (log-probabilities);
-    ``tokenizer``: an mLUKE tokenizer (``tokenizer(texts, return_tensors=None)`` with ``.offsets``, ``mask_id``).
+    ``tokenizer``: a :class:`~mluke.models.word_models.WordTokenizer` (any masked LM's), or an mLUKE tokenizer
+    (``tokenizer(texts, return_tensors=None)`` with ``.offsets``, ``mask_id``, ``pad_id``).
+
+    Raises:
+        CheckpointError: a word model whose tokenizer is not a fast one (no word ids).
+        InputFormatError: a statement longer than the word model's positions.
     """
-    enc = tokenizer(list(texts), return_tensors=None)
-    requests: list[tuple[int, list[int], int, int]] = []  # (text, input, position, label)
-    for t, (text, ids, mask, offsets) in enumerate(zip(texts, enc["input_ids"], enc["attention_mask"], enc.offsets)):
-        n = sum(mask)
-        words = word_ids(text, offsets[:n])
-        requests += [(t, row, i, ids[i]) for row, i in masked_requests(ids[:n], words, tokenizer.mask_id)]
+    from mluke.models.word_models import WordTokenizer  # transformers, only when statements are scored
+
+    if isinstance(tokenizer, WordTokenizer):
+        requests = _word_model_requests(tokenizer, texts)
+    else:
+        requests = _mluke_requests(tokenizer, texts)
     scores = [0.0] * len(texts)
     pad = tokenizer.pad_id
     for start in range(0, len(requests), batch_size):
@@ -141,6 +205,10 @@ def statement_scores(model: Any, tokenizer: Any, texts: Sequence[str], *, batch_
         for (t, _, _, label), row in zip(part, logp):
             scores[t] += float(row[label])
     return scores
+
+
+#: The labels of the report's two overall rows.
+ALL, MEAN = "all (instances)", "mean of relations"
 
 
 @dataclass
@@ -169,9 +237,15 @@ class BearReport:
             for pid, r in self.relations.items()
         ]
         n = sum(int(r["instances"]) for r in self.relations.values())
-        rows.append(["all (instances)", n, "", round(100 * self.accuracy, 2)])
-        rows.append(["mean of relations", n, "", round(100 * self.macro_accuracy, 2)])
+        rows.append([ALL, n, "", round(100 * self.accuracy, 2)])
+        rows.append([MEAN, n, "", round(100 * self.macro_accuracy, 2)])
         return ["relation", "instances", "answers", "accuracy"], rows
+
+    def scores(self) -> dict[tuple[str, ...], float]:
+        """Accuracy per relation, then over all instances and the mean of relations: the rows of a
+        :class:`probes.comparison.Comparison`."""
+        out: dict[tuple[str, ...], float] = {(pid,): r["accuracy"] for pid, r in self.relations.items()}
+        return {**out, (ALL,): self.accuracy, (MEAN,): self.macro_accuracy}
 
 
 def score_choices(relation: BearRelation, statement_scores_: Sequence[Sequence[float]]) -> dict[str, float]:
@@ -187,18 +261,19 @@ def score_choices(relation: BearRelation, statement_scores_: Sequence[Sequence[f
 
 def eval_bear(
     folder: str | os.PathLike[str],
-    model: Any = None,
+    model: ModelSource = None,
     *,
     template_index: int = 0,
     relations: Sequence[str] | None = None,
     limit: int | None = None,
     batch_size: int = 64,
 ) -> BearReport:
-    """Score a BEAR dataset with an mLUKE model (what ``mluke eval-bear`` does; see the module docs).
+    """Score a BEAR dataset with a masked LM (what ``mluke eval-bear`` does; see the module docs).
 
     Args:
         folder: the BEAR dataset folder.
-        model: an mLUKE checkpoint or a loaded bundle (default: the demo model).
+        model: an mLUKE checkpoint, any masked LM (folder or hub name, see :mod:`mluke.models.word_models`) or a
+            loaded bundle (default: the demo model).
         template_index: which template of each relation.
         relations: only these relation ids.
         limit: only the first instances of each relation.
@@ -206,7 +281,7 @@ def eval_bear(
     """
     from mluke.opening import open_model
 
-    bundle = open_model(model)
+    bundle = open_model(model, word_models=True)
     report = BearReport()
     for rel in read_bear(folder, template_index=template_index):
         if relations and rel.pid not in relations:
@@ -222,3 +297,20 @@ def eval_bear(
         k = len(rel.answers)
         report.relations[rel.pid] = score_choices(rel, [flat[i * k : (i + 1) * k] for i in range(len(rel.instances))])
     return report
+
+
+def compare_bear(
+    folder: str | os.PathLike[str], models: Sequence[ModelSource], **options: Any
+) -> Comparison[BearReport]:
+    """:func:`eval_bear` for each model in turn, side by side (what ``mluke eval-bear --model A --model B``
+    prints): a column per model, a row per relation, then the accuracy over all instances and the mean of
+    relations.
+
+    Args:
+        folder: the BEAR dataset folder.
+        models: the models, in the order of the table's columns.
+        **options: the other keyword arguments of :func:`eval_bear`.
+    """
+    from probes.comparison import compare
+
+    return compare(models, lambda m: eval_bear(folder, m, **options), ["relation"])

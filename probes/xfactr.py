@@ -21,6 +21,9 @@ Scoring, X-FACTR's rule: a prediction (the best of 1..``max_pieces`` masks, deco
 :func:`mluke.probing.decoding.decode`, ``independent``, ``left-to-right`` or ``confidence``) is right when it
 equals the object's label or one of its aliases in the language exactly (surrounding spaces aside). Accuracy
 per relation, then the macro average over the relations of each language.
+
+Any masked LM probes (an mLUKE checkpoint, or BERT, XLM-R, ... as :mod:`mluke.models.word_models` loads them);
+:func:`compare_xfactr` puts several side by side.
 """
 
 from __future__ import annotations
@@ -32,9 +35,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kb.errors import InputFormatError
+
+if TYPE_CHECKING:
+    from mluke.opening import ModelSource
+    from probes.comparison import Comparison
 
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 _CHOICE = re.compile(r"\[([^\[\]]*;[XY]-(?:Gender|Number)=[^\[\]]*)\]")
@@ -206,6 +213,17 @@ class XfactrReport:
             rows.append([lang, "macro", sum(self.facts[lang].values()), round(100 * self.macro[lang], 2)])
         return ["lang", "relation", "facts", "accuracy"], rows
 
+    def scores(self) -> dict[tuple[str, ...], float]:
+        """Accuracy per (language, relation), each language's macro average after its relations: the rows of a
+        :class:`probes.comparison.Comparison`."""
+        macro = self.macro
+        out: dict[tuple[str, ...], float] = {}
+        for lang, rels in self.accuracy.items():
+            out.update({(lang, pid): acc for pid, acc in rels.items()})
+            if lang in macro:
+                out[(lang, "macro")] = macro[lang]
+        return out
+
 
 def score_relation(facts: Sequence[XfactrFact], predictions: Sequence[str]) -> float:
     """The share of facts whose prediction is right (:func:`is_correct`)."""
@@ -216,7 +234,7 @@ def score_relation(facts: Sequence[XfactrFact], predictions: Sequence[str]) -> f
 
 def eval_xfactr(
     root: str | os.PathLike[str],
-    model: Any = None,
+    model: ModelSource = None,
     langs: Sequence[str] = ("en",),
     *,
     relations: Sequence[str] | None = None,
@@ -280,3 +298,20 @@ def eval_xfactr(
         if dropped:
             report.notes.append(f"{lang}: article/preposition marks dropped in {', '.join(dropped)}")
     return report
+
+
+def compare_xfactr(
+    root: str | os.PathLike[str], models: Sequence[ModelSource], langs: Sequence[str] = ("en",), **options: Any
+) -> Comparison[XfactrReport]:
+    """:func:`eval_xfactr` for each model in turn, side by side (what ``mluke eval-xfactr --model A --model B``
+    prints): a column per model, a row per (language, relation), then each language's macro average.
+
+    Args:
+        root: X-FACTR's repository or its ``data/`` folder.
+        models: the models, in the order of the table's columns.
+        langs: the languages.
+        **options: the other keyword arguments of :func:`eval_xfactr`.
+    """
+    from probes.comparison import compare
+
+    return compare(models, lambda m: eval_xfactr(root, m, langs, **options), ["lang", "relation"])

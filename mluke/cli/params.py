@@ -104,3 +104,13 @@ CandidatesOption = Annotated[
         help="Show the runner-up candidates in the table and include every candidate's scores in the JSONL output.",
     ),
 ]
+
+#: ``--model`` of the benchmark commands that take any masked LM and put several side by side.
+MaskedLMsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        help="mLUKE checkpoint or any Hugging Face masked LM (BERT, XLM-R, ...), as a folder or hub name, or 'demo' "
+        "(the default): the embedded demo model; repeat to compare models side by side.",
+    ),
+]

@@ -14,11 +14,12 @@ import typer
 from kb.files import split_list
 from mluke.cli import checks
 from mluke.cli.output import check_outputs, csv_option, json_option, print_table, write_outputs, wrote
-from mluke.cli.params import DbOption, ModelOption, OverwriteOption
+from mluke.cli.params import DbOption, MaskedLMsOption, ModelOption, OverwriteOption
 from mluke.cli.registry import Command
 
 if TYPE_CHECKING:
     from probes.aida import AidaScores
+    from probes.comparison import Comparison
 
 MethodOption = Annotated[str, typer.Option(help="The linking method (see mluke link --help).")]
 
@@ -124,9 +125,29 @@ def eval_nif(
     _eval_linking(file, method, limit, json_out, overwrite, run, title, lang=lang, db=db, model=model)
 
 
+def _side_by_side(
+    comparison: Comparison[Any],
+    title: str,
+    json_out: str | None,
+    csv_out: str | None,
+    overwrite: bool,
+    outputs: list[str],
+) -> None:
+    """What ``eval-xfactr`` and ``eval-bear`` do with several ``--model``: write the JSON (every model's report)
+    or the CSV (one row per model and table row), or print one table with a column per model and each model's
+    notes."""
+    if write_outputs(json_out, csv_out, overwrite=overwrite, data=comparison.to_dict, table=comparison.records):
+        return
+    print_table(title, *comparison.table())
+    for name, report in zip(comparison.models, comparison.reports):
+        for note in getattr(report, "notes", []):
+            typer.echo(f"note: {name}: {note}")
+    wrote(outputs)
+
+
 def eval_xfactr(
     folder: Annotated[Path, typer.Argument(help="X-FACTR's repository or its data/ folder.")],
-    model: ModelOption = None,
+    model: MaskedLMsOption = None,
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated languages, e.g. en,fr,ja.")] = "en",
     relations: Annotated[str | None, typer.Option(help="Comma-separated relation ids (default: all).")] = None,
     decoding: Annotated[str, typer.Option(help="independent, left-to-right or confidence.")] = "confidence",
@@ -138,25 +159,29 @@ def eval_xfactr(
     overwrite: OverwriteOption = False,
 ) -> None:
     """Probe X-FACTR's facts with multi-piece decoding and score them by its rule: exact match against the
-    object's label or aliases, accuracy per relation, macro over relations per language."""
+    object's label or aliases, accuracy per relation, macro over relations per language; with several --model,
+    one table with a column per model."""
     checks.input_path("FOLDER", folder, "folder", "X-FACTR's repository or its data/ folder")
     checks.choice("--decoding", decoding, ["independent", "left-to-right", "confidence"])
     checks.at_least("--max-pieces", max_pieces, 1)
     checks.at_least("--beam", beam, 1)
     checks.at_least("--limit", limit, 0)
     outputs = check_outputs(overwrite, json_out, csv_out)
-    from probes.xfactr import eval_xfactr as run
+    from probes.xfactr import compare_xfactr, eval_xfactr as run
 
-    report = run(
-        folder,
-        model,
-        split_list(langs) or ["en"],
-        relations=split_list(relations) if relations else None,
-        method=decoding,
-        max_pieces=max_pieces,
-        beam=beam,
-        limit=limit,
-    )
+    options: dict[str, Any] = {
+        "relations": split_list(relations) if relations else None,
+        "method": decoding,
+        "max_pieces": max_pieces,
+        "beam": beam,
+        "limit": limit,
+    }
+    chosen_langs = split_list(langs) or ["en"]
+    if model and len(model) > 1:
+        comparison = compare_xfactr(folder, list(model), chosen_langs, **options)
+        _side_by_side(comparison, "X-FACTR accuracy (x 100)", json_out, csv_out, overwrite, outputs)
+        return
+    report = run(folder, model[0] if model else None, chosen_langs, **options)
     if write_outputs(json_out, csv_out, overwrite=overwrite, data=report.to_dict, table=report.table):
         return
     print_table("X-FACTR accuracy (x 100)", *report.table())
@@ -167,7 +192,7 @@ def eval_xfactr(
 
 def eval_bear(
     folder: Annotated[Path, typer.Argument(help="The BEAR dataset folder (P*.jsonl and metadata_relations.json).")],
-    model: ModelOption = None,
+    model: MaskedLMsOption = None,
     template_index: Annotated[int, typer.Option(help="Which template of each relation.")] = 0,
     relations: Annotated[str | None, typer.Option(help="Comma-separated relation ids (default: all).")] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N instances of each relation.")] = None,
@@ -175,16 +200,25 @@ def eval_bear(
     csv_out: Annotated[str | None, csv_option("the per-relation table")] = None,
     overwrite: OverwriteOption = False,
 ) -> None:
-    """Score BEAR's multiple-choice statements by pseudo-log-likelihood (lm-pub-quiz's within_word_l2r): the
-    best statement's answer is the prediction; accuracy per relation and overall."""
+    """Score BEAR's multiple-choice statements by pseudo-log-likelihood (lm-pub-quiz's within_word_l2r) with any
+    masked LM: the best statement's answer is the prediction; accuracy per relation and overall; with several
+    --model, one table with a column per model."""
     checks.input_path("FOLDER", folder, "folder", "a BEAR dataset folder")
     checks.at_least("--template-index", template_index, 0)
     checks.at_least("--limit", limit, 0)
     outputs = check_outputs(overwrite, json_out, csv_out)
-    from probes.bear import eval_bear as run
+    from probes.bear import compare_bear, eval_bear as run
 
-    chosen = split_list(relations) if relations else None
-    report = run(folder, model, template_index=template_index, relations=chosen, limit=limit)
+    options: dict[str, Any] = {
+        "template_index": template_index,
+        "relations": split_list(relations) if relations else None,
+        "limit": limit,
+    }
+    if model and len(model) > 1:
+        comparison = compare_bear(folder, list(model), **options)
+        _side_by_side(comparison, "BEAR accuracy (x 100)", json_out, csv_out, overwrite, outputs)
+        return
+    report = run(folder, model[0] if model else None, **options)
     if write_outputs(json_out, csv_out, overwrite=overwrite, data=report.to_dict, table=report.table):
         return
     print_table("BEAR accuracy (x 100)", *report.table())

@@ -64,14 +64,24 @@ def write_tiny_checkpoint(
     seed: int = 0,
 ) -> Path:
     """A random LukeForMaskedLM in the hub layout: config.json, pytorch_model.bin (no tied decoder),
-    sentencepiece.bpe.model, added_tokens.json, entity_vocab.json with lite-order special ids."""
-    import sentencepiece as spm
+    sentencepiece.bpe.model, added_tokens.json, entity_vocab.json with lite-order special ids.
+
+    ``spm_model`` may also be an XLM-R ``tokenizer.json`` (fairseq ids, ``<mask>`` last), written as it is: a
+    checkpoint that needs no sentencepiece training (e.g. :func:`mluke.demo.tokenizer.pruned_xlmr_tokenizer`'s)."""
     from transformers import LukeConfig, LukeForMaskedLM
 
     directory.mkdir(parents=True, exist_ok=True)
-    shutil.copy(spm_model, directory / "sentencepiece.bpe.model")
-    n_spm = spm.SentencePieceProcessor(model_file=str(spm_model)).get_piece_size()
-    vocab_size = n_spm + 4  # fairseq: +<pad>, +<mask>, then <ent>, <ent2>
+    if spm_model.suffix == ".json":
+        from tokenizers import Tokenizer
+
+        shutil.copy(spm_model, directory / "tokenizer.json")
+        vocab_size = Tokenizer.from_file(str(spm_model)).get_vocab_size(with_added_tokens=False) + 2  # <ent>, <ent2>
+    else:
+        import sentencepiece as spm
+
+        shutil.copy(spm_model, directory / "sentencepiece.bpe.model")
+        n_spm = spm.SentencePieceProcessor(model_file=str(spm_model)).get_piece_size()
+        vocab_size = n_spm + 4  # fairseq: +<pad>, +<mask>, then <ent>, <ent2>
     entity_vocab = dict(LITE_SPECIALS)
     if not lite:
         for i, (lang, title) in enumerate(

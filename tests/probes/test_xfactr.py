@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from kb.errors import InputFormatError
-from probes.xfactr import XfactrFact, eval_xfactr, read_xfactr, render, score_relation
+from probes.xfactr import XfactrFact, compare_xfactr, eval_xfactr, read_xfactr, render, score_relation
 
 PROMPTS = (
     "pid,relation,en,fr,ru\n"
@@ -102,3 +102,37 @@ def test_eval_decodes_per_rendered_template_and_averages_relations(tmp_path, mon
     assert sorted(t for t, *_ in fr_p19) == ["[X] est né [Y] .", "[X] est née [Y] ."]  # one decoding per gender
     assert all(m == "left-to-right" and n == 3 for *_, m, n in asked)
     assert report.notes == ["fr: article/preposition marks dropped in P19, P36"]
+
+
+def test_models_side_by_side(tmp_path, monkeypatch, cli):
+    root = write_xfactr(tmp_path / "xfactr")
+
+    def decode(model, tok, template, subjects, **kw):  # the model "good" knows two capitals and one birthplace
+        right = {"Marie Curie": "Warsaw", "France": "Paris", "Japan": "Tokyo"} if model == "good" else {}
+        return [[SimpleNamespace(text=right.get(s, "Berlin"))] for s in subjects]
+
+    monkeypatch.setattr("mluke.probing.decoding.decode", decode)
+    monkeypatch.setattr(
+        "mluke.opening.open_model", lambda model, word_models: SimpleNamespace(model=model, tokenizer=SimpleNamespace())
+    )
+    comparison = compare_xfactr(root, ["good", "bad"], ["en", "fr"])
+    assert comparison.reports[0].accuracy == eval_xfactr(root, "good", ["en", "fr"]).accuracy
+    columns, rows = comparison.table()
+    assert columns == ["lang", "relation", "good", "bad"]
+    assert rows == [
+        ["en", "P19", 50.0, 0.0],
+        ["en", "P36", 100.0, 0.0],
+        ["en", "macro", 75.0, 0.0],
+        ["fr", "P19", 0.0, 0.0],  # French names: Varsovie, not Warsaw
+        ["fr", "P36", 50.0, 0.0],  # Japon, not Japan: not in the good model's answers
+        ["fr", "macro", 25.0, 0.0],
+    ]
+    res = cli("eval-xfactr", root, model=["good", "bad"], langs="en,fr", csv=tmp_path / "x.csv")
+    assert res.exit_code == 0, res.output
+    assert "note: good: fr: article/preposition marks dropped in P19, P36" in res.output
+    lines = (tmp_path / "x.csv").read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "model,lang,relation,accuracy" and lines[3] == "good,en,macro,75.0" and len(lines) == 13
+    res = cli("eval-xfactr", root, model=["good", "bad"], langs="en", json="-")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert [m["model"] for m in data["models"]] == ["good", "bad"] and data["models"][1]["macro"] == {"en": 0.0}
