@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv-floor with the declared floors of torch, transformers, tokenizers and numpy (the ">=" versions
-# in pyproject.toml, installed exactly) and run the tests of every model family there: mLUKE (checkpoint,
+# in pyproject.toml, installed exactly; pyarrow too, which the ray extra brings: its recent versions need NumPy 2)
+# and run the tests of every model family there: mLUKE (checkpoint,
 # tokenizer, devices and dtypes, span vectors, linking, pretraining), English LUKE, KnowBert, the word models,
 # the fine-tuning heads (typing, relation, NER, QA, ReCoRD, with entity, word and KnowBert features) and the
 # probe. Everything else resolves as in .venv. Called by .ci/run after the main test run; pass pytest options
@@ -17,7 +18,7 @@ import re
 import sys
 
 text = open(sys.argv[1], encoding="utf-8").read()
-for name in ("torch", "transformers", "tokenizers", "numpy"):
+for name in ("torch", "transformers", "tokenizers", "numpy", "pyarrow"):
     found = re.search(rf'^\s*"{name}>=([0-9][0-9.]*)"', text, re.M)
     if not found:
         sys.exit(f"pyproject.toml: no '{name}>=X' floor among the dependencies")
