@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kb.files import check_output
 from mluke.cli import checks
 from mluke.cli.output import print_table
 from mluke.cli.params import (
@@ -145,6 +146,8 @@ def spans(
 
     checks.choice("--features", features, list(FEATURES))
     checks.device(device, dtype)
+    if index is not None:  # refused before the job, not after it
+        check_output(index, overwrite=overwrite)
     from mluke.distributed.jobs import span_vectors_dataset
     from mluke.distributed.reading import span_index
     from mluke.distributed.work import SpanSettings
@@ -160,7 +163,7 @@ def spans(
     )
     _report(run, f"span vectors of {links}")
     if index is not None:
-        span_index(out, path=index)
+        span_index(out, path=index, overwrite=True)  # checked above
         typer.echo(f"wrote {index}")
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from kb.errors import MlukeError, OptionError
+from kb.files import check_writable
 from mluke.distributed.parts import MANIFEST, SUCCESS, file_identity, part_path, prepare, write_json
 from mluke.distributed.shards import DataFile, Shard, dataset_files, line_starts, plan_shards
 from mluke.distributed.work import ShardDone, SpanSettings, link_shard, vectors_shard
@@ -172,11 +173,13 @@ def link_dataset(
     Raises:
         InputFormatError: a missing dataset, a file of another kind, an unreadable or truncated file.
         OutputExistsError: ``dest`` holds something else (see :func:`mluke.distributed.parts.prepare`).
+        OutputError: ``dest`` cannot be written (checked before any work).
         MlukeError: a shard that failed (naming it), Ray missing.
     """
     options = merge_options(LinkOptions, options, keywords, "link_dataset")
     _check_counts(workers, threads, cpus_per_worker, gpus_per_worker)
     files = dataset_files(source)
+    check_writable(Path(dest) / MANIFEST)  # before any work: an unwritable folder is one clear error
     model, db = _model_path(model, options.method), _kb_path(db, options.method)
     setting = {
         "job": "link",
@@ -226,6 +229,7 @@ def span_vectors_dataset(
     settings = settings or SpanSettings()
     _check_counts(workers, threads, cpus_per_worker, gpus_per_worker)
     files = dataset_files(source)
+    check_writable(Path(dest) / MANIFEST)
     linking = _finished_job(links)
     model = _model_path(model, "combined")
     setting = {"job": "spans", "links": str(Path(links).resolve()), "lang": linking["lang"]}

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kb.files import check_output
 from mluke.distributed.parts import read_parts
 
 if TYPE_CHECKING:
@@ -37,13 +38,21 @@ def read_span_vectors(dest: str | os.PathLike[str]) -> tuple[pd.DataFrame, np.nd
     return table.drop(["vector"]).to_pandas(), vectors
 
 
-def span_index(dest: str | os.PathLike[str], factory: str = "Flat", path: str | os.PathLike[str] | None = None) -> Any:
+def span_index(
+    dest: str | os.PathLike[str],
+    factory: str = "Flat",
+    path: str | os.PathLike[str] | None = None,
+    *,
+    overwrite: bool = False,
+) -> Any:
     """A FAISS inner-product index of a span-vector job's vectors (row ``i`` of :func:`read_span_vectors` has id
     ``i``); ``factory``: a FAISS index factory string (``"Flat"``: exact; ``"IVF1024,PQ32"`` and the like are
     trained on the vectors first); written to ``path`` when given. With normalised vectors (the default), inner
-    product is cosine similarity."""
+    product is cosine similarity. An existing ``path`` is replaced only with ``overwrite``."""
     import faiss
 
+    if path is not None:
+        check_output(path, overwrite=overwrite)
     _, vectors = read_span_vectors(dest)
     index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
     if not index.is_trained:

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import ray  # noqa: E402
 
 import mluke.distributed.shards as shards_module  # noqa: E402
-from kb.errors import InputFormatError, MlukeError, OutputExistsError  # noqa: E402
+from kb.errors import InputFormatError, MlukeError, OutputError, OutputExistsError  # noqa: E402
 from mluke.distributed import SpanSettings, link_dataset, read_span_vectors, span_index, span_vectors_dataset  # noqa: E402
 from mluke.distributed.parts import SUCCESS, part_path, read_parts  # noqa: E402
 from mluke.distributed.shards import Malformed, dataset_files, line_starts, plan_shards, read_shard  # noqa: E402
@@ -141,6 +141,9 @@ def test_bad_lines_are_counted_and_a_truncated_file_is_refused(tmp_path):
     [shard] = plan_shards([file], [[(1, 0)]])
     with pytest.raises(InputFormatError, match="t.jsonl.gz: unreadable or truncated"):
         list(read_shard(shard, "en", Malformed()))
+    (tmp_path / "in-the-way").write_text("a file")
+    with pytest.raises(OutputError, match="in-the-way is a file, not a folder"):  # before any work
+        link_dataset(path, tmp_path / "in-the-way" / "out", progress=False)
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputFormatError, match="no dataset file"):
         dataset_files(tmp_path / "empty")
@@ -233,6 +236,8 @@ def test_span_vectors_equal_one_machine(linked, corpus, tiny_demo, tmp_path):
     index = span_index(tmp_path / "vectors", path=tmp_path / "spans.faiss")
     _, found = index.search(vectors[:3], 1)
     assert found[:, 0].tolist() == [0, 1, 2] and (tmp_path / "spans.faiss").stat().st_size > 0
+    with pytest.raises(OutputExistsError):  # an existing index is kept
+        span_index(tmp_path / "vectors", path=tmp_path / "spans.faiss")
 
 
 def test_the_command_line(cluster, cli, corpus, tiny_demo, embedded_db_path, tmp_path):
