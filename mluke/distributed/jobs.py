@@ -365,16 +365,27 @@ def _run(
                     if on_shard is not None:
                         on_shard(finished)
     except KeyboardInterrupt:
+        _stop(ray, pool, flight)
+        kept = len(list(Path(dest).glob("part-*.parquet")))
         raise KeyboardInterrupt(
-            f"stopped: the {bar.n} of {len(shards)} shards written to {dest} are kept; run the same job again to "
+            f"stopped: the {kept} of {len(shards)} shards written to {dest} are kept; run the same job again to "
             "finish it"
         ) from None
     finally:
-        for actor in pool:
-            ray.kill(actor)
+        _stop(ray, pool, flight)
     run.seconds = time.perf_counter() - started
     write_json(Path(dest) / SUCCESS, run.to_dict())
     return run
+
+
+def _stop(ray: Any, pool: list[Any], flight: dict[Any, tuple[int, Shard]]) -> None:
+    """Kill the actors and wait until their shards in flight have ended, so that no part appears after the
+    job has returned (``ray.kill`` only asks; the process may still be finishing a part)."""
+    for actor in pool:
+        ray.kill(actor, no_restart=True)
+    if flight:
+        ray.wait(list(flight), num_returns=len(flight), timeout=60)
+        flight.clear()
 
 
 def _result(ray: Any, ref: Any, shard: Shard) -> ShardDone:
