@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from kb.lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from mluke.distributed.driver import JobRun as JobRun
     from mluke.distributed.jobs import (
-        JobRun as JobRun,
         link_dataset as link_dataset,
         span_vectors_dataset as span_vectors_dataset,
     )
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mluke.distributed.work import SpanSettings as SpanSettings
 
 _LAZY = {
-    "JobRun": "mluke.distributed.jobs",
+    "JobRun": "mluke.distributed.driver",
     "link_dataset": "mluke.distributed.jobs",
     "span_vectors_dataset": "mluke.distributed.jobs",
     "read_mentions": "mluke.distributed.reading",
