@@ -16,6 +16,8 @@ was written before the second round of tuning and is scored once at its end; :da
 at: a few tuning sentences and the first held-out set (161 cases), which was scored after the first round and so
 no longer measures anything held out. :data:`THIRD_TEST` (178 cases, :mod:`probes.news_linking_heldout3`) was
 written before the third round of tuning, when the second set had been looked at, and is scored once at its end.
+:data:`FOURTH_TEST` (168 cases, :mod:`probes.news_linking_heldout4`) was written before the fourth round, when
+the first three sets had been looked at, and is scored once before that round and once at its end.
 :func:`score_news` links the sentences and judges each case, :func:`news_summary` counts the right ones.
 """
 
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from kb.db import EntityDB
 from probes.news_linking_heldout import HELD_OUT
 from probes.news_linking_heldout3 import HELD_OUT_3
+from probes.news_linking_heldout4 import HELD_OUT_4
 
 if TYPE_CHECKING:
     from mluke.linking.linker import Linker
@@ -343,6 +346,8 @@ def _flatten(table: dict[str, dict[Kind, list[tuple[str, ...]]]]) -> list[NewsCa
 TEST: list[NewsCase] = _flatten(HELD_OUT)
 #: The third held-out set (:mod:`probes.news_linking_heldout3`), written before the third round of tuning.
 THIRD_TEST: list[NewsCase] = _flatten(HELD_OUT_3)
+#: The fourth held-out set (:mod:`probes.news_linking_heldout4`), written before the fourth round of tuning.
+FOURTH_TEST: list[NewsCase] = _flatten(HELD_OUT_4)
 #: The first held-out set (161 cases), tuning data since it was scored.
 FIRST_TEST: list[NewsCase] = _flatten(_FIRST_TEST)
 #: The tuning set: the tuning sentences and the first held-out set.

@@ -72,6 +72,7 @@ import unicodedata
 from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from kb.mentions import segmenters
 from kb.mentions.compiled import Mention
 from kb.mentions.surfaces import fold
 
@@ -99,7 +100,7 @@ FUNCTION_ZIPF = 6.0
 #: Articles and other determiners that make the next word a common noun (see :data:`AFTER_ARTICLE`).
 _ARTICLE_WORDS = {
     "en": "the a an",
-    "de": "der die das den dem des ein eine einen einem einer eines kein keine keinen keinem",
+    "de": "der die das den dem des ein eine einen einem einer eines kein keine keinen keinem beim zum zur vom im am",
     "fr": "le la les l un une des du ce cette ces",
     "es": "el la los las un una unos unas",
     "it": "il lo la i gli le un uno una",
@@ -138,6 +139,8 @@ FIRST_NAME_COUNT = 10_000
 #: A foreign place's name opening a sentence is a common word of the language when its own Zipf frequency
 #: exceeds the place's fame (:meth:`LinkEstimator.fame`) by this much (Nice in English: 5.4 against 3.9).
 FOREIGN_WORD_GAP = 1.0
+#: Dots that join the parts of a foreign person's name written in Han characters (杰克·伦敦, 乔治・华盛顿).
+_NAME_DOTS = "·・‧•"
 #: Han characters after a place name that make a demonym or a language of it (美国人, 日本语), not the place.
 _DERIVING_SUFFIXES = set("人語语話话")
 #: Cyrillic letters in Latin letters, for looking up first names (Сергей -> sergey).
@@ -317,6 +320,9 @@ class LinkEstimator:
         surface = mention.surface
         first = _first_cased(surface)
         if first is None:
+            segmented = _by_segmenter(text, mention, lang)
+            if segmented is not None:
+                return segmented
             if self._inside_word(text, mention, lang):
                 return Estimate(INSIDE_WORD, "inside a longer word")
             if _unspaced_person(text, mention, lang, starts, ends):
@@ -335,6 +341,8 @@ class LinkEstimator:
                 return Estimate(LONGER_NAME, "sentence start, before an article")
             if self._foreign_common_word(mention, lang):
                 return Estimate(LONGER_NAME, "sentence start, common word for a place abroad")
+            if lang == "ru" and not self._names_a_country(mention) and segmenters.russian_common_word(surface):
+                return Estimate(LONGER_NAME, "sentence start, common word")
             found = self._by_frequency(surface, lang, CAPITALISED, SENTENCE_START_COMMON, "sentence start")
             if found.value == SENTENCE_START_COMMON and self._famous_as_written(mention, lang):
                 return Estimate(CAPITALISED, "sentence start, famous name")
@@ -429,7 +437,7 @@ class LinkEstimator:
         if (
             after
             and _capital_word(after.group(1))
-            and (m.end + 1) not in starts
+            and ((m.end + 1) not in starts or _first_name_before_name(m.surface, after.group(1)))
             and not (lang == "de" and _common(after.group(1), lang))
         ):
             return True
@@ -440,11 +448,43 @@ class LinkEstimator:
             if (
                 _capital_word(word)
                 and (not is_sentence_start(text, start) or _name_like(word, lang))
-                and (m.start - 1) not in ends
+                and ((m.start - 1) not in ends or _first_name_before_name(word, m.surface))
                 and not (lang == "de" and _common(word, lang) and not _name_like(word, lang))
             ):
                 return True
         return False
+
+
+def _first_name_before_name(first: str, second: str) -> bool:
+    """Two capitalised kb names side by side make one person's name when the first is a first name and the
+    second is not (*Irving* Berlin, *Sofia* Vergara; not Paris Jackson read backwards, nor two first names)."""
+    return is_first_name(first) and not is_first_name(second)
+
+
+def _by_segmenter(text: str, m: Mention, lang: str) -> Estimate | None:
+    """What a word segmenter (:mod:`kb.mentions.segmenters`) says of an unspaced-script mention: inside a
+    longer word that is no place (京都大学, トルコ石 for トルコ; 荷兰豆, 香港脚: in Chinese, where ``jieba``'s
+    dictionary joins many phrases, only a word that the place opens and that does not end in a word of two
+    characters or more, 日本首相), or a person's name (福山 in 福山雅治, tagged 人名 by ``sudachipy``); ``None``
+    where it says nothing or is not installed."""
+    word = segmenters.covering(text, lang, m.start, m.end)
+    if word is None:
+        return None
+    whole = (word.start, word.end) == (m.start, m.end)
+    if lang == "ja":
+        if "人名" in word.pos:
+            return Estimate(LONGER_NAME, "part of a longer name")
+        if not whole and "地名" not in word.pos:
+            return Estimate(INSIDE_WORD, "inside a longer word")
+        return None
+    if whole or word.start < m.start:
+        return None
+    rest = text[m.end : word.end]
+    # a place suffix (北京市) or a word of its own after the place (日本 + 首相, 中国 + 政府): the place still
+    # names itself there; one character that makes a new word of it (荷兰豆, 香港脚) does not
+    if set(rest) <= _PLACE_SUFFIXES or (len(rest) >= 2 and (zipf(rest, lang) or 0.0) >= COMPOUND_ZIPF):
+        return None
+    return Estimate(INSIDE_WORD, "inside a longer word")
 
 
 def _capital_word(word: str) -> bool:
@@ -506,6 +546,11 @@ def _unspaced_person(text: str, m: Mention, lang: str, starts: Container[int], e
             and bool(_KATAKANA.match(text[m.start - 2]))
             and (m.start - 1) not in ends
         )
+    if lang.startswith("zh") and (
+        (text[m.end : m.end + 1] in _NAME_DOTS and (m.end + 1) not in starts and m.end + 1 < len(text))
+        or (m.start >= 2 and text[m.start - 1] in _NAME_DOTS and (m.start - 1) not in ends)
+    ):
+        return True
     if lang == "zh" and len(m.surface) == 2 and m.start >= 1 and text[m.start - 1] in _ZH_SURNAMES:
         return (m.start - 1) not in ends and (m.start == 1 or not _HAN.match(text[m.start - 2]))
     return False

@@ -4,7 +4,7 @@ import pytest
 
 import kb
 from kb.entities import qualified_names
-from kb.mentions import MentionIndex
+from kb.mentions import MentionIndex, segmenters
 from kb.mentions.linkability import (
     AFTER_ARTICLE,
     CAPITALISED,
@@ -182,3 +182,56 @@ def test_third_round_news_rules(index, embedded_db):
     assert lp("他是美国人。", "zh")["美国"] == (INSIDE_WORD, "inside a longer word")
     assert lp("他会说日本语。", "zh")["日本"].value == INSIDE_WORD
     assert lp("美国人口增加了。", "zh")["美国"].value == NO_CASE  # 人口 "population" is a word of its own
+
+
+needs_segmenters = pytest.mark.skipif(
+    segmenters.tokens("東京", "ja") is None
+    or segmenters.tokens("北京", "zh") is None
+    or segmenters.russian_common_word("Москва") is None,
+    reason="the segment extra (sudachipy, jieba, pymorphy3) is not installed",
+)
+
+
+@needs_segmenters
+def test_fourth_round_segmenter_rules(index, embedded_db):
+    """Word segmenters: a Japanese person's name (人名) and a longer word around a place name, a Chinese word
+    that a place name opens, a Russian common noun opening a sentence; places written as places stay."""
+    est = LinkEstimator(embedded_db)
+    ru_index = MentionIndex.for_db(embedded_db, languages=["ru"])
+
+    def lp(text, lang, idx=index):
+        found = idx.detect(text, lang)
+        spans = [(m.start, m.end) for m in found]
+        return {m.surface: est.estimate(text, m, lang, spans) for m in found}
+
+    assert lp("福山雅治さんが歌った。", "ja")["福山"] == (LONGER_NAME, "part of a longer name")
+    assert lp("豊田章男会長が話した。", "ja")["豊田"].value == LONGER_NAME  # the honorific follows the given name
+    assert lp("京都大学の研究チームが発表した。", "ja")["京都"] == (INSIDE_WORD, "inside a longer word")
+    assert lp("福岡は雪だった。", "ja")["福岡"].value == NO_CASE  # 地名 here: the city
+    assert lp("荷兰豆的价格上涨了。", "zh")["荷兰"] == (INSIDE_WORD, "inside a longer word")
+    assert lp("日本首相发表了讲话。", "zh")["日本"].value == NO_CASE  # 首相 is a word of its own
+    assert lp("Шахты закрыли после аварии.", "ru", ru_index)["Шахты"] == (LONGER_NAME, "sentence start, common word")
+    assert lp("Киев пережил ночную атаку.", "ru", ru_index)["Киев"].value >= SENTENCE_START_COMMON
+
+
+def test_fourth_round_rules_without_segmenters(index, embedded_db):
+    """A first name that is itself a kb name glues to the next capitalised name (Irving Berlin), a Han middle
+    dot joins a foreign person's name (杰克·伦敦), a German contracted article (beim, zum) makes a noun."""
+    est = LinkEstimator(embedded_db)
+
+    def lp(text, lang="en"):
+        found = index.detect(text, lang)
+        spans = [(m.start, m.end) for m in found]
+        return {m.surface: est.estimate(text, m, lang, spans) for m in found}
+
+    assert lp("Irving Berlin wrote the song.")["Berlin"] == (LONGER_NAME, "part of a longer name")
+    assert lp("Irving Berlin wrote the song.")["Irving"].value == LONGER_NAME
+    assert lp("They flew from London to Paris.")["Paris"].value == CAPITALISED  # "to" stands between
+    assert lp("杰克·伦敦写过很多小说。", "zh")["伦敦"] == (LONGER_NAME, "part of a longer name")
+    assert lp("Beim Essen sprachen sie.", "de")["Essen"] == (AFTER_ARTICLE, "after an article")
+    assert lp("Sie fuhren nach Essen.", "de")["Essen"].value == CAPITALISED
+
+
+def test_segmenters_say_nothing_for_other_languages():
+    assert segmenters.tokens("Paris", "en") is None
+    assert segmenters.covering("Paris", "fr", 0, 5) is None
