@@ -37,6 +37,7 @@ Titles are unique per language: a name taken by a more prominent entity
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import unicodedata
@@ -92,11 +93,20 @@ def cldr_names() -> dict[str, Any]:
     return data
 
 
+@functools.cache
+def _small_lists() -> frozenset[str]:
+    """The languages of ``wordfreq``'s small lists (``available_languages`` lists its data files on every call:
+    asked once per name, it was most of the embedded kb's build time)."""
+    import wordfreq
+
+    return frozenset(wordfreq.available_languages("small"))
+
+
 def _zipf(word: str, lang: str) -> float:
     """``wordfreq``'s Zipf frequency of ``word`` in ``lang`` (its small list); 0.0 where it has no list."""
     import wordfreq
 
-    if lang not in wordfreq.available_languages("small"):
+    if lang not in _small_lists():
         return 0.0
     return float(wordfreq.zipf_frequency(word, lang, wordlist="small"))
 
@@ -128,20 +138,30 @@ def _country_alternates(
     return out
 
 
-def _exonyms(names: CityNames, lang: str, label: str | None, taken: set[str]) -> list[str]:
-    """The city's GeoNames alternate names that are ``lang``'s word for it (see the module docs); ``taken``:
-    folded names of other places (another city's GeoNames name is that city's, not this one's word)."""
+def _latin_alternates(names: CityNames) -> list[tuple[str, str]]:
+    """The city's GeoNames alternate names that may be a language's word for it, with their folded forms:
+    capitalised, not all capitals, Latin letters, spaces, hyphens and apostrophes only (the same for every
+    language, so worked out once per city)."""
     out = []
     for name in names.names:
         if (
-            name == label
-            or fold(name) in taken
-            or not name[:1].isupper()
+            not name[:1].isupper()
             or name.isupper()
             or not all(c.isalpha() or c in " -'" for c in name)
+            or not all(unicodedata.name(c, "").startswith("LATIN") for c in name if c.isalpha())
         ):
             continue
-        if not all(unicodedata.name(c, "").startswith("LATIN") for c in name if c.isalpha()):
+        out.append((name, fold(name)))
+    return out
+
+
+def _exonyms(alternates: list[tuple[str, str]], lang: str, label: str | None, taken: set[str], own: str) -> list[str]:
+    """The city's alternate names (:func:`_latin_alternates`) that are ``lang``'s word for it (see the module
+    docs); ``taken``: folded names of places, of which only ``own`` (the city's GeoNames name) is this city's
+    (another city's GeoNames name is that city's, not this one's word)."""
+    out = []
+    for name, folded in alternates:
+        if name == label or (folded in taken and folded != own):
             continue
         z = _zipf(name, lang)
         if z >= EXONYM_ZIPF and z > _zipf(name, "en") + 0.5:
@@ -317,6 +337,7 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
         labels = dict(exemplar.get(gid, {}))
         rec = _Record(key, "city", labels, prominence=int(city["population"]))
         names = CityNames(city)
+        alternates = _latin_alternates(names)
         for lang in langs:
             label, aliases = choose(names, lang, official.get(names.country, frozenset()))
             if label:
@@ -325,7 +346,7 @@ def _collect(langs: tuple[str, ...], min_population: int) -> _World:
             if lang in LATIN_LANGS and lang in labels:
                 aliases += ascii_spelling(labels[lang], names)
                 if lang != "en":
-                    aliases += _exonyms(names, lang, labels[lang], taken - {fold(city["name"])})
+                    aliases += _exonyms(alternates, lang, labels[lang], taken, fold(city["name"]))
             kept = set(aliases) - {labels.get(lang)}
             if kept:
                 rec.aliases[lang] = {a for a in kept if a is not None}
