@@ -430,7 +430,7 @@ def main() -> None:
         help="without --model: the small demo (trained into --work, minutes) or the tiny preset (seconds, cached)",
     )
     ap.add_argument("--facts", type=int, default=60, help="countries sampled (each with its facts)")
-    ap.add_argument("--threshold", type=float, default=0.05, help="LM-KBC: answer with candidates this likely")
+    ap.add_argument("--threshold", type=float, default=0.02, help="LM-KBC: answer with candidates this likely")
     ap.add_argument("--work", type=Path, default=HERE / "work" / "field")
     ap.add_argument("--json", type=Path, default=HERE / "results" / "field_benchmarks.json")
     add_smoke(ap)
