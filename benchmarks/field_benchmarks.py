@@ -346,8 +346,9 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     words = export_word_lm(demo, work / "demo-words")
     models = {"demo": str(demo), "masked LM": str(words)}
     texts = [t for t, _ in documents(data, "en")] + [t for t, _ in documents(data, "de")]
+    root = HERE.parent
     report: dict[str, Any] = {
-        "model": str(demo),
+        "model": str(demo.relative_to(root)) if demo.is_relative_to(root) else str(demo),
         "sample": {pid: len(data[pid]) for pid in ("P36", "P30", "P37", "P17", "P47")},
         "export_check": check_export(demo, words, texts),
         "seconds": {},
