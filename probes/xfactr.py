@@ -5,21 +5,23 @@ The layout of the repository's ``data/`` folder (the ``mlamaf`` set)::
     mTRExf/sub/P19.jsonl          facts: {"sub_uri": "Q..", "sub_label": .., "obj_uri": "Q..", "obj_label": ..}
     mTRExf_unicode_escape.txt     names: QID<TAB>"label"@lang<TAB>"label"@lang ... (``\\uXXXX`` escapes)
     mTRExf_gender.txt             QID<TAB>gender (optional)
+    mTRExf_instanceof.txt         QID<TAB>Qclass,label<TAB>... (optional)
+    lang_resource/<lang>/articles.txt  word<TAB>KEY (optional; fr and el, beside data/ in X-FACTR's repository)
     alias/mTRExf/<lang>.txt       aliases: QID<TAB>alias<TAB>alias ...
     TREx_prompts.csv              templates: pid,relation,en,zh,fr,... with [X] and [Y]
 
 A fact's subject and object are named in the asked language, else in English (as X-FACTR's probe does).
 
-Templates carry morphological marks. Resolved here: ``[X.Nom]``-style case marks (the placeholder is kept, the
-case dropped) and choices by the subject's or object's gender or number, ``[né;X-Gender=MASC|née;X-Gender=FEM]``
-(the gender from ``mTRExf_gender.txt``: ``female`` picks ``FEM``, ``male`` ``MASC``; unknown or other, the first
-choice; number is always singular). Article and preposition marks (``[DEF;X]``, ``[ARTDEF;Y]``, ``[PREPLOC;Y]``)
-need X-FACTR's per-language inflection tables and are dropped, which :attr:`XfactrReport.notes` says per
-language: the templates of English, Chinese, Japanese, Dutch and Korean have none.
+Templates carry marks that agree with the subject or the object (articles, prepositions, gender and number choices,
+case marks): :mod:`probes.xfactr_marks` fills them by X-FACTR's rules, with the genders of ``mTRExf_gender.txt``,
+the classes of ``mTRExf_instanceof.txt`` and the article tables the folder ships (``data/lang_resource/``) or
+the embedded ones. What X-FACTR does with trained inflection models (the case of a name in el, ru, tr, hu, bn) is
+not done, and :attr:`XfactrReport.notes` names the relations per language.
 
 Scoring, X-FACTR's rule: a prediction (the best of 1..``max_pieces`` masks, decoded by
 :func:`mluke.probing.decoding.decode`, ``independent``, ``left-to-right`` or ``confidence``) is right when it
-equals the object's label or one of its aliases in the language exactly (surrounding spaces aside). Accuracy
+equals the object's label or one of its aliases in the language exactly (surrounding spaces aside), each in the
+form the template asks (Turkish ``[Y;be]``: ``Ankara'dır``). Accuracy
 per relation, then the macro average over the relations of each language.
 
 Any masked LM probes (an mLUKE checkpoint, or BERT, XLM-R, ... as :mod:`mluke.models.word_models` loads them);
@@ -32,26 +34,25 @@ import csv
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kb.errors import InputFormatError
+from probes.xfactr_marks import Entity, Filled, Marks
 
 if TYPE_CHECKING:
     from mluke.opening import ModelSource
     from probes.comparison import Comparison
 
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
-_CHOICE = re.compile(r"\[([^\[\]]*;[XY]-(?:Gender|Number)=[^\[\]]*)\]")
-_CASE = re.compile(r"\[([XY])\.[A-Za-z]+\]")
-_TAG = re.compile(r"\[[A-Za-z.\-]+;[XY](?:\.[A-Za-z]+)?\]\s*")
 
 
 @dataclass(frozen=True)
 class XfactrFact:
-    """One fact, named in the probed language: the subject, the object and the object's aliases there."""
+    """One fact, named in the probed language: the subject, the object and the object's aliases there; the
+    genders (``MASC``, ``FEM`` or None) and instance-of lines of both, which the template's marks agree with."""
 
     subject_id: str
     subject: str
@@ -59,6 +60,17 @@ class XfactrFact:
     object: str
     aliases: tuple[str, ...] = ()
     subject_gender: str | None = None
+    object_gender: str | None = None
+    subject_types: str = ""
+    object_types: str = ""
+
+    def fill(self, marks: Marks, template: str) -> Filled:
+        """``template`` with its marks filled for this fact (:meth:`probes.xfactr_marks.Marks.fill`)."""
+        return marks.fill(
+            template,
+            Entity(self.subject, self.subject_gender, self.subject_types),
+            Entity(self.object, self.object_gender, self.object_types),
+        )
 
 
 @dataclass
@@ -105,33 +117,10 @@ def _gender(value: str | None) -> str | None:
     return "FEM" if v in ("female", "fem", "f") else "MASC" if v in ("male", "masc", "m") else None
 
 
-def render(template: str, genders: dict[str, str | None] | None = None) -> str:
-    """The template with its marks resolved (see the module docs): a plain ``[X] ... [Y]`` template."""
-    genders = genders or {}
-
-    def choose(match: re.Match[str]) -> str:
-        options = []
-        for option in match.group(1).split("|"):
-            word, _, cond = option.partition(";")
-            options.append((word, cond))
-        for word, cond in options:
-            who, _, feature = cond.partition("-")
-            name, _, value = feature.partition("=")
-            if name == "Gender" and genders.get(who) == value:
-                return word
-            if name == "Number" and value == "SG":
-                return word
-        return options[0][0]
-
-    text = _CHOICE.sub(choose, template)
-    text = _CASE.sub(lambda m: f"[{m.group(1)}]", text)
-    text = _TAG.sub("", text)
-    return re.sub(r"\s{2,}", " ", text).strip()
-
-
-def has_dropped_marks(template: str) -> bool:
-    """Whether rendering drops article or preposition marks (which X-FACTR inflects)."""
-    return bool(_TAG.search(_CASE.sub(lambda m: f"[{m.group(1)}]", _CHOICE.sub("", template))))
+def data_folder(root: str | os.PathLike[str]) -> Path:
+    """X-FACTR's ``data/`` folder: ``root/data`` when it holds the templates, else ``root``."""
+    root = Path(root)
+    return root / "data" if (root / "data" / "TREx_prompts.csv").is_file() else root
 
 
 def read_xfactr(
@@ -142,8 +131,7 @@ def read_xfactr(
     Raises:
         InputFormatError: a folder without the files of the layout, or no template for ``lang``.
     """
-    root = Path(root)
-    data = root / "data" if (root / "data" / "TREx_prompts.csv").is_file() else root
+    data = data_folder(root)
     prompts, names_file, facts_dir = (
         data / "TREx_prompts.csv",
         data / "mTRExf_unicode_escape.txt",
@@ -162,6 +150,7 @@ def read_xfactr(
     names = read_names(names_file)
     aliases = read_table(data / "alias" / "mTRExf" / f"{lang}.txt")
     genders = read_table(data / "mTRExf_gender.txt")
+    classes = {qid: ",".join(cols) for qid, cols in read_table(data / "mTRExf_instanceof.txt").items()}
     out = []
     for row in rows:
         pid, template = row["pid"], (row.get(lang) or "").strip()
@@ -177,17 +166,30 @@ def read_xfactr(
             s_names, o_names = names.get(s, {}), names.get(o, {})
             subject = s_names.get(lang) or s_names.get("en") or fact.get("sub_label", "")
             obj = o_names.get(lang) or o_names.get("en") or fact.get("obj_label", "")
-            marks = genders.get(s)
-            gender = _gender(marks[0] if marks else None)
-            rel.facts.append(XfactrFact(s, subject, o, obj, tuple(aliases.get(o, [])), gender))
+            s_gender, o_gender = (_gender(next(iter(genders.get(q, [])), None)) for q in (s, o))
+            rel.facts.append(
+                XfactrFact(
+                    s,
+                    subject,
+                    o,
+                    obj,
+                    tuple(aliases.get(o, [])),
+                    s_gender,
+                    o_gender,
+                    classes.get(s, ""),
+                    classes.get(o, ""),
+                )
+            )
         out.append(rel)
     return out
 
 
-def is_correct(prediction: str, fact: XfactrFact) -> bool:
-    """X-FACTR's rule: the prediction equals the object's label or one of its aliases."""
+def is_correct(prediction: str, fact: XfactrFact, form: Callable[[str], str] | None = None) -> bool:
+    """X-FACTR's rule: the prediction equals the object's label or one of its aliases, each through ``form`` (the
+    form the template asks of the answer, :meth:`probes.xfactr_marks.Marks.answer`) when given."""
     p = prediction.strip()
-    return bool(p) and (p == fact.object.strip() or p in {a.strip() for a in fact.aliases})
+    golds = {(form(a) if form else a).strip() for a in (fact.object, *fact.aliases)}
+    return bool(p) and p in golds
 
 
 @dataclass
@@ -225,11 +227,27 @@ class XfactrReport:
         return out
 
 
-def score_relation(facts: Sequence[XfactrFact], predictions: Sequence[str]) -> float:
-    """The share of facts whose prediction is right (:func:`is_correct`)."""
+def score_relation(
+    facts: Sequence[XfactrFact],
+    predictions: Sequence[str],
+    forms: Sequence[Callable[[str], str] | None] | None = None,
+) -> float:
+    """The share of facts whose prediction is right (:func:`is_correct`, each fact's answer through its form)."""
     if len(facts) != len(predictions):
         raise InputFormatError(f"{len(predictions)} predictions for {len(facts)} facts")
-    return sum(is_correct(p, f) for p, f in zip(predictions, facts)) / len(facts) if facts else 0.0
+    chosen = forms if forms is not None else [None] * len(facts)
+    right = sum(is_correct(p, f, form) for p, f, form in zip(predictions, facts, chosen))
+    return right / len(facts) if facts else 0.0
+
+
+_UNRESOLVED = {
+    "case": "names not inflected for case (X-FACTR inflects them with trained models)",
+    "article": "article/preposition marks without a table entry dropped",
+}
+
+
+def _answer_form(marks: Marks, form: str) -> Callable[[str], str] | None:
+    return (lambda name: marks.answer(form, name)) if form else None
 
 
 def eval_xfactr(
@@ -267,23 +285,25 @@ def eval_xfactr(
     report = XfactrReport()
     for lang in langs:
         report.accuracy[lang], report.facts[lang] = {}, {}
-        dropped = []
+        marks = Marks.for_folder(data_folder(root), lang)
+        unresolved: dict[str, list[str]] = {}
         for rel in read_xfactr(root, lang, relations):
             facts = rel.facts[:limit] if limit is not None else rel.facts
             if not facts:
                 continue
-            if has_dropped_marks(rel.template):
-                dropped.append(rel.pid)
             predictions = [""] * len(facts)
+            filled = [fact.fill(marks, rel.template) for fact in facts]
+            for what in dict.fromkeys(w for f in filled for w in f.unresolved):
+                unresolved.setdefault(what, []).append(rel.pid)
             by_template: dict[str, list[int]] = {}
-            for i, fact in enumerate(facts):
-                by_template.setdefault(render(rel.template, {"X": fact.subject_gender}), []).append(i)
+            for i, done in enumerate(filled):
+                by_template.setdefault(done.template, []).append(i)
             for text, rows in by_template.items():
                 answers = decode(
                     bundle.model,
                     tok,
                     Template(text),
-                    [facts[i].subject for i in rows],
+                    [filled[i].subject for i in rows],
                     max_pieces=max_pieces,
                     method=method,  # type: ignore[arg-type]
                     beam=beam,
@@ -293,10 +313,11 @@ def eval_xfactr(
                 )
                 for i, found in zip(rows, answers):
                     predictions[i] = found[0].text if found else ""
-            report.accuracy[lang][rel.pid] = score_relation(facts, predictions)
+            forms = [_answer_form(marks, f.answer_form) for f in filled]
+            report.accuracy[lang][rel.pid] = score_relation(facts, predictions, forms)
             report.facts[lang][rel.pid] = len(facts)
-        if dropped:
-            report.notes.append(f"{lang}: article/preposition marks dropped in {', '.join(dropped)}")
+        for what, pids in unresolved.items():
+            report.notes.append(f"{lang}: {_UNRESOLVED[what]} in {', '.join(pids)}")
     return report
 
 
