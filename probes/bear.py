@@ -6,7 +6,8 @@ The dataset folder holds one ``P*.jsonl`` a relation (``{"predicate_id", "sub_id
     {"P30": {"templates": ["[X] is located in [Y]."], "answer_space": ["Asia", "Antarctica", ...]}}
 
 For each instance, the template (``template_index``, 0 by default, as lm-pub-quiz) is filled with the subject
-and each answer of the relation's answer space (``answer_space`` as labels; lm-pub-quiz's
+and each answer of the relation's answer space (:func:`fill_statement`: one pass, the first letter upper-cased
+as lm-pub-quiz does by default) (``answer_space`` as labels; lm-pub-quiz's
 ``answer_space_labels``/``answer_space_ids`` layout is read too); each statement is scored by its log-likelihood
 and the answer of the best statement is the prediction. A masked LM's statement score is lm-pub-quiz's default
 pseudo-log-likelihood, ``within_word_l2r`` (Kauf and Ivanova, 2023): for each piece that is not a special token,
@@ -259,6 +260,16 @@ def score_choices(relation: BearRelation, statement_scores_: Sequence[Sequence[f
     return {"instances": n, "answers": len(relation.answers), "correct": correct, "accuracy": correct / n if n else 0.0}
 
 
+_PLACEHOLDER = re.compile(r"\[X\]|\[Y\]")
+
+
+def fill_statement(template: str, subject: str, answer: str, *, capitalize: bool = True) -> str:
+    """``template`` with ``[X]`` and ``[Y]`` replaced in one pass (a label that itself holds ``[Y]`` stays as
+    written), the first letter upper-cased unless ``capitalize`` is false: lm-pub-quiz's statements."""
+    text = _PLACEHOLDER.sub(lambda m: subject if m.group() == "[X]" else answer, template)
+    return text[:1].upper() + text[1:] if capitalize else text
+
+
 def eval_bear(
     folder: str | os.PathLike[str],
     model: ModelSource = None,
@@ -267,6 +278,7 @@ def eval_bear(
     relations: Sequence[str] | None = None,
     limit: int | None = None,
     batch_size: int = 64,
+    capitalize: bool = True,
 ) -> BearReport:
     """Score a BEAR dataset with a masked LM (what ``mluke eval-bear`` does; see the module docs).
 
@@ -278,6 +290,7 @@ def eval_bear(
         relations: only these relation ids.
         limit: only the first instances of each relation.
         batch_size: masked inputs per forward pass.
+        capitalize: upper-case each statement's first letter, as lm-pub-quiz does by default.
     """
     from mluke.opening import open_model
 
@@ -289,7 +302,7 @@ def eval_bear(
         if limit is not None:
             rel.instances = rel.instances[:limit]
         texts = [
-            rel.template.replace("[X]", item["sub_label"]).replace("[Y]", answer)
+            fill_statement(rel.template, item["sub_label"], answer, capitalize=capitalize)
             for item in rel.instances
             for answer in rel.answers
         ]

@@ -196,6 +196,9 @@ def eval_bear(
     template_index: Annotated[int, typer.Option(help="Which template of each relation.")] = 0,
     relations: Annotated[str | None, typer.Option(help="Comma-separated relation ids (default: all).")] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N instances of each relation.")] = None,
+    capitalize: Annotated[
+        bool, typer.Option(help="Upper-case each statement's first letter (lm-pub-quiz's default).")
+    ] = True,
     json_out: Annotated[str | None, json_option("the accuracies")] = None,
     csv_out: Annotated[str | None, csv_option("the per-relation table")] = None,
     overwrite: OverwriteOption = False,
@@ -213,6 +216,7 @@ def eval_bear(
         "template_index": template_index,
         "relations": split_list(relations) if relations else None,
         "limit": limit,
+        "capitalize": capitalize,
     }
     if model and len(model) > 1:
         comparison = compare_bear(folder, list(model), **options)

@@ -97,3 +97,36 @@ def test_accuracy_per_relation_argmax_over_the_answer_space():
     )
     row = score_choices(rel, [[-3.0, -5.0], [-2.0, -2.0]])  # the tie goes to the first answer: wrong
     assert row == {"instances": 2, "answers": 2, "correct": 1, "accuracy": 0.5}
+
+
+def test_statements_are_filled_in_one_pass_and_capitalised_as_lm_pub_quiz_does():
+    from probes.bear import fill_statement
+
+    assert fill_statement("[X] is located in [Y].", "iPhone", "Asia") == "IPhone is located in Asia."
+    assert fill_statement("[X] is located in [Y].", "iPhone", "Asia", capitalize=False) == "iPhone is located in Asia."
+    # a label holding a placeholder is not filled again
+    assert fill_statement("[X] is in [Y].", "the [Y] band", "Asia") == "The [Y] band is in Asia."
+
+
+def test_eval_bear_scores_the_statements_lm_pub_quiz_writes(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import probes.bear as bear
+
+    folder = write_bear(tmp_path / "BEAR")
+    meta = json.loads((folder / "metadata_relations.json").read_text(encoding="utf-8"))
+    meta["P30"]["templates"][0] = "in short, [X] is located in [Y]."
+    (folder / "metadata_relations.json").write_text(json.dumps(meta), encoding="utf-8")
+    seen = []
+
+    def scores(model, tokenizer, texts, batch_size=64):
+        seen.extend(texts)
+        return [float(len(t)) for t in texts]
+
+    monkeypatch.setattr(bear, "statement_scores", scores)
+    monkeypatch.setattr("mluke.opening.open_model", lambda model, **kw: SimpleNamespace(model=None, tokenizer=None))
+    bear.eval_bear(folder, relations=["P30"])
+    assert seen[0] == "In short, Japan is located in Asia." and len(seen) == 6
+    seen.clear()
+    bear.eval_bear(folder, relations=["P30"], capitalize=False)
+    assert seen[0] == "in short, Japan is located in Asia."
