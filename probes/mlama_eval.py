@@ -18,7 +18,6 @@ from probes.mlama import MlamaRelation, read_mlama
 
 if TYPE_CHECKING:
     from kb.jsontypes import JsonObject
-    from mluke.models.checkpoint import Mluke
     from mluke.models.devices import Device, DType
     from mluke.opening import ModelSource
     from mluke.options import Mode
@@ -216,10 +215,11 @@ def eval_mlama(
     from mluke.knowbert.word_model import open_probe_model
     from mluke.probing.runs import run_cloze
     from probes.bias import language_bias
+    from probes.comparison import model_name
 
     bundle = open_probe_model(model, knowledge=knowledge, device=device, dtype=dtype)
     if bundle.tokenizer.entity_vocab is None and mode in ("entity", "both"):
-        notes.append(f"{_name(model, bundle)} has no entity vocabulary: evaluated in word mode")
+        notes.append(f"{model_name(model)} has no entity vocabulary: evaluated in word mode")
         mode, use_subject_entity = "word", False
     mode = mode or ("word" if bundle.tokenizer.entity_vocab is None else "entity")
     p_at_1: dict[str, dict[str, float]] = {}
@@ -258,7 +258,7 @@ def eval_mlama(
         bias,
         mode + ("+subject" if use_subject_entity else ""),
         notes,
-        _name(model, bundle),
+        model_name(model),
         threshold,
         sets,
     )
@@ -282,13 +282,3 @@ def compare_mlama(
     if isinstance(models, (str, os.PathLike)):
         models = [models]  # one model, not the letters of its name
     return MlamaComparison([eval_mlama(path, m, langs, **options) for m in models])
-
-
-def _name(model: ModelSource, bundle: Mluke) -> str:
-    """How a report names its model: the folder or hub name given, else the loaded one's folder."""
-    if model is None:
-        return "demo"
-    if isinstance(model, (str, Path)):
-        return str(model)
-    source = getattr(bundle.tokenizer, "source_dir", None)
-    return str(source) if source is not None else "model"
