@@ -28,6 +28,7 @@ import json
 import os
 import pstats
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -180,7 +181,7 @@ def profile_summary(path: Path) -> dict:
     """Cumulative seconds of the categories of :data:`CATEGORIES` and the top functions by own time."""
     stats = pstats.Stats(str(path))
     raw = stats.stats  # type: ignore[attr-defined]
-    total = max(ct for (_, _, ct, _, _) in raw.values())
+    total = max(ct for (_, _, _, ct, _) in raw.values())  # (calls, primitive calls, own, cumulative, callers)
     cats = {}
     for name, needles in CATEGORIES:
         best = 0.0
@@ -194,15 +195,18 @@ def profile_summary(path: Path) -> dict:
     return {"total_s": round(total, 1), "categories_s": cats, "top_own_time": own}
 
 
-def run_eval(argv: list[str], profile: Path | None) -> float:
-    """Run ``mluke eval-mlama`` with ``argv`` in a fresh process: wall seconds."""
+def run_eval(argv: list[str], profile: Path | None) -> tuple[float, float]:
+    """Run ``mluke eval-mlama`` with ``argv`` in a fresh process: its wall and CPU seconds (user + system; what
+    the work costs whatever share of the cores other jobs leave it)."""
     code, extra = (PROFILED, [str(profile)]) if profile else (PLAIN, [])
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, *extra, *argv], capture_output=True, text=True)
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
         raise SystemExit(f"mluke {' '.join(argv)} failed:\n{proc.stderr[-3000:]}")
-    return wall
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -228,7 +232,7 @@ def main() -> None:
     root = args.work / "mlama"
     results_path = args.work / "mlama-results.json"
     results: dict = json.loads(results_path.read_text()) if results_path.exists() else {}
-    if not (root / "mlama1.1").is_dir() or args.smoke:
+    if not (root / "mlama1.1").is_dir() or "folder" not in results or args.smoke:  # seeded: the same files
         results["folder"] = generate(root, langs, relations, args.facts, args.seed)
         print(json.dumps({"folder": results["folder"]}), flush=True)
     sub_langs = args.subset_langs.split(",")
@@ -244,13 +248,20 @@ def main() -> None:
             argv += ["--mode", mode, "--no-progress", "--json", str(Path(tmp) / f"{mode}.json"), "--overwrite"]
             run: dict = {"facts": n_sub, "threads": env_threads, "command": "mluke " + " ".join(argv)}
             if args.plain:
-                run["wall_s"] = round(run_eval(argv, None), 1)
+                wall, cpu = run_eval(argv, None)
+                run["wall_s"], run["cpu_s"] = round(wall, 1), round(cpu, 1)
             prof = Path(tmp) / f"{mode}.prof"
-            run["profiled_wall_s"] = round(run_eval(argv, prof), 1)
+            wall, cpu = run_eval(argv, prof)
+            run["profiled_wall_s"], run["profiled_cpu_s"] = round(wall, 1), round(cpu, 1)
             run["profile"] = profile_summary(prof)
-            per_fact = run["profile"]["categories_s"]["run_cloze (everything per relation)"] / n_sub
+            cloze = run["profile"]["categories_s"]["run_cloze (everything per relation)"]
+            per_fact = cloze / n_sub
             run["per_fact_s"] = round(per_fact, 4)
             run["projected_full_h"] = round(per_fact * full_facts / 3600, 1)
+            # CPU per fact: the process's CPU seconds times run_cloze's share of its profiled wall time
+            share = min(1.0, cloze / wall) if wall else 0.0
+            run["per_fact_cpu_s"] = round(cpu * share / n_sub, 4)
+            run["projected_full_cpu_h"] = round(cpu * share / n_sub * full_facts / 3600, 1)
             runs[mode] = run
             print(json.dumps({mode: run}), flush=True)
     results[f"subset {args.subset_langs} x {len(relations)} relations x {args.subset_facts} facts"] = runs
