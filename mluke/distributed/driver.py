@@ -114,6 +114,7 @@ def run_shards(
     started = time.perf_counter()
     flight: dict[Any, tuple[int, Shard]] = {}
     bar = tqdm(total=len(shards), initial=len(done), desc="shards", unit="shard", disable=not progress)
+    interrupted = False
     try:
         with bar:
             while todo or flight:
@@ -134,14 +135,15 @@ def run_shards(
                     if on_shard is not None:
                         on_shard(finished)
     except KeyboardInterrupt:
-        _stop(ray, pool, flight)
+        interrupted = True
+    finally:
+        _stop(ray, pool, flight)  # also on an error: no worker goes on writing parts after the job has returned
+    if interrupted:
         kept = len(list(Path(dest).glob("part-*.parquet")))
         raise KeyboardInterrupt(
             f"stopped: the {kept} of {len(shards)} shards written to {dest} are kept; run the same job again to "
             "finish it"
-        ) from None
-    finally:
-        _stop(ray, pool, flight)
+        )
     run.seconds = time.perf_counter() - started
     write_json(Path(dest) / SUCCESS, run.to_dict())
     return run
