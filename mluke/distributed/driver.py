@@ -8,6 +8,7 @@ import dataclasses
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -110,7 +111,7 @@ def run_shards(
 ) -> JobRun:
     """Hand the shards not ``done`` to the actors of ``pool``, two in flight per actor; write ``_SUCCESS``."""
     run = JobRun(str(dest), shards=len(shards), resumed=len(done), workers=len(pool))
-    todo = [s for s in shards if s.number not in done]
+    todo = deque(s for s in shards if s.number not in done)
     started = time.perf_counter()
     flight: dict[Any, tuple[int, Shard]] = {}
     bar = tqdm(total=len(shards), initial=len(done), desc="shards", unit="shard", disable=not progress)
@@ -121,7 +122,7 @@ def run_shards(
                 busy = [k for k, _ in flight.values()]
                 for k in range(len(pool)):
                     while todo and busy.count(k) < 2:
-                        shard = todo.pop(0)
+                        shard = todo.popleft()
                         flight[pool[k].run.remote(shard, *call)] = (k, shard)
                         busy.append(k)
                 ready, _ = ray.wait(list(flight), num_returns=1)
