@@ -1,8 +1,8 @@
 """How the linker treats news-style text: famous names at a sentence start, "City, Region/Country", and place
 names inside common words and person names (:mod:`probes.news_linking_data`).
 
-    python benchmarks/news_linking.py [--model MODEL_DIR] [--set test|dev|first|third|fourth] [--method combined]
-        [--json out.json]
+    python benchmarks/news_linking.py [--model MODEL_DIR] [--set test|dev|first|third|fourth|fifth]
+        [--method combined] [--json out.json]
     python benchmarks/news_linking.py --smoke
 
 Links every sentence of the set with the embedded kb and the model (default: the cached demo model, trained
@@ -23,6 +23,7 @@ from typing import Any
 
 from probes.news_linking_data import (
     DEV,
+    FIFTH_TEST,
     FIRST_TEST,
     FOURTH_TEST,
     KINDS,
@@ -86,17 +87,24 @@ def main() -> None:
     parser.add_argument("--model", help="model folder (default: the cached demo model)")
     parser.add_argument(
         "--set",
-        choices=["test", "dev", "first", "third", "fourth"],
+        choices=["test", "dev", "first", "third", "fourth", "fifth"],
         default="test",
         help="test: the second held-out set; third: the third held-out set (probes.news_linking_heldout3); "
-        "fourth: the fourth (probes.news_linking_heldout4); dev: the tuning set; first: the first held-out set "
-        "(now part of dev)",
+        "fourth: the fourth (probes.news_linking_heldout4); fifth: the fifth (probes.news_linking_heldout5); "
+        "dev: the tuning set; first: the first held-out set (now part of dev)",
     )
     parser.add_argument("--method", default="combined")
     parser.add_argument("--json", type=Path, help="write the report here")
     parser.add_argument("--smoke", action="store_true", help="tiny model, one case per kind and language, temp dir")
     args = parser.parse_args()
-    cases = {"test": TEST, "dev": DEV, "first": FIRST_TEST, "third": THIRD_TEST, "fourth": FOURTH_TEST}[args.set]
+    cases = {
+        "test": TEST,
+        "dev": DEV,
+        "first": FIRST_TEST,
+        "third": THIRD_TEST,
+        "fourth": FOURTH_TEST,
+        "fifth": FIFTH_TEST,
+    }[args.set]
     if args.smoke:
         with tempfile.TemporaryDirectory(prefix="news-linking-") as tmp:
             os.environ["MLUKE_HOME"] = tmp

@@ -18,6 +18,8 @@ no longer measures anything held out. :data:`THIRD_TEST` (178 cases, :mod:`probe
 written before the third round of tuning, when the second set had been looked at, and is scored once at its end.
 :data:`FOURTH_TEST` (168 cases, :mod:`probes.news_linking_heldout4`) was written before the fourth round, when
 the first three sets had been looked at, and is scored once before that round and once at its end.
+:data:`FIFTH_TEST` (180 cases, :mod:`probes.news_linking_heldout5`) was written before the fifth round, when
+the first four sets had been looked at, and is scored once before that round and once at its end.
 :func:`score_news` links the sentences and judges each case, :func:`news_summary` counts the right ones.
 """
 
@@ -29,6 +31,7 @@ from kb.db import EntityDB
 from probes.news_linking_heldout import HELD_OUT
 from probes.news_linking_heldout3 import HELD_OUT_3
 from probes.news_linking_heldout4 import HELD_OUT_4
+from probes.news_linking_heldout5 import HELD_OUT_5
 
 if TYPE_CHECKING:
     from mluke.linking.linker import Linker
@@ -348,6 +351,8 @@ TEST: list[NewsCase] = _flatten(HELD_OUT)
 THIRD_TEST: list[NewsCase] = _flatten(HELD_OUT_3)
 #: The fourth held-out set (:mod:`probes.news_linking_heldout4`), written before the fourth round of tuning.
 FOURTH_TEST: list[NewsCase] = _flatten(HELD_OUT_4)
+#: The fifth held-out set (:mod:`probes.news_linking_heldout5`), written before the fifth round of tuning.
+FIFTH_TEST: list[NewsCase] = _flatten(HELD_OUT_5)
 #: The first held-out set (161 cases), tuning data since it was scored.
 FIRST_TEST: list[NewsCase] = _flatten(_FIRST_TEST)
 #: The tuning set: the tuning sentences and the first held-out set.

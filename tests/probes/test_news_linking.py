@@ -7,6 +7,7 @@ from mluke.linking.linker import Linker
 from mluke.results import LinkedMention
 from probes.news_linking_data import (
     DEV,
+    FIFTH_TEST,
     FOURTH_TEST,
     KINDS,
     TEST,
@@ -48,6 +49,18 @@ def test_the_fourth_held_out_set_is_big_enough_and_apart_from_the_others(embedde
     }
     assert not {c.text for c in FOURTH_TEST} & {c.text for c in THIRD_TEST + TEST + DEV}
     for case in FOURTH_TEST:
+        a, b = case.span()
+        assert case.text[a:b] == case.surface
+        assert (gold_key(embedded_db, case) is None) == (case.kind == "unlinked")
+
+
+def test_the_fifth_held_out_set_is_big_enough_and_apart_from_the_others(embedded_db):
+    assert len(FIFTH_TEST) >= 150 and sum(c.kind == "unlinked" for c in FIFTH_TEST) >= 75
+    assert {(c.lang, c.kind) for c in FIFTH_TEST} == {
+        (lang, kind) for lang in ("en", "de", "fr", "es", "ja", "zh", "ru") for kind in KINDS
+    }
+    assert not {c.text for c in FIFTH_TEST} & {c.text for c in FOURTH_TEST + THIRD_TEST + TEST + DEV}
+    for case in FIFTH_TEST:
         a, b = case.span()
         assert case.text[a:b] == case.surface
         assert (gold_key(embedded_db, case) is None) == (case.kind == "unlinked")
