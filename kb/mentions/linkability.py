@@ -33,12 +33,21 @@ part of a longer name     0.1     ``LONGER_NAME`` - a capitalised word the kb do
                                   in Japanese a katakana word joined by ・ (チャド・スミス) or an
                                   honorific after it (松本さん), in Chinese a common surname just
                                   before it at a clause start (王长春)
+                                  a word before a mention that is itself a first name makes one
+                                  person's name at a sentence start too (Götz *George*, Enner
+                                  *Valencia*), and so does a name particle and a capitalised word
+                                  after it (*Dominique* de Villepin, :data:`~kb.mentions.names.NAME_PARTICLES`)
+noun compound             0.05    ``INSIDE_WORD`` - English: the name and the lowercase word after it
+                                  are a noun of WordNet that is no place (*Lima* beans, *Brussels*
+                                  sprouts, *Panama* hats; not "Paris police": :mod:`kb.mentions.compounds`)
 sentence start, verb       0.1     ``LONGER_NAME`` - a word opening the sentence right before an article
                                   ("Split the dough"): a verb, not a name
 sentence start, foreign   0.1     ``LONGER_NAME`` - a place abroad (no official language of its country
                                   is the text's) whose name opening the sentence is much more frequent
                                   in the text's language than the place is famous
-                                  (:data:`FOREIGN_WORD_GAP`: *Nice* work ... in English)
+                                  (:data:`FOREIGN_WORD_GAP`: *Nice* work ... in English); a place at
+                                  home when the gap is wider still (:data:`HOME_WORD_GAP`: German
+                                  *Gerne* "gladly", a village; not *Hamburg*, *Köln* or *Reading*)
 sentence start, common    0.5     ``SENTENCE_START_COMMON`` - capitalised only because a sentence
                                   starts there, and the word is common (Zipf frequency >= 5.0 in
                                   ``wordfreq``: *Reading*, *Nice*): case says nothing; unless the
@@ -54,8 +63,8 @@ no case                   0.9     ``NO_CASE`` - scripts without case (Han, kana,
                                   ``COMMON_NO_CASE`` (0.5) when the word is common (Zipf >= 5.0)
 ========================  ======  ===================================================================
 
-First names come from ``nomquamgender`` (MIT; its name data, about 720,000 names with the number of people
-counted with each, is read as a file: the package's own code, which needs pandas, is not imported).
+First names come from ``nomquamgender`` (:mod:`kb.mentions.names`), English noun compounds from WordNet
+(:mod:`kb.mentions.compounds`).
 Word frequencies come from ``wordfreq`` (Apache-2.0 code, CC BY-SA 4.0 data,
 ~60 MB installed), which has 21 of the 24 mLUKE languages: for sw, te and th
 there is no frequency evidence and only case (none in te and th) counts. The
@@ -72,8 +81,9 @@ import unicodedata
 from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from kb.mentions import segmenters
+from kb.mentions import compounds, segmenters
 from kb.mentions.compiled import Mention
+from kb.mentions.names import NAME_PARTICLES, is_first_name
 from kb.mentions.surfaces import fold
 
 if TYPE_CHECKING:
@@ -125,6 +135,7 @@ _PLACE_SUFFIXES = set("市都県府道州省区町村郡国島")
 _KATAKANA = re.compile(r"[\u30a0-\u30fa\u30fc-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _WORD_AFTER = re.compile(r" (\w+)")
 _WORD_BEFORE = re.compile(r"(\w+) $")
+_PARTICLE_AFTER = re.compile(r" (\w+) (\w+)")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ARTICLE_BEFORE = re.compile(r"(?:^|[^\w'’])(\w+)(?: |['’])$")
 #: Languages whose word lists tell a first name (frequent in all of them: Michael, Victoria) from a word of one
@@ -132,24 +143,17 @@ _ARTICLE_BEFORE = re.compile(r"(?:^|[^\w'’])(\w+)(?: |['’])$")
 _LATIN_PEERS = ("de", "en", "es", "fi", "fr", "id", "it", "nl", "pl", "pt", "sv", "tr")
 #: Median Zipf frequency over :data:`_LATIN_PEERS` from which a word that opens a sentence is a first name.
 NAME_ZIPF = 4.0
-#: People counted with a first name in ``nomquamgender``'s name data from which the word is a first name
-#: (Whitney 108,587, Abraham 120,374, Sergey 11,196; the most frequent function words there stay below 6,000:
-#: "del" 5,517, "les" 4,579, "general" 4,066).
-FIRST_NAME_COUNT = 10_000
 #: A foreign place's name opening a sentence is a common word of the language when its own Zipf frequency
 #: exceeds the place's fame (:meth:`LinkEstimator.fame`) by this much (Nice in English: 5.4 against 3.9).
 FOREIGN_WORD_GAP = 1.0
+#: The same for a place at home, where a common word opening a sentence is the place only when it is a little
+#: known place (German Gerne "gladly": 5.5 against 0.0; not Hamburg, 5.2 against 3.4, nor Reading, 5.1 against
+#: 3.4: home places are talked about more than their fame abroad says).
+HOME_WORD_GAP = 2.5
 #: Dots that join the parts of a foreign person's name written in Han characters (杰克·伦敦, 乔治・华盛顿).
 _NAME_DOTS = "·・‧•"
 #: Han characters after a place name that make a demonym or a language of it (美国人, 日本语), not the place.
 _DERIVING_SUFFIXES = set("人語语話话")
-#: Cyrillic letters in Latin letters, for looking up first names (Сергей -> sergey).
-_CYRILLIC = {
-    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "yo", "ж": "zh", "з": "z", "и": "i",
-    "й": "y", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r", "с": "s", "т": "t",
-    "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y", "ь": "",
-    "э": "e", "ю": "yu", "я": "ya", "і": "i", "ї": "yi", "є": "ye", "ґ": "g", "ў": "u",
-}  # fmt: skip
 
 
 class Estimate(NamedTuple):
@@ -169,38 +173,6 @@ def _frequencies(lang: str) -> dict[str, float] | None:
     if lang not in wordfreq.available_languages("small"):
         return None
     return wordfreq.get_frequency_dict(lang, "small")
-
-
-@functools.cache
-def _first_names() -> frozenset[str]:
-    """The first names of ``nomquamgender``'s name data counted for at least :data:`FIRST_NAME_COUNT` people
-    (ASCII, lowercase); empty where the package is not installed."""
-    import importlib.util
-    import json
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("nomquamgender")  # finds the package without running its pandas import
-    if spec is None or not spec.submodule_search_locations:
-        return frozenset()
-    path = Path(next(iter(spec.submodule_search_locations))) / "name_data.json"
-    if not path.is_file():
-        return frozenset()
-    data = json.loads(path.read_bytes())
-    return frozenset(name for name, row in data.items() if row[1] >= FIRST_NAME_COUNT)
-
-
-def _ascii_name(word: str) -> str:
-    """``word`` lowercase in ASCII letters as ``nomquamgender`` keys names: accents dropped, Cyrillic
-    transliterated (Joaquín -> joaquin, Сергей -> sergey)."""
-    lower = word.lower()
-    spelled = "".join(_CYRILLIC.get(c, c) for c in lower)
-    return "".join(c for c in unicodedata.normalize("NFKD", spelled) if not unicodedata.combining(c))
-
-
-def is_first_name(word: str) -> bool:
-    """Whether ``word`` is a first name counted for many people (:data:`FIRST_NAME_COUNT`) in
-    ``nomquamgender``'s name data."""
-    return _ascii_name(word) in _first_names()
 
 
 def zipf(word: str, lang: str) -> float | None:
@@ -334,13 +306,16 @@ class LinkEstimator:
             return self._by_frequency(surface, lang, NO_CASE, COMMON_NO_CASE, "lowercase name")
         if self._after_article(text, mention, lang):
             return Estimate(AFTER_ARTICLE, "after an article")
+        if lang == "en" and _opens_compound(text, mention):
+            return Estimate(INSIDE_WORD, "opens a noun compound")
         if self._in_longer_name(text, mention, lang, starts, ends):
             return Estimate(LONGER_NAME, "part of a longer name")
         if is_sentence_start(text, mention.start):
             if self._before_article(text, mention, lang):
                 return Estimate(LONGER_NAME, "sentence start, before an article")
-            if self._foreign_common_word(mention, lang):
-                return Estimate(LONGER_NAME, "sentence start, common word for a place abroad")
+            where = self._common_word_place(mention, lang)
+            if where is not None:
+                return Estimate(LONGER_NAME, f"sentence start, common word for a place {where}")
             if lang == "ru" and not self._names_a_country(mention) and segmenters.russian_common_word(surface):
                 return Estimate(LONGER_NAME, "sentence start, common word")
             found = self._by_frequency(surface, lang, CAPITALISED, SENTENCE_START_COMMON, "sentence start")
@@ -363,20 +338,27 @@ class LinkEstimator:
         countries = self.db.objects(key, "P17") or [key]
         return frozenset(o.split(":", 1)[1] for c in countries for o in self.db.objects(c, "P37") if ":" in o)
 
-    def _foreign_common_word(self, m: Mention, lang: str) -> bool:
+    def _common_word_place(self, m: Mention, lang: str) -> str | None:
         """The mention's every candidate is a place abroad (none of its countries has ``lang`` as an official
         language) and the word is more frequent in ``lang`` than the place's fame explains
-        (:data:`FOREIGN_WORD_GAP`): the language uses it for something else (Nice in English; not Lyon in
-        French, nor Hamburg in German, where home places are talked about more than abroad)."""
+        (:data:`FOREIGN_WORD_GAP`), or a place at home and the word common (:data:`COMMON_ZIPF`) and far
+        more frequent (:data:`HOME_WORD_GAP`): the language uses it for something else (Nice in English,
+        Gerne in German; not Lyon in French, nor Hamburg in German, where home places are talked about more
+        than abroad): ``"abroad"`` or ``"at home"`` (one candidate at home), else ``None``."""
         own = zipf(m.surface, lang)
+        home = False
         if own is None or not _common(m.surface, lang) or not m.candidates:
-            return False
+            return None
         for c in m.candidates:
-            if self._is_country(c.key) or lang in self._home(c.key):
-                return False
-            if own - self.fame(c.key, lang) < FOREIGN_WORD_GAP:
-                return False
-        return True
+            if self._is_country(c.key):
+                return None
+            at_home = lang in self._home(c.key)
+            if at_home and own < COMMON_ZIPF:
+                return None
+            if own - self.fame(c.key, lang) < (HOME_WORD_GAP if at_home else FOREIGN_WORD_GAP):
+                return None
+            home = home or at_home
+        return "at home" if home else "abroad"
 
     def _is_country(self, key: str) -> bool:
         """A country or continent: names that take an article (*la* France) and are no common word."""
@@ -429,7 +411,9 @@ class LinkEstimator:
         """A capitalised word the kb did not match is glued to the mention by one space (see :data:`LONGER_NAME`).
 
         A preceding word that starts a sentence counts only when it looks like a first name (Michael Jordan;
-        :func:`_name_like`), not a function word ("In Paris"); in German (where every noun is capitalised) a
+        :func:`_name_like`), not a function word ("In Paris"), or when the mention is itself a first name (Götz
+        George, Enner Valencia: a surname); a name particle and a capitalised word after the mention count
+        too (Dominique de Villepin); in German (where every noun is capitalised) a
         common word does not count, unless before the mention it reads as a first name in the other languages'
         lists too (Jack London; not Stadt, Präsident, Heute).
         """
@@ -441,18 +425,45 @@ class LinkEstimator:
             and not (lang == "de" and _common(after.group(1), lang))
         ):
             return True
+        if _before_particle(text, m, lang, starts):
+            return True
         before = _WORD_BEFORE.search(text[max(0, m.start - 64) : m.start])
         if before:
             word = before.group(1)
             start = m.start - 1 - len(word)
             if (
                 _capital_word(word)
-                and (not is_sentence_start(text, start) or _name_like(word, lang))
+                and (
+                    not is_sentence_start(text, start)
+                    or _name_like(word, lang)
+                    or (is_first_name(m.surface) and (zipf(word, lang) or 0.0) < FUNCTION_ZIPF)
+                )
                 and ((m.start - 1) not in ends or _first_name_before_name(word, m.surface))
                 and not (lang == "de" and _common(word, lang) and not _name_like(word, lang))
             ):
                 return True
         return False
+
+
+def _opens_compound(text: str, m: Mention) -> bool:
+    """The one-word mention and the lowercase word after it are an English noun compound that is no place
+    (:func:`kb.mentions.compounds.noun_compound`: Lima beans, Brussels sprouts); ``False`` without the data."""
+    after = _WORD_AFTER.match(text, m.end)
+    return after is not None and bool(compounds.noun_compound(m.surface, after.group(1)))
+
+
+def _before_particle(text: str, m: Mention, lang: str, starts: Container[int]) -> bool:
+    """A name particle and a capitalised word that no mention starts and that is no common word follow the
+    mention (*Dominique* de Villepin, *Vincent* van Gogh): the mention opens a person's name (not "Berlin der
+    Zukunft", "Paris de France")."""
+    after = _PARTICLE_AFTER.match(text, m.end)
+    return (
+        after is not None
+        and after.group(1) in NAME_PARTICLES
+        and _capital_word(after.group(2))
+        and after.start(2) not in starts
+        and not _common(after.group(2), lang)
+    )
 
 
 def _first_name_before_name(first: str, second: str) -> bool:

