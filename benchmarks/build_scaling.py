@@ -12,8 +12,15 @@ gzip level.
    workers, and both per 1,000 pages; a phase is flat when its cost per page does not grow with the size.
 2. Compresses the largest build's corpus (decompressed, in members of the size the build writes) with gzip
    levels 1, 3 and 6: CPU seconds to compress and to decompress, and bytes.
+3. Why count grows (``scan``): the Aho-Corasick automaton of each build's anchor surfaces (its ``surfaces``
+   table, what the count phase looks for) scans the same ``--scan-pages`` pages (the first of the smallest
+   build's corpus), as the count phase does (:func:`kb.sources.wikipedia_counts._occurrences`): CPU seconds to
+   build the automaton (once per worker and surface part), milliseconds per page to scan, and the raw matches
+   (every occurrence of every surface, overlapping ones included, each looked at in Python) and distinct
+   surfaces found per page. ``--scan-only`` runs this step alone on the builds already in ``--work``.
 
     python benchmarks/build_scaling.py [--sizes 10000,50000,200000] [--items 50000] [--work benchmarks/work/scaling]
+                                      [--scan-pages 500] [--scan-only]
 
 ``--smoke``: 60 and 120 pages over 300 items, in a temporary folder.
 """
@@ -131,12 +138,55 @@ def gzip_levels(corpus: Path, levels: tuple[int, ...] = (1, 3, 6)) -> dict:
     return out
 
 
+def scan_profile(work: Path, sizes: list[int], pages: int) -> dict:
+    """Step 3 (module docs): each build's automaton over the same pages of the smallest build's corpus."""
+    import sqlite3
+
+    import ahocorasick
+    import orjson
+
+    from kb.sources.wikipedia_counts import _occurrences
+
+    texts: list[str] = []
+    for part in sorted((work / f"build-{sizes[0]}.corpus").rglob("*.jsonl.gz")):
+        with gzip.open(part) as f:
+            texts += [orjson.loads(line)["text"] for _, line in zip(range(pages - len(texts)), f)]
+    out: dict = {"pages": len(texts), "chars_per_page": round(sum(map(len, texts)) / max(1, len(texts)))}
+    for n in sizes:
+        conn = sqlite3.connect(f"{(work / f'build-{n}.sqlite').resolve().as_uri()}?mode=ro", uri=True)
+        t = time.process_time()
+        auto = ahocorasick.Automaton()
+        for (surface,) in conn.execute("SELECT surface FROM surfaces WHERE lang = 'en'"):
+            auto.add_word(surface, surface)
+        auto.make_automaton()
+        built = time.process_time() - t
+        conn.close()
+        t = time.process_time()
+        raw = sum(1 for text in texts for _ in auto.iter(text))
+        walk = time.process_time() - t
+        t = time.process_time()
+        found = sum(len(_occurrences(text, auto, True)) for text in texts)
+        scan = time.process_time() - t
+        out[f"build {n} pages"] = {
+            "surfaces": len(auto),
+            "automaton_cpu_s": round(built, 2),
+            "scan_ms_per_page": round(1000 * scan / len(texts), 3),
+            "matches_only_ms_per_page": round(1000 * walk / len(texts), 3),
+            "raw_matches_per_page": round(raw / len(texts), 1),
+            "found_per_page": round(found / len(texts), 1),
+        }
+        print(json.dumps({n: out[f"build {n} pages"]}), flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,50000,200000")
     ap.add_argument("--items", type=int, default=50_000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--work", type=Path, default=Path(__file__).parent / "work" / "scaling")
+    ap.add_argument("--scan-pages", type=int, default=500, help="pages scanned by every build's automaton (step 3)")
+    ap.add_argument("--scan-only", action="store_true", help="only step 3, on the builds already in --work")
     add_smoke(ap)
     args = ap.parse_args()
     if args.smoke:
@@ -146,6 +196,10 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     results_path = work / "build_scaling.json"
     results: dict = json.loads(results_path.read_text()) if results_path.exists() else {}
+    if args.scan_only:
+        results["scan"] = scan_profile(work, sizes, args.scan_pages)
+        results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        return
     wd = work / f"wd-{args.items}.json"
     if not wd.exists():
         t = time.perf_counter()
@@ -168,6 +222,8 @@ def main() -> None:
     results["gzip levels"] = gzip_levels(work / f"build-{sizes[-1]}.corpus")
     results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({"gzip levels": results["gzip levels"]}), flush=True)
+    results["scan"] = scan_profile(work, sizes, args.scan_pages)
+    results_path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ the one-process output, mention for mention, and to each other. Runs are interle
 - ``linking_s``: the baseline's seconds of linking (its model load excluded, reported apart); a Ray run's wall
   seconds from the first shard handed out to the last written, which include each worker's model load (a
   worker loads when it starts; ``startup_s`` is the time to the first finished shard);
-- ``steady_docs_per_s``: documents of the shards finished after each worker's first one, over the seconds
-  between the ``workers``-th and the last finished shard (start-up left out, what a long job runs at);
+- ``steady_docs_per_s``: documents linked between the ``workers``-th and the last finished shard, over those
+  seconds (start-up left out, what a long job runs at; a shard that began before that window counts only
+  for its share of seconds inside it, :func:`steady_rate`);
 - ``busy_s_per_doc``: the seconds the workers spent in their shards (model load excluded) per document.
 
 Model and kb: as ``benchmarks/link_corpus.py`` (default: the random mluke-base-shaped checkpoint with a
@@ -86,10 +87,7 @@ def distributed(corpus: Path, out: Path, model: str, db: str | None, options: ob
             busy.append(done.seconds),
         ),
     )
-    steady = 0.0
-    if len(finished) > workers:
-        docs = sum(d for _, d in finished[workers:])
-        steady = docs / max(1e-9, finished[-1][0] - finished[workers - 1][0])
+    steady = steady_rate([(end - seconds, end, docs) for (end, docs), seconds in zip(finished, busy)], workers)
     return {
         "run": f"Ray, {workers} worker{'s' if workers > 1 else ''}",
         "workers": workers,
@@ -100,6 +98,26 @@ def distributed(corpus: Path, out: Path, model: str, db: str | None, options: ob
         "steady_docs_per_s": round(steady, 3),
         "busy_s_per_doc": round(sum(busy) / max(1, run.documents), 3),
     }
+
+
+def steady_rate(shards: list[tuple[float, float, int]], workers: int) -> float:
+    """Documents per second between the ``workers``-th finished shard and the last (start-up left out).
+
+    ``shards``: (start, end, documents) of each shard in the order they finished. A shard that began before
+    the window counts only for the share of its seconds inside it, so the work done before the window is
+    not credited to it (counting such a shard whole overstates the rate when the workers start at
+    different times).
+    """
+    if len(shards) <= workers:
+        return 0.0
+    ends = sorted(end for _, end, _ in shards)
+    low, high = ends[workers - 1], ends[-1]
+    docs = 0.0
+    for start, end, n in shards:
+        inside = min(end, high) - max(start, low)
+        if inside > 0:
+            docs += n * inside / max(1e-9, end - start)
+    return docs / max(1e-9, high - low)
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ process (the same code as ``mluke link CORPUS --jsonl OUT --workers N``); the ru
 ...); a chunk (``--chunk-texts`` documents) is what one worker links at a time, the same in every run. The
 linker is built once per run, before the workers are forked; documents/s counts the linking only (the
 documents over the seconds from the first chunk sent to the last line written), start-up is reported apart.
-While a run goes, this process samples the memory of its process tree every 0.2 s from
+While a run goes, this process samples the memory of its process tree every 2 s (``SAMPLE_SECONDS``) from
 ``/proc/PID/smaps_rollup``: the peak of the sum of PSS (a page shared by k processes counts 1/k in each, so
 the sum counts the shared weights once; but a process of another job that maps the same checkpoint file takes
 its share too, so PSS then undercounts), the peak of the sum of RSS (a shared page counts in every process
@@ -14,7 +14,12 @@ that maps it: what ``top`` adds up), and the peak of the tree's own memory: the 
 from it), which other jobs do not change. The outputs of every run must be byte-identical (checked). CPU
 seconds per document (of the run's process and its workers, while linking) say what a document costs whatever
 share of the cores the scheduler gives the run. The 1-minute load average before and after each run is
-recorded: on a shared machine other jobs take cores away from the workers.
+recorded, and the share of the machine's CPU that other processes took during the run (``/proc/stat``, less
+the run's own processes and this one's sampling): on a shared machine other jobs take cores away from the
+workers. ``--encoder-baseline`` adds runs of the encoder alone over the same chunks' windows (the same
+forward passes, in the same batches, with the same worker processes), interleaved with the linking runs:
+their speed-up from 1 to 2 workers is what the machine's two cores give the forward passes, the ceiling of the
+linking's.
 
 Model and kb:
 
@@ -47,6 +52,10 @@ from pathlib import Path
 from common import benchmark_parser, smoke_demo, smoke_folder
 
 BASE_MODEL = Path("/work/bench-shared/mluke-base-random")
+#: Seconds between two samples of the memory of a run's processes. Reading ``/proc/PID/smaps_rollup`` walks
+#: the page tables of the process: ~50 ms of CPU for a process that maps the 4.4 GB checkpoint, so sampling the
+#: three processes of a 2-worker run every 0.2 s took about 40% of a core from the workers.
+SAMPLE_SECONDS = 2.0
 FILLER = [
     "the",
     "of",
@@ -272,8 +281,9 @@ def make_demo_corpus(path: Path, docs: int, words: int = 300, seed: int = 1, db_
             f.write(json.dumps({"id": f"doc-{d}", "text": " ".join(parts)}) + "\n")
 
 
-def measure(corpus: str, out: str, model: str, db: str | None, workers: int, chunk_texts: int) -> dict:
-    """One run in this process (the child): link the corpus; start-up and linking seconds, documents/s."""
+def measure(corpus: str, out: str, model: str, db: str | None, workers: int, chunk_texts: int, mode: str) -> dict:
+    """One run in this process (the child): link the corpus (``mode="link"``), or run only the encoder over the
+    same chunks' windows (``"encoder"``); start-up and linking seconds, documents/s."""
     started = time.perf_counter()
     from mluke.linking.corpus import link_corpus
     from mluke.linking.knowbert import open_linker
@@ -283,19 +293,58 @@ def measure(corpus: str, out: str, model: str, db: str | None, workers: int, chu
     linker = open_linker(model, db, options, languages=["en"])
     loaded = time.perf_counter() - started
     cpu_before = _cpu_seconds()
-    run = link_corpus(corpus, out, "en", workers=workers, threads=1, linker=linker, options=options, progress=False)
+    if mode == "encoder":
+        documents, mentions, seconds = encode_corpus(corpus, linker, options, workers)
+    else:
+        run = link_corpus(corpus, out, "en", workers=workers, threads=1, linker=linker, options=options, progress=False)
+        documents, mentions, seconds = run.documents, run.tally.mentions, run.seconds
     cpu = _cpu_seconds() - cpu_before
     return {
+        "mode": mode,
         "workers": workers,
         "threads": 1,
-        "documents": run.documents,
-        "mentions": run.tally.mentions,
+        "documents": documents,
+        "mentions": mentions,
         "startup_s": round(loaded, 2),
-        "linking_s": round(run.seconds, 2),
-        "docs_per_s": round(run.docs_per_second, 3),
+        "linking_s": round(seconds, 2),
+        "docs_per_s": round(documents / seconds, 3),
         "cpu_s": round(cpu, 1),
-        "cpu_s_per_doc": round(cpu / max(1, run.documents), 3),
+        "cpu_s_per_doc": round(cpu / max(1, documents), 3),
     }
+
+
+def encode_chunk(job: tuple, chunk) -> int:
+    """The encoder alone over the windows the linker makes of ``chunk``, in its batches: the same forward
+    passes as linking the chunk, without candidate scoring, confidence, coherence or output. Its mentions."""
+    import torch
+
+    linker, options = job
+    texts = [d.text for d in chunk.documents]
+    mentions = linker.index.detect_batch(texts, chunk.lang)
+    ids = linker.scorer.candidate_ids(mentions)
+    jobs = linker.scorer.jobs(texts, mentions, ids, options.window_chars)
+    with torch.inference_mode():
+        for k in range(0, len(jobs), options.batch_size):
+            linker.bundle.model.encode(**linker.scorer.encode(texts, mentions, jobs[k : k + options.batch_size]))
+    return sum(len(m) for m in mentions)
+
+
+def encode_corpus(corpus: str, linker, options, workers: int) -> tuple[int, int, float]:
+    """:func:`encode_chunk` over the corpus's chunks with ``workers`` processes forked like ``link_corpus``'s
+    (:class:`mluke.linking.workers.WorkerPool`; 1: in this process), timed the same way: documents, mentions,
+    seconds from before the workers are forked to the last chunk's result."""
+    from mluke.linking.documents import iter_chunks, iter_documents
+    from mluke.linking.workers import WorkerPool, set_threads
+
+    chunks = list(iter_chunks(iter_documents(corpus, "en"), options))
+    started = time.perf_counter()
+    if workers == 1:
+        set_threads(1)
+        mentions = [encode_chunk((linker, options), c) for c in chunks]
+    else:
+        with WorkerPool(encode_chunk, (linker, options), workers, threads=1) as pool:
+            mentions = list(pool.map(chunks))
+    return sum(len(c.documents) for c in chunks), sum(mentions), time.perf_counter() - started
 
 
 def _cpu_seconds() -> float:
@@ -332,14 +381,17 @@ def memory_kb(pid: int) -> tuple[int, int, int]:
     return values.get("Pss", 0), values.get("Rss", 0), uss
 
 
-def run_child(args: list[str]) -> dict:
-    """Run ``--measure`` in a child process, sampling its tree's memory; its figures with the peaks."""
+def run_child(args: list[str], every: float = SAMPLE_SECONDS) -> dict:
+    """Run ``--measure`` in a child process, sampling its tree's memory every ``every`` seconds; its figures
+    with the peaks, and the CPU seconds the sampling took (``sampler_cpu_s``)."""
     peak = {"pss_mb": 0.0, "rss_mb": 0.0, "uss_mb": 0.0, "tree_mb": 0.0, "processes": 0}
     load_before = os.getloadavg()[0]
+    busy_before, ours_before, wall_before = _machine_busy(), _children_cpu(), time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     done = threading.Event()
 
     def sample() -> None:
+        cpu = time.thread_time()
         while not done.is_set():
             pids = tree(proc.pid)
             figures = [memory_kb(p) for p in pids]
@@ -350,7 +402,8 @@ def run_child(args: list[str]) -> dict:
             peak["rss_mb"] = max(peak["rss_mb"], round(rss / 1024, 1))
             peak["uss_mb"] = max(peak["uss_mb"], round(uss / 1024, 1))
             peak["tree_mb"] = max(peak["tree_mb"], round(own / 1024, 1))
-            done.wait(0.2)
+            done.wait(every)
+        peak["sampler_cpu_s"] = round(time.thread_time() - cpu, 2)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -360,7 +413,45 @@ def run_child(args: list[str]) -> dict:
     if proc.returncode:
         raise SystemExit(f"run failed: {' '.join(args)}")
     row = json.loads(out.strip().splitlines()[-1])
+    others = (_machine_busy() - busy_before) - (_children_cpu() - ours_before) - peak["sampler_cpu_s"]
+    share = max(0.0, others) / ((time.perf_counter() - wall_before) * (os.cpu_count() or 1))
+    row["others_cpu_share"] = round(share, 4)  # of all the cores, taken by other processes during the run
     return {**row, **peak, "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
+
+
+def _machine_busy() -> float:
+    """CPU seconds the whole machine has been busy (all cores, ``/proc/stat``: all but idle and iowait)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children and their finished children (the runs)."""
+    import resource
+
+    done = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done.ru_utime + done.ru_stime
+
+
+def summary(mode: str, rows: list[dict], counts: list[int]) -> None:
+    """Print the best docs/s and lowest memory of each worker count of one mode, against the first count."""
+    best = {w: max((r for r in rows if r["workers"] == w), key=lambda r: r["docs_per_s"]) for w in counts}
+    low = {w: min((r for r in rows if r["workers"] == w), key=lambda r: r["pss_mb"]) for w in counts}
+    base = counts[0]
+    print(
+        f"\n{mode}: workers  docs/s  speed-up  CPU s/doc  PSS sum MB  ratio  RSS sum MB  ratio  own MB  ratio  "
+        "others' CPU share  load before/after"
+    )
+    for w in counts:
+        b, m = best[w], low[w]
+        print(
+            f"{w:>7}  {b['docs_per_s']:>6.2f}  {b['docs_per_s'] / best[base]['docs_per_s']:>7.2f}x"
+            f"  {b['cpu_s_per_doc']:>9.2f}"
+            f"  {m['pss_mb']:>10.0f}  {m['pss_mb'] / low[base]['pss_mb']:>4.2f}x"
+            f"  {m['rss_mb']:>10.0f}  {m['rss_mb'] / low[base]['rss_mb']:>4.2f}x"
+            f"  {m['tree_mb']:>6.0f}  {m['tree_mb'] / low[base]['tree_mb']:>4.2f}x"
+            f"  {b['others_cpu_share']:>5.1%}  {b['load_before']:.1f}/{b['load_after']:.1f}"
+        )
 
 
 def main() -> None:
@@ -375,15 +466,22 @@ def main() -> None:
     ap.add_argument(
         "--chunk-texts", type=int, default=4, help="documents per chunk, the unit a worker links (same for every run)"
     )
-    ap.add_argument("--measure-args", nargs=6, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--encoder-baseline",
+        action="store_true",
+        help="also run the encoder alone over the same chunks' windows with each worker count (interleaved): "
+        "what the machine's cores give the forward passes, the ceiling of the linking's speed-up",
+    )
+    ap.add_argument("--measure-args", nargs=7, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure_args:
-        corpus, out, model, db, workers, chunk_texts = args.measure_args
-        print(json.dumps(measure(corpus, out, model, None if db == "-" else db, int(workers), int(chunk_texts))))
+        corpus, out, model, db, workers, chunk_texts, mode = args.measure_args
+        db_arg = None if db == "-" else db
+        print(json.dumps(measure(corpus, out, model, db_arg, int(workers), int(chunk_texts), mode)))
         return
     work = args.work / "link-corpus"
     if args.smoke:
-        work, args.repeats, args.docs = smoke_folder(), 1, 12
+        work, args.repeats, args.docs, args.encoder_baseline = smoke_folder(), 1, 12, True
     work.mkdir(parents=True, exist_ok=True)
     corpus = work / (f"demo-{args.docs}.jsonl" if args.demo or args.smoke else f"corpus-{args.docs}.jsonl")
     db = "-"
@@ -407,51 +505,30 @@ def main() -> None:
         if not corpus.exists():
             make_corpus(corpus, json.loads(names_path.read_text()), args.docs)
     counts = [int(w) for w in args.workers.split(",")]
+    modes = ["link", "encoder"] if args.encoder_baseline else ["link"]
     rows: list[dict] = []
     outputs: dict[int, bytes] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.repeats):
             for workers in counts:
-                dest = Path(tmp) / f"out-{workers}-{round_}.jsonl"
-                chunks = str(args.chunk_texts)
-                cmd = [
-                    sys.executable,
-                    __file__,
-                    "--measure-args",
-                    str(corpus),
-                    str(dest),
-                    model,
-                    db,
-                    str(workers),
-                    chunks,
-                ]
-                row = run_child(cmd)
-                rows.append({**row, "round": round_})
-                print(json.dumps(row), flush=True)
-                data = dest.read_bytes()
-                if outputs and data != next(iter(outputs.values())):
-                    raise SystemExit(f"the output of {workers} workers differs from that of {next(iter(outputs))}")
-                outputs[workers] = data
-    best = {w: max((r for r in rows if r["workers"] == w), key=lambda r: r["docs_per_s"]) for w in counts}
-    low = {w: min((r for r in rows if r["workers"] == w), key=lambda r: r["pss_mb"]) for w in counts}
-    base = counts[0]
+                for mode in modes:
+                    dest = Path(tmp) / f"out-{workers}-{round_}.jsonl"
+                    cmd = [sys.executable, __file__, "--measure-args", str(corpus), str(dest), model, db]
+                    row = run_child([*cmd, str(workers), str(args.chunk_texts), mode])
+                    rows.append({**row, "round": round_})
+                    print(json.dumps(row), flush=True)
+                    if mode != "link":
+                        continue
+                    data = dest.read_bytes()
+                    if outputs and data != next(iter(outputs.values())):
+                        raise SystemExit(f"the output of {workers} workers differs from that of {next(iter(outputs))}")
+                    outputs[workers] = data
     print(
         f"\ncorpus {corpus.name}: {args.docs} documents, {args.chunk_texts} a chunk; model {model}; "
         "outputs identical: yes"
     )
-    print(
-        "workers  docs/s  speed-up  CPU s/doc  PSS sum MB  ratio  RSS sum MB  ratio  own MB  ratio  load before/after"
-    )
-    for w in counts:
-        b, m = best[w], low[w]
-        print(
-            f"{w:>7}  {b['docs_per_s']:>6.2f}  {b['docs_per_s'] / best[base]['docs_per_s']:>7.2f}x"
-            f"  {b['cpu_s_per_doc']:>9.2f}"
-            f"  {m['pss_mb']:>10.0f}  {m['pss_mb'] / low[base]['pss_mb']:>4.2f}x"
-            f"  {m['rss_mb']:>10.0f}  {m['rss_mb'] / low[base]['rss_mb']:>4.2f}x"
-            f"  {m['tree_mb']:>6.0f}  {m['tree_mb'] / low[base]['tree_mb']:>4.2f}x"
-            f"  {b['load_before']:.1f}/{b['load_after']:.1f}"
-        )
+    for mode in modes:
+        summary(mode, [r for r in rows if r["mode"] == mode], counts)
     print("ReFinED (published, roberta-base, another CPU and model): 231 AIDA documents in 29.7 s = 7.8 docs/s")
     if args.out:
         args.out.write_text(json.dumps({"corpus": str(corpus), "model": model, "db": db, "runs": rows}, indent=1))
