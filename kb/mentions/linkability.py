@@ -75,16 +75,15 @@ Chinese need no MeCab or jieba.
 from __future__ import annotations
 
 import functools
-import math
 import re
 import unicodedata
 from collections.abc import Container, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from kb.mentions import compounds, segmenters
+from kb.mentions import compounds, segmenters, unspaced
 from kb.mentions.compiled import Mention
+from kb.mentions.frequencies import has_frequencies, zipf
 from kb.mentions.names import NAME_PARTICLES, is_first_name
-from kb.mentions.surfaces import fold
 
 if TYPE_CHECKING:
     from kb.db.database import EntityDB
@@ -99,8 +98,6 @@ NO_CASE = 0.9
 CAPITALISED = 0.95
 #: A word at least this frequent (Zipf scale: 5.0 = once per 100,000 words) is a common word.
 COMMON_ZIPF = 5.0
-#: A compound at least this frequent (Zipf 3.0) counts as a word in :data:`INSIDE_WORD`.
-COMPOUND_ZIPF = 3.0
 #: An entity is famous when the median Zipf frequency of its names, over the other languages' word lists, is
 #: at least this (London 5.0, China 5.2, Moscow 4.7, Munich 4.2; Reading 0.0, Nice 3.4, Essen 3.6).
 FAMOUS_ZIPF = 4.0
@@ -118,25 +115,13 @@ _ARTICLE_WORDS = {
     "nl": "de het een",
 }
 ARTICLES: dict[str, frozenset[str]] = {lang: frozenset(words.split()) for lang, words in _ARTICLE_WORDS.items()}
-#: Japanese honorifics and titles after a person's name (松本さん, 福岡氏).
-_JA_HONORIFICS = ("さん", "氏", "様", "さま", "君", "くん", "ちゃん", "先生", "選手", "監督", "容疑者", "被告")
-#: Chinese surnames (the most common ones that are not also prepositions or other function words: 于 向 在 ...),
-#: which before a two-character place name at a clause start make a person's name (王长春, 李成都).
-_ZH_SURNAMES = frozenset(
-    "王李张刘陈杨黄赵吴周徐孙朱胡郭何林罗郑梁谢宋唐许韩冯邓曹彭曾肖董袁潘蒋蔡杜魏吕丁沈姚卢姜崔钟谭陆汪廖贾韦邹孟熊秦邱尹薛闫侯龚邵钱覃"
-)
 #: Characters that end a sentence (or a clause that starts a new one, as after a colon).
 _SENTENCE_END = ".!?:;…。！？\n"
 #: Openers between a sentence end and its first word.
 _OPENERS = "\"'“‘«„‚([{¿¡-–—•*"
-#: Han characters that make a place name out of a place name (Tokyo + Metropolis ...): not another word.
-_PLACE_SUFFIXES = set("市都県府道州省区町村郡国島")
-#: Katakana letters and marks; not the middle dot ・ (U+30FB), which separates words (ベネズエラ・メリダ).
-_KATAKANA = re.compile(r"[\u30a0-\u30fa\u30fc-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 _WORD_AFTER = re.compile(r" (\w+)")
 _WORD_BEFORE = re.compile(r"(\w+) $")
 _PARTICLE_AFTER = re.compile(r" (\w+) (\w+)")
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ARTICLE_BEFORE = re.compile(r"(?:^|[^\w'’])(\w+)(?: |['’])$")
 #: Languages whose word lists tell a first name (frequent in all of them: Michael, Victoria) from a word of one
 #: language (Near, Yesterday) in :meth:`LinkEstimator._name_like`.
@@ -150,10 +135,6 @@ FOREIGN_WORD_GAP = 1.0
 #: known place (German Gerne "gladly": 5.5 against 0.0; not Hamburg, 5.2 against 3.4, nor Reading, 5.1 against
 #: 3.4: home places are talked about more than their fame abroad says).
 HOME_WORD_GAP = 2.5
-#: Dots that join the parts of a foreign person's name written in Han characters (杰克·伦敦, 乔治・华盛顿).
-_NAME_DOTS = "·・‧•"
-#: Han characters after a place name that make a demonym or a language of it (美国人, 日本语), not the place.
-_DERIVING_SUFFIXES = set("人語语話话")
 
 
 class Estimate(NamedTuple):
@@ -161,28 +142,6 @@ class Estimate(NamedTuple):
 
     value: float
     reason: str
-
-
-@functools.cache
-def _frequencies(lang: str) -> dict[str, float] | None:
-    """``wordfreq``'s small list of ``lang`` (word -> frequency), or ``None`` where it has none."""
-    try:
-        import wordfreq
-    except ImportError:  # an optional speed-up of evidence, not a requirement to link
-        return None
-    if lang not in wordfreq.available_languages("small"):
-        return None
-    return wordfreq.get_frequency_dict(lang, "small")
-
-
-def zipf(word: str, lang: str) -> float | None:
-    """Zipf frequency of ``word`` (folded) in ``lang``: log10 of occurrences per billion words; 0.0 for an
-    unknown word, ``None`` when there is no list for ``lang``."""
-    table = _frequencies(lang)
-    if table is None:
-        return None
-    f = table.get(fold(word))
-    return math.log10(f) + 9.0 if f else 0.0
 
 
 def _is_cased(ch: str) -> bool:
@@ -235,7 +194,7 @@ class LinkEstimator:
         the highest Zipf frequency of its names there; 0.0 with fewer than three such languages."""
         found = []
         for other in self.db.languages:
-            if other == lang or _frequencies(other) is None:
+            if other == lang or not has_frequencies(other):
                 continue
             zs = [zipf(n, other) or 0.0 for n in self._names(key, other) if " " not in n]
             if zs:
@@ -292,12 +251,12 @@ class LinkEstimator:
         surface = mention.surface
         first = _first_cased(surface)
         if first is None:
-            segmented = _by_segmenter(text, mention, lang)
-            if segmented is not None:
-                return segmented
-            if self._inside_word(text, mention, lang):
+            segmented = unspaced.segmenter_verdict(text, mention, lang)
+            if segmented == "name":
+                return Estimate(LONGER_NAME, "part of a longer name")
+            if segmented == "inside" or unspaced.inside_word(text, mention, lang):
                 return Estimate(INSIDE_WORD, "inside a longer word")
-            if _unspaced_person(text, mention, lang, starts, ends):
+            if unspaced.unspaced_person(text, mention, lang, starts, ends):
                 return Estimate(LONGER_NAME, "part of a longer name")
             return Estimate(NO_CASE, "no case")
         if first.islower():
@@ -385,28 +344,6 @@ class LinkEstimator:
         return Estimate(rare, reason)
 
     @staticmethod
-    def _inside_word(text: str, m: Mention, lang: str) -> bool:
-        """An unspaced-script match that is a piece of a longer word (see :data:`INSIDE_WORD`)."""
-        before = text[m.start - 1] if m.start > 0 else ""
-        after = text[m.end] if m.end < len(text) else ""
-        if (_KATAKANA.match(m.surface[-1]) and after and _KATAKANA.match(after)) or (
-            _KATAKANA.match(m.surface[0]) and before and _KATAKANA.match(before)
-        ):
-            return True
-        if not after or after in _PLACE_SUFFIXES or not (_HAN.match(after) or _KATAKANA.match(after)):
-            return False
-        if after in _DERIVING_SUFFIXES:
-            return not _word_starts(text, m.end, lang, 2)
-        for k in range(1, 4):
-            piece = text[m.end : m.end + k]
-            if len(piece) < k or not all(_HAN.match(c) or _KATAKANA.match(c) for c in piece):
-                break
-            z = zipf(m.surface + piece, lang)
-            if z is not None and z >= COMPOUND_ZIPF:
-                return not _word_starts(text, m.end, lang, max(2, k))
-        return False
-
-    @staticmethod
     def _in_longer_name(text: str, m: Mention, lang: str, starts: Container[int], ends: Container[int]) -> bool:
         """A capitalised word the kb did not match is glued to the mention by one space (see :data:`LONGER_NAME`).
 
@@ -472,32 +409,6 @@ def _first_name_before_name(first: str, second: str) -> bool:
     return is_first_name(first) and not is_first_name(second)
 
 
-def _by_segmenter(text: str, m: Mention, lang: str) -> Estimate | None:
-    """What a word segmenter (:mod:`kb.mentions.segmenters`) says of an unspaced-script mention: inside a
-    longer word that is no place (京都大学, トルコ石 for トルコ; 荷兰豆, 香港脚: in Chinese, where ``jieba``'s
-    dictionary joins many phrases, only a word that the place opens and that does not end in a word of two
-    characters or more, 日本首相), or a person's name (福山 in 福山雅治, tagged 人名 by ``sudachipy``); ``None``
-    where it says nothing or is not installed."""
-    word = segmenters.covering(text, lang, m.start, m.end)
-    if word is None:
-        return None
-    whole = (word.start, word.end) == (m.start, m.end)
-    if lang == "ja":
-        if "人名" in word.pos:
-            return Estimate(LONGER_NAME, "part of a longer name")
-        if not whole and "地名" not in word.pos:
-            return Estimate(INSIDE_WORD, "inside a longer word")
-        return None
-    if whole or word.start < m.start:
-        return None
-    rest = text[m.end : word.end]
-    # a place suffix (北京市) or a word of its own after the place (日本 + 首相, 中国 + 政府): the place still
-    # names itself there; one character that makes a new word of it (荷兰豆, 香港脚) does not
-    if set(rest) <= _PLACE_SUFFIXES or (len(rest) >= 2 and (zipf(rest, lang) or 0.0) >= COMPOUND_ZIPF):
-        return None
-    return Estimate(INSIDE_WORD, "inside a longer word")
-
-
 def _capital_word(word: str) -> bool:
     first = _first_cased(word)
     return first is not None and first.isupper() and unicodedata.category(word[0])[0] == "L"
@@ -525,43 +436,3 @@ def _name_like(word: str, lang: str) -> bool:
         peers = sorted(zipf(word, p) or 0.0 for p in _LATIN_PEERS if p != lang)
         return peers[len(peers) // 2] >= NAME_ZIPF
     return own < COMMON_ZIPF
-
-
-def _word_starts(text: str, at: int, lang: str, length: int) -> bool:
-    """Whether a word of ``length`` characters or more (in ``wordfreq``, Zipf >= 3.0) starts at ``at``."""
-    for j in range(length, 6):
-        piece = text[at : at + j]
-        if len(piece) < j:
-            return False
-        z = zipf(piece, lang)
-        if z is not None and z >= COMPOUND_ZIPF:
-            return True
-    return False
-
-
-def _unspaced_person(text: str, m: Mention, lang: str, starts: Container[int], ends: Container[int]) -> bool:
-    """Japanese: a katakana word joined by ・ (チャド・スミス) or an honorific after the mention (松本さん);
-    Chinese: a common surname just before a two-character mention at a clause start (王长春)."""
-    if lang == "ja":
-        if text.startswith(_JA_HONORIFICS, m.end):
-            return True
-        if (
-            text[m.end : m.end + 1] == "・"
-            and _KATAKANA.match(text[m.end + 1 : m.end + 2])
-            and (m.end + 1) not in starts
-        ):
-            return True
-        return (
-            m.start >= 2
-            and text[m.start - 1] == "・"
-            and bool(_KATAKANA.match(text[m.start - 2]))
-            and (m.start - 1) not in ends
-        )
-    if lang.startswith("zh") and (
-        (text[m.end : m.end + 1] in _NAME_DOTS and (m.end + 1) not in starts and m.end + 1 < len(text))
-        or (m.start >= 2 and text[m.start - 1] in _NAME_DOTS and (m.start - 1) not in ends)
-    ):
-        return True
-    if lang == "zh" and len(m.surface) == 2 and m.start >= 1 and text[m.start - 1] in _ZH_SURNAMES:
-        return (m.start - 1) not in ends and (m.start == 1 or not _HAN.match(text[m.start - 2]))
-    return False
