@@ -30,37 +30,23 @@ def test_the_held_out_set_is_big_enough_and_apart_from_dev(embedded_db):
         assert (gold_key(embedded_db, case) is None) == (case.kind == "unlinked")
 
 
-def test_the_third_held_out_set_is_big_enough_and_apart_from_the_others(embedded_db):
-    assert len(THIRD_TEST) >= 160 and sum(c.kind == "unlinked" for c in THIRD_TEST) >= 55
-    assert {(c.lang, c.kind) for c in THIRD_TEST} == {
+#: The later held-out sets, each with the sets written before it, its least size and least unlinked cases.
+LATER_SETS = {
+    "third": (THIRD_TEST, TEST + DEV, 160, 55),
+    "fourth": (FOURTH_TEST, THIRD_TEST + TEST + DEV, 150, 70),
+    "fifth": (FIFTH_TEST, FOURTH_TEST + THIRD_TEST + TEST + DEV, 150, 75),
+}
+
+
+@pytest.mark.parametrize("name", LATER_SETS)
+def test_each_later_held_out_set_is_big_enough_and_apart_from_the_earlier_ones(embedded_db, name):
+    cases, earlier, size, unlinked = LATER_SETS[name]
+    assert len(cases) >= size and sum(c.kind == "unlinked" for c in cases) >= unlinked
+    assert {(c.lang, c.kind) for c in cases} == {
         (lang, kind) for lang in ("en", "de", "fr", "es", "ja", "zh", "ru") for kind in KINDS
     }
-    assert not {c.text for c in THIRD_TEST} & {c.text for c in TEST + DEV}
-    for case in THIRD_TEST:
-        a, b = case.span()
-        assert case.text[a:b] == case.surface
-        assert (gold_key(embedded_db, case) is None) == (case.kind == "unlinked")
-
-
-def test_the_fourth_held_out_set_is_big_enough_and_apart_from_the_others(embedded_db):
-    assert len(FOURTH_TEST) >= 150 and sum(c.kind == "unlinked" for c in FOURTH_TEST) >= 70
-    assert {(c.lang, c.kind) for c in FOURTH_TEST} == {
-        (lang, kind) for lang in ("en", "de", "fr", "es", "ja", "zh", "ru") for kind in KINDS
-    }
-    assert not {c.text for c in FOURTH_TEST} & {c.text for c in THIRD_TEST + TEST + DEV}
-    for case in FOURTH_TEST:
-        a, b = case.span()
-        assert case.text[a:b] == case.surface
-        assert (gold_key(embedded_db, case) is None) == (case.kind == "unlinked")
-
-
-def test_the_fifth_held_out_set_is_big_enough_and_apart_from_the_others(embedded_db):
-    assert len(FIFTH_TEST) >= 150 and sum(c.kind == "unlinked" for c in FIFTH_TEST) >= 75
-    assert {(c.lang, c.kind) for c in FIFTH_TEST} == {
-        (lang, kind) for lang in ("en", "de", "fr", "es", "ja", "zh", "ru") for kind in KINDS
-    }
-    assert not {c.text for c in FIFTH_TEST} & {c.text for c in FOURTH_TEST + THIRD_TEST + TEST + DEV}
-    for case in FIFTH_TEST:
+    assert not {c.text for c in cases} & {c.text for c in earlier}
+    for case in cases:
         a, b = case.span()
         assert case.text[a:b] == case.surface
         assert (gold_key(embedded_db, case) is None) == (case.kind == "unlinked")
