@@ -10,6 +10,7 @@ import typer
 from kb.errors import OptionError
 from kb.files import check_text_source
 from mluke.cli import checks
+from mluke.cli.interrupts import checked, remembered_interrupts
 from mluke.cli.output import check_outputs, print_table, wrote
 from mluke.cli.params import (
     CandidatesOption,
@@ -127,7 +128,8 @@ def link(
     if jsonl:  # each line written as soon as it is linked
         tally = LinkTally()
         try:
-            write_linked(stream, jsonl, overwrite=overwrite, tally=tally)
+            with remembered_interrupts() as check:
+                write_linked(checked(stream, check), jsonl, overwrite=overwrite, tally=tally)
         except KeyboardInterrupt:
             _say_interrupted(tally, source, jsonl)
             raise
@@ -142,8 +144,9 @@ def link(
         keep=limit, runner_ups=3 if candidates else 0
     )  # counts, and the rows of the first --limit mentions
     try:
-        for item in stream:
-            tally.add(item)
+        with remembered_interrupts() as check:
+            for item in checked(stream, check):
+                tally.add(item)
     except KeyboardInterrupt:
         _say_interrupted(tally, source, None)
         raise

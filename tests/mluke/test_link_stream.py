@@ -189,9 +189,10 @@ def test_interrupted_process_leaves_no_output(tiny_demo, embedded_db_path, tmp_p
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     proc.stdin.close()
-    assert proc.wait(60) == 130
-    assert not out.exists() and _leftovers(tmp_path) == []
+    code = proc.wait(60)
     err = proc.stderr.read().decode()
+    assert code == 130, err
+    assert not out.exists() and _leftovers(tmp_path) == []
     assert re.search(
         rf"interrupted after linking [\d,]+ lines?; nothing was written to {re.escape(str(out))} \(it is written "
         r"only when complete, so no half file is left\); run the command again to link all of standard input",
