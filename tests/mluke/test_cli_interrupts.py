@@ -2,6 +2,7 @@
 
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -54,3 +55,31 @@ def test_an_ignored_sigint_stays_ignored():
             assert list(checked([1, 2], check)) == [1, 2]
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+class _PressesCtrlCWhenCollected:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # the KeyboardInterrupt is raised here, inside the finaliser, and Python drops it
+
+
+class _FailsWhenCollected:
+    def __del__(self):
+        raise ValueError("a finaliser's own error")
+
+
+def test_ctrl_c_inside_a_finaliser_is_kept_quiet_and_raised_at_the_next_check():
+    seen = []
+    hook, sys.unraisablehook = sys.unraisablehook, seen.append  # what Python (or pytest) would print
+    try:
+        with remembered_interrupts() as check:
+            items = checked([1, 2, 3], check)
+            assert next(items) == 1
+            _FailsWhenCollected()  # other errors of finalisers still reach the hook
+            _PressesCtrlCWhenCollected()  # collected at once: its __del__ runs here
+            with pytest.raises(KeyboardInterrupt):
+                next(items)
+        assert sys.unraisablehook == seen.append
+    finally:
+        sys.unraisablehook = hook
+    assert [type(u.exc_value) for u in seen] == [ValueError]
