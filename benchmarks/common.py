@@ -111,6 +111,24 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cpu_seconds(who: int = resource.RUSAGE_SELF) -> float:
+    """User + system CPU seconds of this process (``RUSAGE_SELF``) or of its finished, waited-for children
+    (``RUSAGE_CHILDREN``)."""
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def linker_windows(linker: Any, texts: list[str], lang: str, options: Any) -> tuple[list[Any], list[dict]]:
+    """The windows ``linker`` makes of ``texts`` and their encoder inputs in its batches: the same forward
+    passes as ``linker.link`` (mention detection, candidates, windows of ``options.window_chars``, batches of
+    ``options.batch_size``), for timing the encoder alone beside the linking. Returns (windows, batches)."""
+    mentions = linker.index.detect_batch(texts, lang)
+    ids = linker.scorer.candidate_ids(mentions)
+    jobs = linker.scorer.jobs(texts, mentions, ids, options.window_chars)
+    size = options.batch_size
+    return jobs, [linker.scorer.encode(texts, mentions, jobs[i : i + size]) for i in range(0, len(jobs), size)]
+
+
 def run_interleaved(script: str, methods: list[str], args: list[str], repeats: int) -> dict[str, list[dict]]:
     """Run ``script --measure METHOD *args`` in a fresh process for each method, ``repeats`` times,
     interleaved so every method sees the same machine load; each child prints one JSON line."""

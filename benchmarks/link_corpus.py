@@ -42,6 +42,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -49,7 +50,7 @@ import threading
 import time
 from pathlib import Path
 
-from common import benchmark_parser, smoke_demo, smoke_folder
+from common import benchmark_parser, cpu_seconds, linker_windows, smoke_demo, smoke_folder
 
 BASE_MODEL = Path("/work/bench-shared/mluke-base-random")
 #: Seconds between two samples of the memory of a run's processes. Reading ``/proc/PID/smaps_rollup`` walks
@@ -319,14 +320,11 @@ def encode_chunk(job: tuple, chunk) -> int:
     import torch
 
     linker, options = job
-    texts = [d.text for d in chunk.documents]
-    mentions = linker.index.detect_batch(texts, chunk.lang)
-    ids = linker.scorer.candidate_ids(mentions)
-    jobs = linker.scorer.jobs(texts, mentions, ids, options.window_chars)
+    jobs, batches = linker_windows(linker, [d.text for d in chunk.documents], chunk.lang, options)
     with torch.inference_mode():
-        for k in range(0, len(jobs), options.batch_size):
-            linker.bundle.model.encode(**linker.scorer.encode(texts, mentions, jobs[k : k + options.batch_size]))
-    return sum(len(m) for m in mentions)
+        for batch in batches:
+            linker.bundle.model.encode(**batch)
+    return sum(len(j.mentions) for j in jobs)
 
 
 def encode_corpus(corpus: str, linker, options, workers: int) -> tuple[int, int, float]:
@@ -349,10 +347,7 @@ def encode_corpus(corpus: str, linker, options, workers: int) -> tuple[int, int,
 
 def _cpu_seconds() -> float:
     """CPU seconds (user + system) of this process and of its finished (joined) workers."""
-    import resource
-
-    own, done = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + done.ru_utime + done.ru_stime
+    return cpu_seconds() + cpu_seconds(resource.RUSAGE_CHILDREN)
 
 
 def tree(pid: int) -> list[int]:
@@ -386,7 +381,7 @@ def run_child(args: list[str], every: float = SAMPLE_SECONDS) -> dict:
     with the peaks, and the CPU seconds the sampling took (``sampler_cpu_s``)."""
     peak = {"pss_mb": 0.0, "rss_mb": 0.0, "uss_mb": 0.0, "tree_mb": 0.0, "processes": 0}
     load_before = os.getloadavg()[0]
-    busy_before, ours_before, wall_before = _machine_busy(), _children_cpu(), time.perf_counter()
+    busy_before, ours_before, wall_before = _machine_busy(), cpu_seconds(resource.RUSAGE_CHILDREN), time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
     done = threading.Event()
 
@@ -413,7 +408,8 @@ def run_child(args: list[str], every: float = SAMPLE_SECONDS) -> dict:
     if proc.returncode:
         raise SystemExit(f"run failed: {' '.join(args)}")
     row = json.loads(out.strip().splitlines()[-1])
-    others = (_machine_busy() - busy_before) - (_children_cpu() - ours_before) - peak["sampler_cpu_s"]
+    ours = cpu_seconds(resource.RUSAGE_CHILDREN) - ours_before
+    others = (_machine_busy() - busy_before) - ours - peak["sampler_cpu_s"]
     share = max(0.0, others) / ((time.perf_counter() - wall_before) * (os.cpu_count() or 1))
     row["others_cpu_share"] = round(share, 4)  # of all the cores, taken by other processes during the run
     return {**row, **peak, "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
@@ -423,14 +419,6 @@ def _machine_busy() -> float:
     """CPU seconds the whole machine has been busy (all cores, ``/proc/stat``: all but idle and iowait)."""
     fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
-
-
-def _children_cpu() -> float:
-    """CPU seconds of this process's finished children and their finished children (the runs)."""
-    import resource
-
-    done = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return done.ru_utime + done.ru_stime
 
 
 def summary(mode: str, rows: list[dict], counts: list[int]) -> None:

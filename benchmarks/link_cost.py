@@ -29,7 +29,15 @@ import sys
 import time
 from pathlib import Path
 
-from common import add_smoke, bench_threads, checkpoint_entities, make_checkpoint, run_interleaved, smoke_folder
+from common import (
+    add_smoke,
+    bench_threads,
+    checkpoint_entities,
+    linker_windows,
+    make_checkpoint,
+    run_interleaved,
+    smoke_folder,
+)
 
 METHODS = ("encoder", "link-exact", "link-int8")
 SYLLABLES = ("ka", "lo", "mer", "tan", "vi", "dor", "su", "rel", "an", "by", "qua", "zen", "pho", "ris", "gal", "tem")
@@ -90,12 +98,7 @@ def measure(method: str, model: Path, kb_path: Path, sentences: int, surfaces_n:
     warm = time.perf_counter() - t
     out: dict = {"method": method, "warm_up_s": round(warm, 2), "threads": torch.get_num_threads()}
     if method == "encoder":  # the same windows and batches as the linker's, through the encoder alone
-        options = LinkOptions()
-        mentions = linker.index.detect_batch(texts, "en")
-        ids = linker.scorer.candidate_ids(mentions)
-        jobs = linker.scorer.jobs(texts, mentions, ids, options.window_chars)
-        parts = [jobs[i : i + options.batch_size] for i in range(0, len(jobs), options.batch_size)]
-        encoded = [linker.scorer.encode(texts, mentions, part) for part in parts]
+        jobs, encoded = linker_windows(linker, texts, "en", LinkOptions())
         t, c = time.perf_counter(), time.process_time()
         with torch.inference_mode():
             for enc in encoded:

@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import add_smoke, make_checkpoint, smoke_folder
+from common import add_smoke, cpu_seconds, make_checkpoint, smoke_folder
 from full_scale import LANG_WEIGHTS, Names, render
 
 #: mLAMA's 41 T-REx relations, each with an English template and a candidate set size of its class
@@ -199,14 +199,13 @@ def run_eval(argv: list[str], profile: Path | None) -> tuple[float, float]:
     """Run ``mluke eval-mlama`` with ``argv`` in a fresh process: its wall and CPU seconds (user + system; what
     the work costs whatever share of the cores other jobs leave it)."""
     code, extra = (PROFILED, [str(profile)]) if profile else (PLAIN, [])
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = cpu_seconds(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, *extra, *argv], capture_output=True, text=True)
     wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
         raise SystemExit(f"mluke {' '.join(argv)} failed:\n{proc.stderr[-3000:]}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu_seconds(resource.RUSAGE_CHILDREN) - before
 
 
 def main() -> None:
